@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file C++ source generation for the CPU target.
+///
+/// The entry point is `extern "C" int32_t <name>(const TLArg* args)`: one TLArg per
+/// parameter (a data pointer for tensors, the value for scalars), followed by one per
+/// dynamic dimension, in the order of `dynamic_dims`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::codegen {
+
+/// Where the runtime reads a dynamic dimension from: params[param].shape[dim].
+struct DynamicDim {
+  std::string name;
+  int param;
+  int dim;
+};
+
+struct CpuSource {
+  std::string code;
+  std::string entry;
+  std::vector<DynamicDim> dynamic_dims;
+};
+
+/// Generates C++ for a function lowered by LowerForCpu (no tile ops left).
+CpuSource GenerateCpu(const ir::PrimFunc& f);
+
+/// The C++ spelling of a dtype in generated code ("float", "tl::half", "int32_t").
+std::string CType(ir::DType t);
+
+}  // namespace tl::codegen

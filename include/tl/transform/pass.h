@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Passes as data: a name, a function PrimFunc -> PrimFunc, one registry.
+///
+/// The registry serves the pipelines (pipeline_<target>.cc), Python's
+/// `tilelang.transform.run_pass(name, func)` and tests.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::transform {
+
+/// Per-compilation state shared by the passes of one pipeline run.
+struct PassContext {
+  /// User pass_configs ("tl.xxx": value), as strings.
+  std::map<std::string, std::string> config;
+  /// Decisions and fallbacks made on the way, shown by kernel.get_remarks().
+  std::vector<std::string> remarks;
+  /// When set, the IR after each pass is appended here (TILELANG_DUMP_IR / tests).
+  std::vector<std::pair<std::string, std::string>>* dump = nullptr;
+};
+
+using PassFn = std::function<ir::PrimFunc(const ir::PrimFunc&, PassContext&)>;
+
+struct PassInfo {
+  std::string name;
+  PassFn fn;
+};
+
+/// Registers a pass; returns true so it can initialise a static.
+bool RegisterPass(const std::string& name, PassFn fn);
+/// The pass registered under `name`, or nullptr.
+const PassInfo* FindPass(const std::string& name);
+std::vector<std::string> ListPasses();
+/// Runs `name` on `f`, recording the IR afterwards when ctx.dump is set.
+ir::PrimFunc RunPass(const std::string& name, const ir::PrimFunc& f, PassContext& ctx);
+
+}  // namespace tl::transform
+
+#define TL_REGISTER_PASS(name, fn) \
+  static const bool tl_pass_registered_##fn = ::tl::transform::RegisterPass(name, fn)

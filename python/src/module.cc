@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The extension module `tilelang._tl`: IR construction for the front end,
+/// the pass pipeline, code generation and the CPU runtime. Kept thin: every decision is
+/// made in the C++ core; this file only converts between Python and C++ values.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <unordered_map>
+
+#include "tl/arith/simplify.h"
+#include "tl/codegen/cpu.h"
+#include "tl/ir/equal.h"
+#include "tl/ir/printer.h"
+#include "tl/op/make.h"
+#include "tl/runtime/cpu_module.h"
+#include "tl/transform/passes.h"
+
+namespace nb = nanobind;
+using namespace tl;      // NOLINT: binding file
+using namespace tl::ir;  // NOLINT: binding file
+
+namespace {
+
+struct PyExpr { Expr e; };
+struct PyStmt { Stmt s; };
+struct PyBuffer { Buffer b; };
+struct PyFunc { PrimFunc f; };
+
+using PySpan = std::optional<std::tuple<std::string, int, int, int, int>>;
+
+Span ToSpan(const PySpan& s) {
+  if (!s) return {};
+  auto [file, line, col, end_line, end_col] = *s;
+  return Span{file, line, col, end_line, end_col};
+}
+
+DType ParseDType(const std::string& name) {
+  DType t = DType::Parse(name);
+  if (t.IsVoid() && name != "void") throw nb::value_error(("unknown dtype '" + name + "'").c_str());
+  return t;
+}
+
+BinOp ParseBinOp(const std::string& name) {
+  static const std::unordered_map<std::string, BinOp> kOps = {
+      {"add", BinOp::kAdd},       {"sub", BinOp::kSub},       {"mul", BinOp::kMul},
+      {"div", BinOp::kDiv},       {"mod", BinOp::kMod},       {"floordiv", BinOp::kFloorDiv},
+      {"floormod", BinOp::kFloorMod}, {"min", BinOp::kMin},   {"max", BinOp::kMax},
+      {"eq", BinOp::kEQ},         {"ne", BinOp::kNE},         {"lt", BinOp::kLT},
+      {"le", BinOp::kLE},         {"gt", BinOp::kGT},         {"ge", BinOp::kGE},
+      {"and", BinOp::kAnd},       {"or", BinOp::kOr},         {"bitand", BinOp::kBitAnd},
+      {"bitor", BinOp::kBitOr},   {"bitxor", BinOp::kBitXor}, {"shl", BinOp::kShl},
+      {"shr", BinOp::kShr}};
+  auto it = kOps.find(name);
+  if (it == kOps.end()) throw nb::value_error(("unknown operator " + name).c_str());
+  return it->second;
+}
+
+std::vector<Expr> Unwrap(const std::vector<PyExpr>& v) {
+  std::vector<Expr> out;
+  for (const auto& e : v) out.push_back(e.e);
+  return out;
+}
+
+std::vector<PyExpr> Wrap(const std::vector<Expr>& v) {
+  std::vector<PyExpr> out;
+  for (const auto& e : v) out.push_back({e});
+  return out;
+}
+
+/// (buffer, mins or None, extents with None for single indices)
+using PyRegion =
+    std::tuple<PyBuffer, std::optional<std::vector<PyExpr>>, std::optional<std::vector<std::optional<PyExpr>>>>;
+
+op::RegionSpec ToRegion(const std::optional<PyRegion>& r) {
+  op::RegionSpec spec;
+  if (!r) return spec;
+  spec.buffer = std::get<0>(*r).b;
+  if (std::get<1>(*r)) spec.mins = Unwrap(*std::get<1>(*r));
+  if (std::get<2>(*r)) {
+    for (const auto& e : *std::get<2>(*r)) spec.extents.push_back(e ? e->e : nullptr);
+  }
+  return spec;
+}
+
+Scope ParseScope(const std::string& s) {
+  if (s == "global") return Scope::kGlobal;
+  if (s == "shared" || s == "shared.dyn") return Scope::kShared;
+  if (s == "fragment" || s == "local.fragment") return Scope::kFragment;
+  if (s == "local") return Scope::kLocal;
+  if (s == "var" || s == "local.var") return Scope::kVar;
+  throw nb::value_error(("unknown memory scope '" + s + "'").c_str());
+}
+
+ForKind ParseForKind(const std::string& s) {
+  if (s == "serial") return ForKind::kSerial;
+  if (s == "parallel") return ForKind::kParallel;
+  if (s == "pipelined") return ForKind::kPipelined;
+  if (s == "unroll") return ForKind::kUnrolled;
+  if (s == "vectorized") return ForKind::kVectorized;
+  throw nb::value_error(("unknown loop kind '" + s + "'").c_str());
+}
+
+}  // namespace
+
+NB_MODULE(_tl, m) {
+  m.doc() = "TileLang C++ core";
+
+  static nb::object compile_error = nb::steal(PyErr_NewException("tilelang._tl.CompileError", PyExc_Exception, nullptr));
+  static nb::object internal_error =
+      nb::steal(PyErr_NewException("tilelang._tl.InternalCompilerError", PyExc_RuntimeError, nullptr));
+  m.attr("CompileError") = compile_error;
+  m.attr("InternalCompilerError") = internal_error;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const CompileError& e) {
+      const Span& s = e.span();
+      nb::object args = nb::make_tuple(e.what(), s.file, s.line, s.col, s.end_line, s.end_col);
+      PyErr_SetObject(compile_error.ptr(), args.ptr());
+    } catch (const InternalError& e) {
+      PyErr_SetString(internal_error.ptr(), e.what());
+    }
+  });
+
+  nb::class_<PyExpr>(m, "Expr")
+      .def_prop_ro("dtype", [](const PyExpr& e) { return e.e->dtype.str(); })
+      .def_prop_ro("const_value", [](const PyExpr& e) -> nb::object {
+        if (const auto* i = As<IntImm>(e.e)) {
+          return e.e->dtype.IsBool() ? nb::object(nb::bool_(i->value != 0)) : nb::object(nb::int_(i->value));
+        }
+        if (const auto* f = As<FloatImm>(e.e)) return nb::float_(f->value);
+        return nb::none();
+      })
+      .def_prop_ro("is_var", [](const PyExpr& e) { return e.e->kind == NodeKind::kVar; })
+      .def_prop_ro("var_name", [](const PyExpr& e) {
+        const auto* v = As<Var>(e.e);
+        return v ? v->name : std::string();
+      })
+      .def("same_as", [](const PyExpr& a, const PyExpr& b) { return a.e == b.e; })
+      .def("__repr__", [](const PyExpr& e) { return ToString(e.e); });
+
+  nb::class_<PyBuffer>(m, "Buffer")
+      .def_prop_ro("name", [](const PyBuffer& b) { return b.b->name; })
+      .def_prop_ro("dtype", [](const PyBuffer& b) { return b.b->dtype.str(); })
+      .def_prop_ro("shape", [](const PyBuffer& b) { return Wrap(b.b->shape); })
+      .def_prop_ro("scope", [](const PyBuffer& b) { return std::string(ScopeName(b.b->scope)); })
+      .def("same_as", [](const PyBuffer& a, const PyBuffer& b) { return a.b == b.b; })
+      .def("__repr__", [](const PyBuffer& b) { return "<Buffer " + b.b->name + ">"; });
+
+  nb::class_<PyStmt>(m, "Stmt").def("__repr__", [](const PyStmt& s) { return ToString(s.s); });
+
+  nb::class_<PyFunc>(m, "PrimFunc")
+      .def_prop_ro("name", [](const PyFunc& f) { return f.f->name; })
+      .def("script", [](const PyFunc& f) { return ToString(f.f); })
+      .def("__repr__", [](const PyFunc& f) { return ToString(f.f); });
+
+  // ---- expressions
+  m.def("const_int", [](int64_t v, const std::string& t) { return PyExpr{IntImm::Make(ParseDType(t), v)}; });
+  m.def("const_float", [](double v, const std::string& t) { return PyExpr{FloatImm::Make(ParseDType(t), v)}; });
+  m.def("var", [](const std::string& name, const std::string& t) { return PyExpr{Var::Make(name, ParseDType(t))}; });
+  m.def("binary", [](const std::string& op, const PyExpr& a, const PyExpr& b, const PySpan& span) {
+    return PyExpr{op::MakeBinary(ParseBinOp(op), a.e, b.e, ToSpan(span))};
+  }, nb::arg("op"), nb::arg("a"), nb::arg("b"), nb::arg("span") = nb::none());
+  m.def("logical_not", [](const PyExpr& a) {
+    Expr x = a.e->dtype.IsBool() ? a.e : op::MakeBinary(BinOp::kNE, a.e, IntImm::Make(a.e->dtype, 0));
+    return PyExpr{Not::Make(x)};
+  });
+  m.def("select", [](const PyExpr& c, const PyExpr& t, const PyExpr& f) {
+    Expr cond = c.e->dtype.IsBool() ? c.e : op::MakeBinary(BinOp::kNE, c.e, IntImm::Make(c.e->dtype, 0));
+    // Promote the branches to a common type through a dummy addition's rules.
+    Expr probe = op::MakeBinary(BinOp::kAdd, t.e, f.e);
+    return PyExpr{Select::Make(cond, Cast::Make(probe->dtype, t.e), Cast::Make(probe->dtype, f.e))};
+  });
+  m.def("cast", [](const std::string& t, const PyExpr& v) { return PyExpr{Cast::Make(ParseDType(t), v.e)}; });
+  m.def("math", [](const std::string& name, const std::vector<PyExpr>& args, const PySpan& span) {
+    return PyExpr{op::MakeMath(name, Unwrap(args), ToSpan(span))};
+  }, nb::arg("name"), nb::arg("args"), nb::arg("span") = nb::none());
+  m.def("call", [](const std::string& t, const std::string& name, const std::vector<PyExpr>& args) {
+    return PyExpr{Call::Make(ParseDType(t), name, Unwrap(args))};
+  });
+  m.def("load", [](const PyBuffer& b, const std::vector<PyExpr>& idx) {
+    return PyExpr{BufferLoad::Make(b.b, Unwrap(idx))};
+  });
+  m.def("simplify", [](const PyExpr& e) { return PyExpr{arith::Analyzer().Simplify(e.e)}; });
+
+  // ---- buffers
+  m.def("buffer", [](const std::string& name, const std::string& t, const std::vector<PyExpr>& shape,
+                     const std::string& scope, const std::vector<PyExpr>& strides) {
+    return PyBuffer{BufferNode::Make(name, ParseDType(t), Unwrap(shape), ParseScope(scope), Unwrap(strides))};
+  }, nb::arg("name"), nb::arg("dtype"), nb::arg("shape"), nb::arg("scope"),
+        nb::arg("strides") = std::vector<PyExpr>{});
+
+  // ---- statements
+  m.def("seq", [](const std::vector<PyStmt>& v, const PySpan& span) {
+    std::vector<Stmt> s;
+    for (const auto& x : v) s.push_back(x.s);
+    return PyStmt{Seq::Make(s, ToSpan(span))};
+  }, nb::arg("stmts"), nb::arg("span") = nb::none());
+  m.def("for_", [](const PyExpr& var, const PyExpr& mn, const PyExpr& ext, const std::string& kind,
+                   const PyStmt& body, const std::map<std::string, PyExpr>& ann, const PySpan& span) {
+    const auto* v = As<Var>(var.e);
+    if (!v) throw nb::type_error("loop variable must be a var");
+    std::map<std::string, Expr> a;
+    for (const auto& [k, x] : ann) a[k] = x.e;
+    return PyStmt{For::Make(std::static_pointer_cast<const Var>(var.e), mn.e, ext.e, ParseForKind(kind), body.s, a,
+                            ToSpan(span))};
+  });
+  m.def("while_", [](const PyExpr& c, const PyStmt& body, const PySpan& span) {
+    return PyStmt{While::Make(c.e, body.s, ToSpan(span))};
+  });
+  m.def("if_", [](const PyExpr& c, const PyStmt& t, const std::optional<PyStmt>& f, const PySpan& span) {
+    return PyStmt{IfThenElse::Make(c.e, t.s, f ? f->s : nullptr, ToSpan(span))};
+  });
+  m.def("let", [](const PyExpr& var, const PyExpr& value, const PySpan& span) {
+    return PyStmt{LetStmt::Make(std::static_pointer_cast<const Var>(var.e), value.e, ToSpan(span))};
+  });
+  m.def("store", [](const PyBuffer& b, const std::vector<PyExpr>& idx, const PyExpr& value, const PySpan& span) {
+    return PyStmt{BufferStore::Make(b.b, Unwrap(idx), Cast::Make(b.b->dtype, value.e), ToSpan(span))};
+  });
+  m.def("allocate", [](const PyBuffer& b, const std::optional<PyExpr>& init, const PySpan& span) {
+    return PyStmt{Allocate::Make(b.b, init ? Cast::Make(b.b->dtype, init->e) : nullptr, ToSpan(span))};
+  });
+  m.def("evaluate", [](const PyExpr& e, const PySpan& span) { return PyStmt{Evaluate::Make(e.e, ToSpan(span))}; });
+  m.def("attr", [](const std::string& key, const std::vector<PyExpr>& values, const PySpan& span) {
+    return PyStmt{AttrStmt::Make(key, Unwrap(values), ToSpan(span))};
+  });
+  m.def("break_", [](const PySpan& span) { return PyStmt{Break::Make(ToSpan(span))}; });
+  m.def("continue_", [](const PySpan& span) { return PyStmt{Continue::Make(ToSpan(span))}; });
+  m.def("kernel", [](const std::vector<PyExpr>& grid, const std::vector<PyExpr>& vars,
+                     const std::vector<int64_t>& threads, const PyStmt& body, const PySpan& span) {
+    std::vector<VarRef> v;
+    for (const auto& x : vars) v.push_back(std::static_pointer_cast<const Var>(x.e));
+    return PyStmt{KernelLaunch::Make(Unwrap(grid), v, threads, body.s, ToSpan(span))};
+  });
+  m.def("copy", [](const PyRegion& src, const PyRegion& dst, const PySpan& span) {
+    return PyStmt{op::MakeCopy(ToRegion(src), ToRegion(dst), ToSpan(span))};
+  });
+  m.def("gemm", [](const PyRegion& a, const PyRegion& b, const PyRegion& c, bool ta, bool tb, int policy,
+                   const PyExpr& clear, const PySpan& span) {
+    return PyStmt{op::MakeGemm(ToRegion(a), ToRegion(b), ToRegion(c), ta, tb, policy, clear.e, ToSpan(span))};
+  });
+  m.def("fill", [](const PyRegion& dst, const PyExpr& v, const PySpan& span) {
+    return PyStmt{op::MakeFill(ToRegion(dst), v.e, ToSpan(span))};
+  });
+  m.def("reduce", [](const PyRegion& src, const PyRegion& dst, const std::string& kind, int dim, bool clear,
+                     const PySpan& span) {
+    static const std::unordered_map<std::string, ReduceKind> kKinds = {
+        {"sum", ReduceKind::kSum}, {"abssum", ReduceKind::kAbsSum}, {"max", ReduceKind::kMax},
+        {"min", ReduceKind::kMin}, {"absmax", ReduceKind::kAbsMax}};
+    auto it = kKinds.find(kind);
+    if (it == kKinds.end()) throw nb::value_error(("unknown reduction '" + kind + "'").c_str());
+    return PyStmt{op::MakeReduce(ToRegion(src), ToRegion(dst), it->second, dim, clear, ToSpan(span))};
+  });
+  m.def("atomic", [](const std::string& kind, const PyRegion& dst, const std::optional<PyRegion>& src,
+                     const std::optional<PyExpr>& value, const PySpan& span) {
+    AtomicKind k = kind == "add" ? AtomicKind::kAdd : kind == "max" ? AtomicKind::kMax : AtomicKind::kMin;
+    return PyStmt{op::MakeAtomic(k, ToRegion(dst), ToRegion(src), value ? value->e : nullptr, ToSpan(span))};
+  });
+
+  // ---- functions, passes, code generation
+  m.def("prim_func", [](const std::string& name, const std::vector<nb::object>& params, const PyStmt& body,
+                        const PySpan& span) {
+    std::vector<Param> ps;
+    for (const nb::object& p : params) {
+      if (nb::isinstance<PyBuffer>(p)) {
+        ps.push_back({nb::cast<PyBuffer>(p).b, nullptr});
+      } else {
+        Expr e = nb::cast<PyExpr>(p).e;
+        ps.push_back({nullptr, std::static_pointer_cast<const Var>(e)});
+      }
+    }
+    return PyFunc{PrimFuncNode::Make(name, ps, body.s, ToSpan(span))};
+  });
+  m.def("structural_equal", [](const PyFunc& a, const PyFunc& b) { return StructuralEqual(a.f, b.f); });
+  m.def("list_passes", &transform::ListPasses);
+  m.def("run_pass", [](const std::string& name, const PyFunc& f) {
+    transform::PassContext ctx;
+    return PyFunc{transform::RunPass(name, f.f, ctx)};
+  });
+  m.def("lower_cpu", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump) {
+    transform::PassContext ctx;
+    ctx.config = config;
+    std::vector<std::pair<std::string, std::string>> dumps;
+    if (dump) ctx.dump = &dumps;
+    PyFunc out{transform::LowerForCpu(f.f, ctx)};
+    return std::make_tuple(out, ctx.remarks, dumps);
+  });
+  m.def("codegen_cpu", [](const PyFunc& f) {
+    codegen::CpuSource src = codegen::GenerateCpu(f.f);
+    std::vector<std::tuple<std::string, int, int>> dims;
+    for (const auto& d : src.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim);
+    return std::make_tuple(src.code, src.entry, dims);
+  });
+
+  // ---- CPU runtime
+  m.def("build_cpu", [](const std::string& source, const std::string& cache_dir, const std::string& include_dir,
+                        const std::vector<std::string>& flags) {
+    runtime::CpuBuildOptions opt{cache_dir, include_dir, "", flags};
+    runtime::CpuBuildResult r;
+    {
+      nb::gil_scoped_release release;  // the host compiler can take a while
+      r = runtime::BuildCpuLibrary(source, opt);
+    }
+    return std::make_tuple(r.library_path, r.cache_hit, r.command);
+  });
+  m.def("content_hash", &runtime::ContentHash);
+  nb::class_<runtime::CpuModule>(m, "CpuModule")
+      .def(nb::init<const std::string&, const std::string&>())
+      .def("run", [](const runtime::CpuModule& mod, const nb::list& args) {
+        std::vector<runtime::TLArg> a(args.size());
+        for (size_t i = 0; i < args.size(); ++i) {
+          nb::handle h = args[i];
+          if (nb::isinstance<nb::float_>(h)) {
+            a[i].f = nb::cast<double>(h);
+          } else {
+            a[i].i = nb::cast<int64_t>(h);
+          }
+        }
+        nb::gil_scoped_release release;
+        return mod.Run(a);
+      });
+}

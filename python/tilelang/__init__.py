@@ -1,0 +1,22 @@
+"""TileLang in C++: tile-level kernels in Python, compiled by a C++ core.
+
+    import tilelang
+    import tilelang.language as T
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _tl  # noqa: F401  (the C++ core)
+from . import language  # noqa: F401
+from .errors import TileLangArgumentError, TileLangCompileError, TileLangRuntimeError  # noqa: F401
+from .jit import JITKernel, compile, jit  # noqa: F401
+from .profiler import TensorSupplyType, do_bench  # noqa: F401
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()

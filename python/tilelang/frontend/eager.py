@@ -1,0 +1,102 @@
+"""The eager authoring style: ``T.const`` dimensions, ``A: T.Tensor(...)`` annotations in
+the body, ``T.empty`` outputs and ``return``.
+
+Dimensions declared with ``T.const`` are bound, in source order, from the shapes of the
+tensors given to the call (or from keywords to ``.compile``); every distinct set of
+values is a separate specialised kernel.
+"""
+from __future__ import annotations
+
+import threading
+
+from ..language import builder as _b
+
+_state = threading.local()
+
+
+class ConstDim:
+    """A ``T.const`` dimension before a tensor annotation binds it."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.value = None
+
+    def _unbound(self, *args):
+        raise _b._UserError(
+            f"T.const {self.name!r} is used before it is known: annotate a tensor parameter with it "
+            f"first (e.g. `A: T.Tensor(({self.name}, ...), dtype)`), or pass {self.name}=... to .compile()"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _unbound
+    __floordiv__ = __rfloordiv__ = __truediv__ = __mod__ = __index__ = __int__ = _unbound
+    __lt__ = __le__ = __gt__ = __ge__ = _unbound
+
+    def __repr__(self):
+        return f"T.const({self.name})"
+
+
+class EagerContext:
+    def __init__(self, args: dict, const_values: dict):
+        self.args = args                  # parameter name -> argument (array or python value)
+        self.const_values = dict(const_values)
+        self.consts: dict[str, ConstDim] = {}
+        self.bound_from: dict[str, str] = {}  # const name -> "A.shape[0]" (for messages)
+        self.outputs = []                 # Buffers from T.empty, in order
+        self.output_count = 0
+        self.tensor_params = []           # (name, Buffer) for annotated tensor parameters
+
+
+def current() -> EagerContext:
+    ctx = getattr(_state, "ctx", None)
+    if ctx is None:
+        raise _b._UserError(
+            "T.const and T.empty belong to the eager style: use them in a function decorated "
+            "with @tilelang.jit (not inside @T.prim_func)"
+        )
+    return ctx
+
+
+def set_context(ctx):
+    prev = getattr(_state, "ctx", None)
+    _state.ctx = ctx
+    return prev
+
+
+def declare_consts(names: str):
+    ctx = current()
+    out = []
+    for name in [n for n in names.replace(",", " ").split() if n]:
+        if name in ctx.const_values:
+            out.append(int(ctx.const_values[name]))
+            continue
+        dim = ctx.consts.setdefault(name, ConstDim(name))
+        out.append(dim.value if dim.value is not None else dim)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def declare_output(shape, dtype):
+    from .. import _tl
+    from ..language.values import Buffer, as_expr
+
+    ctx = current()
+    builder = _b.current()
+    name = builder.pending_name or f"out{ctx.output_count}"
+    builder.pending_name = None
+    ctx.output_count += 1
+    dims = []
+    for s in shape:
+        s = resolve(s)
+        if isinstance(s, ConstDim):
+            s._unbound()
+        dims.append(as_expr(s, "int32").node)
+    from ..language.dtypes import dtype as _dtype
+    buf = Buffer(_tl.buffer(name, _dtype(dtype), dims, "global"))
+    ctx.outputs.append(buf)
+    return buf
+
+
+def resolve(value):
+    """A bound ConstDim reads as its integer."""
+    if isinstance(value, ConstDim) and value.value is not None:
+        return value.value
+    return value

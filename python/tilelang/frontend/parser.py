@@ -1,0 +1,762 @@
+"""Python AST -> C++ IR.
+
+The kernel's body is never executed by Python. The parser walks its AST:
+- compile-time values (ints, floats, tuples, dtypes, closure and global variables,
+  helper functions) are evaluated as Python;
+- run-time values (loop indices, buffer elements, expressions on them) become IR
+  expressions, and statements on them become IR statements;
+- ``if``/``for``/``while`` on run-time values become IR control flow, while ``if`` on a
+  compile-time value picks a branch and ``for`` over a Python tuple or list is unrolled.
+Every statement carries its source span, and errors point at the user's line.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import numbers
+import operator
+import textwrap
+
+from .. import _tl
+from ..errors import TileLangCompileError
+from ..language import KernelSpec, LoopSpec, TensorSpec
+from ..language import builder as _b
+from ..language.dtypes import dtype as _dtype
+from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
+from . import eager as _eager
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+}
+_CMPOPS = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+_MISSING = object()
+
+
+def _is_runtime(v) -> bool:
+    return isinstance(v, (PrimExpr, BufferRef)) or (isinstance(v, Buffer) and v.scope == "var")
+
+
+def _as_runtime(v) -> PrimExpr:
+    if isinstance(v, Buffer):
+        return v[0].load()
+    return as_expr(v)
+
+
+class PrimFunc:
+    """A parsed kernel: the C++ function plus what the runtime needs about parameters."""
+
+    def __init__(self, node, params, name, file, out_params=()):
+        self.node = node
+        self.params = params          # list of Buffer (tensors) or PrimExpr (scalar vars)
+        self.name = name
+        self.file = file
+        self.out_params = list(out_params)  # indices of parameters that are eager outputs
+
+    def script(self) -> str:
+        return self.node.script()
+
+    def __repr__(self):
+        return self.node.script()
+
+
+class Parser:
+    def __init__(self, func, eager_ctx=None):
+        self.func = func
+        self.eager = eager_ctx
+        lines, start = inspect.getsourcelines(func)
+        self.file = inspect.getsourcefile(func) or "<unknown>"
+        raw = "".join(lines)
+        source = textwrap.dedent(raw)
+        first_raw = next((ln for ln in lines if ln.strip()), "")
+        first_new = next((ln for ln in source.splitlines() if ln.strip()), "")
+        self.col_offset = len(first_raw) - len(first_raw.lstrip()) - (len(first_new) - len(first_new.lstrip()))
+        self.line_offset = start - 1
+        tree = ast.parse(source)
+        self.fdef = tree.body[0]
+        if not isinstance(self.fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise TypeError(f"{func!r} is not a function defined with def")
+        self.globals = func.__globals__
+        self.closure = {}
+        if func.__closure__:
+            for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:  # an empty cell: defined later in the enclosing scope
+                    pass
+        self.scopes: list[dict] = [{}]
+        self.builder = _b.Builder(self.file)
+        self.multi_assigned = _names_assigned_more_than_once(self.fdef)
+        self.returned = None
+
+    # ------------------------------------------------------------------ spans, errors
+
+    def span(self, node):
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return None
+        col = node.col_offset + self.col_offset
+        end_line = (getattr(node, "end_lineno", None) or line) + self.line_offset
+        end_col = (getattr(node, "end_col_offset", None) or node.col_offset) + self.col_offset
+        return (self.file, line + self.line_offset, col, end_line, end_col)
+
+    def error(self, node, message) -> TileLangCompileError:
+        s = self.span(node)
+        if s is None:
+            return TileLangCompileError(message)
+        end_col = s[4] if s[3] == s[1] else None
+        return TileLangCompileError(message, s[0], s[1], s[2], end_col)
+
+    def _guard(self, node, fn, *args, **kwargs):
+        """Runs fn, turning any error into a TileLangCompileError at `node`."""
+        prev = self.builder.span
+        self.builder.span = self.span(node) or prev
+        try:
+            return fn(*args, **kwargs)
+        except TileLangCompileError:
+            raise
+        except _tl.CompileError as e:
+            msg, file, line, col, _, end_col = e.args
+            if line:
+                raise TileLangCompileError(msg, file, line, col, end_col) from None
+            raise self.error(node, msg) from None
+        except _tl.InternalCompilerError:
+            raise
+        except _b._UserError as e:
+            raise self.error(node, str(e)) from None
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, NameError,
+                ZeroDivisionError, NotImplementedError, RuntimeError) as e:
+            raise self.error(node, f"{type(e).__name__}: {e}") from e
+        finally:
+            self.builder.span = prev
+
+    # ------------------------------------------------------------------ names
+
+    def lookup(self, name, node):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return _eager.resolve(scope[name])
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(node, f"name {name!r} is not defined")
+
+    def bind(self, name, value):
+        self.scopes[-1][name] = value
+
+    def find_binding(self, name):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return _MISSING
+
+    # ------------------------------------------------------------------ entry points
+
+    def parse_prim_func(self) -> PrimFunc:
+        prev = _b.set_builder(self.builder)
+        try:
+            params = []
+            for arg in self.fdef.args.args:
+                if arg.annotation is None:
+                    raise self.error(arg, f"parameter {arg.arg!r} needs an annotation such as "
+                                          f"T.Tensor((M, N), \"float16\")")
+                spec = self._guard(arg.annotation, self.eval, arg.annotation)
+                params.append(self._guard(arg, self.make_param, arg.arg, spec))
+                self.bind(arg.arg, params[-1])
+            self.builder.open()
+            self.visit_body(self.fdef.body)
+            body = self.builder.close(self.span(self.fdef))
+            node = _tl.prim_func(self.fdef.name, [p.node for p in params], body, self.span(self.fdef))
+            return PrimFunc(node, params, self.fdef.name, self.file)
+        finally:
+            _b.set_builder(prev)
+
+    def parse_eager(self, defaults: dict) -> PrimFunc:
+        """Parses an eager-style body; parameters get their values from the eager context."""
+        prev = _b.set_builder(self.builder)
+        prev_ctx = _eager.set_context(self.eager)
+        try:
+            for name, value in defaults.items():
+                self.bind(name, value)
+            self.builder.open()
+            self.visit_body(self.fdef.body)
+            body = self.builder.close(self.span(self.fdef))
+            ctx = self.eager
+            declared = {n for n, _ in ctx.tensor_params}
+            for name, value in ctx.args.items():
+                if _looks_like_tensor(value) and name not in declared:
+                    raise self.error(self.fdef, f"parameter {name!r} receives a tensor but the body never "
+                                                f"declares it; add `{name}: T.Tensor(shape, dtype)`")
+            params = [b for _, b in ctx.tensor_params] + ctx.outputs
+            out_params = list(range(len(ctx.tensor_params), len(params)))
+            if ctx.outputs and self.returned is None:
+                raise self.error(self.fdef, "the kernel creates outputs with T.empty but never returns them")
+            node = _tl.prim_func(self.fdef.name, [p.node for p in params], body, self.span(self.fdef))
+            return PrimFunc(node, params, self.fdef.name, self.file, out_params)
+        finally:
+            _eager.set_context(prev_ctx)
+            _b.set_builder(prev)
+
+    def make_param(self, name, spec):
+        if isinstance(spec, TensorSpec):
+            dims = []
+            for d in spec.shape:
+                if isinstance(d, _eager.ConstDim):
+                    d._unbound()
+                dims.append(as_expr(d, "int32").node)
+            strides = [as_expr(s, "int32").node for s in spec.strides] if spec.strides else []
+            return Buffer(_tl.buffer(name, spec.dtype, dims, "global", strides))
+        if isinstance(spec, str):
+            return PrimExpr(_tl.var(name, _dtype(spec)))
+        raise _b._UserError(f"parameter {name!r}: expected T.Tensor(shape, dtype) or a dtype, got {spec!r}")
+
+    # ------------------------------------------------------------------ statements
+
+    def visit_body(self, stmts):
+        for s in stmts:
+            self.visit_stmt(s)
+
+    def visit_stmt(self, node):
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"`{type(node).__name__}` statements are not supported in TileLang kernels")
+        self._guard(node, method, node)
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant):  # docstrings and stray literals
+            return
+        value = self.eval(node.value)
+        if isinstance(value, PrimExpr):
+            _b.emit(_tl.evaluate(value.node, self.span(node)))
+
+    def stmt_Return(self, node):
+        value = self.eval(node.value) if node.value is not None else None
+        if self.eager is not None:
+            outs = value if isinstance(value, (tuple, list)) else (value,)
+            for v in outs:
+                if not (isinstance(v, Buffer) and any(v is o for o in self.eager.outputs)):
+                    raise _b._UserError("an eager kernel returns the tensors it created with T.empty")
+            self.returned = list(outs)
+        elif value is not None:
+            raise _b._UserError("a @T.prim_func kernel returns nothing; write outputs into its parameters")
+
+    def stmt_Assign(self, node):
+        names = [t.id for t in _flat_targets(node.targets)] if _all_names(node.targets) else []
+        self.builder.pending_name = names[0] if len(names) == 1 else None
+        try:
+            if len(names) > 1 and isinstance(node.value, ast.Tuple):
+                values = []
+                for n, elt in zip(names, node.value.elts):
+                    self.builder.pending_name = n
+                    values.append(self.eval(elt))
+                value = tuple(values)
+            else:
+                value = self.eval(node.value)
+        finally:
+            self.builder.pending_name = None
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise _b._UserError("annotated assignment needs a plain name")
+        name = node.target.id
+        ann = self.eval(node.annotation)
+        if isinstance(ann, TensorSpec):
+            return self.declare_tensor_param(name, ann, node)
+        if isinstance(ann, str) and node.value is None:
+            if self.eager is not None and name in self.eager.args:
+                value = self.eager.args[name]
+                self.bind(name, value)
+                return
+            raise _b._UserError(f"`{name}: {ann}` declares a scalar with no value; give it one: `{name}: {ann} = ...`")
+        if node.value is None:
+            raise _b._UserError(f"unsupported annotation for {name!r}: {ann!r}")
+        value = self.eval(node.value)
+        if isinstance(ann, str) and _is_runtime(value):
+            value = cast(_as_runtime(value), ann)
+        elif isinstance(ann, str) and self.builder.in_kernel:
+            value = cast(value, ann)
+        self.assign(node.target, value, node)
+
+    def declare_tensor_param(self, name, spec: TensorSpec, node):
+        ctx = self.eager
+        if ctx is None:
+            raise _b._UserError(f"`{name}: T.Tensor(...)` in the body belongs to the eager style "
+                                "(@tilelang.jit without an inner @T.prim_func)")
+        if name not in ctx.args:
+            raise _b._UserError(f"{name!r} is not a parameter of {self.fdef.name}()")
+        arg = ctx.args[name]
+        shape = _shape_of(arg)
+        if shape is not None and len(shape) != len(spec.shape):
+            raise _b._UserError(f"parameter {name!r}: expected a {len(spec.shape)}-D tensor "
+                                f"{_fmt_shape(spec.shape)}, got shape {tuple(shape)}")
+        for i, d in enumerate(spec.shape):
+            if isinstance(d, _eager.ConstDim):
+                if d.value is None:
+                    if shape is None:
+                        raise _b._UserError(f"T.const {d.name!r} is unknown: pass {d.name}=... to .compile(), "
+                                            "or call the kernel with tensors")
+                    d.value = int(shape[i])
+                    ctx.bound_from[d.name] = f"{name}.shape[{i}]"
+        dims = [_eager.resolve(d) for d in spec.shape]
+        buf = Buffer(_tl.buffer(name, spec.dtype, [as_expr(d, "int32").node for d in dims], "global"))
+        ctx.tensor_params.append((name, buf))
+        self.bind(name, buf)
+
+    def stmt_AugAssign(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise _b._UserError(f"unsupported operator {type(node.op).__name__}")
+        rhs = self.eval(node.value)
+        if isinstance(node.target, ast.Subscript):
+            ref = self.eval(node.target)
+            if not isinstance(ref, BufferRef):
+                container = self.eval(node.target.value)
+                key = self.eval_subscript_key(node.target.slice)
+                container[key] = op(container[key], rhs)
+                return
+            self.store(ref, op(ref.load(), rhs), node)
+            return
+        if isinstance(node.target, ast.Name):
+            current = self.lookup(node.target.id, node.target)
+            if isinstance(current, Buffer) and current.scope == "var":
+                self.store(current[0], op(current[0].load(), rhs), node)
+                return
+            self.assign(node.target, op(current, rhs), node)
+            return
+        raise _b._UserError("unsupported augmented assignment target")
+
+    def assign(self, target, value, node):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            try:
+                values = list(value)
+            except TypeError:
+                raise _b._UserError(f"cannot unpack {value!r}") from None
+            if len(values) != len(target.elts):
+                raise _b._UserError(f"cannot unpack {len(values)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, values):
+                self.assign(t, v, node)
+            return
+        if isinstance(target, ast.Subscript):
+            ref = self.eval(target)
+            if isinstance(ref, BufferRef):
+                self.store(ref, value, node)
+                return
+            container = self.eval(target.value)
+            container[self.eval_subscript_key(target.slice)] = value
+            return
+        if isinstance(target, ast.Attribute):
+            setattr(self.eval(target.value), target.attr, value)
+            return
+        if not isinstance(target, ast.Name):
+            raise _b._UserError(f"cannot assign to {type(target).__name__}")
+        name = target.id
+        existing = self.find_binding(name)
+        if isinstance(existing, Buffer) and existing.scope == "var" and not isinstance(value, Buffer):
+            self.store(existing[0], value, node)
+            return
+        if _is_runtime(value) and not isinstance(value, Buffer) and self.builder.in_kernel:
+            expr = _as_runtime(value)
+            if name in self.multi_assigned:
+                # Reassigned later: a mutable scalar rather than an immutable binding.
+                buf = Buffer(_tl.buffer(name, expr.dtype, [_tl.const_int(1, "int32")], "var"))
+                _b.emit(_tl.allocate(buf.node, expr.node, self.span(node)))
+                self.bind(name, buf)
+                return
+            var = _tl.var(name, expr.dtype)
+            _b.emit(_tl.let(var, expr.node, self.span(node)))
+            self.bind(name, PrimExpr(var))
+            return
+        self.bind(name, value)
+
+    def store(self, ref: BufferRef, value, node):
+        if not ref.is_point:
+            raise _b._UserError(f"assigning to a slice of {ref.buffer.name} is not supported; "
+                                "use T.fill or a T.Parallel loop")
+        if not self.builder.in_kernel:
+            raise _b._UserError("buffer stores must be inside `with T.Kernel(...)`")
+        idx = [as_expr(i, "int32").node for i in ref.items]
+        v = as_expr(value, ref.buffer.dtype)
+        _b.emit(_tl.store(ref.buffer.node, idx, v.node, self.span(node)))
+
+    def stmt_With(self, node):
+        if len(node.items) != 1:
+            raise _b._UserError("use one `with` item per statement")
+        item = node.items[0]
+        spec = self.eval(item.context_expr)
+        if not isinstance(spec, KernelSpec):
+            raise _b._UserError("inside a kernel, `with` is only used as `with T.Kernel(...) as ...`")
+        if self.builder.in_kernel:
+            raise _b._UserError("T.Kernel cannot be nested")
+        names = []
+        if item.optional_vars is not None:
+            ov = item.optional_vars
+            elts = ov.elts if isinstance(ov, (ast.Tuple, ast.List)) else [ov]
+            for e in elts:
+                if not isinstance(e, ast.Name):
+                    raise _b._UserError("`as` takes names: `as bx` or `as (bx, by)`")
+                names.append(e.id)
+            if len(names) != len(spec.grid):
+                raise _b._UserError(f"T.Kernel has {len(spec.grid)} grid dimension(s) but `as` names {len(names)}")
+        default_names = ["bx", "by", "bz"]
+        vars_ = [_tl.var(names[i] if i < len(names) else default_names[i], "int32") for i in range(len(spec.grid))]
+        grid = [as_expr(_eager.resolve(g), "int32").node for g in spec.grid]
+        self.scopes.append({})
+        for i, n in enumerate(names):
+            self.bind(n, PrimExpr(vars_[i]))
+        self.builder.in_kernel = True
+        self.builder.open()
+        try:
+            self.visit_body(node.body)
+            body = self.builder.close(self.span(node))
+        finally:
+            self.builder.in_kernel = False
+            self.scopes.pop()
+        _b.emit(_tl.kernel(grid, vars_, spec.threads, body, self.span(node)))
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise self.error(node.orelse[0], "`for ... else` is not supported in kernels")
+        it = node.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+                and self.lookup("range", it.func) is builtins.range:
+            args = [self.eval(a) for a in it.args]
+            if all(isinstance(a, numbers.Integral) for a in args) and not self.builder.in_kernel:
+                return self.unroll(node, range(*args))
+            if len(args) == 3:
+                spec = LoopSpec("serial", [args[0]], [args[1] - args[0]], step=args[2])
+            elif len(args) == 2:
+                spec = LoopSpec("serial", [args[0]], [args[1] - args[0]])
+            else:
+                spec = LoopSpec("serial", [0], [args[0]])
+        else:
+            spec = self.eval(it)
+        if isinstance(spec, LoopSpec):
+            return self.loop(node, spec)
+        if isinstance(spec, (list, tuple, range)):
+            return self.unroll(node, spec)
+        raise _b._UserError(f"cannot loop over {spec!r} in a kernel; use T.Parallel, T.Pipelined, T.serial, "
+                            "range, or a Python tuple/list")
+
+    def unroll(self, node, values):
+        for v in values:
+            self.assign(node.target, v, node)
+            self.visit_body(node.body)
+
+    def loop(self, node, spec: LoopSpec):
+        if not self.builder.in_kernel:
+            raise _b._UserError(f"T.{spec.kind} loops must be inside `with T.Kernel(...)`")
+        t = node.target
+        targets = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+        if len(targets) != len(spec.extents):
+            raise _b._UserError(f"the loop has {len(spec.extents)} dimension(s) but {len(targets)} loop variable(s)")
+        if not all(isinstance(x, ast.Name) for x in targets):
+            raise _b._UserError("loop variables must be plain names")
+        step = spec.step
+        if step is not None and not isinstance(step, numbers.Integral):
+            raise _b._UserError("the loop step must be a compile-time integer")
+        loop_vars, mins, extents = [], [], []
+        for name, start, extent in zip(targets, spec.starts, spec.extents):
+            start, extent = _eager.resolve(start), _eager.resolve(extent)
+            ext = as_expr(extent, "int32")
+            st = as_expr(start, ext.dtype)
+            if ext.dtype != st.dtype:
+                ext = cast(ext, st.dtype)
+            if step not in (None, 1):
+                ext = (ext + (step - 1)) // step if step > 0 else (ext + (step + 1)) // step
+            loop_vars.append(_tl.var(name.id, str(ext.dtype)))
+            mins.append(st)
+            extents.append(ext)
+        self.scopes.append({})
+        for name, var, st in zip(targets, loop_vars, mins):
+            if step in (None, 1):
+                self.bind(name.id, PrimExpr(var))
+            else:
+                self.bind(name.id, st + PrimExpr(var) * step)
+        self.builder.open()
+        try:
+            self.visit_body(node.body)
+            body = self.builder.close(self.span(node))
+        finally:
+            self.scopes.pop()
+        ann = {k: as_expr(v, "int32").node for k, v in spec.annotations.items()}
+        for i in reversed(range(len(loop_vars))):
+            mn = mins[i] if step in (None, 1) else as_expr(0, str(extents[i].dtype))
+            body = _tl.for_(loop_vars[i], mn.node, extents[i].node, spec.kind, body, ann if i == 0 else {},
+                            self.span(node))
+        _b.emit(body)
+
+    def stmt_If(self, node):
+        cond = self.eval(node.test)
+        if not _is_runtime(cond):
+            self.visit_body(node.body if cond else node.orelse)
+            return
+        then_s = self.block(node.body, node)
+        else_s = self.block(node.orelse, node) if node.orelse else None
+        _b.emit(_tl.if_(_as_runtime(cond).node, then_s, else_s, self.span(node)))
+
+    def block(self, stmts, node):
+        self.scopes.append({})
+        self.builder.open()
+        try:
+            self.visit_body(stmts)
+            return self.builder.close(self.span(node))
+        finally:
+            self.scopes.pop()
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise self.error(node.orelse[0], "`while ... else` is not supported in kernels")
+        if not self.builder.in_kernel:
+            raise _b._UserError("while loops must be inside `with T.Kernel(...)`")
+        cond = self.eval(node.test)
+        if not _is_runtime(cond):
+            raise _b._UserError("a `while` in a kernel needs a run-time condition")
+        body = self.block(node.body, node)
+        _b.emit(_tl.while_(_as_runtime(cond).node, body, self.span(node)))
+
+    def stmt_Break(self, node):
+        _b.emit(_tl.break_(self.span(node)))
+
+    def stmt_Continue(self, node):
+        _b.emit(_tl.continue_(self.span(node)))
+
+    # ------------------------------------------------------------------ expressions
+
+    def eval(self, node):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"`{type(node).__name__}` expressions are not supported in TileLang kernels")
+        return method(node)
+
+    def expr_Constant(self, node):
+        return node.value
+
+    def expr_Name(self, node):
+        return self.lookup(node.id, node)
+
+    def expr_Attribute(self, node):
+        value = self.eval(node.value)
+        try:
+            return getattr(value, node.attr)
+        except AttributeError:
+            raise self.error(node, f"{_describe(value)} has no attribute {node.attr!r}") from None
+
+    def eval_subscript_key(self, node):
+        if isinstance(node, ast.Tuple):
+            return tuple(self.eval_subscript_key(e) for e in node.elts)
+        if isinstance(node, ast.Slice):
+            return slice(*(None if p is None else _eager.resolve(self.eval(p)) for p in (node.lower, node.upper, node.step)))
+        return _eager.resolve(self.eval(node))
+
+    def expr_Subscript(self, node):
+        value = self.eval(node.value)
+        key = self.eval_subscript_key(node.slice)
+        if isinstance(value, Buffer):
+            return self._guard(node, value.__getitem__, key)
+        return self._guard(node, operator.getitem, value, key)
+
+    def expr_Tuple(self, node):
+        return tuple(self._elts(node.elts))
+
+    def expr_List(self, node):
+        return list(self._elts(node.elts))
+
+    def _elts(self, elts):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.eval(e.value))
+            else:
+                out.append(self.eval(e))
+        return out
+
+    def expr_Dict(self, node):
+        return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
+
+    def expr_BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error(node, f"unsupported operator {type(node.op).__name__}")
+        a, b = self.eval(node.left), self.eval(node.right)
+        a = _as_runtime(a) if isinstance(a, Buffer) and a.scope == "var" else a
+        b = _as_runtime(b) if isinstance(b, Buffer) and b.scope == "var" else b
+        return self._guard(node, op, a, b)
+
+    def expr_UnaryOp(self, node):
+        v = self.eval(node.operand)
+        if isinstance(v, Buffer) and v.scope == "var":
+            v = _as_runtime(v)
+        if isinstance(node.op, ast.Not):
+            if _is_runtime(v):
+                return PrimExpr(_tl.logical_not(_as_runtime(v).node))
+            return not v
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return +v
+        if isinstance(node.op, ast.Invert):
+            return ~v
+        raise self.error(node, "unsupported unary operator")
+
+    def expr_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        result = None
+        for value_node in node.values:
+            v = self.eval(value_node)
+            if not _is_runtime(v):
+                if is_and and not v:
+                    return v if result is None else PrimExpr(_tl.const_int(0, "bool"))
+                if not is_and and v:
+                    return v if result is None else PrimExpr(_tl.const_int(1, "bool"))
+                continue
+            e = _as_runtime(v)
+            result = e if result is None else binary("and" if is_and else "or", result, e)
+        if result is None:
+            return is_and
+        return result
+
+    def expr_Compare(self, node):
+        left = self.eval(node.left)
+        result = None
+        for op_node, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node)
+            op = _CMPOPS[type(op_node)]
+            a = _as_runtime(left) if isinstance(left, Buffer) and left.scope == "var" else left
+            b = _as_runtime(right) if isinstance(right, Buffer) and right.scope == "var" else right
+            r = self._guard(node, op, a, b)
+            if result is None:
+                result = r
+            elif _is_runtime(result) or _is_runtime(r):
+                result = binary("and", result, r)
+            else:
+                result = result and r
+            left = right
+        return result
+
+    def expr_IfExp(self, node):
+        cond = self.eval(node.test)
+        if not _is_runtime(cond):
+            return self.eval(node.body) if cond else self.eval(node.orelse)
+        from ..language import if_then_else
+
+        return if_then_else(_as_runtime(cond), self.eval(node.body), self.eval(node.orelse))
+
+    def expr_Slice(self, node):
+        return slice(*(None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)))
+
+    def expr_JoinedStr(self, node):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            else:
+                parts.append(format(self.eval(v.value)))
+        return "".join(parts)
+
+    def expr_Call(self, node):
+        func = self.eval(node.func)
+        args = self._elts(node.args)
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.eval(kw.value))
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        func = _runtime_builtin(func, args)
+        args = [_eager.resolve(a) for a in args]
+        kwargs = {k: _eager.resolve(v) for k, v in kwargs.items()}
+        return self._guard(node, func, *args, **kwargs)
+
+
+def _runtime_builtin(func, args):
+    """Python builtins applied to run-time values map to their TileLang versions."""
+    from .. import language as T
+
+    if not any(_is_runtime(a) for a in args):
+        return func
+    mapping = {builtins.min: T.min, builtins.max: T.max, builtins.abs: T.abs,
+               builtins.float: lambda x: cast(_as_runtime(x), "float32"),
+               builtins.int: lambda x: cast(_as_runtime(x), "int32"),
+               builtins.bool: lambda x: cast(_as_runtime(x), "bool")}
+    if func in (builtins.min, builtins.max) and len(args) > 2:
+        f = mapping[func]
+        return lambda *a: _fold(f, a)
+    return mapping.get(func, func)
+
+
+def _fold(f, values):
+    out = values[0]
+    for v in values[1:]:
+        out = f(out, v)
+    return out
+
+
+def _flat_targets(targets):
+    out = []
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(_flat_targets(t.elts))
+        else:
+            out.append(t)
+    return out
+
+
+def _all_names(targets):
+    return all(isinstance(t, ast.Name) for t in _flat_targets(targets))
+
+
+def _names_assigned_more_than_once(fdef) -> set:
+    """Names assigned at several places (or with +=): these become mutable scalars."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(fdef):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = _flat_targets(node.targets)
+        elif isinstance(node, ast.AugAssign):
+            targets = [node.target, node.target]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Name):
+                counts[t.id] = counts.get(t.id, 0) + 1
+    return {n for n, c in counts.items() if c > 1}
+
+
+def _describe(value):
+    if isinstance(value, Buffer):
+        return f"buffer {value.name}"
+    return f"{type(value).__name__} value"
+
+
+def _looks_like_tensor(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (numbers.Number, str))
+
+
+def _shape_of(value):
+    if value is None or not _looks_like_tensor(value):
+        return None
+    return tuple(int(s) for s in value.shape)
+
+
+def _fmt_shape(shape):
+    return "(" + ", ".join(getattr(s, "name", None) or str(s) for s in shape) + ")"
+
+
+def parse_prim_func(func) -> PrimFunc:
+    """@T.prim_func: parses the function now (errors are raised at the definition)."""
+    return Parser(func).parse_prim_func()

@@ -1,0 +1,143 @@
+"""``tilelang.compile`` and ``@tilelang.jit`` (lazy and eager styles)."""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import numbers
+import textwrap
+
+from ..frontend import eager as _eager
+from ..frontend.parser import Parser, PrimFunc
+from .kernel import JITKernel
+from .target import normalize
+
+__all__ = ["JITKernel", "compile", "jit"]
+
+
+def compile(func, out_idx=None, target=None, execution_backend=None, target_host=None,  # noqa: A001
+            verbose=False, pass_configs=None, compile_flags=None) -> JITKernel:
+    """Compiles a @T.prim_func for a target and returns a callable kernel."""
+    return JITKernel(func, out_idx=out_idx, target=normalize(target), pass_configs=pass_configs,
+                     compile_flags=compile_flags, verbose=verbose)
+
+
+def _is_lazy(func) -> bool:
+    """Lazy style: the function builds and returns an inner @T.prim_func."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError):
+        return True
+    fdef = tree.body[0]
+    for node in ast.walk(fdef):
+        if node is fdef or not isinstance(node, ast.FunctionDef):
+            continue
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if (isinstance(target, ast.Attribute) and target.attr == "prim_func") or \
+                    (isinstance(target, ast.Name) and target.id == "prim_func"):
+                return True
+    return False
+
+
+def _key_part(v):
+    if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, numbers.Number):
+        device = str(getattr(v, "device", "cpu"))
+        return ("tensor", tuple(int(s) for s in v.shape), str(v.dtype), device)
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+class JITImpl:
+    """What ``@tilelang.jit`` returns."""
+
+    def __init__(self, func, out_idx=None, target=None, pass_configs=None, compile_flags=None,
+                 verbose=False):
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.out_idx = out_idx
+        self.target = target
+        self.pass_configs = pass_configs
+        self.compile_flags = compile_flags
+        self.verbose = verbose
+        self.signature = inspect.signature(func)
+        self.lazy = _is_lazy(func)
+        if not self.lazy and out_idx is not None:
+            raise ValueError("out_idx is for kernels that return a @T.prim_func; in the eager style "
+                             "create outputs with T.empty() and return them")
+        self._kernels = {}
+
+    def is_lazy_mode(self) -> bool:
+        return self.lazy
+
+    # lazy: f(M, N, ...) -> JITKernel; eager: f(a, b, ...) -> outputs
+    def __call__(self, *args, **kwargs):
+        if self.lazy:
+            return self.compile(*args, **kwargs)
+        kernel, tensors = self._eager_kernel(args, kwargs, const_values={})
+        return kernel(*tensors)
+
+    def compile(self, *args, **kwargs) -> JITKernel:
+        if self.lazy:
+            key = (tuple(_key_part(a) for a in args), tuple(sorted((k, _key_part(v)) for k, v in kwargs.items())))
+            kernel = self._kernels.get(key)
+            if kernel is None:
+                prim = self.func(*args, **kwargs)
+                if not isinstance(prim, PrimFunc):
+                    raise TypeError(f"{self.func.__name__}() must return a @T.prim_func, got {type(prim).__name__}")
+                kernel = compile(prim, out_idx=self.out_idx, target=self.target, pass_configs=self.pass_configs,
+                                 compile_flags=self.compile_flags, verbose=self.verbose)
+                self._kernels[key] = kernel
+            return kernel
+        params = set(self.signature.parameters)
+        consts = {k: v for k, v in kwargs.items() if k not in params}
+        call_kwargs = {k: v for k, v in kwargs.items() if k in params}
+        kernel, _ = self._eager_kernel(args, call_kwargs, const_values=consts)
+        return kernel
+
+    def get_tir(self, *args, **kwargs) -> PrimFunc:
+        if self.lazy:
+            return self.func(*args, **kwargs)
+        return self.compile(*args, **kwargs).func
+
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        return self.compile(*args, **kwargs).get_kernel_source()
+
+    def _eager_kernel(self, args, kwargs, const_values):
+        try:
+            bound = self.signature.bind_partial(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.func.__name__}(): {e}") from None
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        key = (tuple((k, _key_part(v)) for k, v in values.items()), tuple(sorted(const_values.items())))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            ctx = _eager.EagerContext(values, const_values)
+            defaults = {k: v for k, v in values.items() if not _is_tensor(v)}
+            for name in self.signature.parameters:
+                values.setdefault(name, None)
+            prim = Parser(self.func, eager_ctx=ctx).parse_eager(defaults)
+            target = normalize(self.target, [v for v in values.values() if _is_tensor(v)])
+            kernel = compile(prim, target=target, pass_configs=self.pass_configs,
+                             compile_flags=self.compile_flags, verbose=self.verbose)
+            kernel._eager_inputs = [n for n, _ in ctx.tensor_params]
+            self._kernels[key] = kernel
+        tensors = [values[n] for n in getattr(kernel, "_eager_inputs", [])]
+        return kernel, tensors
+
+
+def _is_tensor(v) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, numbers.Number)
+
+
+def jit(func=None, *, out_idx=None, target=None, target_host=None, execution_backend=None,
+        verbose=False, pass_configs=None, debug_root_path=None, compile_flags=None):
+    """Decorator: ``@tilelang.jit`` or ``@tilelang.jit(out_idx=[-1], target="cpu")``."""
+    def wrap(f):
+        return JITImpl(f, out_idx=out_idx, target=target, pass_configs=pass_configs,
+                       compile_flags=compile_flags, verbose=verbose)
+    return wrap(func) if func is not None else wrap

@@ -1,0 +1,194 @@
+"""A compiled kernel: call it with arrays; ask it for its source."""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from .. import _tl, env
+from ..errors import TileLangArgumentError, TileLangRuntimeError
+from ..frontend.parser import PrimFunc
+from ..language.values import Buffer, PrimExpr
+from . import arguments
+from .target import normalize
+
+
+class _ParamInfo:
+    __slots__ = ("name", "is_tensor", "dtype", "dims")
+
+    def __init__(self, p):
+        self.is_tensor = isinstance(p, Buffer)
+        self.name = p.name if self.is_tensor else p.node.var_name
+        self.dtype = str(p.dtype)
+        # each dim: an int (static) or the name of a dynamic dimension
+        self.dims = []
+        if self.is_tensor:
+            for d in p.shape:
+                if isinstance(d, int):
+                    self.dims.append(d)
+                elif isinstance(d, PrimExpr) and d.node.is_var:
+                    self.dims.append(d.node.var_name)
+                else:
+                    raise TileLangRuntimeError(
+                        f"parameter {self.name!r}: dimension {d!r} must be an int or a T.dynamic variable")
+
+    def shape_str(self):
+        return "(" + ", ".join(str(d) for d in self.dims) + ")"
+
+
+def _normalize_out_idx(out_idx, n):
+    if out_idx is None:
+        return []
+    idx = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = []
+    for i in idx:
+        j = i + n if i < 0 else i
+        if not 0 <= j < n:
+            raise ValueError(f"out_idx {i} is out of range for a kernel with {n} parameters")
+        out.append(j)
+    return sorted(set(out))
+
+
+class JITKernel:
+    """A kernel compiled for one target. Calling it runs it on arrays; parameters listed in
+    ``out_idx`` are allocated and returned rather than passed."""
+
+    def __init__(self, func: PrimFunc, out_idx=None, target="auto", pass_configs=None,
+                 compile_flags=None, verbose=False):
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
+        self.func = func
+        self.name = func.name
+        self.target = normalize(target)
+        self.params = [_ParamInfo(p) for p in func.params]
+        self.out_idx = sorted(set(_normalize_out_idx(out_idx, len(self.params)) + list(func.out_params)))
+        for i in self.out_idx:
+            if not self.params[i].is_tensor:
+                raise ValueError(f"out_idx names the scalar parameter {self.params[i].name!r}")
+        self.in_idx = [i for i in range(len(self.params)) if i not in self.out_idx]
+        self._check_output_dims()
+        self.pass_configs = {str(k): str(v) for k, v in (pass_configs or {}).items()}
+        self.compile_flags = list(compile_flags or [])
+        self.remarks = []
+        self._compile(verbose)
+
+    # ------------------------------------------------------------------ compilation
+
+    def _compile(self, verbose):
+        if self.target == "cuda":
+            raise TileLangRuntimeError(
+                "the CUDA target is not available in this build yet; compile with target='cpu'")
+        t0 = time.perf_counter()
+        lowered, self.remarks, _ = _tl.lower_cpu(self.func.node, self.pass_configs, False)
+        self.lowered = lowered
+        self.source, self.entry, self.dynamic_dims = _tl.codegen_cpu(lowered)
+        path, hit, cmd = _tl.build_cpu(self.source, env.cache_dir(), env.template_dir(), self.compile_flags)
+        self.library_path = path
+        self.cache_hit = hit
+        self.compile_seconds = time.perf_counter() - t0
+        if not hit and (verbose or env.print_on_compilation()):
+            print(f"[tilelang] compiled kernel {self.name!r} for cpu in {self.compile_seconds:.2f} s",
+                  file=sys.stderr)
+        self._module = _tl.CpuModule(path, self.entry)
+
+    def _check_output_dims(self):
+        known = {d for i in self.in_idx for d in self.params[i].dims if isinstance(d, str)}
+        for i in self.out_idx:
+            for d in self.params[i].dims:
+                if isinstance(d, str) and d not in known:
+                    raise TileLangRuntimeError(
+                        f"output {self.params[i].name!r} has the dynamic dimension {d!r}, which no input "
+                        "determines; the runtime cannot size it")
+
+    # ------------------------------------------------------------------ introspection
+
+    def get_kernel_source(self, kernel_only=True) -> str:
+        return self.source
+
+    @property
+    def kernel_source(self) -> str:
+        return self.source
+
+    def get_host_source(self) -> str:
+        return self.source
+
+    def get_remarks(self):
+        """Decisions the compiler made for this kernel (instruction choices, fallbacks)."""
+        return list(self.remarks)
+
+    def show_source(self, which="kernel"):
+        print(self.source)
+
+    def get_profiler(self, tensor_supply_type=None):
+        from ..profiler import Profiler
+
+        return Profiler(self, tensor_supply_type)
+
+    # ------------------------------------------------------------------ calling
+
+    def __call__(self, *args):
+        n_in = len(self.in_idx)
+        if len(args) != n_in:
+            names = ", ".join(self.params[i].name for i in self.in_idx)
+            raise TileLangArgumentError(
+                f"{self.name}() takes {n_in} argument(s) ({names}), got {len(args)}")
+        dims = {}
+        values = [None] * len(self.params)
+        use_torch = None
+        for i, a in zip(self.in_idx, args):
+            p = self.params[i]
+            if p.is_tensor:
+                t = arguments.tensor_arg(a, p.name, self.name)
+                self._check_tensor(p, t, dims)
+                values[i] = t.ptr
+                if use_torch is None:
+                    use_torch = t.obj if t.is_torch else False
+            else:
+                values[i] = arguments.scalar_arg(a, p.name, p.dtype, self.name)
+        outputs = []
+        for i in self.out_idx:
+            p = self.params[i]
+            shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
+            out = _allocate(shape, p.dtype, use_torch)
+            outputs.append(out)
+            values[i] = out.data_ptr() if use_torch is not None and use_torch is not False else \
+                out.__array_interface__["data"][0]
+        for name, _, _ in self.dynamic_dims:
+            values.append(dims[name])
+        status = self._module.run(values)
+        if status != 0:
+            raise TileLangRuntimeError(f"kernel {self.name!r} failed with status {status}")
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _check_tensor(self, p, t, dims):
+        if t.dtype != p.dtype:
+            raise TileLangArgumentError(
+                f"{self.name}(): argument {p.name!r} must have dtype {p.dtype}, got {t.dtype}")
+        if len(t.shape) != len(p.dims):
+            raise TileLangArgumentError(
+                f"{self.name}(): argument {p.name!r} must be {len(p.dims)}-D with shape {p.shape_str()}, "
+                f"got shape {tuple(t.shape)}")
+        for axis, (want, got) in enumerate(zip(p.dims, t.shape)):
+            if isinstance(want, int):
+                if want != got:
+                    raise TileLangArgumentError(
+                        f"{self.name}(): argument {p.name!r} must have shape {p.shape_str()}, got "
+                        f"{tuple(t.shape)} (dimension {axis} is {got}, expected {want})")
+            elif want in dims and dims[want] != got:
+                raise TileLangArgumentError(
+                    f"{self.name}(): dynamic dimension {want!r} is {dims[want]} from an earlier argument but "
+                    f"{got} in {p.name!r} (dimension {axis})")
+            else:
+                dims[want] = int(got)
+
+
+def _allocate(shape, dtype, like_torch):
+    if like_torch is not None and like_torch is not False:
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, dtype if dtype != "bool" else "bool"),
+                           device=like_torch.device)
+    return np.empty(shape, dtype=arguments.numpy_dtype(dtype))

@@ -1,0 +1,431 @@
+"""The TileLang language: ``import tilelang.language as T``.
+
+Kernel bodies are not executed by Python: the front end (tilelang.frontend) reads their
+AST and calls these functions while it builds the IR. Functions that emit statements
+(copies, GEMMs, allocations) append to the builder of the kernel being compiled.
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+import enum
+import math as _pymath
+import numbers
+
+from .. import _tl
+from . import builder as _b
+from .dtypes import (  # noqa: F401
+    bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int16, int32, int64,
+    uint8, uint16, uint32, uint64,
+)
+from .values import Buffer as _Buffer, BufferRef, PrimExpr, as_expr, binary, call_math, cast as _cast, const as _vconst, to_region
+
+half = float16
+float = float32  # noqa: A001  (TileLang exports these names)
+double = float64
+
+
+# --------------------------------------------------------------------------- kernels, buffers
+
+def prim_func(func=None, **kwargs):
+    """Marks a function whose body is a TileLang kernel; parameters are annotated with
+    ``T.Tensor(shape, dtype)``. The body is parsed (not run) when decorated."""
+    from ..frontend import parse_prim_func
+
+    if func is None:
+        return lambda f: parse_prim_func(f)
+    return parse_prim_func(func)
+
+
+class TensorSpec:
+    """The annotation ``T.Tensor(shape, dtype)`` of a global tensor parameter."""
+
+    def __init__(self, shape, dtype_="float32", strides=None):
+        if isinstance(shape, (numbers.Integral, PrimExpr)):
+            shape = (shape,)
+        self.shape = tuple(shape)
+        self.dtype = dtype(dtype_)
+        self.strides = tuple(strides) if strides is not None else None
+
+    def __repr__(self):
+        return f"T.Tensor({self.shape}, {self.dtype})"
+
+
+class _TensorFactory:
+    def __call__(self, shape, dtype="float32", data=None, scope=None):
+        return TensorSpec(shape, dtype)
+
+    def __getitem__(self, key):
+        shape, dt = key if isinstance(key, tuple) and len(key) == 2 and not isinstance(key[1], (int, PrimExpr)) else (key, "float32")
+        return TensorSpec(shape, dt)
+
+
+Tensor = _TensorFactory()
+Buffer = Tensor  # the older spelling, T.Buffer(shape, dtype)
+
+
+def StridedTensor(shape, strides, dtype="float32", scope=None):
+    return TensorSpec(shape, dtype, strides)
+
+
+def dynamic(name: str, dtype="int32"):
+    """A dimension known only at run time: one compiled kernel serves every size."""
+    names = [n for n in name.replace(",", " ").split() if n]
+    vars_ = tuple(PrimExpr(_tl.var(n, _dt(dtype))) for n in names)
+    return vars_[0] if len(vars_) == 1 else vars_
+
+
+symbolic = dynamic
+
+
+def const(names: str, dtype="int32"):
+    """Eager style: compile-time dimensions bound from the arguments' shapes (or from
+    keywords to ``.compile``). Each distinct value gives a specialised kernel."""
+    from ..frontend.eager import declare_consts
+
+    return declare_consts(names)
+
+
+def empty(*shape, dtype="float32"):
+    """Eager style: an output tensor, allocated by the runtime and returned."""
+    from ..frontend.eager import declare_output
+
+    if shape and isinstance(shape[0], (tuple, list)):
+        if len(shape) == 2:  # T.empty((M, N), dtype)
+            dtype = shape[1]
+        elif len(shape) > 2:
+            raise _b._UserError("T.empty takes a shape tuple and a dtype")
+        shape = tuple(shape[0])
+    return declare_output(shape, dtype)
+
+
+class KernelSpec:
+    def __init__(self, grid, threads, prelude=None):
+        if not 1 <= len(grid) <= 3:
+            raise _b._UserError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
+        self.grid = grid
+        if threads is None:
+            threads = 128
+        if isinstance(threads, numbers.Integral):
+            threads = [int(threads)]
+        threads = [int(t) for t in threads]
+        if not 1 <= len(threads) <= 3 or any(t <= 0 and t != -1 for t in threads):
+            raise _b._UserError(f"T.Kernel: threads must be 1 to 3 positive ints, got {threads}")
+        self.threads = threads
+
+
+def Kernel(*grid, threads=None, prelude=None, is_cpu=False):
+    """``with T.Kernel(gx, gy, threads=128) as (bx, by):`` — a grid of blocks."""
+    if len(grid) == 1 and isinstance(grid[0], (tuple, list)):
+        grid = tuple(grid[0])
+    return KernelSpec(grid, threads, prelude)
+
+
+def _alloc(shape, dtype_, scope, init=None):
+    b = _b.current()
+    if isinstance(shape, (numbers.Integral, PrimExpr)):
+        shape = (shape,)
+    name = b.pending_name or {"shared": "shared", "fragment": "frag", "local": "local", "var": "var"}[scope]
+    b.pending_name = None
+    shape_nodes = [as_expr(s, "int32").node for s in shape]
+    node = _tl.buffer(name, _dt(dtype_), shape_nodes, scope)
+    _b.emit(_tl.allocate(node, None if init is None else as_expr(init, _dt(dtype_)).node, _b.current_span()))
+    return _Buffer(node)
+
+
+def alloc_shared(shape, dtype, scope="shared.dyn"):
+    """A tile in the block's shared memory."""
+    return _alloc(shape, dtype, "shared")
+
+
+def alloc_fragment(shape, dtype, scope="local.fragment"):
+    """A tile held in registers, spread over the block's threads."""
+    return _alloc(shape, dtype, "fragment")
+
+
+def alloc_local(shape, dtype, scope="local"):
+    """Per-thread registers."""
+    return _alloc(shape, dtype, "local")
+
+
+def alloc_var(dtype, init=None, scope="local.var"):
+    """A scalar variable; read and assign it by name."""
+    if init is None and not isinstance(dtype, str) and isinstance(dtype, (numbers.Number, PrimExpr)):
+        raise _b._UserError("T.alloc_var(dtype, init): the dtype comes first")
+    return _alloc((1,), dtype, "var", init)
+
+
+def _dt(t) -> str:
+    try:
+        return str(dtype(t))
+    except ValueError as e:
+        raise _b._UserError(str(e)) from None
+
+
+# --------------------------------------------------------------------------- loops
+
+class LoopSpec:
+    """What a ``for`` iterates over inside a kernel."""
+
+    def __init__(self, kind, starts, extents, annotations=None, step=None):
+        self.kind = kind
+        self.starts = starts
+        self.extents = extents
+        self.annotations = annotations or {}
+        self.step = step
+
+
+def _range_args(start, stop, what):
+    if stop is None:
+        start, stop = 0, start
+    return start, stop - start
+
+
+def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None, annotations=None):
+    """``for i, j in T.Parallel(M, N)``: independent iterations, mapped onto threads."""
+    if len(extents) == 1 and isinstance(extents[0], (tuple, list)):
+        extents = tuple(extents[0])
+    return LoopSpec("parallel", [0] * len(extents), list(extents))
+
+
+def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None,
+              annotations=None):
+    """A loop whose copies and compute are overlapped in ``num_stages`` stages."""
+    s, e = _range_args(start, stop, "T.Pipelined")
+    ann = {"num_stages": int(num_stages)}
+    return LoopSpec("pipelined", [s], [e], ann)
+
+
+def serial(start, stop=None, step=None, annotations=None):
+    s, e = _range_args(start, stop, "T.serial")
+    return LoopSpec("serial", [s], [e], step=step)
+
+
+def unroll(start, stop=None, step=None, explicit=False, unroll_factor=None, annotations=None):
+    s, e = _range_args(start, stop, "T.unroll")
+    return LoopSpec("unroll", [s], [e], step=step)
+
+
+def vectorized(start, stop=None, annotations=None):
+    s, e = _range_args(start, stop, "T.vectorized")
+    return LoopSpec("vectorized", [s], [e])
+
+
+def grid(*extents):
+    return LoopSpec("serial", [0] * len(extents), list(extents))
+
+
+Serial, Unroll, Vectorized = serial, unroll, vectorized
+
+
+# --------------------------------------------------------------------------- tile operations
+
+def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None,
+         prefer_instruction=None, annotations=None, loop_layout=None):
+    """Copies a tile between any two of global, shared and fragment memory."""
+    _b.require_kernel("T.copy")
+    _b.emit(_tl.copy(to_region(src, "T.copy source"), to_region(dst, "T.copy destination"), _b.current_span()))
+
+
+class GemmWarpPolicy(enum.IntEnum):
+    Square = 0
+    FullRow = 1
+    FullCol = 2
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+         clear_accum=False, k_pack=1, wg_wait=0, mbar=None, annotations=None):
+    """C += A @ B on tiles (A and B transposed when asked)."""
+    _b.require_kernel("T.gemm")
+    clear = as_expr(clear_accum, "bool").node if not isinstance(clear_accum, _builtins.bool) else _vconst(clear_accum, "bool").node
+    _b.emit(_tl.gemm(to_region(A, "T.gemm A"), to_region(B, "T.gemm B"), to_region(C, "T.gemm C"),
+                     _static_bool(transpose_A, "transpose_A"), _static_bool(transpose_B, "transpose_B"),
+                     int(policy), clear, _b.current_span()))
+
+
+def _static_bool(v, name):
+    if isinstance(v, PrimExpr):
+        raise _b._UserError(f"{name} must be a compile-time bool")
+    return _builtins.bool(v)
+
+
+
+
+def fill(buffer, value):
+    """Sets every element of a tile (or region) to ``value``."""
+    _b.require_kernel("T.fill")
+    target = to_region(buffer, "T.fill destination")
+    dt = buffer.dtype if hasattr(buffer, "dtype") else None
+    _b.emit(_tl.fill(target, as_expr(value, dt).node, _b.current_span()))
+
+
+def clear(buffer):
+    """Sets every element of a tile to zero."""
+    fill(buffer, 0)
+
+
+def reduce(buffer, out, reduce_type, dim=-1, clear=True, batch=1, nan_propagate=False):
+    _b.require_kernel(f"T.reduce_{reduce_type}")
+    _b.emit(_tl.reduce(to_region(buffer, "reduce source"), to_region(out, "reduce destination"),
+                       reduce_type, int(dim), _static_bool(clear, "clear"), _b.current_span()))
+
+
+def reduce_max(buffer, out, dim=-1, clear=True, **kw):
+    reduce(buffer, out, "max", dim, clear)
+
+
+def reduce_min(buffer, out, dim=-1, clear=True, **kw):
+    reduce(buffer, out, "min", dim, clear)
+
+
+def reduce_sum(buffer, out, dim=-1, clear=True, **kw):
+    reduce(buffer, out, "sum", dim, clear)
+
+
+def reduce_abssum(buffer, out, dim=-1, clear=True, **kw):
+    reduce(buffer, out, "abssum", dim, clear)
+
+
+def reduce_absmax(buffer, out, dim=-1, clear=True, **kw):
+    reduce(buffer, out, "absmax", dim, clear)
+
+
+def _atomic(kind, dst, value, return_prev):
+    _b.require_kernel(f"T.atomic_{kind}")
+    if return_prev:
+        raise _b._UserError(f"T.atomic_{kind}(return_prev=True) is not supported yet")
+    dst_region = to_region(dst, f"T.atomic_{kind} destination")
+    if isinstance(value, _Buffer) or (isinstance(value, BufferRef) and not value.is_point):
+        _b.emit(_tl.atomic(kind, dst_region, to_region(value, "atomic source"), None, _b.current_span()))
+    else:
+        _b.emit(_tl.atomic(kind, dst_region, None, as_expr(value, dst.dtype).node, _b.current_span()))
+
+
+def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
+    """dst += value atomically (an element, or a whole region from a tile)."""
+    _atomic("add", dst, value, return_prev)
+
+
+def atomic_max(dst, value, memory_order=None, return_prev=False):
+    _atomic("max", dst, value, return_prev)
+
+
+def atomic_min(dst, value, memory_order=None, return_prev=False):
+    _atomic("min", dst, value, return_prev)
+
+
+def use_swizzle(panel_size=8, order="row", enable=True):
+    """Rasterizes blocks in panels for L2 reuse (a GPU hint; no effect on the CPU)."""
+    if enable:
+        _b.emit(_tl.attr("threadblock_swizzle", [as_expr(panel_size, "int32").node], _b.current_span()))
+
+
+def annotate_layout(layout_map):
+    """Layout hints are for GPU targets; the CPU target keeps tiles row-major."""
+    _b.emit(_tl.attr("layout_annotation", [], _b.current_span()))
+
+
+# --------------------------------------------------------------------------- scalar math
+
+def _is_static(*xs):
+    return all(isinstance(x, numbers.Number) for x in xs)
+
+
+def ceildiv(a, b):
+    """ceil(a / b) for integers."""
+    if _is_static(a, b):
+        return -(-a // b)
+    return (a + b - 1) // b
+
+
+cdiv = ceildiv
+
+
+def floordiv(a, b):
+    return a // b
+
+
+def floormod(a, b):
+    return a % b
+
+
+def min(a, b):  # noqa: A001
+    if _is_static(a, b):
+        return a if a <= b else b
+    return binary("min", a, b)
+
+
+def max(a, b):  # noqa: A001
+    if _is_static(a, b):
+        return a if a >= b else b
+    return binary("max", a, b)
+
+
+def if_then_else(cond, then_value, else_value):
+    """cond ? then_value : else_value (only the chosen side is evaluated)."""
+    if isinstance(cond, numbers.Number) and not isinstance(cond, PrimExpr):
+        return then_value if cond else else_value
+    like = next((v.dtype for v in (then_value, else_value) if isinstance(v, (PrimExpr, BufferRef))), None)
+    t, f = as_expr(then_value, like), as_expr(else_value, like)
+    return PrimExpr(_tl.select(as_expr(cond).node, t.node, f.node))
+
+
+Select = if_then_else
+
+
+def infinity(dtype_):
+    """+inf of a float type (write -T.infinity(t) for -inf)."""
+    return PrimExpr(_tl.call(_dt(dtype_), "infinity", []))
+
+
+def max_value(dtype_):
+    t = dtype(dtype_)
+    if t.is_float:
+        return infinity(t)
+    import numpy as np
+    return _vconst(int(np.iinfo(t).max), t)
+
+
+def min_value(dtype_):
+    t = dtype(dtype_)
+    if t.is_float:
+        return -infinity(t)
+    import numpy as np
+    return _vconst(int(np.iinfo(t).min), t)
+
+
+def cast(value, dtype_, **kwargs):
+    return _cast(value, dtype_)
+
+
+Cast = cast
+
+
+def _math1(name):
+    def f(x):
+        return call_math(name, x)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name}."
+    return f
+
+
+exp, exp2, log, log2, sqrt, rsqrt, tanh, sigmoid, floor, ceil = (
+    _math1(n) for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "floor", "ceil"))
+sin, cos, log10, log1p, erf, round, trunc = (  # noqa: A001
+    _math1(n) for n in ("sin", "cos", "log10", "log1p", "erf", "round", "trunc"))
+
+
+def abs(x):  # noqa: A001
+    if isinstance(x, numbers.Number):
+        return x if x >= 0 else -x
+    return call_math("abs", x)
+
+
+def pow(x, y):  # noqa: A001
+    return call_math("pow", x, y)
+
+
+def get_thread_binding(dim=0):
+    raise _b._UserError("T.get_thread_binding is not supported yet (the CPU target does not emulate threads)")
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,76 @@
+"""The statement builder the front end fills while it walks a kernel's AST.
+
+T.* functions that produce statements (T.copy, T.alloc_shared, ...) append them to the
+innermost open block here; the parser opens a block for each loop or branch body.
+"""
+from __future__ import annotations
+
+import threading
+
+from .. import _tl
+
+_state = threading.local()
+
+
+class Frame:
+    """One open statement list, plus the names it declared."""
+
+    def __init__(self):
+        self.stmts = []
+
+
+class Builder:
+    def __init__(self, file: str):
+        self.file = file
+        self.frames: list[Frame] = []
+        self.span = None  # (file, line, col, end_line, end_col) of the node being built
+        self.in_kernel = False
+        self.pending_name = None  # the name an allocation on this line is assigned to
+
+    def open(self):
+        self.frames.append(Frame())
+
+    def close(self, span=None):
+        frame = self.frames.pop()
+        return _tl.seq(frame.stmts, span)
+
+    def emit(self, stmt):
+        self.frames[-1].stmts.append(stmt)
+
+
+def current() -> Builder:
+    b = getattr(_state, "builder", None)
+    if b is None:
+        raise RuntimeError(
+            "this TileLang primitive can only be used inside a kernel being compiled "
+            "(a function decorated with @T.prim_func or @tilelang.jit)"
+        )
+    return b
+
+
+def active() -> Builder | None:
+    return getattr(_state, "builder", None)
+
+
+def set_builder(b: Builder | None):
+    prev = getattr(_state, "builder", None)
+    _state.builder = b
+    return prev
+
+
+def current_span():
+    b = getattr(_state, "builder", None)
+    return b.span if b is not None else None
+
+
+def emit(stmt):
+    current().emit(stmt)
+
+
+def require_kernel(what: str):
+    if not current().in_kernel:
+        raise _UserError(f"{what} must be used inside `with T.Kernel(...)`")
+
+
+class _UserError(Exception):
+    """A mistake in the user's program found by the Python side; the parser adds the span."""

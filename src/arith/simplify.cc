@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Analyzer::Simplify: a bottom-up rewriter over expressions.
+///
+/// Children are simplified first, then the node's rule runs on the simplified operands:
+/// constant folding, canonical sums (linear forms), min/max and comparisons decided from
+/// interval bounds, boolean identities, and casts. Floor division and modulo live in
+/// div_mod.cc, bounds in bound.cc. Each node is rewritten once (results are memoised per
+/// input node), so the cost stays polynomial even for expressions that share subtrees.
+#include "tl/arith/simplify.h"
+
+#include "arith_internal.h"
+#include "tl/ir/equal.h"
+
+namespace tl::arith {
+
+using ir::Binary;
+using ir::BinOp;
+using ir::DType;
+using ir::Expr;
+using ir::IntImm;
+
+namespace detail {
+namespace {
+
+// Deeper trees are returned as they are rather than risking the native stack.
+constexpr int kMaxDepth = 512;
+
+Expr Bool(bool v) { return IntImm::Make(DType::Bool(), v ? 1 : 0); }
+
+bool IsConst(const Expr& e) { return ir::As<IntImm>(e) || ir::As<ir::FloatImm>(e); }
+
+/// Decides `d <op> 0` from an interval of d; nullopt when the interval does not decide it.
+std::optional<bool> DecideSign(BinOp op, const IntBound& d) {
+  const bool lo_gt0 = d.min && *d.min > 0, lo_ge0 = d.min && *d.min >= 0;
+  const bool hi_lt0 = d.max && *d.max < 0, hi_le0 = d.max && *d.max <= 0;
+  switch (op) {
+    case BinOp::kLT: if (hi_lt0) return true; if (lo_ge0) return false; break;
+    case BinOp::kLE: if (hi_le0) return true; if (lo_gt0) return false; break;
+    case BinOp::kGT: if (lo_gt0) return true; if (hi_le0) return false; break;
+    case BinOp::kGE: if (lo_ge0) return true; if (hi_lt0) return false; break;
+    case BinOp::kEQ:
+      if (lo_gt0 || hi_lt0) return false;
+      if (d.IsConst() && *d.min == 0) return true;
+      break;
+    case BinOp::kNE:
+      if (lo_gt0 || hi_lt0) return true;
+      if (d.IsConst() && *d.min == 0) return false;
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+BinOp Negated(BinOp op) {
+  switch (op) {
+    case BinOp::kLT: return BinOp::kGE;
+    case BinOp::kLE: return BinOp::kGT;
+    case BinOp::kGT: return BinOp::kLE;
+    case BinOp::kGE: return BinOp::kLT;
+    case BinOp::kEQ: return BinOp::kNE;
+    default: return BinOp::kEQ;
+  }
+}
+
+}  // namespace
+
+Expr KeepIfSame(const Expr& built, BinOp op, const Expr& a, const Expr& b, const Expr& self) {
+  // Hand back the input node when the rule rebuilt it unchanged, so that callers (and
+  // mutators above them) keep sharing. Only the sum skeleton is compared: the operands
+  // are the very nodes inside `self`, so equality stops at them.
+  auto* bin = ir::As<Binary>(self);
+  if (bin && bin->op == op && bin->a == a && bin->b == b && ir::StructuralEqual(built, self)) {
+    return self;
+  }
+  return built;
+}
+
+Expr Rewriter::Simplify(const Expr& e) {
+  if (!e) return e;
+  switch (e->kind) {
+    case ir::NodeKind::kIntImm:
+    case ir::NodeKind::kFloatImm:
+    case ir::NodeKind::kVar:
+      return e;
+    default:
+      break;
+  }
+  auto it = memo_.find(e.get());
+  if (it != memo_.end()) return it->second.second;
+  if (depth_ >= kMaxDepth) return e;
+  ++depth_;
+  Expr r = SimplifyUncached(e);
+  --depth_;
+  memo_.emplace(e.get(), std::make_pair(e, r));  // the key is kept alive with the entry
+  return r;
+}
+
+Expr Rewriter::SimplifyUncached(const Expr& e) {
+  switch (e->kind) {
+    case ir::NodeKind::kBinary: {
+      auto* op = static_cast<const Binary*>(e.get());
+      return RewriteBinary(op->op, Simplify(op->a), Simplify(op->b), e);
+    }
+    case ir::NodeKind::kNot:
+      return RewriteNot(Simplify(static_cast<const ir::Not*>(e.get())->a), e);
+    case ir::NodeKind::kSelect: {
+      auto* op = static_cast<const ir::Select*>(e.get());
+      return RewriteSelect(Simplify(op->cond), Simplify(op->t), Simplify(op->f), e);
+    }
+    case ir::NodeKind::kCast: {
+      auto* op = static_cast<const ir::Cast*>(e.get());
+      return RewriteCast(op->dtype, Simplify(op->value), e);
+    }
+    case ir::NodeKind::kCall: {
+      auto* op = static_cast<const ir::Call*>(e.get());
+      std::vector<Expr> args;
+      bool changed = false;
+      for (const Expr& a : op->args) {
+        args.push_back(Simplify(a));
+        changed |= args.back() != a;
+      }
+      return changed ? ir::Call::Make(op->dtype, op->op, std::move(args)) : e;
+    }
+    case ir::NodeKind::kBufferLoad: {
+      auto* op = static_cast<const ir::BufferLoad*>(e.get());
+      std::vector<Expr> idx;
+      bool changed = false;
+      for (const Expr& a : op->indices) {
+        idx.push_back(Simplify(a));
+        changed |= idx.back() != a;
+      }
+      return changed ? ir::BufferLoad::Make(op->buffer, std::move(idx)) : e;
+    }
+    default:
+      return e;
+  }
+}
+
+Expr Rewriter::RewriteBinary(BinOp op, const Expr& a, const Expr& b, const Expr& self) {
+  if (IsConst(a) && IsConst(b)) {
+    if (Expr folded = FoldBinary(op, a, b)) return folded;
+    return Rebuild(op, a, b, self);
+  }
+  const DType t = a->dtype;
+  const bool sint = IsSignedInt(t);
+  switch (op) {
+    case BinOp::kAdd:
+    case BinOp::kSub:
+    case BinOp::kMul:
+      if (sint) return RewriteLinear(op, a, b, self);
+      break;
+    case BinOp::kFloorDiv:
+      if (sint) return RewriteFloorDiv(a, b, self);
+      break;
+    case BinOp::kFloorMod:
+      if (sint) return RewriteFloorMod(a, b, self);
+      break;
+    case BinOp::kDiv:
+    case BinOp::kMod:
+      if (sint) return RewriteTruncDivMod(op, a, b, self);
+      break;
+    case BinOp::kMin:
+    case BinOp::kMax:
+      return RewriteMinMax(op, a, b, self);
+    case BinOp::kEQ: case BinOp::kNE: case BinOp::kLT:
+    case BinOp::kLE: case BinOp::kGT: case BinOp::kGE:
+      return RewriteCompare(op, a, b, self);
+    case BinOp::kAnd:
+    case BinOp::kOr:
+      return RewriteLogic(op, a, b, self);
+    default:
+      break;
+  }
+  return Rebuild(op, a, b, self);
+}
+
+LinearForm Rewriter::Diff(const Expr& a, const Expr& b) const {
+  LinearForm f = ParseLinear(a);
+  f.AddForm(ParseLinear(b), -1);
+  f.Compact();
+  return f;
+}
+
+Expr Rewriter::RewriteLinear(BinOp op, const Expr& a, const Expr& b, const Expr& self) {
+  const DType t = a->dtype;
+  LinearForm fa = ParseLinear(a), fb = ParseLinear(b);
+  LinearForm f;
+  if (op == BinOp::kAdd || op == BinOp::kSub) {
+    f = std::move(fa);
+    f.AddForm(fb, op == BinOp::kAdd ? 1 : -1);
+  } else if (fb.IsConst()) {
+    f.AddForm(fa, fb.constant);  // x*1 -> x, x*0 -> 0, (x + 2)*3 -> x*3 + 6
+  } else if (fa.IsConst()) {
+    f.AddForm(fb, fa.constant);
+  } else {
+    // A genuine product stays one term; a single scaled term gives up its coefficient so
+    // that (x*4)*y and x*(y*4) merge as (x*y)*4.
+    auto split = [](const Expr& e, const LinearForm& g) -> std::pair<Expr, int64_t> {
+      if (g.terms.size() == 1 && g.constant == 0) return g.terms[0];
+      return {e, 1};
+    };
+    auto [ta, ca] = split(a, fa);
+    auto [tb, cb] = split(b, fb);
+    int64_t c;
+    if (!CheckedMul(ca, cb, &c)) return Rebuild(op, a, b, self);
+    f.AddTerm(Rebuild(BinOp::kMul, ta, tb, self), c);
+  }
+  f.Compact();
+  if (!f.FitsIn(t)) return Rebuild(op, a, b, self);
+  return KeepIfSame(BuildLinear(f, t), op, a, b, self);
+}
+
+Expr Rewriter::RewriteMinMax(BinOp op, const Expr& a, const Expr& b, const Expr& self) {
+  const bool is_min = op == BinOp::kMin;
+  if (a == b || ir::StructuralEqual(a, b)) return a;
+  if (!IsSignedInt(a->dtype)) return Rebuild(op, a, b, self);
+  // Constants last: min(3, x) -> min(x, 3).
+  if (ir::As<IntImm>(a)) return RewriteMinMax(op, b, a, nullptr);
+  LinearForm d = Diff(a, b);
+  if (!d.overflow) {
+    IntBound bd = BoundOfForm(*an_, d);
+    if (bd.max && *bd.max <= 0) return is_min ? a : b;  // a <= b
+    if (bd.min && *bd.min >= 0) return is_min ? b : a;  // a >= b
+  }
+  // min(min(x, 4), 2) -> min(x, 2)
+  auto* inner = ir::As<Binary>(a);
+  auto* kb = ir::As<IntImm>(b);
+  if (inner && kb && inner->op == op) {
+    if (auto* ki = ir::As<IntImm>(inner->b)) {
+      int64_t k = is_min ? std::min(ki->value, kb->value) : std::max(ki->value, kb->value);
+      return Rebuild(op, inner->a, Const(a->dtype, k), nullptr);
+    }
+  }
+  return Rebuild(op, a, b, self);
+}
+
+Expr Rewriter::RewriteCompare(BinOp op, const Expr& a, const Expr& b, const Expr& self) {
+  const DType t = a->dtype;
+  if (t.IsInt() || t.IsBool()) {
+    if (a == b || ir::StructuralEqual(a, b)) {
+      return Bool(op == BinOp::kEQ || op == BinOp::kLE || op == BinOp::kGE);
+    }
+  }
+  if (IsSignedInt(t)) {
+    LinearForm d = Diff(a, b);
+    if (!d.overflow) {
+      if (auto decided = DecideSign(op, BoundOfForm(*an_, d))) return Bool(*decided);
+    }
+  }
+  return Rebuild(op, a, b, self);
+}
+
+Expr Rewriter::RewriteLogic(BinOp op, const Expr& a, const Expr& b, const Expr& self) {
+  const bool is_and = op == BinOp::kAnd;
+  // Operands are pure, so a decided side may drop the other one.
+  for (int side = 0; side < 2; ++side) {
+    const Expr& k = side == 0 ? a : b;
+    const Expr& other = side == 0 ? b : a;
+    if (auto* imm = ir::As<IntImm>(k)) {
+      const bool v = imm->value != 0;
+      if (is_and) return v ? other : Bool(false);
+      return v ? Bool(true) : other;
+    }
+  }
+  if (a == b || ir::StructuralEqual(a, b)) return a;
+  return Rebuild(op, a, b, self);
+}
+
+Expr Rewriter::RewriteNot(const Expr& a, const Expr& self) {
+  if (auto* imm = ir::As<IntImm>(a)) return Bool(imm->value == 0);
+  if (auto* inner = ir::As<ir::Not>(a)) return inner->a;
+  if (auto* cmp = ir::As<Binary>(a)) {
+    // !(a == b) is a != b even for NaN; the ordered comparisons only flip for integers.
+    const bool eq_ne = cmp->op == BinOp::kEQ || cmp->op == BinOp::kNE;
+    if (ir::IsComparison(cmp->op) && (eq_ne || cmp->a->dtype.IsInt())) {
+      return Binary::Make(Negated(cmp->op), cmp->a, cmp->b);
+    }
+  }
+  auto* n = ir::As<ir::Not>(self);
+  return n && n->a == a ? self : ir::Not::Make(a);
+}
+
+Expr Rewriter::RewriteSelect(const Expr& c, const Expr& t, const Expr& f, const Expr& self) {
+  if (auto* imm = ir::As<IntImm>(c)) return imm->value != 0 ? t : f;
+  if (t == f || ir::StructuralEqual(t, f)) return t;
+  auto* s = ir::As<ir::Select>(self);
+  if (s && s->cond == c && s->t == t && s->f == f) return self;
+  return ir::Select::Make(c, t, f);
+}
+
+Expr Rewriter::RewriteCast(DType t, const Expr& v, const Expr& self) {
+  if (v->dtype == t) return v;
+  if (Expr folded = FoldCast(t, v)) return folded;
+  // int32 -> int64 -> int32 round trips: widening an integer loses nothing.
+  if (auto* inner = ir::As<ir::Cast>(v)) {
+    const DType mid = inner->dtype, src = inner->value->dtype;
+    if (src == t && mid.IsInt() && src.IsInt() && mid.bits >= src.bits &&
+        mid.IsSigned() == src.IsSigned()) {
+      return inner->value;
+    }
+  }
+  auto* c = ir::As<ir::Cast>(self);
+  return c && c->value == v ? self : ir::Cast::Make(t, v);
+}
+
+}  // namespace detail
+
+Expr Analyzer::Simplify(const Expr& e) {
+  if (!e) return e;
+  return detail::Rewriter(this).Simplify(e);
+}
+
+bool Analyzer::CanProve(const Expr& cond) {
+  Expr s = Simplify(cond);
+  auto* imm = ir::As<IntImm>(s);
+  return imm && imm->value != 0;
+}
+
+IntBound Analyzer::Bound(const Expr& e) { return BoundOfSimplified(Simplify(e)); }
+
+}  // namespace tl::arith

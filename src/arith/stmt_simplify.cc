@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Statement-level Simplify: simplifies every expression under the ranges of the
+/// enclosing loops, block indices and let-bindings, and removes control flow that the
+/// ranges decide (provable ifs, loops of extent 0 or 1).
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+
+namespace tl::arith {
+
+using ir::Expr;
+using ir::Stmt;
+
+namespace {
+
+bool IsEmpty(const Stmt& s) {
+  auto* seq = ir::As<ir::Seq>(s);
+  return !s || (seq && seq->stmts.empty());
+}
+
+Stmt Empty(const Span& span) { return ir::Seq::Make({}, span); }
+
+/// Replaces one variable (by identity) with an expression.
+class VarReplacer : public ir::IRMutator {
+ public:
+  VarReplacer(const ir::Var* var, Expr value) : var_(var), value_(std::move(value)) {}
+
+ protected:
+  Expr Mutate_(const ir::Var* op, const Expr& self) override { return op == var_ ? value_ : self; }
+
+ private:
+  const ir::Var* var_;
+  Expr value_;
+};
+
+class StmtSimplifier : public ir::IRMutator {
+ public:
+  using IRMutator::Mutate;
+  Expr Mutate(const Expr& e) override { return e ? an_.Simplify(e) : e; }
+
+ protected:
+  Stmt Mutate_(const ir::For* op, const Stmt& self) override {
+    Expr min = Mutate(op->min), extent = Mutate(op->extent);
+    if (auto* n = ir::As<ir::IntImm>(extent)) {
+      if (n->value <= 0) return Empty(op->span);
+      // A pipelined loop keeps its structure: the pipeliner needs the loop, even of one step.
+      if (n->value == 1 && op->for_kind != ir::ForKind::kPipelined) {
+        return Mutate(VarReplacer(op->var.get(), min).Mutate(op->body));
+      }
+    }
+    Saved saved = Save(op->var.get());
+    an_.BindRange(op->var.get(), min, extent);
+    Stmt body = Mutate(op->body);
+    Restore(saved);
+    if (IsEmpty(body)) return Empty(op->span);
+    if (min == op->min && extent == op->extent && body == op->body) return self;
+    return ir::For::Make(op->var, min, extent, op->for_kind, body, op->annotations, op->span);
+  }
+
+  Stmt Mutate_(const ir::KernelLaunch* op, const Stmt& self) override {
+    bool changed = false;
+    std::vector<Expr> grid = MutateAll(op->grid, &changed);
+    std::vector<Saved> saved;
+    for (size_t i = 0; i < op->block_vars.size() && i < grid.size(); ++i) {
+      const ir::Var* v = op->block_vars[i].get();
+      saved.push_back(Save(v));
+      an_.BindRange(v, ir::IntImm::Make(grid[i]->dtype, 0), grid[i]);
+    }
+    Stmt body = Mutate(op->body);
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) Restore(*it);
+    if (!changed && body == op->body) return self;
+    return ir::KernelLaunch::Make(std::move(grid), op->block_vars, op->threads, body, op->span);
+  }
+
+  Stmt Mutate_(const ir::IfThenElse* op, const Stmt& self) override {
+    Expr cond = Mutate(op->cond);
+    if (auto* k = ir::As<ir::IntImm>(cond)) {
+      if (k->value != 0) return Mutate(op->then_case);
+      return op->else_case ? Mutate(op->else_case) : Empty(op->span);
+    }
+    Stmt then_case = Mutate(op->then_case);
+    Stmt else_case = op->else_case ? Mutate(op->else_case) : nullptr;
+    if (else_case && IsEmpty(else_case)) else_case = nullptr;
+    if (IsEmpty(then_case)) {
+      // Conditions are pure, so an if with nothing to do goes away.
+      if (!else_case) return Empty(op->span);
+      return ir::IfThenElse::Make(an_.Simplify(ir::Not::Make(cond)), else_case, nullptr, op->span);
+    }
+    if (cond == op->cond && then_case == op->then_case && else_case == op->else_case) return self;
+    return ir::IfThenElse::Make(cond, then_case, else_case, op->span);
+  }
+
+  Stmt Mutate_(const ir::While* op, const Stmt& self) override {
+    Expr cond = Mutate(op->cond);
+    if (auto* k = ir::As<ir::IntImm>(cond); k && k->value == 0) return Empty(op->span);
+    Stmt body = Mutate(op->body);
+    if (cond == op->cond && body == op->body) return self;
+    return ir::While::Make(cond, body, op->span);
+  }
+
+  Stmt Mutate_(const ir::Seq* op, const Stmt& self) override {
+    std::vector<Stmt> out;
+    std::vector<Saved> saved;
+    bool changed = false;
+    for (const Stmt& s : op->stmts) {
+      Stmt m = Mutate(s);
+      changed |= m != s;
+      if (IsEmpty(m)) {
+        changed = true;
+        continue;
+      }
+      // A let is in scope until the end of this Seq: its value's bound holds there.
+      if (auto* let = ir::As<ir::LetStmt>(m); let && let->var->dtype.IsInt()) {
+        saved.push_back(Save(let->var.get()));
+        an_.BindBound(let->var.get(), an_.BoundOfSimplified(let->value));
+      }
+      out.push_back(std::move(m));
+    }
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) Restore(*it);
+    if (!changed) return self;
+    return ir::Seq::Make(std::move(out), op->span);
+  }
+
+ private:
+  /// A variable's previous bound, restored when its scope ends (handles shadowing).
+  using Saved = std::pair<const ir::Var*, std::optional<IntBound>>;
+  Saved Save(const ir::Var* v) const { return {v, an_.VarBound(v)}; }
+  void Restore(const Saved& s) {
+    if (s.second) {
+      an_.BindBound(s.first, *s.second);
+    } else {
+      an_.Unbind(s.first);
+    }
+  }
+
+  Analyzer an_;
+};
+
+}  // namespace
+
+Stmt Simplify(const Stmt& s) {
+  if (!s) return s;
+  return StmtSimplifier().Mutate(s);
+}
+
+}  // namespace tl::arith

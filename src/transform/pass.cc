@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The pass registry.
+#include "tl/transform/pass.h"
+
+#include "tl/ir/printer.h"
+
+namespace tl::transform {
+namespace {
+std::map<std::string, PassInfo>& Registry() {
+  static std::map<std::string, PassInfo> registry;
+  return registry;
+}
+}  // namespace
+
+bool RegisterPass(const std::string& name, PassFn fn) {
+  Registry()[name] = PassInfo{name, std::move(fn)};
+  return true;
+}
+
+const PassInfo* FindPass(const std::string& name) {
+  auto it = Registry().find(name);
+  return it == Registry().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> ListPasses() {
+  std::vector<std::string> names;
+  for (const auto& [name, info] : Registry()) names.push_back(name);
+  return names;
+}
+
+ir::PrimFunc RunPass(const std::string& name, const ir::PrimFunc& f, PassContext& ctx) {
+  const PassInfo* pass = FindPass(name);
+  TL_ICHECK(pass) << "unknown pass '" << name << "'";
+  ir::PrimFunc out = pass->fn(f, ctx);
+  if (ctx.dump) ctx.dump->emplace_back(name, ir::ToString(out));
+  return out;
+}
+
+}  // namespace tl::transform

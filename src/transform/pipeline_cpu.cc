@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The CPU pipeline. The CPU target does not emulate threads: a block runs its tile
+/// ops as whole-tile loops, so the pipeline is short.
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+
+ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
+  // Simplify first so that tile-op regions are in canonical form before lowering.
+  ir::PrimFunc out = RunPass("simplify", f, ctx);
+  // Tile ops become loops with edge guards; the guards are written naively ...
+  out = RunPass("lower-tile-ops-cpu", out, ctx);
+  // ... because this simplify proves most of them true (interior tiles) and drops them.
+  out = RunPass("simplify", out, ctx);
+  return out;
+}
+
+}  // namespace tl::transform

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Atomic read-modify-write helpers for generated CPU kernels.
+///
+/// The kernels run their parallel loops with OpenMP and may update shared
+/// buffers from several threads. These functions use the GCC/Clang __atomic
+/// builtins directly on the buffer memory, so no std::atomic wrapper (and no
+/// change of the buffer's type) is needed. Integer add is a single fetch-add;
+/// everything else is a compare-and-swap loop on the value's bit pattern (the
+/// generic builtins compare bytes, so NaNs cannot make the loop spin forever).
+/// Relaxed ordering matches CUDA's atomicAdd: OpenMP barriers provide the
+/// ordering kernels rely on. All functions return the previous value.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "types.h"
+
+namespace tl {
+
+namespace detail {
+
+/// Atomically replaces *addr with op(*addr); returns the old value.
+/// Works for any trivially copyable T of 2, 4 or 8 bytes.
+template <typename T, typename Op>
+inline T atomic_update(T* addr, Op op) {
+  T old;
+  __atomic_load(addr, &old, __ATOMIC_RELAXED);
+  T desired = op(old);
+  // On failure the builtin refreshes `old` with the current contents.
+  while (!__atomic_compare_exchange(addr, &old, &desired, /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    desired = op(old);
+  }
+  return old;
+}
+
+/// Like atomic_update, but skips the write when op leaves the value unchanged
+/// (keeps atomic_max / atomic_min from dirtying the cache line needlessly).
+template <typename T, typename Better>
+inline T atomic_select(T* addr, T val, Better better) {
+  T old;
+  __atomic_load(addr, &old, __ATOMIC_RELAXED);
+  while (better(val, old)) {
+    if (__atomic_compare_exchange(addr, &old, &val, /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
+  }
+  return old;
+}
+
+}  // namespace detail
+
+/// *addr += val atomically; returns the old value. val is first converted to T.
+template <typename T, typename U>
+inline T atomic_add(T* addr, U val) {
+  const T v = static_cast<T>(val);
+  if constexpr (std::is_integral<T>::value) {
+    return __atomic_fetch_add(addr, v, __ATOMIC_RELAXED);
+  } else if constexpr (std::is_same<T, half>::value || std::is_same<T, bfloat16>::value) {
+    const float fv = static_cast<float>(v);
+    return detail::atomic_update(addr, [fv](T old) { return T(static_cast<float>(old) + fv); });
+  } else {
+    return detail::atomic_update(addr, [v](T old) { return static_cast<T>(old + v); });
+  }
+}
+
+/// *addr = max(*addr, val) atomically; returns the old value. val is first converted to T.
+/// A NaN already stored stays (no value compares greater than it).
+template <typename T, typename U>
+inline T atomic_max(T* addr, U val) {
+  return detail::atomic_select(addr, static_cast<T>(val), [](T a, T b) { return b < a; });
+}
+
+/// *addr = min(*addr, val) atomically; returns the old value. val is first converted to T.
+/// A NaN already stored stays (no value compares less than it).
+template <typename T, typename U>
+inline T atomic_min(T* addr, U val) {
+  return detail::atomic_select(addr, static_cast<T>(val), [](T a, T b) { return a < b; });
+}
+
+}  // namespace tl

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Single-threaded tile GEMM for generated CPU kernels.
+///
+/// Generated kernels call tl::cpu::gemm once per K-step of a blocked matmul,
+/// from inside their own OpenMP parallel region, so this code never spawns
+/// threads and keeps its scratch buffers on the stack (large thread_local
+/// arrays can fail to load in dlopen'ed kernels).
+///
+/// Float path (C float, A/B float, half or bfloat16): B is packed (and, for
+/// 16-bit inputs, widened) into zero-padded panels of kNR columns, so the
+/// micro-kernel always reads whole aligned vectors of B whatever the
+/// transposition and however ragged N is. A is read in place when it is float
+/// (a broadcast works equally well from either layout) and widened into a
+/// row-major block otherwise. The micro-kernel keeps a kMR x kNR tile of C in
+/// vector registers for the whole K loop: per k it loads kNV vectors of B and
+/// issues kMR * kNV fused multiply-adds, which keeps the FMA units busy.
+/// Everything else (double, int8 -> int32, ...) uses a plain loop.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "types.h"
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+namespace tl::cpu {
+
+namespace gemm_detail {
+
+// Register tile. Accumulators: kMR * kNV vectors, plus kNV for B and one
+// broadcast, must fit the register file (32 zmm / 16 ymm / 16 xmm) while
+// leaving enough independent FMA chains to cover FMA latency.
+#if defined(__AVX512F__)
+inline constexpr int kVec = 16;  ///< Floats per vector register.
+inline constexpr int kMR = 8;    ///< Rows of C per micro-tile.
+#elif defined(__AVX__)
+inline constexpr int kVec = 8;
+inline constexpr int kMR = 6;
+#else
+inline constexpr int kVec = 4;
+inline constexpr int kMR = 6;
+#endif
+inline constexpr int kNV = 2;             ///< Vectors of C per micro-tile row.
+inline constexpr int kNR = kVec * kNV;    ///< Columns of C per micro-tile (= B panel width).
+inline constexpr int kKC = 64;            ///< K block: B block (kKC x kNC floats) stays in L1.
+inline constexpr int kNC = 128;           ///< N block, a multiple of kNR.
+inline constexpr int kMC = 64;            ///< M block when A must be widened.
+static_assert(kNC % kNR == 0, "N block must hold whole panels");
+
+#if defined(__GNUC__)
+/// One SIMD register of floats (GCC/Clang vector extension; lowered to the
+/// widest ISA enabled, and to scalar code where there is none).
+typedef float vfloat __attribute__((vector_size(kVec * sizeof(float))));
+#define TL_CPU_GEMM_VECTOR 1
+#else
+/// Portable stand-in for a SIMD register.
+struct vfloat {
+  float v[kVec];
+};
+#endif
+
+/// Loads kVec floats from any address.
+inline vfloat vload(const float* p) {
+  vfloat v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// Stores kVec floats to any address.
+inline void vstore(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
+
+/// acc += b * s.
+inline void vfma(vfloat& acc, vfloat b, float s) {
+#if defined(TL_CPU_GEMM_VECTOR)
+  acc += b * s;  // Contracted to an FMA where the ISA has one.
+#else
+  for (int l = 0; l < kVec; ++l) acc.v[l] += b.v[l] * s;
+#endif
+}
+
+/// All-zero vector.
+inline vfloat vzero() {
+  vfloat v;
+  std::memset(&v, 0, sizeof v);
+  return v;
+}
+
+/// C[0:MR, 0:nr] += a[0:MR, 0:kc] * bp[0:kc, 0:kNR].
+/// a(r, k) is a[r * lda + k], or a[k * lda + r] when kTransA. bp is a packed
+/// panel (row k at bp + k * kNR). kFull: nr == kNR, so C is read and written
+/// as whole vectors; otherwise the tile goes through a buffer so that no
+/// column past nr is touched.
+template <int MR, bool kTransA, bool kFull>
+inline void micro_kernel(int kc, const float* a, std::ptrdiff_t lda, const float* bp, float* c,
+                         std::ptrdiff_t ldc, int nr) {
+  vfloat acc[MR][kNV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < kNV; ++v) acc[r][v] = kFull ? vload(c + r * ldc + v * kVec) : vzero();
+  // kc >= 1 always; a do-while spares the compiler a zero-trip path that
+  // would force the accumulators through memory.
+  int k = 0;
+  do {
+    vfloat b[kNV];
+    for (int v = 0; v < kNV; ++v) b[v] = vload(bp + k * kNR + v * kVec);
+    for (int r = 0; r < MR; ++r) {
+      const float s = kTransA ? a[k * lda + r] : a[r * lda + k];
+      for (int v = 0; v < kNV; ++v) vfma(acc[r][v], b[v], s);
+    }
+  } while (++k < kc);
+  if constexpr (kFull) {
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < kNV; ++v) vstore(c + r * ldc + v * kVec, acc[r][v]);
+  } else {
+    alignas(64) float tile[MR][kNR];
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < kNV; ++v) vstore(&tile[r][v * kVec], acc[r][v]);
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < nr; ++j) c[r * ldc + j] += tile[r][j];
+  }
+}
+
+/// Runs the micro-kernel for mr (1..MR) rows; each row count is its own
+/// instantiation so the accumulators stay in registers.
+template <int MR, bool kTransA, bool kFull>
+inline void micro_dispatch(int mr, int kc, const float* a, std::ptrdiff_t lda, const float* bp, float* c,
+                           std::ptrdiff_t ldc, int nr) {
+  if constexpr (MR > 1) {
+    if (mr < MR) return micro_dispatch<MR - 1, kTransA, kFull>(mr, kc, a, lda, bp, c, ldc, nr);
+  }
+  micro_kernel<MR, kTransA, kFull>(kc, a, lda, bp, c, ldc, nr);
+}
+
+/// Widens one element to float (identity for float).
+template <typename T>
+inline float to_f32(T x) {
+  return static_cast<float>(x);
+}
+
+#if defined(__AVX__)
+/// Transposes an 8x8 float block: dst[c * ds + r] = src[r * ss + c].
+/// The 128-bit halves are placed by (cheap) inserting loads, so only two
+/// rounds of in-lane shuffles are needed instead of three.
+inline void transpose_8x8(const float* src, std::ptrdiff_t ss, float* dst, std::ptrdiff_t ds) {
+  auto pair = [&](int r, int c) {  // [row r, cols c..c+3 | row r+4, cols c..c+3]
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(src + r * ss + c)),
+                                _mm_loadu_ps(src + (r + 4) * ss + c), 1);
+  };
+  for (int c = 0; c < 8; c += 4) {
+    const __m256 r0 = pair(0, c), r1 = pair(1, c), r2 = pair(2, c), r3 = pair(3, c);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    _mm256_storeu_ps(dst + (c + 0) * ds, _mm256_shuffle_ps(t0, t2, 0x44));
+    _mm256_storeu_ps(dst + (c + 1) * ds, _mm256_shuffle_ps(t0, t2, 0xee));
+    _mm256_storeu_ps(dst + (c + 2) * ds, _mm256_shuffle_ps(t1, t3, 0x44));
+    _mm256_storeu_ps(dst + (c + 3) * ds, _mm256_shuffle_ps(t1, t3, 0xee));
+  }
+}
+#endif
+
+/// Packs b(k0:k0+kc, j0:j0+nc) into panels of kNR columns: panel p holds
+/// columns j0 + p*kNR ..., row k at dst + p*kc*kNR + k*kNR, zero-padded.
+template <bool kTransB, typename TB>
+inline void pack_b(const TB* B, std::ptrdiff_t ldb, int k0, int kc, int j0, int nc, float* dst) {
+  using idx = std::ptrdiff_t;  // Wide indices: no int overflow, and no UB for the optimiser to reason about.
+  for (idx jr = 0; jr < nc; jr += kNR) {
+    const idx nr = std::min<idx>(kNR, nc - jr);
+    float* panel = dst + jr * kc;  // == (jr / kNR) * kc * kNR
+    if constexpr (!kTransB) {
+      for (idx k = 0; k < kc; ++k) {
+        const TB* src = B + (k0 + k) * ldb + j0 + jr;
+        float* row = panel + k * kNR;
+        if (std::is_same<TB, float>::value && nr == kNR) {
+          // Whole vectors: a plain loop here becomes a slow `rep movs` memcpy.
+          for (int v = 0; v < kNV; ++v) vstore(row + v * kVec, vload(reinterpret_cast<const float*>(src) + v * kVec));
+        } else {
+          for (idx j = 0; j < nr; ++j) row[j] = to_f32(src[j]);
+          for (idx j = nr; j < kNR; ++j) row[j] = 0.0f;
+        }
+      }
+    } else {
+      // b(k, j) = B[j * ldb + k]: source rows run along k.
+      const TB* src = B + (j0 + jr) * ldb + k0;
+      idx j = 0;
+#if defined(__AVX__)
+      if constexpr (std::is_same<TB, float>::value) {
+        // 8x8 register transposes cover whole blocks of 8 rows and 8 columns;
+        // the k tail of those rows is copied by the scalar loop.
+        const idx nr8 = nr & ~idx(7), kc8 = kc & ~idx(7);
+        for (; j < nr8; j += 8)
+          for (idx k = 0; k < kc8; k += 8) transpose_8x8(src + j * ldb + k, ldb, panel + k * kNR + j, kNR);
+        for (idx jj = 0; jj < nr8; ++jj)
+          for (idx k = kc8; k < kc; ++k) panel[k * kNR + jj] = src[jj * ldb + k];
+      }
+#endif
+      for (; j < nr; ++j)
+        for (idx k = 0; k < kc; ++k) panel[k * kNR + j] = to_f32(src[j * ldb + k]);
+      for (idx k = 0; k < kc; ++k)
+        for (idx jj = nr; jj < kNR; ++jj) panel[k * kNR + jj] = 0.0f;
+    }
+  }
+}
+
+/// Widens a(i0:i0+mc, k0:k0+kc) into a row-major mc x kc float block.
+template <bool kTransA, typename TA>
+inline void pack_a(const TA* A, std::ptrdiff_t lda, int i0, int mc, int k0, int kc, float* dst) {
+  if constexpr (!kTransA) {
+    for (int i = 0; i < mc; ++i)
+      for (int k = 0; k < kc; ++k) dst[i * kc + k] = to_f32(A[(i0 + i) * lda + k0 + k]);
+  } else {
+    for (int k = 0; k < kc; ++k)
+      for (int i = 0; i < mc; ++i) dst[i * kc + k] = to_f32(A[(k0 + k) * lda + i0 + i]);
+  }
+}
+
+/// C(0:mc, 0:nc) += a(0:mc, 0:kc) * packed B block.
+template <bool kTransA>
+inline void macro_kernel(int mc, int nc, int kc, const float* a, std::ptrdiff_t lda, const float* bpack,
+                         float* c, std::ptrdiff_t ldc) {
+  for (int jr = 0; jr < nc; jr += kNR) {
+    const int nr = std::min(kNR, nc - jr);
+    const float* bp = bpack + static_cast<std::ptrdiff_t>(jr / kNR) * kc * kNR;
+    for (int ir = 0; ir < mc; ir += kMR) {
+      const int mr = std::min(kMR, mc - ir);
+      const float* ap = kTransA ? a + ir : a + ir * lda;
+      float* cp = c + ir * ldc + jr;
+      if (nr == kNR)
+        micro_dispatch<kMR, kTransA, true>(mr, kc, ap, lda, bp, cp, ldc, nr);
+      else
+        micro_dispatch<kMR, kTransA, false>(mr, kc, ap, lda, bp, cp, ldc, nr);
+    }
+  }
+}
+
+/// Float-accumulating path for float / half / bfloat16 operands.
+template <bool kTransA, bool kTransB, typename TA, typename TB>
+inline void gemm_f32(const TA* A, const TB* B, float* C, int M, int N, int K, std::ptrdiff_t lda,
+                     std::ptrdiff_t ldb, std::ptrdiff_t ldc) {
+  alignas(64) float bpack[kKC * kNC];
+  for (int k0 = 0; k0 < K; k0 += kKC) {
+    const int kc = std::min(kKC, K - k0);
+    for (int j0 = 0; j0 < N; j0 += kNC) {
+      const int nc = std::min(kNC, N - j0);
+      pack_b<kTransB>(B, ldb, k0, kc, j0, nc, bpack);
+      if constexpr (std::is_same<TA, float>::value) {
+        const float* a = kTransA ? A + k0 * lda : A + k0;
+        macro_kernel<kTransA>(M, nc, kc, a, lda, bpack, C + j0, ldc);
+      } else {
+        alignas(64) float apack[kMC * kKC];
+        for (int i0 = 0; i0 < M; i0 += kMC) {
+          const int mc = std::min(kMC, M - i0);
+          pack_a<kTransA>(A, lda, i0, mc, k0, kc, apack);
+          macro_kernel<false>(mc, nc, kc, apack, kc, bpack, C + i0 * ldc + j0, ldc);
+        }
+      }
+    }
+  }
+}
+
+/// Reference-order loop for every other type combination; products in TC.
+template <bool kTransA, bool kTransB, typename TA, typename TB, typename TC>
+inline void gemm_generic(const TA* A, const TB* B, TC* C, int M, int N, int K, std::ptrdiff_t lda,
+                         std::ptrdiff_t ldb, std::ptrdiff_t ldc) {
+  for (int i = 0; i < M; ++i) {
+    TC* crow = C + i * ldc;
+    if constexpr (!kTransB) {
+      // Inner loop runs along contiguous rows of B and C, so it vectorises.
+      for (int k = 0; k < K; ++k) {
+        const TC a = static_cast<TC>(kTransA ? A[k * lda + i] : A[i * lda + k]);
+        const TB* brow = B + k * ldb;
+        for (int j = 0; j < N; ++j) crow[j] += a * static_cast<TC>(brow[j]);
+      }
+    } else {
+      // B rows are contiguous along k: a dot product per output.
+      for (int j = 0; j < N; ++j) {
+        const TB* bcol = B + j * ldb;
+        TC sum = TC(0);
+        for (int k = 0; k < K; ++k)
+          sum += static_cast<TC>(kTransA ? A[k * lda + i] : A[i * lda + k]) * static_cast<TC>(bcol[k]);
+        crow[j] += sum;
+      }
+    }
+  }
+}
+
+/// True for the operand types the float path widens on the fly.
+template <typename T>
+inline constexpr bool is_f32_operand_v =
+    std::is_same<T, float>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value;
+
+}  // namespace gemm_detail
+
+/// C[i*ldc + j] += sum_k a(i,k) * b(k,j) for 0 <= i < M, 0 <= j < N.
+///
+/// a(i,k) = A[i*lda + k], or A[k*lda + i] when kTransA;
+/// b(k,j) = B[k*ldb + j], or B[j*ldb + k] when kTransB.
+/// Products and sums are computed in TC. Any M, N, K >= 0 is accepted.
+/// Single-threaded and reentrant: safe to call from inside an OpenMP region.
+template <bool kTransA, bool kTransB, typename TA, typename TB, typename TC>
+inline void gemm(const TA* A, const TB* B, TC* C, int M, int N, int K, int lda, int ldb, int ldc) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  if constexpr (std::is_same<TC, float>::value && gemm_detail::is_f32_operand_v<TA> &&
+                gemm_detail::is_f32_operand_v<TB>) {
+    gemm_detail::gemm_f32<kTransA, kTransB>(A, B, C, M, N, K, lda, ldb, ldc);
+  } else {
+    gemm_detail::gemm_generic<kTransA, kTransB>(A, B, C, M, N, K, lda, ldb, ldc);
+  }
+}
+
+}  // namespace tl::cpu

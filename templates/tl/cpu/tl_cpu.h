@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Umbrella header of the CPU device library: the only header that
+/// generated C++ kernels include.
+///
+/// Provides tl::half / tl::bfloat16 (types.h), scalar math with Python-style
+/// floordiv / floormod and tl::infinity<T>() (math.h), tl::atomic_add / _max /
+/// _min (atomic.h) and the tile GEMM tl::cpu::gemm (gemm.h).
+#pragma once
+
+#include "types.h"
+#include "math.h"
+#include "atomic.h"
+#include "gemm.h"

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file 16-bit floating-point storage types for generated CPU kernels.
+///
+/// `tl::half` (IEEE binary16) and `tl::bfloat16` are storage types: they hold
+/// the exact bit pattern numpy / ml_dtypes use, and all arithmetic happens in
+/// float. Arithmetic and comparisons need no operator overloads of their own:
+/// the implicit `operator float()` lets the built-in float operators apply,
+/// which also keeps mixed expressions such as `h + 1.0f` or `h < b` free of
+/// overload ambiguity. Only the compound assignments (which the language does
+/// not route through user conversions) are defined as members.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+namespace tl {
+
+/// Tag selecting the raw-bits constructors of `half` and `bfloat16`.
+struct from_bits_t {};
+
+namespace detail {
+
+/// Bit pattern of a float (memcpy is the portable, optimised-away bit cast).
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/// Float with the given bit pattern.
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// Narrows double to float rounding to odd (truncate, then force the last bit
+/// to 1 when inexact). A later round-to-nearest to a format with at most 22
+/// mantissa bits then gives the same result as rounding the double directly,
+/// which plain double->float->half would not (double rounding).
+inline float double_to_float_round_odd(double d) {
+  float f = static_cast<float>(d);
+  if (d != d || static_cast<double>(f) == d) return f;  // NaN or exact.
+  uint32_t u = float_bits(f);
+  // Rounding went away from zero: step the magnitude back (|f| > 0 here).
+  if ((f < 0 ? -static_cast<double>(f) : static_cast<double>(f)) > (d < 0 ? -d : d)) u -= 1;
+  return bits_float(u | 1u);
+}
+
+/// float -> binary16 bits in software, round to nearest even; NaN stays NaN
+/// (quietened, as F16C does). Always compiled so tests can check it against F16C.
+inline uint16_t float_to_half_bits_soft(float f) {
+  const uint32_t x = float_bits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t a = x & 0x7fffffffu;
+  if (a >= 0x7f800000u)  // Inf, or NaN: keep the top payload bits and set the quiet bit.
+    return static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u | ((a >> 13) & 0x3ffu) : 0u));
+  if (a >= 0x477ff000u)  // >= 65520: the tie above 65504 rounds to even, i.e. Inf.
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (a >= 0x38800000u) {  // Normal half: rebias exponent, round off 13 bits.
+    uint32_t h = (a - 0x38000000u) >> 13;
+    const uint32_t rem = a & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // A carry may bump the exponent: correct.
+    return static_cast<uint16_t>(sign | h);
+  }
+  if (a < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25 (or the 2^-25 tie) -> 0.
+  // Subnormal half: value = m * 2^(e-150), unit 2^-24, so shift by 126 - e.
+  const uint32_t e = a >> 23;
+  const uint32_t m = (a & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126u - e;  // 14..24
+  uint32_t h = m >> shift;
+  const uint32_t rem = m & ((1u << shift) - 1u);
+  const uint32_t halfway = 1u << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (h & 1u))) ++h;  // May become 0x400: min normal, correct.
+  return static_cast<uint16_t>(sign | h);
+}
+
+/// binary16 bits -> float in software (exact).
+inline float half_bits_to_float_soft(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu;
+  const uint32_t m = h & 0x3ffu;
+  if (e == 0x1fu) return bits_float(sign | 0x7f800000u | (m << 13));
+  if (e == 0) {  // Zero or subnormal: m * 2^-24 is exact in float.
+    const float v = static_cast<float>(m) * 5.9604644775390625e-8f;
+    return sign ? -v : v;
+  }
+  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/// float -> binary16 bits, round to nearest even (F16C instruction when enabled).
+inline uint16_t float_to_half_bits(float f) {
+#if defined(__F16C__)
+  return static_cast<uint16_t>(_cvtss_sh(f, 0));  // 0 == round to nearest even.
+#else
+  return float_to_half_bits_soft(f);
+#endif
+}
+
+/// binary16 bits -> float, exact (F16C instruction when enabled).
+inline float half_bits_to_float(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return half_bits_to_float_soft(h);
+#endif
+}
+
+/// float -> bfloat16 bits, round to nearest even; NaN stays NaN (quietened).
+inline uint16_t float_to_bfloat16_bits(float f) {
+  const uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  // Adding 0x7fff plus the lsb of the kept part rounds ties to even; an
+  // overflow past the largest finite value correctly carries into Inf.
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/// bfloat16 bits -> float (exact).
+inline float bfloat16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+
+/// Arithmetic types other than float go through double so that no precision
+/// is lost before the single, final rounding.
+template <typename T>
+inline float to_float_for_narrowing(T v) {
+  if constexpr (std::is_same<T, float>::value) {
+    return v;
+  } else {
+    return double_to_float_round_odd(static_cast<double>(v));
+  }
+}
+
+template <typename T>
+using enable_if_arith_t = std::enable_if_t<std::is_arithmetic<T>::value, int>;
+
+}  // namespace detail
+
+struct bfloat16;
+
+/// IEEE 754 binary16, stored exactly as numpy's float16. Arithmetic promotes to float.
+struct half {
+  /// Raw IEEE binary16 bit pattern.
+  uint16_t bits;
+
+  /// Uninitialised, like a built-in scalar (keeps the type trivial).
+  half() = default;
+  /// Rounds any arithmetic value to the nearest half (ties to even).
+  template <typename T, detail::enable_if_arith_t<T> = 0>
+  half(T v) : bits(detail::float_to_half_bits(detail::to_float_for_narrowing(v))) {}
+  /// Rounds a bfloat16 value to the nearest half.
+  inline half(bfloat16 v);
+  /// Wraps a raw bit pattern.
+  constexpr half(uint16_t raw, from_bits_t) : bits(raw) {}
+
+  /// Exact widening to float; every arithmetic operator goes through this.
+  operator float() const { return detail::half_bits_to_float(bits); }
+
+  /// Compound assignments compute in float (or wider) and round once.
+  template <typename T>
+  half& operator+=(const T& o) { return *this = half(static_cast<float>(*this) + o); }
+  /// See operator+=.
+  template <typename T>
+  half& operator-=(const T& o) { return *this = half(static_cast<float>(*this) - o); }
+  /// See operator+=.
+  template <typename T>
+  half& operator*=(const T& o) { return *this = half(static_cast<float>(*this) * o); }
+  /// See operator+=.
+  template <typename T>
+  half& operator/=(const T& o) { return *this = half(static_cast<float>(*this) / o); }
+  /// Pre-increment by one, rounded.
+  half& operator++() { return *this += 1.0f; }
+  /// Pre-decrement by one, rounded.
+  half& operator--() { return *this -= 1.0f; }
+  /// Post-increment by one, rounded.
+  half operator++(int) { half old = *this; *this += 1.0f; return old; }
+  /// Post-decrement by one, rounded.
+  half operator--(int) { half old = *this; *this -= 1.0f; return old; }
+};
+
+/// bfloat16 (the top half of a float), stored exactly as ml_dtypes does. Arithmetic promotes to float.
+struct bfloat16 {
+  /// Raw bfloat16 bit pattern (upper 16 bits of the float).
+  uint16_t bits;
+
+  /// Uninitialised, like a built-in scalar (keeps the type trivial).
+  bfloat16() = default;
+  /// Rounds any arithmetic value to the nearest bfloat16 (ties to even).
+  template <typename T, detail::enable_if_arith_t<T> = 0>
+  bfloat16(T v) : bits(detail::float_to_bfloat16_bits(detail::to_float_for_narrowing(v))) {}
+  /// Rounds a half value to the nearest bfloat16.
+  bfloat16(half v) : bits(detail::float_to_bfloat16_bits(static_cast<float>(v))) {}
+  /// Wraps a raw bit pattern.
+  constexpr bfloat16(uint16_t raw, from_bits_t) : bits(raw) {}
+
+  /// Exact widening to float; every arithmetic operator goes through this.
+  operator float() const { return detail::bfloat16_bits_to_float(bits); }
+
+  /// Compound assignments compute in float (or wider) and round once.
+  template <typename T>
+  bfloat16& operator+=(const T& o) { return *this = bfloat16(static_cast<float>(*this) + o); }
+  /// See operator+=.
+  template <typename T>
+  bfloat16& operator-=(const T& o) { return *this = bfloat16(static_cast<float>(*this) - o); }
+  /// See operator+=.
+  template <typename T>
+  bfloat16& operator*=(const T& o) { return *this = bfloat16(static_cast<float>(*this) * o); }
+  /// See operator+=.
+  template <typename T>
+  bfloat16& operator/=(const T& o) { return *this = bfloat16(static_cast<float>(*this) / o); }
+  /// Pre-increment by one, rounded.
+  bfloat16& operator++() { return *this += 1.0f; }
+  /// Pre-decrement by one, rounded.
+  bfloat16& operator--() { return *this -= 1.0f; }
+  /// Post-increment by one, rounded.
+  bfloat16 operator++(int) { bfloat16 old = *this; *this += 1.0f; return old; }
+  /// Post-decrement by one, rounded.
+  bfloat16 operator--(int) { bfloat16 old = *this; *this -= 1.0f; return old; }
+};
+
+inline half::half(bfloat16 v) : bits(detail::float_to_half_bits(static_cast<float>(v))) {}
+
+/// A half with the given raw bit pattern.
+constexpr half half_from_bits(uint16_t raw) { return half(raw, from_bits_t{}); }
+/// A bfloat16 with the given raw bit pattern.
+constexpr bfloat16 bfloat16_from_bits(uint16_t raw) { return bfloat16(raw, from_bits_t{}); }
+
+static_assert(sizeof(half) == 2 && alignof(half) == 2, "half must match binary16 layout");
+static_assert(sizeof(bfloat16) == 2 && alignof(bfloat16) == 2, "bfloat16 must match ml_dtypes layout");
+static_assert(std::is_trivially_copyable<half>::value && std::is_trivial<half>::value, "half must be POD-like");
+static_assert(std::is_trivially_copyable<bfloat16>::value && std::is_trivial<bfloat16>::value,
+              "bfloat16 must be POD-like");
+
+}  // namespace tl

@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Tests of the arithmetic simplifier, bound analysis and statement Simplify.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <random>
+#include <unordered_map>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/equal.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/printer.h"
+
+namespace {
+
+using namespace tl::ir;  // NOLINT
+using tl::arith::Analyzer;
+using tl::arith::IntBound;
+
+const DType kI32 = DType::Int(32);
+
+Expr I(int64_t v, DType t = kI32) { return IntImm::Make(t, v); }
+Expr F(double v, DType t = DType::Float(32)) { return FloatImm::Make(t, v); }
+Expr Bin(BinOp op, Expr a, Expr b) { return Binary::Make(op, std::move(a), std::move(b)); }
+Expr Add(Expr a, Expr b) { return Bin(BinOp::kAdd, a, b); }
+Expr Sub(Expr a, Expr b) { return Bin(BinOp::kSub, a, b); }
+Expr Mul(Expr a, Expr b) { return Bin(BinOp::kMul, a, b); }
+Expr FDiv(Expr a, Expr b) { return Bin(BinOp::kFloorDiv, a, b); }
+Expr FMod(Expr a, Expr b) { return Bin(BinOp::kFloorMod, a, b); }
+Expr Lt(Expr a, Expr b) { return Bin(BinOp::kLT, a, b); }
+
+std::string S(const Expr& e) {
+  Analyzer an;
+  return ToString(an.Simplify(e));
+}
+std::string S(Analyzer& an, const Expr& e) { return ToString(an.Simplify(e)); }
+
+int64_t ConstOf(const Expr& e) {
+  auto* imm = As<IntImm>(e);
+  EXPECT_NE(imm, nullptr) << ToString(e);
+  return imm ? imm->value : INT64_MIN;
+}
+
+class SimplifyTest : public ::testing::Test {
+ protected:
+  VarRef x = Var::Make("x"), y = Var::Make("y"), z = Var::Make("z");
+};
+
+// ---- constant folding ---------------------------------------------------------------------
+
+TEST_F(SimplifyTest, FoldsIntegerBinOps) {
+  Analyzer an;
+  auto fold = [&](BinOp op, int64_t a, int64_t b) { return ConstOf(an.Simplify(Bin(op, I(a), I(b)))); };
+  EXPECT_EQ(fold(BinOp::kAdd, 3, 4), 7);
+  EXPECT_EQ(fold(BinOp::kSub, 3, 4), -1);
+  EXPECT_EQ(fold(BinOp::kMul, -3, 4), -12);
+  EXPECT_EQ(fold(BinOp::kDiv, -7, 2), -3);  // C truncation
+  EXPECT_EQ(fold(BinOp::kMod, -7, 2), -1);
+  EXPECT_EQ(fold(BinOp::kMin, -7, 2), -7);
+  EXPECT_EQ(fold(BinOp::kMax, -7, 2), 2);
+  EXPECT_EQ(fold(BinOp::kEQ, 2, 2), 1);
+  EXPECT_EQ(fold(BinOp::kNE, 2, 2), 0);
+  EXPECT_EQ(fold(BinOp::kLT, 1, 2), 1);
+  EXPECT_EQ(fold(BinOp::kLE, 3, 2), 0);
+  EXPECT_EQ(fold(BinOp::kGT, 3, 2), 1);
+  EXPECT_EQ(fold(BinOp::kGE, 2, 3), 0);
+  EXPECT_EQ(fold(BinOp::kBitAnd, 12, 10), 8);
+  EXPECT_EQ(fold(BinOp::kBitOr, 12, 10), 14);
+  EXPECT_EQ(fold(BinOp::kBitXor, 12, 10), 6);
+  EXPECT_EQ(fold(BinOp::kShl, 3, 4), 48);
+  EXPECT_EQ(fold(BinOp::kShr, -16, 2), -4);
+  EXPECT_EQ(an.Simplify(Bin(BinOp::kAnd, MakeBool(true), MakeBool(false)))->dtype, DType::Bool());
+  EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kAnd, MakeBool(true), MakeBool(false)))), 0);
+  EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kOr, MakeBool(true), MakeBool(false)))), 1);
+}
+
+TEST_F(SimplifyTest, RefusesUndefinedFolds) {
+  // Division by zero and signed overflow are left for the target to report.
+  EXPECT_EQ(S(Bin(BinOp::kFloorDiv, I(1), I(0))), "1 // 0");
+  Expr big = Add(I(INT32_MAX), I(1));
+  EXPECT_FALSE(As<IntImm>(Analyzer().Simplify(big)));
+  EXPECT_EQ(ConstOf(Analyzer().Simplify(Add(I(INT32_MAX, DType::Int(64)), I(1, DType::Int(64))))),
+            int64_t{INT32_MAX} + 1);
+  EXPECT_FALSE(As<IntImm>(Analyzer().Simplify(Bin(BinOp::kShl, I(1), I(40)))));
+}
+
+TEST_F(SimplifyTest, FloorDivModMatchPythonForNegatives) {
+  Analyzer an;
+  for (int64_t a = -25; a <= 25; ++a) {
+    for (int64_t b = -7; b <= 7; ++b) {
+      if (b == 0) continue;
+      const int64_t q = static_cast<int64_t>(std::floor(static_cast<double>(a) / b));
+      const int64_t r = a - q * b;  // Python: sign of the divisor
+      EXPECT_EQ(ConstOf(an.Simplify(FDiv(I(a), I(b)))), q) << a << " // " << b;
+      EXPECT_EQ(ConstOf(an.Simplify(FMod(I(a), I(b)))), r) << a << " % " << b;
+      EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kDiv, I(a), I(b)))), a / b);
+      EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kMod, I(a), I(b)))), a % b);
+    }
+  }
+  EXPECT_EQ(S(FDiv(I(-7), I(2))), "-4");
+  EXPECT_EQ(S(FMod(I(-7), I(2))), "1");
+  EXPECT_EQ(S(FMod(I(7), I(-2))), "-1");
+}
+
+TEST_F(SimplifyTest, FoldsSelectNotAndCasts) {
+  EXPECT_EQ(S(Select::Make(MakeBool(true), x, y)), "x");
+  EXPECT_EQ(S(Select::Make(Lt(I(3), I(2)), x, y)), "y");
+  EXPECT_EQ(S(Select::Make(Lt(x, y), z, z)), "z");
+  EXPECT_EQ(ConstOf(Analyzer().Simplify(Not::Make(MakeBool(false)))), 1);
+  EXPECT_EQ(S(Not::Make(Not::Make(Lt(x, y)))), "x < y");
+  EXPECT_EQ(S(Not::Make(Lt(x, y))), "x >= y");
+  EXPECT_EQ(ConstOf(Analyzer().Simplify(Cast::Make(DType::Int(64), I(-5)))), -5);
+  EXPECT_EQ(ConstOf(Analyzer().Simplify(Cast::Make(DType::Int(8), I(300)))), 44);  // wraps
+  EXPECT_EQ(ConstOf(Analyzer().Simplify(Cast::Make(kI32, F(-2.75)))), -2);  // truncates
+  auto* f = As<FloatImm>(Analyzer().Simplify(Cast::Make(DType::Float(32), I(3))));
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->value, 3.0);
+  // Out-of-range float -> int is undefined: not folded.
+  EXPECT_FALSE(As<IntImm>(Analyzer().Simplify(Cast::Make(kI32, F(1e20)))));
+  // int32 -> int64 -> int32 is the identity.
+  EXPECT_EQ(S(Cast::Make(kI32, Cast::Make(DType::Int(64), x))), "x");
+}
+
+TEST_F(SimplifyTest, FoldsFloatsOnlyWhenExact) {
+  auto* f = As<FloatImm>(Analyzer().Simplify(Add(F(1.5), F(2.25))));
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->value, 3.75);
+  // float32 rounding matches single precision arithmetic.
+  float a = 0.1f, b = 0.2f;
+  auto* g = As<FloatImm>(Analyzer().Simplify(Add(F(a), F(b))));
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->value, static_cast<double>(a + b));
+  // No reassociation and no x + 0.0 -> x (-0.0 + 0.0 is +0.0).
+  VarRef v = Var::Make("v", DType::Float(32));
+  EXPECT_EQ(S(Add(Add(v, F(1.0)), F(2.0))), "v + 1.0 + 2.0");
+  EXPECT_EQ(S(Add(v, F(0.0))), "v + 0.0");
+  EXPECT_EQ(S(Mul(v, F(0.0))), "v * 0.0");
+  // Half precision: 1/3 is not representable, so it is not folded.
+  const DType f16 = DType::Float(16);
+  EXPECT_FALSE(As<FloatImm>(Analyzer().Simplify(Bin(BinOp::kDiv, F(1, f16), F(3, f16)))));
+  EXPECT_TRUE(As<FloatImm>(Analyzer().Simplify(Add(F(1, f16), F(0.5, f16)))));
+}
+
+// ---- canonical sums -----------------------------------------------------------------------
+
+TEST_F(SimplifyTest, CanonicalSums) {
+  EXPECT_EQ(S(Add(Add(Mul(x, I(4)), I(2)), Mul(x, I(4)))), "x * 8 + 2");
+  EXPECT_EQ(S(Add(x, I(0))), "x");
+  EXPECT_EQ(S(Mul(x, I(1))), "x");
+  EXPECT_EQ(S(Mul(I(1), x)), "x");
+  EXPECT_EQ(S(Mul(x, I(0))), "0");
+  EXPECT_EQ(S(Sub(x, x)), "0");
+  EXPECT_EQ(S(Sub(Add(x, y), Add(y, x))), "0");
+  EXPECT_EQ(S(Add(Add(y, x), y)), "y * 2 + x");        // first appearance order
+  EXPECT_EQ(S(Add(Sub(I(0), x), I(5))), "5 - x");      // positive parts first
+  EXPECT_EQ(S(Sub(Add(x, I(3)), Add(y, I(5)))), "x - y - 2");
+  EXPECT_EQ(S(Mul(Add(x, I(2)), I(3))), "x * 3 + 6");  // constant scales a sum
+  EXPECT_EQ(S(Add(Mul(I(2), Add(x, y)), Mul(Sub(y, x), I(2)))), "y * 4");
+  EXPECT_EQ(S(Add(Mul(Mul(x, I(4)), y), Mul(x, Mul(y, I(2))))), "x * y * 6");
+  EXPECT_EQ(S(Add(I(3), I(4))), "7");
+  // Int64 arithmetic is canonicalised the same way.
+  VarRef w = Var::Make("w", DType::Int(64));
+  EXPECT_EQ(S(Sub(Add(w, I(7, DType::Int(64))), w)), "T.int64(7)");
+}
+
+TEST_F(SimplifyTest, SimplifyIsIdempotent) {
+  std::vector<Expr> cases = {
+      Add(Add(Mul(x, I(4)), I(2)), Mul(y, I(-4))),
+      Sub(I(3), Mul(x, I(2))),
+      FDiv(Add(Mul(x, I(8)), y), I(8)),
+      FMod(Add(Mul(x, I(4)), I(6)), I(8)),
+      Bin(BinOp::kMin, Add(x, I(1)), y),
+  };
+  for (const Expr& e : cases) {
+    Analyzer an;
+    Expr once = an.Simplify(e);
+    Expr twice = an.Simplify(once);
+    EXPECT_TRUE(StructuralEqual(once, twice)) << ToString(once) << " vs " << ToString(twice);
+  }
+}
+
+// ---- division and modulo ------------------------------------------------------------------
+
+TEST_F(SimplifyTest, FloorDivModByConstants) {
+  Analyzer an;
+  an.BindRange(y.get(), I(0), I(8));
+  EXPECT_EQ(S(an, FDiv(Add(Mul(x, I(8)), y), I(8))), "x");
+  EXPECT_EQ(S(an, FMod(Add(Mul(x, I(8)), y), I(8))), "y");
+  EXPECT_EQ(S(an, FDiv(y, I(8))), "0");
+  EXPECT_EQ(S(an, FMod(y, I(8))), "y");
+  EXPECT_EQ(S(an, FMod(Mul(x, I(8)), I(8))), "0");
+  EXPECT_EQ(S(an, FDiv(Mul(x, I(8)), I(8))), "x");
+  EXPECT_EQ(S(an, FDiv(Add(y, I(8)), I(8))), "1");
+  EXPECT_EQ(S(an, FMod(Add(y, I(16)), I(8))), "y");
+  // Without a bound on the remainder only the exact part moves out.
+  EXPECT_EQ(S(FDiv(Add(Mul(x, I(8)), z), I(8))), "x + z // 8");
+  EXPECT_EQ(S(FMod(Add(Mul(x, I(8)), z), I(8))), "z % 8");
+  EXPECT_EQ(S(FDiv(FDiv(x, I(4)), I(8))), "x // 32");
+  EXPECT_EQ(S(FMod(FMod(x, I(8)), I(4))), "x % 4");
+  EXPECT_EQ(S(FDiv(Mul(x, I(4)), I(8))), "x // 2");
+  EXPECT_EQ(S(FMod(Mul(x, I(4)), I(8))), "x % 2 * 4");
+  EXPECT_EQ(S(FDiv(x, I(1))), "x");
+  EXPECT_EQ(S(FMod(x, I(1))), "0");
+  // A negative divisor is left alone (beyond constant folding).
+  EXPECT_EQ(S(FDiv(x, I(-4))), "x // -4");
+  // y in [8, 16): y // 8 == 1, y % 8 == y - 8.
+  Analyzer an2;
+  an2.BindRange(y.get(), I(8), I(8));
+  EXPECT_EQ(S(an2, FDiv(y, I(8))), "1");
+  EXPECT_EQ(S(an2, FMod(y, I(8))), "y - 8");
+  // Negative ranges follow floor semantics: y in [-8, 0) gives y // 8 == -1.
+  Analyzer an3;
+  an3.BindRange(y.get(), I(-8), I(8));
+  EXPECT_EQ(S(an3, FDiv(y, I(8))), "-1");
+  EXPECT_EQ(S(an3, FMod(y, I(8))), "y + 8");
+}
+
+TEST_F(SimplifyTest, TruncDivModUseBounds) {
+  Analyzer an;
+  an.BindRange(x.get(), I(0), I(4));
+  EXPECT_EQ(S(an, Bin(BinOp::kDiv, x, I(4))), "0");
+  EXPECT_EQ(S(an, Bin(BinOp::kMod, x, I(4))), "x");
+  EXPECT_EQ(S(Bin(BinOp::kDiv, y, I(1))), "y");
+  EXPECT_EQ(S(Bin(BinOp::kDiv, y, I(4))), "T.truncdiv(y, 4)");
+}
+
+// ---- min / max / comparisons / logic ------------------------------------------------------
+
+TEST_F(SimplifyTest, MinMax) {
+  EXPECT_EQ(S(Bin(BinOp::kMin, x, Add(x, I(1)))), "x");
+  EXPECT_EQ(S(Bin(BinOp::kMax, x, Add(x, I(1)))), "x + 1");
+  EXPECT_EQ(S(Bin(BinOp::kMin, x, x)), "x");
+  EXPECT_EQ(S(Bin(BinOp::kMin, Bin(BinOp::kMin, x, I(4)), I(2))), "T.min(x, 2)");
+  EXPECT_EQ(S(Bin(BinOp::kMax, I(2), x)), "T.max(x, 2)");
+  Analyzer an;
+  an.BindRange(x.get(), I(0), I(8));
+  EXPECT_EQ(S(an, Bin(BinOp::kMin, x, I(16))), "x");
+  EXPECT_EQ(S(an, Bin(BinOp::kMax, x, I(16))), "16");
+  EXPECT_EQ(S(an, Bin(BinOp::kMin, x, I(4))), "T.min(x, 4)");
+}
+
+TEST_F(SimplifyTest, ComparisonsFromBounds) {
+  EXPECT_EQ(S(Lt(x, Add(x, I(1)))), "True");
+  Analyzer an;
+  an.BindRange(x.get(), I(0), I(16));
+  an.BindRange(y.get(), I(0), I(4));
+  EXPECT_TRUE(an.CanProve(Lt(x, I(16))));
+  EXPECT_TRUE(an.CanProve(Lt(Add(Mul(y, I(4)), FMod(x, I(4))), I(16))));
+  EXPECT_TRUE(an.CanProve(Bin(BinOp::kGE, x, I(0))));
+  EXPECT_FALSE(an.CanProve(Lt(x, I(8))));
+  EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kGE, x, I(16)))), 0);
+  EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kEQ, x, I(-1)))), 0);
+  EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kNE, x, I(20)))), 1);
+  EXPECT_EQ(S(an, Lt(x, I(8))), "x < 8");
+  EXPECT_EQ(ConstOf(an.Simplify(Bin(BinOp::kEQ, Add(x, y), Add(y, x)))), 1);
+  EXPECT_FALSE(an.CanProve(Lt(z, I(100))));  // unbound variable
+}
+
+TEST_F(SimplifyTest, LogicWithProvableSides) {
+  Analyzer an;
+  an.BindRange(x.get(), I(0), I(16));
+  EXPECT_EQ(S(an, Bin(BinOp::kAnd, Lt(x, I(16)), Lt(y, z))), "y < z");
+  EXPECT_EQ(S(an, Bin(BinOp::kAnd, Lt(y, z), Lt(x, I(0)))), "False");
+  EXPECT_EQ(S(an, Bin(BinOp::kOr, Lt(x, I(0)), Lt(y, z))), "y < z");
+  EXPECT_EQ(S(an, Bin(BinOp::kOr, Lt(y, z), Lt(x, I(16)))), "True");
+  EXPECT_EQ(S(an, Bin(BinOp::kAnd, Lt(y, z), Lt(y, z))), "y < z");
+}
+
+// ---- bounds -------------------------------------------------------------------------------
+
+TEST_F(SimplifyTest, ArithBound) {
+  Analyzer an;
+  an.BindRange(x.get(), I(0), I(16));
+  an.BindRange(y.get(), I(-4), I(8));  // [-4, 4)
+  auto check = [&](const Expr& e, std::optional<int64_t> lo, std::optional<int64_t> hi) {
+    IntBound b = an.Bound(e);
+    EXPECT_EQ(b.min, lo) << ToString(e);
+    EXPECT_EQ(b.max, hi) << ToString(e);
+  };
+  check(x, 0, 15);
+  check(Add(x, y), -4, 18);
+  check(Sub(x, y), -3, 19);
+  check(Mul(x, y), -60, 45);
+  check(FDiv(x, I(4)), 0, 3);
+  check(FDiv(y, I(4)), -1, 0);
+  check(FMod(y, I(16)), 0, 15);
+  check(FMod(x, I(32)), 0, 15);
+  check(Bin(BinOp::kMin, x, y), -4, 3);
+  check(Bin(BinOp::kMax, x, y), 0, 15);
+  check(Cast::Make(DType::Int(64), x), 0, 15);
+  check(z, std::nullopt, std::nullopt);
+  check(Add(z, I(1)), std::nullopt, std::nullopt);
+  check(FMod(z, I(8)), 0, 7);
+  check(Sub(x, x), 0, 0);  // Bound simplifies first
+  // Symbolic loop bounds: k in [n*4, n*4 + 4) with n in [0, 3).
+  VarRef n = Var::Make("n"), k = Var::Make("k");
+  an.BindRange(n.get(), I(0), I(3));
+  an.BindRange(k.get(), Mul(n, I(4)), I(4));
+  check(k, 0, 11);
+  an.Unbind(x.get());
+  check(x, std::nullopt, std::nullopt);
+}
+
+// ---- statements ---------------------------------------------------------------------------
+
+class SimplifyStmtTest : public ::testing::Test {
+ protected:
+  Buffer a = BufferNode::Make("A", DType::Float(32), {I(64)}, Scope::kGlobal);
+  Buffer b = BufferNode::Make("B", DType::Float(32), {I(8), I(8)}, Scope::kGlobal);
+  VarRef i = Var::Make("i"), j = Var::Make("j");
+  Stmt Store(Expr idx) { return BufferStore::Make(a, {std::move(idx)}, F(1.0)); }
+};
+
+TEST_F(SimplifyStmtTest, RemovesProvableGuards) {
+  // for i in 0..16: if i < 16: A[i] = 1 ; if i >= 16: A[0] = 1
+  Stmt body = Seq::Make({IfThenElse::Make(Lt(i, I(16)), Store(i)),
+                         IfThenElse::Make(Bin(BinOp::kGE, i, I(16)), Store(I(0)), Store(I(1)))});
+  Stmt loop = For::Make(i, I(0), I(16), ForKind::kSerial, body);
+  Stmt expected = For::Make(i, I(0), I(16), ForKind::kSerial, Seq::Make({Store(i), Store(I(1))}));
+  Stmt got = tl::arith::Simplify(loop);
+  EXPECT_TRUE(StructuralEqual(got, expected)) << ToString(got);
+  // An unprovable guard stays.
+  Stmt loop2 = For::Make(i, I(0), I(16), ForKind::kSerial, IfThenElse::Make(Lt(i, I(8)), Store(i)));
+  EXPECT_EQ(tl::arith::Simplify(loop2), loop2);  // unchanged node is returned as is
+}
+
+TEST_F(SimplifyStmtTest, SimplifiesIndicesUnderLoopRanges) {
+  // for i in 0..8: for j in 0..8: A[(i*8 + j) // 8 * 8 + (i*8 + j) % 8] = 1
+  Expr flat = Add(Mul(i, I(8)), j);
+  Stmt inner = For::Make(j, I(0), I(8), ForKind::kParallel,
+                         Store(Add(Mul(FDiv(flat, I(8)), I(8)), FMod(flat, I(8)))));
+  Stmt loop = For::Make(i, I(0), I(8), ForKind::kSerial, inner);
+  Stmt got = tl::arith::Simplify(loop);
+  Stmt expected = For::Make(
+      i, I(0), I(8), ForKind::kSerial,
+      For::Make(j, I(0), I(8), ForKind::kParallel, Store(Add(Mul(i, I(8)), j))));
+  EXPECT_TRUE(StructuralEqual(got, expected)) << ToString(got);
+}
+
+TEST_F(SimplifyStmtTest, LoopsOfExtentZeroAndOne) {
+  Stmt zero = For::Make(i, I(0), Sub(I(4), I(4)), ForKind::kSerial, Store(i));
+  auto* seq = As<Seq>(tl::arith::Simplify(zero));
+  ASSERT_NE(seq, nullptr);
+  EXPECT_TRUE(seq->stmts.empty());
+  // Extent 1: the body with i := min.
+  Stmt one = For::Make(i, I(5), I(1), ForKind::kParallel, Store(Add(i, I(1))));
+  EXPECT_TRUE(StructuralEqual(tl::arith::Simplify(one), Store(I(6))));
+  // Pipelined loops keep their structure.
+  Stmt piped = For::Make(i, I(0), I(1), ForKind::kPipelined, Store(i));
+  EXPECT_EQ(tl::arith::Simplify(piped)->kind, NodeKind::kFor);
+  // Unrolled / vectorized also collapse.
+  Stmt unrolled = For::Make(i, I(0), I(1), ForKind::kUnrolled, Store(i));
+  EXPECT_TRUE(StructuralEqual(tl::arith::Simplify(unrolled), Store(I(0))));
+}
+
+TEST_F(SimplifyStmtTest, KernelBlockVarsAndRegions) {
+  VarRef bx = Var::Make("bx");
+  Buffer s = BufferNode::Make("S", DType::Float(32), {I(8)}, Scope::kShared);
+  // with T.Kernel(8) as bx: if bx < 8: T.copy(A[bx*8 + 0 : +8], S)
+  Region src{a, {{Add(Mul(bx, I(8)), Sub(I(3), I(3))), Add(I(4), I(4))}}};
+  Stmt copy = CopyOp::Make(src, Region::Full(s));
+  Stmt body = Seq::Make({Allocate::Make(s), IfThenElse::Make(Lt(bx, I(8)), copy)});
+  Stmt kernel = KernelLaunch::Make({I(8)}, {bx}, {128}, body);
+  Stmt got = tl::arith::Simplify(kernel);
+  Region src2{a, {{Mul(bx, I(8)), I(8)}}};
+  Stmt expected = KernelLaunch::Make(
+      {I(8)}, {bx}, {128}, Seq::Make({Allocate::Make(s), CopyOp::Make(src2, Region::Full(s))}));
+  EXPECT_TRUE(StructuralEqual(got, expected)) << ToString(got);
+}
+
+TEST_F(SimplifyStmtTest, LetBoundsAndElseBranches) {
+  // for i in 0..16: t = i % 4; if t < 4: A[t] = 1 else: A[0] = 1
+  VarRef t = Var::Make("t");
+  Stmt body = Seq::Make({LetStmt::Make(t, FMod(i, I(4))),
+                         IfThenElse::Make(Lt(t, I(4)), Store(t), Store(I(0)))});
+  Stmt got = tl::arith::Simplify(For::Make(i, I(0), I(16), ForKind::kSerial, body));
+  Stmt expected = For::Make(i, I(0), I(16), ForKind::kSerial,
+                            Seq::Make({LetStmt::Make(t, FMod(i, I(4))), Store(t)}));
+  EXPECT_TRUE(StructuralEqual(got, expected)) << ToString(got);
+  // A false condition keeps the else branch.
+  Stmt if2 = For::Make(i, I(0), I(16), ForKind::kSerial,
+                       IfThenElse::Make(Lt(i, I(0)), Store(i), Store(I(2))));
+  EXPECT_TRUE(StructuralEqual(tl::arith::Simplify(if2),
+                              For::Make(i, I(0), I(16), ForKind::kSerial, Store(I(2)))));
+}
+
+// ---- property test: Simplify preserves values -----------------------------------------------
+
+/// Evaluates an integer expression; nullopt where it is undefined (division by zero).
+std::optional<int64_t> Eval(const Expr& e, const std::unordered_map<const Var*, int64_t>& env) {
+  if (auto* imm = As<IntImm>(e)) return imm->value;
+  if (auto* v = As<Var>(e)) return env.at(v);
+  if (auto* s = As<Select>(e)) {
+    auto c = Eval(s->cond, env);
+    if (!c) return std::nullopt;
+    return *c ? Eval(s->t, env) : Eval(s->f, env);
+  }
+  if (auto* n = As<Not>(e)) {
+    auto a = Eval(n->a, env);
+    if (!a) return std::nullopt;
+    return *a == 0;
+  }
+  auto* bin = As<Binary>(e);
+  if (!bin) ADD_FAILURE() << "cannot evaluate " << ToString(e);
+  if (!bin) return std::nullopt;
+  auto a = Eval(bin->a, env), b = Eval(bin->b, env);
+  if (!a || !b) return std::nullopt;
+  const int64_t x = *a, y = *b;
+  switch (bin->op) {
+    case BinOp::kAdd: return x + y;
+    case BinOp::kSub: return x - y;
+    case BinOp::kMul: return x * y;
+    case BinOp::kFloorDiv:
+      if (y == 0) return std::nullopt;
+      return static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
+    case BinOp::kFloorMod: {
+      if (y == 0) return std::nullopt;
+      int64_t q = static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
+      return x - q * y;
+    }
+    case BinOp::kDiv: if (y == 0) return std::nullopt; return x / y;
+    case BinOp::kMod: if (y == 0) return std::nullopt; return x % y;
+    case BinOp::kMin: return std::min(x, y);
+    case BinOp::kMax: return std::max(x, y);
+    case BinOp::kEQ: return x == y;
+    case BinOp::kNE: return x != y;
+    case BinOp::kLT: return x < y;
+    case BinOp::kLE: return x <= y;
+    case BinOp::kGT: return x > y;
+    case BinOp::kGE: return x >= y;
+    case BinOp::kAnd: return x && y;
+    case BinOp::kOr: return x || y;
+    default: ADD_FAILURE() << "unexpected op"; return std::nullopt;
+  }
+}
+
+class RandomExprGen {
+ public:
+  RandomExprGen(std::mt19937* rng, std::vector<VarRef> vars) : rng_(rng), vars_(std::move(vars)) {}
+
+  Expr Int(int depth) {
+    int pick = Pick(depth <= 0 ? 2 : 12);
+    switch (pick) {
+      case 0: return IntImm::Make(kI32, Pick(17) - 8);
+      case 1: return vars_[Pick(static_cast<int>(vars_.size()))];
+      case 2: return Add(Int(depth - 1), Int(depth - 1));
+      case 3: return Sub(Int(depth - 1), Int(depth - 1));
+      case 4: return Mul(Int(depth - 1), Pick(2) ? IntImm::Make(kI32, Pick(9) - 4) : Int(depth - 1));
+      case 5: return FDiv(Int(depth - 1), Divisor(depth));
+      case 6: return FMod(Int(depth - 1), Divisor(depth));
+      case 7: return Bin(BinOp::kMin, Int(depth - 1), Int(depth - 1));
+      case 8: return Bin(BinOp::kMax, Int(depth - 1), Int(depth - 1));
+      case 9: return Select::Make(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
+      case 10: return Bin(Pick(2) ? BinOp::kDiv : BinOp::kMod, Int(depth - 1), Divisor(depth));
+      default: return Add(Mul(Int(depth - 1), IntImm::Make(kI32, 8)), Int(depth - 1));
+    }
+  }
+
+  Expr Bool(int depth) {
+    static const BinOp kCmp[] = {BinOp::kEQ, BinOp::kNE, BinOp::kLT, BinOp::kLE, BinOp::kGT, BinOp::kGE};
+    int pick = Pick(depth <= 0 ? 1 : 4);
+    if (pick == 1) return Binary::Make(BinOp::kAnd, Bool(depth - 1), Bool(depth - 1));
+    if (pick == 2) return Binary::Make(BinOp::kOr, Bool(depth - 1), Bool(depth - 1));
+    if (pick == 3) return Not::Make(Bool(depth - 1));
+    return Binary::Make(kCmp[Pick(6)], Int(depth - 1), Int(depth - 1));
+  }
+
+ private:
+  Expr Divisor(int depth) {
+    // Mostly constants (positive and negative), sometimes an arbitrary expression.
+    if (Pick(4) == 0) return Int(depth - 1);
+    static const int64_t kDivs[] = {1, 2, 3, 4, 8, 16, -1, -2, -3, -8};
+    return IntImm::Make(kI32, kDivs[Pick(10)]);
+  }
+  int Pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(*rng_); }
+
+  std::mt19937* rng_;
+  std::vector<VarRef> vars_;
+};
+
+TEST(ArithProperty, SimplifyPreservesValues) {
+  std::mt19937 rng(std::getenv("SEED") ? atoi(std::getenv("SEED")) : 12345);
+  VarRef x = Var::Make("x"), y = Var::Make("y"), z = Var::Make("z");
+  RandomExprGen gen(&rng, {x, y, z});
+  int checked = 0;
+  for (int iter = 0; iter < (std::getenv("ITERS") ? atoi(std::getenv("ITERS")) : 3000); ++iter) {
+    // Bind some variables to ranges (maybe negative) and sample points inside them.
+    Analyzer an;
+    int64_t lo[3], ext[3];
+    const Var* vs[3] = {x.get(), y.get(), z.get()};
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = std::uniform_int_distribution<int>(-20, 20)(rng);
+      ext[k] = std::uniform_int_distribution<int>(1, 24)(rng);
+      if (iter % 3 != 0 || k != 2) an.BindRange(vs[k], I(lo[k]), I(ext[k]));
+    }
+    const bool boolean = iter % 4 == 0;
+    Expr e = boolean ? gen.Bool(4) : gen.Int(4);
+    Expr s = an.Simplify(e);
+    if (std::getenv("SHOW") && iter < 40) printf("%s   ==>   %s\n", ToString(e).c_str(), ToString(s).c_str());
+    for (int sample = 0; sample < 8; ++sample) {
+      std::unordered_map<const Var*, int64_t> env;
+      for (int k = 0; k < 3; ++k) {
+        env[vs[k]] = lo[k] + std::uniform_int_distribution<int>(0, static_cast<int>(ext[k]) - 1)(rng);
+      }
+      auto before = Eval(e, env);
+      if (!before) continue;
+      auto after = Eval(s, env);
+      ASSERT_TRUE(after.has_value()) << ToString(e) << "  ->  " << ToString(s);
+      ASSERT_EQ(*before, *after) << ToString(e) << "  ->  " << ToString(s) << " at x=" << env[vs[0]]
+                                 << " y=" << env[vs[1]] << " z=" << env[vs[2]];
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10000);
+}
+
+// ---- performance --------------------------------------------------------------------------
+
+TEST(ArithPerf, LargeAndSharedExpressionsStayFast) {
+  auto start = std::chrono::steady_clock::now();
+  VarRef x = Var::Make("x");
+  VarRef w = Var::Make("w", DType::Int(64));
+  // DAGs with 2^60 paths: e = e + e, sixty times.
+  Expr e = x, e64 = w;
+  for (int k = 0; k < 60; ++k) {
+    e = Add(e, e);
+    e64 = Add(e64, e64);
+  }
+  Analyzer an;
+  EXPECT_TRUE(StructuralEqual(an.Simplify(e64), Mul(w, I(int64_t{1} << 60, DType::Int(64)))));
+  // In int32 the coefficient overflows: the sum must not be folded into a wrong constant.
+  Expr s = an.Simplify(e);
+  ASSERT_TRUE(As<Binary>(s));
+  EXPECT_EQ(As<Binary>(s)->op, BinOp::kAdd);
+  // A long sum of distinct terms and a deep floordiv/min chain.
+  std::vector<VarRef> vars;
+  Expr sum = I(0);
+  for (int k = 0; k < 300; ++k) {
+    vars.push_back(Var::Make("v" + std::to_string(k)));
+    sum = Add(sum, Mul(vars.back(), I(k % 7 + 1)));
+  }
+  EXPECT_TRUE(StructuralEqual(an.Simplify(Sub(sum, sum)), I(0)));
+  Expr deep = x;
+  for (int k = 0; k < 200; ++k) deep = Bin(BinOp::kMin, FDiv(Add(deep, I(k)), I(2)), Add(deep, I(1)));
+  an.Simplify(deep);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(ms, 2000.0);
+}
+
+}  // namespace
