@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Creates (or reuses) .venv at the repo root and installs tilelang into it.
+# Sourced by quickstart.sh and test.sh. Works offline when the build tools are already
+# installed system-wide (the GPU machine): the venv sees system site-packages.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${PYTHON:-python3}"
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  "$PY" -m venv --system-site-packages "$ROOT/.venv"
+fi
+VPY="$ROOT/.venv/bin/python"
+# Install only what is missing, so an offline machine with the tools preinstalled works.
+need=()
+"$VPY" -c "import numpy" 2>/dev/null || need+=(numpy)
+"$VPY" -c "import ml_dtypes" 2>/dev/null || need+=(ml_dtypes)
+"$VPY" -c "import nanobind" 2>/dev/null || need+=(nanobind)
+"$VPY" -c "import scikit_build_core" 2>/dev/null || need+=(scikit-build-core)
+"$VPY" -c "import pytest" 2>/dev/null || need+=(pytest)
+command -v cmake >/dev/null 2>&1 || "$VPY" -c "import cmake" 2>/dev/null || need+=(cmake)
+command -v ninja >/dev/null 2>&1 || "$VPY" -c "import ninja" 2>/dev/null || need+=(ninja)
+if [ ${#need[@]} -gt 0 ]; then
+  "$VPY" -m pip install -q "${need[@]}"
+fi
+export PATH="$ROOT/.venv/bin:$PATH"
+# --no-build-isolation: reuse the tools above (no network needed); the build folder is
+# kept under build/ so a second run only recompiles what changed.
+"$VPY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
