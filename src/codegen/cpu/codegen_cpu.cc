@@ -39,8 +39,9 @@ std::string CType(DType t) {
 
 namespace {
 
-/// Blocks whose local buffers fit in this many bytes keep them on the stack.
-constexpr int64_t kMaxStackBytes = 256 * 1024;
+/// Local buffers go on the stack until a block's total passes this many bytes, the rest
+/// on the heap: OpenMP worker threads may have stacks as small as 2 MB.
+constexpr int64_t kMaxStackBytes = 512 * 1024;
 
 class CpuCodegen {
  public:
@@ -321,7 +322,8 @@ class CpuCodegen {
     std::string ty = CType(b->dtype);
     Expr n = analyzer_.Simplify(b->NumElements());
     int64_t count;
-    if (AsConstInt(n, &count) && count * b->dtype.bytes() <= kMaxStackBytes) {
+    if (AsConstInt(n, &count) && stack_bytes_ + count * b->dtype.bytes() <= kMaxStackBytes) {
+      stack_bytes_ += count * b->dtype.bytes();
       Line() << "alignas(64) " << ty << " " << name << "[" << std::max<int64_t>(count, 1) << "];\n";
     } else {
       Line() << "std::unique_ptr<" << ty << "[]> " << name << "_storage(new " << ty << "[" << Print(n) << "]);\n";
@@ -368,6 +370,7 @@ class CpuCodegen {
   std::unordered_map<const void*, std::string> names_;
   std::unordered_set<std::string> used_;
   arith::Analyzer analyzer_;
+  int64_t stack_bytes_ = 0;
 };
 
 }  // namespace

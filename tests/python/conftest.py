@@ -1,0 +1,90 @@
+"""Shared fixtures and helpers for the Python test suite (target: cpu).
+
+Run with:  TILELANG_CACHE_DIR=/tmp/tests-cache python -m pytest tests/python
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+
+os.environ.setdefault("TILELANG_CACHE_DIR", "/tmp/tests-cache")
+os.environ.setdefault("TILELANG_PRINT_ON_COMPILATION", "0")
+
+import ml_dtypes  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import tilelang  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+# dtype name -> numpy dtype
+NP = {
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "int8": np.dtype(np.int8),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+}
+
+# relative tolerance (vs. the max |reference|) for results rounded to each dtype
+RTOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5, "float64": 1e-12, "int8": 0, "int32": 0, "int64": 0}
+
+
+@pytest.fixture
+def rng(request):
+    """A generator seeded per test (stable across runs, different between tests)."""
+    seed = sum(map(ord, request.node.nodeid)) % (2**32)
+    return np.random.default_rng(seed)
+
+
+def compile_cpu(func, out_idx=None, **kw):
+    """tilelang.compile for the CPU target."""
+    return tilelang.compile(func, out_idx=out_idx, target="cpu", **kw)
+
+
+def rand(rng, shape, dtype="float32", low=-4, high=5):
+    """Fresh non-zero-ish random data: normal floats, small ints for integer types."""
+    dt = NP[str(dtype)]
+    if np.issubdtype(dt, np.integer):
+        return rng.integers(low, high, size=shape).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def poison(shape, dtype="float32"):
+    """An output array filled with NaN (floats) or a sentinel (ints): unwritten spots show."""
+    dt = NP[str(dtype)]
+    if np.issubdtype(dt, np.integer):
+        return np.full(shape, np.iinfo(dt).min + 7, dtype=dt)
+    return np.full(shape, np.nan, dtype=dt)
+
+
+def f64(x):
+    return np.asarray(x).astype(np.float64)
+
+
+def assert_close(got, ref, dtype="float32", rtol=None):
+    """Compares in float64; the tolerance scales with the reference's magnitude."""
+    got, ref = f64(got), f64(ref)
+    assert got.shape == ref.shape, f"shape {got.shape} != {ref.shape}"
+    assert not np.isnan(got).any() or np.isnan(ref).any(), "output has NaN (unwritten elements?)"
+    tol = RTOL[str(dtype)] if rtol is None else rtol
+    scale = max(1.0, float(np.nanmax(np.abs(ref)))) if ref.size else 1.0
+    np.testing.assert_allclose(got, ref, rtol=0, atol=tol * scale + 1e-300, equal_nan=True)
+
+
+def marker_line(func, marker="# ERR-HERE"):
+    """The absolute line number (in func's file) of the line carrying `marker`."""
+    lines, start = inspect.getsourcelines(func)
+    hits = [start + i for i, ln in enumerate(lines) if marker in ln]
+    assert len(hits) == 1, f"expected one {marker!r} line in {func.__name__}, got {hits}"
+    return hits[0]
+
+
+def source_line(file, line):
+    import linecache
+
+    return linecache.getline(file, line).rstrip("\n")
