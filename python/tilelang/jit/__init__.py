@@ -126,7 +126,7 @@ class JITImpl:
                              compile_flags=self.compile_flags, verbose=self.verbose)
             kernel._eager_inputs = [n for n, _ in ctx.tensor_params]
             self._kernels[key] = kernel
-        tensors = [values[n] for n in getattr(kernel, "_eager_inputs", [])]
+        tensors = [values.get(n) for n in getattr(kernel, "_eager_inputs", [])]
         return kernel, tensors
 
 
