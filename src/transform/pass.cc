@@ -31,7 +31,16 @@ std::vector<std::string> ListPasses() {
 ir::PrimFunc RunPass(const std::string& name, const ir::PrimFunc& f, PassContext& ctx) {
   const PassInfo* pass = FindPass(name);
   TL_ICHECK(pass) << "unknown pass '" << name << "'";
-  ir::PrimFunc out = pass->fn(f, ctx);
+  ir::PrimFunc out;
+  try {
+    out = pass->fn(f, ctx);
+  } catch (const InternalError& e) {
+    // Show the IR the pass was given: the context a compiler bug report needs.
+    std::string ir_text = ir::ToString(f);
+    if (ir_text.size() > 4000) ir_text = ir_text.substr(0, 4000) + "\n  ...";
+    throw InternalError(std::string(e.what()).substr(sizeof("internal compiler error: ") - 1) +
+                        "\nin pass '" + name + "' on:\n" + ir_text);
+  }
   if (ctx.dump) ctx.dump->emplace_back(name, ir::ToString(out));
   return out;
 }

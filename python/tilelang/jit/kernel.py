@@ -90,7 +90,7 @@ class JITKernel:
         if not hit and (verbose or env.print_on_compilation()):
             print(f"[tilelang] compiled kernel {self.name!r} for cpu in {self.compile_seconds:.2f} s",
                   file=sys.stderr)
-        self._module = _tl.CpuModule(path, self.entry)
+        self._module = _load_module(path, self.entry)
 
     def _check_output_dims(self):
         known = {d for i in self.in_idx for d in self.params[i].dims if isinstance(d, str)}
@@ -183,6 +183,20 @@ class JITKernel:
                     f"{got} in {p.name!r} (dimension {axis})")
             else:
                 dims[want] = int(got)
+
+
+# Loaded kernel libraries stay loaded for the life of the process. Each library links the
+# OpenMP runtime; unloading the last one (dlclose when a kernel is garbage-collected) also
+# unloads libgomp while its idle worker threads still run, which crashes the process.
+_LOADED_MODULES: dict = {}
+
+
+def _load_module(path, entry):
+    key = (path, entry)
+    module = _LOADED_MODULES.get(key)
+    if module is None:
+        module = _LOADED_MODULES[key] = _tl.CpuModule(path, entry)
+    return module
 
 
 def _allocate(shape, dtype, like_torch):

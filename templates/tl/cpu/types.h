@@ -96,7 +96,8 @@ inline float half_bits_to_float_soft(uint16_t h) {
 /// float -> binary16 bits, round to nearest even (F16C instruction when enabled).
 inline uint16_t float_to_half_bits(float f) {
 #if defined(__F16C__)
-  return static_cast<uint16_t>(_cvtss_sh(f, 0));  // 0 == round to nearest even.
+  // Vector forms of _cvtss_sh / _cvtsh_ss: clang's scalar macros trip -Wpedantic.
+  return static_cast<uint16_t>(_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(f), 0)));  // 0: nearest even.
 #else
   return float_to_half_bits_soft(f);
 #endif
@@ -105,7 +106,7 @@ inline uint16_t float_to_half_bits(float f) {
 /// binary16 bits -> float, exact (F16C instruction when enabled).
 inline float half_bits_to_float(uint16_t h) {
 #if defined(__F16C__)
-  return _cvtsh_ss(h);
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
 #else
   return half_bits_to_float_soft(h);
 #endif

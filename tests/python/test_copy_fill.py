@@ -1,0 +1,109 @@
+"""T.copy between global, shared, fragment and local memory; T.fill / T.clear; edge clipping."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import NP, assert_close, compile_cpu, f64, poison, rand
+
+ACC = {"float16": "float32", "bfloat16": "float32", "float32": "float32", "float64": "float64", "int8": "int32"}
+
+
+def make_copy_4d(B, H, S, D, bm, dtype):
+    acc = ACC[dtype]
+    nt = T.ceildiv(S, bm)
+
+    @T.prim_func
+    def copy4d(Q: T.Tensor((B, H, S, D), dtype),
+               O: T.Tensor((B, H, S, D), dtype),
+               Tiles: T.Tensor((B, H, nt, bm, D), dtype)):
+        with T.Kernel(T.ceildiv(S, bm), H, B, threads=(32, 4)) as (bx, by, bz):
+            Q_shared = T.alloc_shared((bm, D), dtype)
+            frag = T.alloc_fragment((bm, D), acc)
+            O_shared = T.alloc_shared((bm, D), dtype)
+            # slice form on a 4-D tensor into a 2-D tile; rows past S read as zero
+            T.copy(Q[bz, by, bx * bm:(bx + 1) * bm, :], Q_shared)
+            T.copy(Q_shared, Tiles[bz, by, bx, :, :])
+            T.copy(Q_shared, frag)  # shared -> fragment, widening cast
+            for i, j in T.Parallel(bm, D):
+                frag[i, j] = frag[i, j] * 2 + 1
+            T.copy(frag, O_shared)  # fragment -> shared, narrowing cast
+            # start-corner form on the destination; rows past S are not written
+            T.copy(O_shared, O[bz, by, bx * bm, 0])
+    return copy4d
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int8"])
+def test_copy_4d_tiles_and_clipping(rng, dtype):
+    B, H, S, D, bm = 2, 3, 13, 8, 4  # S is not a multiple of bm
+    kernel = compile_cpu(make_copy_4d(B, H, S, D, bm, dtype))
+    q = rand(rng, (B, H, S, D), dtype, -20, 20)
+    o = poison((B, H, S, D), dtype)
+    nt = -(-S // bm)
+    tiles = poison((B, H, nt, bm, D), dtype)
+    kernel(q, o, tiles)
+    # every element of O written exactly once with the right value; nothing spilled into
+    # the next head (the flat memory right after row S-1 is the next head's row 0)
+    ref = f64(q) * 2 + 1
+    assert_close(o, ref.astype(NP[dtype]), dtype)
+    # the tiles: in-range rows are Q, out-of-range rows were read as zero
+    padded = np.zeros((B, H, nt * bm, D))
+    padded[:, :, :S] = f64(q)
+    assert_close(tiles, padded.reshape(B, H, nt, bm, D), dtype)
+    assert (f64(tiles)[:, :, -1, S % bm:, :] == 0).all()
+
+
+def test_copy_regions_fill_clear_1d_grid(rng):
+    """1-D grid, int threads; T.fill on a whole tile and on a region; T.clear; copies of
+    sub-regions in both forms; fragment -> fragment with a cast; a local tile."""
+    M, N, bm = 10, 12, 4
+
+    @T.prim_func
+    def regions(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float16"),
+                F: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=64) as bx:
+            s = T.alloc_shared((bm, N), "float32")
+            f32 = T.alloc_fragment((bm, N), "float32")
+            f16 = T.alloc_fragment((bm, N), "float16")
+            loc = T.alloc_local((bm, 4), "float32")
+            T.copy(A[bx * bm, 0], s)               # start-corner form, full width
+            T.copy(s, f32)
+            T.copy(f32, f16)                       # fragment -> fragment, cast
+            T.copy(f16, C[bx * bm:(bx + 1) * bm, 0:N])
+            T.fill(f32, 1.5)
+            T.fill(f32[0:2, 4:8], -2.0)           # a region only
+            T.clear(loc)
+            T.copy(loc, f32[1:1 + bm, 8:12])      # rows beyond the tile are clipped
+            T.copy(f32, F[bx * bm, 0])
+
+    kernel = compile_cpu(regions)
+    a = rand(rng, (M, N))
+    c, f = poison((M, N), "float16"), poison((M, N))
+    kernel(a, c, f)
+    assert_close(c, a.astype(np.float16), "float16")
+    tile = np.full((bm, N), 1.5)
+    tile[0:2, 4:8] = -2.0
+    tile[1:bm, 8:12] = 0.0
+    ref = np.concatenate([tile] * 3)[:M]
+    np.testing.assert_array_equal(f, ref)
+
+
+def test_copy_out_idx_multiple_outputs(rng):
+    """out_idx with two outputs (negative and positive indices): a list comes back."""
+    M, N = 6, 5
+
+    @T.prim_func
+    def split(A: T.Tensor((M, N), "float32"), X: T.Tensor((M, N), "float32"), Y: T.Tensor((N, M), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            s = T.alloc_shared((M, N), "float32")
+            T.copy(A, s)
+            T.copy(s, X)
+            for i, j in T.Parallel(N, M):
+                Y[i, j] = s[j, i]
+
+    kernel = compile_cpu(split, out_idx=[1, -1])
+    a = rand(rng, (M, N))
+    x, y = kernel(a)
+    np.testing.assert_array_equal(x, a)
+    np.testing.assert_array_equal(y, a.T)
+    assert tilelang.compile(split, out_idx=-1, target="cpu")(a, poison((M, N))).shape == (N, M)
