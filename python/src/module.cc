@@ -14,6 +14,7 @@
 
 #include "tl/arith/simplify.h"
 #include "tl/codegen/cpu.h"
+#include "tl/codegen/cuda.h"
 #include "tl/ir/equal.h"
 #include "tl/ir/printer.h"
 #include "tl/op/make.h"
@@ -290,6 +291,31 @@ NB_MODULE(_tl, m) {
     PyFunc out{transform::LowerForCpu(f.f, ctx)};
     return std::make_tuple(out, ctx.remarks, dumps);
   });
+  m.def("lower_cuda", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump) {
+    transform::PassContext ctx;
+    ctx.config = config;
+    std::vector<std::pair<std::string, std::string>> dumps;
+    if (dump) ctx.dump = &dumps;
+    PyFunc out{transform::LowerForCuda(f.f, ctx)};
+    return std::make_tuple(out, ctx.remarks, dumps);
+  });
+  nb::class_<codegen::CudaSource>(m, "CudaSource")
+      .def_ro("code", &codegen::CudaSource::code)
+      .def_ro("entry", &codegen::CudaSource::entry)
+      .def_ro("block", &codegen::CudaSource::block)
+      .def_ro("shared_bytes", &codegen::CudaSource::shared_bytes)
+      .def_ro("arg_kinds", &codegen::CudaSource::arg_kinds)
+      .def_prop_ro("dynamic_dims", [](const codegen::CudaSource& s) {
+        std::vector<std::tuple<std::string, int, int>> dims;
+        for (const auto& d : s.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim);
+        return dims;
+      })
+      .def("grid", [](const codegen::CudaSource& s, const std::vector<int64_t>& dyn_values) {
+        std::vector<int64_t> g;
+        for (const Expr& e : s.grid) g.push_back(codegen::EvalWithBindings(e, s.dynamic_vars, dyn_values));
+        return g;
+      });
+  m.def("codegen_cuda", [](const PyFunc& f) { return codegen::GenerateCuda(f.f); });
   m.def("codegen_cpu", [](const PyFunc& f) {
     codegen::CpuSource src = codegen::GenerateCpu(f.f);
     std::vector<std::tuple<std::string, int, int>> dims;

@@ -17,6 +17,7 @@ const char* ForKindName(ForKind k) {
     case ForKind::kPipelined: return "Pipelined";
     case ForKind::kUnrolled: return "unroll";
     case ForKind::kVectorized: return "vectorized";
+    case ForKind::kThreadBinding: return "thread_binding";
   }
   return "?";
 }

@@ -45,7 +45,8 @@ struct Region {
   static Region Full(const Buffer& b);
 };
 
-enum class ForKind : uint8_t { kSerial, kParallel, kPipelined, kUnrolled, kVectorized };
+/// kThreadBinding: not a loop; binds `var` to the thread index in [0, extent) (GPU targets).
+enum class ForKind : uint8_t { kSerial, kParallel, kPipelined, kUnrolled, kVectorized, kThreadBinding };
 const char* ForKindName(ForKind k);
 
 /// for var in [min, min + extent). Annotations carry e.g. num_stages for pipelined loops.

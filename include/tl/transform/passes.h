@@ -18,4 +18,34 @@ ir::PrimFunc LowerTileOpsCpu(const ir::PrimFunc& f, PassContext& ctx);
 /// The CPU pipeline, in order (see pipeline_cpu.cc for why each pass is where it is).
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx);
 
+// ---- CUDA (src/transform/cuda/) ------------------------------------------------------
+
+/// "cuda-bind-threads": wraps each kernel body in a kThreadBinding loop binding the flat
+/// thread index `tx`, which later CUDA passes use to spread work over threads.
+ir::PrimFunc CudaBindThreads(const ir::PrimFunc& f, PassContext& ctx);
+
+/// "cuda-lower-fragments": layout inference for fragments (the mma accumulator layout of
+/// T.gemm, propagated through T.Parallel and fragment copies), then rewrites register
+/// fragments to per-thread arrays and T.gemm to gemm_ss; other fragments move to shared
+/// memory. Conflicting layouts are a CompileError naming both operations.
+ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx);
+
+/// "cuda-pipeline": T.Pipelined loops whose body starts with global->shared copies become
+/// num_stages-deep cp.async pipelines over staged shared buffers; others run in order.
+ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx);
+
+/// "cuda-lower-copies": remaining global<->shared copies as vectorized loops spread over
+/// the threads, with edge predicates.
+ir::PrimFunc CudaLowerCopies(const ir::PrimFunc& f, PassContext& ctx);
+
+/// "cuda-partition-parallel": every remaining T.Parallel nest spread over the threads.
+ir::PrimFunc CudaPartitionParallel(const ir::PrimFunc& f, PassContext& ctx);
+
+/// "cuda-insert-barriers": __syncthreads where shared-memory accesses of different
+/// statements conflict (RAW, WAR, WAW), including around loop back edges.
+ir::PrimFunc CudaInsertBarriers(const ir::PrimFunc& f, PassContext& ctx);
+
+/// The CUDA pipeline (see pipeline_cuda.cc).
+ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx);
+
 }  // namespace tl::transform

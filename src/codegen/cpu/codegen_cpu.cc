@@ -5,6 +5,8 @@
 /// body runs once, with its shared and fragment buffers as block-local arrays.
 #include "tl/codegen/cpu.h"
 
+#include "../c_printer.h"
+
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -43,7 +45,7 @@ namespace {
 /// on the heap: OpenMP worker threads may have stacks as small as 2 MB.
 constexpr int64_t kMaxStackBytes = 512 * 1024;
 
-class CpuCodegen {
+class CpuCodegen : public CPrinter {
  public:
   CpuSource Generate(const PrimFunc& f) {
     CpuSource out;
@@ -86,225 +88,8 @@ class CpuCodegen {
     return out;
   }
 
- private:
-  std::ostream& Line() {
-    for (int i = 0; i < indent_; ++i) os_ << "  ";
-    return os_;
-  }
-
-  /// A C identifier for `key`, unique in the function.
-  std::string Ident(const std::string& base, const void* key) {
-    if (key) {
-      auto it = names_.find(key);
-      if (it != names_.end()) return it->second;
-    }
-    std::string s;
-    for (char c : base) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v_" + s;
-    std::string name = s;
-    for (int i = 1; used_.count(name); ++i) name = s + "_" + std::to_string(i);
-    used_.insert(name);
-    if (key) names_[key] = name;
-    return name;
-  }
-
-  std::string Name(const Var* v) {
-    auto it = names_.find(v);
-    TL_ICHECK(it != names_.end()) << "variable " << v->name << " used outside its scope";
-    return it->second;
-  }
-  std::string Name(const BufferNode* b) {
-    auto it = names_.find(b);
-    TL_ICHECK(it != names_.end()) << "buffer " << b->name << " used outside its scope";
-    return it->second;
-  }
-
-  /// Row-major (or strided) element offset; 64-bit when the buffer may pass 2^31 elements.
-  std::string Offset(const Buffer& b, const std::vector<Expr>& idx) {
-    int64_t n = 1;
-    bool big = false;
-    for (const Expr& d : b->shape) {
-      int64_t v;
-      if (!AsConstInt(d, &v)) {
-        big = true;
-        break;
-      }
-      n *= v;
-      big |= n > std::numeric_limits<int32_t>::max();
-    }
-    DType t = big ? DType::Int(64) : DType::Int(32);
-    Expr off = MakeInt(0, t);
-    for (size_t i = 0; i < idx.size(); ++i) {
-      off = off + Cast::Make(t, idx[i]) * Cast::Make(t, b->StrideOf(i));
-    }
-    return Print(analyzer_.Simplify(off));
-  }
-
-  static std::string FloatLiteral(double v, DType t) {
-    std::string ct = CType(t);
-    if (std::isinf(v)) return std::string(v > 0 ? "" : "-") + "std::numeric_limits<float>::infinity()";
-    if (std::isnan(v)) return "std::numeric_limits<float>::quiet_NaN()";
-    std::ostringstream s;
-    s << std::setprecision(17) << v;
-    std::string lit = s.str();
-    if (lit.find_first_of(".e") == std::string::npos) lit += ".0";
-    if (t.bits == 64) return lit;
-    if (t.bits == 32 && t.code == DType::kFloat) return lit + "f";
-    return ct + "(" + lit + "f)";
-  }
-
-  std::string Print(const Expr& e) {
-    switch (e->kind) {
-      case NodeKind::kIntImm: {
-        int64_t v = As<IntImm>(e)->value;
-        if (e->dtype.IsBool()) return v ? "true" : "false";
-        if (e->dtype == DType::Int(32)) return std::to_string(v);
-        if (e->dtype == DType::Int(64)) return "int64_t(" + std::to_string(v) + "LL)";
-        return CType(e->dtype) + "(" + std::to_string(v) + ")";
-      }
-      case NodeKind::kFloatImm: return FloatLiteral(As<FloatImm>(e)->value, e->dtype);
-      case NodeKind::kVar: return Name(As<Var>(e));
-      case NodeKind::kBinary: return PrintBinary(As<Binary>(e));
-      case NodeKind::kNot: return "(!" + Print(As<Not>(e)->a) + ")";
-      case NodeKind::kSelect: {
-        const auto* op = As<Select>(e);
-        return "(" + Print(op->cond) + " ? " + Print(op->t) + " : " + Print(op->f) + ")";
-      }
-      case NodeKind::kCast: {
-        const auto* op = As<Cast>(e);
-        if (e->dtype.IsBool()) return "(" + Print(op->value) + " != 0)";
-        // Through float: 16-bit floats convert to other types via their float value.
-        DType from = op->value->dtype;
-        std::string v = Print(op->value);
-        if ((from.bits == 16 && from.IsFloat()) && !(e->dtype == DType::Float(32))) {
-          v = "static_cast<float>(" + v + ")";
-        }
-        return "static_cast<" + CType(e->dtype) + ">(" + v + ")";
-      }
-      case NodeKind::kCall: return PrintCall(As<Call>(e));
-      case NodeKind::kBufferLoad: {
-        const auto* op = As<BufferLoad>(e);
-        return Name(op->buffer.get()) + "[" + Offset(op->buffer, op->indices) + "]";
-      }
-      default: TL_ICHECK(false) << "cannot print expression kind in CPU codegen";
-    }
-    return "";
-  }
-
-  std::string PrintBinary(const Binary* op) {
-    std::string a = Print(op->a), b = Print(op->b);
-    std::string r;
-    switch (op->op) {
-      case BinOp::kFloorDiv:
-        if (op->a->dtype.IsFloat()) return "tl::floor(" + a + " / " + b + ")";
-        return "tl::floordiv(" + a + ", " + b + ")";
-      case BinOp::kFloorMod:
-        if (op->a->dtype.IsFloat()) {
-          return "(" + a + " - tl::floor(" + a + " / " + b + ") * " + b + ")";
-        }
-        return "tl::floormod(" + a + ", " + b + ")";
-      case BinOp::kMin: return "tl::min(" + a + ", " + b + ")";
-      case BinOp::kMax: return "tl::max(" + a + ", " + b + ")";
-      case BinOp::kAnd: return "(" + a + " && " + b + ")";
-      case BinOp::kOr: return "(" + a + " || " + b + ")";
-      default: r = "(" + a + " " + BinOpName(op->op) + " " + b + ")";
-    }
-    // Arithmetic on 16-bit floats promotes to float in C++; round back as the IR type says.
-    bool narrow = op->dtype.IsFloat() && op->dtype.bits == 16;
-    if (narrow) return CType(op->dtype) + r;
-    // Integer arithmetic on types narrower than int promotes in C++; keep the IR type.
-    if (op->dtype.IsInt() && op->dtype.bits < 32) return CType(op->dtype) + r;
-    return r;
-  }
-
-  std::string PrintCall(const Call* op) {
-    auto args = [&](size_t from) {
-      std::string s;
-      for (size_t i = from; i < op->args.size(); ++i) s += (i > from ? ", " : "") + Print(op->args[i]);
-      return s;
-    };
-    static const std::unordered_set<std::string> kMath = {
-        "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "floor", "ceil",
-        "pow", "min", "max", "sin", "cos", "log10", "log1p", "erf", "round", "trunc", "fmod"};
-    if (kMath.count(op->op)) return "tl::" + op->op + "(" + args(0) + ")";
-    if (op->op == "infinity" || op->op == "neg_infinity") {
-      return "tl::" + op->op + "<" + CType(op->dtype) + ">()";
-    }
-    if (op->op == "address_of") {
-      const auto* load = As<BufferLoad>(op->args[0]);
-      TL_ICHECK(load) << "address_of needs a buffer element";
-      return "(&" + Print(op->args[0]) + ")";
-    }
-    if (op->op == "atomic_add" || op->op == "atomic_max" || op->op == "atomic_min") {
-      return "tl::" + op->op + "(" + args(0) + ")";
-    }
-    if (op->op == "tile_gemm") {
-      int64_t ta = 0, tb = 0;
-      AsConstInt(op->args[9], &ta);
-      AsConstInt(op->args[10], &tb);
-      std::string s = "tl::cpu::gemm<" + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ">(";
-      for (size_t i = 0; i < 9; ++i) s += (i ? ", " : "") + Print(op->args[i]);
-      return s + ")";
-    }
-    TL_USER_ERROR(Span{}) << "T." << op->op << " is not supported on the CPU target";
-  }
-
-  void EmitBody(const Stmt& s) {
-    ++indent_;
-    EmitStmt(s);
-    --indent_;
-  }
-
-  void EmitStmt(const Stmt& s) {
-    if (!s) return;
-    switch (s->kind) {
-      case NodeKind::kSeq:
-        for (const Stmt& c : As<Seq>(s)->stmts) EmitStmt(c);
-        return;
-      case NodeKind::kFor: return EmitFor(As<For>(s));
-      case NodeKind::kWhile: {
-        const auto* op = As<While>(s);
-        Line() << "while (" << Print(op->cond) << ") {\n";
-        EmitBody(op->body);
-        Line() << "}\n";
-        return;
-      }
-      case NodeKind::kIfThenElse: {
-        const auto* op = As<IfThenElse>(s);
-        Line() << "if (" << Print(op->cond) << ") {\n";
-        EmitBody(op->then_case);
-        if (op->else_case) {
-          Line() << "} else {\n";
-          EmitBody(op->else_case);
-        }
-        Line() << "}\n";
-        return;
-      }
-      case NodeKind::kLetStmt: {
-        const auto* op = As<LetStmt>(s);
-        std::string value = Print(op->value);
-        Line() << "const " << CType(op->var->dtype) << " " << Ident(op->var->name, op->var.get()) << " = "
-               << value << ";\n";
-        return;
-      }
-      case NodeKind::kBufferStore: {
-        const auto* op = As<BufferStore>(s);
-        Line() << Name(op->buffer.get()) << "[" << Offset(op->buffer, op->indices) << "] = " << Print(op->value)
-               << ";\n";
-        return;
-      }
-      case NodeKind::kAllocate: return EmitAllocate(As<Allocate>(s));
-      case NodeKind::kEvaluate: Line() << Print(As<Evaluate>(s)->value) << ";\n"; return;
-      case NodeKind::kAttrStmt: Line() << "// attr " << As<AttrStmt>(s)->key << " (no effect on the CPU)\n"; return;
-      case NodeKind::kBreak: Line() << "break;\n"; return;
-      case NodeKind::kContinue: Line() << "continue;\n"; return;
-      case NodeKind::kKernelLaunch: return EmitKernel(As<KernelLaunch>(s));
-      default:
-        TL_ICHECK(false) << "tile op left after lowering for the CPU:\n" << s;
-    }
-  }
-
-  void EmitFor(const For* op) {
+ protected:
+  void EmitFor(const For* op) override {
     std::string v = Ident(op->var->name, op->var.get());
     if (op->for_kind == ForKind::kUnrolled) Line() << "#pragma GCC unroll 8\n";
     if (op->for_kind == ForKind::kVectorized) Line() << "#pragma omp simd\n";
@@ -316,7 +101,7 @@ class CpuCodegen {
     Line() << "}\n";
   }
 
-  void EmitAllocate(const Allocate* op) {
+  void EmitAllocate(const Allocate* op) override {
     const Buffer& b = op->buffer;
     std::string name = Ident(b->name, b.get());
     std::string ty = CType(b->dtype);
@@ -334,7 +119,7 @@ class CpuCodegen {
     }
   }
 
-  void EmitKernel(const KernelLaunch* op) {
+  void EmitKernel(const KernelLaunch* op) override {
     Line() << "// T.Kernel: grid (";
     for (size_t i = 0; i < op->grid.size(); ++i) os_ << (i ? ", " : "") << Print(op->grid[i]);
     os_ << "); the thread dimension is not emulated on the CPU\n";
@@ -365,11 +150,19 @@ class CpuCodegen {
     }
   }
 
-  std::ostringstream os_;
-  int indent_ = 0;
-  std::unordered_map<const void*, std::string> names_;
-  std::unordered_set<std::string> used_;
-  arith::Analyzer analyzer_;
+  std::string PrintCall(const Call* op) override {
+    if (op->op == "tile_gemm") {
+      int64_t ta = 0, tb = 0;
+      AsConstInt(op->args[9], &ta);
+      AsConstInt(op->args[10], &tb);
+      std::string s = "tl::cpu::gemm<" + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ">(";
+      for (size_t i = 0; i < 9; ++i) s += (i ? ", " : "") + Print(op->args[i]);
+      return s + ")";
+    }
+    return CPrinter::PrintCall(op);
+  }
+
+ private:
   int64_t stack_bytes_ = 0;
 };
 

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Fragment layouts: how a tile held in registers is spread over a block's threads.
+///
+/// A fragment of logical shape S is stored as `num_local` registers in each of
+/// `num_threads` threads. Thread(idx) and Local(idx) give the owner and register of an
+/// element; Inverse(thread, local) gives the element a register holds, which is how a
+/// T.Parallel loop over a fragment becomes a loop over each thread's own registers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::layout {
+
+/// The warp grid of a tile GEMM: warps_m x warps_n warps, each owning a
+/// (M / warps_m) x (N / warps_n) part of C.
+struct WarpPartition {
+  int64_t warps_m = 1, warps_n = 1;
+};
+
+/// Splits `num_warps` over an M x N accumulator as the policy asks (Square balances the
+/// warp tile's sides, FullRow puts every warp along M, FullCol along N). Each warp tile
+/// must be a multiple of 16 x 8 (one mma.m16n8 tile); returns false when no split fits.
+bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, ir::GemmPolicy policy,
+                    WarpPartition* out);
+
+/// The accumulator layout of mma.sync m16n8kX with a warp grid. Within one 16x8 mma tile,
+/// lane l holds rows l/4 and l/4 + 8, columns 2*(l%4) and 2*(l%4)+1 (PTX ISA, "matrix
+/// fragments for mma.m16n8k16"); a warp's tiles are numbered row-major over its part of C
+/// and each contributes 4 consecutive registers.
+class MmaAccumulatorLayout {
+ public:
+  MmaAccumulatorLayout(int64_t m, int64_t n, WarpPartition warps);
+  int64_t m() const { return m_; }
+  int64_t n() const { return n_; }
+  int64_t num_threads() const { return 32 * warps_.warps_m * warps_.warps_n; }
+  int64_t num_local() const { return m_ * n_ / num_threads(); }
+  const WarpPartition& warps() const { return warps_; }
+  ir::Expr Thread(const ir::Expr& i, const ir::Expr& j) const;
+  ir::Expr Local(const ir::Expr& i, const ir::Expr& j) const;
+  /// (i, j) of register `local` of thread `thread`.
+  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const;
+  /// Canonical text, used in messages: "mma_acc(128x128, warps 2x2)".
+  std::string ToString() const;
+  bool operator==(const MmaAccumulatorLayout& o) const {
+    return m_ == o.m_ && n_ == o.n_ && warps_.warps_m == o.warps_.warps_m &&
+           warps_.warps_n == o.warps_.warps_n;
+  }
+
+ private:
+  int64_t m_, n_;
+  WarpPartition warps_;
+  int64_t tile_m_, tile_n_;  ///< the part of C one warp owns
+};
+
+/// XOR swizzle of shared memory in 16-byte chunks within 128-byte lines
+/// (chunk ^= line % 8), which makes ldmatrix reads of 8 rows and 16-byte cp.async writes
+/// free of bank conflicts. A bijection on every 1024-byte block. `elem_offset` is in
+/// elements of `elem_bytes` bytes; the result is in elements too.
+ir::Expr SwizzleOffset(const ir::Expr& elem_offset, int elem_bytes);
+
+}  // namespace tl::layout

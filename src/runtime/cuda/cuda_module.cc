@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file BuildCudaCubin: a content-addressed disk cache in front of the CUDA compilers,
+/// and the parser for ptxas' resource report. The compiler log is stored beside each
+/// cubin so that a cache hit still knows its registers, spills and shared memory.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "cuda_internal.h"
+#include "tl/runtime/cpu_module.h"
+#include "tl/runtime/cuda_module.h"
+
+namespace tl::runtime {
+namespace {
+
+/// Bumped when the fixed compiler options or the cache layout change.
+constexpr const char* kCacheVersion = "tl-cuda-cache-1";
+/// Headers beyond this many bytes in one include dir are keyed by size and mtime only,
+/// so that passing a whole toolkit include dir does not read hundreds of megabytes.
+constexpr size_t kHeaderContentBudget = 16u << 20;
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+void MakeDirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    ::mkdir(cur.c_str(), 0755);
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Writes `data` under a unique temporary name, then renames it to `path` (atomic).
+void WriteAtomically(const std::string& path, const std::string& data) {
+  std::random_device rd;
+  std::string tmp = path + "." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << data;
+    if (!out) {
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + tmp + " (is the cache dir writable?)");
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot move a compiled kernel into the cache at " + path);
+  }
+}
+
+/// Every regular file under `dir`, recursively, sorted so that the hash is stable.
+void ListFiles(const std::string& dir, std::vector<std::string>* out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = dir + "/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      ListFiles(path, out);
+    } else if (S_ISREG(st.st_mode)) {
+      out->push_back(path);
+    }
+  }
+  ::closedir(d);
+}
+
+/// A hash of the headers a kernel may include, so that editing one invalidates the cache.
+std::string HeaderDigest(const std::vector<std::string>& include_dirs) {
+  std::string all;
+  for (const std::string& dir : include_dirs) {
+    std::vector<std::string> files;
+    ListFiles(dir, &files);
+    std::sort(files.begin(), files.end());
+    size_t budget = kHeaderContentBudget;
+    for (const std::string& f : files) {
+      struct stat st;
+      if (::stat(f.c_str(), &st) != 0) continue;
+      all += f + "\n";
+      if (static_cast<size_t>(st.st_size) <= budget) {
+        budget -= st.st_size;
+        all += ContentHash(ReadFile(f));
+      } else {
+        all += std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+               std::to_string(st.st_mtim.tv_nsec);
+      }
+    }
+  }
+  return ContentHash(all);
+}
+
+/// "sm_90a" from "sm_90a" or "90a"; rejects anything that is not a real architecture.
+std::string NormalizeArch(const std::string& arch) {
+  std::string a = arch.rfind("sm_", 0) == 0 ? arch : "sm_" + arch;
+  size_t i = 3;
+  while (i < a.size() && std::isdigit(static_cast<unsigned char>(a[i]))) ++i;
+  bool ok = i > 3 && (i == a.size() || (i + 1 == a.size() && (a[i] == 'a' || a[i] == 'f')));
+  if (!ok) {
+    throw std::invalid_argument("CUDA architecture '" + arch +
+                                "' is not of the form sm_<number>[a|f], e.g. sm_90a or sm_80");
+  }
+  return a;
+}
+
+/// The number just before `suffix` in `line` ("... 128 registers" -> 128), or -1.
+int64_t NumberBefore(const std::string& line, const std::string& suffix) {
+  size_t pos = line.find(suffix);
+  if (pos == std::string::npos) return -1;
+  size_t end = pos;
+  while (end > 0 && line[end - 1] == ' ') --end;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+  return begin == end ? -1 : std::stoll(line.substr(begin, end - begin));
+}
+
+/// The name quoted or named after `marker` in a ptxas line, or "".
+std::string NameAfter(const std::string& line, const std::string& marker) {
+  size_t pos = line.find(marker);
+  if (pos == std::string::npos) return "";
+  std::string rest = line.substr(pos + marker.size());
+  if (!rest.empty() && rest[0] == '\'') return rest.substr(1, rest.find('\'', 1) - 1);
+  return rest.substr(0, rest.find_first_of(" \r"));
+}
+
+}  // namespace
+
+ResourceUsage ParsePtxasLog(const std::string& log,
+                            std::map<std::string, ResourceUsage>* per_function) {
+  std::map<std::string, ResourceUsage> funcs;
+  std::string current;  // the entry function the following lines describe
+  std::stringstream ss(log);
+  std::string line;
+  while (std::getline(ss, line)) {
+    if (std::string n = NameAfter(line, "Compiling entry function "); !n.empty()) {
+      current = n;
+      funcs[current];
+      continue;
+    }
+    if (line.find("Function properties for ") != std::string::npos) {
+      // Non-entry (device) functions have properties too; their lines are not counted.
+      std::string n = NameAfter(line, "Function properties for ");
+      current = funcs.count(n) ? n : "";
+      continue;
+    }
+    if (current.empty()) continue;
+    ResourceUsage& u = funcs[current];
+    auto take = [&](int64_t* field, const char* suffix) {
+      int64_t v = NumberBefore(line, suffix);
+      if (v >= 0) *field = v;
+    };
+    take(&u.registers, " registers");
+    take(&u.shared_bytes, " bytes smem");
+    take(&u.stack_bytes, " bytes stack frame");
+    take(&u.spill_stores_bytes, " bytes spill stores");
+    take(&u.spill_loads_bytes, " bytes spill loads");
+  }
+  ResourceUsage total;
+  for (const auto& [name, u] : funcs) {
+    total.registers = std::max(total.registers, u.registers);
+    total.spill_stores_bytes = std::max(total.spill_stores_bytes, u.spill_stores_bytes);
+    total.spill_loads_bytes = std::max(total.spill_loads_bytes, u.spill_loads_bytes);
+    total.shared_bytes = std::max(total.shared_bytes, u.shared_bytes);
+    total.stack_bytes = std::max(total.stack_bytes, u.stack_bytes);
+  }
+  if (per_function) *per_function = std::move(funcs);
+  return total;
+}
+
+bool FindCudaCompiler(const std::vector<std::string>& search_dirs, std::string* description) {
+  try {
+    *description = cuda::ChooseCompiler("", search_dirs).description;
+    return true;
+  } catch (const std::exception& e) {
+    *description = e.what();
+    return false;
+  }
+}
+
+CudaBuildResult BuildCudaCubin(const std::string& source, const CudaBuildOptions& options) {
+  if (options.cache_dir.empty()) throw std::invalid_argument("BuildCudaCubin needs a cache_dir");
+  std::string arch = NormalizeArch(options.arch);
+  cuda::CompilerChoice compiler = cuda::ChooseCompiler(options.compiler, options.search_dirs);
+
+  std::vector<std::string> include_dirs = options.include_dirs;
+  std::string toolkit_include = cuda::ToolkitIncludeDir(compiler);
+  // The toolkit's headers (cuda_fp16.h, ...) come with the compiler, so the compiler's
+  // identity stands for them in the key; only the caller's dirs are hashed.
+  std::string flag_str;
+  for (const auto& f : options.flags) flag_str += " " + f;
+  std::string key = ContentHash(source + "\n//" + kCacheVersion + "\n//" + arch + "\n//" +
+                                compiler.identity + "\n//" + flag_str + "\n//" +
+                                HeaderDigest(include_dirs) + "\n//" + toolkit_include);
+  if (!toolkit_include.empty()) {
+    include_dirs.push_back(toolkit_include);
+    // CUDA 13 keeps libcu++/CUB/Thrust in include/cccl, which nvcc adds by itself.
+    if (compiler.kind == "nvrtc" && FileExists(toolkit_include + "/cccl/cuda")) {
+      include_dirs.push_back(toolkit_include + "/cccl");
+    }
+  }
+
+  std::string dir = options.cache_dir + "/cuda/" + key.substr(0, 2);
+  CudaBuildResult result;
+  result.cubin_path = dir + "/" + key + ".cubin";
+  result.compiler = compiler.description;
+  std::string log_path = dir + "/" + key + ".log";
+  if (FileExists(result.cubin_path)) {
+    result.cache_hit = true;
+    result.log = ReadFile(log_path);
+  } else {
+    MakeDirs(dir);
+    cuda::CompileOutput out =
+        cuda::Compile(compiler, source, arch, include_dirs, options.flags, dir);
+    result.log = out.log;
+    // The log first: whoever sees the cubin can rely on its log being there too.
+    WriteAtomically(log_path, out.log);
+    WriteAtomically(dir + "/" + key + ".cu", source);  // for reading, not for the cache
+    WriteAtomically(result.cubin_path, out.cubin);
+  }
+  result.usage = ParsePtxasLog(result.log, &result.per_function);
+  return result;
+}
+
+}  // namespace tl::runtime

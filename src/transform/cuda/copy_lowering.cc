@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Vectorized, thread-partitioned copies between global and shared memory.
+#include "copy_lowering.h"
+
+#include "tl/arith/simplify.h"
+
+namespace tl::transform::cuda {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+bool IsOne(const Expr& e) {
+  int64_t v;
+  return AsConstInt(e, &v) && v == 1;
+}
+
+std::vector<size_t> TileDims(const Region& r) {
+  std::vector<size_t> dims;
+  for (size_t i = 0; i < r.ranges.size(); ++i) {
+    if (!IsOne(r.ranges[i].extent)) dims.push_back(i);
+  }
+  return dims;
+}
+
+/// Whether a vector of `v` elements starting at any tile position of `r` is contiguous and
+/// aligned to its size, and either wholly inside or wholly outside the buffer.
+bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an) {
+  if (v == 1) return true;
+  const Buffer& b = r.buffer;
+  size_t last = r.ranges.size() - 1;
+  auto dims = TileDims(r);
+  if (dims.empty() || dims.back() != last || !b->strides.empty()) return false;
+  int64_t e;
+  if (!AsConstInt(r.ranges[last].extent, &e) || e % v) return false;
+  // The row length and the tile's column start must be multiples of v.
+  Expr row = an.Simplify(FloorMod(b->shape[last], MakeInt(v, b->shape[last]->dtype)));
+  Expr col = an.Simplify(FloorMod(r.ranges[last].min, MakeInt(v, r.ranges[last].min->dtype)));
+  int64_t a, c;
+  return AsConstInt(row, &a) && a == 0 && AsConstInt(col, &c) && c == 0;
+}
+
+Expr InBounds(const Buffer& b, const std::vector<Expr>& idx) {
+  Expr cond;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    cond = And(cond, And(GE(idx[i], MakeInt(0, idx[i]->dtype)), LT(idx[i], b->shape[i])));
+  }
+  return cond;
+}
+
+Expr Addr(const Buffer& b, const std::vector<Expr>& idx) {
+  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, idx)});
+}
+
+}  // namespace
+
+Stmt PartitionOverThreads(const std::vector<Expr>& extents, const VarRef& tx, int64_t threads, const Span& span,
+                          const std::function<Stmt(const std::vector<Expr>&)>& body) {
+  Expr total = MakeInt(1);
+  for (const Expr& e : extents) total = total * Cast::Make(DType::Int(32), e);
+  arith::Analyzer an;
+  total = an.Simplify(total);
+  VarRef it = Var::Make("it");
+  Expr f = Binary::Make(BinOp::kAdd, Binary::Make(BinOp::kMul, it, MakeInt(threads)), tx);
+  std::vector<Expr> idx(extents.size());
+  Expr rest = f;
+  for (size_t k = extents.size(); k-- > 0;) {
+    Expr e = Cast::Make(DType::Int(32), extents[k]);
+    idx[k] = k == 0 ? rest : FloorMod(rest, e);
+    rest = FloorDiv(rest, e);
+  }
+  Stmt s = body(idx);
+  int64_t n;
+  bool exact = AsConstInt(total, &n) && n % threads == 0;
+  if (!exact) s = IfThenElse::Make(LT(f, total), s, nullptr, span);
+  Expr trips = an.Simplify(FloorDiv(total + MakeInt(threads - 1), MakeInt(threads)));
+  return For::Make(it, MakeInt(0), trips, ForKind::kUnrolled, s, {{kPartitioned, MakeInt(1)}}, span);
+}
+
+Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, bool async, PassContext& ctx) {
+  const Region& src = op->src;
+  const Region& dst = op->dst;
+  Scope ss = src.buffer->scope, ds = dst.buffer->scope;
+  bool global_shared = (ss == Scope::kGlobal || ss == Scope::kShared) && (ds == Scope::kGlobal || ds == Scope::kShared);
+  if (!global_shared || src.buffer->dtype != dst.buffer->dtype) return nullptr;
+  auto sd = TileDims(src), dd = TileDims(dst);
+  if (sd.size() != dd.size() || sd.empty()) return nullptr;
+  int bytes = src.buffer->dtype.bytes();
+  arith::Analyzer an;
+  int64_t vec = 1;
+  for (int64_t width : {16, 8, 4}) {
+    int64_t v = width / bytes;
+    if (v >= 1 && VectorFits(src, v, an) && VectorFits(dst, v, an)) {
+      vec = v;
+      break;
+    }
+  }
+  if (vec * bytes < 16) {
+    ctx.remarks.push_back("T.copy " + src.buffer->name + " -> " + dst.buffer->name + ": " +
+                          std::to_string(vec * bytes) + "-byte accesses (16 needs contiguous, aligned rows)");
+  }
+  bool use_async = async && ss == Scope::kGlobal && ds == Scope::kShared && vec * bytes >= 4;
+  if (async && !use_async) {
+    ctx.remarks.push_back("T.copy " + src.buffer->name + " -> " + dst.buffer->name +
+                          ": synchronous (cp.async needs 4-byte vectors)");
+  }
+  std::vector<Expr> extents;
+  for (size_t k : dd) extents.push_back(dst.ranges[k].extent);
+  extents.back() = an.Simplify(FloorDiv(extents.back(), MakeInt(vec, extents.back()->dtype)));
+  return PartitionOverThreads(extents, tx, threads, op->span, [&](const std::vector<Expr>& v) {
+    std::vector<Expr> tile = v;
+    tile.back() = tile.back() * MakeInt(vec);
+    auto place = [&](const Region& r, const std::vector<size_t>& dims) {
+      std::vector<Expr> idx;
+      for (const Range& rg : r.ranges) idx.push_back(rg.min);
+      for (size_t k = 0; k < dims.size(); ++k) idx[dims[k]] = idx[dims[k]] + tile[k];
+      return idx;
+    };
+    auto si = place(src, sd), di = place(dst, dd);
+    Expr src_ok = InBounds(src.buffer, si), dst_ok = InBounds(dst.buffer, di);
+    Expr nbytes = MakeInt(vec * bytes);
+    if (use_async) {
+      Expr pred = src_ok ? src_ok : MakeBool(true);
+      Stmt s = Evaluate::Make(Call::Make(DType::Void(), "cp_async", {Addr(dst.buffer, di), Addr(src.buffer, si), nbytes, pred}),
+                              op->span);
+      return dst_ok ? IfThenElse::Make(dst_ok, s, nullptr, op->span) : s;
+    }
+    if (vec == 1) {
+      Expr value = BufferLoad::Make(src.buffer, si);
+      if (src_ok) {
+        Expr zero = value->dtype.IsFloat() ? MakeFloat(0, value->dtype) : MakeInt(0, value->dtype);
+        value = Select::Make(src_ok, value, zero);
+      }
+      Stmt s = BufferStore::Make(dst.buffer, di, value, op->span);
+      return dst_ok ? IfThenElse::Make(dst_ok, s, nullptr, op->span) : s;
+    }
+    Stmt copy = Evaluate::Make(Call::Make(DType::Void(), "vec_copy", {Addr(dst.buffer, di), Addr(src.buffer, si), nbytes}),
+                               op->span);
+    if (src_ok) {
+      Stmt zero = Evaluate::Make(Call::Make(DType::Void(), "vec_zero", {Addr(dst.buffer, di), nbytes}), op->span);
+      copy = IfThenElse::Make(src_ok, copy, zero, op->span);
+    }
+    return dst_ok ? IfThenElse::Make(dst_ok, copy, nullptr, op->span) : copy;
+  });
+}
+
+}  // namespace tl::transform::cuda

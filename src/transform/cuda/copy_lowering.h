@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Thread-partitioned, vectorized lowering of one T.copy between global and shared
+/// memory (shared by cuda-lower-copies and cuda-pipeline).
+#pragma once
+
+#include "tl/ir/stmt.h"
+#include "tl/transform/pass.h"
+
+namespace tl::transform::cuda {
+
+/// Annotation on loops whose iterations are spread over the block's threads: each thread
+/// runs its own share, so barriers are placed around the loop, never inside it.
+inline constexpr const char* kPartitioned = "tl.thread_partitioned";
+
+/// Lowers `op` to a loop over this thread's share of 16/8/4-byte vectors (or elements),
+/// with edge predicates. With `async`, global->shared vectors of 4 bytes or more use
+/// cp.async (zero-filling reads past the edge). Returns null when the copy is not
+/// between global and shared memory of one dtype (the generic loop lowering handles it).
+/// Every narrowing of the vector width is recorded in ctx.remarks.
+ir::Stmt LowerCopyPartitioned(const ir::CopyOp* op, const ir::VarRef& tx, int64_t threads, bool async,
+                              PassContext& ctx);
+
+/// Spreads a loop nest over extents across threads: iteration f = it * threads + tx.
+ir::Stmt PartitionOverThreads(const std::vector<ir::Expr>& extents, const ir::VarRef& tx, int64_t threads,
+                              const Span& span,
+                              const std::function<ir::Stmt(const std::vector<ir::Expr>&)>& body);
+
+}  // namespace tl::transform::cuda

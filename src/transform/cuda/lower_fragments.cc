@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cuda-lower-fragments": gives every fragment a home and rewrites its uses.
+///
+/// Layout inference: the accumulator of a T.gemm gets the mma.sync layout of its warp
+/// grid; that layout spreads to fragments used element-for-element with it in a T.Parallel
+/// nest, and through fragment-to-fragment copies. A fragment may get only one layout: a
+/// second, different one is an error naming both operations.
+///
+/// Rewrite: a fragment with a layout becomes `num_local` registers per thread; T.Parallel
+/// nests over it become loops over each thread's own registers, and copies, fills and the
+/// gemm address the registers. Fragments that no GEMM constrains are kept in shared
+/// memory (a reported decision), where every tile op works on them as on shared tiles.
+///
+/// Precondition: "cuda-bind-threads" wrapped the kernel body in a thread binding `tx`.
+#include <unordered_map>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/printer.h"
+#include "tl/layout/fragment.h"
+#include "tl/op/make.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+using layout::MmaAccumulatorLayout;
+
+bool IsFragment(const Buffer& b) { return b && b->scope == Scope::kFragment; }
+
+bool IsWhole2D(const Region& r, int64_t* m, int64_t* n) {
+  if (r.ranges.size() != 2) return false;
+  int64_t a, b, x, y;
+  if (!AsConstInt(r.ranges[0].min, &a) || !AsConstInt(r.ranges[1].min, &b) || a || b) return false;
+  if (!AsConstInt(r.ranges[0].extent, &x) || !AsConstInt(r.ranges[1].extent, &y)) return false;
+  int64_t sx, sy;
+  if (!AsConstInt(r.buffer->shape[0], &sx) || !AsConstInt(r.buffer->shape[1], &sy)) return false;
+  *m = x;
+  *n = y;
+  return x == sx && y == sy;
+}
+
+/// The variables of a nest of T.Parallel loops, outermost first, and its innermost body.
+struct ParallelNest {
+  std::vector<const For*> loops;
+  Stmt body;
+};
+
+ParallelNest CollectNest(const For* op) {
+  ParallelNest nest;
+  const For* cur = op;
+  while (true) {
+    nest.loops.push_back(cur);
+    const auto* inner = As<For>(cur->body);
+    if (!inner || inner->for_kind != ForKind::kParallel) break;
+    cur = inner;
+  }
+  nest.body = nest.loops.back()->body;
+  return nest;
+}
+
+/// Fragment accesses in a statement: buffer -> list of index vectors.
+class AccessCollector : public IRVisitor {
+ public:
+  std::vector<std::pair<Buffer, std::vector<Expr>>> accesses;
+
+ protected:
+  void Visit_(const BufferLoad* op) override {
+    if (IsFragment(op->buffer)) accesses.emplace_back(op->buffer, op->indices);
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const BufferStore* op) override {
+    if (IsFragment(op->buffer)) accesses.emplace_back(op->buffer, op->indices);
+    IRVisitor::Visit_(op);
+  }
+};
+
+bool IndicesAreVars(const std::vector<Expr>& idx, const ParallelNest& nest) {
+  if (idx.size() != nest.loops.size()) return false;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] != static_cast<Expr>(nest.loops[i]->var)) return false;
+  }
+  return true;
+}
+
+struct Assigned {
+  std::shared_ptr<MmaAccumulatorLayout> layout;
+  std::string origin;  ///< the operation that fixed it, for conflict messages
+  Span span;
+};
+
+/// Layout inference over one kernel body.
+class LayoutInference : public IRVisitor {
+ public:
+  LayoutInference(int64_t num_threads) : num_threads_(num_threads) {}
+
+  std::unordered_map<const BufferNode*, Assigned> layouts;
+  bool changed = false;
+
+  void Assign(const Buffer& b, const std::shared_ptr<MmaAccumulatorLayout>& l, const std::string& origin,
+              const Span& span) {
+    auto it = layouts.find(b.get());
+    if (it == layouts.end()) {
+      layouts[b.get()] = Assigned{l, origin, span};
+      changed = true;
+      return;
+    }
+    if (!(*it->second.layout == *l)) {
+      TL_USER_ERROR(span) << "layout conflict for fragment " << b->name << ": " << it->second.origin
+                          << " (line " << it->second.span.line << ") gives it " << it->second.layout->ToString()
+                          << " but " << origin << " needs " << l->ToString();
+    }
+  }
+
+ protected:
+  void Visit_(const GemmOp* op) override {
+    int64_t m, n;
+    if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
+      TL_USER_ERROR(op->span) << "T.gemm on CUDA needs the accumulator C to be a whole 2-D fragment "
+                                 "(T.alloc_fragment); got " << op->c.buffer->name;
+    }
+    if (IsFragment(op->a.buffer) || IsFragment(op->b.buffer)) {
+      TL_USER_ERROR(op->span) << "T.gemm with an operand in a fragment is not supported on CUDA yet; "
+                                 "copy it to shared memory first";
+    }
+    if (num_threads_ % 32) {
+      TL_USER_ERROR(op->span) << "T.gemm on CUDA needs a thread count that is a multiple of 32, got "
+                              << num_threads_;
+    }
+    layout::WarpPartition warps;
+    if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
+      TL_USER_ERROR(op->span) << "T.gemm: a " << m << "x" << n << " accumulator cannot be split over "
+                              << num_threads_ / 32 << " warps in tiles of 16x8";
+    }
+    Assign(op->c.buffer, std::make_shared<MmaAccumulatorLayout>(m, n, warps), "T.gemm", op->span);
+  }
+
+  void Visit_(const For* op) override {
+    if (op->for_kind != ForKind::kParallel) return IRVisitor::Visit_(op);
+    ParallelNest nest = CollectNest(op);
+    AccessCollector c;
+    c.Visit(nest.body);
+    std::shared_ptr<MmaAccumulatorLayout> anchor;
+    Buffer anchor_buf;
+    for (auto& [b, idx] : c.accesses) {
+      auto it = layouts.find(b.get());
+      if (it != layouts.end() && IndicesAreVars(idx, nest)) {
+        anchor = it->second.layout;
+        anchor_buf = b;
+        break;
+      }
+    }
+    if (anchor) {
+      for (auto& [b, idx] : c.accesses) {
+        int64_t m, n;
+        if (b->shape.size() == 2 && IsWhole2D(Region::Full(b), &m, &n) && m == anchor->m() && n == anchor->n() &&
+            IndicesAreVars(idx, nest)) {
+          Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
+        }
+      }
+    }
+    IRVisitor::Visit(nest.body);
+  }
+
+  void Visit_(const CopyOp* op) override {
+    if (IsFragment(op->src.buffer) && IsFragment(op->dst.buffer)) {
+      auto s = layouts.find(op->src.buffer.get()), d = layouts.find(op->dst.buffer.get());
+      if (s != layouts.end()) Assign(op->dst.buffer, s->second.layout, "T.copy from " + op->src.buffer->name, op->span);
+      if (d != layouts.end()) Assign(op->src.buffer, d->second.layout, "T.copy to " + op->dst.buffer->name, op->span);
+    }
+    IRVisitor::Visit_(op);
+  }
+
+ private:
+  int64_t num_threads_;
+};
+
+/// Rewrites fragments: register fragments to per-thread arrays, the rest to shared memory.
+class FragmentRewriter : public IRMutator {
+ public:
+  FragmentRewriter(const std::unordered_map<const BufferNode*, Assigned>& layouts, VarRef tx, PassContext& ctx)
+      : layouts_(layouts), tx_(std::move(tx)), ctx_(ctx) {}
+
+ protected:
+  Stmt Mutate_(const Allocate* op, const Stmt& self) override {
+    if (!IsFragment(op->buffer)) return IRMutator::Mutate_(op, self);
+    const Buffer& b = op->buffer;
+    auto it = layouts_.find(b.get());
+    if (it != layouts_.end()) {
+      Buffer regs = BufferNode::Make(b->name, b->dtype, {MakeInt(it->second.layout->num_local())}, Scope::kLocal);
+      regs_[b.get()] = {regs, it->second.layout};
+      ctx_.remarks.push_back("fragment " + b->name + ": registers, layout " + it->second.layout->ToString() +
+                             " (" + std::to_string(it->second.layout->num_local()) + " per thread)");
+      return Allocate::Make(regs, op->init, op->span);
+    }
+    Buffer shared = BufferNode::Make(b->name, b->dtype, b->shape, Scope::kShared, b->strides);
+    demoted_[b.get()] = shared;
+    ctx_.remarks.push_back("fragment " + b->name + ": kept in shared memory (no T.gemm fixes its layout)");
+    return Allocate::Make(shared, op->init, op->span);
+  }
+
+  Buffer MutateBuffer(const Buffer& b) override {
+    auto it = demoted_.find(b.get());
+    return it == demoted_.end() ? b : it->second;
+  }
+
+  Expr Mutate_(const BufferLoad* op, const Expr& self) override {
+    auto it = regs_.find(op->buffer.get());
+    if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+    auto local = current_local_.find(op->buffer.get());
+    if (local == current_local_.end() || !IndicesMatch(op->indices)) {
+      TL_USER_ERROR(span_) << "fragment " << op->buffer->name
+                           << " (held in registers) can only be accessed element-wise inside a T.Parallel "
+                              "loop over its whole shape, as " << op->buffer->name << "[i, j]";
+    }
+    return BufferLoad::Make(it->second.regs, {local->second});
+  }
+
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+    span_ = op->span;
+    auto it = regs_.find(op->buffer.get());
+    if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+    auto local = current_local_.find(op->buffer.get());
+    if (local == current_local_.end() || !IndicesMatch(op->indices)) {
+      TL_USER_ERROR(op->span) << "fragment " << op->buffer->name
+                              << " (held in registers) can only be written element-wise inside a T.Parallel "
+                                 "loop over its whole shape";
+    }
+    return BufferStore::Make(it->second.regs, {local->second}, Mutate(op->value), op->span);
+  }
+
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    span_ = op->span;
+    if (op->for_kind != ForKind::kParallel) return IRMutator::Mutate_(op, self);
+    ParallelNest nest = CollectNest(op);
+    AccessCollector c;
+    c.Visit(nest.body);
+    const RegFragment* anchor = nullptr;
+    for (auto& [b, idx] : c.accesses) {
+      auto it = regs_.find(b.get());
+      if (it != regs_.end() && IndicesAreVars(idx, nest)) {
+        anchor = &it->second;
+        break;
+      }
+    }
+    if (!anchor) return IRMutator::Mutate_(op, self);
+    // for l in [0, num_local): (i, j) = inverse(tx, l); body with F[i, j] -> F_regs[l].
+    VarRef l = Var::Make("l");
+    auto [i, j] = anchor->layout->Inverse(tx_, l);
+    std::vector<Expr> vals = {i, j};
+    nest_vars_.clear();
+    for (size_t k = 0; k < nest.loops.size(); ++k) nest_vars_.push_back(nest.loops[k]->var.get());
+    for (const auto& [buf, rf] : regs_) {
+      if (*rf.layout == *anchor->layout) current_local_[buf] = l;
+    }
+    Stmt body = Mutate(nest.body);
+    current_local_.clear();
+    const Var* vi = nest.loops[0]->var.get();
+    const Var* vj = nest.loops[1]->var.get();
+    body = Substitute(body, [&](const Var* v) -> Expr {
+      if (v == vi) return vals[0];
+      if (v == vj) return vals[1];
+      return nullptr;
+    });
+    return For::Make(l, MakeInt(0), MakeInt(anchor->layout->num_local()), ForKind::kUnrolled, body, {}, op->span);
+  }
+
+  Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
+    auto s = regs_.find(op->src.buffer.get()), d = regs_.find(op->dst.buffer.get());
+    if (s == regs_.end() && d == regs_.end()) return IRMutator::Mutate_(op, self);
+    if (s != regs_.end() && d != regs_.end()) {
+      // Same layout (inference made sure): a register-to-register copy with a cast.
+      const RegFragment& rf = s->second;
+      VarRef l = Var::Make("l");
+      Stmt st = BufferStore::Make(d->second.regs, {l},
+                                  Cast::Make(op->dst.buffer->dtype, BufferLoad::Make(rf.regs, {l})), op->span);
+      return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
+    }
+    bool from_regs = s != regs_.end();
+    const RegFragment& rf = from_regs ? s->second : d->second;
+    Region other = MutateRegion(from_regs ? op->dst : op->src);
+    // The other side's tile dims map onto the fragment's (i, j).
+    std::vector<size_t> dims;
+    for (size_t k = 0; k < other.ranges.size(); ++k) {
+      int64_t e;
+      if (!(AsConstInt(other.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
+    }
+    TL_ICHECK(dims.size() == 2) << "copy between a register fragment and a non-2-D tile";
+    VarRef l = Var::Make("l");
+    auto [i, j] = rf.layout->Inverse(tx_, l);
+    std::vector<Expr> idx;
+    for (const Range& rg : other.ranges) idx.push_back(rg.min);
+    idx[dims[0]] = idx[dims[0]] + i;
+    idx[dims[1]] = idx[dims[1]] + j;
+    Expr in_bounds;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      in_bounds = And(in_bounds, LT(idx[k], other.buffer->shape[k]));
+    }
+    Stmt st;
+    if (from_regs) {
+      st = BufferStore::Make(other.buffer, idx, Cast::Make(other.buffer->dtype, BufferLoad::Make(rf.regs, {l})),
+                             op->span);
+      st = IfThenElse::Make(in_bounds, st, nullptr, op->span);
+    } else {
+      Expr v = Cast::Make(rf.regs->dtype, BufferLoad::Make(other.buffer, idx));
+      Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
+      st = BufferStore::Make(rf.regs, {l}, Select::Make(in_bounds, v, zero), op->span);
+    }
+    return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
+  }
+
+  Stmt Mutate_(const FillOp* op, const Stmt& self) override {
+    auto it = regs_.find(op->dst.buffer.get());
+    if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+    int64_t m, n;
+    if (!IsWhole2D(op->dst, &m, &n)) {
+      TL_USER_ERROR(op->span) << "T.fill of part of a register fragment is not supported";
+    }
+    return FillRegs(it->second, op->value, op->span);
+  }
+
+  Stmt Mutate_(const GemmOp* op, const Stmt& self) override {
+    auto it = regs_.find(op->c.buffer.get());
+    TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
+    const RegFragment& rf = it->second;
+    Region a = MutateRegion(op->a), b = MutateRegion(op->b);
+    std::vector<Stmt> out;
+    int64_t clr = 0;
+    if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+      Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
+      out.push_back(IfThenElse::Make(op->clear_accum, FillRegs(rf, zero, op->span), nullptr, op->span));
+    }
+    auto mins = [](const Region& r) {
+      std::vector<Expr> v;
+      for (const Range& rg : r.ranges) v.push_back(rg.min);
+      return v;
+    };
+    auto rows = [](const Region& r) { return r.ranges[r.ranges.size() - 2].extent; };
+    auto cols = [](const Region& r) { return r.ranges.back().extent; };
+    Expr k = op->trans_a ? rows(a) : cols(a);
+    // Leading dimensions of the shared operands (elements between rows).
+    auto ld = [](const Region& r) { return r.buffer->StrideOf(r.ranges.size() - 2); };
+    std::vector<Expr> args = {
+        Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(a.buffer, mins(a))}),
+        Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, mins(b))}),
+        Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
+        MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
+        MakeInt(rf.layout->warps().warps_m), MakeInt(rf.layout->warps().warps_n),
+        MakeBool(op->trans_a), MakeBool(op->trans_b), ld(a), ld(b)};
+    out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
+    ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                           op->c.buffer->name + ": ldmatrix + mma.sync m16n8k16, warps " +
+                           std::to_string(rf.layout->warps().warps_m) + "x" +
+                           std::to_string(rf.layout->warps().warps_n));
+    return Seq::Make(out, op->span);
+  }
+
+  Stmt Mutate_(const ReduceOp* op, const Stmt& self) override {
+    if (regs_.count(op->src.buffer.get()) || regs_.count(op->dst.buffer.get())) {
+      TL_USER_ERROR(op->span) << "reducing the register fragment " << op->src.buffer->name
+                              << " is not supported on CUDA yet";
+    }
+    return IRMutator::Mutate_(op, self);
+  }
+
+  Stmt Mutate_(const AtomicOp* op, const Stmt& self) override {
+    if (op->src.buffer && regs_.count(op->src.buffer.get())) {
+      TL_USER_ERROR(op->span) << "atomics from the register fragment " << op->src.buffer->name
+                              << " are not supported on CUDA yet";
+    }
+    return IRMutator::Mutate_(op, self);
+  }
+
+ private:
+  struct RegFragment {
+    Buffer regs;
+    std::shared_ptr<MmaAccumulatorLayout> layout;
+  };
+
+  bool IndicesMatch(const std::vector<Expr>& idx) const {
+    if (idx.size() != nest_vars_.size()) return false;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      const auto* v = As<Var>(idx[k]);
+      if (v != nest_vars_[k]) return false;
+    }
+    return true;
+  }
+
+  Stmt FillRegs(const RegFragment& rf, const Expr& value, const Span& span) {
+    VarRef l = Var::Make("l");
+    Stmt st = BufferStore::Make(rf.regs, {l}, Cast::Make(rf.regs->dtype, value), span);
+    return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span);
+  }
+
+  const std::unordered_map<const BufferNode*, Assigned>& layouts_;
+  VarRef tx_;
+  PassContext& ctx_;
+  std::unordered_map<const BufferNode*, RegFragment> regs_;
+  std::unordered_map<const BufferNode*, Buffer> demoted_;
+  std::unordered_map<const BufferNode*, Expr> current_local_;
+  std::vector<const Var*> nest_vars_;
+  Span span_;
+};
+
+/// The kernel's thread binding, added by cuda-bind-threads.
+const For* FindThreadBinding(const Stmt& s) {
+  const For* found = nullptr;
+  class Finder : public IRVisitor {
+   public:
+    const For** out;
+    void Visit_(const For* op) override {
+      if (op->for_kind == ForKind::kThreadBinding && !*out) *out = op;
+      IRVisitor::Visit_(op);
+    }
+  } finder;
+  finder.out = &found;
+  finder.Visit(s);
+  return found;
+}
+
+}  // namespace
+
+ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
+  const For* tb = FindThreadBinding(f->body);
+  TL_ICHECK(tb) << "cuda-lower-fragments runs after cuda-bind-threads";
+  int64_t threads = 0;
+  AsConstInt(tb->extent, &threads);
+  LayoutInference inference(threads);
+  // Propagation needs a few sweeps: a T.Parallel before the gemm in program order may
+  // only learn its layout after the gemm has been seen.
+  for (int sweep = 0; sweep < 8; ++sweep) {
+    inference.changed = false;
+    inference.Visit(f->body);
+    if (!inference.changed) break;
+  }
+  FragmentRewriter rewriter(inference.layouts, tb->var, ctx);
+  ir::Stmt body = rewriter.Mutate(f->body);
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("cuda-lower-fragments", CudaLowerFragments);
+
+}  // namespace tl::transform

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cuda-pipeline": T.Pipelined(n, num_stages=s) as an s-stage cp.async pipeline.
+///
+/// The copies global -> shared that open the loop body are the producers; the rest of
+/// the body consumes. Each produced shared buffer gets a leading stage dimension of size s.
+///
+///   for p in [0, s-1):  if p < n: produce(p) into stage p;  commit
+///   for k in [0, n):
+///     wait until at most s-2 groups are pending; __syncthreads
+///     if k + s - 1 < n: produce(k + s - 1) into stage (k + s - 1) % s
+///     commit                      (an empty group when nothing was issued keeps counts uniform)
+///     consume(k) from stage k % s
+///   wait for all groups
+///
+/// The barrier at the top of iteration k orders every thread's reads of stage (k-1) % s
+/// (consumed in k-1) before it is refilled, and makes the copies of stage k visible.
+/// Correct for any n, including n < s and n = 0. Loops that do not fit this shape run in
+/// order, and the reason is recorded.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "copy_lowering.h"
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+const For* FindThreadBinding(const Stmt& s) {
+  struct Finder : IRVisitor {
+    const For* found = nullptr;
+    void Visit_(const For* op) override {
+      if (op->for_kind == ForKind::kThreadBinding && !found) found = op;
+      IRVisitor::Visit_(op);
+    }
+  } f;
+  f.Visit(s);
+  return f.found;
+}
+
+std::vector<Stmt> Flatten(const Stmt& s) {
+  if (const auto* seq = As<Seq>(s)) return seq->stmts;
+  return {s};
+}
+
+int64_t NumStages(const For* op) {
+  auto it = op->annotations.find("num_stages");
+  int64_t s = 0;
+  if (it != op->annotations.end()) AsConstInt(it->second, &s);
+  return s;
+}
+
+bool IsProducer(const Stmt& s) {
+  const auto* c = As<CopyOp>(s);
+  return c && c->src.buffer->scope == Scope::kGlobal && c->dst.buffer->scope == Scope::kShared;
+}
+
+/// Buffers written by a statement (stores and tile-op destinations).
+struct WriteCollector : IRVisitor {
+  std::unordered_set<const BufferNode*> writes;
+  void Visit_(const BufferStore* op) override {
+    writes.insert(op->buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const CopyOp* op) override { writes.insert(op->dst.buffer.get()); }
+  void Visit_(const FillOp* op) override { writes.insert(op->dst.buffer.get()); }
+  void Visit_(const ReduceOp* op) override { writes.insert(op->dst.buffer.get()); }
+};
+
+/// The producers of a pipelined loop, or empty when the loop cannot be pipelined.
+std::vector<const CopyOp*> Producers(const For* op, std::string* why) {
+  auto stmts = Flatten(op->body);
+  std::vector<const CopyOp*> producers;
+  size_t i = 0;
+  for (; i < stmts.size() && IsProducer(stmts[i]); ++i) producers.push_back(As<CopyOp>(stmts[i]));
+  if (producers.empty()) {
+    *why = "its body does not start with copies from global to shared memory";
+    return {};
+  }
+  WriteCollector rest;
+  for (size_t j = i; j < stmts.size(); ++j) rest.Visit(stmts[j]);
+  std::unordered_set<const BufferNode*> seen;
+  for (const CopyOp* c : producers) {
+    if (rest.writes.count(c->dst.buffer.get()) || !seen.insert(c->dst.buffer.get()).second) {
+      *why = "shared buffer " + c->dst.buffer->name + " is also written elsewhere in the loop";
+      return {};
+    }
+  }
+  return producers;
+}
+
+/// Finds the pipelined loops and decides which shared buffers get stages.
+struct Planner : IRVisitor {
+  std::unordered_map<const BufferNode*, int64_t> stages;  // buffer -> number of stages
+  std::unordered_map<const For*, std::string> rejected;
+  void Visit_(const For* op) override {
+    if (op->for_kind == ForKind::kPipelined && NumStages(op) >= 2) {
+      std::string why;
+      auto producers = Producers(op, &why);
+      for (const CopyOp* c : producers) stages[c->dst.buffer.get()] = NumStages(op);
+      if (producers.empty()) rejected[op] = why;
+    }
+    IRVisitor::Visit_(op);
+  }
+};
+
+/// Rewrites accesses of staged buffers to select a stage.
+class StageSelector : public IRMutator {
+ public:
+  StageSelector(const std::unordered_map<const BufferNode*, Buffer>& staged, Expr stage)
+      : staged_(staged), stage_(std::move(stage)) {}
+
+  Region MutateRegion(const Region& r) override {
+    Region out = IRMutator::MutateRegion(r);
+    auto it = staged_.find(r.buffer.get());
+    if (it == staged_.end()) return out;
+    out.buffer = it->second;
+    out.ranges.insert(out.ranges.begin(), Range{stage_, MakeInt(1)});
+    return out;
+  }
+
+ protected:
+  Expr Mutate_(const BufferLoad* op, const Expr& self) override {
+    auto it = staged_.find(op->buffer.get());
+    if (it == staged_.end()) return IRMutator::Mutate_(op, self);
+    bool changed = false;
+    auto idx = MutateAll(op->indices, &changed);
+    idx.insert(idx.begin(), stage_);
+    return BufferLoad::Make(it->second, idx);
+  }
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+    auto it = staged_.find(op->buffer.get());
+    if (it == staged_.end()) return IRMutator::Mutate_(op, self);
+    bool changed = false;
+    auto idx = MutateAll(op->indices, &changed);
+    idx.insert(idx.begin(), stage_);
+    return BufferStore::Make(it->second, idx, Mutate(op->value), op->span);
+  }
+
+ private:
+  const std::unordered_map<const BufferNode*, Buffer>& staged_;
+  Expr stage_;
+};
+
+Stmt CallStmt(const std::string& name, std::vector<Expr> args, const Span& span) {
+  return Evaluate::Make(Call::Make(DType::Void(), name, std::move(args)), span);
+}
+
+class Pipeliner : public IRMutator {
+ public:
+  Pipeliner(const Planner& plan, VarRef tx, int64_t threads, PassContext& ctx)
+      : plan_(plan), tx_(std::move(tx)), threads_(threads), ctx_(ctx) {}
+
+ protected:
+  Stmt Mutate_(const Allocate* op, const Stmt& self) override {
+    auto it = plan_.stages.find(op->buffer.get());
+    if (it == plan_.stages.end()) return self;
+    const Buffer& b = op->buffer;
+    std::vector<Expr> shape = b->shape;
+    shape.insert(shape.begin(), MakeInt(it->second));
+    Buffer staged = BufferNode::Make(b->name, b->dtype, shape, b->scope);
+    staged_[b.get()] = staged;
+    return Allocate::Make(staged, op->init, op->span);
+  }
+
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
+    int64_t s = NumStages(op);
+    std::string why;
+    auto producers = s >= 2 ? Producers(op, &why) : std::vector<const CopyOp*>{};
+    if (producers.empty()) {
+      if (s >= 2) ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why + ")");
+      Stmt body = Mutate(op->body);
+      return For::Make(op->var, op->min, op->extent, ForKind::kSerial, body, {}, op->span);
+    }
+    auto stmts = Flatten(op->body);
+    std::vector<Stmt> consumers(stmts.begin() + producers.size(), stmts.end());
+    const Span& span = op->span;
+    Expr n = op->extent;
+    auto produce = [&](const Expr& iter, const Expr& stage) {
+      std::vector<Stmt> out;
+      for (const CopyOp* c : producers) {
+        Region src = SubstRegion(c->src, op->var.get(), op->min + iter);
+        Region dst = SubstRegion(c->dst, op->var.get(), op->min + iter);
+        StageSelector sel(staged_, stage);
+        Stmt copy = CopyOp::Make(sel.MutateRegion(src), sel.MutateRegion(dst), c->span);
+        Stmt lowered = cuda::LowerCopyPartitioned(As<CopyOp>(copy), tx_, threads_, true, ctx_);
+        out.push_back(lowered ? lowered : copy);
+      }
+      return Seq::Make(out, span);
+    };
+    std::vector<Stmt> result;
+    for (int64_t p = 0; p + 1 < s; ++p) {
+      result.push_back(IfThenElse::Make(LT(MakeInt(p), n), produce(MakeInt(p), MakeInt(p)), nullptr, span));
+      result.push_back(CallStmt("cp_async_commit", {}, span));
+    }
+    VarRef k = Var::Make(op->var->name, op->var->dtype);
+    Expr next = k + MakeInt(s - 1);
+    std::vector<Stmt> body;
+    body.push_back(CallStmt("cp_async_wait", {MakeInt(s - 2)}, span));
+    body.push_back(CallStmt("syncthreads", {}, span));
+    body.push_back(IfThenElse::Make(LT(next, n), produce(next, FloorMod(next, MakeInt(s))), nullptr, span));
+    body.push_back(CallStmt("cp_async_commit", {}, span));
+    StageSelector consume(staged_, FloorMod(k, MakeInt(s)));
+    for (const Stmt& c : consumers) {
+      Stmt x = Substitute(Mutate(c), [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
+      body.push_back(consume.Mutate(x));
+    }
+    result.push_back(For::Make(k, MakeInt(0), n, ForKind::kSerial, Seq::Make(body, span), {}, span));
+    result.push_back(CallStmt("cp_async_wait", {MakeInt(0)}, span));
+    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
+                           "-stage cp.async pipeline over " + std::to_string(producers.size()) + " copies");
+    return Seq::Make(result, span);
+  }
+
+ private:
+  static Region SubstRegion(const Region& r, const Var* var, const Expr& value) {
+    Region out{r.buffer, {}};
+    auto f = [&](const Var* v) -> Expr { return v == var ? value : nullptr; };
+    for (const Range& rg : r.ranges) out.ranges.push_back({Substitute(rg.min, f), Substitute(rg.extent, f)});
+    return out;
+  }
+
+  const Planner& plan_;
+  VarRef tx_;
+  int64_t threads_;
+  PassContext& ctx_;
+  std::unordered_map<const BufferNode*, Buffer> staged_;
+};
+
+}  // namespace
+
+ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx) {
+  const For* tb = FindThreadBinding(f->body);
+  TL_ICHECK(tb) << "cuda-pipeline runs after cuda-bind-threads";
+  int64_t threads = 0;
+  AsConstInt(tb->extent, &threads);
+  Planner plan;
+  plan.Visit(f->body);
+  Pipeliner p(plan, tb->var, threads, ctx);
+  return ir::PrimFuncNode::Make(f->name, f->params, p.Mutate(f->body), f->span);
+}
+
+TL_REGISTER_PASS("cuda-pipeline", CudaPipeline);
+
+}  // namespace tl::transform

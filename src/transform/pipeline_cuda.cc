@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The CUDA pipeline (sm_80 path: ldmatrix + mma.sync + cp.async; runs on Hopper too).
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+
+ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
+  // Canonical regions first: layout inference matches fragment indices structurally.
+  ir::PrimFunc out = RunPass("simplify", f, ctx);
+  // Every later pass spreads work over threads through the binding of `tx`.
+  out = RunPass("cuda-bind-threads", out, ctx);
+  // Fragment layouts must be known before copies are lowered: copies of register
+  // fragments walk each thread's registers, the rest become shared-memory copies.
+  out = RunPass("cuda-lower-fragments", out, ctx);
+  // Pipelining needs the producer copies still as tile ops (it stages their buffers and
+  // lowers them to cp.async itself).
+  out = RunPass("cuda-pipeline", out, ctx);
+  out = RunPass("cuda-lower-copies", out, ctx);
+  // Whatever tile ops are left (fills, reductions, atomics, casting copies) become
+  // T.Parallel loop nests, the same target-neutral lowering the CPU uses ...
+  out = RunPass("lower-tile-ops-cpu", out, ctx);
+  // ... and those nests, with the user's own, are spread over the threads.
+  out = RunPass("cuda-partition-parallel", out, ctx);
+  // Drop provably true edge predicates before barriers: fewer statements to analyse.
+  out = RunPass("simplify", out, ctx);
+  // Last: barriers depend on the final statement order.
+  out = RunPass("cuda-insert-barriers", out, ctx);
+  return out;
+}
+
+}  // namespace tl::transform

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Block-level tile operations called by generated kernels: the shared-memory GEMM
+/// (gemm_ss) and small copy helpers. Built on the primitives of tl_cuda.h.
+///
+/// gemm_ss<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB>(A, B, C):
+///   C (M x N, in registers) += op(A) (M x K) * op(B) (K x N), A and B in shared memory.
+///   A is stored M x K row-major with row stride LdA (K x M when TransA), B is K x N with
+///   stride LdB (N x K when TransB). Swz* says the operand is XOR-swizzled in 16-byte
+///   chunks within 128-byte lines (the compiler's layout::SwizzleOffset).
+///   The block's warps form a WM x WN grid; warp w owns rows (w / WN) * M/WM and columns
+///   (w % WN) * N/WN. Within a warp, mma tiles (16 x 8) are numbered row-major and each
+///   holds 4 registers of C, in the mma.sync m16n8 accumulator layout (mma.h). This is
+///   the layout the compiler gives the accumulator fragment (layout::MmaAccumulatorLayout).
+#pragma once
+
+#ifndef TL_CUDA_H_INCLUDED
+#error "include tl_cuda.h before tile_ops.h"
+#endif
+
+namespace tl {
+
+/// Stores Bytes zero bytes (1, 2, 4, 8 or 16; dst aligned to Bytes).
+template <int Bytes>
+TL_DEVICE void vec_zero(void* dst) {
+  using V = typename detail::vec_of<Bytes>::type;
+  *static_cast<V*>(dst) = V{};
+}
+
+/// Element offset after the shared-memory swizzle (see the file comment).
+template <int ElemBytes, bool Swizzle>
+TL_DEVICE int swizzle(int elem_offset) {
+  if constexpr (!Swizzle) {
+    return elem_offset;
+  } else {
+    int bytes = elem_offset * ElemBytes;
+    return (bytes ^ (((bytes >> 7) & 7) << 4)) / ElemBytes;
+  }
+}
+
+TL_DEVICE int flat_thread_index() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+namespace detail {
+
+/// Tensor-core path for 16-bit inputs: ldmatrix + mma.sync m16n8k16, f32 accumulate.
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
+          typename T>
+TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
+  constexpr int kWarpM = M / WM, kWarpN = N / WN;
+  constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
+  static_assert(kWarpM % 16 == 0 && kWarpN % 8 == 0, "warp tile must be a multiple of 16x8");
+  static_assert(K % 16 == 0, "K must be a multiple of 16 for the tensor-core path");
+  const int tid = flat_thread_index();
+  const int lane = tid & 31, warp = tid >> 5;
+  const int m0 = (warp / WN) * kWarpM, n0 = (warp % WN) * kWarpN;
+  float(*acc)[kTilesN][4] = reinterpret_cast<float(*)[kTilesN][4]>(C);
+#pragma unroll
+  for (int kk = 0; kk < K; kk += 16) {
+    uint32_t a[kTilesM][4];
+    uint32_t b[kTilesN][2];
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt) {
+      const int m = m0 + mt * 16;
+      if constexpr (!TransA) {
+        const int row = m + (lane & 15), col = kk + (lane >> 4) * 8;
+        ldmatrix_x4(a[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
+      } else {
+        const int row = kk + (lane & 7) + (lane >> 4) * 8, col = m + ((lane >> 3) & 1) * 8;
+        ldmatrix_x4_trans(a[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt + 1 < kTilesN; nt += 2) {
+      const int n = n0 + nt * 8;
+      uint32_t r[4];
+      if constexpr (!TransB) {
+        const int row = kk + (lane & 15), col = n + (lane >> 4) * 8;
+        ldmatrix_x4_trans(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+      } else {
+        const int row = n + (lane & 7) + (lane >> 4) * 8, col = kk + ((lane >> 3) & 1) * 8;
+        ldmatrix_x4(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+      }
+      b[nt][0] = r[0];
+      b[nt][1] = r[1];
+      b[nt + 1][0] = r[2];
+      b[nt + 1][1] = r[3];
+    }
+    if constexpr (kTilesN % 2 == 1) {
+      const int nt = kTilesN - 1, n = n0 + nt * 8;
+      uint32_t r[2];
+      if constexpr (!TransB) {
+        const int row = kk + (lane & 15), col = n;
+        ldmatrix_x2_trans(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+      } else {
+        const int row = n + (lane & 7), col = kk + ((lane >> 3) & 1) * 8;
+        ldmatrix_x2(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+      }
+      b[nt][0] = r[0];
+      b[nt][1] = r[1];
+    }
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt) {
+        mma_m16n8k16<T>(acc[mt][nt], a[mt], b[nt], acc[mt][nt]);
+      }
+    }
+  }
+}
+
+/// Any other types: each thread computes its own accumulator elements from shared memory.
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
+          typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
+  constexpr int kWarpM = M / WM, kWarpN = N / WN, kTilesN = kWarpN / 8;
+  constexpr int kLocal = M * N / (32 * WM * WN);
+  const int tid = flat_thread_index();
+  const int lane = tid & 31, warp = tid >> 5;
+  const int m0 = (warp / WN) * kWarpM, n0 = (warp % WN) * kWarpN;
+#pragma unroll 1
+  for (int l = 0; l < kLocal; ++l) {
+    const int reg = l & 3, tile = l >> 2;
+    const int i = m0 + (tile / kTilesN) * 16 + (lane >> 2) + (reg >> 1) * 8;
+    const int j = n0 + (tile % kTilesN) * 8 + (lane & 3) * 2 + (reg & 1);
+    TC sum = TC(0);
+    for (int k = 0; k < K; ++k) {
+      const TA a = A[swizzle<sizeof(TA), SwzA>(TransA ? k * LdA + i : i * LdA + k)];
+      const TB b = B[swizzle<sizeof(TB), SwzB>(TransB ? j * LdB + k : k * LdB + j)];
+      sum += static_cast<TC>(a) * static_cast<TC>(b);
+    }
+    C[l] += sum;
+  }
+}
+
+}  // namespace detail
+
+/// The block's tile GEMM (see the file comment). All threads of the block must call it.
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
+          typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
+  constexpr bool kTensorCore = detail::is_same<TA, TB>::value && detail::is_same<TC, float>::value &&
+                               (detail::is_same<TA, half>::value || detail::is_same<TA, bfloat16>::value) &&
+                               K % 16 == 0;
+  if constexpr (kTensorCore) {
+    detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB>(A, B, C);
+  } else {
+    detail::gemm_ss_simt<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB>(A, B, C);
+  }
+}
+
+}  // namespace tl
