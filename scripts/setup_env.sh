@@ -7,6 +7,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
 if [ ! -x "$ROOT/.venv/bin/python" ]; then
   "$PY" -m venv --system-site-packages "$ROOT/.venv"
+  # Let the venv see every package folder the base interpreter sees (user site and
+  # distro folders too, which --system-site-packages leaves out): on a machine with
+  # the tools preinstalled, nothing then needs the network.
+  "$PY" -c 'import sys, site; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
+    > "$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_base_site.pth"
 fi
 VPY="$ROOT/.venv/bin/python"
 # Install only what is missing, so an offline machine with the tools preinstalled works.

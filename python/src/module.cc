@@ -22,6 +22,8 @@
 #include "tl/transform/passes.h"
 
 namespace nb = nanobind;
+
+void BindCuda(nb::module_& m);  // bind_cuda.cc
 using namespace tl;      // NOLINT: binding file
 using namespace tl::ir;  // NOLINT: binding file
 
@@ -322,6 +324,9 @@ NB_MODULE(_tl, m) {
     for (const auto& d : src.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim);
     return std::make_tuple(src.code, src.entry, dims);
   });
+
+  // ---- CUDA runtime (bind_cuda.cc)
+  BindCuda(m);
 
   // ---- CPU runtime
   m.def("build_cpu", [](const std::string& source, const std::string& cache_dir, const std::string& include_dir,

@@ -138,17 +138,29 @@ class CPrinter {
     return "";
   }
 
+  bool NonNegative(const Expr& e) {
+    auto b = analyzer_.Bound(e);
+    return b.min && *b.min >= 0;
+  }
+  bool Positive(const Expr& e) {
+    auto b = analyzer_.Bound(e);
+    return b.min && *b.min > 0;
+  }
+
   std::string PrintBinary(const Binary* op) {
     std::string a = Print(op->a), b = Print(op->b);
     std::string r;
     switch (op->op) {
       case BinOp::kFloorDiv:
         if (op->a->dtype.IsFloat()) return "tl::floor(" + a + " / " + b + ")";
+        // Non-negative operands: C's division is floor division, and much cheaper.
+        if (NonNegative(op->a) && Positive(op->b)) return "(" + a + " / " + b + ")";
         return "tl::floordiv(" + a + ", " + b + ")";
       case BinOp::kFloorMod:
         if (op->a->dtype.IsFloat()) {
           return "(" + a + " - tl::floor(" + a + " / " + b + ") * " + b + ")";
         }
+        if (NonNegative(op->a) && Positive(op->b)) return "(" + a + " % " + b + ")";
         return "tl::floormod(" + a + ", " + b + ")";
       case BinOp::kMin: return "tl::min(" + a + ", " + b + ")";
       case BinOp::kMax: return "tl::max(" + a + ", " + b + ")";

@@ -10,6 +10,9 @@ import sys
 
 os.environ.setdefault("TILELANG_CACHE_DIR", "/tmp/tests-cache")
 os.environ.setdefault("TILELANG_PRINT_ON_COMPILATION", "0")
+# kernels compiled without an explicit target (e.g. @tilelang.jit) run on the CPU too,
+# even on a machine with a GPU
+os.environ.setdefault("TILELANG_DEFAULT_TARGET", "cpu")
 
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402

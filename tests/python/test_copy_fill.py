@@ -107,3 +107,51 @@ def test_copy_out_idx_multiple_outputs(rng):
     np.testing.assert_array_equal(x, a)
     np.testing.assert_array_equal(y, a.T)
     assert tilelang.compile(split, out_idx=-1, target="cpu")(a, poison((M, N))).shape == (N, M)
+
+
+def test_copy_middle_index_and_global_to_global(rng):
+    """A 3-D tensor with its middle dimension indexed gives a 2-D tile; global -> global
+    copies (keyword form); two T.Kernel launches in one function."""
+    B, S, D = 3, 5, 4
+    dt = "bfloat16"
+
+    @T.prim_func
+    def k(X: T.Tensor((B, S, D), dt), Z: T.Tensor((S, B, D), dt), G: T.Tensor((2, D), dt)):
+        with T.Kernel(S) as s:
+            t = T.alloc_shared((B, D), dt)
+            T.copy(X[:, s, :], t)
+            T.copy(t, Z[s, :, :])
+        with T.Kernel(1):
+            T.copy(src=X[1, 2, 0:D], dst=G[0, :])
+            T.copy(X[2, 4, :], G[1, 0:D])
+
+    kernel = compile_cpu(k)
+    x = rand(rng, (B, S, D), dt)
+    z, g = poison((S, B, D), dt), poison((2, D), dt)
+    kernel(x, z, g)
+    np.testing.assert_array_equal(f64(z), f64(x).transpose(1, 0, 2))
+    np.testing.assert_array_equal(f64(g), f64(np.stack([x[1, 2], x[2, 4]])))
+
+
+@pytest.mark.xfail(reason="C++ core: global loads/stores inside T.Parallel are not bounds-guarded "
+                          "(upstream LegalizeSafeMemoryAccess: out-of-range reads give 0, writes are skipped)",
+                   strict=True)
+def test_parallel_global_access_is_guarded(rng):
+    N, b = 10, 4
+
+    @T.prim_func
+    def k(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, b)) as bx:
+            for i in T.Parallel(b):
+                B[bx * b + i] = A[bx * b + i] + A[bx * b + i + 1]
+
+    kernel = compile_cpu(k)
+    # A and B are views into larger guard arrays: stray accesses only touch memory we own
+    ga = np.full(3 * N, 1000.0, np.float32)
+    a = ga[N:2 * N]
+    a[:] = rand(rng, (N,))
+    gb = np.full(3 * N, np.nan, np.float32)
+    bv = gb[N:2 * N]
+    kernel(a, bv)
+    assert np.isnan(gb[:N]).all() and np.isnan(gb[2 * N:]).all(), "wrote past the end of B"
+    np.testing.assert_allclose(bv, a + np.append(a[1:], 0), rtol=1e-6)

@@ -43,7 +43,8 @@ class EagerContext:
         self.bound_from: dict[str, str] = {}  # const name -> "A.shape[0]" (for messages)
         self.outputs = []                 # Buffers from T.empty, in order
         self.output_count = 0
-        self.tensor_params = []           # (name, Buffer) for annotated tensor parameters
+        self.tensor_params = []           # (name, Buffer or PrimExpr) for annotated parameters
+        self.scalar_params = set()        # names of parameters declared as run-time scalars
 
 
 def current() -> EagerContext:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections.abc as _abc
+import difflib
 import inspect
 import numbers
 import operator
@@ -38,6 +40,7 @@ _CMPOPS = {
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }
 _MISSING = object()
+_RUNTIME_SCOPE = "\0runtime"  # a key (never a Python name) marking run-time loop/branch scopes
 
 
 def _is_runtime(v) -> bool:
@@ -68,8 +71,9 @@ class PrimFunc:
 
 
 class Parser:
-    def __init__(self, func, eager_ctx=None):
+    def __init__(self, func, eager_ctx=None, outer_locals=None):
         self.func = func
+        self.outer_locals = dict(outer_locals) if outer_locals else {}
         self.eager = eager_ctx
         lines, start = inspect.getsourcelines(func)
         self.file = inspect.getsourcefile(func) or "<unknown>"
@@ -145,6 +149,8 @@ class Parser:
                 return _eager.resolve(scope[name])
         if name in self.closure:
             return self.closure[name]
+        if name in self.outer_locals and name not in self.func.__code__.co_names:
+            return self.outer_locals[name]
         if name in self.globals:
             return self.globals[name]
         if hasattr(builtins, name):
@@ -197,6 +203,10 @@ class Parser:
                 if _looks_like_tensor(value) and name not in declared:
                     raise self.error(self.fdef, f"parameter {name!r} receives a tensor but the body never "
                                                 f"declares it; add `{name}: T.Tensor(shape, dtype)`")
+            # the kernel's parameters follow the function's signature, whatever the order
+            # of the annotations in the body
+            order = {a.arg: i for i, a in enumerate(self.fdef.args.args + self.fdef.args.kwonlyargs)}
+            ctx.tensor_params.sort(key=lambda nb: order.get(nb[0], len(order)))
             params = [b for _, b in ctx.tensor_params] + ctx.outputs
             out_params = list(range(len(ctx.tensor_params), len(params)))
             if ctx.outputs and self.returned is None:
@@ -279,8 +289,13 @@ class Parser:
             return self.declare_tensor_param(name, ann, node)
         if isinstance(ann, str) and node.value is None:
             if self.eager is not None and name in self.eager.args:
-                value = self.eager.args[name]
-                self.bind(name, value)
+                # eager style: `alpha: T.float32` makes the parameter a run-time scalar
+                if self.builder.in_kernel or any(n == name for n, _ in self.eager.tensor_params):
+                    raise _b._UserError(f"declare the scalar parameter {name!r} once, before `with T.Kernel`")
+                var = PrimExpr(_tl.var(name, _dtype(ann)))
+                self.eager.tensor_params.append((name, var))
+                self.eager.scalar_params.add(name)
+                self.bind(name, var)
                 return
             raise _b._UserError(f"`{name}: {ann}` declares a scalar with no value; give it one: `{name}: {ann} = ...`")
         if node.value is None:
@@ -365,6 +380,8 @@ class Parser:
         if not isinstance(target, ast.Name):
             raise _b._UserError(f"cannot assign to {type(target).__name__}")
         name = target.id
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and self.builder.in_kernel:
+            self.check_carried_assignment(name)
         existing = self.find_binding(name)
         if isinstance(existing, Buffer) and existing.scope == "var" and not isinstance(value, Buffer):
             self.store(existing[0], value, node)
@@ -382,6 +399,26 @@ class Parser:
             self.bind(name, PrimExpr(var))
             return
         self.bind(name, value)
+
+    def check_carried_assignment(self, name):
+        """Refuses to reassign, inside a run-time loop or branch, a name bound outside it to
+        a compile-time number or an immutable run-time value: the new value would silently
+        be lost after the loop or branch. Mutable scalars come from T.alloc_var."""
+        crossed = False
+        for scope in reversed(self.scopes):
+            if name in scope:
+                value = scope[name]
+                if crossed and (isinstance(value, PrimExpr) or
+                                (isinstance(value, numbers.Number) and not isinstance(value, Buffer))):
+                    shown = f"the compile-time value {value!r}" if isinstance(value, numbers.Number) \
+                        else "an immutable run-time value"
+                    raise _b._UserError(
+                        f"`{name}` was bound outside this run-time loop or branch (to {shown}), so assigning it "
+                        f"here would be lost after it; declare it as a mutable scalar first: "
+                        f"`{name} = T.alloc_var(dtype, init)`")
+                return
+            if scope.get(_RUNTIME_SCOPE):
+                crossed = True
 
     def store(self, ref: BufferRef, value, node):
         if not ref.is_point:
@@ -447,7 +484,9 @@ class Parser:
             spec = self.eval(it)
         if isinstance(spec, LoopSpec):
             return self.loop(node, spec)
-        if isinstance(spec, (list, tuple, range)):
+        if isinstance(spec, (list, tuple, range)) or (
+                isinstance(spec, _abc.Iterable) and not _is_runtime(spec) and not isinstance(spec, (Buffer, str))):
+            # compile-time iterables (tuples, lists, enumerate(...), zip(...)) are unrolled
             return self.unroll(node, spec)
         raise _b._UserError(f"cannot loop over {spec!r} in a kernel; use T.Parallel, T.Pipelined, T.serial, "
                             "range, or a Python tuple/list")
@@ -481,7 +520,7 @@ class Parser:
             loop_vars.append(_tl.var(name.id, str(ext.dtype)))
             mins.append(st)
             extents.append(ext)
-        self.scopes.append({})
+        self.scopes.append({_RUNTIME_SCOPE: True})
         for name, var, st in zip(targets, loop_vars, mins):
             if step in (None, 1):
                 self.bind(name.id, PrimExpr(var))
@@ -510,7 +549,7 @@ class Parser:
         _b.emit(_tl.if_(_as_runtime(cond).node, then_s, else_s, self.span(node)))
 
     def block(self, stmts, node):
-        self.scopes.append({})
+        self.scopes.append({_RUNTIME_SCOPE: True})
         self.builder.open()
         try:
             self.visit_body(stmts)
@@ -554,7 +593,13 @@ class Parser:
         try:
             return getattr(value, node.attr)
         except AttributeError:
-            raise self.error(node, f"{_describe(value)} has no attribute {node.attr!r}") from None
+            message = f"{_describe(value)} has no attribute {node.attr!r}"
+            if inspect.ismodule(value):
+                close = difflib.get_close_matches(node.attr, [n for n in dir(value) if not n.startswith("_")], n=1)
+                prefix = "T" if value.__name__ == "tilelang.language" else value.__name__
+                message = f"{prefix}.{node.attr} is not defined" + (
+                    f"; did you mean {prefix}.{close[0]}?" if close else "")
+            raise self.error(node, message) from None
 
     def eval_subscript_key(self, node):
         if isinstance(node, ast.Tuple):
@@ -584,6 +629,53 @@ class Parser:
             else:
                 out.append(self.eval(e))
         return out
+
+    # Comprehensions over compile-time iterables are evaluated as Python (e.g. a list of
+    # tiles: `accs = [T.alloc_fragment((bm,), dtype) for _ in range(4)]`).
+    def _comprehension(self, node, make):
+        out = []
+        self.scopes.append({})
+        try:
+            self._comp_level(node, node.generators, 0, make, out)
+        finally:
+            self.scopes.pop()
+        return out
+
+    def _comp_level(self, node, gens, k, make, out):
+        if k == len(gens):
+            out.append(make())
+            return
+        gen = gens[k]
+        if gen.is_async:
+            raise self.error(node, "async comprehensions are not supported in kernels")
+        iterable = self.eval(gen.iter)
+        if _is_runtime(iterable) or isinstance(iterable, (LoopSpec, Buffer)):
+            raise self.error(gen.iter, "a comprehension in a kernel must iterate over a compile-time "
+                                       "value (a range, tuple or list); use a T.Parallel/T.serial loop")
+        for v in iterable:
+            self.assign(gen.target, v, node)
+            keep = True
+            for cond in gen.ifs:
+                c = self.eval(cond)
+                if _is_runtime(c):
+                    raise self.error(cond, "a comprehension filter must be a compile-time condition")
+                if not c:
+                    keep = False
+                    break
+            if keep:
+                self._comp_level(node, gens, k + 1, make, out)
+
+    def expr_ListComp(self, node):
+        return self._comprehension(node, lambda: self.eval(node.elt))
+
+    def expr_GeneratorExp(self, node):
+        return iter(self._comprehension(node, lambda: self.eval(node.elt)))
+
+    def expr_SetComp(self, node):
+        return set(self._comprehension(node, lambda: self.eval(node.elt)))
+
+    def expr_DictComp(self, node):
+        return dict(self._comprehension(node, lambda: (self.eval(node.key), self.eval(node.value))))
 
     def expr_Dict(self, node):
         return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
@@ -757,6 +849,8 @@ def _fmt_shape(shape):
     return "(" + ", ".join(getattr(s, "name", None) or str(s) for s in shape) + ")"
 
 
-def parse_prim_func(func) -> PrimFunc:
-    """@T.prim_func: parses the function now (errors are raised at the definition)."""
-    return Parser(func).parse_prim_func()
+def parse_prim_func(func, outer_locals=None) -> PrimFunc:
+    """@T.prim_func: parses the function now (errors are raised at the definition).
+    ``outer_locals`` are the defining scope's locals, for names that only the parameter
+    annotations use (Python does not put those in the function's closure)."""
+    return Parser(func, outer_locals=outer_locals).parse_prim_func()

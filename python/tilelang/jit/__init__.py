@@ -10,7 +10,7 @@ import textwrap
 from ..frontend import eager as _eager
 from ..frontend.parser import Parser, PrimFunc
 from .kernel import JITKernel
-from .target import normalize
+from .target import resolve
 
 __all__ = ["JITKernel", "compile", "jit"]
 
@@ -18,26 +18,49 @@ __all__ = ["JITKernel", "compile", "jit"]
 def compile(func, out_idx=None, target=None, execution_backend=None, target_host=None,  # noqa: A001
             verbose=False, pass_configs=None, compile_flags=None) -> JITKernel:
     """Compiles a @T.prim_func for a target and returns a callable kernel."""
-    return JITKernel(func, out_idx=out_idx, target=normalize(target), pass_configs=pass_configs,
+    return JITKernel(func, out_idx=out_idx, target=resolve(target), pass_configs=pass_configs,
                      compile_flags=compile_flags, verbose=verbose)
 
 
 def _is_lazy(func) -> bool:
-    """Lazy style: the function builds and returns an inner @T.prim_func."""
+    """Lazy style: the function builds and returns a @T.prim_func (an inner one, or one
+    made by a helper). Eager style: the body itself is the kernel: it launches
+    `with T.Kernel(...)`, annotates parameters (`A: T.Tensor(...)`) or uses T.const/T.empty."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError):
+    except (OSError, TypeError, SyntaxError):
         return True
     fdef = tree.body[0]
-    for node in ast.walk(fdef):
-        if node is fdef or not isinstance(node, ast.FunctionDef):
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    params = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs}
+    for node in _own_nodes(fdef):
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if (isinstance(target, ast.Attribute) and target.attr == "prim_func") or \
+                        (isinstance(target, ast.Name) and target.id == "prim_func"):
+                    return True
+    for node in _own_nodes(fdef):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            return False
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in params:
+            return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("const", "empty"):
+            return False
+    return True
+
+
+def _own_nodes(fdef):
+    """The nodes of a function's body, not descending into nested functions or classes
+    (but yielding the nested definitions themselves)."""
+    stack = list(fdef.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        for dec in node.decorator_list:
-            target = dec.func if isinstance(dec, ast.Call) else dec
-            if (isinstance(target, ast.Attribute) and target.attr == "prim_func") or \
-                    (isinstance(target, ast.Name) and target.id == "prim_func"):
-                return True
-    return False
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _key_part(v):
@@ -69,6 +92,7 @@ class JITImpl:
             raise ValueError("out_idx is for kernels that return a @T.prim_func; in the eager style "
                              "create outputs with T.empty() and return them")
         self._kernels = {}
+        self._runtime_scalars = set()
 
     def is_lazy_mode(self) -> bool:
         return self.lazy
@@ -106,6 +130,11 @@ class JITImpl:
     def get_kernel_source(self, *args, **kwargs) -> str:
         return self.compile(*args, **kwargs).get_kernel_source()
 
+    def _eager_key(self, values, const_values):
+        parts = tuple((k, ("scalar",) if k in self._runtime_scalars and not _is_tensor(v) else _key_part(v))
+                      for k, v in values.items())
+        return parts, tuple(sorted(const_values.items()))
+
     def _eager_kernel(self, args, kwargs, const_values):
         try:
             bound = self.signature.bind_partial(*args, **kwargs)
@@ -113,7 +142,8 @@ class JITImpl:
             raise TypeError(f"{self.func.__name__}(): {e}") from None
         bound.apply_defaults()
         values = dict(bound.arguments)
-        key = (tuple((k, _key_part(v)) for k, v in values.items()), tuple(sorted(const_values.items())))
+        given = dict(values)
+        key = self._eager_key(given, const_values)
         kernel = self._kernels.get(key)
         if kernel is None:
             ctx = _eager.EagerContext(values, const_values)
@@ -121,11 +151,14 @@ class JITImpl:
             for name in self.signature.parameters:
                 values.setdefault(name, None)
             prim = Parser(self.func, eager_ctx=ctx).parse_eager(defaults)
-            target = normalize(self.target, [v for v in values.values() if _is_tensor(v)])
+            target = resolve(self.target, [v for v in values.values() if _is_tensor(v)])
             kernel = compile(prim, target=target, pass_configs=self.pass_configs,
                              compile_flags=self.compile_flags, verbose=self.verbose)
             kernel._eager_inputs = [n for n, _ in ctx.tensor_params]
+            # run-time scalars (`alpha: T.float32` in the body) do not specialise the kernel
+            self._runtime_scalars |= ctx.scalar_params
             self._kernels[key] = kernel
+            self._kernels[self._eager_key(given, const_values)] = kernel
         tensors = [values.get(n) for n in getattr(kernel, "_eager_inputs", [])]
         return kernel, tensors
 

@@ -42,6 +42,10 @@ def tensor_arg(x, param_name: str, kernel_name: str) -> TensorArg:
             raise TileLangArgumentError(
                 f"{kernel_name}(): argument {param_name!r} must be C-contiguous; pass "
                 f"np.ascontiguousarray({param_name})")
+        if not x.dtype.isnative:
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} has the non-native byte order {x.dtype.str!r}; "
+                f"pass {param_name}.astype({x.dtype.name!r})")
         return TensorArg(x.__array_interface__["data"][0], x.shape, _np_dtype_name(x.dtype), False, x)
     if _is_torch(x):
         if x.device.type != "cpu":
@@ -79,6 +83,13 @@ def scalar_arg(x, param_name: str, dtype: str, kernel_name: str):
     if is_float and isinstance(x, numbers.Real):
         return float(x)
     if not is_float and isinstance(x, numbers.Integral):
-        return int(x)
+        x = int(x)
+        if dtype != "bool":
+            info = np.iinfo(dtype)
+            if not info.min <= x <= info.max:
+                raise TileLangArgumentError(
+                    f"{kernel_name}(): argument {param_name!r} is {x}, out of the range of {dtype} "
+                    f"[{info.min}, {info.max}]")
+        return x
     raise TileLangArgumentError(
         f"{kernel_name}(): argument {param_name!r} expects a {dtype} scalar, got {type(x).__name__}: {x!r}")

@@ -11,7 +11,7 @@ from ..errors import TileLangArgumentError, TileLangRuntimeError
 from ..frontend.parser import PrimFunc
 from ..language.values import Buffer, PrimExpr
 from . import arguments
-from .target import normalize
+from .target import resolve
 
 
 class _ParamInfo:
@@ -60,7 +60,9 @@ class JITKernel:
             raise TypeError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
         self.func = func
         self.name = func.name
-        self.target = normalize(target)
+        resolved = resolve(target)
+        self.target = resolved.kind
+        self.target_arch = resolved.arch
         self.params = [_ParamInfo(p) for p in func.params]
         self.out_idx = sorted(set(_normalize_out_idx(out_idx, len(self.params)) + list(func.out_params)))
         for i in self.out_idx:
@@ -77,8 +79,13 @@ class JITKernel:
 
     def _compile(self, verbose):
         if self.target == "cuda":
-            raise TileLangRuntimeError(
-                "the CUDA target is not available in this build yet; compile with target='cpu'")
+            from .cuda_backend import CudaBackend
+
+            self._cuda = CudaBackend(self, self.target_arch, self.pass_configs, self.compile_flags, verbose)
+            self.source, self.remarks = self._cuda.source, self._cuda.remarks
+            self.cache_hit, self.compile_seconds = self._cuda.cache_hit, self._cuda.compile_seconds
+            self.dynamic_dims = self._cuda.src.dynamic_dims
+            return
         t0 = time.perf_counter()
         lowered, self.remarks, _ = _tl.lower_cpu(self.func.node, self.pass_configs, False)
         self.lowered = lowered
@@ -128,6 +135,8 @@ class JITKernel:
     # ------------------------------------------------------------------ calling
 
     def __call__(self, *args):
+        if self.target == "cuda":
+            return self._cuda.call(args)
         n_in = len(self.in_idx)
         if len(args) != n_in:
             names = ", ".join(self.params[i].name for i in self.in_idx)
@@ -185,10 +194,29 @@ class JITKernel:
                 dims[want] = int(got)
 
 
-# Loaded kernel libraries stay loaded for the life of the process. Each library links the
-# OpenMP runtime; unloading the last one (dlclose when a kernel is garbage-collected) also
-# unloads libgomp while its idle worker threads still run, which crashes the process.
+# Each kernel library links the OpenMP runtime. Unloading the last library (dlclose when a
+# kernel is garbage-collected, or when module globals are cleared at exit) would also
+# unload libgomp while its idle worker threads still run, which crashes the process. So
+# the OpenMP runtime is pinned (ctypes never unloads what it loads), and loaded libraries
+# are shared between kernels of the same path.
 _LOADED_MODULES: dict = {}
+_PINNED_RUNTIMES: list = []
+
+
+def _pin_openmp_runtime():
+    if _PINNED_RUNTIMES:
+        return
+    try:
+        import ctypes
+
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if line.rstrip().endswith(".so") or ".so." in line}
+        for path in sorted(paths):
+            name = path.rsplit("/", 1)[-1]
+            if name.startswith(("libgomp", "libomp", "libiomp")):
+                _PINNED_RUNTIMES.append(ctypes.CDLL(path))
+    except (OSError, ImportError):  # pragma: no cover - not Linux
+        pass
 
 
 def _load_module(path, entry):
@@ -196,6 +224,7 @@ def _load_module(path, entry):
     module = _LOADED_MODULES.get(key)
     if module is None:
         module = _LOADED_MODULES[key] = _tl.CpuModule(path, entry)
+        _pin_openmp_runtime()
     return module
 
 

@@ -29,11 +29,17 @@ double = float64
 def prim_func(func=None, **kwargs):
     """Marks a function whose body is a TileLang kernel; parameters are annotated with
     ``T.Tensor(shape, dtype)``. The body is parsed (not run) when decorated."""
+    import sys
+
     from ..frontend import parse_prim_func
 
     if func is None:
-        return lambda f: parse_prim_func(f)
-    return parse_prim_func(func)
+        def decorate(f):
+            return parse_prim_func(f, sys._getframe(1).f_locals)
+        return decorate
+    # The defining scope's locals: names used only in parameter annotations are not
+    # captured by the function's closure.
+    return parse_prim_func(func, sys._getframe(1).f_locals)
 
 
 class TensorSpec:
@@ -397,7 +403,8 @@ def cast(value, dtype_, **kwargs):
     return _cast(value, dtype_)
 
 
-Cast = cast
+def Cast(dtype_, value):  # noqa: N802  (TIR's spelling: the dtype comes first)
+    return _cast(value, dtype_)
 
 
 def _math1(name):

@@ -112,6 +112,8 @@ def as_expr(value, like: str | None = None) -> PrimExpr:
         return value
     if isinstance(value, BufferRef):
         return value.load()
+    if isinstance(value, Buffer) and value.scope == "var":  # T.alloc_var reads as its value
+        return value[0].load()
     if isinstance(value, bool):
         return const(value, "bool")
     if isinstance(value, numbers.Integral):
@@ -130,6 +132,8 @@ def _like(x):
         return x.node.dtype
     if isinstance(x, BufferRef):
         return x.buffer.dtype
+    if isinstance(x, Buffer) and x.scope == "var":
+        return x.dtype
     return None
 
 

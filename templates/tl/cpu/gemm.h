@@ -12,8 +12,8 @@
 /// transposition and however ragged N is. A is read in place when it is float
 /// (a broadcast works equally well from either layout) and widened into a
 /// row-major block otherwise. The micro-kernel keeps a kMR x kNR tile of C in
-/// vector registers for the whole K loop: per k it loads kNV vectors of B and
-/// issues kMR * kNV fused multiply-adds, which keeps the FMA units busy.
+/// vector registers for the whole K loop: per k it loads kNV vectors of B,
+/// broadcasts kMR values of A and issues kMR * kNV fused multiply-adds.
 /// Everything else (double, int8 -> int32, ...) uses a plain loop.
 #pragma once
 
@@ -33,20 +33,25 @@ namespace tl::cpu {
 
 namespace gemm_detail {
 
-// Register tile. Accumulators: kMR * kNV vectors, plus kNV for B and one
-// broadcast, must fit the register file (32 zmm / 16 ymm / 16 xmm) while
-// leaving enough independent FMA chains to cover FMA latency.
+// Register tile: kMR rows x kNV vectors of C. The accumulators, kNV vectors
+// of B and one broadcast must fit the register file (32 zmm / 16 ymm / 16
+// xmm) with enough independent FMA chains to cover FMA latency. Wide, short
+// tiles measured best on the 128x128x32 shape (AVX-512: 4x64 ran at ~85% of
+// peak, 8x32 at ~78%, 2x128 at ~72%; AVX2: 3x32 beat 6x16): each k step
+// needs only kMR + kNV loads, and C rows are touched in long contiguous runs.
 #if defined(__AVX512F__)
 inline constexpr int kVec = 16;  ///< Floats per vector register.
-inline constexpr int kMR = 8;    ///< Rows of C per micro-tile.
+inline constexpr int kMR = 4;    ///< Rows of C per micro-tile.
+inline constexpr int kNV = 4;    ///< Vectors of C per micro-tile row.
 #elif defined(__AVX__)
 inline constexpr int kVec = 8;
-inline constexpr int kMR = 6;
+inline constexpr int kMR = 3;
+inline constexpr int kNV = 4;
 #else
 inline constexpr int kVec = 4;
-inline constexpr int kMR = 6;
+inline constexpr int kMR = 3;
+inline constexpr int kNV = 4;
 #endif
-inline constexpr int kNV = 2;             ///< Vectors of C per micro-tile row.
 inline constexpr int kNR = kVec * kNV;    ///< Columns of C per micro-tile (= B panel width).
 inline constexpr int kKC = 64;            ///< K block: B block (kKC x kNC floats) stays in L1.
 inline constexpr int kNC = 128;           ///< N block, a multiple of kNR.
@@ -91,55 +96,80 @@ inline vfloat vzero() {
   return v;
 }
 
-/// C[0:MR, 0:nr] += a[0:MR, 0:kc] * bp[0:kc, 0:kNR].
+/// C[0:MR, 0:nr] += a[0:MR, 0:kc] * bp[0:kc, 0:nr], with NV = ceil(nr / kVec).
 /// a(r, k) is a[r * lda + k], or a[k * lda + r] when kTransA. bp is a packed
-/// panel (row k at bp + k * kNR). kFull: nr == kNR, so C is read and written
-/// as whole vectors; otherwise the tile goes through a buffer so that no
-/// column past nr is touched.
-template <int MR, bool kTransA, bool kFull>
+/// panel (row k at bp + k * kNR, zero-padded). kFull: nr == NV * kVec, so C
+/// is read and written as whole vectors; otherwise the tile goes through a
+/// buffer so that no column past nr is touched.
+template <int MR, int NV, bool kTransA, bool kFull>
 inline void micro_kernel(int kc, const float* a, std::ptrdiff_t lda, const float* bp, float* c,
                          std::ptrdiff_t ldc, int nr) {
-  vfloat acc[MR][kNV];
+  vfloat acc[MR][NV];
   for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < kNV; ++v) acc[r][v] = kFull ? vload(c + r * ldc + v * kVec) : vzero();
+    for (int v = 0; v < NV; ++v) acc[r][v] = kFull ? vload(c + r * ldc + v * kVec) : vzero();
   // kc >= 1 always; a do-while spares the compiler a zero-trip path that
   // would force the accumulators through memory.
   int k = 0;
   do {
-    vfloat b[kNV];
-    for (int v = 0; v < kNV; ++v) b[v] = vload(bp + k * kNR + v * kVec);
+    vfloat b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = vload(bp + k * kNR + v * kVec);
     for (int r = 0; r < MR; ++r) {
       const float s = kTransA ? a[k * lda + r] : a[r * lda + k];
-      for (int v = 0; v < kNV; ++v) vfma(acc[r][v], b[v], s);
+      for (int v = 0; v < NV; ++v) vfma(acc[r][v], b[v], s);
     }
   } while (++k < kc);
   if constexpr (kFull) {
     for (int r = 0; r < MR; ++r)
-      for (int v = 0; v < kNV; ++v) vstore(c + r * ldc + v * kVec, acc[r][v]);
+      for (int v = 0; v < NV; ++v) vstore(c + r * ldc + v * kVec, acc[r][v]);
   } else {
-    alignas(64) float tile[MR][kNR];
+    alignas(64) float tile[MR][NV * kVec];
     for (int r = 0; r < MR; ++r)
-      for (int v = 0; v < kNV; ++v) vstore(&tile[r][v * kVec], acc[r][v]);
+      for (int v = 0; v < NV; ++v) vstore(&tile[r][v * kVec], acc[r][v]);
     for (int r = 0; r < MR; ++r)
       for (int j = 0; j < nr; ++j) c[r * ldc + j] += tile[r][j];
   }
 }
 
-/// Runs the micro-kernel for mr (1..MR) rows; each row count is its own
-/// instantiation so the accumulators stay in registers.
-template <int MR, bool kTransA, bool kFull>
-inline void micro_dispatch(int mr, int kc, const float* a, std::ptrdiff_t lda, const float* bp, float* c,
+/// Runs the micro-kernel for a tile of mr (1..MR) rows and nv (1..NV)
+/// vectors. Every shape is its own instantiation so that the accumulators
+/// stay in registers and narrow edge panels do no wasted work.
+template <int MR, int NV, bool kTransA, bool kFull>
+inline void micro_dispatch(int mr, int nv, int kc, const float* a, std::ptrdiff_t lda, const float* bp, float* c,
                            std::ptrdiff_t ldc, int nr) {
-  if constexpr (MR > 1) {
-    if (mr < MR) return micro_dispatch<MR - 1, kTransA, kFull>(mr, kc, a, lda, bp, c, ldc, nr);
+  if constexpr (NV > 1) {
+    if (nv < NV) return micro_dispatch<MR, NV - 1, kTransA, kFull>(mr, nv, kc, a, lda, bp, c, ldc, nr);
   }
-  micro_kernel<MR, kTransA, kFull>(kc, a, lda, bp, c, ldc, nr);
+  if constexpr (MR > 1) {
+    if (mr < MR) return micro_dispatch<MR - 1, NV, kTransA, kFull>(mr, nv, kc, a, lda, bp, c, ldc, nr);
+  }
+  micro_kernel<MR, NV, kTransA, kFull>(kc, a, lda, bp, c, ldc, nr);
 }
 
 /// Widens one element to float (identity for float).
 template <typename T>
 inline float to_f32(T x) {
   return static_cast<float>(x);
+}
+
+/// dst[0:n] = float(src[0:n]). Vectorised for half (F16C) and bfloat16 (a
+/// shift the compiler vectorises): element-wise conversion would otherwise
+/// cost more than the GEMM itself.
+template <typename T>
+inline void widen_row(const T* src, float* dst, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  if constexpr (std::is_same<T, half>::value) {
+#if defined(__F16C__)
+    // (A separate bound, rather than i + 8 <= n, keeps GCC's loop analysis quiet.)
+    const std::ptrdiff_t n8 = n & ~std::ptrdiff_t(7);
+    for (; i < n8; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+    for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+  } else if constexpr (std::is_same<T, bfloat16>::value) {
+    for (; i < n; ++i) dst[i] = detail::bfloat16_bits_to_float(src[i].bits);
+  } else {
+    for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+  }
 }
 
 #if defined(__AVX__)
@@ -161,6 +191,12 @@ inline void transpose_8x8(const float* src, std::ptrdiff_t ss, float* dst, std::
     _mm256_storeu_ps(dst + (c + 3) * ds, _mm256_shuffle_ps(t1, t3, 0xee));
   }
 }
+#else
+/// Transposes an 8x8 float block: dst[c * ds + r] = src[r * ss + c].
+inline void transpose_8x8(const float* src, std::ptrdiff_t ss, float* dst, std::ptrdiff_t ds) {
+  for (int c = 0; c < 8; ++c)
+    for (int r = 0; r < 8; ++r) dst[c * ds + r] = src[r * ss + c];
+}
 #endif
 
 /// Packs b(k0:k0+kc, j0:j0+nc) into panels of kNR columns: panel p holds
@@ -175,30 +211,38 @@ inline void pack_b(const TB* B, std::ptrdiff_t ldb, int k0, int kc, int j0, int 
       for (idx k = 0; k < kc; ++k) {
         const TB* src = B + (k0 + k) * ldb + j0 + jr;
         float* row = panel + k * kNR;
-        if (std::is_same<TB, float>::value && nr == kNR) {
-          // Whole vectors: a plain loop here becomes a slow `rep movs` memcpy.
-          for (int v = 0; v < kNV; ++v) vstore(row + v * kVec, vload(reinterpret_cast<const float*>(src) + v * kVec));
-        } else {
-          for (idx j = 0; j < nr; ++j) row[j] = to_f32(src[j]);
-          for (idx j = nr; j < kNR; ++j) row[j] = 0.0f;
+        if constexpr (std::is_same<TB, float>::value) {
+          if (nr == kNR) {  // Whole vectors: a plain loop here becomes a slow `rep movs` memcpy.
+            for (int v = 0; v < kNV; ++v) vstore(row + v * kVec, vload(src + v * kVec));
+            continue;
+          }
         }
+        widen_row(src, row, nr);
+        for (idx j = nr; j < kNR; ++j) row[j] = 0.0f;
       }
     } else {
-      // b(k, j) = B[j * ldb + k]: source rows run along k.
+      // b(k, j) = B[j * ldb + k]: source rows run along k. Groups of 8 rows
+      // go through 8x8 register transposes (16-bit rows are widened into a
+      // small buffer first); the remaining rows and k tail are copied singly.
       const TB* src = B + (j0 + jr) * ldb + k0;
-      idx j = 0;
-#if defined(__AVX__)
-      if constexpr (std::is_same<TB, float>::value) {
-        // 8x8 register transposes cover whole blocks of 8 rows and 8 columns;
-        // the k tail of those rows is copied by the scalar loop.
-        const idx nr8 = nr & ~idx(7), kc8 = kc & ~idx(7);
-        for (; j < nr8; j += 8)
-          for (idx k = 0; k < kc8; k += 8) transpose_8x8(src + j * ldb + k, ldb, panel + k * kNR + j, kNR);
-        for (idx jj = 0; jj < nr8; ++jj)
-          for (idx k = kc8; k < kc; ++k) panel[k * kNR + jj] = src[jj * ldb + k];
+      const idx nr8 = nr & ~idx(7), kc8 = kc & ~idx(7);
+      alignas(64) float wide[std::is_same<TB, float>::value ? 1 : 8 * kKC];
+      for (idx j = 0; j < nr8; j += 8) {
+        const float* rows;
+        idx rs;
+        if constexpr (std::is_same<TB, float>::value) {
+          rows = src + j * ldb;
+          rs = ldb;
+        } else {
+          for (idx jj = 0; jj < 8; ++jj) widen_row(src + (j + jj) * ldb, wide + jj * kKC, kc);
+          rows = wide;
+          rs = kKC;
+        }
+        for (idx k = 0; k < kc8; k += 8) transpose_8x8(rows + k, rs, panel + k * kNR + j, kNR);
+        for (idx k = kc8; k < kc; ++k)
+          for (idx jj = 0; jj < 8; ++jj) panel[k * kNR + j + jj] = rows[jj * rs + k];
       }
-#endif
-      for (; j < nr; ++j)
+      for (idx j = nr8; j < nr; ++j)
         for (idx k = 0; k < kc; ++k) panel[k * kNR + j] = to_f32(src[j * ldb + k]);
       for (idx k = 0; k < kc; ++k)
         for (idx jj = nr; jj < kNR; ++jj) panel[k * kNR + jj] = 0.0f;
@@ -206,15 +250,16 @@ inline void pack_b(const TB* B, std::ptrdiff_t ldb, int k0, int kc, int j0, int 
   }
 }
 
-/// Widens a(i0:i0+mc, k0:k0+kc) into a row-major mc x kc float block.
+/// Widens a 16-bit A block into floats, keeping A's own layout (so no
+/// transposition is needed): a(i0:i0+mc, k0:k0+kc) goes to a row-major
+/// mc x kc block, or for kTransA to a kc x mc block; either way the leading
+/// dimension of the result is its row length.
 template <bool kTransA, typename TA>
 inline void pack_a(const TA* A, std::ptrdiff_t lda, int i0, int mc, int k0, int kc, float* dst) {
   if constexpr (!kTransA) {
-    for (int i = 0; i < mc; ++i)
-      for (int k = 0; k < kc; ++k) dst[i * kc + k] = to_f32(A[(i0 + i) * lda + k0 + k]);
+    for (std::ptrdiff_t i = 0; i < mc; ++i) widen_row(A + (i0 + i) * lda + k0, dst + i * kc, kc);
   } else {
-    for (int k = 0; k < kc; ++k)
-      for (int i = 0; i < mc; ++i) dst[i * kc + k] = to_f32(A[(k0 + k) * lda + i0 + i]);
+    for (std::ptrdiff_t k = 0; k < kc; ++k) widen_row(A + (k0 + k) * lda + i0, dst + k * mc, mc);
   }
 }
 
@@ -222,17 +267,20 @@ inline void pack_a(const TA* A, std::ptrdiff_t lda, int i0, int mc, int k0, int 
 template <bool kTransA>
 inline void macro_kernel(int mc, int nc, int kc, const float* a, std::ptrdiff_t lda, const float* bpack,
                          float* c, std::ptrdiff_t ldc) {
-  for (int jr = 0; jr < nc; jr += kNR) {
-    const int nr = std::min(kNR, nc - jr);
-    const float* bp = bpack + static_cast<std::ptrdiff_t>(jr / kNR) * kc * kNR;
-    for (int ir = 0; ir < mc; ir += kMR) {
-      const int mr = std::min(kMR, mc - ir);
-      const float* ap = kTransA ? a + ir : a + ir * lda;
+  // Rows outermost: the packed B block (kc x nc) stays in L1 while each
+  // strip of A and C is streamed through exactly once.
+  for (int ir = 0; ir < mc; ir += kMR) {
+    const int mr = std::min(kMR, mc - ir);
+    const float* ap = kTransA ? a + ir : a + ir * lda;
+    for (int jr = 0; jr < nc; jr += kNR) {
+      const int nr = std::min(kNR, nc - jr);
+      const int nv = (nr + kVec - 1) / kVec;
+      const float* bp = bpack + static_cast<std::ptrdiff_t>(jr) * kc;  // Panel jr / kNR.
       float* cp = c + ir * ldc + jr;
-      if (nr == kNR)
-        micro_dispatch<kMR, kTransA, true>(mr, kc, ap, lda, bp, cp, ldc, nr);
+      if (nr == nv * kVec)
+        micro_dispatch<kMR, kNV, kTransA, true>(mr, nv, kc, ap, lda, bp, cp, ldc, nr);
       else
-        micro_dispatch<kMR, kTransA, false>(mr, kc, ap, lda, bp, cp, ldc, nr);
+        micro_dispatch<kMR, kNV, kTransA, false>(mr, nv, kc, ap, lda, bp, cp, ldc, nr);
     }
   }
 }
@@ -255,34 +303,41 @@ inline void gemm_f32(const TA* A, const TB* B, float* C, int M, int N, int K, st
         for (int i0 = 0; i0 < M; i0 += kMC) {
           const int mc = std::min(kMC, M - i0);
           pack_a<kTransA>(A, lda, i0, mc, k0, kc, apack);
-          macro_kernel<false>(mc, nc, kc, apack, kc, bpack, C + i0 * ldc + j0, ldc);
+          macro_kernel<kTransA>(mc, nc, kc, apack, kTransA ? mc : kc, bpack, C + i0 * ldc + j0, ldc);
         }
       }
     }
   }
 }
 
-/// Reference-order loop for every other type combination; products in TC.
+/// Every other type combination (double, int8 -> int32, ...); products in TC.
+/// B is converted block by block into a row-major TC buffer, so the inner
+/// loop is a contiguous multiply-add over j that the compiler vectorises
+/// whatever the operand types and transposition.
 template <bool kTransA, bool kTransB, typename TA, typename TB, typename TC>
 inline void gemm_generic(const TA* A, const TB* B, TC* C, int M, int N, int K, std::ptrdiff_t lda,
                          std::ptrdiff_t ldb, std::ptrdiff_t ldc) {
-  for (int i = 0; i < M; ++i) {
-    TC* crow = C + i * ldc;
-    if constexpr (!kTransB) {
-      // Inner loop runs along contiguous rows of B and C, so it vectorises.
-      for (int k = 0; k < K; ++k) {
-        const TC a = static_cast<TC>(kTransA ? A[k * lda + i] : A[i * lda + k]);
-        const TB* brow = B + k * ldb;
-        for (int j = 0; j < N; ++j) crow[j] += a * static_cast<TC>(brow[j]);
+  using idx = std::ptrdiff_t;
+  constexpr int kBK = 64, kBN = 64;  // At most 32 KiB of stack for double.
+  TC bbuf[kBK * kBN];
+  for (idx k0 = 0; k0 < K; k0 += kBK) {
+    const idx kc = std::min<idx>(kBK, K - k0);
+    for (idx j0 = 0; j0 < N; j0 += kBN) {
+      const idx nc = std::min<idx>(kBN, N - j0);
+      if constexpr (!kTransB) {
+        for (idx k = 0; k < kc; ++k)
+          for (idx j = 0; j < nc; ++j) bbuf[k * nc + j] = static_cast<TC>(B[(k0 + k) * ldb + j0 + j]);
+      } else {
+        for (idx j = 0; j < nc; ++j)
+          for (idx k = 0; k < kc; ++k) bbuf[k * nc + j] = static_cast<TC>(B[(j0 + j) * ldb + k0 + k]);
       }
-    } else {
-      // B rows are contiguous along k: a dot product per output.
-      for (int j = 0; j < N; ++j) {
-        const TB* bcol = B + j * ldb;
-        TC sum = TC(0);
-        for (int k = 0; k < K; ++k)
-          sum += static_cast<TC>(kTransA ? A[k * lda + i] : A[i * lda + k]) * static_cast<TC>(bcol[k]);
-        crow[j] += sum;
+      for (idx i = 0; i < M; ++i) {
+        TC* crow = C + i * ldc + j0;
+        for (idx k = 0; k < kc; ++k) {
+          const TC a = static_cast<TC>(kTransA ? A[(k0 + k) * lda + i] : A[i * lda + k0 + k]);
+          const TC* brow = bbuf + k * nc;
+          for (idx j = 0; j < nc; ++j) crow[j] += a * brow[j];
+        }
       }
     }
   }

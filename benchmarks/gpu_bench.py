@@ -1,0 +1,144 @@
+"""GPU benchmark (not a test), side by side in one process on the current GPU:
+GEMM fp16/bf16 against torch.matmul (cuBLAS), an element-wise kernel against the
+device-to-device copy bandwidth, and compile/launch overheads. Each kernel is checked
+against torch in float64 before it is timed. Prints a table of ratios.
+
+    python benchmarks/gpu_bench.py [--quick]
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+import tilelang
+import tilelang.language as T
+
+
+def gemm_program(M, N, K, block_M=128, block_N=128, block_K=32, dtype="float16", stages=3, threads=128,
+                 relu=False):
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), dtype)
+            B_s = T.alloc_shared((block_K, block_N), dtype)
+            C_l = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
+                T.copy(A[by * block_M, k * block_K], A_s)
+                T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_l)
+            if relu:
+                for i, j in T.Parallel(block_M, block_N):
+                    C_l[i, j] = T.max(C_l[i, j], 0)
+            T.copy(C_l, C[by * block_M, bx * block_N])
+    return gemm
+
+
+def scale_add_program(n, block=1024, dtype="float32"):
+    @T.prim_func
+    def scale_add(X: T.Tensor((n,), dtype), Y: T.Tensor((n,), dtype), Z: T.Tensor((n,), dtype)):
+        with T.Kernel(T.ceildiv(n, block), threads=256) as bx:
+            for i in T.Parallel(block):
+                Z[bx * block + i] = X[bx * block + i] * 2.0 + Y[bx * block + i]
+    return scale_add
+
+
+def bench(fn, warmup=10, rep=50):
+    """Median time in ms with the L2 flushed before each run (CUDA events)."""
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rep):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def check_gemm(kernel, M, N, K, dtype, relu=False):
+    a = torch.randn(M, K, dtype=dtype, device="cuda")
+    b = torch.randn(K, N, dtype=dtype, device="cuda")
+    c = torch.full((M, N), float("nan"), dtype=dtype, device="cuda")
+    kernel(a, b, c)
+    ref = a.double() @ b.double()
+    if relu:
+        ref = ref.relu()
+    err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+    assert err < 2e-2, f"GEMM {M}x{N}x{K} {dtype}: relative error {err}"
+    return a, b, c, err
+
+
+ROWS = []
+
+
+def row(name, ours_ms, peer_ms, peer, extra=""):
+    ROWS.append((name, ours_ms, peer_ms, peer, peer_ms / ours_ms, extra))
+    print(f"{name:34s} tilelang {ours_ms:8.3f} ms | {peer:14s} {peer_ms:8.3f} ms | ratio {peer_ms / ours_ms:5.2f}x {extra}",
+          flush=True)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    torch.manual_seed(0)
+    print(f"GPU: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    sizes = [4096] if quick else [4096, 8192]
+    for dtype_name, dtype in (("float16", torch.float16), ("bfloat16", torch.bfloat16)):
+        for n in sizes:
+            k = tilelang.compile(gemm_program(n, n, n, dtype=dtype_name), target="cuda")
+            a, b, c, err = check_gemm(k, n, n, n, dtype)
+            t_ours = bench(lambda: k(a, b, c))
+            t_ref = bench(lambda: torch.matmul(a, b))
+            tflops = 2 * n ** 3 / t_ours / 1e9
+            row(f"gemm {dtype_name} {n}^3", t_ours, t_ref, "cuBLAS", f"({tflops:.0f} TFLOP/s, err {err:.1e})")
+    # the seeds' GEMM
+    k = tilelang.compile(gemm_program(1024, 1024, 1024, stages=2), target="cuda")
+    a, b, c, err = check_gemm(k, 1024, 1024, 1024, torch.float16)
+    row("gemm float16 1024^3 (seed)", bench(lambda: k(a, b, c)), bench(lambda: torch.matmul(a, b)), "cuBLAS")
+    # element-wise over 1 GB (two inputs + one output of 1/3 GB each)
+    n = (1 << 30) // 4 // 3 // 1024 * 1024
+    k = tilelang.compile(scale_add_program(n), target="cuda")
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    z = torch.full_like(x, float("nan"))
+    k(x, y, z)
+    assert torch.allclose(z, x * 2 + y)
+    src = torch.randn(n * 3 // 2, device="cuda")
+    dst = torch.empty_like(src)  # the same 3n elements of traffic as the kernel
+    row("elementwise 1 GB (z = 2x + y)", bench(lambda: k(x, y, z)), bench(lambda: dst.copy_(src)), "D2D copy")
+    # compile times and launch overhead
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TILELANG_CACHE_DIR=cache, TILELANG_PRINT_ON_COMPILATION="0")
+        script = ("import time,sys; sys.path.insert(0, %r); import tilelang; from gpu_bench import gemm_program; "
+                  "t=time.perf_counter(); k=tilelang.compile(gemm_program(1024,1024,1024, relu=True), target='cuda'); "
+                  "print(k.cache_hit, (time.perf_counter()-t)*1e3)") % os.path.dirname(os.path.abspath(__file__))
+        cold = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        hit = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        print(f"compile quickstart GEMM cold: {float(cold.stdout.split()[1]):.0f} ms; cache hit in a new process: "
+              f"{float(hit.stdout.split()[1]):.1f} ms (hit={hit.stdout.split()[0]})")
+    k = tilelang.compile(gemm_program(128, 128, 32), target="cuda")
+    a = torch.randn(128, 32, dtype=torch.float16, device="cuda")
+    b = torch.randn(32, 128, dtype=torch.float16, device="cuda")
+    c = torch.empty(128, 128, dtype=torch.float16, device="cuda")
+    for _ in range(100):
+        k(a, b, c)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(2000):
+        k(a, b, c)
+    host_us = (time.perf_counter() - t0) / 2000 * 1e6
+    torch.cuda.synchronize()
+    print(f"host overhead of one call (enqueue): {host_us:.1f} us")
+
+
+if __name__ == "__main__":
+    main()

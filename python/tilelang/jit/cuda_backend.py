@@ -1,0 +1,165 @@
+"""The CUDA side of a JITKernel: compile (NVRTC, nvcc as fallback; works with no GPU when
+the arch is given), then launch on torch CUDA tensors on the current stream."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .. import _tl, env
+from ..errors import TileLangArgumentError, TileLangRuntimeError
+
+
+def _search_dirs():
+    """Folders where pip wheels put libnvrtc (nvidia-cuda-nvrtc)."""
+    dirs = []
+    for p in sys.path:
+        for sub in ("nvidia/cuda_nvrtc/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"):
+            d = os.path.join(p, sub)
+            if os.path.isdir(d):
+                dirs.append(d)
+    return dirs
+
+
+def _templates_root() -> str:
+    return os.path.dirname(os.path.dirname(env.template_dir()))  # .../templates
+
+
+class CudaBackend:
+    def __init__(self, kernel, arch, pass_configs, flags, verbose):
+        self.kernel = kernel
+        if arch is None:
+            ok, why = _tl.cuda_available()
+            if not ok:
+                raise TileLangRuntimeError(
+                    f"no CUDA device to read the arch from ({why}); give it, e.g. target='cuda -arch=sm_90a'")
+            arch = _tl.device_arch(_current_device())
+        self.arch = arch
+        t0 = time.perf_counter()
+        lowered, remarks, _ = _tl.lower_cuda(kernel.func.node, pass_configs, False)
+        self.lowered = lowered
+        self.remarks = list(remarks)
+        self.src = _tl.codegen_cuda(lowered)
+        self.source = self.src.code
+        fast = str(pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
+        all_flags = list(flags) + (["--use_fast_math"] if fast else [])
+        path, hit, compiler, log, usage = _tl.build_cuda(
+            self.source, arch, env.cache_dir(), [_templates_root()], all_flags, _search_dirs(), "")
+        self.cubin_path, self.cache_hit, self.compiler, self.build_log = path, hit, compiler, log
+        self.resource_usage = usage
+        self.compile_seconds = time.perf_counter() - t0
+        self.remarks.append(f"compiled by {compiler} for {arch}: {usage.get('registers', '?')} registers, "
+                            f"{usage.get('spill_stores_bytes', 0)} bytes spilled, "
+                            f"{self.src.shared_bytes} bytes of dynamic shared memory")
+        if not hit and (verbose or env.print_on_compilation()):
+            print(f"[tilelang] compiled kernel {kernel.name!r} for cuda ({arch}) in {self.compile_seconds:.2f} s",
+                  file=sys.stderr)
+        self._module = None
+
+    def _load(self):
+        if self._module is None:
+            ok, why = _tl.cuda_available()
+            if not ok:
+                raise TileLangRuntimeError(f"kernel {self.kernel.name!r} needs a CUDA device: {why}")
+            limit = _tl.max_shared_memory_per_block_optin(_current_device())
+            if self.src.shared_bytes > limit:
+                raise TileLangRuntimeError(
+                    f"kernel {self.kernel.name!r} needs {self.src.shared_bytes} bytes of shared memory, the "
+                    f"device has {limit}; use smaller tiles or fewer pipeline stages")
+            self._module = _tl.CudaModule(self.cubin_path, self.src.entry)
+        return self._module
+
+    def call(self, args):
+        k = self.kernel
+        n_in = len(k.in_idx)
+        if len(args) != n_in:
+            names = ", ".join(k.params[i].name for i in k.in_idx)
+            raise TileLangArgumentError(f"{k.name}() takes {n_in} argument(s) ({names}), got {len(args)}")
+        module = self._load()
+        try:
+            import torch
+        except ImportError:
+            raise TileLangRuntimeError("CUDA kernels take torch tensors; install PyTorch") from None
+        device = torch.device("cuda", _current_device())
+        dims = {}
+        values = [None] * len(k.params)
+        for i, a in zip(k.in_idx, args):
+            p = k.params[i]
+            if p.is_tensor:
+                t = _as_cuda_tensor(a, p.name, k.name, device)
+                k._check_tensor(p, _TensorView(t), dims)
+                values[i] = ("ptr", t.data_ptr())
+            else:
+                from .arguments import scalar_arg
+
+                v = scalar_arg(a, p.name, p.dtype, k.name)
+                values[i] = (_scalar_kind(p.dtype), v)
+        outputs = []
+        for i in k.out_idx:
+            p = k.params[i]
+            shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
+            out = torch.empty(shape, dtype=getattr(torch, p.dtype), device=device)
+            outputs.append(out)
+            values[i] = ("ptr", out.data_ptr())
+        dyn = [dims[name] for name, _, _ in self.src.dynamic_dims]
+        for (name, _, _), kind, v in zip(self.src.dynamic_dims, self.src.arg_kinds[len(k.params):], dyn):
+            values.append((kind, v))
+        grid = self.src.grid(dyn)
+        if min(grid) > 0:
+            stream = torch.cuda.current_stream(device).cuda_stream
+            module.launch(grid, self.src.block, self.src.shared_bytes, stream, values)
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _current_device() -> int:
+    try:
+        import torch
+
+        return torch.cuda.current_device()
+    except Exception:  # noqa: BLE001 - no torch: the first device
+        return 0
+
+
+def _scalar_kind(dtype: str) -> str:
+    if dtype in ("float64",):
+        return "f64"
+    if dtype.startswith("float") or dtype == "bfloat16":
+        return "f32"
+    return "i64" if dtype in ("int64", "uint64") else "i32"
+
+
+class _TensorView:
+    """What JITKernel._check_tensor reads from a tensor."""
+
+    def __init__(self, t):
+        from ..language.dtypes import canonical
+
+        self.shape = tuple(t.shape)
+        self.dtype = canonical(t.dtype)
+
+
+def _as_cuda_tensor(a, name, kernel_name, device):
+    import torch
+
+    if not isinstance(a, torch.Tensor):
+        if hasattr(a, "__dlpack__"):
+            a = torch.from_dlpack(a)
+        else:
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {name!r} must be a CUDA tensor, got {type(a).__name__}")
+    if a.device.type != "cuda":
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {name!r} is on {a.device} but this kernel was compiled for CUDA; "
+            f"move it with .cuda()")
+    if a.device != device:
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {name!r} is on {a.device} but the current device is {device}")
+    if not a.is_contiguous():
+        raise TileLangArgumentError(f"{kernel_name}(): argument {name!r} must be contiguous; pass {name}.contiguous()")
+    if a.data_ptr() % 16:
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {name!r} starts at an address that is not 16-byte aligned (a view "
+            f"into another tensor?); pass {name}.clone()")
+    return a

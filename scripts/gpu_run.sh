@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The one GPU script: on the GPU machine, in a single call, builds the package offline,
+# runs the test suite with GPU tests enabled, then benchmarks side by side with torch.
+#   bash scripts/gpu_run.sh [--quick]
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export TILELANG_CACHE_DIR="${TILELANG_CACHE_DIR:-/tmp/tilelang-cache}"
+# The GPU image's default CXX (/opt/gcc) links a libstdc++ that crashes inside the
+# extension once loaded next to the system one; the system compiler is the safe choice.
+if [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
+echo "== build"; t0=$(date +%s)
+source "$ROOT/scripts/setup_env.sh" || exit 1
+echo "build: $(( $(date +%s) - t0 )) s"
+PY="$ROOT/.venv/bin/python"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+if [ -f tests/cuda/device_lib_test.cu ]; then
+  echo "== device header library test"
+  nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
+    tests/cuda/device_lib_test.cu -o /tmp/device_lib_test && /tmp/device_lib_test | tail -3
+fi
+echo "== tests (GPU enabled)"
+TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -x tests/python ${PYTEST_ARGS:-} 2>&1 | tail -15
+echo "== benchmarks"
+"$PY" benchmarks/gpu_bench.py "$@"

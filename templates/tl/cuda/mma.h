@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Warp-level tensor-core MMA (mma.sync, sm_80+) for generated CUDA kernels.
+///
+/// D = A * B + C for one warp, A row-major (M x K), B column-major (K x N),
+/// i.e. the `.row.col` forms. Fragments are per-lane register arrays; all 32
+/// lanes must execute the call. d may be the same array as c.
+///
+/// FRAGMENT LAYOUTS (PTX ISA "Matrix Fragments for mma.m16n8k16 / m16n8k32 /
+/// m16n8k8"). Per lane: g = lane >> 2 (groupID, 0..7), t = lane & 3
+/// (threadID_in_group, 0..3). A register holding several narrow elements holds
+/// the lowest-index one in its least significant bits.
+///
+/// m16n8k16, A/B .f16 or .bf16 (two 16-bit elements per register), C/D .f32:
+///   A (16x16), uint32_t a[4]:
+///     a[0] = { A[g  ][2t], A[g  ][2t+1] }
+///     a[1] = { A[g+8][2t], A[g+8][2t+1] }
+///     a[2] = { A[g  ][2t+8], A[g  ][2t+9] }
+///     a[3] = { A[g+8][2t+8], A[g+8][2t+9] }
+///   B (16x8), uint32_t b[2]:
+///     b[0] = { B[2t  ][g], B[2t+1][g] }
+///     b[1] = { B[2t+8][g], B[2t+9][g] }
+///   C/D (16x8), float c[4]:
+///     c[0] = C[g][2t]    c[1] = C[g][2t+1]
+///     c[2] = C[g+8][2t]  c[3] = C[g+8][2t+1]
+///   (.f16 accumulators, uint32_t c[2]: c[0] = {C[g][2t], C[g][2t+1]},
+///    c[1] = {C[g+8][2t], C[g+8][2t+1]}.)
+///   With row-major A in shared memory, ldmatrix_x4 with lane L pointing at
+///   &A[L % 16][(L / 16) * 8] yields a[0..3]; with B stored K-major (B^T
+///   row-major, N x K) ldmatrix_x2 at &Bt[L % 8][((L / 8) % 2) * 8] yields
+///   b[0..1]; with B stored row-major (K x N) ldmatrix_x2_trans at
+///   &B[L % 16][0] yields b[0..1].
+///
+/// m16n8k32, A/B .s8 or .u8 (four 8-bit elements per register), C/D .s32:
+///   A (16x32), uint32_t a[4]:
+///     a[0] = { A[g  ][4t .. 4t+3] }
+///     a[1] = { A[g+8][4t .. 4t+3] }
+///     a[2] = { A[g  ][4t+16 .. 4t+19] }
+///     a[3] = { A[g+8][4t+16 .. 4t+19] }
+///   B (32x8), uint32_t b[2]:
+///     b[0] = { B[4t .. 4t+3][g] }
+///     b[1] = { B[4t+16 .. 4t+19][g] }
+///   C/D (16x8), int c[4]: same positions as the f32 C/D above.
+///   (Byte-wise this is the 16-bit layout with each 16-bit element replaced
+///   by a pair of bytes, so ldmatrix serves int8 tiles too.)
+///
+/// m16n8k8, A/B .tf32 (one element per 32-bit register), C/D .f32:
+///   A (16x8), uint32_t a[4]:
+///     a[0] = A[g][t]    a[1] = A[g+8][t]    a[2] = A[g][t+4]    a[3] = A[g+8][t+4]
+///   B (8x8), uint32_t b[2]:
+///     b[0] = B[t][g]    b[1] = B[t+4][g]
+///   C/D (16x8), float c[4]: same positions as the f32 C/D above.
+#pragma once
+
+#ifndef TL_CUDA_H_INCLUDED
+#error "include tl_cuda.h, not its parts"
+#endif
+
+namespace tl {
+
+/// D = A * B + C, m16n8k16, A/B f16, C/D f32 (layouts in the file comment).
+TL_DEVICE void mma_m16n8k16_f16f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+/// D = A * B + C, m16n8k16, A/B bf16, C/D f32 (layouts in the file comment).
+TL_DEVICE void mma_m16n8k16_bf16f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                    const float (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+/// D = A * B + C, m16n8k16, f32 accumulate, input type T = tl::half or tl::bfloat16.
+template <typename T>
+TL_DEVICE void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
+                "mma_m16n8k16<T>: T must be tl::half or tl::bfloat16");
+  if constexpr (detail::is_same<T, half>::value) {
+    mma_m16n8k16_f16f32(d, a, b, c);
+  } else {
+    mma_m16n8k16_bf16f32(d, a, b, c);
+  }
+}
+
+/// D = A * B + C, m16n8k16, A/B f16, C/D f16 (two halves per register; see file comment).
+TL_DEVICE void mma_m16n8k16_f16f16(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                   const uint32_t (&c)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 "
+      "{%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};"
+      : "=r"(d[0]), "=r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
+}
+
+/// D = A * B + C, m16n8k32, A/B signed int8, C/D int32 (wrapping, no saturation).
+TL_DEVICE void mma_m16n8k32_s8s32(int (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const int (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+}
+
+/// D = A * B + C, m16n8k32, A/B unsigned int8, C/D int32 (wrapping, no saturation).
+TL_DEVICE void mma_m16n8k32_u8s32(int (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const int (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+}
+
+/// float -> tf32 bit pattern (cvt.rna: round to nearest, ties away from zero),
+/// the operand format of the tf32 mma.
+TL_DEVICE uint32_t float_to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+/// D = A * B + C, m16n8k8, A/B tf32 bit patterns (see float_to_tf32), C/D f32.
+TL_DEVICE void mma_m16n8k8_tf32f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+/// D = A * B + C, m16n8k8 tf32, taking plain floats: rounds A and B to tf32
+/// (cvt.rna) first, so float32 GEMMs can feed their fragments directly.
+TL_DEVICE void mma_m16n8k8_tf32f32(float (&d)[4], const float (&a)[4], const float (&b)[2], const float (&c)[4]) {
+  const uint32_t ta[4] = {float_to_tf32(a[0]), float_to_tf32(a[1]), float_to_tf32(a[2]), float_to_tf32(a[3])};
+  const uint32_t tb[2] = {float_to_tf32(b[0]), float_to_tf32(b[1])};
+  mma_m16n8k8_tf32f32(d, ta, tb, c);
+}
+
+}  // namespace tl
