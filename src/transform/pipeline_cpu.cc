@@ -8,6 +8,8 @@ namespace tl::transform {
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   // Simplify first so that tile-op regions are in canonical form before lowering.
   ir::PrimFunc out = RunPass("simplify", f, ctx);
+  // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
+  out = RunPass("guard-global-access", out, ctx);
   // Tile ops become loops with edge guards; the guards are written naively ...
   out = RunPass("lower-tile-ops-cpu", out, ctx);
   // ... because this simplify proves most of them true (interior tiles) and drops them.

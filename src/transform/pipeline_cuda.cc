@@ -7,6 +7,8 @@ namespace tl::transform {
 ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   // Canonical regions first: layout inference matches fragment indices structurally.
   ir::PrimFunc out = RunPass("simplify", f, ctx);
+  // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
+  out = RunPass("guard-global-access", out, ctx);
   // Every later pass spreads work over threads through the binding of `tx`.
   out = RunPass("cuda-bind-threads", out, ctx);
   // Fragment layouts must be known before copies are lowered: copies of register

@@ -133,9 +133,6 @@ def test_copy_middle_index_and_global_to_global(rng):
     np.testing.assert_array_equal(f64(g), f64(np.stack([x[1, 2], x[2, 4]])))
 
 
-@pytest.mark.xfail(reason="C++ core: global loads/stores inside T.Parallel are not bounds-guarded "
-                          "(upstream LegalizeSafeMemoryAccess: out-of-range reads give 0, writes are skipped)",
-                   strict=True)
 def test_parallel_global_access_is_guarded(rng):
     N, b = 10, 4
 

@@ -207,8 +207,6 @@ def test_eager_scalars_order_and_outputs(rng):
     np.testing.assert_allclose(out, 1.5 * f64(x) - f64(y), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(reason="C++ core: a tile with a run-time size is emitted with std::unique_ptr but "
-                          "tl_cpu.h does not include <memory>; g++ fails", strict=True)
 def test_dynamic_size_tile(rng):
     @T.prim_func
     def k(A: T.Tensor((16,), "float32"), n: T.int32, B: T.Tensor((16,), "float32")):

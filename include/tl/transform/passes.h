@@ -10,6 +10,10 @@ namespace tl::transform {
 /// that are provably redundant (see arith::Simplify). Safe anywhere in a pipeline.
 ir::PrimFunc Simplify(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "guard-global-access": user element accesses to global tensors that may be out of
+/// range read zero / skip the write, as T.copy does. Runs before tile-op lowering.
+ir::PrimFunc GuardGlobalAccess(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "lower-tile-ops-cpu": replaces T.copy / fill / reduce / atomic by whole-tile loops
 /// with edge guards, and T.gemm by a call into the CPU tile-GEMM library. After it no
 /// tile-op node is left. Precondition: regions were checked by the front end.

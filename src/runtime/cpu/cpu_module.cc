@@ -161,7 +161,9 @@ CpuBuildResult BuildCpuLibrary(const std::string& source, const CpuBuildOptions&
 }
 
 CpuModule::CpuModule(const std::string& path, const std::string& entry) {
-  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: unloading a kernel library could unload the OpenMP runtime it pulled
+  // in while OpenMP worker threads still run.
+  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle_) throw std::runtime_error(std::string("cannot load kernel library: ") + ::dlerror());
   entry_ = reinterpret_cast<int32_t (*)(const TLArg*)>(::dlsym(handle_, entry.c_str()));
   if (!entry_) {

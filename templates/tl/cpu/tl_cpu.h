@@ -7,6 +7,11 @@
 /// _min (atomic.h) and the tile GEMM tl::cpu::gemm (gemm.h).
 #pragma once
 
+// Generated code also uses these standard facilities directly.
+#include <cstdint>
+#include <limits>
+#include <memory>
+
 #include "types.h"
 #include "math.h"
 #include "atomic.h"

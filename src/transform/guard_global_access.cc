@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "guard-global-access": element accesses to global tensors that may fall outside
+/// the tensor are made safe, as T.copy's are: an out-of-range read gives zero and an
+/// out-of-range write is skipped. Accesses proven in range (from loop and block ranges)
+/// are left alone. Runs before tile ops are lowered, so it sees only the user's own
+/// element accesses (tile-op lowering guards its own).
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+class GlobalAccessGuard : public IRMutator {
+ protected:
+  Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    for (size_t i = 0; i < op->block_vars.size(); ++i) {
+      an_.BindRange(op->block_vars[i].get(), MakeInt(0, op->block_vars[i]->dtype), op->grid[i]);
+    }
+    return IRMutator::Mutate_(op, self);
+  }
+
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    an_.BindRange(op->var.get(), op->min, op->extent);
+    Stmt out = IRMutator::Mutate_(op, self);
+    an_.Unbind(op->var.get());
+    return out;
+  }
+
+  Expr Mutate_(const BufferLoad* op, const Expr& self) override {
+    Expr e = IRMutator::Mutate_(op, self);
+    if (op->buffer->scope != Scope::kGlobal) return e;
+    Expr cond = Unproven(op->buffer, As<BufferLoad>(e)->indices);
+    if (!cond) return e;
+    Expr zero = e->dtype.IsFloat() ? MakeFloat(0, e->dtype) : MakeInt(0, e->dtype);
+    return Select::Make(cond, e, zero);
+  }
+
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+    Stmt s = IRMutator::Mutate_(op, self);
+    if (op->buffer->scope != Scope::kGlobal) return s;
+    Expr cond = Unproven(op->buffer, As<BufferStore>(s)->indices);
+    return cond ? IfThenElse::Make(cond, s, nullptr, op->span) : s;
+  }
+
+ private:
+  /// The range conditions that cannot be proven, or null when all can.
+  Expr Unproven(const Buffer& b, const std::vector<Expr>& idx) {
+    Expr cond;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      Expr lo = GE(idx[i], MakeInt(0, idx[i]->dtype));
+      Expr hi = LT(idx[i], b->shape[i]);
+      if (!an_.CanProve(lo)) cond = And(cond, lo);
+      if (!an_.CanProve(hi)) cond = And(cond, hi);
+    }
+    return cond;
+  }
+
+  arith::Analyzer an_;
+};
+
+}  // namespace
+
+ir::PrimFunc GuardGlobalAccess(const ir::PrimFunc& f, PassContext& ctx) {
+  ir::Stmt body = GlobalAccessGuard().Mutate(f->body);
+  return body == f->body ? f : ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("guard-global-access", GuardGlobalAccess);
+
+}  // namespace tl::transform
