@@ -91,3 +91,56 @@ def source_line(file, line):
     import linecache
 
     return linecache.getline(file, line).rstrip("\n")
+
+
+# --------------------------------------------------------------------------------------
+# TILELANG_TEST_CUDA=1 runs the whole suite on the CUDA target instead: every kernel
+# compiled for the CPU is compiled for CUDA, numpy arguments travel to the GPU and back
+# (in-place outputs included), so each CPU-target test also checks the CUDA path.
+if os.environ.get("TILELANG_TEST_CUDA") == "1":
+    import torch
+
+    from tilelang.jit import kernel as _kernel_mod
+    from tilelang.jit import target as _target_mod
+
+    os.environ["TILELANG_DEFAULT_TARGET"] = "cuda"
+    _parse = _target_mod.parse
+
+    def _parse_as_cuda(t):
+        r = _parse(t)
+        return _target_mod.Target("cuda") if r.kind in ("cpu", "auto") else r
+
+    _target_mod.parse = _parse_as_cuda
+
+    def _to_torch(a):
+        if not isinstance(a, np.ndarray):
+            return a
+        a = np.ascontiguousarray(a)
+        if a.dtype == NP["bfloat16"]:
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
+        return torch.from_numpy(a).cuda()
+
+    def _to_numpy(t, like=None):
+        if not isinstance(t, torch.Tensor):
+            return t
+        t = t.cpu()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(NP["bfloat16"])
+        return t.numpy()
+
+    _call = _kernel_mod.JITKernel.__call__
+
+    def _call_on_gpu(self, *args):
+        if self.target != "cuda":
+            return _call(self, *args)
+        moved = [_to_torch(a) for a in args]
+        out = _call(self, *moved)
+        torch.cuda.synchronize()
+        for a, m in zip(args, moved):
+            if isinstance(a, np.ndarray) and a.flags.writeable:
+                a[...] = _to_numpy(m)
+        if isinstance(out, list):
+            return [_to_numpy(o) for o in out]
+        return _to_numpy(out)
+
+    _kernel_mod.JITKernel.__call__ = _call_on_gpu
