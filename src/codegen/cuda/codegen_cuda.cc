@@ -8,6 +8,7 @@
 /// goes through the same swizzle.
 #include "tl/codegen/cuda.h"
 
+#include <functional>
 #include <unordered_set>
 
 #include "../c_printer.h"
@@ -43,7 +44,8 @@ class CudaCodegen : public CPrinter {
  public:
   CudaSource Generate(const PrimFunc& f) {
     CudaSource out;
-    out.entry = Ident(f->name.empty() ? std::string("main_kernel") : f->name, nullptr);
+    // `main` cannot name a kernel in CUDA C++.
+    out.entry = Ident(f->name.empty() || f->name == "main" ? std::string("main_kernel") : f->name, nullptr);
     gemm_operands_ = GemmOperands(f->body);
     std::ostringstream sig;
     for (const Param& p : f->params) {
@@ -103,14 +105,51 @@ class CudaCodegen : public CPrinter {
   void EmitKernel(const KernelLaunch* op) override {
     static const char* kDims[] = {"x", "y", "z"};
     Line() << "extern __shared__ __align__(1024) unsigned char tl_smem[];\n";
+    int64_t panel = RasterPanel(op);
     for (size_t k = 0; k < op->block_vars.size(); ++k) {
       const VarRef& v = op->block_vars[k];
-      Line() << "const " << CType(v->dtype) << " " << Ident(v->name, v.get()) << " = blockIdx." << kDims[k]
-             << ";\n";
+      std::string name = Ident(v->name, v.get());
       analyzer_.BindRange(v.get(), MakeInt(0, v->dtype), op->grid[k]);
+      if (panel > 0 && k < 2) continue;
+      Line() << "const " << CType(v->dtype) << " " << name << " = blockIdx." << kDims[k] << ";\n";
+    }
+    if (panel > 0) {
+      // Blocks are independent, so their order is free: launch them in panels of `panel`
+      // columns, so the operand tiles a wave of blocks shares stay in L2.
+      Line() << "const int tl_linear = blockIdx.x + blockIdx.y * gridDim.x;\n";
+      Line() << "const int tl_group = " << panel << " * gridDim.y;\n";
+      Line() << "const int tl_first = tl_linear / tl_group * " << panel << ";\n";
+      Line() << "const int tl_width = min(" << panel << ", (int)gridDim.x - tl_first);\n";
+      Line() << "const int tl_in_panel = tl_linear % tl_group;\n";
+      Line() << "const int " << Ident(op->block_vars[0]->name, op->block_vars[0].get())
+             << " = tl_first + tl_in_panel % tl_width;\n";
+      Line() << "const int " << Ident(op->block_vars[1]->name, op->block_vars[1].get())
+             << " = tl_in_panel / tl_width;\n";
     }
     threads_ = op->threads;
     EmitStmt(op->body);
+  }
+
+  /// Panel width for block rasterization: T.use_swizzle's, else 8 for 2-D grids that are
+  /// wide enough to profit; 0 for none.
+  static int64_t RasterPanel(const KernelLaunch* op) {
+    int64_t panel = -1;
+    std::function<void(const Stmt&)> find = [&](const Stmt& s) {
+      if (const auto* attr = As<AttrStmt>(s)) {
+        if (attr->key == "threadblock_swizzle" && !attr->values.empty()) AsConstInt(attr->values[0], &panel);
+      }
+      if (const auto* seq = As<Seq>(s)) {
+        for (const Stmt& c : seq->stmts) find(c);
+      }
+      if (const auto* f = As<For>(s)) {
+        if (f->for_kind == ForKind::kThreadBinding) find(f->body);
+      }
+    };
+    find(op->body);
+    if (op->grid.size() < 2) return 0;
+    if (panel > 0) return panel;
+    int64_t gx = 0;
+    return AsConstInt(op->grid[0], &gx) && gx <= 8 ? 0 : 8;
   }
 
   void EmitFor(const For* op) override {

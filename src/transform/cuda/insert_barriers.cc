@@ -54,10 +54,14 @@ class AccessCollector : public IRVisitor {
   }
   void Visit_(const Call* op) override {
     if (op->op == "cp_async") return;
-    if ((op->op == "vec_copy" || op->op == "vec_zero") && !op->args.empty()) {
+    bool atomic = op->op == "atomic_add" || op->op == "atomic_max" || op->op == "atomic_min";
+    if ((op->op == "vec_copy" || op->op == "vec_zero" || atomic) && !op->args.empty()) {
       if (const auto* addr = As<Call>(op->args[0])) {
         if (const auto* load = As<BufferLoad>(addr->args[0])) {
-          if (IsShared(load->buffer)) writes.insert(load->buffer.get());
+          if (IsShared(load->buffer)) {
+            writes.insert(load->buffer.get());
+            if (atomic) reads.insert(load->buffer.get());
+          }
           for (const Expr& i : load->indices) Visit(i);
         }
       }

@@ -13,6 +13,7 @@
 ///
 /// Precondition: "cuda-bind-threads" wrapped the kernel body in a thread binding `tx`.
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
@@ -96,10 +97,16 @@ class LayoutInference : public IRVisitor {
   LayoutInference(int64_t num_threads) : num_threads_(num_threads) {}
 
   std::unordered_map<const BufferNode*, Assigned> layouts;
+  /// Fragments that must stay in shared memory (operands of GEMMs, accumulators of GEMMs
+  /// that cannot use the tensor-core layout).
+  std::unordered_set<const BufferNode*> forced_shared;
+  /// GEMMs lowered to per-element loops, with the reason.
+  std::unordered_map<const GemmOp*, std::string> simt_gemms;
   bool changed = false;
 
   void Assign(const Buffer& b, const std::shared_ptr<MmaAccumulatorLayout>& l, const std::string& origin,
               const Span& span) {
+    if (forced_shared.count(b.get())) return;
     auto it = layouts.find(b.get());
     if (it == layouts.end()) {
       layouts[b.get()] = Assigned{l, origin, span};
@@ -116,22 +123,26 @@ class LayoutInference : public IRVisitor {
  protected:
   void Visit_(const GemmOp* op) override {
     int64_t m, n;
-    if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
-      TL_USER_ERROR(op->span) << "T.gemm on CUDA needs the accumulator C to be a whole 2-D fragment "
-                                 "(T.alloc_fragment); got " << op->c.buffer->name;
+    // Operands read by other threads' warps cannot live in one thread's registers.
+    for (const Buffer& b : {op->a.buffer, op->b.buffer}) {
+      if (IsFragment(b)) forced_shared.insert(b.get());
     }
-    if (IsFragment(op->a.buffer) || IsFragment(op->b.buffer)) {
-      TL_USER_ERROR(op->span) << "T.gemm with an operand in a fragment is not supported on CUDA yet; "
-                                 "copy it to shared memory first";
-    }
-    if (num_threads_ % 32) {
-      TL_USER_ERROR(op->span) << "T.gemm on CUDA needs a thread count that is a multiple of 32, got "
-                              << num_threads_;
-    }
+    std::string why;
     layout::WarpPartition warps;
-    if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
-      TL_USER_ERROR(op->span) << "T.gemm: a " << m << "x" << n << " accumulator cannot be split over "
-                              << num_threads_ / 32 << " warps in tiles of 16x8";
+    if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
+      why = "the accumulator is not a whole 2-D fragment";
+    } else if (IsFragment(op->a.buffer) || IsFragment(op->b.buffer)) {
+      why = "an operand is a fragment";
+    } else if (num_threads_ % 32) {
+      why = "the thread count is not a multiple of 32";
+    } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
+      why = "a " + std::to_string(m) + "x" + std::to_string(n) + " accumulator cannot be split over " +
+            std::to_string(num_threads_ / 32) + " warps in 16x8 tiles";
+    }
+    if (!why.empty()) {
+      simt_gemms[op] = why;
+      if (IsFragment(op->c.buffer)) forced_shared.insert(op->c.buffer.get());
+      return;
     }
     Assign(op->c.buffer, std::make_shared<MmaAccumulatorLayout>(m, n, warps), "T.gemm", op->span);
   }
@@ -179,8 +190,8 @@ class LayoutInference : public IRVisitor {
 /// Rewrites fragments: register fragments to per-thread arrays, the rest to shared memory.
 class FragmentRewriter : public IRMutator {
  public:
-  FragmentRewriter(const std::unordered_map<const BufferNode*, Assigned>& layouts, VarRef tx, PassContext& ctx)
-      : layouts_(layouts), tx_(std::move(tx)), ctx_(ctx) {}
+  FragmentRewriter(const LayoutInference& inference, VarRef tx, PassContext& ctx)
+      : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), tx_(std::move(tx)), ctx_(ctx) {}
 
  protected:
   Stmt Mutate_(const Allocate* op, const Stmt& self) override {
@@ -321,6 +332,8 @@ class FragmentRewriter : public IRMutator {
   }
 
   Stmt Mutate_(const GemmOp* op, const Stmt& self) override {
+    auto simt = simt_gemms_.find(op);
+    if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
     auto it = regs_.find(op->c.buffer.get());
     TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
     const RegFragment& rf = it->second;
@@ -357,19 +370,123 @@ class FragmentRewriter : public IRMutator {
   }
 
   Stmt Mutate_(const ReduceOp* op, const Stmt& self) override {
-    if (regs_.count(op->src.buffer.get()) || regs_.count(op->dst.buffer.get())) {
-      TL_USER_ERROR(op->span) << "reducing the register fragment " << op->src.buffer->name
-                              << " is not supported on CUDA yet";
+    if (regs_.count(op->dst.buffer.get())) {
+      TL_USER_ERROR(op->span) << "the destination of a reduction (" << op->dst.buffer->name
+                              << ") cannot be held in registers on CUDA yet";
     }
-    return IRMutator::Mutate_(op, self);
+    auto it = regs_.find(op->src.buffer.get());
+    if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+    // Each thread folds its own registers into the (shared) destination with shared-memory
+    // atomics; the barrier pass orders them after the initialisation and before readers.
+    const RegFragment& rf = it->second;
+    Region dst = MutateRegion(op->dst);
+    DType t = dst.buffer->dtype;
+    std::vector<Stmt> out;
+    if (op->clear) {
+      Expr init = op->reduce_kind == ReduceKind::kMax   ? Call::Make(t, "neg_infinity", {})
+                  : op->reduce_kind == ReduceKind::kMin ? Call::Make(t, "infinity", {})
+                  : (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t));
+      out.push_back(FillOp::Make(dst, init, op->span));
+    }
+    VarRef l = Var::Make("l");
+    auto [i, j] = rf.layout->Inverse(tx_, l);
+    Expr row = op->dim == 1 ? i : j;
+    Expr x = Cast::Make(t, BufferLoad::Make(rf.regs, {l}));
+    bool is_abs = op->reduce_kind == ReduceKind::kAbsSum || op->reduce_kind == ReduceKind::kAbsMax;
+    if (is_abs) x = Call::Make(t, "abs", {x});
+    const char* fn = (op->reduce_kind == ReduceKind::kSum || op->reduce_kind == ReduceKind::kAbsSum) ? "atomic_add"
+                     : op->reduce_kind == ReduceKind::kMin                                          ? "atomic_min"
+                                                                                                    : "atomic_max";
+    std::vector<Expr> di;
+    size_t used = 0;
+    for (const Range& rg : dst.ranges) {
+      int64_t e = 0;
+      bool unit = AsConstInt(rg.extent, &e) && e == 1;
+      di.push_back(unit || used++ ? rg.min : rg.min + row);
+    }
+    Stmt st = Evaluate::Make(
+        Call::Make(t, fn, {Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(dst.buffer, di)}), x}),
+        op->span);
+    out.push_back(For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span));
+    ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
+                           ": shared-memory atomics (no warp-shuffle reduction yet)");
+    return Seq::Make(out, op->span);
   }
 
   Stmt Mutate_(const AtomicOp* op, const Stmt& self) override {
-    if (op->src.buffer && regs_.count(op->src.buffer.get())) {
-      TL_USER_ERROR(op->span) << "atomics from the register fragment " << op->src.buffer->name
-                              << " are not supported on CUDA yet";
+    auto it = op->src.buffer ? regs_.find(op->src.buffer.get()) : regs_.end();
+    if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+    const RegFragment& rf = it->second;
+    Region dst = MutateRegion(op->dst);
+    std::vector<size_t> dims;
+    for (size_t k = 0; k < dst.ranges.size(); ++k) {
+      int64_t e;
+      if (!(AsConstInt(dst.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
     }
-    return IRMutator::Mutate_(op, self);
+    TL_ICHECK(dims.size() == 2) << "atomic from a register fragment into a non-2-D region";
+    VarRef l = Var::Make("l");
+    auto [i, j] = rf.layout->Inverse(tx_, l);
+    std::vector<Expr> idx;
+    for (const Range& rg : dst.ranges) idx.push_back(rg.min);
+    idx[dims[0]] = idx[dims[0]] + i;
+    idx[dims[1]] = idx[dims[1]] + j;
+    Expr in_bounds;
+    for (size_t k = 0; k < idx.size(); ++k) in_bounds = And(in_bounds, LT(idx[k], dst.buffer->shape[k]));
+    static const char* kNames[] = {"atomic_add", "atomic_max", "atomic_min"};
+    DType t = dst.buffer->dtype;
+    Stmt st = Evaluate::Make(
+        Call::Make(t, kNames[static_cast<int>(op->atomic_kind)],
+                   {Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(dst.buffer, idx)}),
+                    Cast::Make(t, BufferLoad::Make(rf.regs, {l}))}),
+        op->span);
+    st = IfThenElse::Make(in_bounds, st, nullptr, op->span);
+    return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
+  }
+
+  /// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
+  /// later), for GEMMs that cannot use the tensor-core path.
+  Stmt SimtGemm(const GemmOp* op, const std::string& why) {
+    ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                           op->c.buffer->name + ": element-wise loops, no tensor cores (" + why + ")");
+    Region a = MutateRegion(op->a), b = MutateRegion(op->b), c = MutateRegion(op->c);
+    auto dims2 = [](const Region& r) {
+      std::vector<size_t> d;
+      for (size_t k = 0; k < r.ranges.size(); ++k) {
+        int64_t e;
+        if (!(AsConstInt(r.ranges[k].extent, &e) && e == 1)) d.push_back(k);
+      }
+      if (d.size() < 2) d = {r.ranges.size() - 2, r.ranges.size() - 1};
+      return d;
+    };
+    auto da = dims2(a), db = dims2(b), dc = dims2(c);
+    Expr m = c.ranges[dc[0]].extent, n = c.ranges[dc[1]].extent;
+    Expr k = op->trans_a ? a.ranges[da[0]].extent : a.ranges[da[1]].extent;
+    DType t = c.buffer->dtype;
+    VarRef vi = Var::Make("i"), vj = Var::Make("j"), vk = Var::Make("k");
+    auto at = [](const Region& r, const std::vector<size_t>& d, const Expr& x, const Expr& y) {
+      std::vector<Expr> idx;
+      for (const Range& rg : r.ranges) idx.push_back(rg.min);
+      idx[d[0]] = idx[d[0]] + x;
+      idx[d[1]] = idx[d[1]] + y;
+      return idx;
+    };
+    auto ci = at(c, dc, vi, vj);
+    Expr av = BufferLoad::Make(a.buffer, op->trans_a ? at(a, da, vk, vi) : at(a, da, vi, vk));
+    Expr bv = BufferLoad::Make(b.buffer, op->trans_b ? at(b, db, vj, vk) : at(b, db, vk, vj));
+    Expr prod = op::MakeBinary(BinOp::kMul, Cast::Make(t, av), Cast::Make(t, bv));
+    Stmt upd = BufferStore::Make(c.buffer, ci, op::MakeBinary(BinOp::kAdd, BufferLoad::Make(c.buffer, ci), prod),
+                                 op->span);
+    Stmt kloop = For::Make(vk, MakeInt(0), k, ForKind::kSerial, upd, {}, op->span);
+    int64_t clr = 0;
+    if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+      Expr zero = t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t);
+      kloop = Seq::Make({IfThenElse::Make(op->clear_accum, BufferStore::Make(c.buffer, ci, zero, op->span), nullptr,
+                                          op->span),
+                         kloop},
+                        op->span);
+    }
+    Stmt inner = For::Make(vj, MakeInt(0), n, ForKind::kParallel, kloop, {}, op->span);
+    return For::Make(vi, MakeInt(0), m, ForKind::kParallel, inner, {}, op->span);
   }
 
  private:
@@ -394,6 +511,7 @@ class FragmentRewriter : public IRMutator {
   }
 
   const std::unordered_map<const BufferNode*, Assigned>& layouts_;
+  const std::unordered_map<const GemmOp*, std::string>& simt_gemms_;
   VarRef tx_;
   PassContext& ctx_;
   std::unordered_map<const BufferNode*, RegFragment> regs_;
@@ -434,7 +552,7 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
     inference.Visit(f->body);
     if (!inference.changed) break;
   }
-  FragmentRewriter rewriter(inference.layouts, tb->var, ctx);
+  FragmentRewriter rewriter(inference, tb->var, ctx);
   ir::Stmt body = rewriter.Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
