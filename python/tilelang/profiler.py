@@ -1,4 +1,7 @@
-"""Timing and checking kernels: ``kernel.get_profiler()``, ``tilelang.profiler.do_bench``."""
+"""Timing and checking kernels: ``kernel.get_profiler()`` and ``tilelang.profiler.do_bench``.
+
+On the GPU, times are CUDA-event (or CUDA-graph) medians with the L2 cache flushed before
+each run; on the CPU, wall-clock medians."""
 from __future__ import annotations
 
 import enum
@@ -18,15 +21,65 @@ class TensorSupplyType(enum.Enum):
     Auto = 7
 
 
-def do_bench(fn, warmup=5, rep=20, **_):
-    """Median wall time of ``fn()`` in milliseconds (CPU timing; fn must be synchronous)."""
+def _cuda_ready():
+    try:
+        import torch
+
+        return torch.cuda.is_available() and torch.cuda.is_initialized()
+    except ImportError:
+        return False
+
+
+def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flush_bytes=256 << 20, **_):
+    """Median time of ``fn()`` in milliseconds.
+
+    backend "event": CUDA events around each run, L2 flushed in between; "cudagraph": fn is
+    captured once in a CUDA graph and the graph replayed (no launch overhead). Without a
+    GPU (or before CUDA is used), wall-clock time."""
+    if not _cuda_ready():
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(rep):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return _reduce(times, return_mode)
+    import torch
+
+    flush = torch.empty(_flush_bytes, dtype=torch.int8, device="cuda")
+    run = fn
+    if backend == "cudagraph":
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            fn()  # compile and load outside the capture
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                fn()
+        torch.cuda.synchronize()
+        run = graph.replay
+    elif backend != "event":
+        raise ValueError(f"do_bench: backend must be 'event' or 'cudagraph', got {backend!r}")
     for _ in range(warmup):
-        fn()
+        run()
+    torch.cuda.synchronize()
     times = []
     for _ in range(rep):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return _reduce(times, return_mode)
+
+
+def _reduce(times, mode):
+    if mode == "mean":
+        return statistics.fmean(times)
+    if mode == "min":
+        return min(times)
     return statistics.median(times)
 
 
@@ -49,10 +102,9 @@ class Profiler:
                 raise TypeError(f"the profiler cannot invent the scalar argument {p.name!r}")
             if any(isinstance(d, str) for d in p.dims):
                 raise TypeError(f"the profiler cannot size the dynamic tensor {p.name!r}")
-            dt = numpy_dtype(p.dtype)
-            if self.supply in (TensorSupplyType.Zero,):
+            if self.supply == TensorSupplyType.Zero:
                 a = np.zeros(p.dims)
-            elif self.supply in (TensorSupplyType.One,):
+            elif self.supply == TensorSupplyType.One:
                 a = np.ones(p.dims)
             elif self.supply == TensorSupplyType.Integer or p.dtype.startswith(("int", "uint")):
                 a = rng.integers(-2, 3, size=p.dims)
@@ -60,7 +112,16 @@ class Profiler:
                 a = rng.uniform(-1, 1, size=p.dims)
             else:
                 a = rng.standard_normal(size=p.dims)
-            inputs.append(a.astype(dt))
+            a = a.astype(numpy_dtype(p.dtype))
+            if self.kernel.target == "cuda":
+                import torch
+
+                if p.dtype == "bfloat16":
+                    a = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+                else:
+                    a = torch.from_numpy(a)
+                a = a.cuda()
+            inputs.append(a)
         return inputs
 
     def inputs(self):
@@ -68,10 +129,10 @@ class Profiler:
             self._inputs = self._make_inputs()
         return self._inputs
 
-    def do_bench(self, func=None, warmup=5, rep=20, n_warmup=None, n_repeat=None, **_):
+    def do_bench(self, func=None, warmup=25, rep=100, n_warmup=None, n_repeat=None, backend="event", **_):
         args = self.inputs()
         fn = (lambda: func(*args)) if func is not None else (lambda: self.kernel(*args))
-        return do_bench(fn, warmup=n_warmup or warmup, rep=n_repeat or rep)
+        return do_bench(fn, warmup=n_warmup or warmup, rep=n_repeat or rep, backend=backend)
 
     def assert_allclose(self, reference_program, atol=1e-2, rtol=1e-2, max_mismatched_ratio=0.0):
         args = self.inputs()
@@ -80,5 +141,10 @@ class Profiler:
         outs = out if isinstance(out, (list, tuple)) else [out]
         refs = ref if isinstance(ref, (list, tuple)) else [ref]
         for o, r in zip(outs, refs):
-            np.testing.assert_allclose(np.asarray(o, dtype=np.float64), np.asarray(r, dtype=np.float64),
-                                       atol=atol, rtol=rtol)
+            np.testing.assert_allclose(_to_f64(o), _to_f64(r), atol=atol, rtol=rtol)
+
+
+def _to_f64(x):
+    if type(x).__module__.startswith("torch"):
+        return x.detach().double().cpu().numpy()
+    return np.asarray(x, dtype=np.float64)

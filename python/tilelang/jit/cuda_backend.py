@@ -10,6 +10,12 @@ from .. import _tl, env
 from ..errors import TileLangArgumentError, TileLangRuntimeError
 
 
+# Shared memory a block may opt in to, per arch (CUDA programming guide, compute
+# capabilities table); checked at compile time so the error comes before any launch.
+_SHARED_LIMITS = {"sm_80": 166912, "sm_86": 101376, "sm_87": 166912, "sm_89": 101376, "sm_90": 232448,
+                  "sm_100": 232448, "sm_120": 101376}
+
+
 def _search_dirs():
     """Folders where pip wheels put libnvrtc (nvidia-cuda-nvrtc)."""
     dirs = []
@@ -41,6 +47,11 @@ class CudaBackend:
         self.remarks = list(remarks)
         self.src = _tl.codegen_cuda(lowered)
         self.source = self.src.code
+        limit = _SHARED_LIMITS.get(arch.rstrip("a"))
+        if limit is not None and self.src.shared_bytes > limit:
+            raise TileLangRuntimeError(
+                f"kernel {kernel.name!r} needs {self.src.shared_bytes} bytes of shared memory, the device "
+                f"({arch}) has {limit}; use smaller tiles or fewer pipeline stages")
         fast = str(pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
         all_flags = list(flags) + (["--use_fast_math"] if fast else [])
         path, hit, compiler, log, usage = _tl.build_cuda(

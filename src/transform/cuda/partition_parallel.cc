@@ -57,6 +57,15 @@ class Partitioner : public IRMutator {
     });
   }
 
+  Stmt Mutate_(const Evaluate* op, const Stmt& self) override {
+    // An element atomic outside any parallel loop is one update, as on the CPU: one thread
+    // performs it, not every thread of the block.
+    const auto* call = As<Call>(op->value);
+    bool atomic = call && (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min");
+    if (!atomic || inside_ > 0 || !tx_) return IRMutator::Mutate_(op, self);
+    return IfThenElse::Make(EQ(tx_, MakeInt(0, tx_->dtype)), self, nullptr, op->span);
+  }
+
  private:
   VarRef tx_;
   int64_t threads_ = 0;
