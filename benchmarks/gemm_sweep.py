@@ -3,6 +3,7 @@ pipeline depth is fastest on this GPU, each checked before it is timed.
 
     python benchmarks/gemm_sweep.py [N]
 """
+import os
 import sys
 
 import torch
@@ -11,6 +12,8 @@ import tilelang
 from gpu_bench import bench, check_gemm, gemm_program
 
 CONFIGS = [  # block_M, block_N, block_K, threads, stages
+    (128, 128, 32, 128, 4), (128, 256, 32, 256, 3), (256, 128, 32, 256, 3), (128, 128, 64, 128, 3),
+] if os.environ.get("SWEEP_QUICK") else [
     (128, 128, 32, 128, 3), (128, 128, 32, 128, 4), (128, 128, 64, 128, 3),
     (128, 256, 32, 256, 3), (256, 128, 32, 256, 3), (128, 256, 64, 256, 3),
     (128, 128, 32, 256, 4), (256, 128, 64, 256, 3), (128, 256, 32, 256, 4),
@@ -25,7 +28,9 @@ def main():
     print(f"cuBLAS {n}^3 fp16: {t_ref:.3f} ms ({2 * n ** 3 / t_ref / 1e9:.0f} TFLOP/s)")
     for bm, bn, bk, threads, stages in CONFIGS:
         try:
-            k = tilelang.compile(gemm_program(n, n, n, bm, bn, bk, stages=stages, threads=threads), target="cuda")
+            flags = os.environ.get("SWEEP_FLAGS", "").split()
+            k = tilelang.compile(gemm_program(n, n, n, bm, bn, bk, stages=stages, threads=threads), target="cuda",
+                                 compile_flags=flags)
             _, _, c, err = check_gemm(k, n, n, n, torch.float16)
             t = bench(lambda: k(a, b, c))
             regs = k._cuda.resource_usage.get("registers")

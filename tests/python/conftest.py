@@ -108,7 +108,7 @@ if os.environ.get("TILELANG_TEST_CUDA") == "1":
 
     def _parse_as_cuda(t):
         r = _parse(t)
-        arch = os.environ.get("TILELANG_TEST_CUDA_ARCH")  # compile-only triage without a GPU
+        arch = r.arch or os.environ.get("TILELANG_TEST_CUDA_ARCH")  # (compile-only triage without a GPU)
         return _target_mod.Target("cuda", arch) if r.kind in ("cpu", "auto", "cuda") else r
 
     _target_mod.parse = _parse_as_cuda

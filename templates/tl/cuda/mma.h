@@ -55,11 +55,17 @@
 #error "include tl_cuda.h, not its parts"
 #endif
 
+// mma.sync has no side effects beyond its outputs; TL_MMA_ASM lets the compiler schedule
+// it freely (`asm`) or keeps program order (`asm volatile`, the default).
+#ifndef TL_MMA_ASM
+#define TL_MMA_ASM asm volatile
+#endif
+
 namespace tl {
 
 /// D = A * B + C, m16n8k16, A/B f16, C/D f32 (layouts in the file comment).
 TL_DEVICE void mma_m16n8k16_f16f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
-  asm volatile(
+  TL_MMA_ASM(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
@@ -69,7 +75,7 @@ TL_DEVICE void mma_m16n8k16_f16f32(float (&d)[4], const uint32_t (&a)[4], const 
 /// D = A * B + C, m16n8k16, A/B bf16, C/D f32 (layouts in the file comment).
 TL_DEVICE void mma_m16n8k16_bf16f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                                     const float (&c)[4]) {
-  asm volatile(
+  TL_MMA_ASM(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])

@@ -55,19 +55,20 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
   const int lane = tid & 31, warp = tid >> 5;
   const int m0 = (warp / WN) * kWarpM, n0 = (warp % WN) * kWarpN;
   float(*acc)[kTilesN][4] = reinterpret_cast<float(*)[kTilesN][4]>(C);
-#pragma unroll
-  for (int kk = 0; kk < K; kk += 16) {
-    uint32_t a[kTilesM][4];
-    uint32_t b[kTilesN][2];
+  // Fragments of step kk + 16 are loaded before the mma of step kk, so shared-memory
+  // latency overlaps tensor-core work (two register buffers, selected at compile time).
+  uint32_t a[2][kTilesM][4];
+  uint32_t b[2][kTilesN][2];
+  auto load = [&](int kk, uint32_t (&fa)[kTilesM][4], uint32_t (&fb)[kTilesN][2]) {
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
       const int m = m0 + mt * 16;
       if constexpr (!TransA) {
         const int row = m + (lane & 15), col = kk + (lane >> 4) * 8;
-        ldmatrix_x4(a[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
+        ldmatrix_x4(fa[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
       } else {
         const int row = kk + (lane & 7) + (lane >> 4) * 8, col = m + ((lane >> 3) & 1) * 8;
-        ldmatrix_x4_trans(a[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
+        ldmatrix_x4_trans(fa[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
       }
     }
 #pragma unroll
@@ -81,10 +82,10 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
         const int row = n + (lane & 7) + (lane >> 4) * 8, col = kk + ((lane >> 3) & 1) * 8;
         ldmatrix_x4(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
       }
-      b[nt][0] = r[0];
-      b[nt][1] = r[1];
-      b[nt + 1][0] = r[2];
-      b[nt + 1][1] = r[3];
+      fb[nt][0] = r[0];
+      fb[nt][1] = r[1];
+      fb[nt + 1][0] = r[2];
+      fb[nt + 1][1] = r[3];
     }
     if constexpr (kTilesN % 2 == 1) {
       const int nt = kTilesN - 1, n = n0 + nt * 8;
@@ -96,14 +97,20 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
         const int row = n + (lane & 7), col = kk + ((lane >> 3) & 1) * 8;
         ldmatrix_x2(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
       }
-      b[nt][0] = r[0];
-      b[nt][1] = r[1];
+      fb[nt][0] = r[0];
+      fb[nt][1] = r[1];
     }
+  };
+  load(0, a[0], b[0]);
+#pragma unroll
+  for (int kk = 0; kk < K; kk += 16) {
+    const int cur = (kk / 16) & 1;
+    if (kk + 16 < K) load(kk + 16, a[cur ^ 1], b[cur ^ 1]);
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
-        mma_m16n8k16<T>(acc[mt][nt], a[mt], b[nt], acc[mt][nt]);
+        mma_m16n8k16<T>(acc[mt][nt], a[cur][mt], b[cur][nt], acc[mt][nt]);
       }
     }
   }
