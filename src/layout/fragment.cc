@@ -2,6 +2,7 @@
 /// \file Fragment layouts and the shared-memory swizzle (see layout/fragment.h).
 #include "tl/layout/fragment.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace tl::layout {
@@ -65,11 +66,24 @@ std::string MmaAccumulatorLayout::ToString() const {
          std::to_string(warps_.warps_m) + "x" + std::to_string(warps_.warps_n) + ")";
 }
 
-Expr SwizzleOffset(const Expr& elem_offset, int elem_bytes) {
+namespace {
+int SwizzleShift(int64_t row_bytes) {
+  int shift = 7;
+  while ((int64_t{1} << shift) < row_bytes) ++shift;
+  return shift;
+}
+}  // namespace
+
+Expr SwizzleOffset(const Expr& elem_offset, int elem_bytes, int64_t row_bytes) {
   Expr bytes = elem_offset * C(elem_bytes);
-  Expr line_bits = Binary::Make(BinOp::kBitAnd, Binary::Make(BinOp::kShr, bytes, C(7)), C(7));
-  Expr swizzled = Binary::Make(BinOp::kBitXor, bytes, Binary::Make(BinOp::kShl, line_bits, C(4)));
+  Expr row_bits = Binary::Make(BinOp::kBitAnd, Binary::Make(BinOp::kShr, bytes, C(SwizzleShift(row_bytes))), C(7));
+  Expr swizzled = Binary::Make(BinOp::kBitXor, bytes, Binary::Make(BinOp::kShl, row_bits, C(4)));
   return FloorDiv(swizzled, C(elem_bytes));
+}
+
+bool CanSwizzle(int64_t row_bytes, int64_t tile_bytes) {
+  bool pow2 = row_bytes >= 64 && (row_bytes & (row_bytes - 1)) == 0;
+  return pow2 && tile_bytes % (8 * std::max<int64_t>(row_bytes, 128)) == 0;
 }
 
 }  // namespace tl::layout

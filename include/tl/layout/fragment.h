@@ -56,10 +56,14 @@ class MmaAccumulatorLayout {
   int64_t tile_m_, tile_n_;  ///< the part of C one warp owns
 };
 
-/// XOR swizzle of shared memory in 16-byte chunks within 128-byte lines
-/// (chunk ^= line % 8), which makes ldmatrix reads of 8 rows and 16-byte cp.async writes
-/// free of bank conflicts. A bijection on every 1024-byte block. `elem_offset` is in
-/// elements of `elem_bytes` bytes; the result is in elements too.
-ir::Expr SwizzleOffset(const ir::Expr& elem_offset, int elem_bytes);
+/// XOR swizzle of a row-major shared tile in 16-byte chunks: with rows of R bytes (a power
+/// of two, at least 64) and L = max(R, 128), the chunk index within each 128-byte segment
+/// is XORed with (byte_offset / L) % 8, i.e. with the row number (R >= 128) or the pair of
+/// rows (R = 64). Eight consecutive rows at the same column then fall in eight different
+/// bank groups, so ldmatrix reads and 16-byte cp.async writes are free of bank conflicts.
+/// A bijection on every block of 8 * L bytes. Offsets are in elements of `elem_bytes`.
+ir::Expr SwizzleOffset(const ir::Expr& elem_offset, int elem_bytes, int64_t row_bytes);
+/// Whether a tile with these rows can be swizzled (see SwizzleOffset).
+bool CanSwizzle(int64_t row_bytes, int64_t tile_bytes);
 
 }  // namespace tl::layout

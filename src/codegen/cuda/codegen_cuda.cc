@@ -176,8 +176,7 @@ class CudaCodegen : public CPrinter {
     if (b->scope != Scope::kShared || !gemm_operands_.count(b.get()) || b->shape.size() < 2) return false;
     int64_t cols, rows;
     if (!AsConstInt(b->shape.back(), &cols) || !AsConstInt(b->shape[b->shape.size() - 2], &rows)) return false;
-    int64_t row_bytes = cols * b->dtype.bytes();
-    return row_bytes % 64 == 0 && (rows * row_bytes) % 1024 == 0;
+    return layout::CanSwizzle(cols * b->dtype.bytes(), rows * cols * b->dtype.bytes());
   }
 
   void EmitAllocate(const Allocate* op) override {
@@ -192,7 +191,7 @@ class CudaCodegen : public CPrinter {
     }
     if (b->scope == Scope::kShared) {
       bool swz = Swizzled(b);
-      int64_t align = swz ? 1024 : 128;
+      int64_t align = swz ? 1024 : 128;  // banks only see the address mod 128; 1024 keeps it tidy
       shared_bytes_ = (shared_bytes_ + align - 1) / align * align;
       Line() << ty << "* " << name << " = reinterpret_cast<" << ty << "*>(tl_smem + " << shared_bytes_ << ");"
              << (swz ? "  // XOR-swizzled (conflict-free ldmatrix)" : "") << "\n";
@@ -212,7 +211,10 @@ class CudaCodegen : public CPrinter {
     if (!swizzled_.count(b.get())) return CPrinter::Offset(b, idx);
     Expr off = MakeInt(0);
     for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * b->StrideOf(i);
-    return Print(analyzer_.Simplify(layout::SwizzleOffset(analyzer_.Simplify(off), b->dtype.bytes())));
+    int64_t cols = 0;
+    AsConstInt(b->shape.back(), &cols);
+    return Print(analyzer_.Simplify(
+        layout::SwizzleOffset(analyzer_.Simplify(off), b->dtype.bytes(), cols * b->dtype.bytes())));
   }
 
   std::string PrintCall(const Call* op) override {

@@ -6,7 +6,7 @@
 ///   C (M x N, in registers) += op(A) (M x K) * op(B) (K x N), A and B in shared memory.
 ///   A is stored M x K row-major with row stride LdA (K x M when TransA), B is K x N with
 ///   stride LdB (N x K when TransB). Swz* says the operand is XOR-swizzled in 16-byte
-///   chunks within 128-byte lines (the compiler's layout::SwizzleOffset).
+///   chunks by row (the compiler's layout::SwizzleOffset).
 ///   The block's warps form a WM x WN grid; warp w owns rows (w / WN) * M/WM and columns
 ///   (w % WN) * N/WN. Within a warp, mma tiles (16 x 8) are numbered row-major and each
 ///   holds 4 registers of C, in the mma.sync m16n8 accumulator layout (mma.h). This is
@@ -26,14 +26,18 @@ TL_DEVICE void vec_zero(void* dst) {
   *static_cast<V*>(dst) = V{};
 }
 
-/// Element offset after the shared-memory swizzle (see the file comment).
-template <int ElemBytes, bool Swizzle>
+/// Element offset after the shared-memory swizzle of a tile with rows of RowElems
+/// elements (layout::SwizzleOffset): 16-byte chunks XORed with the row number (rows of
+/// 128 bytes or more) or the row pair (64-byte rows).
+template <int ElemBytes, bool Swizzle, int RowElems>
 TL_DEVICE int swizzle(int elem_offset) {
   if constexpr (!Swizzle) {
     return elem_offset;
   } else {
-    int bytes = elem_offset * ElemBytes;
-    return (bytes ^ (((bytes >> 7) & 7) << 4)) / ElemBytes;
+    constexpr int kRowBytes = RowElems * ElemBytes;
+    constexpr int kShift = kRowBytes <= 128 ? 7 : kRowBytes <= 256 ? 8 : kRowBytes <= 512 ? 9 : kRowBytes <= 1024 ? 10 : 11;
+    const int bytes = elem_offset * ElemBytes;
+    return (bytes ^ (((bytes >> kShift) & 7) << 4)) / ElemBytes;
   }
 }
 
@@ -65,10 +69,10 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
       const int m = m0 + mt * 16;
       if constexpr (!TransA) {
         const int row = m + (lane & 15), col = kk + (lane >> 4) * 8;
-        ldmatrix_x4(fa[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
+        ldmatrix_x4(fa[mt], A + swizzle<sizeof(T), SwzA, LdA>(row * LdA + col));
       } else {
         const int row = kk + (lane & 7) + (lane >> 4) * 8, col = m + ((lane >> 3) & 1) * 8;
-        ldmatrix_x4_trans(fa[mt], A + swizzle<sizeof(T), SwzA>(row * LdA + col));
+        ldmatrix_x4_trans(fa[mt], A + swizzle<sizeof(T), SwzA, LdA>(row * LdA + col));
       }
     }
 #pragma unroll
@@ -77,10 +81,10 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
       uint32_t r[4];
       if constexpr (!TransB) {
         const int row = kk + (lane & 15), col = n + (lane >> 4) * 8;
-        ldmatrix_x4_trans(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+        ldmatrix_x4_trans(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       } else {
         const int row = n + (lane & 7) + (lane >> 4) * 8, col = kk + ((lane >> 3) & 1) * 8;
-        ldmatrix_x4(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+        ldmatrix_x4(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       }
       fb[nt][0] = r[0];
       fb[nt][1] = r[1];
@@ -92,10 +96,10 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
       uint32_t r[2];
       if constexpr (!TransB) {
         const int row = kk + (lane & 15), col = n;
-        ldmatrix_x2_trans(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+        ldmatrix_x2_trans(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       } else {
         const int row = n + (lane & 7), col = kk + ((lane >> 3) & 1) * 8;
-        ldmatrix_x2(r, B + swizzle<sizeof(T), SwzB>(row * LdB + col));
+        ldmatrix_x2(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       }
       fb[nt][0] = r[0];
       fb[nt][1] = r[1];
@@ -132,8 +136,8 @@ TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
     const int j = n0 + (tile % kTilesN) * 8 + (lane & 3) * 2 + (reg & 1);
     TC sum = TC(0);
     for (int k = 0; k < K; ++k) {
-      const TA a = A[swizzle<sizeof(TA), SwzA>(TransA ? k * LdA + i : i * LdA + k)];
-      const TB b = B[swizzle<sizeof(TB), SwzB>(TransB ? j * LdB + k : k * LdB + j)];
+      const TA a = A[swizzle<sizeof(TA), SwzA, LdA>(TransA ? k * LdA + i : i * LdA + k)];
+      const TB b = B[swizzle<sizeof(TB), SwzB, LdB>(TransB ? j * LdB + k : k * LdB + j)];
       sum += static_cast<TC>(a) * static_cast<TC>(b);
     }
     C[l] += sum;
