@@ -39,6 +39,9 @@ class MmaAccumulatorLayout {
   int64_t num_threads() const { return 32 * warps_.warps_m * warps_.warps_n; }
   int64_t num_local() const { return m_ * n_ / num_threads(); }
   const WarpPartition& warps() const { return warps_; }
+  /// The part of C one warp owns: tile_m() x tile_n().
+  int64_t tile_m() const { return tile_m_; }
+  int64_t tile_n() const { return tile_n_; }
   ir::Expr Thread(const ir::Expr& i, const ir::Expr& j) const;
   ir::Expr Local(const ir::Expr& i, const ir::Expr& j) const;
   /// (i, j) of register `local` of thread `thread`.

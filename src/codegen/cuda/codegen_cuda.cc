@@ -219,6 +219,9 @@ class CudaCodegen : public CPrinter {
 
   std::string PrintCall(const Call* op) override {
     if (op->op == "syncthreads") return "__syncthreads()";
+    if (op->op.rfind("warp_reduce_", 0) == 0) {
+      return "tl::" + op->op + "<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
+    }
     if (op->op == "cp_async_commit") return "tl::cp_async_commit()";
     if (op->op == "cp_async_wait") return "tl::cp_async_wait<" + Print(op->args[0]) + ">()";
     if (op->op == "cp_async") {

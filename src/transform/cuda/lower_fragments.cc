@@ -190,6 +190,11 @@ class LayoutInference : public IRVisitor {
 /// Rewrites fragments: register fragments to per-thread arrays, the rest to shared memory.
 class FragmentRewriter : public IRMutator {
  public:
+  /// A fragment held in registers: its per-thread array and its layout.
+  struct RegFragment {
+    Buffer regs;
+    std::shared_ptr<MmaAccumulatorLayout> layout;
+  };
   FragmentRewriter(const LayoutInference& inference, VarRef tx, PassContext& ctx)
       : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), tx_(std::move(tx)), ctx_(ctx) {}
 
@@ -376,8 +381,10 @@ class FragmentRewriter : public IRMutator {
     }
     auto it = regs_.find(op->src.buffer.get());
     if (it == regs_.end()) return IRMutator::Mutate_(op, self);
-    // Each thread folds its own registers into the (shared) destination with shared-memory
-    // atomics; the barrier pass orders them after the initialisation and before readers.
+    if (op->dim == 1) return ReduceRows(op, it->second);
+    // Along columns: each thread folds its own registers into the (shared) destination
+    // with shared-memory atomics; the barrier pass orders them after the initialisation
+    // and before readers.
     const RegFragment& rf = it->second;
     Region dst = MutateRegion(op->dst);
     DType t = dst.buffer->dtype;
@@ -443,6 +450,89 @@ class FragmentRewriter : public IRMutator {
     return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
   }
 
+  /// Row reduction of an mma-layout fragment: each thread folds the registers of each of
+  /// its rows, the four lanes that share a row combine with warp shuffles, and when
+  /// several warps split the columns their partials meet in a small shared workspace.
+  Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf) {
+    const MmaAccumulatorLayout& lay = *rf.layout;
+    Region dst = MutateRegion(op->dst);
+    DType t = dst.buffer->dtype;
+    const ReduceKind kind = op->reduce_kind;
+    const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
+    const bool is_abs = kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax;
+    auto combine = [&](const Expr& a, const Expr& b) {
+      if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
+      return kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
+    };
+    Expr init = sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
+                    : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {});
+    const char* shuffle = sum ? "warp_reduce_sum" : kind == ReduceKind::kMin ? "warp_reduce_min" : "warp_reduce_max";
+    const int64_t tiles_m = lay.tile_m() / 16, tiles_n = lay.tile_n() / 8, wn = lay.warps().warps_n;
+    Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = FloorMod(FloorDiv(tx_, MakeInt(32)), MakeInt(wn));
+    auto dst_at = [&](const Expr& row) {
+      std::vector<Expr> di;
+      bool used = false;
+      for (const Range& rg : dst.ranges) {
+        int64_t e = 0;
+        bool unit = AsConstInt(rg.extent, &e) && e == 1;
+        di.push_back(unit || used ? rg.min : rg.min + row);
+        used |= !unit;
+      }
+      return di;
+    };
+    Buffer work;
+    std::vector<Stmt> out;
+    if (wn > 1) {
+      work = BufferNode::Make(op->src.buffer->name + "_red", t, {MakeInt(lay.m() * wn)}, Scope::kShared);
+      out.push_back(Allocate::Make(work, nullptr, op->span));
+    }
+    VarRef mt = Var::Make("mt"), h = Var::Make("h"), nt = Var::Make("nt"), c = Var::Make("c");
+    VarRef part = Var::Make("part", t);
+    Buffer acc = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+    // acc = fold over this thread's registers of row (mt, h)
+    Expr reg = BufferLoad::Make(rf.regs, {((Expr(mt) * MakeInt(tiles_n) + nt) * MakeInt(4)) + Expr(h) * MakeInt(2) + c});
+    Expr x = Cast::Make(t, reg);
+    if (is_abs) x = Call::Make(t, "abs", {x});
+    Stmt fold = BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span);
+    fold = For::Make(c, MakeInt(0), MakeInt(2), ForKind::kUnrolled, fold, {}, op->span);
+    fold = For::Make(nt, MakeInt(0), MakeInt(tiles_n), ForKind::kUnrolled, fold, {}, op->span);
+    Expr reduced = Call::Make(t, shuffle, {BufferLoad::Make(acc, {MakeInt(0)}), MakeInt(4)});
+    Expr row = lay.Inverse(tx_, (Expr(mt) * MakeInt(tiles_n)) * MakeInt(4) + Expr(h) * MakeInt(2)).first;
+    Stmt publish;
+    if (wn == 1) {
+      auto di = dst_at(row);
+      Expr v = op->clear ? Expr(part) : combine(BufferLoad::Make(dst.buffer, di), part);
+      publish = BufferStore::Make(dst.buffer, di, v, op->span);
+    } else {
+      publish = BufferStore::Make(work, {row * MakeInt(wn) + warp_n}, part, op->span);
+    }
+    publish = IfThenElse::Make(EQ(FloorMod(lane, MakeInt(4)), MakeInt(0)), publish, nullptr, op->span);
+    Stmt body = Seq::Make({Allocate::Make(acc, init, op->span), fold, LetStmt::Make(part, reduced, op->span), publish},
+                          op->span);
+    body = For::Make(h, MakeInt(0), MakeInt(2), ForKind::kUnrolled, body, {}, op->span);
+    out.push_back(For::Make(mt, MakeInt(0), MakeInt(tiles_m), ForKind::kUnrolled, body, {}, op->span));
+    if (wn > 1) {
+      // Across warps: one thread per row folds the warps' partials (spread over threads).
+      VarRef r = Var::Make("r"), w = Var::Make("w");
+      Buffer acc2 = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+      Stmt f2 = BufferStore::Make(acc2, {MakeInt(0)},
+                                  combine(BufferLoad::Make(acc2, {MakeInt(0)}),
+                                          BufferLoad::Make(work, {Expr(r) * MakeInt(wn) + w})),
+                                  op->span);
+      f2 = For::Make(w, MakeInt(0), MakeInt(wn), ForKind::kUnrolled, f2, {}, op->span);
+      auto di = dst_at(r);
+      Expr v = BufferLoad::Make(acc2, {MakeInt(0)});
+      if (!op->clear) v = combine(BufferLoad::Make(dst.buffer, di), v);
+      Stmt per_row = Seq::Make({Allocate::Make(acc2, init, op->span), f2, BufferStore::Make(dst.buffer, di, v, op->span)},
+                               op->span);
+      out.push_back(For::Make(r, MakeInt(0), MakeInt(lay.m()), ForKind::kParallel, per_row, {}, op->span));
+    }
+    ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
+                           " along rows: in-thread fold, warp shuffles" +
+                           (wn > 1 ? ", shared workspace across " + std::to_string(wn) + " warps" : ""));
+    return Seq::Make(out, op->span);
+  }
+
   /// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
   /// later), for GEMMs that cannot use the tensor-core path.
   Stmt SimtGemm(const GemmOp* op, const std::string& why) {
@@ -490,10 +580,6 @@ class FragmentRewriter : public IRMutator {
   }
 
  private:
-  struct RegFragment {
-    Buffer regs;
-    std::shared_ptr<MmaAccumulatorLayout> layout;
-  };
 
   bool IndicesMatch(const std::vector<Expr>& idx) const {
     if (idx.size() != nest_vars_.size()) return false;
