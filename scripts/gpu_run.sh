@@ -19,7 +19,9 @@ if [ -f tests/cuda/device_lib_test.cu ]; then
   nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
     tests/cuda/device_lib_test.cu -o /tmp/device_lib_test && /tmp/device_lib_test | tail -3
 fi
-echo "== tests (GPU enabled)"
-TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -x tests/python ${PYTEST_ARGS:-} 2>&1 | tail -15
+echo "== tests: CPU target"
+TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -p no:cacheprovider tests/python ${PYTEST_ARGS:-} 2>&1 | tail -3
+echo "== tests: every test again on the CUDA target"
+TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -p no:cacheprovider tests/python ${PYTEST_ARGS:-} 2>&1 | tail -8
 echo "== benchmarks"
 "$PY" benchmarks/gpu_bench.py "$@"
