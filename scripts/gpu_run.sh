@@ -11,6 +11,7 @@ export TILELANG_CACHE_DIR="${TILELANG_CACHE_DIR:-/tmp/tilelang-cache}"
 if [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
 echo "== build"; t0=$(date +%s)
 source "$ROOT/scripts/setup_env.sh" || exit 1
+set +e  # setup_env.sh stops at the first error; from here on, report every step
 echo "build: $(( $(date +%s) - t0 )) s"
 PY="$ROOT/.venv/bin/python"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
@@ -20,8 +21,10 @@ if [ -f tests/cuda/device_lib_test.cu ]; then
     tests/cuda/device_lib_test.cu -o /tmp/device_lib_test && /tmp/device_lib_test | tail -3
 fi
 echo "== tests: CPU target"
-TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -p no:cacheprovider tests/python ${PYTEST_ARGS:-} 2>&1 | tail -3
+TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -p no:cacheprovider tests/python --tb=line ${PYTEST_ARGS:-} 2>&1 \
+  | grep -E "^E |passed|failed" | sort | uniq -c | tail -8
 echo "== tests: every test again on the CUDA target"
-TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -p no:cacheprovider tests/python ${PYTEST_ARGS:-} 2>&1 | tail -8
+TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -p no:cacheprovider tests/python --tb=line \
+  ${PYTEST_ARGS:-} 2>&1 | grep -E "^E |passed|failed" | sort | uniq -c | tail -8
 echo "== benchmarks"
 "$PY" benchmarks/gpu_bench.py "$@"
