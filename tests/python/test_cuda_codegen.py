@@ -74,6 +74,8 @@ def test_gemm_compiles_without_spills(arch, dtype, trans):
     usage = k._cuda.resource_usage
     print(f"gemm {dtype} {arch} trans={trans}: {usage['registers']} registers, "
           f"{usage['spill_stores_bytes']} B spilled, {k._cuda.src.shared_bytes} B shared")
+    if usage["registers"] is None:
+        pytest.skip(f"{k._cuda.compiler} does not report ptxas statistics")
     assert usage["registers"] > 0
     assert usage["spill_stores_bytes"] == 0 and usage["spill_loads_bytes"] == 0
     src = k.get_kernel_source()

@@ -57,10 +57,13 @@ class CudaBackend:
         path, hit, compiler, log, usage = _tl.build_cuda(
             self.source, arch, env.cache_dir(), [_templates_root()], all_flags, _search_dirs(), "")
         self.cubin_path, self.cache_hit, self.compiler, self.build_log = path, hit, compiler, log
+        if "Used" not in log:
+            # Some NVRTC builds (e.g. a pip wheel's) leave ptxas' report out of the log.
+            usage = {k: None for k in ("registers", "spill_stores_bytes", "spill_loads_bytes")}
         self.resource_usage = usage
         self.compile_seconds = time.perf_counter() - t0
-        self.remarks.append(f"compiled by {compiler} for {arch}: {usage.get('registers', '?')} registers, "
-                            f"{usage.get('spill_stores_bytes', 0)} bytes spilled, "
+        self.remarks.append(f"compiled by {compiler} for {arch}: {usage.get('registers') or '?'} registers, "
+                            f"{usage.get('spill_stores_bytes') if usage.get('registers') else '?'} bytes spilled, "
                             f"{self.src.shared_bytes} bytes of dynamic shared memory")
         if not hit and (verbose or env.print_on_compilation()):
             print(f"[tilelang] compiled kernel {kernel.name!r} for cuda ({arch}) in {self.compile_seconds:.2f} s",
