@@ -217,6 +217,7 @@ class CPrinter {
 
   void EmitStmt(const Stmt& s) {
     if (!s) return;
+    EmitSourceLine(s->span);
     switch (s->kind) {
       case NodeKind::kSeq:
         for (const Stmt& c : As<Seq>(s)->stmts) EmitStmt(c);
@@ -264,8 +265,20 @@ class CPrinter {
     }
   }
 
+  /// A `// file.py:line` comment when the user's line changes, so generated code (and the
+  /// compiler's messages about it) can be traced back to the Python source.
+  void EmitSourceLine(const Span& span) {
+    if (!span.Defined() || (span.line == last_line_ && span.file == last_file_)) return;
+    last_line_ = span.line;
+    last_file_ = span.file;
+    std::string base = span.file.substr(span.file.find_last_of('/') + 1);
+    Line() << "// " << base << ":" << span.line << "\n";
+  }
+
   std::ostringstream os_;
   int indent_ = 0;
+  int last_line_ = 0;
+  std::string last_file_;
   std::unordered_map<const void*, std::string> names_;
   std::unordered_set<std::string> used_;
   arith::Analyzer analyzer_;

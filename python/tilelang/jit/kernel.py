@@ -1,6 +1,7 @@
 """A compiled kernel: call it with arrays; ask it for its source."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -74,6 +75,9 @@ class JITKernel:
         self.compile_flags = list(compile_flags or [])
         self.remarks = []
         self._compile(verbose)
+        if os.environ.get("TILELANG_REMARKS", "0") not in ("0", "", "false"):
+            for r in self.remarks:
+                print(f"[tilelang] {self.name}: {r}", file=sys.stderr)
 
     # ------------------------------------------------------------------ compilation
 
