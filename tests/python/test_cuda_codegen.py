@@ -121,3 +121,18 @@ def test_shared_memory_over_the_limit_is_a_clear_error():
     with pytest.raises(tilelang.TileLangRuntimeError, match=f"needs {needed} bytes of shared memory, the device "
                                                             r"\(sm_90a\) has 232448"):
         compile_for(gemm(4096, 4096, 4096, bm=256, bn=256, bk=64, stages=4, threads=256), "sm_90a")
+
+
+def test_attention_keeps_the_softmax_tile_in_registers():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+    from attention_kernel import flash_attention
+
+    k = compile_for(flash_attention(2, 4, 512, 128, causal=True), "sm_90a")
+    remarks = "\n".join(k.get_remarks())
+    assert "A from registers" in remarks, remarks
+    assert "warp shuffles" in remarks, remarks
+    usage = k._cuda.resource_usage
+    print(f"attention sm_90a: {usage['registers']} registers, {usage['spill_stores_bytes']} B spilled")

@@ -31,8 +31,8 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
   std::unordered_set<const BufferNode*> out;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    if (!call || call->op != "gemm_ss") return;
-    for (int k = 0; k < 2; ++k) {
+    if (!call || (call->op != "gemm_ss" && call->op != "gemm_rs")) return;
+    for (int k = call->op == "gemm_ss" ? 0 : 1; k < 2; ++k) {
       const auto* addr = As<Call>(call->args[k]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
     }
@@ -232,6 +232,14 @@ class CudaCodegen : public CPrinter {
       return "tl::copy<" + Print(op->args[2]) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
     }
     if (op->op == "vec_zero") return "tl::vec_zero<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
+    if (op->op == "gemm_rs") {
+      const auto* load = As<BufferLoad>(As<Call>(op->args[1])->args[0]);
+      std::string s = "tl::gemm_rs<";
+      for (int k = 3; k < 9; ++k) s += Print(op->args[k]) + ", ";
+      s += std::string(swizzled_.count(load->buffer.get()) ? "true" : "false") + ">(";
+      for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
+      return s + ")";
+    }
     if (op->op == "gemm_ss") {
       auto swz = [&](int k) {
         const auto* addr = As<Call>(op->args[k]);

@@ -83,7 +83,9 @@ bool HasBlockLevelWork(const Stmt& s) {
       if (!found) IRVisitor::Visit_(op);
     }
     void Visit_(const Call* op) override {
-      if (op->op == "gemm_ss" || op->op == "syncthreads" || op->op.rfind("cp_async", 0) == 0) found = true;
+      if (op->op == "gemm_ss" || op->op == "gemm_rs" || op->op == "syncthreads" || op->op.rfind("cp_async", 0) == 0) {
+        found = true;
+      }
     }
   } f;
   f.Visit(s);

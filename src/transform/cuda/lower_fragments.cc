@@ -102,6 +102,8 @@ class LayoutInference : public IRVisitor {
   std::unordered_set<const BufferNode*> forced_shared;
   /// GEMMs lowered to per-element loops, with the reason.
   std::unordered_map<const GemmOp*, std::string> simt_gemms;
+  /// GEMMs whose A operand stays in registers (gemm_rs).
+  std::unordered_set<const GemmOp*> rs_gemms;
   bool changed = false;
 
   void Assign(const Buffer& b, const std::shared_ptr<MmaAccumulatorLayout>& l, const std::string& origin,
@@ -122,26 +124,47 @@ class LayoutInference : public IRVisitor {
 
  protected:
   void Visit_(const GemmOp* op) override {
-    int64_t m, n;
-    // Operands read by other threads' warps cannot live in one thread's registers.
-    for (const Buffer& b : {op->a.buffer, op->b.buffer}) {
-      if (IsFragment(b)) forced_shared.insert(b.get());
-    }
+    int64_t m, n, ka = 0, kb = 0;
     std::string why;
     layout::WarpPartition warps;
+    bool reg_a = IsFragment(op->a.buffer) && !IsFragment(op->b.buffer);
     if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
       why = "the accumulator is not a whole 2-D fragment";
-    } else if (IsFragment(op->a.buffer) || IsFragment(op->b.buffer)) {
-      why = "an operand is a fragment";
     } else if (num_threads_ % 32) {
       why = "the thread count is not a multiple of 32";
+    } else if (IsFragment(op->b.buffer)) {
+      why = "operand B is a fragment";
+    } else if (reg_a) {
+      // A in registers: each warp must own whole rows of A and C (warps along M only),
+      // and A must hold 16-bit values laid out as an mma accumulator of M x K.
+      int64_t w = num_threads_ / 32;
+      DType ta = op->a.buffer->dtype;
+      bool sixteen = (ta == DType::Float(16) || ta == DType::BFloat16()) && ta == op->b.buffer->dtype &&
+                     op->c.buffer->dtype == DType::Float(32);
+      if (op->trans_a || !IsWhole2D(op->a, &ka, &kb) || ka != m || !sixteen || m % (16 * w) || n % 8 || kb % 16) {
+        why = "operand A is a fragment that the tensor-core path cannot read from registers (it needs "
+              "16-bit A of M x K, not transposed, and M a multiple of 16 x warps)";
+      } else {
+        auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, layout::WarpPartition{w, 1});
+        auto it = layouts.find(op->a.buffer.get());
+        if (it != layouts.end() && !(*it->second.layout == *a_layout)) {
+          why = "operand A is held as " + it->second.layout->ToString() + " but the register path needs " +
+                a_layout->ToString();
+        } else {
+          warps = layout::WarpPartition{w, 1};
+          Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
+          rs_gemms.insert(op);
+        }
+      }
     } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
       why = "a " + std::to_string(m) + "x" + std::to_string(n) + " accumulator cannot be split over " +
             std::to_string(num_threads_ / 32) + " warps in 16x8 tiles";
     }
     if (!why.empty()) {
+      rs_gemms.erase(op);
       simt_gemms[op] = why;
       if (IsFragment(op->c.buffer)) forced_shared.insert(op->c.buffer.get());
+      if (IsFragment(op->b.buffer)) forced_shared.insert(op->b.buffer.get());
       return;
     }
     Assign(op->c.buffer, std::make_shared<MmaAccumulatorLayout>(m, n, warps), "T.gemm", op->span);
@@ -176,9 +199,14 @@ class LayoutInference : public IRVisitor {
 
   void Visit_(const CopyOp* op) override {
     if (IsFragment(op->src.buffer) && IsFragment(op->dst.buffer)) {
+      // Only fills in a missing layout: a copy between two different layouts converts
+      // (through shared memory, see FragmentRewriter).
       auto s = layouts.find(op->src.buffer.get()), d = layouts.find(op->dst.buffer.get());
-      if (s != layouts.end()) Assign(op->dst.buffer, s->second.layout, "T.copy from " + op->src.buffer->name, op->span);
-      if (d != layouts.end()) Assign(op->src.buffer, d->second.layout, "T.copy to " + op->dst.buffer->name, op->span);
+      if (s != layouts.end() && d == layouts.end()) {
+        Assign(op->dst.buffer, s->second.layout, "T.copy from " + op->src.buffer->name, op->span);
+      } else if (d != layouts.end() && s == layouts.end()) {
+        Assign(op->src.buffer, d->second.layout, "T.copy to " + op->dst.buffer->name, op->span);
+      }
     }
     IRVisitor::Visit_(op);
   }
@@ -196,7 +224,8 @@ class FragmentRewriter : public IRMutator {
     std::shared_ptr<MmaAccumulatorLayout> layout;
   };
   FragmentRewriter(const LayoutInference& inference, VarRef tx, PassContext& ctx)
-      : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), tx_(std::move(tx)), ctx_(ctx) {}
+      : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), rs_gemms_(inference.rs_gemms),
+        tx_(std::move(tx)), ctx_(ctx) {}
 
  protected:
   Stmt Mutate_(const Allocate* op, const Stmt& self) override {
@@ -285,8 +314,21 @@ class FragmentRewriter : public IRMutator {
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
     auto s = regs_.find(op->src.buffer.get()), d = regs_.find(op->dst.buffer.get());
     if (s == regs_.end() && d == regs_.end()) return IRMutator::Mutate_(op, self);
+    if (s != regs_.end() && d != regs_.end() && !(*s->second.layout == *d->second.layout)) {
+      // Different layouts: through a shared scratch tile (written in the source layout,
+      // read back in the destination's; the barrier pass orders the two).
+      Buffer scratch = BufferNode::Make(op->src.buffer->name + "_relayout", op->dst.buffer->dtype,
+                                        op->src.buffer->shape, Scope::kShared);
+      ctx_.remarks.push_back("T.copy " + op->src.buffer->name + " -> " + op->dst.buffer->name +
+                             ": layouts differ (" + s->second.layout->ToString() + " vs " +
+                             d->second.layout->ToString() + "), converted through shared memory");
+      return Seq::Make({Allocate::Make(scratch, nullptr, op->span),
+                        RegsToTile(s->second, Region::Full(scratch), op->span),
+                        TileToRegs(d->second, Region::Full(scratch), op->span)},
+                       op->span);
+    }
     if (s != regs_.end() && d != regs_.end()) {
-      // Same layout (inference made sure): a register-to-register copy with a cast.
+      // Same layout: a register-to-register copy with a cast.
       const RegFragment& rf = s->second;
       VarRef l = Var::Make("l");
       Stmt st = BufferStore::Make(d->second.regs, {l},
@@ -294,36 +336,71 @@ class FragmentRewriter : public IRMutator {
       return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
     }
     bool from_regs = s != regs_.end();
-    const RegFragment& rf = from_regs ? s->second : d->second;
     Region other = MutateRegion(from_regs ? op->dst : op->src);
-    // The other side's tile dims map onto the fragment's (i, j).
+    return from_regs ? RegsToTile(s->second, other, op->span) : TileToRegs(d->second, other, op->span);
+  }
+
+  /// For each register l: the element (i, j) it holds goes to / comes from `tile` at the
+  /// region's corner + (i, j), with edge guards.
+  std::pair<Stmt, VarRef> RegTileLoop(const RegFragment& rf, const Region& tile, bool to_tile, const Span& span) {
     std::vector<size_t> dims;
-    for (size_t k = 0; k < other.ranges.size(); ++k) {
+    for (size_t k = 0; k < tile.ranges.size(); ++k) {
       int64_t e;
-      if (!(AsConstInt(other.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
+      if (!(AsConstInt(tile.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
     }
+    if (dims.size() == 1 && tile.ranges.size() >= 2) dims.insert(dims.begin(), tile.ranges.size() - 2);
     TL_ICHECK(dims.size() == 2) << "copy between a register fragment and a non-2-D tile";
     VarRef l = Var::Make("l");
     auto [i, j] = rf.layout->Inverse(tx_, l);
     std::vector<Expr> idx;
-    for (const Range& rg : other.ranges) idx.push_back(rg.min);
+    for (const Range& rg : tile.ranges) idx.push_back(rg.min);
     idx[dims[0]] = idx[dims[0]] + i;
     idx[dims[1]] = idx[dims[1]] + j;
     Expr in_bounds;
-    for (size_t k = 0; k < idx.size(); ++k) {
-      in_bounds = And(in_bounds, LT(idx[k], other.buffer->shape[k]));
-    }
+    for (size_t k = 0; k < idx.size(); ++k) in_bounds = And(in_bounds, LT(idx[k], tile.buffer->shape[k]));
     Stmt st;
-    if (from_regs) {
-      st = BufferStore::Make(other.buffer, idx, Cast::Make(other.buffer->dtype, BufferLoad::Make(rf.regs, {l})),
-                             op->span);
-      st = IfThenElse::Make(in_bounds, st, nullptr, op->span);
+    if (to_tile) {
+      st = BufferStore::Make(tile.buffer, idx, Cast::Make(tile.buffer->dtype, BufferLoad::Make(rf.regs, {l})), span);
+      st = IfThenElse::Make(in_bounds, st, nullptr, span);
     } else {
-      Expr v = Cast::Make(rf.regs->dtype, BufferLoad::Make(other.buffer, idx));
+      Expr v = Cast::Make(rf.regs->dtype, BufferLoad::Make(tile.buffer, idx));
       Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
-      st = BufferStore::Make(rf.regs, {l}, Select::Make(in_bounds, v, zero), op->span);
+      st = BufferStore::Make(rf.regs, {l}, Select::Make(in_bounds, v, zero), span);
     }
-    return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
+    return {For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span), l};
+  }
+  Stmt RegsToTile(const RegFragment& rf, const Region& tile, const Span& span) {
+    return RegTileLoop(rf, tile, true, span).first;
+  }
+  Stmt TileToRegs(const RegFragment& rf, const Region& tile, const Span& span) {
+    return RegTileLoop(rf, tile, false, span).first;
+  }
+
+  /// T.gemm with A in registers (the accumulator layout of M x K, warps along M only):
+  /// gemm_rs packs A's registers into mma operands without touching shared memory.
+  Stmt RegisterAGemm(const GemmOp* op) {
+    const RegFragment& a = regs_.at(op->a.buffer.get());
+    const RegFragment& c = regs_.at(op->c.buffer.get());
+    Region b = MutateRegion(op->b);
+    std::vector<Stmt> out;
+    int64_t clr = 0;
+    if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+      Expr zero = MakeFloat(0, c.regs->dtype);
+      out.push_back(IfThenElse::Make(op->clear_accum, FillRegs(c, zero, op->span), nullptr, op->span));
+    }
+    std::vector<Expr> bmins;
+    for (const Range& rg : b.ranges) bmins.push_back(rg.min);
+    std::vector<Expr> args = {
+        Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(a.regs, {MakeInt(0)})}),
+        Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, bmins)}),
+        Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(c.regs, {MakeInt(0)})}),
+        MakeInt(c.layout->m()), MakeInt(c.layout->n()), MakeInt(a.layout->n()),
+        MakeInt(c.layout->warps().warps_m), MakeBool(op->trans_b), b.buffer->StrideOf(b.ranges.size() - 2)};
+    out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs", args), op->span));
+    ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                           op->c.buffer->name + ": A from registers (no trip through shared memory), "
+                           "ldmatrix + mma.sync m16n8k16 for B");
+    return Seq::Make(out, op->span);
   }
 
   Stmt Mutate_(const FillOp* op, const Stmt& self) override {
@@ -339,6 +416,7 @@ class FragmentRewriter : public IRMutator {
   Stmt Mutate_(const GemmOp* op, const Stmt& self) override {
     auto simt = simt_gemms_.find(op);
     if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
+    if (rs_gemms_.count(op)) return RegisterAGemm(op);
     auto it = regs_.find(op->c.buffer.get());
     TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
     const RegFragment& rf = it->second;
@@ -539,6 +617,19 @@ class FragmentRewriter : public IRMutator {
     ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                            op->c.buffer->name + ": element-wise loops, no tensor cores (" + why + ")");
     Region a = MutateRegion(op->a), b = MutateRegion(op->b), c = MutateRegion(op->c);
+    std::vector<Stmt> staged;
+    for (Region* r : {&a, &b}) {
+      auto it = regs_.find(r->buffer.get());
+      if (it == regs_.end()) continue;
+      // An operand in registers: other threads need its elements, so it goes through shared.
+      Buffer scratch = BufferNode::Make(r->buffer->name + "_staged", r->buffer->dtype,
+                                        {MakeInt(it->second.layout->m()), MakeInt(it->second.layout->n())},
+                                        Scope::kShared);
+      staged.push_back(Allocate::Make(scratch, nullptr, op->span));
+      staged.push_back(RegsToTile(it->second, Region::Full(scratch), op->span));
+      *r = Region::Full(scratch);
+      ctx_.remarks.push_back("T.gemm operand " + op->a.buffer->name + " staged through shared memory");
+    }
     auto dims2 = [](const Region& r) {
       std::vector<size_t> d;
       for (size_t k = 0; k < r.ranges.size(); ++k) {
@@ -576,7 +667,8 @@ class FragmentRewriter : public IRMutator {
                         op->span);
     }
     Stmt inner = For::Make(vj, MakeInt(0), n, ForKind::kParallel, kloop, {}, op->span);
-    return For::Make(vi, MakeInt(0), m, ForKind::kParallel, inner, {}, op->span);
+    staged.push_back(For::Make(vi, MakeInt(0), m, ForKind::kParallel, inner, {}, op->span));
+    return Seq::Make(staged, op->span);
   }
 
  private:
@@ -598,6 +690,7 @@ class FragmentRewriter : public IRMutator {
 
   const std::unordered_map<const BufferNode*, Assigned>& layouts_;
   const std::unordered_map<const GemmOp*, std::string>& simt_gemms_;
+  const std::unordered_set<const GemmOp*>& rs_gemms_;
   VarRef tx_;
   PassContext& ctx_;
   std::unordered_map<const BufferNode*, RegFragment> regs_;

@@ -146,6 +146,68 @@ TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
 
 }  // namespace detail
 
+/// C (M x N, registers) += A (M x K, registers) * op(B) (K x N, shared), for warps stacked
+/// along M only (WM warps, each owning M/WM whole rows). A is held in the accumulator
+/// layout of an M x K mma tile grid (as the fragment of a previous GEMM, cast to 16 bits):
+/// two adjacent 16x8 accumulator tiles are exactly one m16n8k16 A operand, so A's
+/// registers are packed in place, with no trip through shared memory.
+template <int M, int N, int K, int WM, bool TransB, int LdB, bool SwzB, typename T>
+TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
+  constexpr int kWarpM = M / WM, kTilesM = kWarpM / 16, kTilesN = N / 8, kTilesK = K / 8;
+  static_assert(kWarpM % 16 == 0 && N % 8 == 0 && K % 16 == 0, "gemm_rs: tile shape");
+  const int lane = flat_thread_index() & 31;
+  float(*acc)[kTilesN][4] = reinterpret_cast<float(*)[kTilesN][4]>(C);
+  const T(*a_regs)[kTilesK][4] = reinterpret_cast<const T(*)[kTilesK][4]>(A);
+  auto pack = [](T lo, T hi) { return uint32_t(lo.bits) | (uint32_t(hi.bits) << 16); };
+#pragma unroll
+  for (int kk = 0; kk < K; kk += 16) {
+    const int kt = kk / 8;
+    uint32_t a[kTilesM][4];
+#pragma unroll
+    for (int mt = 0; mt < kTilesM; ++mt) {
+      a[mt][0] = pack(a_regs[mt][kt][0], a_regs[mt][kt][1]);
+      a[mt][1] = pack(a_regs[mt][kt][2], a_regs[mt][kt][3]);
+      a[mt][2] = pack(a_regs[mt][kt + 1][0], a_regs[mt][kt + 1][1]);
+      a[mt][3] = pack(a_regs[mt][kt + 1][2], a_regs[mt][kt + 1][3]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < kTilesN; nt += 2) {
+      uint32_t b[2][2];
+      const int n = nt * 8;
+      if (nt + 1 < kTilesN) {
+        uint32_t r[4];
+        if constexpr (!TransB) {
+          const int row = kk + (lane & 15), col = n + (lane >> 4) * 8;
+          ldmatrix_x4_trans(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
+        } else {
+          const int row = n + (lane & 7) + (lane >> 4) * 8, col = kk + ((lane >> 3) & 1) * 8;
+          ldmatrix_x4(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
+        }
+        b[0][0] = r[0];
+        b[0][1] = r[1];
+        b[1][0] = r[2];
+        b[1][1] = r[3];
+      } else {
+        uint32_t r[2];
+        if constexpr (!TransB) {
+          const int row = kk + (lane & 15), col = n;
+          ldmatrix_x2_trans(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
+        } else {
+          const int row = n + (lane & 7), col = kk + ((lane >> 3) & 1) * 8;
+          ldmatrix_x2(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
+        }
+        b[0][0] = r[0];
+        b[0][1] = r[1];
+      }
+#pragma unroll
+      for (int mt = 0; mt < kTilesM; ++mt) {
+        mma_m16n8k16<T>(acc[mt][nt], a[mt], b[0], acc[mt][nt]);
+        if (nt + 1 < kTilesN) mma_m16n8k16<T>(acc[mt][nt + 1], a[mt], b[1], acc[mt][nt + 1]);
+      }
+    }
+  }
+}
+
 /// The block's tile GEMM (see the file comment). All threads of the block must call it.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
           typename TA, typename TB, typename TC>
