@@ -51,9 +51,25 @@ Expr MmaAccumulatorLayout::Local(const Expr& i, const Expr& j) const {
   return tile * C(4) + reg;
 }
 
+MmaAccumulatorLayout MmaAccumulatorLayout::Rows() const {
+  MmaAccumulatorLayout rows = *this;
+  rows.n_ = 0;
+  rows.rows_ = true;
+  return rows;
+}
+
+Expr MmaAccumulatorLayout::RowLocal(const Expr& local) const {
+  Expr tile = FloorDiv(local, C(4)), reg = FloorMod(local, C(4));
+  return FloorDiv(tile, C(tile_n_ / 8)) * C(2) + FloorDiv(reg, C(2));
+}
+
 std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Expr& local) const {
   Expr warp = FloorDiv(thread, C(32)), lane = FloorMod(thread, C(32));
   Expr warp_m = FloorDiv(warp, C(warps_.warps_n)), warp_n = FloorMod(warp, C(warps_.warps_n));
+  if (rows_) {
+    Expr row = FloorDiv(local, C(2)) * C(16) + FloorMod(local, C(2)) * C(8) + FloorDiv(lane, C(4));
+    return {warp_m * C(tile_m_) + row, MakeInt(0)};
+  }
   Expr reg = FloorMod(local, C(4)), tile = FloorDiv(local, C(4));
   Expr mt = FloorDiv(tile, C(tile_n_ / 8)), nt = FloorMod(tile, C(tile_n_ / 8));
   Expr r = FloorDiv(lane, C(4)) + FloorDiv(reg, C(2)) * C(8);
@@ -62,6 +78,10 @@ std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Ex
 }
 
 std::string MmaAccumulatorLayout::ToString() const {
+  if (rows_) {
+    return "mma_rows(" + std::to_string(m_) + ", warps " + std::to_string(warps_.warps_m) + "x" +
+           std::to_string(warps_.warps_n) + ")";
+  }
   return "mma_acc(" + std::to_string(m_) + "x" + std::to_string(n_) + ", warps " +
          std::to_string(warps_.warps_m) + "x" + std::to_string(warps_.warps_n) + ")";
 }

@@ -34,22 +34,30 @@ bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, ir::GemmPolicy poli
 class MmaAccumulatorLayout {
  public:
   MmaAccumulatorLayout(int64_t m, int64_t n, WarpPartition warps);
+  /// The layout of a vector of m per-row values (a row reduction of this accumulator):
+  /// each thread holds the rows it holds here, so the four lanes of a group (and the warps
+  /// along N) keep identical copies. Register r = 2 * mt + h holds row mt * 16 + h * 8 + g.
+  MmaAccumulatorLayout Rows() const;
+  bool is_rows() const { return rows_; }
   int64_t m() const { return m_; }
   int64_t n() const { return n_; }
   int64_t num_threads() const { return 32 * warps_.warps_m * warps_.warps_n; }
-  int64_t num_local() const { return m_ * n_ / num_threads(); }
+  int64_t num_local() const { return rows_ ? tile_m_ / 16 * 2 : m_ * n_ / num_threads(); }
+  /// For an accumulator layout: the register, in Rows(), of the row that register `local`
+  /// of this layout belongs to.
+  ir::Expr RowLocal(const ir::Expr& local) const;
   const WarpPartition& warps() const { return warps_; }
   /// The part of C one warp owns: tile_m() x tile_n().
   int64_t tile_m() const { return tile_m_; }
   int64_t tile_n() const { return tile_n_; }
   ir::Expr Thread(const ir::Expr& i, const ir::Expr& j) const;
   ir::Expr Local(const ir::Expr& i, const ir::Expr& j) const;
-  /// (i, j) of register `local` of thread `thread`.
+  /// (i, j) of register `local` of thread `thread` ((i, 0) for a Rows() layout).
   std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const;
   /// Canonical text, used in messages: "mma_acc(128x128, warps 2x2)".
   std::string ToString() const;
   bool operator==(const MmaAccumulatorLayout& o) const {
-    return m_ == o.m_ && n_ == o.n_ && warps_.warps_m == o.warps_.warps_m &&
+    return m_ == o.m_ && n_ == o.n_ && rows_ == o.rows_ && warps_.warps_m == o.warps_.warps_m &&
            warps_.warps_n == o.warps_.warps_n;
   }
 
@@ -57,6 +65,7 @@ class MmaAccumulatorLayout {
   int64_t m_, n_;
   WarpPartition warps_;
   int64_t tile_m_, tile_n_;  ///< the part of C one warp owns
+  bool rows_ = false;
 };
 
 /// XOR swizzle of a row-major shared tile in 16-byte chunks: with rows of R bytes (a power

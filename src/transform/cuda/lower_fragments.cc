@@ -185,16 +185,42 @@ class LayoutInference : public IRVisitor {
         break;
       }
     }
-    if (anchor) {
+    if (anchor && !anchor->is_rows()) {
       for (auto& [b, idx] : c.accesses) {
         int64_t m, n;
         if (b->shape.size() == 2 && IsWhole2D(Region::Full(b), &m, &n) && m == anchor->m() && n == anchor->n() &&
             IndicesAreVars(idx, nest)) {
           Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
         }
+        // A per-row vector read or written next to the tile: it holds this tile's rows.
+        if (IsRowVector(b, anchor->m()) && idx.size() == 1 && idx[0] == static_cast<Expr>(nest.loops[0]->var)) {
+          Assign(b, std::make_shared<MmaAccumulatorLayout>(anchor->Rows()), "T.Parallel with " + anchor_buf->name,
+                 op->span);
+        }
+      }
+    } else if (anchor) {
+      for (auto& [b, idx] : c.accesses) {
+        if (IsRowVector(b, anchor->m()) && IndicesAreVars(idx, nest)) {
+          Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
+        }
       }
     }
     IRVisitor::Visit(nest.body);
+  }
+
+  void Visit_(const ReduceOp* op) override {
+    auto it = layouts.find(op->src.buffer.get());
+    if (it != layouts.end() && !it->second.layout->is_rows() && op->dim == 1 &&
+        IsRowVector(op->dst.buffer, it->second.layout->m())) {
+      Assign(op->dst.buffer, std::make_shared<MmaAccumulatorLayout>(it->second.layout->Rows()),
+             "T.reduce of " + op->src.buffer->name, op->span);
+    }
+    IRVisitor::Visit_(op);
+  }
+
+  static bool IsRowVector(const Buffer& b, int64_t m) {
+    int64_t len = 0;
+    return IsFragment(b) && b->shape.size() == 1 && AsConstInt(b->shape[0], &len) && len == m;
   }
 
   void Visit_(const CopyOp* op) override {
@@ -253,26 +279,26 @@ class FragmentRewriter : public IRMutator {
   Expr Mutate_(const BufferLoad* op, const Expr& self) override {
     auto it = regs_.find(op->buffer.get());
     if (it == regs_.end()) return IRMutator::Mutate_(op, self);
-    auto local = current_local_.find(op->buffer.get());
-    if (local == current_local_.end() || !IndicesMatch(op->indices)) {
+    auto local = current_.find(op->buffer.get());
+    if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
       TL_USER_ERROR(span_) << "fragment " << op->buffer->name
                            << " (held in registers) can only be accessed element-wise inside a T.Parallel "
                               "loop over its whole shape, as " << op->buffer->name << "[i, j]";
     }
-    return BufferLoad::Make(it->second.regs, {local->second});
+    return BufferLoad::Make(it->second.regs, {local->second.second});
   }
 
   Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
     span_ = op->span;
     auto it = regs_.find(op->buffer.get());
     if (it == regs_.end()) return IRMutator::Mutate_(op, self);
-    auto local = current_local_.find(op->buffer.get());
-    if (local == current_local_.end() || !IndicesMatch(op->indices)) {
+    auto local = current_.find(op->buffer.get());
+    if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
       TL_USER_ERROR(op->span) << "fragment " << op->buffer->name
                               << " (held in registers) can only be written element-wise inside a T.Parallel "
                                  "loop over its whole shape";
     }
-    return BufferStore::Make(it->second.regs, {local->second}, Mutate(op->value), op->span);
+    return BufferStore::Make(it->second.regs, {local->second.second}, Mutate(op->value), op->span);
   }
 
   Stmt Mutate_(const For* op, const Stmt& self) override {
@@ -290,25 +316,28 @@ class FragmentRewriter : public IRMutator {
       }
     }
     if (!anchor) return IRMutator::Mutate_(op, self);
-    // for l in [0, num_local): (i, j) = inverse(tx, l); body with F[i, j] -> F_regs[l].
+    // for l in [0, num_local): (i, j) = inverse(tx, l); body with F[i, j] -> F_regs[l]
+    // (and, next to a tile, a per-row vector R[i] -> R_regs[row of l]).
+    const MmaAccumulatorLayout& lay = *anchor->layout;
     VarRef l = Var::Make("l");
-    auto [i, j] = anchor->layout->Inverse(tx_, l);
-    std::vector<Expr> vals = {i, j};
-    nest_vars_.clear();
-    for (size_t k = 0; k < nest.loops.size(); ++k) nest_vars_.push_back(nest.loops[k]->var.get());
+    auto [i, j] = lay.Inverse(tx_, l);
+    const Var* vi = nest.loops[0]->var.get();
+    const Var* vj = nest.loops.size() > 1 ? nest.loops[1]->var.get() : nullptr;
+    std::vector<const Var*> all_vars = {vi};
+    if (vj) all_vars.push_back(vj);
+    current_.clear();
     for (const auto& [buf, rf] : regs_) {
-      if (*rf.layout == *anchor->layout) current_local_[buf] = l;
+      if (*rf.layout == lay) current_[buf] = {all_vars, l};
+      if (!lay.is_rows() && *rf.layout == lay.Rows()) current_[buf] = {{vi}, lay.RowLocal(l)};
     }
     Stmt body = Mutate(nest.body);
-    current_local_.clear();
-    const Var* vi = nest.loops[0]->var.get();
-    const Var* vj = nest.loops[1]->var.get();
+    current_.clear();
     body = Substitute(body, [&](const Var* v) -> Expr {
-      if (v == vi) return vals[0];
-      if (v == vj) return vals[1];
+      if (v == vi) return i;
+      if (vj && v == vj) return j;
       return nullptr;
     });
-    return For::Make(l, MakeInt(0), MakeInt(anchor->layout->num_local()), ForKind::kUnrolled, body, {}, op->span);
+    return For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled, body, {}, op->span);
   }
 
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
@@ -348,14 +377,18 @@ class FragmentRewriter : public IRMutator {
       int64_t e;
       if (!(AsConstInt(tile.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
     }
-    if (dims.size() == 1 && tile.ranges.size() >= 2) dims.insert(dims.begin(), tile.ranges.size() - 2);
-    TL_ICHECK(dims.size() == 2) << "copy between a register fragment and a non-2-D tile";
+    size_t want = rf.layout->is_rows() ? 1 : 2;
+    if (dims.size() < want && tile.ranges.size() >= want) {
+      dims.clear();
+      for (size_t k = tile.ranges.size() - want; k < tile.ranges.size(); ++k) dims.push_back(k);
+    }
+    TL_ICHECK(dims.size() == want) << "copy between a register fragment and a tile of another rank";
     VarRef l = Var::Make("l");
     auto [i, j] = rf.layout->Inverse(tx_, l);
     std::vector<Expr> idx;
     for (const Range& rg : tile.ranges) idx.push_back(rg.min);
     idx[dims[0]] = idx[dims[0]] + i;
-    idx[dims[1]] = idx[dims[1]] + j;
+    if (want == 2) idx[dims[1]] = idx[dims[1]] + j;
     Expr in_bounds;
     for (size_t k = 0; k < idx.size(); ++k) in_bounds = And(in_bounds, LT(idx[k], tile.buffer->shape[k]));
     Stmt st;
@@ -407,7 +440,8 @@ class FragmentRewriter : public IRMutator {
     auto it = regs_.find(op->dst.buffer.get());
     if (it == regs_.end()) return IRMutator::Mutate_(op, self);
     int64_t m, n;
-    if (!IsWhole2D(op->dst, &m, &n)) {
+    bool whole = it->second.layout->is_rows() ? op->dst.ranges.size() == 1 : IsWhole2D(op->dst, &m, &n);
+    if (!whole) {
       TL_USER_ERROR(op->span) << "T.fill of part of a register fragment is not supported";
     }
     return FillRegs(it->second, op->value, op->span);
@@ -453,13 +487,14 @@ class FragmentRewriter : public IRMutator {
   }
 
   Stmt Mutate_(const ReduceOp* op, const Stmt& self) override {
-    if (regs_.count(op->dst.buffer.get())) {
-      TL_USER_ERROR(op->span) << "the destination of a reduction (" << op->dst.buffer->name
-                              << ") cannot be held in registers on CUDA yet";
-    }
     auto it = regs_.find(op->src.buffer.get());
+    auto dst_regs = regs_.find(op->dst.buffer.get());
+    if (it != regs_.end() && op->dim == 1) return ReduceRows(op, it->second);
+    if (dst_regs != regs_.end()) {
+      TL_USER_ERROR(op->span) << "the destination of this reduction (" << op->dst.buffer->name
+                              << ") is held in registers, which only row reductions of a register tile support";
+    }
     if (it == regs_.end()) return IRMutator::Mutate_(op, self);
-    if (op->dim == 1) return ReduceRows(op, it->second);
     // Along columns: each thread folds its own registers into the (shared) destination
     // with shared-memory atomics; the barrier pass orders them after the initialisation
     // and before readers.
@@ -534,6 +569,8 @@ class FragmentRewriter : public IRMutator {
   Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf) {
     const MmaAccumulatorLayout& lay = *rf.layout;
     Region dst = MutateRegion(op->dst);
+    auto dst_it = regs_.find(op->dst.buffer.get());
+    const RegFragment* dst_regs = dst_it == regs_.end() ? nullptr : &dst_it->second;
     DType t = dst.buffer->dtype;
     const ReduceKind kind = op->reduce_kind;
     const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
@@ -577,6 +614,20 @@ class FragmentRewriter : public IRMutator {
     Expr reduced = Call::Make(t, shuffle, {BufferLoad::Make(acc, {MakeInt(0)}), MakeInt(4)});
     Expr row = lay.Inverse(tx_, (Expr(mt) * MakeInt(tiles_n)) * MakeInt(4) + Expr(h) * MakeInt(2)).first;
     Stmt publish;
+    Expr row_reg = Expr(mt) * MakeInt(2) + h;
+    if (dst_regs && wn == 1) {
+      // Every lane of the group has the result: each keeps it in its own register.
+      Expr old = BufferLoad::Make(dst_regs->regs, {row_reg});
+      Stmt keep = BufferStore::Make(dst_regs->regs, {row_reg},
+                                    op->clear ? Expr(part) : combine(old, part), op->span);
+      Stmt body = Seq::Make({Allocate::Make(acc, init, op->span), fold, LetStmt::Make(part, reduced, op->span), keep},
+                            op->span);
+      body = For::Make(h, MakeInt(0), MakeInt(2), ForKind::kUnrolled, body, {}, op->span);
+      out.push_back(For::Make(mt, MakeInt(0), MakeInt(tiles_m), ForKind::kUnrolled, body, {}, op->span));
+      ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
+                             " along rows: in-thread fold and warp shuffles, result in registers");
+      return Seq::Make(out, op->span);
+    }
     if (wn == 1) {
       auto di = dst_at(row);
       Expr v = op->clear ? Expr(part) : combine(BufferLoad::Make(dst.buffer, di), part);
@@ -589,7 +640,23 @@ class FragmentRewriter : public IRMutator {
                           op->span);
     body = For::Make(h, MakeInt(0), MakeInt(2), ForKind::kUnrolled, body, {}, op->span);
     out.push_back(For::Make(mt, MakeInt(0), MakeInt(tiles_m), ForKind::kUnrolled, body, {}, op->span));
-    if (wn > 1) {
+    if (wn > 1 && dst_regs) {
+      // Across warps, into registers: every thread folds the partials of its own rows.
+      VarRef lr = Var::Make("lr"), w = Var::Make("w");
+      Expr r = lay.Rows().Inverse(tx_, lr).first;
+      Buffer acc2 = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+      Stmt f2 = BufferStore::Make(acc2, {MakeInt(0)},
+                                  combine(BufferLoad::Make(acc2, {MakeInt(0)}),
+                                          BufferLoad::Make(work, {r * MakeInt(wn) + w})),
+                                  op->span);
+      f2 = For::Make(w, MakeInt(0), MakeInt(wn), ForKind::kUnrolled, f2, {}, op->span);
+      Expr v = BufferLoad::Make(acc2, {MakeInt(0)});
+      if (!op->clear) v = combine(BufferLoad::Make(dst_regs->regs, {lr}), v);
+      Stmt per_row = Seq::Make({Allocate::Make(acc2, init, op->span), f2,
+                                BufferStore::Make(dst_regs->regs, {lr}, v, op->span)}, op->span);
+      out.push_back(For::Make(lr, MakeInt(0), MakeInt(dst_regs->layout->num_local()), ForKind::kUnrolled, per_row, {},
+                              op->span));
+    } else if (wn > 1) {
       // Across warps: one thread per row folds the warps' partials (spread over threads).
       VarRef r = Var::Make("r"), w = Var::Make("w");
       Buffer acc2 = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
@@ -673,11 +740,10 @@ class FragmentRewriter : public IRMutator {
 
  private:
 
-  bool IndicesMatch(const std::vector<Expr>& idx) const {
-    if (idx.size() != nest_vars_.size()) return false;
+  static bool IndicesMatch(const std::vector<Expr>& idx, const std::vector<const Var*>& vars) {
+    if (idx.size() != vars.size()) return false;
     for (size_t k = 0; k < idx.size(); ++k) {
-      const auto* v = As<Var>(idx[k]);
-      if (v != nest_vars_[k]) return false;
+      if (As<Var>(idx[k]) != vars[k]) return false;
     }
     return true;
   }
@@ -695,8 +761,9 @@ class FragmentRewriter : public IRMutator {
   PassContext& ctx_;
   std::unordered_map<const BufferNode*, RegFragment> regs_;
   std::unordered_map<const BufferNode*, Buffer> demoted_;
-  std::unordered_map<const BufferNode*, Expr> current_local_;
-  std::vector<const Var*> nest_vars_;
+  /// Inside a T.Parallel nest over registers: each register fragment's expected indices
+  /// (the nest's variables) and the register they map to.
+  std::unordered_map<const BufferNode*, std::pair<std::vector<const Var*>, Expr>> current_;
   Span span_;
 };
 
