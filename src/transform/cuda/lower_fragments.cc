@@ -104,12 +104,20 @@ class LayoutInference : public IRVisitor {
   std::unordered_map<const GemmOp*, std::string> simt_gemms;
   /// GEMMs whose A operand stays in registers (gemm_rs).
   std::unordered_set<const GemmOp*> rs_gemms;
+  /// Per-row vectors whose uses need different layouts (moved to shared memory).
+  std::unordered_set<const BufferNode*> conflicted;
   bool changed = false;
 
   void Assign(const Buffer& b, const std::shared_ptr<MmaAccumulatorLayout>& l, const std::string& origin,
               const Span& span) {
     if (forced_shared.count(b.get())) return;
     auto it = layouts.find(b.get());
+    if (l->is_rows() && it != layouts.end() && !(*it->second.layout == *l)) {
+      // A per-row vector used next to tiles of different layouts: it stays in shared
+      // memory, where every thread can reach every row.
+      conflicted.insert(b.get());
+      return;
+    }
     if (it == layouts.end()) {
       layouts[b.get()] = Assigned{l, origin, span};
       changed = true;
@@ -193,6 +201,7 @@ class LayoutInference : public IRVisitor {
           Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
         }
         // A per-row vector read or written next to the tile: it holds this tile's rows.
+        if (IsFragment(b) && b->shape.size() == 1 && !IsRowVector(b, anchor->m())) conflicted.insert(b.get());
         if (IsRowVector(b, anchor->m()) && idx.size() == 1 && idx[0] == static_cast<Expr>(nest.loops[0]->var)) {
           Assign(b, std::make_shared<MmaAccumulatorLayout>(anchor->Rows()), "T.Parallel with " + anchor_buf->name,
                  op->span);
@@ -793,10 +802,18 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   LayoutInference inference(threads);
   // Propagation needs a few sweeps: a T.Parallel before the gemm in program order may
   // only learn its layout after the gemm has been seen.
-  for (int sweep = 0; sweep < 8; ++sweep) {
-    inference.changed = false;
-    inference.Visit(f->body);
-    if (!inference.changed) break;
+  for (int round = 0; round < 4; ++round) {
+    for (int sweep = 0; sweep < 8; ++sweep) {
+      inference.changed = false;
+      inference.Visit(f->body);
+      if (!inference.changed) break;
+    }
+    if (inference.conflicted.empty()) break;
+    for (const BufferNode* b : inference.conflicted) {
+      inference.layouts.erase(b);
+      inference.forced_shared.insert(b);
+    }
+    inference.conflicted.clear();
   }
   FragmentRewriter rewriter(inference, tb->var, ctx);
   ir::Stmt body = rewriter.Mutate(f->body);

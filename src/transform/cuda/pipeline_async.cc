@@ -70,26 +70,91 @@ struct WriteCollector : IRVisitor {
   void Visit_(const ReduceOp* op) override { writes.insert(op->dst.buffer.get()); }
 };
 
-/// The producers of a pipelined loop, or empty when the loop cannot be pipelined.
-std::vector<const CopyOp*> Producers(const For* op, std::string* why) {
-  auto stmts = Flatten(op->body);
-  std::vector<const CopyOp*> producers;
-  size_t i = 0;
-  for (; i < stmts.size() && IsProducer(stmts[i]); ++i) producers.push_back(As<CopyOp>(stmts[i]));
-  if (producers.empty()) {
-    *why = "its body does not start with copies from global to shared memory";
-    return {};
-  }
-  WriteCollector rest;
-  for (size_t j = i; j < stmts.size(); ++j) rest.Visit(stmts[j]);
-  std::unordered_set<const BufferNode*> seen;
-  for (const CopyOp* c : producers) {
-    if (rest.writes.count(c->dst.buffer.get()) || !seen.insert(c->dst.buffer.get()).second) {
-      *why = "shared buffer " + c->dst.buffer->name + " is also written elsewhere in the loop";
-      return {};
+/// Whether an expression reads only variables and constants (no buffer loads), so that it
+/// can be evaluated ahead of the statements before it.
+bool IsPure(const Region& r) {
+  bool pure = true;
+  for (const Range& rg : r.ranges) {
+    for (const Expr& e : {rg.min, rg.extent}) {
+      struct LoadFinder : IRVisitor {
+        bool found = false;
+        void Visit_(const BufferLoad*) override { found = true; }
+      } f;
+      f.Visit(e);
+      pure = pure && !f.found;
     }
   }
-  return producers;
+  return pure;
+}
+
+/// Variables defined inside the loop body (lets): a producer hoisted to the top of the
+/// body cannot use them.
+std::unordered_set<const Var*> DefinedIn(const std::vector<Stmt>& stmts) {
+  std::unordered_set<const Var*> out;
+  for (const Stmt& s : stmts) {
+    if (const auto* let = As<LetStmt>(s)) out.insert(let->var.get());
+  }
+  return out;
+}
+
+bool Mentions(const Region& r, const std::unordered_set<const Var*>& vars) {
+  bool found = false;
+  for (const Range& rg : r.ranges) {
+    for (const Expr& e : {rg.min, rg.extent}) {
+      struct VarFinder : IRVisitor {
+        const std::unordered_set<const Var*>* vars;
+        bool* found;
+        void Visit_(const Var* v) override {
+          if (vars->count(v)) *found = true;
+        }
+      } f;
+      f.vars = &vars;
+      f.found = &found;
+      f.Visit(e);
+    }
+  }
+  return found;
+}
+
+/// The producers of a pipelined loop: copies global -> shared of the loop body's top
+/// level whose regions depend only on the loop variable and values from outside the loop,
+/// and whose shared buffer nothing else in the loop writes. They are prefetched, so they
+/// may sit anywhere in the body. Empty when the loop cannot be pipelined.
+std::vector<const CopyOp*> Producers(const For* op, std::string* why) {
+  auto stmts = Flatten(op->body);
+  auto defined = DefinedIn(stmts);
+  std::vector<const CopyOp*> producers;
+  WriteCollector rest;
+  std::unordered_set<const BufferNode*> read_so_far;  // statements before may not read it
+  for (const Stmt& s : stmts) {
+    const auto* c = As<CopyOp>(s);
+    if (IsProducer(s) && IsPure(c->src) && IsPure(c->dst) && !Mentions(c->src, defined) &&
+        !Mentions(c->dst, defined) && !read_so_far.count(c->dst.buffer.get())) {
+      producers.push_back(c);
+    } else {
+      rest.Visit(s);
+    }
+    ForEachExpr(s, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e)) read_so_far.insert(load->buffer.get());
+    });
+    if (const auto* g = As<GemmOp>(s)) {
+      read_so_far.insert(g->a.buffer.get());
+      read_so_far.insert(g->b.buffer.get());
+    }
+    if (const auto* cp = As<CopyOp>(s)) read_so_far.insert(cp->src.buffer.get());
+  }
+  if (producers.empty()) {
+    *why = "its body has no copy from global to shared memory that can be prefetched";
+    return {};
+  }
+  std::unordered_set<const BufferNode*> seen;
+  std::vector<const CopyOp*> kept;
+  for (const CopyOp* c : producers) {
+    if (rest.writes.count(c->dst.buffer.get()) || !seen.insert(c->dst.buffer.get()).second) continue;
+    kept.push_back(c);
+  }
+  if (kept.empty()) *why = "its shared buffers are also written elsewhere in the loop";
+  return kept;
 }
 
 /// Finds the pipelined loops and decides which shared buffers get stages.
@@ -177,7 +242,12 @@ class Pipeliner : public IRMutator {
       return For::Make(op->var, op->min, op->extent, ForKind::kSerial, body, {}, op->span);
     }
     auto stmts = Flatten(op->body);
-    std::vector<Stmt> consumers(stmts.begin() + producers.size(), stmts.end());
+    std::vector<Stmt> consumers;
+    for (const Stmt& st : stmts) {
+      bool is_producer = false;
+      for (const CopyOp* c : producers) is_producer |= st.get() == c;
+      if (!is_producer) consumers.push_back(st);
+    }
     const Span& span = op->span;
     Expr n = op->extent;
     auto produce = [&](const Expr& iter, const Expr& stage) {
