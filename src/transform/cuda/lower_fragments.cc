@@ -213,6 +213,11 @@ class LayoutInference : public IRVisitor {
           Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
         }
       }
+    } else {
+      // No register tile leads this loop: its vectors must be reachable by any thread.
+      for (auto& [b, idx] : c.accesses) {
+        if (IsFragment(b) && b->shape.size() == 1) conflicted.insert(b.get());
+      }
     }
     IRVisitor::Visit(nest.body);
   }
