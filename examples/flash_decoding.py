@@ -4,8 +4,9 @@
 Kernel 1 (grid batch x kv_heads x splits): the query heads that share a KV head form the
 rows of one tile; each split walks its slice of the keys with an online softmax and writes a
 partial output plus its log-sum-exp (base 2). Kernel 2 (grid heads x batch) combines the
-splits: O = sum_s 2^(lse_s - lse) O_s with lse = log2 sum_s 2^lse_s. Both kernels live in one
-prim_func; the partials are returned too.
+splits: O = sum_s 2^(lse_s - lse) O_s with lse = log2 sum_s 2^lse_s. They are two jitted
+kernels: the CUDA backend today merges two T.Kernel launches of one prim_func into a single
+__global__ function (no ordering between them), so the upstream one-prim_func form is not used.
 
     python examples/flash_decoding.py [--target auto|cpu|cuda] [--small] [--splits N] [--seq S]
 """
@@ -19,8 +20,9 @@ import tilelang
 import tilelang.language as T
 
 
-@tilelang.jit(out_idx=[3, 4, 5])
-def flash_decode(batch, heads, kv_heads, seq_len, dim, num_split, block_N=32, block_H=16, threads=128):
+@tilelang.jit(out_idx=[3, 4])
+def flash_decode_split(batch, heads, kv_heads, seq_len, dim, num_split, block_N=32, block_H=16, num_stages=1,
+                       threads=128):
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e) / sqrt(d)
     groups = heads // kv_heads
     split_len = T.ceildiv(seq_len, num_split)
@@ -30,7 +32,7 @@ def flash_decode(batch, heads, kv_heads, seq_len, dim, num_split, block_N=32, bl
     @T.prim_func
     def main(Q: T.Tensor([batch, heads, dim], dtype), K: T.Tensor([batch, seq_len, kv_heads, dim], dtype),
              V: T.Tensor([batch, seq_len, kv_heads, dim], dtype), Lse: T.Tensor([batch, heads, num_split], accum),
-             O_partial: T.Tensor([batch, heads, num_split, dim], accum), Output: T.Tensor([batch, heads, dim], dtype)):
+             O_partial: T.Tensor([batch, heads, num_split, dim], accum)):
         with T.Kernel(batch, kv_heads, num_split, threads=threads) as (bz, by, bs):
             Q_shared = T.alloc_shared([block_H, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
@@ -50,7 +52,7 @@ def flash_decode(batch, heads, kv_heads, seq_len, dim, num_split, block_N=32, bl
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, neg_inf)
-            for k in T.Pipelined(T.ceildiv(split_len, block_N), num_stages=1):
+            for k in T.Pipelined(T.ceildiv(split_len, block_N), num_stages=num_stages):
                 T.copy(K[bz, start + k * block_N:start + (k + 1) * block_N, by, :], K_shared)
                 for i, j in T.Parallel(block_H, block_N):
                     acc_s[i, j] = T.if_then_else(start + k * block_N + j < end, 0, neg_inf)
@@ -77,9 +79,19 @@ def flash_decode(batch, heads, kv_heads, seq_len, dim, num_split, block_N=32, bl
                 if i < groups:
                     Lse[bz, by * groups + i, bs] = T.if_then_else(l[i] > 0, T.log2(l[i]) + m[i] * scale, neg_inf)
 
+    return main
+
+
+@tilelang.jit(out_idx=[2])
+def flash_decode_combine(batch, heads, num_split, dim, threads=128):
+    accum = T.float32
+
+    @T.prim_func
+    def main(Lse: T.Tensor([batch, heads, num_split], accum), O_partial: T.Tensor([batch, heads, num_split, dim], accum),
+             Output: T.Tensor([batch, heads, dim], T.float16)):
         with T.Kernel(heads, batch, threads=threads) as (bh, bb):
             o = T.alloc_fragment([dim], accum)
-            lse_max = T.alloc_var(accum, neg_inf)
+            lse_max = T.alloc_var(accum, -T.infinity(accum))
             lse_sum = T.alloc_var(accum, 0)
             for s in T.serial(num_split):
                 lse_max = T.max(lse_max, Lse[bb, bh, s])
@@ -121,7 +133,13 @@ def main(argv=None):
         (16, 32, 8, 8192, 128, 16) if cuda else (2, 16, 4, 2048, 64, 8)
     S, NS = args.seq or S, args.splits or NS
     # on the GPU the row tile is 64 (the group's heads, padded) so the GEMMs map onto MMAs
-    kernel = flash_decode(B, H, HKV, S, D, NS, block_N=64 if cuda else 16, block_H=64 if cuda else 16)
+    split = flash_decode_split(B, H, HKV, S, D, NS, block_N=64 if cuda else 16, block_H=64 if cuda else 16,
+                               num_stages=2 if cuda else 1)
+    combine = flash_decode_combine(B, H, NS, D)
+
+    def kernel(q_, k_, v_):  # -> (lse per split, partial outputs, output)
+        lse_, o_partial = split(q_, k_, v_)
+        return lse_, o_partial, combine(lse_, o_partial)
 
     rng = np.random.default_rng(0)
     q = rng.standard_normal((B, H, D)).astype(np.float16)

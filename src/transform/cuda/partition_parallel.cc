@@ -63,6 +63,11 @@ class Partitioner : public IRMutator {
     const auto* call = As<Call>(op->value);
     bool atomic = call && (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min");
     if (!atomic || inside_ > 0 || !tx_) return IRMutator::Mutate_(op, self);
+    // Per-thread atomics (their address or value depends on the thread) stay per thread.
+    bool per_thread = false;
+    const Var* tx = tx_.get();
+    ForEachExpr(self, [&](const Expr& e) { per_thread |= e.get() == tx; });
+    if (per_thread) return IRMutator::Mutate_(op, self);
     return IfThenElse::Make(EQ(tx_, MakeInt(0, tx_->dtype)), self, nullptr, op->span);
   }
 
