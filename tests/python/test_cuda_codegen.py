@@ -136,3 +136,17 @@ def test_attention_keeps_the_softmax_tile_in_registers():
     assert "warp shuffles" in remarks, remarks
     usage = k._cuda.resource_usage
     print(f"attention sm_90a: {usage['registers']} registers, {usage['spill_stores_bytes']} B spilled")
+
+
+def test_two_kernels_in_one_function_is_a_clear_error():
+    @T.prim_func
+    def two(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = A[i]
+        with T.Kernel(1, threads=64) as bx:  # ERR-HERE
+            for i in T.Parallel(64):
+                B[i] = B[i] * 2
+
+    with pytest.raises(Exception, match="second T.Kernel"):
+        compile_for(two, "sm_80")

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from .. import _tl, env
-from ..errors import TileLangArgumentError, TileLangRuntimeError
+from ..errors import TileLangCompileError, TileLangArgumentError, TileLangRuntimeError
 from ..frontend.parser import PrimFunc
 from ..language.values import Buffer, PrimExpr
 from . import arguments
@@ -74,7 +74,12 @@ class JITKernel:
         self.pass_configs = {str(k): str(v) for k, v in (pass_configs or {}).items()}
         self.compile_flags = list(compile_flags or [])
         self.remarks = []
-        self._compile(verbose)
+        try:
+            self._compile(verbose)
+        except _tl.CompileError as e:
+            # A mistake found while lowering: point at the user's line, as the front end does.
+            msg, file, line, col, _, end_col = e.args
+            raise TileLangCompileError(msg, file, line, col, end_col) from None
         if os.environ.get("TILELANG_REMARKS", "0") not in ("0", "", "false"):
             for r in self.remarks:
                 print(f"[tilelang] {self.name}: {r}", file=sys.stderr)

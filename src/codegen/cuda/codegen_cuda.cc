@@ -72,6 +72,18 @@ class CudaCodegen : public CPrinter {
     }
     const KernelLaunch* launch = FindLaunch(f->body);
     TL_ICHECK(launch) << "function without T.Kernel";
+    std::vector<const KernelLaunch*> launches;
+    std::function<void(const Stmt&)> collect = [&](const Stmt& st) {
+      if (const auto* k = As<KernelLaunch>(st)) launches.push_back(k);
+      if (const auto* seq = As<Seq>(st)) {
+        for (const Stmt& c : seq->stmts) collect(c);
+      }
+    };
+    collect(f->body);
+    if (launches.size() > 1) {
+      TL_USER_ERROR(launches[1]->span) << "a second T.Kernel in one function is not supported on CUDA yet "
+                                          "(the launches would run unordered); write one kernel per function";
+    }
     int64_t threads = 1;
     for (int64_t t : launch->threads) threads *= t;
     out.grid = launch->grid;
