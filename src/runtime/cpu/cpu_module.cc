@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file Host-compiler driver with a content-addressed disk cache, and dlopen loading.
+#include "tl/support/file_util.h"
 #include "tl/runtime/cpu_module.h"
 
 #include <dlfcn.h>
@@ -25,46 +26,6 @@ uint64_t Fnv1a(const std::string& data, uint64_t seed) {
     h *= 0x100000001b3ULL;
   }
   return h;
-}
-
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-void MakeDirs(const std::string& path) {
-  std::string cur;
-  std::stringstream ss(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') cur = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    cur += part + "/";
-    ::mkdir(cur.c_str(), 0755);
-  }
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Runs a shell command, returning its exit status and combined output.
-int RunCommand(const std::string& cmd, std::string* output) {
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output->append(buf.data(), n);
-  return ::pclose(pipe);
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 /// The compiler's identity (its --version banner), computed once per process.

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "cuda_internal.h"
+#include "tl/support/file_util.h"
 #include "tl/runtime/cpu_module.h"
 #include "tl/runtime/cuda_module.h"
 
@@ -25,48 +26,6 @@ constexpr const char* kCacheVersion = "tl-cuda-cache-1";
 /// Headers beyond this many bytes in one include dir are keyed by size and mtime only,
 /// so that passing a whole toolkit include dir does not read hundreds of megabytes.
 constexpr size_t kHeaderContentBudget = 16u << 20;
-
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-void MakeDirs(const std::string& path) {
-  std::string cur;
-  std::stringstream ss(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') cur = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    cur += part + "/";
-    ::mkdir(cur.c_str(), 0755);
-  }
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Writes `data` under a unique temporary name, then renames it to `path` (atomic).
-void WriteAtomically(const std::string& path, const std::string& data) {
-  std::random_device rd;
-  std::string tmp = path + "." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << data;
-    if (!out) {
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + tmp + " (is the cache dir writable?)");
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot move a compiled kernel into the cache at " + path);
-  }
-}
 
 /// Every regular file under `dir`, recursively, sorted so that the hash is stable.
 void ListFiles(const std::string& dir, std::vector<std::string>* out) {

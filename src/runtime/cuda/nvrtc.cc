@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "cuda_internal.h"
+#include "tl/support/file_util.h"
 
 namespace tl::runtime::cuda {
 namespace {
@@ -56,21 +57,6 @@ bool IsDir(const std::string& path) {
 std::string Dirname(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-int RunCommand(const std::string& cmd, std::string* output) {
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output->append(buf.data(), n);
-  return ::pclose(pipe);
 }
 
 /// Candidate library files, in the order of preference the package documents.
