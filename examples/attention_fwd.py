@@ -151,7 +151,8 @@ def main(argv=None):
         bh = (lambda t: t.transpose(1, 2)) if args.layout == "bshd" else (lambda t: t)
 
         def torch_fn(q_, k_, v_):  # the torch equivalent, on the kernel's layout
-            o_ = F.scaled_dot_product_attention(bh(q_), bh(k_), bh(v_), is_causal=args.causal, enable_gqa=HKV != H)
+            gqa = {"enable_gqa": True} if HKV != H else {}  # (torch >= 2.5 for GQA)
+            o_ = F.scaled_dot_product_attention(bh(q_), bh(k_), bh(v_), is_causal=args.causal, **gqa)
             return bh(o_)
         ref = torch_fn(qd.float(), kd.float(), vd.float()).double().cpu().numpy()
     else:

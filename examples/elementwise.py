@@ -98,7 +98,8 @@ def main(argv=None):
             ms = tilelang.profiler.do_bench(lambda: kernel(x, y, args.alpha))
             ms_ref = tilelang.profiler.do_bench(lambda: torch.add(y, x, alpha=args.alpha))
             gbs = 3 * x.numel() * x.element_size() / ms * 1e-6
-            print(f"  tilelang {ms:.3f} ms ({gbs:.0f} GB/s)  torch {ms_ref:.3f} ms  speedup vs torch {ms_ref / ms:.2f}x")
+            print(f"  tilelang {ms:.3f} ms ({gbs:.0f} GB/s)  torch {ms_ref:.3f} ms  "
+                  f"speedup vs torch {ms_ref / ms:.2f}x")
     if not ok:
         print("MISMATCH against the reference")
         return 1

@@ -5,8 +5,8 @@ Kernel 1 (grid batch x kv_heads x splits): the query heads that share a KV head 
 rows of one tile; each split walks its slice of the keys with an online softmax and writes a
 partial output plus its log-sum-exp (base 2). Kernel 2 (grid heads x batch) combines the
 splits: O = sum_s 2^(lse_s - lse) O_s with lse = log2 sum_s 2^lse_s. They are two jitted
-kernels: the CUDA backend today merges two T.Kernel launches of one prim_func into a single
-__global__ function (no ordering between them), so the upstream one-prim_func form is not used.
+kernels (the CUDA target does not yet take two T.Kernel launches in one prim_func, the form
+upstream's decoding example uses); the partials are returned too.
 
     python examples/flash_decoding.py [--target auto|cpu|cuda] [--small] [--splits N] [--seq S]
 """
@@ -47,12 +47,13 @@ def flash_decode_split(batch, heads, kv_heads, seq_len, dim, num_split, block_N=
             l = T.alloc_fragment([block_H], accum)
             start = bs * split_len
             end = T.min(start + split_len, seq_len)
+            n_blocks = T.ceildiv(T.max(end - start, 0), block_N)  # 0 for an empty split
             for i, j in T.Parallel(block_H, dim):  # the group's query heads; padding rows are 0
                 Q_shared[i, j] = T.if_then_else(i < groups, Q[bz, by * groups + i, j], 0)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, neg_inf)
-            for k in T.Pipelined(T.ceildiv(split_len, block_N), num_stages=num_stages):
+            for k in T.Pipelined(n_blocks, num_stages=num_stages):
                 T.copy(K[bz, start + k * block_N:start + (k + 1) * block_N, by, :], K_shared)
                 for i, j in T.Parallel(block_H, block_N):
                     acc_s[i, j] = T.if_then_else(start + k * block_N + j < end, 0, neg_inf)
@@ -71,7 +72,7 @@ def flash_decode_split(batch, heads, kv_heads, seq_len, dim, num_split, block_N=
                     acc_o[i, j] *= r[i]
                 T.copy(V[bz, start + k * block_N:start + (k + 1) * block_N, by, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            # an empty split (start >= seq_len) leaves l = NaN: it contributes O = 0, lse = -inf
+            # an empty split (start >= seq_len) leaves l = 0: it contributes O = 0, lse = -inf
             for i, j in T.Parallel(block_H, dim):
                 if i < groups:
                     O_partial[bz, by * groups + i, bs, j] = T.if_then_else(l[i] > 0, acc_o[i, j] / l[i], 0)
@@ -87,7 +88,8 @@ def flash_decode_combine(batch, heads, num_split, dim, threads=128):
     accum = T.float32
 
     @T.prim_func
-    def main(Lse: T.Tensor([batch, heads, num_split], accum), O_partial: T.Tensor([batch, heads, num_split, dim], accum),
+    def main(Lse: T.Tensor([batch, heads, num_split], accum),
+             O_partial: T.Tensor([batch, heads, num_split, dim], accum),
              Output: T.Tensor([batch, heads, dim], T.float16)):
         with T.Kernel(heads, batch, threads=threads) as (bh, bb):
             o = T.alloc_fragment([dim], accum)
@@ -150,12 +152,12 @@ def main(argv=None):
         qd, kd, vd = (torch.from_numpy(t).cuda() for t in (q, k, v))
         lse_p, _, o = (t.double().cpu().numpy() for t in kernel(qd, kd, vd))
 
-        def torch_fn(q_, k_, v_):
+        def torch_fn(q_, k_, v_):  # the torch equivalent, timed below (GQA in sdpa: torch >= 2.5)
             return F.scaled_dot_product_attention(q_[:, :, None], k_.transpose(1, 2), v_.transpose(1, 2),
                                                   enable_gqa=True)[:, :, 0]
-        ref = torch_fn(qd.double(), kd.double(), vd.double()).cpu().numpy()
-        kr = torch.repeat_interleave(kd.double(), H // HKV, dim=2)
+        kr, vr = (torch.repeat_interleave(t.double(), H // HKV, dim=2) for t in (kd, vd))
         s = torch.einsum("bhd,bshd->bhs", qd.double(), kr) / D ** 0.5
+        ref = torch.einsum("bhs,bshd->bhd", torch.softmax(s, dim=-1), vr).cpu().numpy()
         lse_ref = (torch.logsumexp(s, dim=-1) / np.log(2)).cpu().numpy()
     else:
         lse_p, _, o = (t.astype(np.float64) for t in kernel(q, k, v))

@@ -33,12 +33,9 @@ def softmax(M, N, block_M=4, block_N=256, threads=128, dtype=T.float16, accum_dt
             T.fill(row_max, -T.infinity(accum_dtype))
             T.fill(row_sum, 0)
             for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=1):
-                # out-of-range columns read as -inf (they add exp(-inf) = 0); rows past M read 0
-                for i, j in T.Parallel(block_M, block_N):
-                    x[i, j] = T.if_then_else(
-                        k * block_N + j < N,
-                        T.if_then_else(bx * block_M + i < M, T.cast(X[bx * block_M + i, k * block_N + j], accum_dtype), 0),
-                        -T.infinity(accum_dtype))
+                T.copy(X[bx * block_M, k * block_N], x)  # past the edges T.copy reads 0 ...
+                for i, j in T.Parallel(block_M, block_N):  # ... but columns past N must add exp(-inf) = 0
+                    x[i, j] = T.if_then_else(k * block_N + j < N, x[i, j], -T.infinity(accum_dtype))
                 T.copy(row_max, row_max_prev)
                 T.reduce_max(x, row_max, dim=1, clear=False)
                 for i in T.Parallel(block_M):
@@ -47,7 +44,7 @@ def softmax(M, N, block_M=4, block_N=256, threads=128, dtype=T.float16, accum_dt
                     x[i, j] = T.exp2((x[i, j] - row_max[i]) * log2e)
                 T.reduce_sum(x, row_sum, dim=1, clear=False)
             for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=1):
-                T.copy(X[bx * block_M, k * block_N], x)  # ragged edges: T.copy clips to X
+                T.copy(X[bx * block_M, k * block_N], x)
                 for i, j in T.Parallel(block_M, block_N):
                     y[i, j] = T.exp2((x[i, j] - row_max[i]) * log2e) / row_sum[i]
                 T.copy(y, Y[bx * block_M, k * block_N])

@@ -28,9 +28,8 @@ def matmul_splitk(M, N, K, split_k, block_M, block_N, block_K, num_stages=2, thr
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
             T.clear(C_local)
             for ko in T.Pipelined(k_tiles, num_stages=num_stages):
-                k0 = (bz * k_tiles + ko) * block_K
-                T.copy(A[by * block_M, k0], A_shared)
-                T.copy(B[k0, bx * block_N], B_shared)
+                T.copy(A[by * block_M, (bz * k_tiles + ko) * block_K], A_shared)
+                T.copy(B[(bz * k_tiles + ko) * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local)
             T.atomic_add(C[by * block_M:(by + 1) * block_M, bx * block_N:(bx + 1) * block_N], C_local)
 

@@ -157,6 +157,49 @@ std::vector<const CopyOp*> Producers(const For* op, std::string* why) {
   return kept;
 }
 
+/// In pipelined loops, copies name their tile through values bound earlier in the body
+/// (`k0 = ko * bk; T.copy(A[by * bm, k0], A_s)`). Substituting those bindings when they
+/// are plain index arithmetic lets such copies be prefetched (and proven aligned).
+class InlineIndexLets : public IRMutator {
+ protected:
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    Stmt inner = IRMutator::Mutate_(op, self);
+    const auto* loop = As<For>(inner);
+    if (!loop || loop->for_kind != ForKind::kPipelined) return inner;
+    std::unordered_map<const Var*, Expr> values;
+    auto subst = [&](const Expr& e) {
+      return Substitute(e, [&](const Var* v) -> Expr {
+        auto it = values.find(v);
+        return it == values.end() ? nullptr : it->second;
+      });
+    };
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const Stmt& st : Flatten(loop->body)) {
+      if (const auto* let = As<LetStmt>(st)) {
+        bool pure = true;
+        ForEachExpr(st, [&](const Expr& e) { pure &= !As<BufferLoad>(e) && !As<Call>(e); });
+        if (pure && let->var->dtype.IsInt()) values[let->var.get()] = subst(let->value);
+        out.push_back(st);
+        continue;
+      }
+      const auto* copy = As<CopyOp>(st);
+      if (copy && !values.empty()) {
+        Region src{copy->src.buffer, {}}, dst{copy->dst.buffer, {}};
+        for (const Range& r : copy->src.ranges) src.ranges.push_back({subst(r.min), subst(r.extent)});
+        for (const Range& r : copy->dst.ranges) dst.ranges.push_back({subst(r.min), subst(r.extent)});
+        out.push_back(CopyOp::Make(src, dst, copy->span));
+        changed = true;
+        continue;
+      }
+      out.push_back(st);
+    }
+    if (!changed) return inner;
+    return For::Make(loop->var, loop->min, loop->extent, loop->for_kind, Seq::Make(out, loop->body->span),
+                     loop->annotations, loop->span);
+  }
+};
+
 /// Finds the pipelined loops and decides which shared buffers get stages.
 struct Planner : IRVisitor {
   std::unordered_map<const BufferNode*, int64_t> stages;  // buffer -> number of stages
@@ -308,10 +351,11 @@ ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx) {
   TL_ICHECK(tb) << "cuda-pipeline runs after cuda-bind-threads";
   int64_t threads = 0;
   AsConstInt(tb->extent, &threads);
+  ir::Stmt body = InlineIndexLets().Mutate(f->body);
   Planner plan;
-  plan.Visit(f->body);
+  plan.Visit(body);
   Pipeliner p(plan, tb->var, threads, ctx);
-  return ir::PrimFuncNode::Make(f->name, f->params, p.Mutate(f->body), f->span);
+  return ir::PrimFuncNode::Make(f->name, f->params, p.Mutate(body), f->span);
 }
 
 TL_REGISTER_PASS("cuda-pipeline", CudaPipeline);
