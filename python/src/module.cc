@@ -259,6 +259,10 @@ NB_MODULE(_tl, m) {
     if (it == kKinds.end()) throw nb::value_error(("unknown reduction '" + kind + "'").c_str());
     return PyStmt{op::MakeReduce(ToRegion(src), ToRegion(dst), it->second, dim, clear, ToSpan(span))};
   });
+  m.def("cumsum", [](const PyRegion& src, const std::optional<PyRegion>& dst, int dim, bool reverse,
+                     const PySpan& span) {
+    return PyStmt{op::MakeCumsum(ToRegion(src), ToRegion(dst), dim, reverse, ToSpan(span))};
+  });
   m.def("atomic", [](const std::string& kind, const PyRegion& dst, const std::optional<PyRegion>& src,
                      const std::optional<PyExpr>& value, const PySpan& span) {
     AtomicKind k = kind == "add" ? AtomicKind::kAdd : kind == "max" ? AtomicKind::kMax : AtomicKind::kMin;

@@ -275,4 +275,53 @@ Stmt MakeAtomic(AtomicKind kind, RegionSpec dst, RegionSpec src, Expr value, con
   return AtomicOp::Make(kind, d, s, nullptr, span);
 }
 
+Stmt MakeCumsum(RegionSpec src, RegionSpec dst, int dim, bool reverse, const Span& span) {
+  Region s = Whole(src, "T.cumsum", "source", span);
+  Region d = dst.buffer ? Whole(dst, "T.cumsum", "destination", span) : s;
+  int nd = static_cast<int>(s.ranges.size());
+  if (dim < 0) dim += nd;
+  if (dim < 0 || dim >= nd) {
+    TL_USER_ERROR(span) << "T.cumsum: dim out of range for a " << nd << "-D source";
+  }
+  if (d.ranges.size() != s.ranges.size()) {
+    TL_USER_ERROR(span) << "T.cumsum: source and destination differ in rank";
+  }
+  for (size_t i = 0; i < s.ranges.size(); ++i) {
+    if (ProveEqual(s.ranges[i].extent, d.ranges[i].extent) != Eq::kYes) {
+      TL_USER_ERROR(span) << "T.cumsum: shape mismatch: source " << ShapeStr(TileShape(s)) << ", destination "
+                          << ShapeStr(TileShape(d));
+    }
+  }
+  DType t = d.buffer->dtype;
+  // acc = 0; for k in order along dim: acc += src[..k..]; dst[..k..] = acc
+  std::vector<VarRef> vars;
+  for (int i = 0; i < nd; ++i) vars.push_back(Var::Make(i == dim ? "k" : "i" + std::to_string(i)));
+  auto at = [&](const Region& r) {
+    std::vector<Expr> idx;
+    for (int i = 0; i < nd; ++i) {
+      Expr v = vars[i];
+      if (i == dim && reverse) v = r.ranges[i].extent - MakeInt(1) - v;
+      idx.push_back(r.ranges[i].min + v);
+    }
+    return idx;
+  };
+  Buffer acc = BufferNode::Make("cumsum_acc", t, {MakeInt(1)}, Scope::kVar);
+  Expr zero = t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t);
+  Stmt step = Seq::Make(
+      {BufferStore::Make(acc, {MakeInt(0)},
+                         MakeBinary(BinOp::kAdd, BufferLoad::Make(acc, {MakeInt(0)}),
+                                    Cast::Make(t, BufferLoad::Make(s.buffer, at(s)))),
+                         span),
+       BufferStore::Make(d.buffer, at(d), BufferLoad::Make(acc, {MakeInt(0)}), span)},
+      span);
+  Stmt body = Seq::Make({Allocate::Make(acc, zero, span),
+                         For::Make(vars[dim], MakeInt(0), s.ranges[dim].extent, ForKind::kSerial, step, {}, span)},
+                        span);
+  for (int i = nd - 1; i >= 0; --i) {
+    if (i == dim) continue;
+    body = For::Make(vars[i], MakeInt(0), s.ranges[i].extent, ForKind::kParallel, body, {}, span);
+  }
+  return body;
+}
+
 }  // namespace tl::op

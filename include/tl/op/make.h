@@ -38,6 +38,10 @@ ir::Stmt MakeReduce(RegionSpec src, RegionSpec dst, ir::ReduceKind kind, int dim
 ir::Stmt MakeAtomic(ir::AtomicKind kind, RegionSpec dst, RegionSpec src, ir::Expr value,
                     const Span& span);
 
+/// dst = inclusive prefix sum of src along `dim` (from the end when `reverse`). dst may be
+/// src (in place). Built as loops: parallel over the other dimensions, in order along dim.
+ir::Stmt MakeCumsum(RegionSpec src, RegionSpec dst, int dim, bool reverse, const Span& span);
+
 /// Extents of a region with its unit dimensions removed (the "tile shape").
 std::vector<ir::Expr> TileShape(const ir::Region& r);
 /// Shape as text for messages: "128x64".

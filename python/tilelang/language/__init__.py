@@ -295,6 +295,14 @@ def reduce_absmax(buffer, out, dim=-1, clear=True, **kw):
     reduce(buffer, out, "absmax", dim, clear)
 
 
+def cumsum(src, dst=None, dim=0, reverse=False):
+    """Inclusive prefix sum of a tile along ``dim`` into ``dst`` (in place when dst is None)."""
+    _b.require_kernel("T.cumsum")
+    _b.emit(_tl.cumsum(to_region(src, "T.cumsum source"),
+                       None if dst is None else to_region(dst, "T.cumsum destination"),
+                       int(dim), _static_bool(reverse, "reverse"), _b.current_span()))
+
+
 def _atomic(kind, dst, value, return_prev):
     _b.require_kernel(f"T.atomic_{kind}")
     if return_prev:
