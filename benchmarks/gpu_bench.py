@@ -87,6 +87,34 @@ def row(name, ours_ms, peer_ms, peer, extra=""):
           flush=True)
 
 
+def norm_benchmarks(quick):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+    from rmsnorm import rms_norm
+    from softmax import softmax
+
+    M, N = (4096, 8192) if quick else (16384, 8192)
+    x = torch.randn(M, N, dtype=torch.bfloat16, device="cuda")
+    w = torch.randn(N, dtype=torch.bfloat16, device="cuda")
+    copy_src = torch.empty_like(x)
+    t_copy = bench(lambda: copy_src.copy_(x))  # read + write of the same bytes
+    k = softmax.compile(M, N, dtype=T.bfloat16)
+    y = k(x)
+    ref = torch.softmax(x.float(), dim=-1)
+    assert (y.float() - ref).abs().max().item() < 1e-2
+    t = bench(lambda: k(x))
+    row("softmax 16384x8192 bf16" if not quick else "softmax 4096x8192 bf16", t,
+        bench(lambda: torch.softmax(x, dim=-1)), "torch eager", f"(copy bandwidth ratio {t_copy / t:.2f})")
+    # The RMSNorm example is written for float16.
+    xh, wh = x.half(), w.half()
+    y = rms_norm(xh, wh)
+    ref = xh.float() * torch.rsqrt(xh.float().pow(2).mean(-1, keepdim=True) + 1e-6) * wh.float()
+    assert (y.float() - ref).abs().max().item() < 5e-2
+    t = bench(lambda: rms_norm(xh, wh))
+    t_ref = bench(lambda: torch.nn.functional.rms_norm(xh, (N,), wh, 1e-6))
+    row("rmsnorm 16384x8192 fp16" if not quick else "rmsnorm 4096x8192 fp16", t, t_ref, "torch eager",
+        f"(copy bandwidth ratio {t_copy / t:.2f})")
+
+
 def main():
     quick = "--quick" in sys.argv
     torch.manual_seed(0)
@@ -141,6 +169,12 @@ def main():
                     continue
                 row(f"attention s={seq} causal={int(causal)}", t_ours, t_ref, name,
                     f"({flops / t_ours / 1e9:.0f} TFLOP/s, err {err:.1e})")
+    # row softmax and RMSNorm over 16384 x 8192 bf16, against torch (memory bound: the
+    # ratio to the copy bandwidth is what matters)
+    try:
+        norm_benchmarks(quick)
+    except Exception as e:  # noqa: BLE001 - report, and still run the rest
+        print(f"softmax/RMSNorm benchmark failed: {type(e).__name__}: {e}")
     # compile times and launch overhead
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TILELANG_CACHE_DIR=cache, TILELANG_PRINT_ON_COMPILATION="0")
