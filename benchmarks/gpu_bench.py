@@ -47,22 +47,8 @@ def scale_add_program(n, block=1024, dtype="float32"):
 
 
 def bench(fn, warmup=10, rep=50):
-    """Median time in ms with the L2 flushed before each run (CUDA events)."""
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(rep):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
+    """Median time in ms, CUDA events, L2 flushed before each run (tilelang.profiler)."""
+    return tilelang.profiler.do_bench(fn, warmup=warmup, rep=rep)
 
 
 def check_gemm(kernel, M, N, K, dtype, relu=False):

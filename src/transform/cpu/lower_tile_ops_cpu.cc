@@ -8,25 +8,12 @@
 #include "tl/ir/functor.h"
 #include "tl/op/make.h"
 #include "tl/transform/passes.h"
+#include "../region_util.h"
 
 namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
-
-bool IsOne(const Expr& e) {
-  int64_t v;
-  return AsConstInt(e, &v) && v == 1;
-}
-
-/// The dimensions of a region that form its tile (extent != 1).
-std::vector<size_t> TileDims(const Region& r) {
-  std::vector<size_t> dims;
-  for (size_t i = 0; i < r.ranges.size(); ++i) {
-    if (!IsOne(r.ranges[i].extent)) dims.push_back(i);
-  }
-  return dims;
-}
 
 /// Indices into `r` for tile coordinates `vars` (one per tile dim, in order).
 std::vector<Expr> RegionIndices(const Region& r, const std::vector<Expr>& vars) {
@@ -37,17 +24,6 @@ std::vector<Expr> RegionIndices(const Region& r, const std::vector<Expr>& vars) 
   }
   return idx;
 }
-
-/// 0 <= idx < shape for every dimension.
-Expr InBounds(const Buffer& b, const std::vector<Expr>& idx) {
-  Expr cond;
-  for (size_t i = 0; i < idx.size(); ++i) {
-    cond = And(cond, And(GE(idx[i], MakeInt(0, idx[i]->dtype)), LT(idx[i], b->shape[i])));
-  }
-  return cond;
-}
-
-Expr Zero(DType t) { return t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t); }
 
 /// Nest of loops over `extents`, innermost last; `body(vars)` builds the innermost body.
 Stmt LoopNest(const std::vector<Expr>& extents, const std::string& prefix, ForKind kind,

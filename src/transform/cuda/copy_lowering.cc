@@ -2,25 +2,18 @@
 /// \file Vectorized, thread-partitioned copies between global and shared memory.
 #include "copy_lowering.h"
 
+#include "../region_util.h"
+
 #include "tl/arith/simplify.h"
 
 namespace tl::transform::cuda {
 namespace {
 
+using transform::InBounds;
+using transform::IsOne;
+using transform::TileDims;
+
 using namespace ir;  // NOLINT: implementation file
-
-bool IsOne(const Expr& e) {
-  int64_t v;
-  return AsConstInt(e, &v) && v == 1;
-}
-
-std::vector<size_t> TileDims(const Region& r) {
-  std::vector<size_t> dims;
-  for (size_t i = 0; i < r.ranges.size(); ++i) {
-    if (!IsOne(r.ranges[i].extent)) dims.push_back(i);
-  }
-  return dims;
-}
 
 /// Whether a vector of `v` elements starting at any tile position of `r` is contiguous and
 /// aligned to its size, and either wholly inside or wholly outside the buffer.
@@ -37,14 +30,6 @@ bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an) {
   Expr col = an.Simplify(FloorMod(r.ranges[last].min, MakeInt(v, r.ranges[last].min->dtype)));
   int64_t a, c;
   return AsConstInt(row, &a) && a == 0 && AsConstInt(col, &c) && c == 0;
-}
-
-Expr InBounds(const Buffer& b, const std::vector<Expr>& idx) {
-  Expr cond;
-  for (size_t i = 0; i < idx.size(); ++i) {
-    cond = And(cond, And(GE(idx[i], MakeInt(0, idx[i]->dtype)), LT(idx[i], b->shape[i])));
-  }
-  return cond;
 }
 
 Expr Addr(const Buffer& b, const std::vector<Expr>& idx) {
