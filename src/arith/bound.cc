@@ -201,6 +201,15 @@ class BoundWalker {
         if (a.lo >= 0) return {0, a.hi};
         if (b.lo >= 0) return {0, b.hi};
         return Full();
+      case BinOp::kBitOr:
+      case BinOp::kBitXor:
+        // Non-negative operands: no bit above the wider operand's top bit can be set.
+        if (a.lo >= 0 && b.lo >= 0 && !IsInf(a.hi) && !IsInf(b.hi)) {
+          Ext top = std::max(a.hi, b.hi), all = 0;
+          while (all < top) all = all * 2 + 1;
+          return {0, all};
+        }
+        return Full();
       case BinOp::kShr:
         if (a.lo >= 0 && b.IsConst() && b.lo >= 0 && b.lo < 64) {
           int k = static_cast<int>(b.lo);

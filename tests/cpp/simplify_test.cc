@@ -550,3 +550,20 @@ TEST(ArithPerf, LargeAndSharedExpressionsStayFast) {
 }
 
 }  // namespace
+
+namespace tl::arith {
+namespace {
+
+TEST(ArithBound, BitwiseOfNonNegativeValuesIsNonNegative) {
+  ir::VarRef x = ir::Var::Make("x");
+  Analyzer an;
+  an.BindBound(x.get(), IntBound{0, 100});
+  ir::Expr e = ir::Binary::Make(ir::BinOp::kBitXor, x, ir::MakeInt(48));
+  IntBound b = an.Bound(e);
+  ASSERT_TRUE(b.min && b.max);
+  EXPECT_EQ(*b.min, 0);
+  EXPECT_EQ(*b.max, 127);
+}
+
+}  // namespace
+}  // namespace tl::arith
