@@ -66,11 +66,6 @@ def resolve(target, args=()) -> Target:
     return Target("cuda") if cuda_usable() else Target("cpu")
 
 
-def normalize(target, args=()) -> str:
-    """The target kind only (kept for callers that need no arch)."""
-    return resolve(target, args).kind
-
-
 def _is_cuda_tensor(a) -> bool:
     if type(a).__module__.startswith("torch"):
         return bool(getattr(a, "is_cuda", False))
