@@ -12,6 +12,7 @@ from . import language  # noqa: F401
 from .errors import TileLangArgumentError, TileLangCompileError, TileLangRuntimeError  # noqa: F401
 from .jit import JITKernel, compile, jit  # noqa: F401
 from .profiler import TensorSupplyType, do_bench  # noqa: F401
+from .transform import PassConfigKey  # noqa: F401
 
 
 def cdiv(a, b):

@@ -156,3 +156,32 @@ def test_lazy_factory_through_helper(rng):
     assert via_helper.is_lazy_mode()
     a = rand(rng, (5,))
     np.testing.assert_array_equal(via_helper(5)(a), a * 2)
+
+
+def test_macro_sync_threads_clamp_and_pass_config_keys(rng):
+    """@T.macro bodies are inlined at their call sites (with a return value); T.sync_threads
+    and T.clamp work; pass_configs accept tilelang.PassConfigKey."""
+    import tilelang
+
+    @T.macro
+    def scaled_copy(src, dst, factor):
+        for i, j in T.Parallel(8, 16):
+            dst[i, j] = src[i, j] * factor
+        return factor + 1
+
+    @T.prim_func
+    def main(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared((8, 16), "float32")
+            T.copy(A, s)
+            T.sync_threads()
+            nxt = scaled_copy(s, B, 2.0)
+            for i, j in T.Parallel(8, 16):
+                B[i, j] = T.clamp(B[i, j] * nxt, -3.0, 3.0)
+
+    kernel = tilelang.compile(main, target="cpu",
+                              pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    b = np.full((8, 16), np.nan, np.float32)
+    kernel(a, b)
+    np.testing.assert_allclose(b, np.clip(a * 2.0 * 3.0, -3.0, 3.0), rtol=1e-6)

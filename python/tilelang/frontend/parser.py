@@ -99,6 +99,7 @@ class Parser:
         self.builder = _b.Builder(self.file)
         self.multi_assigned = _names_assigned_more_than_once(self.fdef)
         self.returned = None
+        self.in_macro = False
 
     # ------------------------------------------------------------------ spans, errors
 
@@ -254,6 +255,9 @@ class Parser:
 
     def stmt_Return(self, node):
         value = self.eval(node.value) if node.value is not None else None
+        if self.in_macro:
+            self.returned = value
+            return
         if self.eager is not None:
             outs = value if isinstance(value, (tuple, list)) else (value,)
             for v in outs:
@@ -772,7 +776,30 @@ class Parser:
         func = _runtime_builtin(func, args)
         args = [_eager.resolve(a) for a in args]
         kwargs = {k: _eager.resolve(v) for k, v in kwargs.items()}
+        from ..language import Macro
+
+        if isinstance(func, Macro):
+            return self._guard(node, self.expand_macro, func, args, kwargs)
         return self._guard(node, func, *args, **kwargs)
+
+    def expand_macro(self, macro, args, kwargs):
+        """@T.macro: the macro's body is parsed in place, into the current kernel, with its
+        parameters bound to the call's arguments (like an inlined __device__ function)."""
+        try:
+            bound = inspect.signature(macro.func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise _b._UserError(f"{macro.func.__name__}(): {e}") from None
+        bound.apply_defaults()
+        sub = Parser(macro.func, eager_ctx=self.eager)
+        sub.builder = self.builder
+        sub.in_macro = True
+        sub.scopes = [dict(bound.arguments)]
+        prev_span = self.builder.span
+        try:
+            sub.visit_body(sub.fdef.body)
+        finally:
+            self.builder.span = prev_span
+        return sub.returned
 
 
 def _runtime_builtin(func, args):

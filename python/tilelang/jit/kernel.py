@@ -71,7 +71,7 @@ class JITKernel:
                 raise ValueError(f"out_idx names the scalar parameter {self.params[i].name!r}")
         self.in_idx = [i for i in range(len(self.params)) if i not in self.out_idx]
         self._check_output_dims()
-        self.pass_configs = {str(k): str(v) for k, v in (pass_configs or {}).items()}
+        self.pass_configs = {getattr(k, "value", str(k)): str(v) for k, v in (pass_configs or {}).items()}
         self.compile_flags = list(compile_flags or [])
         self.remarks = []
         try:

@@ -42,6 +42,26 @@ def prim_func(func=None, **kwargs):
     return parse_prim_func(func, sys._getframe(1).f_locals)
 
 
+class Macro:
+    """A function whose body is inlined, as kernel code, wherever a kernel calls it."""
+
+    def __init__(self, func):
+        self.func = func
+        self.__name__ = getattr(func, "__name__", "macro")
+        self.__doc__ = func.__doc__
+
+    def __call__(self, *args, **kwargs):
+        raise _b._UserError(f"@T.macro {self.__name__} can only be called from inside a kernel")
+
+
+def macro(func=None, **kwargs):
+    """``@T.macro``: a reusable piece of kernel code, inlined at each call (its parameters
+    are bound to the call's arguments; it may return a value)."""
+    if func is None:
+        return lambda f: Macro(f)
+    return Macro(func)
+
+
 class TensorSpec:
     """The annotation ``T.Tensor(shape, dtype)`` of a global tensor parameter."""
 
@@ -327,6 +347,13 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
     _atomic("min", dst, value, return_prev)
 
 
+def sync_threads(barrier_id=None, arrive_count=None):
+    """A block-wide barrier (__syncthreads on CUDA; nothing to do on the CPU, where a block
+    runs as one sequence)."""
+    _b.require_kernel("T.sync_threads")
+    _b.emit(_tl.evaluate(_tl.call("void", "syncthreads", []), _b.current_span()))
+
+
 def use_swizzle(panel_size=8, order="row", enable=True):
     """Rasterizes blocks in panels for L2 reuse (a GPU hint; no effect on the CPU)."""
     if enable:
@@ -372,6 +399,11 @@ def max(a, b):  # noqa: A001
     if _is_static(a, b):
         return a if a >= b else b
     return binary("max", a, b)
+
+
+def clamp(x, lo, hi):
+    """min(max(x, lo), hi)."""
+    return min(max(x, lo), hi)
 
 
 def if_then_else(cond, then_value, else_value):
