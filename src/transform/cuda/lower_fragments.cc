@@ -21,6 +21,7 @@
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
 #include "tl/transform/passes.h"
+#include "thread_binding.h"
 
 namespace tl::transform {
 namespace {
@@ -781,30 +782,11 @@ class FragmentRewriter : public IRMutator {
   Span span_;
 };
 
-/// The kernel's thread binding, added by cuda-bind-threads.
-const For* FindThreadBinding(const Stmt& s) {
-  const For* found = nullptr;
-  class Finder : public IRVisitor {
-   public:
-    const For** out;
-    void Visit_(const For* op) override {
-      if (op->for_kind == ForKind::kThreadBinding && !*out) *out = op;
-      IRVisitor::Visit_(op);
-    }
-  } finder;
-  finder.out = &found;
-  finder.Visit(s);
-  return found;
-}
-
 }  // namespace
 
 ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
-  const For* tb = FindThreadBinding(f->body);
-  TL_ICHECK(tb) << "cuda-lower-fragments runs after cuda-bind-threads";
-  int64_t threads = 0;
-  AsConstInt(tb->extent, &threads);
-  LayoutInference inference(threads);
+  cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-lower-fragments");
+  LayoutInference inference(tb.threads);
   // Propagation needs a few sweeps: a T.Parallel before the gemm in program order may
   // only learn its layout after the gemm has been seen.
   for (int round = 0; round < 4; ++round) {
@@ -820,7 +802,7 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
     }
     inference.conflicted.clear();
   }
-  FragmentRewriter rewriter(inference, tb->var, ctx);
+  FragmentRewriter rewriter(inference, tb.tx, ctx);
   ir::Stmt body = rewriter.Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }

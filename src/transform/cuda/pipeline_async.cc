@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "copy_lowering.h"
+#include "thread_binding.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
@@ -28,18 +29,6 @@ namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
-
-const For* FindThreadBinding(const Stmt& s) {
-  struct Finder : IRVisitor {
-    const For* found = nullptr;
-    void Visit_(const For* op) override {
-      if (op->for_kind == ForKind::kThreadBinding && !found) found = op;
-      IRVisitor::Visit_(op);
-    }
-  } f;
-  f.Visit(s);
-  return f.found;
-}
 
 std::vector<Stmt> Flatten(const Stmt& s) {
   if (const auto* seq = As<Seq>(s)) return seq->stmts;
@@ -347,14 +336,11 @@ class Pipeliner : public IRMutator {
 }  // namespace
 
 ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx) {
-  const For* tb = FindThreadBinding(f->body);
-  TL_ICHECK(tb) << "cuda-pipeline runs after cuda-bind-threads";
-  int64_t threads = 0;
-  AsConstInt(tb->extent, &threads);
+  cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-pipeline");
   ir::Stmt body = InlineIndexLets().Mutate(f->body);
   Planner plan;
   plan.Visit(body);
-  Pipeliner p(plan, tb->var, threads, ctx);
+  Pipeliner p(plan, tb.tx, tb.threads, ctx);
   return ir::PrimFuncNode::Make(f->name, f->params, p.Mutate(body), f->span);
 }
 
