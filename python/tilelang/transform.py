@@ -15,7 +15,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_VECTORIZE_256 = "tl.disable_vectorize_256"
     TL_ENABLE_ASYNC_COPY = "tl.enable_async_copy"
     TL_DISABLE_SHARED_MEMORY_REUSE = "tl.disable_shared_memory_reuse"
-    TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"
+    TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"  # 32 or 64: see legalize-index-width
     TL_PTXAS_REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
     TL_ENABLE_DUMP_IR = "tl.enable_dump_ir"
 

@@ -62,20 +62,13 @@ class CPrinter {
     return it->second;
   }
 
-  /// Row-major (or strided) element offset; 64-bit when the buffer may pass 2^31 elements.
+  /// Row-major (or strided) element offset, in int64 when an index or a stride is 64-bit.
+  /// Which accesses need 64 bits is decided by the "legalize-index-width" pass, which
+  /// knows loop ranges and pass configs; the printer only follows the types it left.
   virtual std::string Offset(const Buffer& b, const std::vector<Expr>& idx) {
-    int64_t n = 1;
-    bool big = false;
-    for (const Expr& d : b->shape) {
-      int64_t v;
-      if (!AsConstInt(d, &v)) {
-        big = true;
-        break;
-      }
-      n *= v;
-      big |= n > std::numeric_limits<int32_t>::max();
-    }
-    DType t = big ? DType::Int(64) : DType::Int(32);
+    bool wide = false;
+    for (size_t i = 0; i < idx.size(); ++i) wide |= idx[i]->dtype.bits > 32 || b->StrideOf(i)->dtype.bits > 32;
+    DType t = wide ? DType::Int(64) : DType::Int(32);
     Expr off = MakeInt(0, t);
     for (size_t i = 0; i < idx.size(); ++i) {
       off = off + Cast::Make(t, idx[i]) * Cast::Make(t, b->StrideOf(i));

@@ -27,6 +27,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("simplify", out, ctx);
   // Last: barriers depend on the final statement order.
   out = RunPass("cuda-insert-barriers", out, ctx);
+  // On the final index expressions: 64-bit offsets where a tensor may pass 2^31.
+  out = RunPass("legalize-index-width", out, ctx);
   return out;
 }
 

@@ -19,6 +19,12 @@ ir::PrimFunc GuardGlobalAccess(const ir::PrimFunc& f, PassContext& ctx);
 /// tile-op node is left. Precondition: regions were checked by the front end.
 ir::PrimFunc LowerTileOpsCpu(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "legalize-index-width": accesses to global tensors that may hold 2^31 elements or more
+/// get int64 indices (their terms widened before they are combined); index guards and
+/// grid sizes that may pass 2^31 are computed in 64 bits. Pass config
+/// "tl.config_index_bitwidth" ("32" or "64") overrides. Runs last, on final indices.
+ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx);
+
 /// The CPU pipeline, in order (see pipeline_cpu.cc for why each pass is where it is).
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx);
 

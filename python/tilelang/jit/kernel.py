@@ -16,7 +16,7 @@ from .target import resolve
 
 
 class _ParamInfo:
-    __slots__ = ("name", "is_tensor", "dtype", "dims")
+    __slots__ = ("name", "is_tensor", "dtype", "dims", "dim_max")
 
     def __init__(self, p):
         self.is_tensor = isinstance(p, Buffer)
@@ -24,12 +24,15 @@ class _ParamInfo:
         self.dtype = str(p.dtype)
         # each dim: an int (static) or the name of a dynamic dimension
         self.dims = []
+        # dynamic dimension name -> the largest size its integer type holds
+        self.dim_max = {}
         if self.is_tensor:
             for d in p.shape:
                 if isinstance(d, int):
                     self.dims.append(d)
                 elif isinstance(d, PrimExpr) and d.node.is_var:
                     self.dims.append(d.node.var_name)
+                    self.dim_max[d.node.var_name] = int(np.iinfo(str(d.dtype)).max)
                 else:
                     raise TileLangRuntimeError(
                         f"parameter {self.name!r}: dimension {d!r} must be an int or a T.dynamic variable")
@@ -200,6 +203,11 @@ class JITKernel:
                     f"{self.name}(): dynamic dimension {want!r} is {dims[want]} from an earlier argument but "
                     f"{got} in {p.name!r} (dimension {axis})")
             else:
+                if got > p.dim_max[want]:
+                    # The kernel reads the size as that type: a larger one would wrap.
+                    raise TileLangArgumentError(
+                        f"{self.name}(): dynamic dimension {want!r} is {got} in {p.name!r}, beyond the "
+                        f"{p.dim_max[want]} its type holds; declare it T.dynamic({want!r}, \"int64\")")
                 dims[want] = int(got)
 
 

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "legalize-index-width": index arithmetic in 64 bits wherever 32 bits may overflow.
+///
+/// Index expressions are int32 (the fast type on GPUs), but a global tensor may hold 2^31
+/// elements or more, and then `(by * 128 + i) * K + k` wraps silently. The decision is made
+/// here, as a pass, rather than in the printer: a pass sees the loop and block ranges, can
+/// read the user's override from the pass configs and can record a remark. The printer
+/// follows the types this pass leaves (an offset is 64-bit when an index or stride is).
+///
+/// Rules:
+/// - A global buffer is *wide* when its largest offset is not provably below 2^31: static
+///   shapes are counted exactly; a dynamic dimension counts as unbounded.
+/// - Every index into a wide buffer becomes int64. An index proven to fit in int32 (from
+///   the ranges of loops, blocks and dynamic dimensions) is computed in 32 bits and widened
+///   once; otherwise its terms are widened before they are combined, so that no sum or
+///   product overflows on the way. Shared and local buffers are small: never widened.
+/// - A comparison of pure index arithmetic (the edge guards of accesses and copies) that
+///   may overflow int32 is computed in 64 bits the same way, as is such arithmetic under
+///   a cast to int64 (a guard against an int64 dimension), and the grid size.
+/// - Pass config "tl.config_index_bitwidth": "64" treats every global buffer as wide; "32"
+///   widens nothing (the user promises that every index fits).
+#include <limits>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
+
+/// True when the buffer's largest element offset is provably at most INT32_MAX.
+bool ProvablySmall(const Buffer& b) {
+  __int128 last = 0;  // exact: no product of int64 extents can overflow 128 bits
+  for (size_t i = 0; i < b->shape.size(); ++i) {
+    int64_t n, s;
+    if (!AsConstInt(b->shape[i], &n) || !AsConstInt(b->StrideOf(i), &s)) return false;
+    if (n <= 0) return true;  // empty: never accessed
+    last += static_cast<__int128>(n - 1) * s;
+  }
+  return last <= kInt32Max;
+}
+
+bool IsNarrowInt(const Expr& e) { return e->dtype.IsInt() && e->dtype.IsSigned() && e->dtype.bits < 64; }
+
+bool IsArith(BinOp op) {
+  switch (op) {
+    case BinOp::kAdd: case BinOp::kSub: case BinOp::kMul: case BinOp::kDiv: case BinOp::kMod:
+    case BinOp::kFloorDiv: case BinOp::kFloorMod: case BinOp::kMin: case BinOp::kMax:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class IndexWidener : public IRMutator {
+ public:
+  /// `force`: every global buffer is wide (tl.config_index_bitwidth=64).
+  IndexWidener(const PrimFunc& f, bool force) : force_(force) {
+    for (const Param& p : f->params) {
+      if (!p.buffer) continue;
+      // A dynamic dimension is a value of its type: an int32 one is at most INT32_MAX
+      // (the runtimes refuse larger sizes), which bounds the indices that tile it.
+      for (const Expr& d : p.buffer->shape) {
+        if (const auto* v = As<Var>(d); v && v->dtype.bits <= 32) an_.BindBound(v, {0, kInt32Max});
+      }
+    }
+  }
+
+  std::set<std::string> widened_buffers;
+  int widened_other = 0;
+
+ protected:
+  Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    for (size_t i = 0; i < op->block_vars.size(); ++i) {
+      an_.BindRange(op->block_vars[i].get(), MakeInt(0, op->block_vars[i]->dtype), op->grid[i]);
+    }
+    Stmt s = IRMutator::Mutate_(op, self);
+    // T.ceildiv(m, 128) is (m + 127) // 128, which wraps for m near INT32_MAX: the grid is
+    // computed on the host, once, so 64 bits cost nothing there.
+    const auto* k = As<KernelLaunch>(s);
+    std::vector<Expr> grid = k->grid;
+    bool changed = false;
+    for (Expr& g : grid) {
+      if (!IsNarrowInt(g) || !PureIndex(g) || Fits(g)) continue;
+      g = Widen(g);
+      changed = true;
+      ++widened_other;
+    }
+    if (!changed) return s;
+    return KernelLaunch::Make(grid, k->block_vars, k->threads, k->body, k->span);
+  }
+
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    an_.BindRange(op->var.get(), op->min, op->extent);
+    Stmt out = IRMutator::Mutate_(op, self);
+    an_.Unbind(op->var.get());
+    return out;
+  }
+
+  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
+    // An index often goes through a let (`row = by * 128 + i`): keep its range.
+    if (IsNarrowInt(op->value)) an_.BindBound(op->var.get(), an_.Bound(op->value));
+    return IRMutator::Mutate_(op, self);
+  }
+
+  Expr Mutate_(const BufferLoad* op, const Expr& self) override {
+    Expr e = IRMutator::Mutate_(op, self);
+    const auto* load = As<BufferLoad>(e);
+    if (!Wide(load->buffer)) return e;
+    return BufferLoad::Make(load->buffer, WidenAll(load->buffer, load->indices));
+  }
+
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+    Stmt s = IRMutator::Mutate_(op, self);
+    const auto* store = As<BufferStore>(s);
+    if (!Wide(store->buffer)) return s;
+    return BufferStore::Make(store->buffer, WidenAll(store->buffer, store->indices), store->value, store->span);
+  }
+
+  Expr Mutate_(const Binary* op, const Expr& self) override {
+    Expr e = IRMutator::Mutate_(op, self);
+    const auto* cmp = As<Binary>(e);
+    if (!IsComparison(cmp->op) || !IsNarrowInt(cmp->a) || !PureIndex(cmp->a) || !PureIndex(cmp->b)) return e;
+    if (Fits(cmp->a) && Fits(cmp->b)) return e;
+    ++widened_other;
+    return Binary::Make(cmp->op, Widen(cmp->a), Widen(cmp->b));
+  }
+
+  Expr Mutate_(const Cast* op, const Expr& self) override {
+    // int64(by * 128 + i), as the front end writes a guard against an int64 dimension:
+    // the sum inside must not wrap before it is widened.
+    Expr e = IRMutator::Mutate_(op, self);
+    const auto* c = As<Cast>(e);
+    if (!c || c->dtype != DType::Int(64) || !IsNarrowInt(c->value) || !PureIndex(c->value)) return e;
+    if (Fits(c->value)) return e;
+    ++widened_other;
+    return Widen(c->value);
+  }
+
+ private:
+  bool Wide(const Buffer& b) {
+    if (b->scope != Scope::kGlobal) return false;
+    auto it = wide_.find(b.get());
+    if (it == wide_.end()) it = wide_.emplace(b.get(), force_ || !ProvablySmall(b)).first;
+    return it->second;
+  }
+
+  std::vector<Expr> WidenAll(const Buffer& b, const std::vector<Expr>& idx) {
+    std::vector<Expr> out;
+    for (const Expr& i : idx) out.push_back(i->dtype.bits >= 64 ? i : Widen(an_.Simplify(i)));
+    widened_buffers.insert(b->name);
+    return out;
+  }
+
+  /// Index arithmetic only: no loads or calls, whose values are the user's data.
+  static bool PureIndex(const Expr& e) {
+    switch (e->kind) {
+      case NodeKind::kIntImm: case NodeKind::kVar: return true;
+      case NodeKind::kCast: return IsNarrowInt(e) && PureIndex(As<Cast>(e)->value);
+      case NodeKind::kBinary: {
+        const auto* b = As<Binary>(e);
+        return IsArith(b->op) && PureIndex(b->a) && PureIndex(b->b);
+      }
+      case NodeKind::kSelect: return PureIndex(As<Select>(e)->t) && PureIndex(As<Select>(e)->f);
+      default: return false;
+    }
+  }
+
+  /// True when `e`, evaluated as written in 32 bits, provably never overflows: every
+  /// intermediate sum and product stays in int32. Leaves hold values of their own type.
+  bool Fits(const Expr& e) {
+    if (const auto* imm = As<IntImm>(e)) return imm->value >= kInt32Min && imm->value <= kInt32Max;
+    if (const auto* s = As<Select>(e)) return Fits(s->t) && Fits(s->f);
+    const auto* b = As<Binary>(e);
+    if (!b || !IsArith(b->op)) return true;
+    if (!Fits(b->a) || !Fits(b->b)) return false;
+    arith::IntBound r = an_.BoundOfSimplified(e);
+    return r.min && r.max && *r.min >= kInt32Min && *r.max <= kInt32Max;
+  }
+
+  /// `e` as an int64 expression of the same value, with 64-bit arithmetic wherever 32-bit
+  /// arithmetic could overflow (sub-expressions that fit are widened once, as a whole).
+  Expr Widen(const Expr& e) {
+    const DType i64 = DType::Int(64);
+    if (!IsNarrowInt(e)) return e->dtype.IsInt() ? Cast::Make(i64, e) : e;
+    if (const auto* imm = As<IntImm>(e)) return MakeInt(imm->value, i64);
+    if (Fits(e)) return Cast::Make(i64, e);
+    if (const auto* s = As<Select>(e)) return Select::Make(s->cond, Widen(s->t), Widen(s->f));
+    const auto* b = As<Binary>(e);
+    if (b && IsArith(b->op)) return Binary::Make(b->op, Widen(b->a), Widen(b->b));
+    return Cast::Make(i64, e);
+  }
+
+  const bool force_;
+  arith::Analyzer an_;
+  std::unordered_map<const BufferNode*, bool> wide_;
+};
+
+}  // namespace
+
+ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx) {
+  auto it = ctx.config.find("tl.config_index_bitwidth");
+  std::string bits = it == ctx.config.end() ? "" : it->second;
+  if (!bits.empty() && bits != "32" && bits != "64") {
+    TL_USER_ERROR(f->span) << "pass config tl.config_index_bitwidth must be 32 or 64, got '" << bits << "'";
+  }
+  if (bits == "32") return f;
+  IndexWidener w(f, bits == "64");
+  ir::Stmt body = w.Mutate(f->body);
+  for (const std::string& name : w.widened_buffers) {
+    ctx.remarks.push_back("index width: offsets into " + name + " computed in 64 bits (" +
+                          (bits == "64" ? std::string("tl.config_index_bitwidth=64")
+                                        : std::string("it may hold 2^31 elements or more")) + ")");
+  }
+  if (w.widened_other) {
+    ctx.remarks.push_back("index width: " + std::to_string(w.widened_other) +
+                          " index comparison(s), cast(s) or grid size(s) computed in 64 bits (their values may pass 2^31)");
+  }
+  return body == f->body ? f : ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("legalize-index-width", LegalizeIndexWidth);
+
+}  // namespace tl::transform

@@ -1,0 +1,179 @@
+"""Index width ("legalize-index-width"): offsets into tensors that may hold 2^31 elements
+or more are computed in 64 bits, on the CPU and in CUDA source; small static tensors keep
+32-bit index math. The last test really crosses 2^31 elements on the CPU (about 4.4 GB of
+memory, a few seconds)."""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _tl
+from tilelang.jit.cuda_backend import _search_dirs
+
+HAVE_NVRTC, _ = _tl.find_cuda_compiler(_search_dirs())
+TARGETS = ["cpu", pytest.param("cuda -arch=sm_90a", marks=pytest.mark.skipif(not HAVE_NVRTC, reason="no CUDA compiler"))]
+I64 = "static_cast<int64_t>"
+
+
+def add_one(shape, bm=64):
+    """B = A + 1 over a 2-D int8 tensor, by row blocks, one T.copy each way."""
+    @T.prim_func
+    def main(A: T.Tensor(shape, "int8"), B: T.Tensor(shape, "int8")):
+        with T.Kernel(T.ceildiv(shape[0], bm), threads=128) as by:
+            s = T.alloc_shared((bm, shape[1]), "int8")
+            T.copy(A[by * bm, 0], s)
+            for i, k in T.Parallel(bm, shape[1]):
+                s[i, k] = s[i, k] + T.int8(1)
+            T.copy(s, B[by * bm, 0])
+    return main
+
+
+def accesses(src, name):
+    """The index expressions of every access to `name` in generated source."""
+    return re.findall(rf"\b{name}\[([^\]]*)\]", src)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dynamic_rows_give_64_bit_offsets(target):
+    kernel = tilelang.compile(add_one((T.dynamic("m"), 1024)), target=target)
+    src = kernel.get_kernel_source()
+    for name in ("A", "B"):
+        offs = accesses(src, name)
+        assert offs and all(I64 in o for o in offs), (name, offs)
+    # the row index provably fits in int32 (m does), so it is widened once, then scaled
+    assert re.search(r"static_cast<int64_t>\(\(*\(?by \* 64\)", src), src
+    # shared memory stays 32-bit
+    assert all(I64 not in o for o in accesses(src, "s"))
+    assert any("offsets into A computed in 64 bits" in r for r in kernel.get_remarks())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_small_static_kernel_stays_32_bit(target):
+    kernel = tilelang.compile(add_one((256, 1024)), target=target)
+    src = kernel.get_kernel_source()
+    assert "int64_t(" not in src and I64 not in src, src
+    assert not any("index width" in r for r in kernel.get_remarks())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_huge_static_dimension_widens_terms_and_guards(target):
+    n = 2**31 + 5  # one dimension past int32: bx * 1024 + i itself overflows
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int8"), B: T.Tensor((n,), "int8")):
+        with T.Kernel(T.ceildiv(n, 1024), threads=128) as bx:
+            for i in T.Parallel(1024):
+                B[bx * 1024 + i] = A[bx * 1024 + i] + T.int8(1)
+
+    kernel = tilelang.compile(main, target=target)
+    src = kernel.get_kernel_source()
+    # bx is widened before it is scaled, not after
+    assert "static_cast<int64_t>(bx) * int64_t(1024LL)" in src, src
+    # the edge guard compares in 64 bits too
+    guards = re.findall(r"if \((.*)\) \{", src)
+    assert guards and all(I64 in g for g in guards if "bx" in g), guards
+    assert any("comparison" in r for r in kernel.get_remarks())
+
+
+def test_int64_dynamic_dimension_guard_is_widened_inside_the_cast():
+    n = T.dynamic("n", "int64")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int8"), B: T.Tensor((n,), "int8")):
+        with T.Kernel(T.ceildiv(n, 1024), threads=128) as bx:
+            for i in T.Parallel(1024):
+                B[bx * 1024 + i] = A[bx * 1024 + i] + T.int8(1)
+
+    src = tilelang.compile(main, target="cpu").get_kernel_source()
+    # the front end writes int64(bx * 1024 + i) < n: the sum must not wrap first
+    assert "static_cast<int64_t>(((bx * 1024) + i))" not in src, src
+    assert "((static_cast<int64_t>(bx) * int64_t(1024LL)) + static_cast<int64_t>(i)) < n" in src, src
+
+
+def test_config_index_bitwidth_overrides():
+    key = tilelang.PassConfigKey.TL_CONFIG_INDEX_BITWIDTH
+    forced = tilelang.compile(add_one((256, 1024)), target="cpu", pass_configs={key: 64})
+    assert all(I64 in o for o in accesses(forced.get_kernel_source(), "A"))
+    assert any("tl.config_index_bitwidth=64" in r for r in forced.get_remarks())
+    narrow = tilelang.compile(add_one((T.dynamic("m"), 1024)), target="cpu", pass_configs={key: 32})
+    assert I64 not in narrow.get_kernel_source()
+    with pytest.raises(tilelang.TileLangCompileError, match="must be 32 or 64"):
+        tilelang.compile(add_one((256, 1024)), target="cpu", pass_configs={key: 48})
+
+
+def test_int32_dynamic_dimension_past_2_31_is_refused():
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def flat(A: T.Tensor((m,), "int8"), B: T.Tensor((m,), "int8")):
+        with T.Kernel(T.ceildiv(m, 1024), threads=128) as bx:
+            for i in T.Parallel(1024):
+                B[bx * 1024 + i] = A[bx * 1024 + i]
+
+    big = np.empty(2**31 + 1, np.int8)  # not touched: no memory is used
+    with pytest.raises(tilelang.TileLangArgumentError, match=r"T.dynamic\('m', \"int64\"\)"):
+        tilelang.compile(flat, out_idx=-1, target="cpu")(big)
+
+
+# A real run past 2^31 elements. It runs in a child process: without 64-bit offsets the
+# kernel writes outside its tensors, and a crash there must fail this test, not pytest.
+_LARGE_RUN = textwrap.dedent("""
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    N = 2**31 + 2**20 + 3  # int8 elements: past 2^31, with a ragged last block
+    BS, TAIL = 4096, 2**20
+
+    @T.prim_func
+    def inc_copy(A: T.Tensor((N,), "int8"), B: T.Tensor((N,), "int8")):
+        with T.Kernel(64, T.ceildiv(N, BS * 64), threads=128) as (bx, by):
+            s = T.alloc_shared((BS,), "int8")
+            T.copy(A[(by * 64 + bx) * BS], s)
+            for i in T.Parallel(BS):
+                s[i] = s[i] + T.int8(1)
+            T.copy(s, B[(by * 64 + bx) * BS])
+
+    n = T.dynamic("n", "int64")
+
+    @T.prim_func
+    def inc_dynamic(A: T.Tensor((n,), "int8"), B: T.Tensor((n,), "int8")):
+        with T.Kernel(T.ceildiv(n, BS), threads=128) as bx:
+            for i in T.Parallel(BS):
+                B[bx * BS + i] = A[bx * BS + i] + T.int8(1)
+
+    m = T.dynamic("m")  # int32: the grid's T.ceildiv(m, BS) passes 2^31 for m near it
+
+    @T.prim_func
+    def inc_int32_dim(A: T.Tensor((m,), "int8"), B: T.Tensor((m,), "int8")):
+        with T.Kernel(T.ceildiv(m, BS), threads=128) as bx:
+            for i in T.Parallel(BS):
+                B[bx * BS + i] = A[bx * BS + i] + T.int8(1)
+
+    A = np.zeros(N, np.int8)  # untouched pages read as zero for free
+    A[-TAIL:] = np.arange(TAIL) % 101
+    for f, a in ((inc_copy, A), (inc_dynamic, A), (inc_int32_dim, A[:2**31 - 10])):
+        B = tilelang.compile(f, out_idx=-1, target="cpu")(a)
+        head = B[:-TAIL]
+        assert head.min() == 1 and head.max() == 1, (f, head.min(), head.max())
+        assert np.array_equal(B[-TAIL:], a[-TAIL:] + 1), f
+        del B, head
+    print("large run ok")
+""")
+
+
+def test_large_tensor_past_2_31_elements_cpu(tmp_path):
+    """LARGE: ~4.4 GB of host memory, a few seconds. int8 kernels over 2^31 + 2^20 + 3
+    elements (a static shape through shared memory, an int64 dynamic dimension) and over
+    2^31 - 10 (an int32 dynamic dimension, whose tiles pass 2^31)."""
+    script = tmp_path / "large_run.py"  # the front end reads kernels from a source file
+    script.write_text(_LARGE_RUN)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=600)
+    assert proc.returncode == 0 and "large run ok" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr[-2000:])
