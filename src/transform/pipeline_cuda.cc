@@ -25,6 +25,9 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cuda-partition-parallel", out, ctx);
   // Drop provably true edge predicates before barriers: fewer statements to analyse.
   out = RunPass("simplify", out, ctx);
+  // Shared buffers never live together share bytes. Liveness needs the final statement
+  // order, and the barriers that make reuse safe are placed next, from this plan.
+  out = RunPass("cuda-plan-shared-memory", out, ctx);
   // Last: barriers depend on the final statement order.
   out = RunPass("cuda-insert-barriers", out, ctx);
   // On the final index expressions: 64-bit offsets where a tensor may pass 2^31.

@@ -51,8 +51,16 @@ ir::PrimFunc CudaLowerCopies(const ir::PrimFunc& f, PassContext& ctx);
 /// "cuda-partition-parallel": every remaining T.Parallel nest spread over the threads.
 ir::PrimFunc CudaPartitionParallel(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "cuda-plan-shared-memory": places the shared buffers in the dynamic arena so that
+/// buffers never live at the same time may share bytes (live intervals over the final
+/// statement order; cp.async targets stay live until a wait for all copies). Records each
+/// offset as T.attr("tl.shared_offset", offset) before the buffer's Allocate. Runs last
+/// before cuda-insert-barriers, which orders the reuse; codegen reads the offsets.
+ir::PrimFunc CudaPlanSharedMemory(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "cuda-insert-barriers": __syncthreads where shared-memory accesses of different
-/// statements conflict (RAW, WAR, WAW), including around loop back edges.
+/// statements conflict (RAW, WAR, WAW), including around loop back edges. Buffers whose
+/// planned bytes overlap count as the same memory.
 ir::PrimFunc CudaInsertBarriers(const ir::PrimFunc& f, PassContext& ctx);
 
 /// The CUDA pipeline (see pipeline_cuda.cc).

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file CUDA C++ generation (see codegen/cuda.h).
 ///
-/// Shared buffers live in one dynamic shared-memory arena at offsets planned here
-/// (128-byte aligned; 1024 for swizzled GEMM operands). Operands of a GEMM whose rows
-/// are a multiple of 64 bytes are XOR-swizzled (layout::SwizzleOffset) so that cp.async
-/// writes and ldmatrix reads are free of bank conflicts; every access to such a buffer
-/// goes through the same swizzle.
+/// Shared buffers live in one dynamic shared-memory arena, at the offsets that
+/// cuda-plan-shared-memory recorded (buffers never live together may share bytes); the
+/// launch asks for the arena's peak. Operands of a GEMM whose rows are a multiple of 64
+/// bytes are XOR-swizzled (layout::SwizzleOffset) so that cp.async writes and ldmatrix
+/// reads are free of bank conflicts; every access to such a buffer goes through the same
+/// swizzle.
 #include "tl/codegen/cuda.h"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_set>
 
+#include "../../transform/cuda/shared_plan.h"
 #include "../c_printer.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
@@ -26,27 +29,17 @@ std::string ArgKind(DType t) {
   return t.bits == 64 ? "i64" : "i32";
 }
 
-/// Buffers read by gemm_ss as A or B.
-std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
-  std::unordered_set<const BufferNode*> out;
-  ForEachExpr(body, [&](const Expr& e) {
-    const auto* call = As<Call>(e);
-    if (!call || (call->op != "gemm_ss" && call->op != "gemm_rs")) return;
-    for (int k = call->op == "gemm_ss" ? 0 : 1; k < 2; ++k) {
-      const auto* addr = As<Call>(call->args[k]);
-      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
-    }
-  });
-  return out;
-}
-
 class CudaCodegen : public CPrinter {
  public:
   CudaSource Generate(const PrimFunc& f) {
     CudaSource out;
     // `main` cannot name a kernel in CUDA C++.
     out.entry = Ident(f->name.empty() || f->name == "main" ? std::string("main_kernel") : f->name, nullptr);
-    gemm_operands_ = GemmOperands(f->body);
+    gemm_operands_ = transform::cuda::GemmOperands(f->body);
+    plan_ = transform::cuda::ReadSharedPlan(f->body);
+    for (const auto& [buffer, range] : plan_) shared_bytes_ = std::max(shared_bytes_, range.hi);
+    // Shared buffers without a planned offset (IR that skipped the planner) go after the plan.
+    unplanned_end_ = shared_bytes_;
     std::ostringstream sig;
     for (const Param& p : f->params) {
       if (!sig.str().empty()) sig << ", ";
@@ -96,7 +89,7 @@ class CudaCodegen : public CPrinter {
         << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << out.entry << "(" << sig.str()
         << ") {\n";
     indent_ = 1;
-    EmitStmt(f->body);
+    EmitStmt(transform::cuda::DropSharedPlan(f->body));
     os_ << "}\n";
     out.code = os_.str();
     out.shared_bytes = shared_bytes_;
@@ -185,13 +178,6 @@ class CudaCodegen : public CPrinter {
     Line() << "}\n";
   }
 
-  bool Swizzled(const Buffer& b) {
-    if (b->scope != Scope::kShared || !gemm_operands_.count(b.get()) || b->shape.size() < 2) return false;
-    int64_t cols, rows;
-    if (!AsConstInt(b->shape.back(), &cols) || !AsConstInt(b->shape[b->shape.size() - 2], &rows)) return false;
-    return layout::CanSwizzle(cols * b->dtype.bytes(), rows * cols * b->dtype.bytes());
-  }
-
   void EmitAllocate(const Allocate* op) override {
     const Buffer& b = op->buffer;
     std::string name = Ident(b->name, b.get());
@@ -203,13 +189,22 @@ class CudaCodegen : public CPrinter {
                               << ToString(n);
     }
     if (b->scope == Scope::kShared) {
-      bool swz = Swizzled(b);
-      int64_t align = swz ? 1024 : 128;  // banks only see the address mod 128; 1024 keeps it tidy
-      shared_bytes_ = (shared_bytes_ + align - 1) / align * align;
-      Line() << ty << "* " << name << " = reinterpret_cast<" << ty << "*>(tl_smem + " << shared_bytes_ << ");"
+      bool swz = transform::cuda::Swizzled(b, gemm_operands_);
+      int64_t align = transform::cuda::SharedAlignment(swz);
+      int64_t offset = 0;
+      auto planned = plan_.find(b.get());
+      if (planned != plan_.end()) {
+        offset = planned->second.lo;
+        TL_ICHECK(offset % align == 0) << "shared buffer " << b->name << " planned at " << offset
+                                       << ", not a multiple of " << align;
+      } else {
+        offset = (unplanned_end_ + align - 1) / align * align;
+        unplanned_end_ = offset + count * b->dtype.bytes();
+        shared_bytes_ = std::max(shared_bytes_, unplanned_end_);
+      }
+      Line() << ty << "* " << name << " = reinterpret_cast<" << ty << "*>(tl_smem + " << offset << ");"
              << (swz ? "  // XOR-swizzled (conflict-free ldmatrix)" : "") << "\n";
       if (swz) swizzled_.insert(b.get());
-      shared_bytes_ += count * b->dtype.bytes();
     } else {
       Line() << ty << " " << name << "[" << std::max<int64_t>(count, 1) << "];\n";
     }
@@ -270,8 +265,10 @@ class CudaCodegen : public CPrinter {
 
  private:
   std::unordered_set<const BufferNode*> gemm_operands_, swizzled_;
+  transform::cuda::SharedPlan plan_;
   std::vector<int64_t> threads_;
-  int64_t shared_bytes_ = 0;
+  int64_t shared_bytes_ = 0;   ///< the arena's peak
+  int64_t unplanned_end_ = 0;  ///< end of the buffers placed here, after the plan
 };
 
 }  // namespace

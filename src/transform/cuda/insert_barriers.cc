@@ -7,10 +7,20 @@
 /// write-after-read, write-after-write between threads). Loops carry what their body
 /// leaves pending around the back edge. Work spread over threads (anything that mentions
 /// the thread index) is one unit: barriers go around it, never inside, so no barrier is
-/// ever under a thread-dependent branch (see HasBlockLevelWork). cp.async copies are ordered by the pipeline's
-/// own wait and barrier, so they are not tracked here.
+/// ever under a thread-dependent branch (see cuda::BarriersGoInside).
+///
+/// Buffers are compared as memory: two buffers whose ranges in the arena overlap (as
+/// cuda-plan-shared-memory placed them) are the same memory, so the first write of a
+/// buffer that reuses dead bytes waits for the last reads of their previous owner.
+///
+/// cp.async copies into a buffer are ordered by the pipeline's own wait and barrier, so
+/// they are checked only against other buffers sharing their bytes. They stay pending
+/// as in flight until a cp_async_wait(0) (a barrier does not make them land); then they
+/// are ordinary pending writes. The planner keeps every buffer off bytes with copies in
+/// flight, which is checked here.
 #include <unordered_set>
 
+#include "shared_plan.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -23,25 +33,71 @@ using BufferSet = std::unordered_set<const BufferNode*>;
 
 struct State {
   BufferSet reads, writes;
+  BufferSet in_flight;  ///< cp.async targets with copies that may not have landed
   void Merge(const State& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
+    in_flight.insert(o.in_flight.begin(), o.in_flight.end());
+  }
+  /// After __syncthreads: every thread's reads and writes are done and visible.
+  void Barrier() {
+    reads.clear();
+    writes.clear();
+  }
+  /// After cp_async_wait(0): this thread's copies have landed; other threads see them
+  /// after the next barrier, like ordinary writes.
+  void Land() {
+    writes.insert(in_flight.begin(), in_flight.end());
+    in_flight.clear();
+  }
+  BufferSet Accessed() const {
+    BufferSet all = reads;
+    all.insert(writes.begin(), writes.end());
+    return all;
   }
 };
 
-bool Intersects(const BufferSet& a, const BufferSet& b) {
-  for (const BufferNode* x : a) {
-    if (b.count(x)) return true;
+/// Which buffers are the same memory: the same buffer, or overlapping planned ranges.
+class Memory {
+ public:
+  explicit Memory(cuda::SharedPlan plan) : plan_(std::move(plan)) {}
+
+  /// Whether some buffer of `a` and some buffer of `b` are the same memory.
+  bool Intersects(const BufferSet& a, const BufferSet& b) const {
+    for (const BufferNode* x : a) {
+      if (b.count(x)) return true;
+    }
+    return Aliases(a, b);
   }
-  return false;
-}
+  /// Whether some buffer of `a` shares bytes with a different buffer of `b`.
+  bool Aliases(const BufferSet& a, const BufferSet& b) const {
+    for (const BufferNode* x : a) {
+      auto ix = plan_.find(x);
+      if (ix == plan_.end()) continue;
+      for (const BufferNode* y : b) {
+        auto iy = plan_.find(y);
+        if (x != y && iy != plan_.end() && ix->second.Overlaps(iy->second)) return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  cuda::SharedPlan plan_;
+};
 
 bool IsShared(const Buffer& b) { return b->scope == Scope::kShared; }
 
 /// Shared reads and writes of one unit statement.
 class AccessCollector : public IRVisitor {
  public:
-  BufferSet reads, writes;
+  BufferSet reads, writes, async_writes;
+  BufferSet All() const {
+    BufferSet all = reads;
+    all.insert(writes.begin(), writes.end());
+    all.insert(async_writes.begin(), async_writes.end());
+    return all;
+  }
 
  protected:
   void Visit_(const BufferLoad* op) override {
@@ -53,9 +109,17 @@ class AccessCollector : public IRVisitor {
     IRVisitor::Visit_(op);
   }
   void Visit_(const Call* op) override {
-    if (op->op == "cp_async") return;
+    if (op->op == "cp_async") {
+      const auto* addr = As<Call>(op->args[0]);
+      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) {
+        if (IsShared(load->buffer)) async_writes.insert(load->buffer.get());
+      }
+      return;
+    }
     bool atomic = op->op == "atomic_add" || op->op == "atomic_max" || op->op == "atomic_min";
-    if ((op->op == "vec_copy" || op->op == "vec_zero" || atomic) && !op->args.empty()) {
+    // Calls that write through their first argument (an address_of).
+    bool writes_first = op->op == "vec_copy" || op->op == "cast_copy" || op->op == "vec_zero" || atomic;
+    if (writes_first && !op->args.empty()) {
       if (const auto* addr = As<Call>(op->args[0])) {
         if (const auto* load = As<BufferLoad>(addr->args[0])) {
           if (IsShared(load->buffer)) {
@@ -72,41 +136,6 @@ class AccessCollector : public IRVisitor {
   }
 };
 
-/// Whether a statement holds work done by the whole block together (thread-partitioned
-/// loops, GEMMs, barriers, async copies): only such statements are looked inside.
-/// Anything else (per-thread loops over registers, thread-dependent branches) is a unit.
-bool HasBlockLevelWork(const Stmt& s) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void Visit_(const For* op) override {
-      if (op->annotations.count("tl.thread_partitioned")) found = true;
-      if (!found) IRVisitor::Visit_(op);
-    }
-    void Visit_(const Call* op) override {
-      if (op->op == "gemm_ss" || op->op == "gemm_rs" || op->op == "syncthreads" || op->op.rfind("cp_async", 0) == 0) {
-        found = true;
-      }
-    }
-  } f;
-  f.Visit(s);
-  return f.found;
-}
-
-bool MentionsExpr(const Expr& e, const Var* v) {
-  bool found = false;
-  struct V : IRVisitor {
-    const Var* target;
-    bool* found;
-    void Visit_(const Var* op) override {
-      if (op == target) *found = true;
-    }
-  } vis;
-  vis.target = v;
-  vis.found = &found;
-  vis.Visit(e);
-  return found;
-}
-
 bool IsBarrier(const Stmt& s) {
   const auto* ev = As<Evaluate>(s);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;
@@ -117,15 +146,21 @@ Stmt Barrier(const Span& span) {
   return Evaluate::Make(Call::Make(DType::Void(), "syncthreads", {}), span);
 }
 
+Stmt WithBarrier(bool barrier, const Stmt& s) { return barrier ? Seq::Make({Barrier(s->span), s}, s->span) : s; }
+
 class BarrierInserter {
  public:
-  explicit BarrierInserter(const Var* tx) : tx_(tx) {}
+  BarrierInserter(const Var* tx, const Memory& memory) : tx_(tx), memory_(memory) {}
 
   /// Rewrites `s` starting from `state`; leaves in `state` what is pending afterwards.
   Stmt Run(const Stmt& s, State* state) {
     if (!s) return s;
     if (IsBarrier(s)) {
-      *state = State{};
+      state->Barrier();
+      return s;
+    }
+    if (cuda::IsWaitAll(s)) {
+      state->Land();
       return s;
     }
     if (const auto* seq = As<Seq>(s)) {
@@ -136,84 +171,108 @@ class BarrierInserter {
       }
       return Seq::Make(out, seq->span);
     }
-    if (const auto* loop = As<For>(s)) {
-      if (loop->for_kind != ForKind::kThreadBinding && !loop->annotations.count("tl.thread_partitioned") &&
-          HasBlockLevelWork(s) && !MentionsExpr(loop->extent, tx_)) {
-        return RunLoop(loop, state);
-      }
-    }
-    if (const auto* w = As<While>(s)) {
-      if (HasBlockLevelWork(s) && !MentionsExpr(w->cond, tx_)) {
-        State entry = *state, dry = State{};
-        Run(w->body, &dry);
-        State start = entry;
-        start.Merge(dry);
-        Stmt body = Run(w->body, &start);
-        *state = entry;
-        state->Merge(start);
-        return While::Make(w->cond, body, w->span);
-      }
-    }
-    if (const auto* br = As<IfThenElse>(s)) {
-      if (HasBlockLevelWork(s) && !MentionsExpr(br->cond, tx_)) {
-        State then_state = *state, else_state = *state;
-        Stmt t = Run(br->then_case, &then_state);
-        Stmt e = Run(br->else_case, &else_state);
-        // The condition is evaluated before either branch: its reads come first.
-        *state = then_state;
-        state->Merge(else_state);
-        return IfThenElse::Make(br->cond, t, e, br->span);
-      }
-    }
     if (const auto* tb = As<For>(s)) {
       if (tb->for_kind == ForKind::kThreadBinding) {
         Stmt body = Run(tb->body, state);
         return For::Make(tb->var, tb->min, tb->extent, tb->for_kind, body, tb->annotations, tb->span);
       }
     }
-    // A unit: barrier in front of it when it conflicts with what is pending.
-    AccessCollector acc;
-    acc.Visit(s);
-    bool conflict = Intersects(acc.reads, state->writes) || Intersects(acc.writes, state->reads) ||
-                    Intersects(acc.writes, state->writes);
-    if (conflict) *state = State{};
-    state->reads.insert(acc.reads.begin(), acc.reads.end());
-    state->writes.insert(acc.writes.begin(), acc.writes.end());
-    if (!conflict) return s;
-    return Seq::Make({Barrier(s->span), s}, s->span);
+    if (!cuda::BarriersGoInside(s, tx_)) return WithBarrier(Access(Collect(s), state), s);
+    if (const auto* loop = As<For>(s)) {
+      // min and extent are read once, before the first iteration.
+      AccessCollector head = Collect(loop->min);
+      head.Visit(loop->extent);
+      bool barrier = Access(head, state);
+      barrier |= EnterLoop(s, state);
+      Stmt body = RunLoop(loop->body, state);
+      return WithBarrier(barrier, For::Make(loop->var, loop->min, loop->extent, loop->for_kind, body,
+                                            loop->annotations, loop->span));
+    }
+    if (const auto* w = As<While>(s)) {
+      bool barrier = EnterLoop(s, state);
+      Stmt body = RunLoop(w->body, state);
+      return WithBarrier(barrier, While::Make(w->cond, body, w->span));
+    }
+    const auto* br = As<IfThenElse>(s);
+    TL_ICHECK(br) << "barriers inside an unexpected statement";
+    // The condition is evaluated before either branch: its reads come first.
+    bool barrier = Access(Collect(br->cond), state);
+    State then_state = *state, else_state = *state;
+    Stmt t = Run(br->then_case, &then_state);
+    Stmt e = Run(br->else_case, &else_state);
+    *state = then_state;
+    state->Merge(else_state);
+    return WithBarrier(barrier, IfThenElse::Make(br->cond, t, e, br->span));
   }
 
  private:
-  Stmt RunLoop(const For* loop, State* state) {
+  template <typename Node>
+  static AccessCollector Collect(const Node& n) {
+    AccessCollector acc;
+    acc.Visit(n);
+    return acc;
+  }
+
+  /// Records one unit's accesses; returns whether a barrier must go in front of it.
+  bool Access(const AccessCollector& acc, State* state) {
+    TL_ICHECK(!memory_.Aliases(acc.All(), state->in_flight))
+        << "shared bytes reused while a cp.async into them may be in flight (see cuda-plan-shared-memory)";
+    bool conflict = memory_.Intersects(acc.reads, state->writes) || memory_.Intersects(acc.writes, state->reads) ||
+                    memory_.Intersects(acc.writes, state->writes) ||
+                    memory_.Aliases(acc.async_writes, state->Accessed());
+    if (conflict) state->Barrier();
+    state->reads.insert(acc.reads.begin(), acc.reads.end());
+    state->writes.insert(acc.writes.begin(), acc.writes.end());
+    state->in_flight.insert(acc.async_writes.begin(), acc.async_writes.end());
+    return conflict;
+  }
+
+  /// A loop reusing bytes of buffers pending from before it takes one barrier in front,
+  /// rather than one per iteration where the reuse starts.
+  bool EnterLoop(const Stmt& loop, State* state) {
+    if (!memory_.Aliases(Collect(loop).All(), state->Accessed())) return false;
+    state->Barrier();
+    return true;
+  }
+
+  Stmt RunLoop(const Stmt& body, State* state) {
     // What one iteration leaves pending reaches the next iteration's start.
     State dry;
-    Run(loop->body, &dry);
+    Run(body, &dry);
     State start = *state;
     start.Merge(dry);
     State entry = *state;
-    Stmt body = Run(loop->body, &start);
+    Stmt out = Run(body, &start);
     *state = entry;  // the loop may run zero times
     state->Merge(start);
-    return For::Make(loop->var, loop->min, loop->extent, loop->for_kind, body, loop->annotations, loop->span);
+    return out;
   }
 
   const Var* tx_;
+  const Memory& memory_;
 };
 
 class KernelVisitor : public IRMutator {
+ public:
+  explicit KernelVisitor(const Memory& memory) : memory_(memory) {}
+
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind != ForKind::kThreadBinding) return IRMutator::Mutate_(op, self);
     State state;
-    Stmt body = BarrierInserter(op->var.get()).Run(op->body, &state);
+    Stmt body = BarrierInserter(op->var.get(), memory_).Run(op->body, &state);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
   }
+
+ private:
+  const Memory& memory_;
 };
 
 }  // namespace
 
 ir::PrimFunc CudaInsertBarriers(const ir::PrimFunc& f, PassContext& ctx) {
-  return ir::PrimFuncNode::Make(f->name, f->params, KernelVisitor().Mutate(f->body), f->span);
+  Memory memory(cuda::ReadSharedPlan(f->body));
+  return ir::PrimFuncNode::Make(f->name, f->params, KernelVisitor(memory).Mutate(f->body), f->span);
 }
 
 TL_REGISTER_PASS("cuda-insert-barriers", CudaInsertBarriers);

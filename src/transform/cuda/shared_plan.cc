@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Shared-memory facts common to planning, barriers and codegen (see shared_plan.h).
+#include "shared_plan.h"
+
+#include <unordered_set>
+
+#include "copy_lowering.h"
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/layout/fragment.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
+  std::unordered_set<const BufferNode*> out;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    if (!call || (call->op != "gemm_ss" && call->op != "gemm_rs")) return;
+    // gemm_rs takes A from registers: only its B (argument 1) is a shared operand.
+    for (int k = call->op == "gemm_ss" ? 0 : 1; k < 2; ++k) {
+      const auto* addr = As<Call>(call->args[k]);
+      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
+    }
+  });
+  return out;
+}
+
+bool Swizzled(const Buffer& b, const std::unordered_set<const BufferNode*>& gemm_operands) {
+  if (b->scope != Scope::kShared || !gemm_operands.count(b.get()) || b->shape.size() < 2) return false;
+  int64_t cols, rows;
+  if (!AsConstInt(b->shape.back(), &cols) || !AsConstInt(b->shape[b->shape.size() - 2], &rows)) return false;
+  return layout::CanSwizzle(cols * b->dtype.bytes(), rows * cols * b->dtype.bytes());
+}
+
+int64_t ConstBytes(const Buffer& b) {
+  int64_t n = 0;
+  if (!AsConstInt(arith::Analyzer().Simplify(b->NumElements()), &n)) return -1;
+  return n * b->dtype.bytes();
+}
+
+SharedPlan ReadSharedPlan(const Stmt& body) {
+  struct Reader : IRVisitor {
+    SharedPlan plan;
+    void Visit_(const Seq* op) override {
+      for (size_t i = 0; i < op->stmts.size(); ++i) {
+        const auto* attr = As<AttrStmt>(op->stmts[i]);
+        if (!attr || attr->key != kSharedOffsetAttr) continue;
+        const auto* alloc = i + 1 < op->stmts.size() ? As<Allocate>(op->stmts[i + 1]) : nullptr;
+        int64_t offset = 0;
+        TL_ICHECK(alloc && attr->values.size() == 1 && AsConstInt(attr->values[0], &offset))
+            << kSharedOffsetAttr << " must hold one constant and precede the Allocate it places";
+        int64_t bytes = ConstBytes(alloc->buffer);
+        TL_ICHECK(bytes >= 0) << "planned shared buffer " << alloc->buffer->name << " of unknown size";
+        plan[alloc->buffer.get()] = ByteRange{offset, offset + bytes};
+      }
+      IRVisitor::Visit_(op);
+    }
+  } reader;
+  reader.Visit(body);
+  return reader.plan;
+}
+
+Stmt DropSharedPlan(const Stmt& body) {
+  struct Dropper : IRMutator {
+    Stmt Mutate_(const Seq* op, const Stmt& self) override {
+      std::vector<Stmt> out;
+      for (const Stmt& s : op->stmts) {
+        const auto* attr = As<AttrStmt>(s);
+        if (!attr || attr->key != kSharedOffsetAttr) out.push_back(Mutate(s));
+      }
+      return Seq::Make(out, op->span);
+    }
+  } dropper;
+  return dropper.Mutate(body);
+}
+
+namespace {
+
+/// Work done by the whole block together; see BarriersGoInside.
+bool HasBlockLevelWork(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void Visit_(const For* op) override {
+      if (op->annotations.count(kPartitioned)) found = true;
+      if (!found) IRVisitor::Visit_(op);
+    }
+    void Visit_(const Call* op) override {
+      if (op->op == "gemm_ss" || op->op == "gemm_rs" || op->op == "syncthreads" || op->op.rfind("cp_async", 0) == 0) {
+        found = true;
+      }
+    }
+  } f;
+  f.Visit(s);
+  return f.found;
+}
+
+/// Whether `s` reads a shared buffer it also writes: then threads may exchange data
+/// inside it (a cross-warp reduction in a loop of register work, say), which needs
+/// barriers inside even without block-level work.
+bool ReadsWhatItWrites(const Stmt& s) {
+  struct Finder : IRVisitor {
+    std::unordered_set<const BufferNode*> reads, writes;
+    void Visit_(const BufferLoad* op) override {
+      if (op->buffer->scope == Scope::kShared) reads.insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const BufferStore* op) override {
+      if (op->buffer->scope == Scope::kShared) writes.insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+  } f;
+  f.Visit(s);
+  for (const BufferNode* b : f.writes) {
+    if (f.reads.count(b)) return true;
+  }
+  return false;
+}
+
+bool Mentions(const Expr& e, const Var* v) {
+  struct Finder : IRVisitor {
+    const Var* target = nullptr;
+    bool found = false;
+    void Visit_(const Var* op) override { found |= op == target; }
+  } f;
+  f.target = v;
+  f.Visit(e);
+  return f.found;
+}
+
+}  // namespace
+
+bool BarriersGoInside(const Stmt& s, const Var* tx) {
+  auto needs = [&] { return HasBlockLevelWork(s) || ReadsWhatItWrites(s); };
+  if (const auto* loop = As<For>(s)) {
+    return loop->for_kind != ForKind::kThreadBinding && !loop->annotations.count(kPartitioned) &&
+           !Mentions(loop->extent, tx) && needs();
+  }
+  if (const auto* w = As<While>(s)) return !Mentions(w->cond, tx) && needs();
+  if (const auto* br = As<IfThenElse>(s)) return !Mentions(br->cond, tx) && needs();
+  return false;
+}
+
+bool IsWaitAll(const Stmt& s) {
+  const auto* ev = As<Evaluate>(s);
+  const auto* call = ev ? As<Call>(ev->value) : nullptr;
+  int64_t n = -1;
+  return call && call->op == "cp_async_wait" && !call->args.empty() && AsConstInt(call->args[0], &n) && n == 0;
+}
+
+}  // namespace tl::transform::cuda

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file What shared-memory planning (cuda-plan-shared-memory), barrier insertion
+/// (cuda-insert-barriers) and CUDA code generation must agree on: which buffers are
+/// swizzled (and so 1024-byte aligned), where each buffer sits in the arena, and which
+/// statements barriers may be placed between.
+///
+/// The plan is recorded as `T.attr("tl.shared_offset", offset)` immediately before the
+/// shared buffer's Allocate, in the same Seq. Allocate has no annotation field and buffers
+/// are not expressions, so an adjacent attribute is the smallest addition: no new node
+/// kind, readable in IR dumps, and ignored by every pass that does not look for it.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::transform::cuda {
+
+inline constexpr const char* kSharedOffsetAttr = "tl.shared_offset";
+
+/// Buffers read by gemm_ss (A and B) or gemm_rs (B) as shared operands.
+std::unordered_set<const ir::BufferNode*> GemmOperands(const ir::Stmt& body);
+
+/// Whether codegen XOR-swizzles `b`: a shared GEMM operand whose rows allow it.
+bool Swizzled(const ir::Buffer& b, const std::unordered_set<const ir::BufferNode*>& gemm_operands);
+
+/// Arena alignment: 1024 for swizzled tiles (the swizzle pattern repeats every 1024
+/// bytes), else 128 (banks only see the address mod 128).
+inline int64_t SharedAlignment(bool swizzled) { return swizzled ? 1024 : 128; }
+
+/// Byte size of a buffer, or -1 when its shape is not known at compile time.
+int64_t ConstBytes(const ir::Buffer& b);
+
+/// Bytes [lo, hi) of the arena.
+struct ByteRange {
+  int64_t lo = 0, hi = 0;
+  bool Overlaps(const ByteRange& o) const { return lo < o.hi && o.lo < hi; }
+};
+using SharedPlan = std::unordered_map<const ir::BufferNode*, ByteRange>;
+
+/// The planned range of every shared buffer whose Allocate carries a tl.shared_offset.
+SharedPlan ReadSharedPlan(const ir::Stmt& body);
+
+/// `body` without the tl.shared_offset attributes (codegen reads the plan first).
+ir::Stmt DropSharedPlan(const ir::Stmt& body);
+
+/// Whether cuda-insert-barriers looks inside `s` (a For, While or IfThenElse) and may put
+/// barriers between its statements: it holds block-level work (GEMMs, thread-partitioned
+/// loops, barriers, async copies) and its control does not depend on the thread index
+/// `tx`. Anything else is one unit, which barriers only go around.
+bool BarriersGoInside(const ir::Stmt& s, const ir::Var* tx);
+
+/// Whether `s` is `cp_async_wait(0)`: every cp.async this thread issued has landed.
+bool IsWaitAll(const ir::Stmt& s);
+
+}  // namespace tl::transform::cuda
