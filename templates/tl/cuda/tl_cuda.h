@@ -74,6 +74,7 @@ static_assert(sizeof(uint8_t) == 1 && sizeof(uint16_t) == 2 && sizeof(uint32_t) 
 #include "memory.h"
 #include "ldmatrix.h"
 #include "mma.h"
+#include "wgmma.h"
 #include "reduce.h"
 #include "atomic.h"
 // clang-format on

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Hopper warpgroup MMA (wgmma.mma_async, sm_90a only) and the block GEMM built on it.
+///
+/// gemm_ss_wgmma<M, N, K, TransA, TransB>(A, B, C):
+///   C (M x N, f32, registers) += op(A) (M x K) * op(B) (K x N), A and B tl::half or
+///   tl::bfloat16 in shared memory. All threads of the block call it; the block has exactly
+///   M/16 warps. Warpgroup g (warps 4g .. 4g+3) computes rows 64g .. 64g+63 with
+///   wgmma.mma_async.m64nNk16, one instruction per k16 step and per column chunk of at most
+///   256 (the largest N of the instruction). On return C is complete and A and B may be
+///   overwritten.
+///
+/// ACCUMULATOR LAYOUT (each thread holds N/2 floats). Warp w owns rows 16w .. 16w+15; lane l
+/// holds in C[nt*4 + h*2 + c] (nt = 0 .. N/8-1, h, c = 0 or 1) the element
+///   row 16w + l/4 + 8h, column nt*8 + 2*(l%4) + c.
+/// This is the mma.sync m16n8 accumulator layout of mma.h, one 16x8 tile after the other
+/// along N (layout::MmaAccumulatorLayout with M/16 x 1 warps), and it is exactly the f32 D
+/// fragment of wgmma .m64nNk16 (PTX ISA, "Register Fragments", figure "WGMMA .m64nNk16
+/// register fragment layout for accumulator matrix D"): warp r of the warpgroup holds rows
+/// 16r .. 16r+15 of the 64, and d_i sits at row groupID + 8*((i/2)%2), column
+/// (i/4)*8 + 2*threadID_in_group + i%2. A column chunk starting at n0 is therefore just the
+/// registers from C + n0/2 on.
+///
+/// SHARED-MEMORY LAYOUT (both operands). A tile is stored row-major as R x Cc, its
+/// contiguous dimension Cc a multiple of 64 elements (128 bytes) cut into column panels of
+/// 64: element (r, c) lies at element offset (c/64)*(R*64) + r*64 + c%64 of the tile base,
+/// and that byte offset b is then swizzled to b ^ (((b >> 7) & 7) << 4): the 16-byte chunk
+/// index XORed with the row modulo 8. Tile bases are 1024-byte aligned, R a multiple of 8.
+///   A, !TransA: M x K  (K-major)       A, TransA: K x M  (M-major, imm-trans-a = 1)
+///   B, !TransB: K x N  (N-major, imm-trans-b = 1)    B, TransB: N x K  (K-major)
+/// This is the PTX ISA's 128-byte swizzling mode: each panel is a column of "swizzle atoms"
+/// of 8 rows x 128 bytes (1024 bytes, 1024-aligned), and inside an atom 16-byte chunk j of
+/// row r is stored at chunk j ^ r. The hardware applies the XOR to address bits [4, 7) from
+/// bits [7, 10), which is why the atoms must be 1024-byte aligned.
+///
+/// DESCRIPTORS (PTX ISA "Matrix Descriptor Format"): a 64-bit value with the start address
+/// in bits 0-13, the leading-dimension byte offset (LBO) in bits 16-29 and the
+/// stride-dimension byte offset (SBO) in bits 32-45, each encoded as (x & 0x3FFFF) >> 4;
+/// the base offset in bits 49-51 (0: the swizzle pattern repeats from 1024-byte boundaries,
+/// as here) and the swizzle mode in bits 62-63 (1 = 128-byte swizzle). What LBO and SBO mean
+/// depends on the major-ness ("Major-ness supported by strides"), with rows of 128 bytes:
+///   K-major:  SBO = 1024, the distance between 8-row groups along M (or N); LBO is unused
+///             for swizzled K-major layouts ("assumed to be 1"), so it is set to 1 (16 bytes).
+///             A k16 step is 32 bytes of a 128-byte row: the start address moves by
+///             (k/64) * (panel bytes) + (k%64) * 2 inside the atom, and the hardware's address
+///             XOR then finds the swizzled chunks, since the atom itself stays 1024-aligned
+///             (base offset 0; checked on an H200 by tests/cuda/wgmma_test.cu).
+///   MN-major: SBO = 1024, the distance between 8-row groups along K; LBO = the distance
+///             between 64-element panels along M (or N) = (stored rows) * 128 = K * 128. A
+///             k16 step is 16 stored rows: the start address moves by k * 128 bytes.
+/// Warpgroup g starts at row 64g of A (K-major: + 64g * 128 bytes; M-major: panel g,
+/// + g * K * 128 bytes); the B chunk at column n0 starts at row n0 (K-major: + n0 * 128) or
+/// at panel n0/64 (N-major: + (n0/64) * K * 128).
+///
+/// ORDERING. The callers have written A and B with generic-proxy stores or cp.async and then
+/// synchronised the block; wgmma reads shared memory through the async proxy, so the
+/// function first issues fence.proxy.async.shared::cta, then wgmma.fence (required before
+/// the first wgmma touching registers that other instructions wrote), the wgmmas,
+/// wgmma.commit_group and wgmma.wait_group 0. The accumulators are "+f" operands of every
+/// wgmma, and empty asm statements pin them in registers before the fence and after the
+/// wait, so the compiler can neither read them while the wgmmas are in flight nor move
+/// other accesses across.
+///
+/// Everything here needs sm_90a (__CUDA_ARCH_FEAT_SM90_ALL). The header compiles for every
+/// target; instantiating the templates for another device target is a compile-time error,
+/// and the non-template helpers trap there.
+#pragma once
+
+#ifndef TL_CUDA_H_INCLUDED
+#error "include tl_cuda.h, not its parts"
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TL_WGMMA_AVAILABLE 1
+#else
+#define TL_WGMMA_AVAILABLE 0
+#endif
+
+namespace tl {
+
+namespace detail {
+/// False for every T, but only once T is known: static_asserts in templates that must not
+/// be instantiated.
+template <typename T>
+struct wgmma_unavailable {
+  static constexpr bool value = false;
+};
+}  // namespace detail
+
+/// Orders this thread's earlier generic-proxy accesses to shared memory (st.shared,
+/// cp.async results) before its later async-proxy accesses (wgmma operand reads). sm_90+.
+TL_DEVICE void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// wgmma.fence: orders earlier register and shared-memory accesses before the next
+/// wgmma.mma_async of the warp (all threads of the warp execute it).
+TL_DEVICE void wgmma_fence() {
+#if TL_WGMMA_AVAILABLE
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// Closes the group of wgmma.mma_async operations this warp issued since the last commit.
+TL_DEVICE void wgmma_commit_group() {
+#if TL_WGMMA_AVAILABLE
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// Waits until at most N of this warp's committed wgmma groups are pending (0: all done).
+template <int N>
+TL_DEVICE void wgmma_wait_group() {
+  static_assert(N >= 0, "wgmma_wait_group<N>: N must be >= 0");
+#if TL_WGMMA_AVAILABLE
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::wgmma_unavailable<char[N + 1]>::value, "wgmma needs sm_90a");
+#endif
+}
+
+/// Descriptor of a wgmma operand in the 128-byte swizzling mode (see the file comment):
+/// start = .shared address of the first element, lbo / sbo in bytes (multiples of 16).
+TL_DEVICE uint64_t wgmma_desc_sw128(uint32_t start, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((start & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((lbo & 0x3FFFFu) >> 4) << 16) |
+         (static_cast<uint64_t>((sbo & 0x3FFFFu) >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+}
+
+/// Keeps the R floats of d in registers at this point of the program: no access to them
+/// moves across it (the empty asm "reads and writes" each one).
+template <int R>
+TL_DEVICE void wgmma_hold(float* d) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// --- One wgmma.mma_async.m64nNk16 with an f32 accumulator --------------------
+// The asm statement names every accumulator register, so each N needs its own operand
+// list: TL_WGMMA_D<N> is the "%0, ..., %(N/2-1)" text, TL_WGMMA_OPS<N>(d) binds those
+// operands to d[0 .. N/2-1] ("+f": read and written), and TL_WGMMA_IN<N> names the inputs
+// that follow them: a-desc, b-desc, scale-d (the predicate p, always true: D += A*B),
+// imm-scale-a = imm-scale-b = 1, imm-trans-a, imm-trans-b.
+// clang-format off
+#define TL_WGMMA_D8 "%0, %1, %2, %3"
+#define TL_WGMMA_D16 TL_WGMMA_D8 ", %4, %5, %6, %7"
+#define TL_WGMMA_D24 TL_WGMMA_D16 ", %8, %9, %10, %11"
+#define TL_WGMMA_D32 TL_WGMMA_D24 ", %12, %13, %14, %15"
+#define TL_WGMMA_D40 TL_WGMMA_D32 ", %16, %17, %18, %19"
+#define TL_WGMMA_D48 TL_WGMMA_D40 ", %20, %21, %22, %23"
+#define TL_WGMMA_D56 TL_WGMMA_D48 ", %24, %25, %26, %27"
+#define TL_WGMMA_D64 TL_WGMMA_D56 ", %28, %29, %30, %31"
+#define TL_WGMMA_D72 TL_WGMMA_D64 ", %32, %33, %34, %35"
+#define TL_WGMMA_D80 TL_WGMMA_D72 ", %36, %37, %38, %39"
+#define TL_WGMMA_D88 TL_WGMMA_D80 ", %40, %41, %42, %43"
+#define TL_WGMMA_D96 TL_WGMMA_D88 ", %44, %45, %46, %47"
+#define TL_WGMMA_D104 TL_WGMMA_D96 ", %48, %49, %50, %51"
+#define TL_WGMMA_D112 TL_WGMMA_D104 ", %52, %53, %54, %55"
+#define TL_WGMMA_D120 TL_WGMMA_D112 ", %56, %57, %58, %59"
+#define TL_WGMMA_D128 TL_WGMMA_D120 ", %60, %61, %62, %63"
+#define TL_WGMMA_D136 TL_WGMMA_D128 ", %64, %65, %66, %67"
+#define TL_WGMMA_D144 TL_WGMMA_D136 ", %68, %69, %70, %71"
+#define TL_WGMMA_D152 TL_WGMMA_D144 ", %72, %73, %74, %75"
+#define TL_WGMMA_D160 TL_WGMMA_D152 ", %76, %77, %78, %79"
+#define TL_WGMMA_D168 TL_WGMMA_D160 ", %80, %81, %82, %83"
+#define TL_WGMMA_D176 TL_WGMMA_D168 ", %84, %85, %86, %87"
+#define TL_WGMMA_D184 TL_WGMMA_D176 ", %88, %89, %90, %91"
+#define TL_WGMMA_D192 TL_WGMMA_D184 ", %92, %93, %94, %95"
+#define TL_WGMMA_D200 TL_WGMMA_D192 ", %96, %97, %98, %99"
+#define TL_WGMMA_D208 TL_WGMMA_D200 ", %100, %101, %102, %103"
+#define TL_WGMMA_D216 TL_WGMMA_D208 ", %104, %105, %106, %107"
+#define TL_WGMMA_D224 TL_WGMMA_D216 ", %108, %109, %110, %111"
+#define TL_WGMMA_D232 TL_WGMMA_D224 ", %112, %113, %114, %115"
+#define TL_WGMMA_D240 TL_WGMMA_D232 ", %116, %117, %118, %119"
+#define TL_WGMMA_D248 TL_WGMMA_D240 ", %120, %121, %122, %123"
+#define TL_WGMMA_D256 TL_WGMMA_D248 ", %124, %125, %126, %127"
+
+#define TL_WGMMA_OPS8(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define TL_WGMMA_OPS16(d) TL_WGMMA_OPS8(d), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define TL_WGMMA_OPS24(d) TL_WGMMA_OPS16(d), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+#define TL_WGMMA_OPS32(d) TL_WGMMA_OPS24(d), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define TL_WGMMA_OPS40(d) TL_WGMMA_OPS32(d), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
+#define TL_WGMMA_OPS48(d) TL_WGMMA_OPS40(d), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#define TL_WGMMA_OPS56(d) TL_WGMMA_OPS48(d), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+#define TL_WGMMA_OPS64(d) TL_WGMMA_OPS56(d), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define TL_WGMMA_OPS72(d) TL_WGMMA_OPS64(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+#define TL_WGMMA_OPS80(d) TL_WGMMA_OPS72(d), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+#define TL_WGMMA_OPS88(d) TL_WGMMA_OPS80(d), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
+#define TL_WGMMA_OPS96(d) TL_WGMMA_OPS88(d), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+#define TL_WGMMA_OPS104(d) TL_WGMMA_OPS96(d), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
+#define TL_WGMMA_OPS112(d) TL_WGMMA_OPS104(d), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+#define TL_WGMMA_OPS120(d) TL_WGMMA_OPS112(d), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
+#define TL_WGMMA_OPS128(d) TL_WGMMA_OPS120(d), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define TL_WGMMA_OPS136(d) TL_WGMMA_OPS128(d), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+#define TL_WGMMA_OPS144(d) TL_WGMMA_OPS136(d), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+#define TL_WGMMA_OPS152(d) TL_WGMMA_OPS144(d), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75])
+#define TL_WGMMA_OPS160(d) TL_WGMMA_OPS152(d), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+#define TL_WGMMA_OPS168(d) TL_WGMMA_OPS160(d), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
+#define TL_WGMMA_OPS176(d) TL_WGMMA_OPS168(d), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+#define TL_WGMMA_OPS184(d) TL_WGMMA_OPS176(d), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
+#define TL_WGMMA_OPS192(d) TL_WGMMA_OPS184(d), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+#define TL_WGMMA_OPS200(d) TL_WGMMA_OPS192(d), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99])
+#define TL_WGMMA_OPS208(d) TL_WGMMA_OPS200(d), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
+#define TL_WGMMA_OPS216(d) TL_WGMMA_OPS208(d), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
+#define TL_WGMMA_OPS224(d) TL_WGMMA_OPS216(d), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+#define TL_WGMMA_OPS232(d) TL_WGMMA_OPS224(d), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
+#define TL_WGMMA_OPS240(d) TL_WGMMA_OPS232(d), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+#define TL_WGMMA_OPS248(d) TL_WGMMA_OPS240(d), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123])
+#define TL_WGMMA_OPS256(d) TL_WGMMA_OPS248(d), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+#define TL_WGMMA_IN8 "%4, %5, p, 1, 1, %6, %7"
+#define TL_WGMMA_IN16 "%8, %9, p, 1, 1, %10, %11"
+#define TL_WGMMA_IN24 "%12, %13, p, 1, 1, %14, %15"
+#define TL_WGMMA_IN32 "%16, %17, p, 1, 1, %18, %19"
+#define TL_WGMMA_IN40 "%20, %21, p, 1, 1, %22, %23"
+#define TL_WGMMA_IN48 "%24, %25, p, 1, 1, %26, %27"
+#define TL_WGMMA_IN56 "%28, %29, p, 1, 1, %30, %31"
+#define TL_WGMMA_IN64 "%32, %33, p, 1, 1, %34, %35"
+#define TL_WGMMA_IN72 "%36, %37, p, 1, 1, %38, %39"
+#define TL_WGMMA_IN80 "%40, %41, p, 1, 1, %42, %43"
+#define TL_WGMMA_IN88 "%44, %45, p, 1, 1, %46, %47"
+#define TL_WGMMA_IN96 "%48, %49, p, 1, 1, %50, %51"
+#define TL_WGMMA_IN104 "%52, %53, p, 1, 1, %54, %55"
+#define TL_WGMMA_IN112 "%56, %57, p, 1, 1, %58, %59"
+#define TL_WGMMA_IN120 "%60, %61, p, 1, 1, %62, %63"
+#define TL_WGMMA_IN128 "%64, %65, p, 1, 1, %66, %67"
+#define TL_WGMMA_IN136 "%68, %69, p, 1, 1, %70, %71"
+#define TL_WGMMA_IN144 "%72, %73, p, 1, 1, %74, %75"
+#define TL_WGMMA_IN152 "%76, %77, p, 1, 1, %78, %79"
+#define TL_WGMMA_IN160 "%80, %81, p, 1, 1, %82, %83"
+#define TL_WGMMA_IN168 "%84, %85, p, 1, 1, %86, %87"
+#define TL_WGMMA_IN176 "%88, %89, p, 1, 1, %90, %91"
+#define TL_WGMMA_IN184 "%92, %93, p, 1, 1, %94, %95"
+#define TL_WGMMA_IN192 "%96, %97, p, 1, 1, %98, %99"
+#define TL_WGMMA_IN200 "%100, %101, p, 1, 1, %102, %103"
+#define TL_WGMMA_IN208 "%104, %105, p, 1, 1, %106, %107"
+#define TL_WGMMA_IN216 "%108, %109, p, 1, 1, %110, %111"
+#define TL_WGMMA_IN224 "%112, %113, p, 1, 1, %114, %115"
+#define TL_WGMMA_IN232 "%116, %117, p, 1, 1, %118, %119"
+#define TL_WGMMA_IN240 "%120, %121, p, 1, 1, %122, %123"
+#define TL_WGMMA_IN248 "%124, %125, p, 1, 1, %126, %127"
+#define TL_WGMMA_IN256 "%128, %129, p, 1, 1, %130, %131"
+// clang-format on
+
+// One statement per type: scale-d is the predicate p, set true (D += A * B).
+#define TL_WGMMA_ASM(NN, TY)                                                              \
+  "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"                                       \
+  "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TY "." TY " {" TL_WGMMA_D##NN "}, " \
+  TL_WGMMA_IN##NN ";\n}\n"
+#define TL_WGMMA_CASE(NN)                                                              \
+  if constexpr (N == NN) {                                                             \
+    if constexpr (detail::is_same<T, half>::value) {                                   \
+      asm volatile(TL_WGMMA_ASM(NN, "f16")                                             \
+                   : TL_WGMMA_OPS##NN(d)                                               \
+                   : "l"(desc_a), "l"(desc_b), "n"(int(MnMajorA)), "n"(int(MnMajorB))); \
+    } else {                                                                           \
+      asm volatile(TL_WGMMA_ASM(NN, "bf16")                                            \
+                   : TL_WGMMA_OPS##NN(d)                                               \
+                   : "l"(desc_a), "l"(desc_b), "n"(int(MnMajorA)), "n"(int(MnMajorB))); \
+    }                                                                                  \
+  }
+
+/// d (this thread's N/2 floats of a 64 x N f32 tile, layout in the file comment) +=
+/// A (64 x 16) * B (16 x N), both read from shared memory through the descriptors.
+/// MnMajorA / MnMajorB: the operand is stored M- / N-major (the instruction's imm-trans-a /
+/// imm-trans-b = 1) rather than K-major. Note that gemm_ss_wgmma's TransB has the opposite
+/// sense: B not transposed (K x N) is N-major.
+/// Asynchronous: issue wgmma_fence() before and commit / wait after (see gemm_ss_wgmma).
+template <int N, typename T, bool MnMajorA, bool MnMajorB>
+TL_DEVICE void wgmma_m64k16(float* d, uint64_t desc_a, uint64_t desc_b) {
+  static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma_m64k16: N must be 8, 16, ..., 256");
+  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
+                "wgmma_m64k16: T must be tl::half or tl::bfloat16");
+#if TL_WGMMA_AVAILABLE
+  // clang-format off
+  TL_WGMMA_CASE(8) else TL_WGMMA_CASE(16) else TL_WGMMA_CASE(24) else TL_WGMMA_CASE(32)
+  else TL_WGMMA_CASE(40) else TL_WGMMA_CASE(48) else TL_WGMMA_CASE(56) else TL_WGMMA_CASE(64)
+  else TL_WGMMA_CASE(72) else TL_WGMMA_CASE(80) else TL_WGMMA_CASE(88) else TL_WGMMA_CASE(96)
+  else TL_WGMMA_CASE(104) else TL_WGMMA_CASE(112) else TL_WGMMA_CASE(120) else TL_WGMMA_CASE(128)
+  else TL_WGMMA_CASE(136) else TL_WGMMA_CASE(144) else TL_WGMMA_CASE(152) else TL_WGMMA_CASE(160)
+  else TL_WGMMA_CASE(168) else TL_WGMMA_CASE(176) else TL_WGMMA_CASE(184) else TL_WGMMA_CASE(192)
+  else TL_WGMMA_CASE(200) else TL_WGMMA_CASE(208) else TL_WGMMA_CASE(216) else TL_WGMMA_CASE(224)
+  else TL_WGMMA_CASE(232) else TL_WGMMA_CASE(240) else TL_WGMMA_CASE(248) else TL_WGMMA_CASE(256)
+  // clang-format on
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::wgmma_unavailable<T>::value, "wgmma_m64k16 needs sm_90a (compile for compute_90a)");
+#endif
+}
+
+#undef TL_WGMMA_CASE
+#undef TL_WGMMA_ASM
+
+namespace detail {
+
+/// Issues, for one k16 step, the wgmmas of the column chunks [N0, N) of a warpgroup's
+/// 64 x N tile, 256 columns at a time (the last chunk may be narrower).
+/// desc_b0 addresses column 0 of this k step; chunk n0 adds its own offset.
+template <int N0, int N, int K, bool TransA, bool TransB, typename T>
+TL_DEVICE void wgmma_k16_chunks(float* C, uint64_t desc_a, uint64_t desc_b0) {
+  constexpr int kChunk = N - N0 < 256 ? N - N0 : 256;
+  // Byte offset of column n0: K-major B (N x K) moves down n0 rows of 128 bytes, N-major B
+  // (K x N) moves right n0/64 panels of K rows.
+  constexpr uint32_t kOffset = TransB ? uint32_t(N0) * 128u : uint32_t(N0 / 64) * uint32_t(K) * 128u;
+  wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, desc_a, desc_b0 + (kOffset >> 4));
+  if constexpr (N0 + kChunk < N) wgmma_k16_chunks<N0 + kChunk, N, K, TransA, TransB, T>(C, desc_a, desc_b0);
+}
+
+}  // namespace detail
+
+/// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and
+/// the ordering). All threads of the block (exactly M/16 warps) must call it.
+template <int M, int N, int K, bool TransA, bool TransB, typename T>
+TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
+  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
+                "gemm_ss_wgmma: T must be tl::half or tl::bfloat16");
+  static_assert(M >= 64 && M % 64 == 0, "gemm_ss_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
+  static_assert(N >= 8 && N % 8 == 0, "gemm_ss_wgmma: N must be a multiple of 8");
+  static_assert(K >= 16 && K % 16 == 0, "gemm_ss_wgmma: K must be a multiple of 16");
+  static_assert(TransA || K % 64 == 0, "gemm_ss_wgmma: K-major A (M x K) needs K a multiple of 64 (128-byte rows)");
+  static_assert(!TransB || K % 64 == 0, "gemm_ss_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows)");
+  static_assert(TransB || N % 64 == 0, "gemm_ss_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
+#if TL_WGMMA_AVAILABLE
+  constexpr uint32_t kRow = 128;        // bytes of one stored row of a 64-element panel
+  constexpr uint32_t kAtom = 8 * kRow;  // one swizzle atom: 8 rows; SBO in every case
+  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
+  const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
+  // Rows 64g of A: K-major (M x K) 64g rows down; M-major (K x M) panel g.
+  const uint32_t a_start =
+      smem_addr(A) + (TransA ? uint32_t(warpgroup) * uint32_t(K) * kRow : uint32_t(warpgroup) * 64u * kRow);
+  const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, kAtom);
+  const uint64_t desc_b0 = wgmma_desc_sw128(smem_addr(B), TransB ? 16u : uint32_t(K) * kRow, kAtom);
+
+  fence_proxy_async_shared();
+  wgmma_hold<N / 2>(C);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    // k16 step: K-major operands move (k/64) panels and (k%64)*2 bytes along the row;
+    // MN-major operands move k rows of 128 bytes.
+    const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / 64) * M * kRow + uint32_t(k % 64) * 2u;
+    const uint32_t b_off = TransB ? uint32_t(k / 64) * N * kRow + uint32_t(k % 64) * 2u : uint32_t(k) * kRow;
+    detail::wgmma_k16_chunks<0, N, K, TransA, TransB, T>(C, desc_a0 + (a_off >> 4), desc_b0 + (b_off >> 4));
+  }
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  wgmma_hold<N / 2>(C);
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::wgmma_unavailable<T>::value, "gemm_ss_wgmma needs sm_90a (compile for compute_90a)");
+#else
+  (void)A, (void)B, (void)C;
+#endif
+}
+
+}  // namespace tl
