@@ -297,6 +297,11 @@ NB_MODULE(_tl, m) {
     PyFunc out{transform::LowerForCpu(f.f, ctx)};
     return std::make_tuple(out, ctx.remarks, dumps);
   });
+  m.def("split_kernels", [](const PyFunc& f) {
+    std::vector<PyFunc> out;
+    for (const PrimFunc& part : transform::SplitKernels(f.f)) out.push_back(PyFunc{part});
+    return out;
+  });
   m.def("lower_cuda", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump) {
     transform::PassContext ctx;
     ctx.config = config;

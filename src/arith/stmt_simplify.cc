@@ -46,8 +46,10 @@ class StmtSimplifier : public ir::IRMutator {
     Expr min = Mutate(op->min), extent = Mutate(op->extent);
     if (auto* n = ir::As<ir::IntImm>(extent)) {
       if (n->value <= 0) return Empty(op->span);
-      // A pipelined loop keeps its structure: the pipeliner needs the loop, even of one step.
-      if (n->value == 1 && op->for_kind != ir::ForKind::kPipelined) {
+      // A pipelined loop keeps its structure: the pipeliner needs the loop, even of one
+      // step. So does a T.Parallel loop: it names a tile dimension, and layout inference
+      // matches fragment indices to the nest's variables.
+      if (n->value == 1 && op->for_kind != ir::ForKind::kPipelined && op->for_kind != ir::ForKind::kParallel) {
         return Mutate(VarReplacer(op->var.get(), min).Mutate(op->body));
       }
     }

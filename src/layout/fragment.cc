@@ -37,30 +37,23 @@ namespace {
 Expr C(int64_t v) { return MakeInt(v); }
 }  // namespace
 
-Expr MmaAccumulatorLayout::Thread(const Expr& i, const Expr& j) const {
-  Expr warp = FloorDiv(i, C(tile_m_)) * C(warps_.warps_n) + FloorDiv(j, C(tile_n_));
-  Expr r = FloorMod(i, C(16)), c = FloorMod(j, C(8));
-  Expr lane = FloorMod(r, C(8)) * C(4) + FloorDiv(c, C(2));
-  return warp * C(32) + lane;
-}
-
-Expr MmaAccumulatorLayout::Local(const Expr& i, const Expr& j) const {
-  Expr ii = FloorMod(i, C(tile_m_)), jj = FloorMod(j, C(tile_n_));
-  Expr tile = FloorDiv(ii, C(16)) * C(tile_n_ / 8) + FloorDiv(jj, C(8));
-  Expr reg = FloorDiv(FloorMod(ii, C(16)), C(8)) * C(2) + FloorMod(jj, C(2));
-  return tile * C(4) + reg;
-}
-
-MmaAccumulatorLayout MmaAccumulatorLayout::Rows() const {
-  MmaAccumulatorLayout rows = *this;
-  rows.n_ = 0;
-  rows.rows_ = true;
+FragmentLayoutRef MmaAccumulatorLayout::Rows() const {
+  auto rows = std::make_shared<MmaAccumulatorLayout>(*this);
+  rows->n_ = 0;
+  rows->rows_ = true;
   return rows;
 }
 
 Expr MmaAccumulatorLayout::RowLocal(const Expr& local) const {
   Expr tile = FloorDiv(local, C(4)), reg = FloorMod(local, C(4));
   return FloorDiv(tile, C(tile_n_ / 8)) * C(2) + FloorDiv(reg, C(2));
+}
+
+Expr MmaAccumulatorLayout::RowReg(const Expr& row_local, const Expr& q) const {
+  // Row register 2 * mt + h; q = 2 * nt + c walks the tile's n-tiles and column pairs.
+  Expr mt = FloorDiv(row_local, C(2)), h = FloorMod(row_local, C(2));
+  Expr nt = FloorDiv(q, C(2)), c = FloorMod(q, C(2));
+  return (mt * C(tile_n_ / 8) + nt) * C(4) + h * C(2) + c;
 }
 
 std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Expr& local) const {
@@ -84,6 +77,49 @@ std::string MmaAccumulatorLayout::ToString() const {
   }
   return "mma_acc(" + std::to_string(m_) + "x" + std::to_string(n_) + ", warps " +
          std::to_string(warps_.warps_m) + "x" + std::to_string(warps_.warps_n) + ")";
+}
+
+std::shared_ptr<const RowStripLayout> RowStripLayout::Choose(int64_t m, int64_t n, int64_t threads) {
+  if (m <= 0 || n <= 0 || threads <= 0) return nullptr;
+  for (int64_t vec : {8, 4, 2, 1}) {
+    if (n % vec) continue;
+    // Most lanes first: fewer registers per thread and shorter shuffle trees per row.
+    int64_t top = 1;
+    while (top * 2 <= threads) top *= 2;
+    for (int64_t lanes = top; lanes >= 1; lanes /= 2) {
+      if (threads % lanes || (n / vec) % lanes || m % (threads / lanes)) continue;
+      return std::make_shared<RowStripLayout>(m, n, threads, vec, lanes);
+    }
+  }
+  return nullptr;
+}
+
+RowStripLayout::RowStripLayout(int64_t m, int64_t n, int64_t threads, int64_t vec, int64_t lanes, bool rows)
+    : m_(m), n_(n), threads_(threads), vec_(vec), lanes_(lanes), rows_(rows) {}
+
+FragmentLayoutRef RowStripLayout::Rows() const {
+  return std::make_shared<RowStripLayout>(m_, n_, threads_, vec_, lanes_, true);
+}
+
+Expr RowStripLayout::RowLocal(const Expr& local) const { return FloorDiv(local, C(n_ / lanes_)); }
+
+Expr RowStripLayout::RowReg(const Expr& row_local, const Expr& q) const { return row_local * C(n_ / lanes_) + q; }
+
+std::pair<Expr, Expr> RowStripLayout::Inverse(const Expr& thread, const Expr& local) const {
+  Expr group = FloorDiv(thread, C(lanes_)), lane = FloorMod(thread, C(lanes_));
+  if (rows_) return {local * C(row_groups()) + group, MakeInt(0)};
+  int64_t per_row = n_ / lanes_;  // registers of one row in one thread
+  Expr row = FloorDiv(local, C(per_row)), in_row = FloorMod(local, C(per_row));
+  Expr chunk = FloorDiv(in_row, C(vec_)) * C(lanes_) + lane;
+  return {row * C(row_groups()) + group, chunk * C(vec_) + FloorMod(in_row, C(vec_))};
+}
+
+std::string RowStripLayout::ToString() const {
+  // A vector of rows depends only on how rows are dealt to threads.
+  std::string common = std::to_string(threads_) + " threads, " + std::to_string(lanes_) + " per row";
+  if (rows_) return "strip_rows(" + std::to_string(m_) + ", " + common + ")";
+  return "strip(" + std::to_string(m_) + "x" + std::to_string(n_) + ", " + common + ", vec " + std::to_string(vec_) +
+         ")";
 }
 
 namespace {

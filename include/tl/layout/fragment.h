@@ -27,45 +27,109 @@ struct WarpPartition {
 bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, ir::GemmPolicy policy,
                     WarpPartition* out);
 
+/// How a fragment of m x n elements (or a vector of m per-row values: n() == 0,
+/// is_rows()) is spread over the block's threads. Each thread holds num_local()
+/// registers; Inverse(thread, local) gives the element a register holds.
+///
+/// Row reductions rely on one shape shared by every layout here: the threads that hold
+/// parts of one row are row_lanes() consecutive lanes (an aligned group) of each of
+/// row_warps() warps, and the warp's index along the row is (tx / 32) % row_warps().
+class FragmentLayout {
+ public:
+  virtual ~FragmentLayout() = default;
+  virtual int64_t m() const = 0;
+  virtual int64_t n() const = 0;
+  virtual bool is_rows() const = 0;
+  virtual int64_t num_threads() const = 0;
+  virtual int64_t num_local() const = 0;
+  /// The layout of a vector of m() per-row values next to this tile: each thread holds
+  /// the rows it holds here (the lanes of a row keep identical copies).
+  virtual std::shared_ptr<const FragmentLayout> Rows() const = 0;
+  /// For a tile layout: the register, in Rows(), of the row of register `local`.
+  virtual ir::Expr RowLocal(const ir::Expr& local) const = 0;
+  /// (i, j) of register `local` of thread `thread` ((i, 0) for a Rows() layout).
+  virtual std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const = 0;
+  virtual int64_t row_lanes() const = 0;
+  virtual int64_t row_warps() const = 0;
+  /// How many registers of each of its rows a thread holds (for a tile layout), and the
+  /// register of the q-th of them in the thread's row `row_local` (a register of Rows()).
+  virtual int64_t regs_per_row() const = 0;
+  virtual ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const = 0;
+  /// Registers come in runs of vec() that hold consecutive columns of one row (the run
+  /// starts at a register index that is a multiple of vec()): one vector access each.
+  virtual int64_t vec() const { return 1; }
+  /// Canonical text, used in messages and for equality: "mma_acc(128x128, warps 2x2)".
+  virtual std::string ToString() const = 0;
+  bool operator==(const FragmentLayout& o) const { return ToString() == o.ToString(); }
+  bool operator!=(const FragmentLayout& o) const { return !(*this == o); }
+};
+
+using FragmentLayoutRef = std::shared_ptr<const FragmentLayout>;
+
 /// The accumulator layout of mma.sync m16n8kX with a warp grid. Within one 16x8 mma tile,
 /// lane l holds rows l/4 and l/4 + 8, columns 2*(l%4) and 2*(l%4)+1 (PTX ISA, "matrix
 /// fragments for mma.m16n8k16"); a warp's tiles are numbered row-major over its part of C
-/// and each contributes 4 consecutive registers.
-class MmaAccumulatorLayout {
+/// and each contributes 4 consecutive registers. In Rows(), register r = 2 * mt + h holds
+/// row mt * 16 + h * 8 + g.
+class MmaAccumulatorLayout : public FragmentLayout {
  public:
   MmaAccumulatorLayout(int64_t m, int64_t n, WarpPartition warps);
-  /// The layout of a vector of m per-row values (a row reduction of this accumulator):
-  /// each thread holds the rows it holds here, so the four lanes of a group (and the warps
-  /// along N) keep identical copies. Register r = 2 * mt + h holds row mt * 16 + h * 8 + g.
-  MmaAccumulatorLayout Rows() const;
-  bool is_rows() const { return rows_; }
-  int64_t m() const { return m_; }
-  int64_t n() const { return n_; }
-  int64_t num_threads() const { return 32 * warps_.warps_m * warps_.warps_n; }
-  int64_t num_local() const { return rows_ ? tile_m_ / 16 * 2 : m_ * n_ / num_threads(); }
-  /// For an accumulator layout: the register, in Rows(), of the row that register `local`
-  /// of this layout belongs to.
-  ir::Expr RowLocal(const ir::Expr& local) const;
+  FragmentLayoutRef Rows() const override;
+  bool is_rows() const override { return rows_; }
+  int64_t m() const override { return m_; }
+  int64_t n() const override { return n_; }
+  int64_t num_threads() const override { return 32 * warps_.warps_m * warps_.warps_n; }
+  int64_t num_local() const override { return rows_ ? tile_m_ / 16 * 2 : m_ * n_ / num_threads(); }
+  ir::Expr RowLocal(const ir::Expr& local) const override;
+  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
+  int64_t row_lanes() const override { return 4; }
+  int64_t row_warps() const override { return warps_.warps_n; }
+  int64_t regs_per_row() const override { return tile_n_ / 8 * 2; }
+  ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override;
+  std::string ToString() const override;
   const WarpPartition& warps() const { return warps_; }
   /// The part of C one warp owns: tile_m() x tile_n().
   int64_t tile_m() const { return tile_m_; }
   int64_t tile_n() const { return tile_n_; }
-  ir::Expr Thread(const ir::Expr& i, const ir::Expr& j) const;
-  ir::Expr Local(const ir::Expr& i, const ir::Expr& j) const;
-  /// (i, j) of register `local` of thread `thread` ((i, 0) for a Rows() layout).
-  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const;
-  /// Canonical text, used in messages: "mma_acc(128x128, warps 2x2)".
-  std::string ToString() const;
-  bool operator==(const MmaAccumulatorLayout& o) const {
-    return m_ == o.m_ && n_ == o.n_ && rows_ == o.rows_ && warps_.warps_m == o.warps_.warps_m &&
-           warps_.warps_n == o.warps_.warps_n;
-  }
 
  private:
   int64_t m_, n_;
   WarpPartition warps_;
   int64_t tile_m_, tile_n_;  ///< the part of C one warp owns
   bool rows_ = false;
+};
+
+/// The layout of a fragment that no T.gemm constrains: each row is cut into chunks of
+/// vec consecutive columns dealt round-robin to `lanes` consecutive threads, and the
+/// block's threads / lanes groups take rows round-robin. A thread's registers are its
+/// rows in order, each row's chunks in order. Neighbouring threads hold neighbouring
+/// chunks, so copies to and from memory are coalesced vector accesses, and a row
+/// reduction is an in-thread fold plus shuffles within a group of lanes.
+class RowStripLayout : public FragmentLayout {
+ public:
+  /// The layout for an m x n fragment over `threads` threads: widest vec (8, 4, 2, 1),
+  /// then the most lanes per row, such that the tile splits evenly; nullptr if none does.
+  static std::shared_ptr<const RowStripLayout> Choose(int64_t m, int64_t n, int64_t threads);
+  RowStripLayout(int64_t m, int64_t n, int64_t threads, int64_t vec, int64_t lanes, bool rows = false);
+  FragmentLayoutRef Rows() const override;
+  bool is_rows() const override { return rows_; }
+  int64_t m() const override { return m_; }
+  int64_t n() const override { return rows_ ? 0 : n_; }
+  int64_t num_threads() const override { return threads_; }
+  int64_t num_local() const override { return m_ / row_groups() * (rows_ ? 1 : n_ / lanes_); }
+  ir::Expr RowLocal(const ir::Expr& local) const override;
+  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
+  int64_t row_lanes() const override { return lanes_ < 32 ? lanes_ : 32; }
+  int64_t row_warps() const override { return lanes_ < 32 ? 1 : lanes_ / 32; }
+  int64_t regs_per_row() const override { return n_ / lanes_; }
+  ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override;
+  int64_t vec() const override { return rows_ ? 1 : vec_; }
+  std::string ToString() const override;
+
+ private:
+  int64_t row_groups() const { return threads_ / lanes_; }
+  int64_t m_, n_, threads_, vec_, lanes_;
+  bool rows_;
 };
 
 /// XOR swizzle of a row-major shared tile in 16-byte chunks: with rows of R bytes (a power

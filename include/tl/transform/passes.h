@@ -25,6 +25,12 @@ ir::PrimFunc LowerTileOpsCpu(const ir::PrimFunc& f, PassContext& ctx);
 /// "tl.config_index_bitwidth" ("32" or "64") overrides. Runs last, on final indices.
 ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx);
 
+/// One function per top-level T.Kernel, in program order, each with all of f's
+/// parameters and named "<name>_<k>"; f itself when it has one kernel. Launched one after
+/// another on one stream they run in order, as the kernels of f must. Host statements
+/// between kernels are a CompileError.
+std::vector<ir::PrimFunc> SplitKernels(const ir::PrimFunc& f);
+
 /// The CPU pipeline, in order (see pipeline_cpu.cc for why each pass is where it is).
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx);
 

@@ -40,17 +40,32 @@ class CudaBackend:
                 raise TileLangRuntimeError(
                     f"no CUDA device to read the arch from ({why}); give it, e.g. target='cuda -arch=sm_90a'")
             arch = _tl.device_arch(_current_device())
+            if arch == "sm_90":
+                # The cubin is for this device only, so Hopper's arch-specific features
+                # (wgmma) are free to use.
+                arch = "sm_90a"
         self.arch = arch
         t0 = time.perf_counter()
-        lowered, remarks, _ = _tl.lower_cuda(kernel.func.node, pass_configs, False)
-        self.lowered = lowered
-        self.remarks = list(remarks)
-        self.src = _tl.codegen_cuda(lowered)
-        self.source = self.src.code
+        # One CUDA kernel per T.Kernel: launched in order on one stream, they run in order.
+        parts = _tl.split_kernels(kernel.func.node)
+        self.srcs, self.remarks = [], []
+        for part in parts:
+            lowered, remarks, _ = _tl.lower_cuda(part, dict(pass_configs, **{"tl.target_arch": arch}), False)
+            src = _tl.codegen_cuda(lowered)
+            prefix = f"{src.entry}: " if len(parts) > 1 else ""
+            self.remarks.extend(prefix + r for r in remarks)
+            self.srcs.append(src)
+            if len(self.srcs) == 1:
+                self.lowered, self.src = lowered, src
+        if len(parts) > 1:
+            self.remarks.append(f"{len(parts)} T.Kernel blocks: {len(parts)} CUDA kernels launched in order "
+                                "on one stream")
+        self.source = "\n".join(src.code for src in self.srcs)
+        self.shared_bytes = max(src.shared_bytes for src in self.srcs)
         limit = _SHARED_LIMITS.get(arch.rstrip("a"))
-        if limit is not None and self.src.shared_bytes > limit:
+        if limit is not None and self.shared_bytes > limit:
             raise TileLangRuntimeError(
-                f"kernel {kernel.name!r} needs {self.src.shared_bytes} bytes of shared memory, the device "
+                f"kernel {kernel.name!r} needs {self.shared_bytes} bytes of shared memory, the device "
                 f"({arch}) has {limit}; use smaller tiles or fewer pipeline stages")
         fast = str(pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
         all_flags = list(flags) + (["--use_fast_math"] if fast else [])
@@ -64,7 +79,7 @@ class CudaBackend:
         self.compile_seconds = time.perf_counter() - t0
         self.remarks.append(f"compiled by {compiler} for {arch}: {usage.get('registers') or '?'} registers, "
                             f"{usage.get('spill_stores_bytes') if usage.get('registers') else '?'} bytes spilled, "
-                            f"{self.src.shared_bytes} bytes of dynamic shared memory")
+                            f"{self.shared_bytes} bytes of dynamic shared memory")
         if not hit and (verbose or env.print_on_compilation()):
             print(f"[tilelang] compiled kernel {kernel.name!r} for cuda ({arch}) in {self.compile_seconds:.2f} s",
                   file=sys.stderr)
@@ -76,10 +91,11 @@ class CudaBackend:
             if not ok:
                 raise TileLangRuntimeError(f"kernel {self.kernel.name!r} needs a CUDA device: {why}")
             limit = _tl.max_shared_memory_per_block_optin(_current_device())
-            if self.src.shared_bytes > limit:
+            if self.shared_bytes > limit:
                 raise TileLangRuntimeError(
-                    f"kernel {self.kernel.name!r} needs {self.src.shared_bytes} bytes of shared memory, the "
+                    f"kernel {self.kernel.name!r} needs {self.shared_bytes} bytes of shared memory, the "
                     f"device has {limit}; use smaller tiles or fewer pipeline stages")
+            self._more_modules = [_tl.CudaModule(self.cubin_path, src.entry) for src in self.srcs[1:]]
             self._module = _tl.CudaModule(self.cubin_path, self.src.entry)
         return self._module
 
@@ -89,7 +105,11 @@ class CudaBackend:
         self._torch = torch
         self._device = torch.device("cuda", _current_device())
         self._dtypes = {i: getattr(torch, k.params[i].dtype) for i in range(len(k.params)) if k.params[i].is_tensor}
-        self._in = [(i, k.params[i], self._dtypes.get(i)) for i in k.in_idx]
+        # (index, param, torch dtype, shape when every dimension is static): the fast path
+        # compares a whole shape at once.
+        self._in = [(i, k.params[i], self._dtypes.get(i),
+                     tuple(k.params[i].dims) if all(isinstance(d, int) for d in k.params[i].dims) else None)
+                    for i in k.in_idx]
         self._dyn_kinds = self.src.arg_kinds[len(k.params):]
         get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         index = self._device.index
@@ -110,28 +130,34 @@ class CudaBackend:
         torch = self._torch
         dims = {}
         values = [None] * len(k.params)
-        for (i, p, want_dtype), a in zip(self._in, args):
+        index = self._device.index
+        for (i, p, want_dtype, static_shape), a in zip(self._in, args):
             if want_dtype is None:
                 from .arguments import scalar_arg
 
                 values[i] = (_scalar_kind(p.dtype), scalar_arg(a, p.name, p.dtype, k.name))
                 continue
-            # Fast path: a contiguous tensor of the right dtype on this device; anything
-            # else goes through the checks that explain what is wrong.
-            if not (type(a) is torch.Tensor and a.dtype is want_dtype and a.device == self._device
-                    and a.is_contiguous() and a.data_ptr() % 16 == 0):
+            # Fast path: a contiguous, aligned tensor of the right dtype on this device;
+            # anything else goes through the checks that explain what is wrong.
+            ptr = a.data_ptr() if type(a) is torch.Tensor else 1
+            if not (ptr % 16 == 0 and a.dtype is want_dtype and a.get_device() == index and a.is_contiguous()):
                 a = _as_cuda_tensor(a, p.name, k.name, self._device)
                 k._check_tensor(p, _TensorView(a), dims)
+                ptr = a.data_ptr()
             shape = a.shape
-            if len(shape) != len(p.dims):
-                k._check_tensor(p, _TensorView(a), dims)
-            for axis, want in enumerate(p.dims):
-                got = shape[axis]
-                if want != got:
-                    if isinstance(want, str) and dims.setdefault(want, got) == got:
-                        continue
+            if static_shape is not None:
+                if shape != static_shape:
                     k._check_tensor(p, _TensorView(a), dims)
-            values[i] = ("ptr", a.data_ptr())
+            else:
+                if len(shape) != len(p.dims):
+                    k._check_tensor(p, _TensorView(a), dims)
+                for axis, want in enumerate(p.dims):
+                    got = shape[axis]
+                    if want != got:
+                        if isinstance(want, str) and dims.setdefault(want, got) == got:
+                            continue
+                        k._check_tensor(p, _TensorView(a), dims)
+            values[i] = ("ptr", ptr)
         outputs = []
         for i in k.out_idx:
             p = k.params[i]
@@ -144,6 +170,10 @@ class CudaBackend:
         grid = self.src.grid(dyn) if dyn else self._static_grid()
         if min(grid) > 0:
             module.launch(grid, self.src.block, self.src.shared_bytes, self._stream(), values)
+        for src, more in zip(self.srcs[1:], self._more_modules):
+            grid = src.grid(dyn)
+            if min(grid) > 0:
+                more.launch(grid, src.block, src.shared_bytes, self._stream(), values)
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "../../transform/cuda/shared_plan.h"
+#include "../../transform/cuda/wgmma_select.h"
 #include "../c_printer.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
@@ -36,6 +37,11 @@ class CudaCodegen : public CPrinter {
     // `main` cannot name a kernel in CUDA C++.
     out.entry = Ident(f->name.empty() || f->name == "main" ? std::string("main_kernel") : f->name, nullptr);
     gemm_operands_ = transform::cuda::GemmOperands(f->body);
+    ForEachExpr(f->body, [&](const Expr& e) {
+      const auto* call = As<Call>(e);
+      if (!call || call->op != "gemm_ss_wgmma") return;
+      for (int k = 0; k < 2; ++k) wgmma_operands_.insert(As<BufferLoad>(As<Call>(call->args[k])->args[0])->buffer.get());
+    });
     plan_ = transform::cuda::ReadSharedPlan(f->body);
     for (const auto& [buffer, range] : plan_) shared_bytes_ = std::max(shared_bytes_, range.hi);
     // Shared buffers without a planned offset (IR that skipped the planner) go after the plan.
@@ -206,7 +212,9 @@ class CudaCodegen : public CPrinter {
              << (swz ? "  // XOR-swizzled (conflict-free ldmatrix)" : "") << "\n";
       if (swz) swizzled_.insert(b.get());
     } else {
-      Line() << ty << " " << name << "[" << std::max<int64_t>(count, 1) << "];\n";
+      // Aligned so that vector accesses (tl::cast_copy) may address register arrays too.
+      Line() << (count * b->dtype.bytes() >= 16 ? "alignas(16) " : "") << ty << " " << name << "["
+             << std::max<int64_t>(count, 1) << "];\n";
     }
     if (op->init) {
       TL_ICHECK(b->scope != Scope::kShared) << "initialised shared buffer";
@@ -219,8 +227,13 @@ class CudaCodegen : public CPrinter {
     if (!swizzled_.count(b.get())) return CPrinter::Offset(b, idx);
     Expr off = MakeInt(0);
     for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * b->StrideOf(i);
-    int64_t cols = 0;
+    int64_t cols = 0, rows = 0;
     AsConstInt(b->shape.back(), &cols);
+    if (wgmma_operands_.count(b.get())) {
+      AsConstInt(b->shape[b->shape.size() - 2], &rows);
+      return Print(analyzer_.Simplify(
+          transform::cuda::WgmmaOperandOffset(analyzer_.Simplify(off), rows, cols, b->dtype.bytes())));
+    }
     return Print(analyzer_.Simplify(
         layout::SwizzleOffset(analyzer_.Simplify(off), b->dtype.bytes(), cols * b->dtype.bytes())));
   }
@@ -239,12 +252,22 @@ class CudaCodegen : public CPrinter {
     if (op->op == "vec_copy") {
       return "tl::copy<" + Print(op->args[2]) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
     }
+    if (op->op == "cast_copy") {
+      return "tl::cast_copy<" + Print(op->args[2]) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
+    }
     if (op->op == "vec_zero") return "tl::vec_zero<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
     if (op->op == "gemm_rs") {
       const auto* load = As<BufferLoad>(As<Call>(op->args[1])->args[0]);
       std::string s = "tl::gemm_rs<";
       for (int k = 3; k < 9; ++k) s += Print(op->args[k]) + ", ";
       s += std::string(swizzled_.count(load->buffer.get()) ? "true" : "false") + ">(";
+      for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
+      return s + ")";
+    }
+    if (op->op == "gemm_ss_wgmma") {
+      std::string s = "tl::gemm_ss_wgmma<";
+      for (int k = 3; k < 8; ++k) s += Print(op->args[k]) + (k < 7 ? ", " : "");
+      s += ">(";
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
@@ -265,6 +288,8 @@ class CudaCodegen : public CPrinter {
 
  private:
   std::unordered_set<const BufferNode*> gemm_operands_, swizzled_;
+  /// Shared operands of wgmma, in its panelled layout (cuda::WgmmaOperandOffset).
+  std::unordered_set<const BufferNode*> wgmma_operands_;
   transform::cuda::SharedPlan plan_;
   std::vector<int64_t> threads_;
   int64_t shared_bytes_ = 0;   ///< the arena's peak

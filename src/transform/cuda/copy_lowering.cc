@@ -15,8 +15,12 @@ using transform::TileDims;
 
 using namespace ir;  // NOLINT: implementation file
 
-/// Whether a vector of `v` elements starting at any tile position of `r` is contiguous and
-/// aligned to its size, and either wholly inside or wholly outside the buffer.
+Expr Addr(const Buffer& b, const std::vector<Expr>& idx) {
+  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, idx)});
+}
+
+}  // namespace
+
 bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an) {
   if (v == 1) return true;
   const Buffer& b = r.buffer;
@@ -31,12 +35,6 @@ bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an) {
   int64_t a, c;
   return AsConstInt(row, &a) && a == 0 && AsConstInt(col, &c) && c == 0;
 }
-
-Expr Addr(const Buffer& b, const std::vector<Expr>& idx) {
-  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, idx)});
-}
-
-}  // namespace
 
 Stmt PartitionOverThreads(const std::vector<Expr>& extents, const VarRef& tx, int64_t threads, const Span& span,
                           const std::function<Stmt(const std::vector<Expr>&)>& body) {

@@ -3,6 +3,7 @@
 /// memory (shared by cuda-lower-copies and cuda-pipeline).
 #pragma once
 
+#include "tl/arith/simplify.h"
 #include "tl/ir/stmt.h"
 #include "tl/transform/pass.h"
 
@@ -19,6 +20,11 @@ inline constexpr const char* kPartitioned = "tl.thread_partitioned";
 /// Every narrowing of the vector width is recorded in ctx.remarks.
 ir::Stmt LowerCopyPartitioned(const ir::CopyOp* op, const ir::VarRef& tx, int64_t threads, bool async,
                               PassContext& ctx);
+
+/// Whether a vector of `v` elements starting at any tile position of `r` (a multiple of
+/// v along its last dimension) is contiguous and aligned to its size, and either wholly
+/// inside or wholly outside the buffer.
+bool VectorFits(const ir::Region& r, int64_t v, arith::Analyzer& an);
 
 /// Spreads a loop nest over extents across threads: iteration f = it * threads + tx.
 ir::Stmt PartitionOverThreads(const std::vector<ir::Expr>& extents, const ir::VarRef& tx, int64_t threads,

@@ -21,12 +21,17 @@
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
 #include "tl/transform/passes.h"
+#include "copy_lowering.h"
+#include "register_tiles.h"
 #include "thread_binding.h"
+#include "wgmma_select.h"
 
 namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
+using layout::FragmentLayout;
+using layout::FragmentLayoutRef;
 using layout::MmaAccumulatorLayout;
 
 bool IsFragment(const Buffer& b) { return b && b->scope == Scope::kFragment; }
@@ -87,7 +92,7 @@ bool IndicesAreVars(const std::vector<Expr>& idx, const ParallelNest& nest) {
 }
 
 struct Assigned {
-  std::shared_ptr<MmaAccumulatorLayout> layout;
+  FragmentLayoutRef layout;
   std::string origin;  ///< the operation that fixed it, for conflict messages
   Span span;
 };
@@ -95,7 +100,7 @@ struct Assigned {
 /// Layout inference over one kernel body.
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(int64_t num_threads) : num_threads_(num_threads) {}
+  LayoutInference(int64_t num_threads, std::string arch) : num_threads_(num_threads), arch_(std::move(arch)) {}
 
   std::unordered_map<const BufferNode*, Assigned> layouts;
   /// Fragments that must stay in shared memory (operands of GEMMs, accumulators of GEMMs
@@ -105,11 +110,14 @@ class LayoutInference : public IRVisitor {
   std::unordered_map<const GemmOp*, std::string> simt_gemms;
   /// GEMMs whose A operand stays in registers (gemm_rs).
   std::unordered_set<const GemmOp*> rs_gemms;
+  /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
+  std::unordered_set<const GemmOp*> wgmma_gemms;
+  std::unordered_map<const GemmOp*, std::string> no_wgmma;
   /// Per-row vectors whose uses need different layouts (moved to shared memory).
   std::unordered_set<const BufferNode*> conflicted;
   bool changed = false;
 
-  void Assign(const Buffer& b, const std::shared_ptr<MmaAccumulatorLayout>& l, const std::string& origin,
+  void Assign(const Buffer& b, const FragmentLayoutRef& l, const std::string& origin,
               const Span& span) {
     if (forced_shared.count(b.get())) return;
     auto it = layouts.find(b.get());
@@ -165,6 +173,10 @@ class LayoutInference : public IRVisitor {
           rs_gemms.insert(op);
         }
       }
+    } else if (UseWgmma(op)) {
+      // One warp per 16 rows: the mma.sync accumulator layout with warps M/16 x 1 is
+      // exactly the wgmma m64nNk16 layout of each warpgroup.
+      warps = layout::WarpPartition{num_threads_ / 32, 1};
     } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
       why = "a " + std::to_string(m) + "x" + std::to_string(n) + " accumulator cannot be split over " +
             std::to_string(num_threads_ / 32) + " warps in 16x8 tiles";
@@ -184,7 +196,7 @@ class LayoutInference : public IRVisitor {
     ParallelNest nest = CollectNest(op);
     AccessCollector c;
     c.Visit(nest.body);
-    std::shared_ptr<MmaAccumulatorLayout> anchor;
+    FragmentLayoutRef anchor;
     Buffer anchor_buf;
     for (auto& [b, idx] : c.accesses) {
       auto it = layouts.find(b.get());
@@ -204,7 +216,7 @@ class LayoutInference : public IRVisitor {
         // A per-row vector read or written next to the tile: it holds this tile's rows.
         if (IsFragment(b) && b->shape.size() == 1 && !IsRowVector(b, anchor->m())) conflicted.insert(b.get());
         if (IsRowVector(b, anchor->m()) && idx.size() == 1 && idx[0] == static_cast<Expr>(nest.loops[0]->var)) {
-          Assign(b, std::make_shared<MmaAccumulatorLayout>(anchor->Rows()), "T.Parallel with " + anchor_buf->name,
+          Assign(b, anchor->Rows(), "T.Parallel with " + anchor_buf->name,
                  op->span);
         }
       }
@@ -227,10 +239,21 @@ class LayoutInference : public IRVisitor {
     auto it = layouts.find(op->src.buffer.get());
     if (it != layouts.end() && !it->second.layout->is_rows() && op->dim == 1 &&
         IsRowVector(op->dst.buffer, it->second.layout->m())) {
-      Assign(op->dst.buffer, std::make_shared<MmaAccumulatorLayout>(it->second.layout->Rows()),
+      Assign(op->dst.buffer, it->second.layout->Rows(),
              "T.reduce of " + op->src.buffer->name, op->span);
     }
     IRVisitor::Visit_(op);
+  }
+
+  bool UseWgmma(const GemmOp* op) {
+    if (arch_.rfind("sm_90", 0) != 0) return false;
+    std::string why = cuda::WgmmaUnfit(op, num_threads_, arch_);
+    if (why.empty()) {
+      wgmma_gemms.insert(op);
+      return true;
+    }
+    no_wgmma[op] = why;
+    return false;
   }
 
   static bool IsRowVector(const Buffer& b, int64_t m) {
@@ -254,6 +277,7 @@ class LayoutInference : public IRVisitor {
 
  private:
   int64_t num_threads_;
+  std::string arch_;
 };
 
 /// Rewrites fragments: register fragments to per-thread arrays, the rest to shared memory.
@@ -262,10 +286,11 @@ class FragmentRewriter : public IRMutator {
   /// A fragment held in registers: its per-thread array and its layout.
   struct RegFragment {
     Buffer regs;
-    std::shared_ptr<MmaAccumulatorLayout> layout;
+    FragmentLayoutRef layout;
   };
   FragmentRewriter(const LayoutInference& inference, VarRef tx, PassContext& ctx)
       : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), rs_gemms_(inference.rs_gemms),
+        wgmma_gemms_(inference.wgmma_gemms), no_wgmma_(inference.no_wgmma),
         tx_(std::move(tx)), ctx_(ctx) {}
 
  protected:
@@ -333,7 +358,7 @@ class FragmentRewriter : public IRMutator {
     if (!anchor) return IRMutator::Mutate_(op, self);
     // for l in [0, num_local): (i, j) = inverse(tx, l); body with F[i, j] -> F_regs[l]
     // (and, next to a tile, a per-row vector R[i] -> R_regs[row of l]).
-    const MmaAccumulatorLayout& lay = *anchor->layout;
+    const FragmentLayout& lay = *anchor->layout;
     VarRef l = Var::Make("l");
     auto [i, j] = lay.Inverse(tx_, l);
     const Var* vi = nest.loops[0]->var.get();
@@ -343,7 +368,7 @@ class FragmentRewriter : public IRMutator {
     current_.clear();
     for (const auto& [buf, rf] : regs_) {
       if (*rf.layout == lay) current_[buf] = {all_vars, l};
-      if (!lay.is_rows() && *rf.layout == lay.Rows()) current_[buf] = {{vi}, lay.RowLocal(l)};
+      if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{vi}, lay.RowLocal(l)};
     }
     Stmt body = Mutate(nest.body);
     current_.clear();
@@ -398,6 +423,14 @@ class FragmentRewriter : public IRMutator {
       for (size_t k = tile.ranges.size() - want; k < tile.ranges.size(); ++k) dims.push_back(k);
     }
     TL_ICHECK(dims.size() == want) << "copy between a register fragment and a tile of another rank";
+    int64_t v = rf.layout->vec();
+    arith::Analyzer an;
+    // Shared tiles may be swizzled in 16-byte chunks: a vector must not cross one.
+    bool chunked = tile.buffer->scope != Scope::kShared || v * tile.buffer->dtype.bytes() <= 16;
+    if (v > 1 && want == 2 && dims[1] + 1 == tile.ranges.size() && tile.buffer->scope != Scope::kLocal && chunked &&
+        cuda::VectorFits(tile, v, an)) {
+      return {VectorRegTileLoop(rf, tile, dims, to_tile, span), nullptr};
+    }
     VarRef l = Var::Make("l");
     auto [i, j] = rf.layout->Inverse(tx_, l);
     std::vector<Expr> idx;
@@ -417,6 +450,41 @@ class FragmentRewriter : public IRMutator {
     }
     return {For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span), l};
   }
+  /// RegTileLoop for layouts whose registers come in runs of vec() consecutive columns,
+  /// with the tile's columns contiguous and aligned: one vector access per run, each run
+  /// wholly inside or wholly outside the tile's buffer (VectorFits), so one guard each.
+  Stmt VectorRegTileLoop(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims, bool to_tile,
+                         const Span& span) {
+    int64_t v = rf.layout->vec();
+    VarRef c = Var::Make("c");
+    Expr first = Expr(c) * MakeInt(v);
+    auto [i, j] = rf.layout->Inverse(tx_, first);
+    std::vector<Expr> idx;
+    for (const Range& rg : tile.ranges) idx.push_back(rg.min);
+    idx[dims[0]] = idx[dims[0]] + i;
+    idx[dims[1]] = idx[dims[1]] + j;
+    Expr in_bounds;
+    for (size_t k = 0; k < idx.size(); ++k) in_bounds = And(in_bounds, LT(idx[k], tile.buffer->shape[k]));
+    auto addr = [](const Buffer& b, const std::vector<Expr>& at) {
+      return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, at)});
+    };
+    Expr regs = addr(rf.regs, {first}), mem = addr(tile.buffer, idx);
+    Stmt move = Evaluate::Make(
+        Call::Make(DType::Void(), "cast_copy", {to_tile ? mem : regs, to_tile ? regs : mem, MakeInt(v)}), span);
+    Stmt outside;
+    if (!to_tile) {
+      // Past the edge T.copy reads zeros.
+      VarRef e = Var::Make("e");
+      Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
+      outside = For::Make(e, MakeInt(0), MakeInt(v), ForKind::kUnrolled,
+                          BufferStore::Make(rf.regs, {first + e}, zero, span), {}, span);
+    }
+    Stmt st = IfThenElse::Make(in_bounds, move, outside, span);
+    ctx_.remarks.push_back(std::string("T.copy ") + (to_tile ? "from" : "into") + " register fragment (" +
+                           rf.layout->ToString() + "): " + std::to_string(v) + "-element vector accesses");
+    return For::Make(c, MakeInt(0), MakeInt(rf.layout->num_local() / v), ForKind::kUnrolled, st, {}, span);
+  }
+
   Stmt RegsToTile(const RegFragment& rf, const Region& tile, const Span& span) {
     return RegTileLoop(rf, tile, true, span).first;
   }
@@ -443,11 +511,38 @@ class FragmentRewriter : public IRMutator {
         Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, bmins)}),
         Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(c.regs, {MakeInt(0)})}),
         MakeInt(c.layout->m()), MakeInt(c.layout->n()), MakeInt(a.layout->n()),
-        MakeInt(c.layout->warps().warps_m), MakeBool(op->trans_b), b.buffer->StrideOf(b.ranges.size() - 2)};
+        MakeInt(Mma(c).warps().warps_m), MakeBool(op->trans_b), b.buffer->StrideOf(b.ranges.size() - 2)};
     out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs", args), op->span));
     ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                            op->c.buffer->name + ": A from registers (no trip through shared memory), "
                            "ldmatrix + mma.sync m16n8k16 for B");
+    return Seq::Make(out, op->span);
+  }
+
+  /// T.gemm on Hopper: wgmma m64nNk16 from shared memory, one warpgroup per 64 rows of
+  /// C. The operands' shared layout follows (cuda::WgmmaOperandOffset, in codegen).
+  Stmt WgmmaGemm(const GemmOp* op) {
+    const RegFragment& rf = regs_.at(op->c.buffer.get());
+    std::vector<Stmt> out;
+    int64_t clr = 0;
+    if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+      out.push_back(IfThenElse::Make(op->clear_accum, FillRegs(rf, MakeFloat(0, rf.regs->dtype), op->span), nullptr,
+                                     op->span));
+    }
+    auto base = [](const Buffer& b) {
+      std::vector<Expr> zeros(b->shape.size(), MakeInt(0));
+      return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, zeros)});
+    };
+    Region a = MutateRegion(op->a), b = MutateRegion(op->b);
+    Expr k = op->trans_a ? a.ranges[0].extent : a.ranges[1].extent;
+    std::vector<Expr> args = {base(a.buffer), base(b.buffer),
+                              Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
+                              MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
+                              MakeBool(op->trans_a), MakeBool(op->trans_b)};
+    out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss_wgmma", args), op->span));
+    ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                           op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(rf.layout->n(), 256)) +
+                           "k16 from shared memory, " + std::to_string(rf.layout->m() / 64) + " warpgroup(s)");
     return Seq::Make(out, op->span);
   }
 
@@ -466,6 +561,7 @@ class FragmentRewriter : public IRMutator {
     auto simt = simt_gemms_.find(op);
     if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
     if (rs_gemms_.count(op)) return RegisterAGemm(op);
+    if (wgmma_gemms_.count(op)) return WgmmaGemm(op);
     auto it = regs_.find(op->c.buffer.get());
     TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
     const RegFragment& rf = it->second;
@@ -491,13 +587,15 @@ class FragmentRewriter : public IRMutator {
         Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, mins(b))}),
         Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
         MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
-        MakeInt(rf.layout->warps().warps_m), MakeInt(rf.layout->warps().warps_n),
+        MakeInt(Mma(rf).warps().warps_m), MakeInt(Mma(rf).warps().warps_n),
         MakeBool(op->trans_a), MakeBool(op->trans_b), ld(a), ld(b)};
     out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
+    auto no = no_wgmma_.find(op);
     ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                            op->c.buffer->name + ": ldmatrix + mma.sync m16n8k16, warps " +
-                           std::to_string(rf.layout->warps().warps_m) + "x" +
-                           std::to_string(rf.layout->warps().warps_n));
+                           std::to_string(Mma(rf).warps().warps_m) + "x" +
+                           std::to_string(Mma(rf).warps().warps_n) +
+                           (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")"));
     return Seq::Make(out, op->span);
   }
 
@@ -578,14 +676,17 @@ class FragmentRewriter : public IRMutator {
     return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
   }
 
-  /// Row reduction of an mma-layout fragment: each thread folds the registers of each of
-  /// its rows, the four lanes that share a row combine with warp shuffles, and when
-  /// several warps split the columns their partials meet in a small shared workspace.
+  /// Row reduction of a register tile: each thread folds the registers of each of its
+  /// rows, the lanes that share a row combine with warp shuffles, and when several warps
+  /// split a row their partials meet in a small shared workspace.
   Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf) {
-    const MmaAccumulatorLayout& lay = *rf.layout;
+    const FragmentLayout& lay = *rf.layout;
+    FragmentLayoutRef rows = lay.Rows();
     Region dst = MutateRegion(op->dst);
     auto dst_it = regs_.find(op->dst.buffer.get());
     const RegFragment* dst_regs = dst_it == regs_.end() ? nullptr : &dst_it->second;
+    TL_ICHECK(!dst_regs || *dst_regs->layout == *rows)
+        << "row reduction into " << dst_regs->layout->ToString() << ", expected " << rows->ToString();
     DType t = dst.buffer->dtype;
     const ReduceKind kind = op->reduce_kind;
     const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
@@ -597,7 +698,7 @@ class FragmentRewriter : public IRMutator {
     Expr init = sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
                     : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {});
     const char* shuffle = sum ? "warp_reduce_sum" : kind == ReduceKind::kMin ? "warp_reduce_min" : "warp_reduce_max";
-    const int64_t tiles_m = lay.tile_m() / 16, tiles_n = lay.tile_n() / 8, wn = lay.warps().warps_n;
+    const int64_t lanes = lay.row_lanes(), wn = lay.row_warps();
     Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = FloorMod(FloorDiv(tx_, MakeInt(32)), MakeInt(wn));
     auto dst_at = [&](const Expr& row) {
       std::vector<Expr> di;
@@ -616,49 +717,39 @@ class FragmentRewriter : public IRMutator {
       work = BufferNode::Make(op->src.buffer->name + "_red", t, {MakeInt(lay.m() * wn)}, Scope::kShared);
       out.push_back(Allocate::Make(work, nullptr, op->span));
     }
-    VarRef mt = Var::Make("mt"), h = Var::Make("h"), nt = Var::Make("nt"), c = Var::Make("c");
+    VarRef lr = Var::Make("lr"), q = Var::Make("q");
     VarRef part = Var::Make("part", t);
     Buffer acc = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
-    // acc = fold over this thread's registers of row (mt, h)
-    Expr reg = BufferLoad::Make(rf.regs, {((Expr(mt) * MakeInt(tiles_n) + nt) * MakeInt(4)) + Expr(h) * MakeInt(2) + c});
-    Expr x = Cast::Make(t, reg);
+    // acc = fold over this thread's registers of its row lr
+    Expr x = Cast::Make(t, BufferLoad::Make(rf.regs, {lay.RowReg(lr, q)}));
     if (is_abs) x = Call::Make(t, "abs", {x});
     Stmt fold = BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span);
-    fold = For::Make(c, MakeInt(0), MakeInt(2), ForKind::kUnrolled, fold, {}, op->span);
-    fold = For::Make(nt, MakeInt(0), MakeInt(tiles_n), ForKind::kUnrolled, fold, {}, op->span);
-    Expr reduced = Call::Make(t, shuffle, {BufferLoad::Make(acc, {MakeInt(0)}), MakeInt(4)});
-    Expr row = lay.Inverse(tx_, (Expr(mt) * MakeInt(tiles_n)) * MakeInt(4) + Expr(h) * MakeInt(2)).first;
+    fold = For::Make(q, MakeInt(0), MakeInt(lay.regs_per_row()), ForKind::kUnrolled, fold, {}, op->span);
+    Expr reduced = BufferLoad::Make(acc, {MakeInt(0)});
+    if (lanes > 1) reduced = Call::Make(t, shuffle, {reduced, MakeInt(lanes)});
+    Expr row = rows->Inverse(tx_, lr).first;
     Stmt publish;
-    Expr row_reg = Expr(mt) * MakeInt(2) + h;
     if (dst_regs && wn == 1) {
       // Every lane of the group has the result: each keeps it in its own register.
-      Expr old = BufferLoad::Make(dst_regs->regs, {row_reg});
-      Stmt keep = BufferStore::Make(dst_regs->regs, {row_reg},
-                                    op->clear ? Expr(part) : combine(old, part), op->span);
-      Stmt body = Seq::Make({Allocate::Make(acc, init, op->span), fold, LetStmt::Make(part, reduced, op->span), keep},
-                            op->span);
-      body = For::Make(h, MakeInt(0), MakeInt(2), ForKind::kUnrolled, body, {}, op->span);
-      out.push_back(For::Make(mt, MakeInt(0), MakeInt(tiles_m), ForKind::kUnrolled, body, {}, op->span));
-      ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
-                             " along rows: in-thread fold and warp shuffles, result in registers");
-      return Seq::Make(out, op->span);
-    }
-    if (wn == 1) {
-      auto di = dst_at(row);
-      Expr v = op->clear ? Expr(part) : combine(BufferLoad::Make(dst.buffer, di), part);
-      publish = BufferStore::Make(dst.buffer, di, v, op->span);
+      Expr old = BufferLoad::Make(dst_regs->regs, {lr});
+      publish = BufferStore::Make(dst_regs->regs, {lr}, op->clear ? Expr(part) : combine(old, part), op->span);
     } else {
-      publish = BufferStore::Make(work, {row * MakeInt(wn) + warp_n}, part, op->span);
+      if (wn == 1) {
+        auto di = dst_at(row);
+        Expr v = op->clear ? Expr(part) : combine(BufferLoad::Make(dst.buffer, di), part);
+        publish = BufferStore::Make(dst.buffer, di, v, op->span);
+      } else {
+        publish = BufferStore::Make(work, {row * MakeInt(wn) + warp_n}, part, op->span);
+      }
+      if (lanes > 1) publish = IfThenElse::Make(EQ(FloorMod(lane, MakeInt(lanes)), MakeInt(0)), publish, nullptr, op->span);
     }
-    publish = IfThenElse::Make(EQ(FloorMod(lane, MakeInt(4)), MakeInt(0)), publish, nullptr, op->span);
     Stmt body = Seq::Make({Allocate::Make(acc, init, op->span), fold, LetStmt::Make(part, reduced, op->span), publish},
                           op->span);
-    body = For::Make(h, MakeInt(0), MakeInt(2), ForKind::kUnrolled, body, {}, op->span);
-    out.push_back(For::Make(mt, MakeInt(0), MakeInt(tiles_m), ForKind::kUnrolled, body, {}, op->span));
+    out.push_back(For::Make(lr, MakeInt(0), MakeInt(rows->num_local()), ForKind::kUnrolled, body, {}, op->span));
     if (wn > 1 && dst_regs) {
       // Across warps, into registers: every thread folds the partials of its own rows.
-      VarRef lr = Var::Make("lr"), w = Var::Make("w");
-      Expr r = lay.Rows().Inverse(tx_, lr).first;
+      VarRef lr2 = Var::Make("lr"), w = Var::Make("w");
+      Expr r = rows->Inverse(tx_, lr2).first;
       Buffer acc2 = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
       Stmt f2 = BufferStore::Make(acc2, {MakeInt(0)},
                                   combine(BufferLoad::Make(acc2, {MakeInt(0)}),
@@ -666,10 +757,10 @@ class FragmentRewriter : public IRMutator {
                                   op->span);
       f2 = For::Make(w, MakeInt(0), MakeInt(wn), ForKind::kUnrolled, f2, {}, op->span);
       Expr v = BufferLoad::Make(acc2, {MakeInt(0)});
-      if (!op->clear) v = combine(BufferLoad::Make(dst_regs->regs, {lr}), v);
+      if (!op->clear) v = combine(BufferLoad::Make(dst_regs->regs, {lr2}), v);
       Stmt per_row = Seq::Make({Allocate::Make(acc2, init, op->span), f2,
-                                BufferStore::Make(dst_regs->regs, {lr}, v, op->span)}, op->span);
-      out.push_back(For::Make(lr, MakeInt(0), MakeInt(dst_regs->layout->num_local()), ForKind::kUnrolled, per_row, {},
+                                BufferStore::Make(dst_regs->regs, {lr2}, v, op->span)}, op->span);
+      out.push_back(For::Make(lr2, MakeInt(0), MakeInt(rows->num_local()), ForKind::kUnrolled, per_row, {},
                               op->span));
     } else if (wn > 1) {
       // Across warps: one thread per row folds the warps' partials (spread over threads).
@@ -687,9 +778,10 @@ class FragmentRewriter : public IRMutator {
                                op->span);
       out.push_back(For::Make(r, MakeInt(0), MakeInt(lay.m()), ForKind::kParallel, per_row, {}, op->span));
     }
-    ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
-                           " along rows: in-thread fold, warp shuffles" +
-                           (wn > 1 ? ", shared workspace across " + std::to_string(wn) + " warps" : ""));
+    ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name + " (" + lay.ToString() +
+                           ") along rows: in-thread fold" + (lanes > 1 ? ", warp shuffles" : "") +
+                           (wn > 1 ? ", shared workspace across " + std::to_string(wn) + " warps" : "") +
+                           (dst_regs && wn == 1 ? ", result in registers" : ""));
     return Seq::Make(out, op->span);
   }
 
@@ -754,6 +846,12 @@ class FragmentRewriter : public IRMutator {
   }
 
  private:
+  /// The mma layout of a GEMM's register operand (inference gives GEMMs no other).
+  static const MmaAccumulatorLayout& Mma(const RegFragment& rf) {
+    const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(rf.layout.get());
+    TL_ICHECK(mma) << "T.gemm register operand without an mma layout: " << rf.layout->ToString();
+    return *mma;
+  }
 
   static bool IndicesMatch(const std::vector<Expr>& idx, const std::vector<const Var*>& vars) {
     if (idx.size() != vars.size()) return false;
@@ -772,6 +870,8 @@ class FragmentRewriter : public IRMutator {
   const std::unordered_map<const BufferNode*, Assigned>& layouts_;
   const std::unordered_map<const GemmOp*, std::string>& simt_gemms_;
   const std::unordered_set<const GemmOp*>& rs_gemms_;
+  const std::unordered_set<const GemmOp*>& wgmma_gemms_;
+  const std::unordered_map<const GemmOp*, std::string>& no_wgmma_;
   VarRef tx_;
   PassContext& ctx_;
   std::unordered_map<const BufferNode*, RegFragment> regs_;
@@ -784,15 +884,15 @@ class FragmentRewriter : public IRMutator {
 
 }  // namespace
 
-ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
-  cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-lower-fragments");
-  LayoutInference inference(tb.threads);
+/// Propagates the layouts known so far to a fixed point; per-row vectors caught between
+/// two layouts move to shared memory (and propagation restarts without them).
+void Propagate(LayoutInference& inference, const ir::Stmt& body) {
   // Propagation needs a few sweeps: a T.Parallel before the gemm in program order may
   // only learn its layout after the gemm has been seen.
   for (int round = 0; round < 4; ++round) {
     for (int sweep = 0; sweep < 8; ++sweep) {
       inference.changed = false;
-      inference.Visit(f->body);
+      inference.Visit(body);
       if (!inference.changed) break;
     }
     if (inference.conflicted.empty()) break;
@@ -801,6 +901,54 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
       inference.forced_shared.insert(b);
     }
     inference.conflicted.clear();
+  }
+}
+
+ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
+  cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-lower-fragments");
+  auto arch = ctx.config.find("tl.target_arch");
+  LayoutInference inference(tb.threads, arch == ctx.config.end() ? std::string() : arch->second);
+  // First what the GEMMs fix. Conflicts wait: a per-row vector that no tile reaches yet
+  // may still meet one of the tiles seeded below.
+  for (int sweep = 0; sweep < 8; ++sweep) {
+    inference.changed = false;
+    inference.Visit(f->body);
+    if (!inference.changed) break;
+  }
+  inference.conflicted.clear();
+  // Tiles that no T.gemm reached get a layout of their own when all their uses allow
+  // registers (element-wise work, row reductions, copies): a strip layout whose rows
+  // split into vector-wide chunks, so copies are coalesced vector accesses.
+  for (const auto& group : cuda::RegisterTileGroups(f->body)) {
+    bool free = true;
+    for (const Buffer& b : group) free &= !inference.layouts.count(b.get()) && !inference.forced_shared.count(b.get());
+    if (!free) continue;
+    int64_t m = 0, n = 0;
+    AsConstInt(group[0]->shape[0], &m);
+    AsConstInt(group[0]->shape[1], &n);
+    auto strip = layout::RowStripLayout::Choose(m, n, tb.threads);
+    if (!strip) continue;
+    for (const Buffer& b : group) inference.Assign(b, strip, "element-wise use (no T.gemm)", Span{});
+  }
+  Propagate(inference, f->body);
+  // A shared tile read by a wgmma and by another GEMM would need two layouts: those
+  // wgmma GEMMs use mma.sync instead (with the same accumulator layout).
+  struct Gemms : IRVisitor {
+    std::vector<const GemmOp*> found;
+    void Visit_(const GemmOp* op) override { found.push_back(op); }
+  } collect;
+  collect.Visit(f->body);
+  const std::vector<const GemmOp*>& gemms = collect.found;
+  std::unordered_set<const BufferNode*> other_operands;
+  for (const GemmOp* g : gemms) {
+    if (!inference.wgmma_gemms.count(g)) other_operands.insert({g->a.buffer.get(), g->b.buffer.get()});
+  }
+  for (const GemmOp* g : gemms) {
+    if (inference.wgmma_gemms.count(g) &&
+        (other_operands.count(g->a.buffer.get()) || other_operands.count(g->b.buffer.get()))) {
+      inference.wgmma_gemms.erase(g);
+      inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma";
+    }
   }
   FragmentRewriter rewriter(inference, tb.tx, ctx);
   ir::Stmt body = rewriter.Mutate(f->body);

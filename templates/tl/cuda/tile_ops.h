@@ -26,6 +26,27 @@ TL_DEVICE void vec_zero(void* dst) {
   *static_cast<V*>(dst) = V{};
 }
 
+/// Moves N elements from src to dst with a conversion, in the widest aligned accesses
+/// (up to 16 bytes) on both sides: the copies between a register tile and memory. Both
+/// pointers are aligned to the size of their N elements (or to 16 bytes when larger).
+template <int N, typename D, typename S>
+TL_DEVICE void cast_copy(D* dst, const S* src) {
+  constexpr int kIn = N * int(sizeof(S)), kOut = N * int(sizeof(D));
+  constexpr int kInStep = kIn < 16 ? kIn : 16, kOutStep = kOut < 16 ? kOut : 16;
+  alignas(16) S in[N];
+  alignas(16) D out[N];
+#pragma unroll
+  for (int b = 0; b < kIn; b += kInStep) {
+    copy<kInStep>(reinterpret_cast<char*>(in) + b, reinterpret_cast<const char*>(src) + b);
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = static_cast<D>(in[i]);
+#pragma unroll
+  for (int b = 0; b < kOut; b += kOutStep) {
+    copy<kOutStep>(reinterpret_cast<char*>(dst) + b, reinterpret_cast<const char*>(out) + b);
+  }
+}
+
 /// Element offset after the shared-memory swizzle of a tile with rows of RowElems
 /// elements (layout::SwizzleOffset): 16-byte chunks XORed with the row number (rows of
 /// 128 bytes or more) or the row pair (64-byte rows).

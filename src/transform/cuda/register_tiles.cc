@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Register-tile candidates (see register_tiles.h).
+#include "register_tiles.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tl/ir/functor.h"
+
+namespace tl::transform::cuda {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+bool ConstShape2D(const Buffer& b, int64_t* m, int64_t* n) {
+  return b->shape.size() == 2 && AsConstInt(b->shape[0], m) && AsConstInt(b->shape[1], n);
+}
+
+/// The region covers the whole buffer, starting at 0.
+bool IsWhole(const Region& r) {
+  if (r.ranges.size() != r.buffer->shape.size()) return false;
+  for (size_t k = 0; k < r.ranges.size(); ++k) {
+    int64_t lo = -1, ext = -1, dim = -2;
+    if (!AsConstInt(r.ranges[k].min, &lo) || lo != 0 || !AsConstInt(r.ranges[k].extent, &ext) ||
+        !AsConstInt(r.buffer->shape[k], &dim) || ext != dim) {
+      return false;
+    }
+  }
+  return true;
+}
+
+class CandidateFinder : public IRVisitor {
+ public:
+  std::vector<Buffer> order;  ///< candidates in allocation order
+  std::unordered_set<const BufferNode*> bad;
+  std::unordered_map<const BufferNode*, const BufferNode*> parent;
+
+  const BufferNode* Find(const BufferNode* b) {
+    while (parent[b] != b) b = parent[b] = parent[parent[b]];
+    return b;
+  }
+
+ protected:
+  bool IsCandidate(const Buffer& b) const { return b && parent.count(b.get()); }
+  void Reject(const Buffer& b) {
+    if (IsCandidate(b)) bad.insert(b.get());
+  }
+  void Tie(const Buffer& a, const Buffer& b) {
+    if (!IsCandidate(a) || !IsCandidate(b)) return;
+    if (!(a->shape.size() == b->shape.size() && ShapesEqual(a, b))) {
+      Reject(a);
+      Reject(b);
+      return;
+    }
+    parent[Find(a.get())] = Find(b.get());
+  }
+  static bool ShapesEqual(const Buffer& a, const Buffer& b) {
+    int64_t am, an, bm, bn;
+    return ConstShape2D(a, &am, &an) && ConstShape2D(b, &bm, &bn) && am == bm && an == bn;
+  }
+
+  void Visit_(const Allocate* op) override {
+    int64_t m, n;
+    if (op->buffer->scope == Scope::kFragment && ConstShape2D(op->buffer, &m, &n) && !op->init) {
+      parent[op->buffer.get()] = op->buffer.get();
+      order.push_back(op->buffer);
+    }
+    IRVisitor::Visit_(op);
+  }
+
+  // Element accesses outside a T.Parallel nest over the tile's shape.
+  void Visit_(const BufferLoad* op) override {
+    Reject(op->buffer);
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const BufferStore* op) override {
+    Reject(op->buffer);
+    IRVisitor::Visit_(op);
+  }
+
+  void Visit_(const For* op) override {
+    if (op->for_kind != ForKind::kParallel) return IRVisitor::Visit_(op);
+    std::vector<const For*> loops = {op};
+    while (const auto* inner = As<For>(loops.back()->body)) {
+      if (inner->for_kind != ForKind::kParallel) break;
+      loops.push_back(inner);
+    }
+    std::vector<int64_t> extents;
+    for (const For* f : loops) {
+      int64_t lo = -1, ext = 0;
+      extents.push_back(AsConstInt(f->min, &lo) && lo == 0 && AsConstInt(f->extent, &ext) ? ext : -1);
+    }
+    // Every fragment tile here must be indexed by exactly the nest's variables, over
+    // exactly its shape; the tiles that are share one layout.
+    Buffer first;
+    ForEachExpr(loops.back()->body, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e)) Access(load->buffer, load->indices, loops, extents, &first);
+    });
+    VisitStores(loops.back()->body, loops, extents, &first);
+    // Tile ops inside a T.Parallel body are not expected; anything else was seen above.
+  }
+
+  void VisitStores(const Stmt& s, const std::vector<const For*>& loops, const std::vector<int64_t>& extents,
+                   Buffer* first) {
+    struct Stores : IRVisitor {
+      std::vector<const BufferStore*> found;
+      void Visit_(const BufferStore* op) override {
+        found.push_back(op);
+        IRVisitor::Visit_(op);
+      }
+    } stores;
+    stores.Visit(s);
+    for (const BufferStore* st : stores.found) Access(st->buffer, st->indices, loops, extents, first);
+  }
+
+  void Access(const Buffer& b, const std::vector<Expr>& idx, const std::vector<const For*>& loops,
+              const std::vector<int64_t>& extents, Buffer* first) {
+    if (!IsCandidate(b)) return;
+    int64_t m, n;
+    bool ok = loops.size() == 2 && idx.size() == 2 && ConstShape2D(b, &m, &n) && extents[0] == m &&
+              extents[1] == n && As<Var>(idx[0]) == loops[0]->var.get() && As<Var>(idx[1]) == loops[1]->var.get();
+    if (!ok) return Reject(b);
+    if (*first) {
+      Tie(*first, b);
+    } else {
+      *first = b;
+    }
+  }
+
+  void Visit_(const CopyOp* op) override {
+    for (const Region* r : {&op->src, &op->dst}) {
+      const Region& other = r == &op->src ? op->dst : op->src;
+      // A whole tile against a region of rank 2 or more (rows and columns to walk).
+      if (IsCandidate(r->buffer) && (!IsWhole(*r) || other.ranges.size() < 2)) Reject(r->buffer);
+    }
+    Tie(op->src.buffer, op->dst.buffer);
+    IRVisitor::Visit_(op);
+  }
+
+  void Visit_(const FillOp* op) override {
+    if (!IsWhole(op->dst)) Reject(op->dst.buffer);
+    IRVisitor::Visit_(op);
+  }
+
+  void Visit_(const ReduceOp* op) override {
+    // Row reductions of a whole tile only; column reductions keep the tile in shared
+    // memory, where they need no atomics.
+    if (op->dim != 1 || !IsWhole(op->src)) Reject(op->src.buffer);
+    Reject(op->dst.buffer);
+    IRVisitor::Visit_(op);
+  }
+
+  void Visit_(const GemmOp* op) override {
+    Reject(op->a.buffer);
+    Reject(op->b.buffer);
+    Reject(op->c.buffer);
+    IRVisitor::Visit_(op);
+  }
+
+  void Visit_(const AtomicOp* op) override {
+    if (op->src.buffer) {
+      size_t non_unit = 0;
+      for (const Range& rg : op->dst.ranges) {
+        int64_t e = 0;
+        non_unit += !(AsConstInt(rg.extent, &e) && e == 1);
+      }
+      if (!IsWhole(op->src) || non_unit != 2) Reject(op->src.buffer);
+    }
+    Reject(op->dst.buffer);
+    IRVisitor::Visit_(op);
+  }
+};
+
+}  // namespace
+
+std::vector<std::vector<Buffer>> RegisterTileGroups(const Stmt& body) {
+  CandidateFinder finder;
+  finder.Visit(body);
+  std::unordered_set<const BufferNode*> bad_roots;
+  for (const BufferNode* b : finder.bad) bad_roots.insert(finder.Find(b));
+  std::vector<std::vector<Buffer>> groups;
+  std::unordered_map<const BufferNode*, size_t> group_of;
+  for (const Buffer& b : finder.order) {
+    const BufferNode* root = finder.Find(b.get());
+    if (bad_roots.count(root)) continue;
+    auto [it, fresh] = group_of.emplace(root, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(b);
+  }
+  return groups;
+}
+
+}  // namespace tl::transform::cuda

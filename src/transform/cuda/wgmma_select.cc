@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file wgmma selection and operand layout (see wgmma_select.h).
+#include "wgmma_select.h"
+
+#include "tl/layout/fragment.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// rows x cols of a whole 2-D tile region, or false.
+bool WholeTile(const Region& r, int64_t* rows, int64_t* cols) {
+  if (r.ranges.size() != 2 || r.buffer->shape.size() != 2 || !r.buffer->strides.empty()) return false;
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t lo = -1, ext = 0, dim = -1;
+    if (!AsConstInt(r.ranges[k].min, &lo) || lo != 0 || !AsConstInt(r.ranges[k].extent, &ext) ||
+        !AsConstInt(r.buffer->shape[k], &dim) || ext != dim) {
+      return false;
+    }
+  }
+  AsConstInt(r.buffer->shape[0], rows);
+  AsConstInt(r.buffer->shape[1], cols);
+  return true;
+}
+
+bool Sixteen(DType t) { return t == DType::Float(16) || t == DType::BFloat16(); }
+
+}  // namespace
+
+std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch) {
+  if (arch != "sm_90a") return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
+  const Buffer &a = op->a.buffer, &b = op->b.buffer, &c = op->c.buffer;
+  if (a->scope != Scope::kShared || b->scope != Scope::kShared) return "an operand is not in shared memory";
+  if (!Sixteen(a->dtype) || a->dtype != b->dtype || c->dtype != DType::Float(32)) {
+    return "wgmma here takes float16/bfloat16 operands into a float32 accumulator";
+  }
+  int64_t ar, ac, br, bc, m, n;
+  if (!WholeTile(op->a, &ar, &ac) || !WholeTile(op->b, &br, &bc) || !WholeTile(op->c, &m, &n)) {
+    return "an operand is not a whole 2-D tile";
+  }
+  int64_t k = op->trans_a ? ar : ac;
+  if (m % 64 || threads != m / 16 * 32) {
+    return "wgmma needs one warp per 16 rows of C (block_M = 64 x warpgroups; here M = " + std::to_string(m) +
+           " with " + std::to_string(threads) + " threads)";
+  }
+  if (n % 8 || k % 16) return "N must be a multiple of 8 and K of 16";
+  // Power-of-two rows also make the buffers "swizzled" GEMM operands for the planner,
+  // which aligns them to 1024 bytes as the swizzle pattern needs.
+  auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (ac % 64 || bc % 64 || !pow2(ac) || !pow2(bc) || ar % 8 || br % 8) {
+    return "the contiguous dimension of each shared operand must be 64, 128, 256... elements (128-byte "
+           "swizzle panels) and the other one a multiple of 8";
+  }
+  return "";
+}
+
+Expr WgmmaOperandOffset(const Expr& off, int64_t rows, int64_t cols, int elem_bytes) {
+  auto C = [](int64_t v) { return MakeInt(v); };
+  Expr tile = FloorDiv(off, C(rows * cols)), in_tile = FloorMod(off, C(rows * cols));
+  Expr r = FloorDiv(in_tile, C(cols)), col = FloorMod(in_tile, C(cols));
+  Expr panelled = tile * C(rows * cols) + FloorDiv(col, C(64)) * C(rows * 64) + r * C(64) + FloorMod(col, C(64));
+  // Rows of 64 16-bit elements are 128 bytes: the 128-byte swizzle of layout::SwizzleOffset.
+  return layout::SwizzleOffset(panelled, elem_bytes, 64 * elem_bytes);
+}
+
+}  // namespace tl::transform::cuda

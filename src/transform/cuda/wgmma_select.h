@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Instruction selection for T.gemm on Hopper: when wgmma applies.
+#pragma once
+
+#include <string>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::transform::cuda {
+
+/// Why `op` cannot use wgmma (tl::gemm_ss_wgmma) in a block of `threads` threads on
+/// `arch`, or "" when it can. wgmma needs sm_90a; 16-bit A and B, both whole shared
+/// tiles whose contiguous dimension is a multiple of 64 elements (one 128-byte swizzle
+/// panel) and whose other dimension is a multiple of 8; a float32 accumulator of M x N
+/// with M a multiple of 64 and one warp per 16 rows (warpgroup g owns rows 64g..64g+63,
+/// which keeps the mma.sync accumulator layout with warps M/16 x 1); N and K multiples of
+/// 8 and 16.
+std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch);
+
+/// The element offset of (flat row-major offset `off`) in a wgmma operand tile of
+/// `rows` x `cols` (cols contiguous), possibly one of several stacked tiles (pipeline
+/// stages): each tile is stored as column panels of 64 elements, [cols / 64][rows][64],
+/// and its 128-byte rows are XOR-swizzled (16-byte chunk ^= row % 8). This is the layout
+/// tl::gemm_ss_wgmma reads (templates/tl/cuda/wgmma.h).
+ir::Expr WgmmaOperandOffset(const ir::Expr& off, int64_t rows, int64_t cols, int elem_bytes);
+
+}  // namespace tl::transform::cuda

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Fragment layouts: every element has exactly one owner register, and the row
+/// structure that row reductions rely on (FragmentLayout's contract) holds.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "tl/arith/simplify.h"
+#include "tl/layout/fragment.h"
+
+namespace {
+
+using namespace tl::ir;  // NOLINT
+using tl::layout::FragmentLayout;
+using tl::layout::MmaAccumulatorLayout;
+using tl::layout::RowStripLayout;
+
+int64_t Eval(const Expr& e) {
+  int64_t v = 0;
+  Expr s = tl::arith::Analyzer().Simplify(e);
+  EXPECT_TRUE(AsConstInt(s, &v)) << "not constant";
+  return v;
+}
+
+/// Checks the contract for layout `lay` of an m x n tile.
+void CheckContract(const FragmentLayout& lay) {
+  const int64_t m = lay.m(), n = lay.n(), threads = lay.num_threads();
+  std::map<std::pair<int64_t, int64_t>, int> seen;
+  auto rows = lay.Rows();
+  for (int64_t t = 0; t < threads; ++t) {
+    for (int64_t l = 0; l < lay.num_local(); ++l) {
+      auto [ei, ej] = lay.Inverse(MakeInt(t), MakeInt(l));
+      int64_t i = Eval(ei), j = Eval(ej);
+      ASSERT_TRUE(i >= 0 && i < m && j >= 0 && j < n) << lay.ToString() << " t=" << t << " l=" << l;
+      ++seen[{i, j}];
+      // The row of register l is the row that register RowLocal(l) of Rows() holds.
+      int64_t lr = Eval(lay.RowLocal(MakeInt(l)));
+      ASSERT_EQ(Eval(rows->Inverse(MakeInt(t), MakeInt(lr)).first), i);
+      // Runs of vec() registers hold consecutive columns of one row.
+      if (l % lay.vec()) {
+        auto [pi, pj] = lay.Inverse(MakeInt(t), MakeInt(l - 1));
+        ASSERT_EQ(Eval(pi), i);
+        ASSERT_EQ(Eval(pj) + 1, j);
+      }
+    }
+    // RowReg enumerates exactly the registers of each of the thread's rows.
+    std::set<int64_t> regs;
+    for (int64_t lr = 0; lr < rows->num_local(); ++lr) {
+      for (int64_t q = 0; q < lay.regs_per_row(); ++q) {
+        int64_t l = Eval(lay.RowReg(MakeInt(lr), MakeInt(q)));
+        ASSERT_EQ(Eval(lay.RowLocal(MakeInt(l))), lr);
+        regs.insert(l);
+      }
+    }
+    ASSERT_EQ(static_cast<int64_t>(regs.size()), lay.num_local());
+  }
+  ASSERT_EQ(static_cast<int64_t>(seen.size()), m * n) << lay.ToString();
+  for (auto& [ij, count] : seen) ASSERT_EQ(count, 1) << lay.ToString();
+  // The threads holding row i: row_lanes() consecutive aligned lanes in each of
+  // row_warps() warps, whose index along the row is (t / 32) % row_warps().
+  for (int64_t t = 0; t < threads; ++t) {
+    int64_t row_of_t = Eval(rows->Inverse(MakeInt(t), MakeInt(0)).first);
+    int64_t group_start = t / lay.row_lanes() * lay.row_lanes();
+    ASSERT_EQ(Eval(rows->Inverse(MakeInt(group_start), MakeInt(0)).first), row_of_t);
+  }
+}
+
+TEST(FragmentLayout, RowStripChoosesWidestVectorThenMostLanes) {
+  auto a = RowStripLayout::Choose(4, 256, 128);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->vec(), 8);
+  EXPECT_EQ(a->row_lanes(), 32);
+  EXPECT_EQ(a->row_warps(), 1);
+  EXPECT_EQ(a->num_local(), 8);
+  auto b = RowStripLayout::Choose(1, 8192, 256);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->row_warps(), 8);
+  EXPECT_EQ(b->num_local(), 32);
+  // 3 rows cannot be dealt evenly to 128 threads in groups of any power-of-two size
+  // that also split 24 columns.
+  EXPECT_FALSE(RowStripLayout::Choose(3, 24, 128));
+}
+
+TEST(FragmentLayout, RowStripContract) {
+  for (auto [m, n, threads] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {4, 256, 128}, {2, 512, 128}, {1, 2048, 256}, {64, 64, 128}, {8, 12, 32}, {48, 8, 96}}) {
+    auto lay = RowStripLayout::Choose(m, n, threads);
+    ASSERT_TRUE(lay) << m << "x" << n << " over " << threads;
+    CheckContract(*lay);
+  }
+}
+
+TEST(FragmentLayout, MmaAccumulatorContract) {
+  CheckContract(MmaAccumulatorLayout(64, 64, {2, 2}));
+  CheckContract(MmaAccumulatorLayout(128, 32, {4, 1}));
+  CheckContract(MmaAccumulatorLayout(32, 128, {1, 4}));
+}
+
+}  // namespace
