@@ -55,6 +55,9 @@ CudaArg ToArg(const std::string& kind, nb::handle value, size_t index) {
   };
   try {
     if (kind == "ptr") {
+      // The per-call path passes plain ints: checked first, since a failed attribute
+      // lookup costs more than the rest of the conversion.
+      if (PyLong_Check(value.ptr())) return CudaArg::Ptr(nb::cast<uint64_t>(value));
       // A tensor-like object stands for its data pointer.
       nb::handle v = value;
       nb::object holder;
