@@ -154,7 +154,8 @@ class CudaBackend:
                 for axis, want in enumerate(p.dims):
                     got = shape[axis]
                     if want != got:
-                        if isinstance(want, str) and dims.setdefault(want, got) == got:
+                        # A dynamic size must also fit the type the kernel reads it as.
+                        if isinstance(want, str) and dims.setdefault(want, got) == got and got <= p.dim_max[want]:
                             continue
                         k._check_tensor(p, _TensorView(a), dims)
             values[i] = ("ptr", ptr)
