@@ -8,6 +8,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <limits>
 
 #include "tl/runtime/cuda_module.h"
@@ -153,5 +154,29 @@ void BindCuda(nb::module_& m) {
           },
           "grid"_a, "block"_a, "shared_bytes"_a = 0, "stream"_a = 0,
           "args"_a = std::vector<std::pair<std::string, nb::object>>{},
-          "Enqueues the kernel; args are (kind, value) with kind in ptr/i32/i64/f32/f64.");
+          "Enqueues the kernel; args are (kind, value) with kind in ptr/i32/i64/f32/f64.")
+      .def(
+          "launch_packed",
+          [](CudaModule& self, const std::vector<int64_t>& grid, const std::vector<int64_t>& block,
+             int64_t shared_bytes, uint64_t stream, const std::string& kinds, nb::list values) {
+            // The per-call path: one letter per argument (p ptr, i i32, l i64, f f32,
+            // d f64) and plain Python numbers, so no per-argument objects are built.
+            if (shared_bytes < 0 || shared_bytes > std::numeric_limits<uint32_t>::max()) {
+              throw nb::value_error("shared_bytes out of range");
+            }
+            if (kinds.size() != values.size()) throw nb::value_error("one kind letter per argument is needed");
+            static const char* kNames[] = {"ptr", "i32", "i64", "f32", "f64"};
+            std::vector<CudaArg> converted;
+            converted.reserve(kinds.size());
+            for (size_t i = 0; i < kinds.size(); ++i) {
+              const char* at = std::strchr("pilfd", kinds[i]);
+              if (!at || !kinds[i]) throw nb::value_error("unknown kind letter; use p, i, l, f or d");
+              converted.push_back(ToArg(kNames[at - "pilfd"], values[i], i));
+            }
+            auto g = Dim3(grid, "grid"), b = Dim3(block, "block");
+            nb::gil_scoped_release release;
+            self.Launch(g, b, static_cast<uint32_t>(shared_bytes), stream, converted);
+          },
+          "grid"_a, "block"_a, "shared_bytes"_a, "stream"_a, "kinds"_a, "values"_a,
+          "Enqueues the kernel: kinds has one letter per value (p ptr, i i32, l i64, f f32, d f64).");
 }

@@ -158,3 +158,25 @@ def test_two_kernels_in_one_function_become_two_launches():
     blocks = [(s.entry, list(s.block[:1])) for s in k._cuda.srcs]
     assert blocks == [("two_0", [64]), ("two_1", [32])], blocks
 
+
+
+@pytest.mark.parametrize("trans", [(False, False), (False, True), (True, False), (True, True)])
+def test_hopper_tile_shapes_select_wgmma(trans):
+    """sm_90a with one warp per 16 rows of C and 64-element K panels: T.gemm becomes
+    tl::gemm_ss_wgmma; on sm_80 the same program stays on mma.sync."""
+    import test_gemm
+
+    prog = test_gemm.gemm_kernel.func(200, 136, 150, 128, 128, 64, "bfloat16", "float32", *trans, 3, 256)
+    hopper = compile_for(prog, "sm_90a")
+    assert "tl::gemm_ss_wgmma<128, 128, 64" in hopper.get_kernel_source()
+    assert any("wgmma m64n128k16" in r for r in hopper.get_remarks()), hopper.get_remarks()
+    assert hopper._cuda.resource_usage["spill_stores_bytes"] in (0, None)
+    ampere = compile_for(prog, "sm_80")
+    assert "gemm_ss_wgmma" not in ampere.get_kernel_source()
+
+
+def test_gemm_that_cannot_use_wgmma_says_why():
+    # 128 threads for 128 rows: two warps would share 16-row slices, which wgmma's layout
+    # does not allow here.
+    k = compile_for(gemm(256, 256, 256), "sm_90a")
+    assert any("not wgmma: wgmma needs one warp per 16 rows" in r for r in k.get_remarks()), k.get_remarks()

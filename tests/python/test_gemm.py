@@ -9,7 +9,7 @@ from conftest import NP, assert_close, f64, rand
 
 
 @tilelang.jit(out_idx=[-1], target="cpu")
-def gemm_kernel(M, N, K, bm, bn, bk, dtype, accum, trans_A, trans_B, stages=2):
+def gemm_kernel(M, N, K, bm, bn, bk, dtype, accum, trans_A, trans_B, stages=2, threads=128):
     A_shape = (K, M) if trans_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     A_tile = (bk, bm) if trans_A else (bm, bk)
@@ -17,7 +17,7 @@ def gemm_kernel(M, N, K, bm, bn, bk, dtype, accum, trans_A, trans_B, stages=2):
 
     @T.prim_func
     def main(A: T.Tensor(A_shape, dtype), B: T.Tensor(B_shape, dtype), C: T.Tensor((M, N), accum)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
             A_s = T.alloc_shared(A_tile, dtype)
             B_s = T.alloc_shared(B_tile, dtype)
             C_f = T.alloc_fragment((bm, bn), accum)
@@ -63,6 +63,20 @@ def test_gemm(rng, dtype, accum, trans_A, trans_B):
         np.testing.assert_array_equal(c, ref.astype(np.int32))
     else:
         assert_close(c, ref, "float32" if accum == "float32" else "float64", rtol=1e-5 if accum == "float32" else None)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A,trans_B", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("bm,bn,threads", [(64, 64, 128), (128, 128, 256)])
+def test_gemm_hopper_tile_shapes(rng, dtype, trans_A, trans_B, bm, bn, threads):
+    """One warp per 16 rows and K tiles of 64: the shapes that take wgmma on sm_90a
+    (see test_cuda_codegen), with every edge ragged."""
+    M, N, K = bm + 37, bn + 8, 150
+    kernel = gemm_kernel(M, N, K, bm, bn, 64, dtype, "float32", trans_A, trans_B, 3, threads)
+    a = rand(rng, (K, M) if trans_A else (M, K), dtype)
+    b = rand(rng, (N, K) if trans_B else (K, N), dtype)
+    ref = (f64(a).T if trans_A else f64(a)) @ (f64(b).T if trans_B else f64(b))
+    assert_close(kernel(a, b), ref, "float32", rtol=1e-5)
 
 
 def test_gemm_lazy_cache_and_fewer_iterations_than_stages(rng):

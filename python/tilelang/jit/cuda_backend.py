@@ -110,7 +110,9 @@ class CudaBackend:
         self._in = [(i, k.params[i], self._dtypes.get(i),
                      tuple(k.params[i].dims) if all(isinstance(d, int) for d in k.params[i].dims) else None)
                     for i in k.in_idx]
-        self._dyn_kinds = self.src.arg_kinds[len(k.params):]
+        # One letter per launch argument (launch_packed): parameters, then dynamic sizes.
+        letters = {"ptr": "p", "i32": "i", "i64": "l", "f32": "f", "f64": "d"}
+        self._kinds = "".join(letters[kind] for kind in self.src.arg_kinds)
         get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         index = self._device.index
         self._stream = (lambda: get_raw(index)) if get_raw else (lambda: torch.cuda.current_stream().cuda_stream)
@@ -135,7 +137,7 @@ class CudaBackend:
             if want_dtype is None:
                 from .arguments import scalar_arg
 
-                values[i] = (_scalar_kind(p.dtype), scalar_arg(a, p.name, p.dtype, k.name))
+                values[i] = scalar_arg(a, p.name, p.dtype, k.name)
                 continue
             # Fast path: a contiguous, aligned tensor of the right dtype on this device;
             # anything else goes through the checks that explain what is wrong.
@@ -158,23 +160,23 @@ class CudaBackend:
                         if isinstance(want, str) and dims.setdefault(want, got) == got and got <= p.dim_max[want]:
                             continue
                         k._check_tensor(p, _TensorView(a), dims)
-            values[i] = ("ptr", ptr)
+            values[i] = ptr
         outputs = []
         for i in k.out_idx:
             p = k.params[i]
             shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
             out = torch.empty(shape, dtype=self._dtypes[i], device=self._device)
             outputs.append(out)
-            values[i] = ("ptr", out.data_ptr())
+            values[i] = out.data_ptr()
         dyn = [dims[name] for name, _, _ in self.src.dynamic_dims]
-        values.extend(zip(self._dyn_kinds, dyn))
+        values.extend(dyn)
         grid = self.src.grid(dyn) if dyn else self._static_grid()
         if min(grid) > 0:
-            module.launch(grid, self.src.block, self.src.shared_bytes, self._stream(), values)
+            module.launch_packed(grid, self.src.block, self.src.shared_bytes, self._stream(), self._kinds, values)
         for src, more in zip(self.srcs[1:], self._more_modules):
             grid = src.grid(dyn)
             if min(grid) > 0:
-                more.launch(grid, src.block, src.shared_bytes, self._stream(), values)
+                more.launch_packed(grid, src.block, src.shared_bytes, self._stream(), self._kinds, values)
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs
@@ -192,14 +194,6 @@ def _current_device() -> int:
         return torch.cuda.current_device()
     except Exception:  # noqa: BLE001 - no torch: the first device
         return 0
-
-
-def _scalar_kind(dtype: str) -> str:
-    if dtype in ("float64",):
-        return "f64"
-    if dtype.startswith("float") or dtype == "bfloat16":
-        return "f32"
-    return "i64" if dtype in ("int64", "uint64") else "i32"
 
 
 class _TensorView:
