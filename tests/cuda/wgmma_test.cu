@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Standalone GPU test of tl::gemm_ss_wgmma (templates/tl/cuda/wgmma.h); needs a Hopper GPU.
+// Standalone GPU test of tl::gemm_ss_wgmma and tl::gemm_rs_wgmma (templates/tl/cuda/wgmma.h);
+// needs a Hopper GPU.
 //
 //   nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates tests/cuda/wgmma_test.cu -o /tmp/wgmma_test
 //   /tmp/wgmma_test           correctness: PASS / FAIL per case, "ALL PASS" at the end;
@@ -11,7 +12,8 @@
 // them into shared memory in the layout wgmma.h documents (plain stores), runs one
 // gemm_ss_wgmma on an accumulator that is either zero or a known pattern (to check C += ...),
 // writes C out through the documented accumulator layout and compares with a double-precision
-// host product.
+// host product. The gemm_rs_wgmma cases ("A regs") load A from global memory straight into
+// each thread's registers in the accumulator layout (no shared memory) and B as above.
 // clang-format off
 #include "tl/cuda/tl_cuda.h"
 #include "tl/cuda/tile_ops.h"
@@ -148,6 +150,42 @@ __global__ void __launch_bounds__(M * 2) gemm_case_kernel(const T* a, const T* b
   }
 }
 
+/// One block, M/16 warps: each thread loads its K/2 values of a (M x K, row-major) into
+/// registers in the accumulator layout (register kt*4 + h*2 + c: row 16w + lane/4 + 8h, column
+/// kt*8 + 2*(lane%4) + c, the acc_coord mapping with K for N); b as in gemm_case_kernel.
+template <int M, int N, int K, bool TransB, typename T>
+__global__ void __launch_bounds__(M * 2) gemm_rs_case_kernel(const T* a, const T* b, float* c, int accumulate) {
+  extern __shared__ unsigned char smem_raw[];
+  T* sb = reinterpret_cast<T*>(aligned_smem(smem_raw));
+  const int tid = threadIdx.x;
+  for (int i = tid; i < K * N; i += blockDim.x) {
+    const int k = i / N, n = i % N;
+    sb[TransB ? sw128_offset(n, k, N) : sw128_offset(k, n, K)] = b[i];
+  }
+  T a_regs[K / 2];
+#pragma unroll
+  for (int r = 0; r < K / 2; ++r) {
+    int row, col;
+    acc_coord(tid, r, &row, &col);
+    a_regs[r] = a[row * K + col];
+  }
+  __syncthreads();
+  float acc[N / 2];
+#pragma unroll
+  for (int r = 0; r < N / 2; ++r) {
+    int row, col;
+    acc_coord(tid, r, &row, &col);
+    acc[r] = accumulate ? c_init(row, col) : 0.0f;
+  }
+  tl::gemm_rs_wgmma<M, N, K, TransB>(a_regs, sb, acc);
+#pragma unroll
+  for (int r = 0; r < N / 2; ++r) {
+    int row, col;
+    acc_coord(tid, r, &row, &col);
+    c[row * N + col] = acc[r];
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Host values
 // ---------------------------------------------------------------------------
@@ -200,6 +238,42 @@ struct Gen<tl::bfloat16> {
 // Correctness cases
 // ---------------------------------------------------------------------------
 
+/// Compares c (M x N) with the host product of av (M x K) and bv (K x N), plus c_init when
+/// `accumulate`, and prints PASS or FAIL for the case `name`.
+static void check_case(const char* name, const std::vector<float>& c, const std::vector<double>& av,
+                       const std::vector<double>& bv, int M, int N, int K, bool accumulate) {
+  double max_err = 0, max_ratio = 0;
+  int bad = 0, first_i = -1, first_j = -1;
+  for (int i = 0; i < M; ++i) {
+    for (int j = 0; j < N; ++j) {
+      double ref = accumulate ? c_init(i, j) : 0.0, mag = std::fabs(ref);
+      for (int k = 0; k < K; ++k) {
+        ref += av[i * K + k] * bv[k * N + j];
+        mag += std::fabs(av[i * K + k] * bv[k * N + j]);
+      }
+      // f32 accumulation of exact 16-bit products: a few ulps of the sum of magnitudes;
+      // 2e-4 of it is far above rounding and far below any misplaced or missing product.
+      const double tol = 2e-4 * mag + 1e-6;
+      const double err = std::fabs(static_cast<double>(c[i * N + j]) - ref);
+      if (!(err <= tol)) {  // also catches NaN
+        if (bad++ == 0) first_i = i, first_j = j;
+      }
+      if (err > max_err || std::isnan(err)) max_err = err;
+      if (err / tol > max_ratio || std::isnan(err)) max_ratio = err / tol;
+    }
+  }
+  ++g_cases;
+  if (bad == 0) {
+    std::printf("PASS %s  max err %.2e (%.3f of tol)\n", name, max_err, max_ratio);
+  } else {
+    ++g_failures;
+    double ref0 = accumulate ? c_init(first_i, first_j) : 0.0;
+    for (int k = 0; k < K; ++k) ref0 += av[first_i * K + k] * bv[k * N + first_j];
+    std::printf("FAIL %s  %d of %d wrong; first C[%d][%d] = %.6g, want %.6g\n", name, bad, M * N, first_i, first_j,
+                c[first_i * N + first_j], ref0);
+  }
+}
+
 template <int M, int N, int K, bool TransA, bool TransB, typename T>
 static void run_case(std::mt19937& rng) {
   std::vector<T> a(M * K), b(K * N);
@@ -218,37 +292,29 @@ static void run_case(std::mt19937& rng) {
     DevBuf<float> dc(static_cast<size_t>(M) * N);
     kernel<<<1, M * 2, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
-    const std::vector<float> c = dc.download();
-    double max_err = 0, max_ratio = 0;
-    int bad = 0, first_i = -1, first_j = -1;
-    for (int i = 0; i < M; ++i) {
-      for (int j = 0; j < N; ++j) {
-        double ref = accumulate ? c_init(i, j) : 0.0, mag = std::fabs(ref);
-        for (int k = 0; k < K; ++k) {
-          ref += av[i * K + k] * bv[k * N + j];
-          mag += std::fabs(av[i * K + k] * bv[k * N + j]);
-        }
-        // f32 accumulation of exact 16-bit products: a few ulps of the sum of magnitudes;
-        // 2e-4 of it is far above rounding and far below any misplaced or missing product.
-        const double tol = 2e-4 * mag + 1e-6;
-        const double err = std::fabs(static_cast<double>(c[i * N + j]) - ref);
-        if (!(err <= tol)) {  // also catches NaN
-          if (bad++ == 0) first_i = i, first_j = j;
-        }
-        if (err > max_err || std::isnan(err)) max_err = err;
-        if (err / tol > max_ratio || std::isnan(err)) max_ratio = err / tol;
-      }
-    }
-    ++g_cases;
-    if (bad == 0) {
-      std::printf("PASS %s  max err %.2e (%.3f of tol)\n", name, max_err, max_ratio);
-    } else {
-      ++g_failures;
-      double ref0 = accumulate ? c_init(first_i, first_j) : 0.0;
-      for (int k = 0; k < K; ++k) ref0 += av[first_i * K + k] * bv[k * N + first_j];
-      std::printf("FAIL %s  %d of %d wrong; first C[%d][%d] = %.6g, want %.6g\n", name, bad, M * N, first_i,
-                  first_j, c[first_i * N + first_j], ref0);
-    }
+    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0);
+  }
+}
+
+/// gemm_rs_wgmma: A from registers, B from shared memory.
+template <int M, int N, int K, bool TransB, typename T>
+static void run_rs_case(std::mt19937& rng) {
+  std::vector<T> a(M * K), b(K * N);
+  std::vector<double> av(M * K), bv(K * N);
+  for (int i = 0; i < M * K; ++i) a[i] = Gen<T>::make(rng, &av[i]);
+  for (int i = 0; i < K * N; ++i) b[i] = Gen<T>::make(rng, &bv[i]);
+  DevBuf<T> da(a), db(b);
+  constexpr int kSmem = round_up_1024(K * N * 2) + 1024;
+  auto kernel = gemm_rs_case_kernel<M, N, K, TransB, T>;
+  CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  for (int accumulate = 0; accumulate < 2; ++accumulate) {
+    char name[160];
+    std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A regs          B %s %s", Gen<T>::name(), M, N, K,
+                  TransB ? "NxK (K-major)" : "KxN (N-major)", accumulate ? "C+=" : "C=0");
+    DevBuf<float> dc(static_cast<size_t>(M) * N);
+    kernel<<<1, M * 2, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
+    sync_check(name);
+    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0);
   }
 }
 
@@ -274,6 +340,29 @@ static void run_type(std::mt19937& rng) {
   run_all_trans<128, 64, 128, T>(rng);
   run_all_trans<128, 128, 128, T>(rng);
   run_all_trans<128, 256, 128, T>(rng);
+}
+
+template <int M, int N, int K, typename T>
+static void run_rs_both_b(std::mt19937& rng) {
+  run_rs_case<M, N, K, false, T>(rng);
+  run_rs_case<M, N, K, true, T>(rng);
+}
+
+/// gemm_rs_wgmma over M in {64, 128}, N in {64, 128, 256}, K in {64, 128}, both B layouts.
+template <typename T>
+static void run_rs_type(std::mt19937& rng) {
+  run_rs_both_b<64, 64, 64, T>(rng);
+  run_rs_both_b<64, 128, 64, T>(rng);
+  run_rs_both_b<64, 256, 64, T>(rng);
+  run_rs_both_b<64, 64, 128, T>(rng);
+  run_rs_both_b<64, 128, 128, T>(rng);
+  run_rs_both_b<64, 256, 128, T>(rng);
+  run_rs_both_b<128, 64, 64, T>(rng);
+  run_rs_both_b<128, 128, 64, T>(rng);
+  run_rs_both_b<128, 256, 64, T>(rng);
+  run_rs_both_b<128, 64, 128, T>(rng);
+  run_rs_both_b<128, 128, 128, T>(rng);
+  run_rs_both_b<128, 256, 128, T>(rng);
 }
 
 /// Shapes off the main grid: N above 256 (two instructions per k step, 256 + 64), a 3-warpgroup
@@ -408,6 +497,8 @@ int main(int argc, char** argv) {
   run_type<tl::half>(rng);
   run_type<tl::bfloat16>(rng);
   run_extra(rng);
+  run_rs_type<tl::half>(rng);
+  run_rs_type<tl::bfloat16>(rng);
   if (g_failures == 0) {
     std::printf("ALL PASS (%d cases)\n", g_cases);
   } else {

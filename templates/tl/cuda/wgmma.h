@@ -9,6 +9,26 @@
 ///   256 (the largest N of the instruction). On return C is complete and A and B may be
 ///   overwritten.
 ///
+/// gemm_rs_wgmma<M, N, K, TransB>(A, B, C):
+///   C (M x N, f32, registers) += A (M x K, registers) * op(B) (K x N, shared memory), with
+///   the same block shape, instructions, C layout and B layout as gemm_ss_wgmma, but the
+///   register-A form of wgmma.mma_async (operands d, {a0, a1, a2, a3}, b-desc, scale-d,
+///   imm-scale-a, imm-scale-b, imm-trans-b: no A descriptor and no imm-trans-a). A points to
+///   the thread's K/2 values of T, the M x K tile in the ACCUMULATOR LAYOUT below with K in
+///   place of N (what gemm_rs in tile_ops.h takes with WM = M/16): lane l of warp w holds in
+///   A[kt*4 + h*2 + c] (kt = 0 .. K/8-1) row 16w + l/4 + 8h, column kt*8 + 2*(l%4) + c.
+///   The k16 step at k = 16s takes the tiles kt = 2s and 2s+1 and packs them, low element
+///   in bits 0..15, into the instruction's four .f16x2 / .bf16x2 registers: a0 = tile 2s
+///   regs 0, 1; a1 = tile 2s regs 2, 3; a2 = tile 2s+1 regs 0, 1; a3 = tile 2s+1 regs 2, 3
+///   (the packing gemm_rs gives mma.sync m16n8k16). That is the A fragment of wgmma
+///   .m64nNk16 (PTX ISA, "Register Fragments", figure "WGMMA .m64nNk16 register fragment
+///   layout for matrix A"): warp r of the warpgroup holds rows 16r .. 16r+15 of the 64 and,
+///   with groupID = l/4 and threadID_in_group = l%4, elements a0..a7 (two per register, low
+///   half first) sit at row groupID (a0, a1, a4, a5) or groupID + 8 (a2, a3, a6, a7) and
+///   column 2*threadID_in_group + i%2, plus 8 for a4..a7. Row 16r + l/4 + 8h of warpgroup g
+///   is row 16w + l/4 + 8h of the block (w = 4g + r), so each thread passes its own values
+///   and nothing moves between threads.
+///
 /// ACCUMULATOR LAYOUT (each thread holds N/2 floats). Warp w owns rows 16w .. 16w+15; lane l
 /// holds in C[nt*4 + h*2 + c] (nt = 0 .. N/8-1, h, c = 0 or 1) the element
 ///   row 16w + l/4 + 8h, column nt*8 + 2*(l%4) + c.
@@ -58,7 +78,9 @@
 /// wgmma.commit_group and wgmma.wait_group 0. The accumulators are "+f" operands of every
 /// wgmma, and empty asm statements pin them in registers before the fence and after the
 /// wait, so the compiler can neither read them while the wgmmas are in flight nor move
-/// other accesses across.
+/// other accesses across. gemm_rs_wgmma packs all of A's registers before the fence and
+/// pins them the same way: the instruction reads them asynchronously, so they must be
+/// written before wgmma.fence and stay unchanged until wgmma.wait_group returns.
 ///
 /// Everything here needs sm_90a (__CUDA_ARCH_FEAT_SM90_ALL). The header compiles for every
 /// target; instantiating the templates for another device target is a compile-time error,
@@ -140,13 +162,20 @@ TL_DEVICE void wgmma_hold(float* d) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+/// The same for R 32-bit registers (wgmma's A operand in registers).
+template <int R>
+TL_DEVICE void wgmma_hold(uint32_t* r) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
 
 // --- One wgmma.mma_async.m64nNk16 with an f32 accumulator --------------------
 // The asm statement names every accumulator register, so each N needs its own operand
 // list: TL_WGMMA_D<N> is the "%0, ..., %(N/2-1)" text, TL_WGMMA_OPS<N>(d) binds those
 // operands to d[0 .. N/2-1] ("+f": read and written), and TL_WGMMA_IN<N> names the inputs
 // that follow them: a-desc, b-desc, scale-d (the predicate p, always true: D += A*B),
-// imm-scale-a = imm-scale-b = 1, imm-trans-a, imm-trans-b.
+// imm-scale-a = imm-scale-b = 1, imm-trans-a, imm-trans-b. TL_WGMMA_RS_IN<N> names the
+// inputs of the register-A form: the four A registers, b-desc, p, 1, 1, imm-trans-b.
 // clang-format off
 #define TL_WGMMA_D8 "%0, %1, %2, %3"
 #define TL_WGMMA_D16 TL_WGMMA_D8 ", %4, %5, %6, %7"
@@ -246,24 +275,67 @@ TL_DEVICE void wgmma_hold(float* d) {
 #define TL_WGMMA_IN240 "%120, %121, p, 1, 1, %122, %123"
 #define TL_WGMMA_IN248 "%124, %125, p, 1, 1, %126, %127"
 #define TL_WGMMA_IN256 "%128, %129, p, 1, 1, %130, %131"
+
+#define TL_WGMMA_RS_IN8 "{%4, %5, %6, %7}, %8, p, 1, 1, %9"
+#define TL_WGMMA_RS_IN16 "{%8, %9, %10, %11}, %12, p, 1, 1, %13"
+#define TL_WGMMA_RS_IN24 "{%12, %13, %14, %15}, %16, p, 1, 1, %17"
+#define TL_WGMMA_RS_IN32 "{%16, %17, %18, %19}, %20, p, 1, 1, %21"
+#define TL_WGMMA_RS_IN40 "{%20, %21, %22, %23}, %24, p, 1, 1, %25"
+#define TL_WGMMA_RS_IN48 "{%24, %25, %26, %27}, %28, p, 1, 1, %29"
+#define TL_WGMMA_RS_IN56 "{%28, %29, %30, %31}, %32, p, 1, 1, %33"
+#define TL_WGMMA_RS_IN64 "{%32, %33, %34, %35}, %36, p, 1, 1, %37"
+#define TL_WGMMA_RS_IN72 "{%36, %37, %38, %39}, %40, p, 1, 1, %41"
+#define TL_WGMMA_RS_IN80 "{%40, %41, %42, %43}, %44, p, 1, 1, %45"
+#define TL_WGMMA_RS_IN88 "{%44, %45, %46, %47}, %48, p, 1, 1, %49"
+#define TL_WGMMA_RS_IN96 "{%48, %49, %50, %51}, %52, p, 1, 1, %53"
+#define TL_WGMMA_RS_IN104 "{%52, %53, %54, %55}, %56, p, 1, 1, %57"
+#define TL_WGMMA_RS_IN112 "{%56, %57, %58, %59}, %60, p, 1, 1, %61"
+#define TL_WGMMA_RS_IN120 "{%60, %61, %62, %63}, %64, p, 1, 1, %65"
+#define TL_WGMMA_RS_IN128 "{%64, %65, %66, %67}, %68, p, 1, 1, %69"
+#define TL_WGMMA_RS_IN136 "{%68, %69, %70, %71}, %72, p, 1, 1, %73"
+#define TL_WGMMA_RS_IN144 "{%72, %73, %74, %75}, %76, p, 1, 1, %77"
+#define TL_WGMMA_RS_IN152 "{%76, %77, %78, %79}, %80, p, 1, 1, %81"
+#define TL_WGMMA_RS_IN160 "{%80, %81, %82, %83}, %84, p, 1, 1, %85"
+#define TL_WGMMA_RS_IN168 "{%84, %85, %86, %87}, %88, p, 1, 1, %89"
+#define TL_WGMMA_RS_IN176 "{%88, %89, %90, %91}, %92, p, 1, 1, %93"
+#define TL_WGMMA_RS_IN184 "{%92, %93, %94, %95}, %96, p, 1, 1, %97"
+#define TL_WGMMA_RS_IN192 "{%96, %97, %98, %99}, %100, p, 1, 1, %101"
+#define TL_WGMMA_RS_IN200 "{%100, %101, %102, %103}, %104, p, 1, 1, %105"
+#define TL_WGMMA_RS_IN208 "{%104, %105, %106, %107}, %108, p, 1, 1, %109"
+#define TL_WGMMA_RS_IN216 "{%108, %109, %110, %111}, %112, p, 1, 1, %113"
+#define TL_WGMMA_RS_IN224 "{%112, %113, %114, %115}, %116, p, 1, 1, %117"
+#define TL_WGMMA_RS_IN232 "{%116, %117, %118, %119}, %120, p, 1, 1, %121"
+#define TL_WGMMA_RS_IN240 "{%120, %121, %122, %123}, %124, p, 1, 1, %125"
+#define TL_WGMMA_RS_IN248 "{%124, %125, %126, %127}, %128, p, 1, 1, %129"
+#define TL_WGMMA_RS_IN256 "{%128, %129, %130, %131}, %132, p, 1, 1, %133"
+
+// CASE(8) else CASE(16) else ... CASE(256): one `if constexpr` per instruction width.
+#define TL_WGMMA_EACH_N(CASE)                                                               \
+  CASE(8) else CASE(16) else CASE(24) else CASE(32) else CASE(40) else CASE(48)             \
+  else CASE(56) else CASE(64) else CASE(72) else CASE(80) else CASE(88) else CASE(96)       \
+  else CASE(104) else CASE(112) else CASE(120) else CASE(128) else CASE(136) else CASE(144) \
+  else CASE(152) else CASE(160) else CASE(168) else CASE(176) else CASE(184) else CASE(192) \
+  else CASE(200) else CASE(208) else CASE(216) else CASE(224) else CASE(232) else CASE(240) \
+  else CASE(248) else CASE(256)
 // clang-format on
 
-// One statement per type: scale-d is the predicate p, set true (D += A * B).
-#define TL_WGMMA_ASM(NN, TY)                                                              \
+// One statement per type: scale-d is the predicate p, set true (D += A * B). IN is the
+// operand text after d (TL_WGMMA_IN##NN or TL_WGMMA_RS_IN##NN).
+#define TL_WGMMA_ASM(NN, TY, IN)                                                         \
   "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"                                       \
   "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TY "." TY " {" TL_WGMMA_D##NN "}, " \
-  TL_WGMMA_IN##NN ";\n}\n"
-#define TL_WGMMA_CASE(NN)                                                              \
-  if constexpr (N == NN) {                                                             \
-    if constexpr (detail::is_same<T, half>::value) {                                   \
-      asm volatile(TL_WGMMA_ASM(NN, "f16")                                             \
-                   : TL_WGMMA_OPS##NN(d)                                               \
+  IN ";\n}\n"
+#define TL_WGMMA_CASE(NN)                                                               \
+  if constexpr (N == NN) {                                                              \
+    if constexpr (detail::is_same<T, half>::value) {                                    \
+      asm volatile(TL_WGMMA_ASM(NN, "f16", TL_WGMMA_IN##NN)                             \
+                   : TL_WGMMA_OPS##NN(d)                                                \
                    : "l"(desc_a), "l"(desc_b), "n"(int(MnMajorA)), "n"(int(MnMajorB))); \
-    } else {                                                                           \
-      asm volatile(TL_WGMMA_ASM(NN, "bf16")                                            \
-                   : TL_WGMMA_OPS##NN(d)                                               \
+    } else {                                                                            \
+      asm volatile(TL_WGMMA_ASM(NN, "bf16", TL_WGMMA_IN##NN)                            \
+                   : TL_WGMMA_OPS##NN(d)                                                \
                    : "l"(desc_a), "l"(desc_b), "n"(int(MnMajorA)), "n"(int(MnMajorB))); \
-    }                                                                                  \
+    }                                                                                   \
   }
 
 /// d (this thread's N/2 floats of a 64 x N f32 tile, layout in the file comment) +=
@@ -278,37 +350,84 @@ TL_DEVICE void wgmma_m64k16(float* d, uint64_t desc_a, uint64_t desc_b) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "wgmma_m64k16: T must be tl::half or tl::bfloat16");
 #if TL_WGMMA_AVAILABLE
-  // clang-format off
-  TL_WGMMA_CASE(8) else TL_WGMMA_CASE(16) else TL_WGMMA_CASE(24) else TL_WGMMA_CASE(32)
-  else TL_WGMMA_CASE(40) else TL_WGMMA_CASE(48) else TL_WGMMA_CASE(56) else TL_WGMMA_CASE(64)
-  else TL_WGMMA_CASE(72) else TL_WGMMA_CASE(80) else TL_WGMMA_CASE(88) else TL_WGMMA_CASE(96)
-  else TL_WGMMA_CASE(104) else TL_WGMMA_CASE(112) else TL_WGMMA_CASE(120) else TL_WGMMA_CASE(128)
-  else TL_WGMMA_CASE(136) else TL_WGMMA_CASE(144) else TL_WGMMA_CASE(152) else TL_WGMMA_CASE(160)
-  else TL_WGMMA_CASE(168) else TL_WGMMA_CASE(176) else TL_WGMMA_CASE(184) else TL_WGMMA_CASE(192)
-  else TL_WGMMA_CASE(200) else TL_WGMMA_CASE(208) else TL_WGMMA_CASE(216) else TL_WGMMA_CASE(224)
-  else TL_WGMMA_CASE(232) else TL_WGMMA_CASE(240) else TL_WGMMA_CASE(248) else TL_WGMMA_CASE(256)
-  // clang-format on
+  TL_WGMMA_EACH_N(TL_WGMMA_CASE)
 #elif defined(__CUDA_ARCH__)
   static_assert(detail::wgmma_unavailable<T>::value, "wgmma_m64k16 needs sm_90a (compile for compute_90a)");
 #endif
 }
 
 #undef TL_WGMMA_CASE
+
+// The register-A form: the A operand is the vector of four 32-bit registers.
+#define TL_WGMMA_RS_CASE(NN)                                                                       \
+  if constexpr (N == NN) {                                                                         \
+    if constexpr (detail::is_same<T, half>::value) {                                               \
+      asm volatile(TL_WGMMA_ASM(NN, "f16", TL_WGMMA_RS_IN##NN)                                     \
+                   : TL_WGMMA_OPS##NN(d)                                                           \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(int(MnMajorB))); \
+    } else {                                                                                       \
+      asm volatile(TL_WGMMA_ASM(NN, "bf16", TL_WGMMA_RS_IN##NN)                                    \
+                   : TL_WGMMA_OPS##NN(d)                                                           \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(int(MnMajorB))); \
+    }                                                                                              \
+  }
+
+/// d (as in wgmma_m64k16) += A (64 x 16, from registers) * B (16 x N, shared memory).
+/// a: this thread's four A-fragment registers of the k16 step (see gemm_rs_wgmma in the
+/// file comment). MnMajorB: B is stored N-major (imm-trans-b = 1).
+/// Asynchronous: the registers of a and d must be written before wgmma_fence() and left
+/// alone until wgmma_wait_group() has covered this instruction.
+template <int N, typename T, bool MnMajorB>
+TL_DEVICE void wgmma_m64k16_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b) {
+  static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma_m64k16_rs: N must be 8, 16, ..., 256");
+  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
+                "wgmma_m64k16_rs: T must be tl::half or tl::bfloat16");
+#if TL_WGMMA_AVAILABLE
+  TL_WGMMA_EACH_N(TL_WGMMA_RS_CASE)
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::wgmma_unavailable<T>::value, "wgmma_m64k16_rs needs sm_90a (compile for compute_90a)");
+#endif
+}
+
+#undef TL_WGMMA_RS_CASE
 #undef TL_WGMMA_ASM
 
 namespace detail {
 
+constexpr uint32_t kWgmmaRowBytes = 128;                   ///< one stored row of a 64-element panel
+constexpr uint32_t kWgmmaAtomBytes = 8 * kWgmmaRowBytes;  ///< one swizzle atom: 8 rows; SBO in every case
+
+/// Descriptor of B (K x N N-major, or N x K K-major when TransB) at column 0, k = 0.
+template <int K, bool TransB, typename T>
+TL_DEVICE uint64_t wgmma_desc_b(const T* B) {
+  return wgmma_desc_sw128(smem_addr(B), TransB ? 16u : uint32_t(K) * kWgmmaRowBytes, kWgmmaAtomBytes);
+}
+
+/// Byte offset of B's k16 step at k: K-major B (N x K) moves k/64 panels and (k%64)*2 bytes
+/// along the row; N-major B (K x N) moves k rows of 128 bytes.
+template <int N, bool TransB>
+TL_DEVICE uint32_t wgmma_b_k_offset(int k) {
+  return TransB ? uint32_t(k / 64) * uint32_t(N) * kWgmmaRowBytes + uint32_t(k % 64) * 2u
+                : uint32_t(k) * kWgmmaRowBytes;
+}
+
 /// Issues, for one k16 step, the wgmmas of the column chunks [N0, N) of a warpgroup's
 /// 64 x N tile, 256 columns at a time (the last chunk may be narrower).
+/// a is A's descriptor (uint64_t) or its four fragment registers (uint32_t[4]);
 /// desc_b0 addresses column 0 of this k step; chunk n0 adds its own offset.
-template <int N0, int N, int K, bool TransA, bool TransB, typename T>
-TL_DEVICE void wgmma_k16_chunks(float* C, uint64_t desc_a, uint64_t desc_b0) {
+template <int N0, int N, int K, bool TransA, bool TransB, typename T, typename AOperand>
+TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
   constexpr int kChunk = N - N0 < 256 ? N - N0 : 256;
   // Byte offset of column n0: K-major B (N x K) moves down n0 rows of 128 bytes, N-major B
   // (K x N) moves right n0/64 panels of K rows.
-  constexpr uint32_t kOffset = TransB ? uint32_t(N0) * 128u : uint32_t(N0 / 64) * uint32_t(K) * 128u;
-  wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, desc_a, desc_b0 + (kOffset >> 4));
-  if constexpr (N0 + kChunk < N) wgmma_k16_chunks<N0 + kChunk, N, K, TransA, TransB, T>(C, desc_a, desc_b0);
+  constexpr uint32_t kOffset =
+      TransB ? uint32_t(N0) * kWgmmaRowBytes : uint32_t(N0 / 64) * uint32_t(K) * kWgmmaRowBytes;
+  if constexpr (is_same<AOperand, uint64_t>::value) {
+    wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+  } else {
+    wgmma_m64k16_rs<kChunk, T, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+  }
+  if constexpr (N0 + kChunk < N) wgmma_k16_chunks<N0 + kChunk, N, K, TransA, TransB, T>(C, a, desc_b0);
 }
 
 }  // namespace detail
@@ -326,26 +445,25 @@ TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
   static_assert(!TransB || K % 64 == 0, "gemm_ss_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows)");
   static_assert(TransB || N % 64 == 0, "gemm_ss_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
 #if TL_WGMMA_AVAILABLE
-  constexpr uint32_t kRow = 128;        // bytes of one stored row of a 64-element panel
-  constexpr uint32_t kAtom = 8 * kRow;  // one swizzle atom: 8 rows; SBO in every case
+  constexpr uint32_t kRow = detail::kWgmmaRowBytes;
   const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
   const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
   // Rows 64g of A: K-major (M x K) 64g rows down; M-major (K x M) panel g.
   const uint32_t a_start =
       smem_addr(A) + (TransA ? uint32_t(warpgroup) * uint32_t(K) * kRow : uint32_t(warpgroup) * 64u * kRow);
-  const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, kAtom);
-  const uint64_t desc_b0 = wgmma_desc_sw128(smem_addr(B), TransB ? 16u : uint32_t(K) * kRow, kAtom);
+  const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, detail::kWgmmaAtomBytes);
+  const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
 
   fence_proxy_async_shared();
   wgmma_hold<N / 2>(C);
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += 16) {
-    // k16 step: K-major operands move (k/64) panels and (k%64)*2 bytes along the row;
-    // MN-major operands move k rows of 128 bytes.
+    // k16 step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
+    // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset).
     const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / 64) * M * kRow + uint32_t(k % 64) * 2u;
-    const uint32_t b_off = TransB ? uint32_t(k / 64) * N * kRow + uint32_t(k % 64) * 2u : uint32_t(k) * kRow;
+    const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
     detail::wgmma_k16_chunks<0, N, K, TransA, TransB, T>(C, desc_a0 + (a_off >> 4), desc_b0 + (b_off >> 4));
   }
   wgmma_commit_group();
@@ -353,6 +471,49 @@ TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
   wgmma_hold<N / 2>(C);
 #elif defined(__CUDA_ARCH__)
   static_assert(detail::wgmma_unavailable<T>::value, "gemm_ss_wgmma needs sm_90a (compile for compute_90a)");
+#else
+  (void)A, (void)B, (void)C;
+#endif
+}
+
+/// The block's tile GEMM with A in registers (see gemm_rs_wgmma in the file comment): A
+/// holds this thread's K/2 values in the accumulator layout, B is the shared tile of
+/// gemm_ss_wgmma. All threads of the block (exactly M/16 warps) must call it.
+template <int M, int N, int K, bool TransB, typename T>
+TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
+  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
+                "gemm_rs_wgmma: T must be tl::half or tl::bfloat16");
+  static_assert(M >= 64 && M % 64 == 0, "gemm_rs_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
+  static_assert(N >= 8 && N % 8 == 0, "gemm_rs_wgmma: N must be a multiple of 8");
+  static_assert(K >= 16 && K % 16 == 0, "gemm_rs_wgmma: K must be a multiple of 16");
+  static_assert(!TransB || K % 64 == 0, "gemm_rs_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows)");
+  static_assert(TransB || N % 64 == 0, "gemm_rs_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
+#if TL_WGMMA_AVAILABLE
+  // Register j of the k16 step s packs A[8s + 2j] (bits 0..15) and A[8s + 2j + 1]: tile
+  // kt = 2s regs 0, 1 and 2, 3, then tile 2s + 1 regs 0, 1 and 2, 3. All steps are packed
+  // before the fence, since the wgmmas read these registers while they run.
+  uint32_t a[K / 16][4];
+#pragma unroll
+  for (int i = 0; i < K / 4; ++i) {
+    a[i / 4][i % 4] = uint32_t(A[2 * i].bits) | (uint32_t(A[2 * i + 1].bits) << 16);
+  }
+  const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
+
+  fence_proxy_async_shared();
+  wgmma_hold<K / 4>(&a[0][0]);
+  wgmma_hold<N / 2>(C);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
+    detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C, a[k / 16], desc_b0 + (b_off >> 4));
+  }
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  wgmma_hold<N / 2>(C);
+  wgmma_hold<K / 4>(&a[0][0]);
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::wgmma_unavailable<T>::value, "gemm_rs_wgmma needs sm_90a (compile for compute_90a)");
 #else
   (void)A, (void)B, (void)C;
 #endif
