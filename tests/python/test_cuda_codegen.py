@@ -180,3 +180,19 @@ def test_gemm_that_cannot_use_wgmma_says_why():
     # does not allow here.
     k = compile_for(gemm(256, 256, 256), "sm_90a")
     assert any("not wgmma: wgmma needs one warp per 16 rows" in r for r in k.get_remarks()), k.get_remarks()
+
+
+def test_attention_on_hopper_takes_wgmma_for_both_gemms():
+    """One warp per 16 rows: Q K^T reads both operands from shared memory and P V takes
+    P from registers, both on wgmma, with no spills."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+    from attention_kernel import flash_attention
+
+    k = compile_for(flash_attention(1, 4, 512, 128, causal=True, block_M=128, block_N=128, threads=256), "sm_90a")
+    src = k.get_kernel_source()
+    assert "tl::gemm_ss_wgmma<128, 128, 128, false, true>" in src, src
+    assert "tl::gemm_rs_wgmma<128, 128, 128, false>" in src, src
+    assert k._cuda.resource_usage["spill_stores_bytes"] in (0, None)

@@ -39,8 +39,10 @@ class CudaCodegen : public CPrinter {
     gemm_operands_ = transform::cuda::GemmOperands(f->body);
     ForEachExpr(f->body, [&](const Expr& e) {
       const auto* call = As<Call>(e);
-      if (!call || call->op != "gemm_ss_wgmma") return;
-      for (int k = 0; k < 2; ++k) wgmma_operands_.insert(As<BufferLoad>(As<Call>(call->args[k])->args[0])->buffer.get());
+      if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma")) return;
+      for (int k = call->op == "gemm_rs_wgmma" ? 1 : 0; k < 2; ++k) {
+        wgmma_operands_.insert(As<BufferLoad>(As<Call>(call->args[k])->args[0])->buffer.get());
+      }
     });
     plan_ = transform::cuda::ReadSharedPlan(f->body);
     for (const auto& [buffer, range] : plan_) shared_bytes_ = std::max(shared_bytes_, range.hi);
@@ -264,9 +266,10 @@ class CudaCodegen : public CPrinter {
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (op->op == "gemm_ss_wgmma") {
-      std::string s = "tl::gemm_ss_wgmma<";
-      for (int k = 3; k < 8; ++k) s += Print(op->args[k]) + (k < 7 ? ", " : "");
+    if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma") {
+      // (A, B, C, M, N, K, [trans_a,] trans_b): the template arguments follow the pointers.
+      std::string s = "tl::" + op->op + "<";
+      for (size_t k = 3; k < op->args.size(); ++k) s += Print(op->args[k]) + (k + 1 < op->args.size() ? ", " : "");
       s += ">(";
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";

@@ -171,6 +171,14 @@ class LayoutInference : public IRVisitor {
           warps = layout::WarpPartition{w, 1};
           Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
           rs_gemms.insert(op);
+          if (arch_.rfind("sm_90", 0) == 0) {
+            std::string no = cuda::WgmmaUnfit(op, num_threads_, arch_, /*a_in_registers=*/true);
+            if (no.empty()) {
+              wgmma_gemms.insert(op);
+            } else {
+              no_wgmma[op] = no;
+            }
+          }
         }
       }
     } else if (UseWgmma(op)) {
@@ -494,7 +502,7 @@ class FragmentRewriter : public IRMutator {
 
   /// T.gemm with A in registers (the accumulator layout of M x K, warps along M only):
   /// gemm_rs packs A's registers into mma operands without touching shared memory.
-  Stmt RegisterAGemm(const GemmOp* op) {
+  Stmt RegisterAGemm(const GemmOp* op, bool wgmma) {
     const RegFragment& a = regs_.at(op->a.buffer.get());
     const RegFragment& c = regs_.at(op->c.buffer.get());
     Region b = MutateRegion(op->b);
@@ -512,10 +520,23 @@ class FragmentRewriter : public IRMutator {
         Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(c.regs, {MakeInt(0)})}),
         MakeInt(c.layout->m()), MakeInt(c.layout->n()), MakeInt(a.layout->n()),
         MakeInt(Mma(c).warps().warps_m), MakeBool(op->trans_b), b.buffer->StrideOf(b.ranges.size() - 2)};
+    if (wgmma) {
+      // tl::gemm_rs_wgmma(A regs, B tile base, C regs) reads B in its panelled layout.
+      std::vector<Expr> zeros(b.buffer->shape.size(), MakeInt(0));
+      std::vector<Expr> wargs = {args[0], Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, zeros)}),
+                                 args[2], args[3], args[4], args[5], MakeBool(op->trans_b)};
+      out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs_wgmma", wargs), op->span));
+      ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                             op->c.buffer->name + ": A from registers, wgmma m64n" +
+                             std::to_string(std::min<int64_t>(c.layout->n(), 256)) + "k16 with B from shared memory");
+      return Seq::Make(out, op->span);
+    }
     out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs", args), op->span));
+    auto no = no_wgmma_.find(op);
     ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                            op->c.buffer->name + ": A from registers (no trip through shared memory), "
-                           "ldmatrix + mma.sync m16n8k16 for B");
+                           "ldmatrix + mma.sync m16n8k16 for B" +
+                           (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")"));
     return Seq::Make(out, op->span);
   }
 
@@ -560,7 +581,7 @@ class FragmentRewriter : public IRMutator {
   Stmt Mutate_(const GemmOp* op, const Stmt& self) override {
     auto simt = simt_gemms_.find(op);
     if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
-    if (rs_gemms_.count(op)) return RegisterAGemm(op);
+    if (rs_gemms_.count(op)) return RegisterAGemm(op, wgmma_gemms_.count(op) > 0);
     if (wgmma_gemms_.count(op)) return WgmmaGemm(op);
     auto it = regs_.find(op->c.buffer.get());
     TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
@@ -944,8 +965,9 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
     if (!inference.wgmma_gemms.count(g)) other_operands.insert({g->a.buffer.get(), g->b.buffer.get()});
   }
   for (const GemmOp* g : gemms) {
+    bool shared_a = g->a.buffer->scope == Scope::kShared;
     if (inference.wgmma_gemms.count(g) &&
-        (other_operands.count(g->a.buffer.get()) || other_operands.count(g->b.buffer.get()))) {
+        ((shared_a && other_operands.count(g->a.buffer.get())) || other_operands.count(g->b.buffer.get()))) {
       inference.wgmma_gemms.erase(g);
       inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma";
     }

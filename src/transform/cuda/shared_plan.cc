@@ -17,9 +17,13 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
   std::unordered_set<const BufferNode*> out;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    if (!call || (call->op != "gemm_ss" && call->op != "gemm_rs" && call->op != "gemm_ss_wgmma")) return;
-    // gemm_rs takes A from registers: only its B (argument 1) is a shared operand.
-    for (int k = call->op == "gemm_rs" ? 1 : 0; k < 2; ++k) {
+    if (!call || (call->op != "gemm_ss" && call->op != "gemm_rs" && call->op != "gemm_ss_wgmma" &&
+                  call->op != "gemm_rs_wgmma")) {
+      return;
+    }
+    // gemm_rs* take A from registers: only their B (argument 1) is a shared operand.
+    bool reg_a = call->op == "gemm_rs" || call->op == "gemm_rs_wgmma";
+    for (int k = reg_a ? 1 : 0; k < 2; ++k) {
       const auto* addr = As<Call>(call->args[k]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
     }
@@ -87,7 +91,8 @@ bool HasBlockLevelWork(const Stmt& s) {
       if (!found) IRVisitor::Visit_(op);
     }
     void Visit_(const Call* op) override {
-      if (op->op == "gemm_ss" || op->op == "gemm_rs" || op->op == "gemm_ss_wgmma" || op->op == "syncthreads" ||
+      if (op->op == "gemm_ss" || op->op == "gemm_rs" || op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" ||
+          op->op == "syncthreads" ||
           op->op.rfind("cp_async", 0) == 0) {
         found = true;
       }

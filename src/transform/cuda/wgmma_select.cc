@@ -29,10 +29,13 @@ bool Sixteen(DType t) { return t == DType::Float(16) || t == DType::BFloat16(); 
 
 }  // namespace
 
-std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch) {
+std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers) {
   if (arch != "sm_90a") return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
   const Buffer &a = op->a.buffer, &b = op->b.buffer, &c = op->c.buffer;
-  if (a->scope != Scope::kShared || b->scope != Scope::kShared) return "an operand is not in shared memory";
+  if ((!a_in_registers && a->scope != Scope::kShared) || b->scope != Scope::kShared) {
+    return "an operand is not in shared memory";
+  }
+  if (a_in_registers && op->trans_a) return "a register operand A cannot be transposed";
   if (!Sixteen(a->dtype) || a->dtype != b->dtype || c->dtype != DType::Float(32)) {
     return "wgmma here takes float16/bfloat16 operands into a float32 accumulator";
   }
@@ -41,6 +44,8 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
     return "an operand is not a whole 2-D tile";
   }
   int64_t k = op->trans_a ? ar : ac;
+  // Registers have no panels: only B's shared layout constrains a register A.
+  if (a_in_registers) ar = ac = 64;
   if (m % 64 || threads != m / 16 * 32) {
     return "wgmma needs one warp per 16 rows of C (block_M = 64 x warpgroups; here M = " + std::to_string(m) +
            " with " + std::to_string(threads) + " threads)";

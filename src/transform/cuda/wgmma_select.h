@@ -14,8 +14,9 @@ namespace tl::transform::cuda {
 /// panel) and whose other dimension is a multiple of 8; a float32 accumulator of M x N
 /// with M a multiple of 64 and one warp per 16 rows (warpgroup g owns rows 64g..64g+63,
 /// which keeps the mma.sync accumulator layout with warps M/16 x 1); N and K multiples of
-/// 8 and 16.
-std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch);
+/// 8 and 16. With `a_in_registers`, A is a register fragment in that accumulator layout
+/// (tl::gemm_rs_wgmma) and only B's shared layout is constrained.
+std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false);
 
 /// The element offset of (flat row-major offset `off`) in a wgmma operand tile of
 /// `rows` x `cols` (cols contiguous), possibly one of several stacked tiles (pipeline
