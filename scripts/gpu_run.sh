@@ -23,6 +23,11 @@ if [ -f tests/cuda/device_lib_test.cu ]; then
   nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
     tests/cuda/device_lib_test.cu -o /tmp/device_lib_test && /tmp/device_lib_test | tail -3
 fi
+if [ -f tests/cuda/wgmma_test.cu ] && nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -q "^9.0"; then
+  echo "== wgmma test (Hopper)"
+  nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates tests/cuda/wgmma_test.cu -o /tmp/wgmma_test \
+    && /tmp/wgmma_test | grep -E "FAIL|ALL PASS" | head -20
+fi
 # CI runs the CPU-target suite on every commit; GPU_RUN_SKIP_CPU=1 saves device time in
 # development runs.
 if [ "${GPU_RUN_SKIP_CPU:-0}" != "1" ]; then
