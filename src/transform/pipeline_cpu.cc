@@ -6,8 +6,10 @@
 namespace tl::transform {
 
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
+  // Thread-level code has no meaning here: a clear error at the user's line.
+  ir::PrimFunc out = RunPass("cpu-reject-thread-level", f, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.
-  ir::PrimFunc out = RunPass("simplify", f, ctx);
+  out = RunPass("simplify", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
   out = RunPass("guard-global-access", out, ctx);
   // Tile ops become loops with edge guards; the guards are written naively ...

@@ -31,6 +31,10 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx);
 /// between kernels are a CompileError.
 std::vector<ir::PrimFunc> SplitKernels(const ir::PrimFunc& f);
 
+/// "cpu-reject-thread-level": T.get_thread_binding and T.warp_reduce_* are a CompileError
+/// at their line on the CPU target, which runs each block as one sequence.
+ir::PrimFunc CpuRejectThreadLevel(const ir::PrimFunc& f, PassContext& ctx);
+
 /// The CPU pipeline, in order (see pipeline_cpu.cc for why each pass is where it is).
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx);
 

@@ -472,7 +472,46 @@ def pow(x, y):  # noqa: A001
 
 
 def get_thread_binding(dim=0):
-    raise _b._UserError("T.get_thread_binding is not supported yet (the CPU target does not emulate threads)")
+    """This thread's index along dimension `dim` of the block (threadIdx.x/y/z on CUDA).
+    Thread-level code is for the CUDA target: the CPU target runs a block as one sequence."""
+    _b.require_kernel("T.get_thread_binding")
+    if dim not in (0, 1, 2):
+        raise _b._UserError(f"T.get_thread_binding: dim must be 0, 1 or 2, got {dim!r}")
+    return PrimExpr(_tl.call("int32", "thread_binding", [_tl.const_int(dim, "int32")]))
+
+
+def _warp_reduce(kind, value):
+    _b.require_kernel(f"T.warp_reduce_{kind}")
+    v = as_expr(value)
+    if kind in ("bitand", "bitor") and not v.dtype.startswith(("int", "uint")):
+        raise _b._UserError(f"T.warp_reduce_{kind} takes an integer value, got {v.dtype}")
+    return PrimExpr(_tl.call(v.dtype, f"warp_reduce_{kind}", [v.node, _tl.const_int(32, "int32")]))
+
+
+def warp_reduce_sum(value):
+    """The sum of `value` over the 32 lanes of this thread's warp, returned to every lane.
+    All lanes of the warp must call it together (not under a lane-dependent branch)."""
+    return _warp_reduce("sum", value)
+
+
+def warp_reduce_max(value):
+    """The maximum of `value` over the lanes of the warp (see warp_reduce_sum)."""
+    return _warp_reduce("max", value)
+
+
+def warp_reduce_min(value):
+    """The minimum of `value` over the lanes of the warp (see warp_reduce_sum)."""
+    return _warp_reduce("min", value)
+
+
+def warp_reduce_bitand(value):
+    """The bitwise and of an integer `value` over the lanes of the warp."""
+    return _warp_reduce("bitand", value)
+
+
+def warp_reduce_bitor(value):
+    """The bitwise or of an integer `value` over the lanes of the warp."""
+    return _warp_reduce("bitor", value)
 
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -105,6 +105,20 @@ struct MinOp {
     return tl::min(a, b);
   }
 };
+struct BitAndOp {
+  static constexpr bool kCommutative = true;
+  template <typename T>
+  TL_DEVICE T operator()(T a, T b) const {
+    return a & b;
+  }
+};
+struct BitOrOp {
+  static constexpr bool kCommutative = true;
+  template <typename T>
+  TL_DEVICE T operator()(T a, T b) const {
+    return a | b;
+  }
+};
 
 /// Butterfly over aligned groups of W lanes (mask: the lanes taking part).
 template <int W, typename R, typename Op>
@@ -195,6 +209,17 @@ TL_DEVICE T warp_reduce_max(T v) {
 template <int W = 32, typename T>
 TL_DEVICE T warp_reduce_min(T v) {
   return detail::warp_reduce<W>(v, detail::MinOp{});
+}
+
+/// Bitwise and of an integer v over aligned groups of W lanes (default: the whole warp).
+template <int W = 32, typename T>
+TL_DEVICE T warp_reduce_bitand(T v) {
+  return detail::warp_reduce<W>(v, detail::BitAndOp{});
+}
+/// Bitwise or of an integer v over aligned groups of W lanes (default: the whole warp).
+template <int W = 32, typename T>
+TL_DEVICE T warp_reduce_bitor(T v) {
+  return detail::warp_reduce<W>(v, detail::BitOrOp{});
 }
 
 /// Sum of v over threads 0..num_threads-1 of the block, returned to every
