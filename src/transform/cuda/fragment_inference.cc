@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Fragment layout inference (see fragment_inference.h).
+#include "fragment_inference.h"
+
+#include "register_tiles.h"
+#include "tl/support/error.h"
+#include "wgmma_select.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+using layout::FragmentLayout;
+using layout::FragmentLayoutRef;
+using layout::MmaAccumulatorLayout;
+
+bool IsFragment(const Buffer& b) { return b && b->scope == Scope::kFragment; }
+
+bool IsWhole2D(const Region& r, int64_t* m, int64_t* n) {
+  if (r.ranges.size() != 2) return false;
+  int64_t a, b, x, y;
+  if (!AsConstInt(r.ranges[0].min, &a) || !AsConstInt(r.ranges[1].min, &b) || a || b) return false;
+  if (!AsConstInt(r.ranges[0].extent, &x) || !AsConstInt(r.ranges[1].extent, &y)) return false;
+  int64_t sx, sy;
+  if (!AsConstInt(r.buffer->shape[0], &sx) || !AsConstInt(r.buffer->shape[1], &sy)) return false;
+  *m = x;
+  *n = y;
+  return x == sx && y == sy;
+}
+
+ParallelNest CollectNest(const For* op) {
+  ParallelNest nest;
+  const For* cur = op;
+  while (true) {
+    nest.loops.push_back(cur);
+    const auto* inner = As<For>(cur->body);
+    if (!inner || inner->for_kind != ForKind::kParallel) break;
+    cur = inner;
+  }
+  nest.body = nest.loops.back()->body;
+  return nest;
+}
+
+void AccessCollector::Visit_(const BufferLoad* op) {
+  if (IsFragment(op->buffer)) accesses.emplace_back(op->buffer, op->indices);
+  IRVisitor::Visit_(op);
+}
+
+void AccessCollector::Visit_(const BufferStore* op) {
+  if (IsFragment(op->buffer)) accesses.emplace_back(op->buffer, op->indices);
+  IRVisitor::Visit_(op);
+}
+
+bool IndicesAreVars(const std::vector<Expr>& idx, const ParallelNest& nest) {
+  if (idx.size() != nest.loops.size()) return false;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] != static_cast<Expr>(nest.loops[i]->var)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// Layout inference over one kernel body.
+class LayoutInference : public IRVisitor {
+ public:
+  LayoutInference(int64_t num_threads, std::string arch) : num_threads_(num_threads), arch_(std::move(arch)) {}
+
+  std::unordered_map<const BufferNode*, Assigned> layouts;
+  /// Fragments that must stay in shared memory (operands of GEMMs, accumulators of GEMMs
+  /// that cannot use the tensor-core layout).
+  std::unordered_set<const BufferNode*> forced_shared;
+  /// GEMMs lowered to per-element loops, with the reason.
+  std::unordered_map<const GemmOp*, std::string> simt_gemms;
+  /// GEMMs whose A operand stays in registers (gemm_rs).
+  std::unordered_set<const GemmOp*> rs_gemms;
+  /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
+  std::unordered_set<const GemmOp*> wgmma_gemms;
+  std::unordered_map<const GemmOp*, std::string> no_wgmma;
+  /// Per-row vectors whose uses need different layouts (moved to shared memory).
+  std::unordered_set<const BufferNode*> conflicted;
+  bool changed = false;
+
+  void Assign(const Buffer& b, const FragmentLayoutRef& l, const std::string& origin,
+              const Span& span) {
+    if (forced_shared.count(b.get())) return;
+    auto it = layouts.find(b.get());
+    if (l->is_rows() && it != layouts.end() && !(*it->second.layout == *l)) {
+      // A per-row vector used next to tiles of different layouts: it stays in shared
+      // memory, where every thread can reach every row.
+      conflicted.insert(b.get());
+      return;
+    }
+    if (it == layouts.end()) {
+      layouts[b.get()] = Assigned{l, origin, span};
+      changed = true;
+      return;
+    }
+    if (!(*it->second.layout == *l)) {
+      TL_USER_ERROR(span) << "layout conflict for fragment " << b->name << ": " << it->second.origin
+                          << " (line " << it->second.span.line << ") gives it " << it->second.layout->ToString()
+                          << " but " << origin << " needs " << l->ToString();
+    }
+  }
+
+ protected:
+  void Visit_(const GemmOp* op) override {
+    int64_t m, n, ka = 0, kb = 0;
+    std::string why;
+    layout::WarpPartition warps;
+    bool reg_a = IsFragment(op->a.buffer) && !IsFragment(op->b.buffer);
+    if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
+      why = "the accumulator is not a whole 2-D fragment";
+    } else if (num_threads_ % 32) {
+      why = "the thread count is not a multiple of 32";
+    } else if (IsFragment(op->b.buffer)) {
+      why = "operand B is a fragment";
+    } else if (reg_a) {
+      // A in registers: each warp must own whole rows of A and C (warps along M only),
+      // and A must hold 16-bit values laid out as an mma accumulator of M x K.
+      int64_t w = num_threads_ / 32;
+      DType ta = op->a.buffer->dtype;
+      bool sixteen = (ta == DType::Float(16) || ta == DType::BFloat16()) && ta == op->b.buffer->dtype &&
+                     op->c.buffer->dtype == DType::Float(32);
+      if (op->trans_a || !IsWhole2D(op->a, &ka, &kb) || ka != m || !sixteen || m % (16 * w) || n % 8 || kb % 16) {
+        why = "operand A is a fragment that the tensor-core path cannot read from registers (it needs "
+              "16-bit A of M x K, not transposed, and M a multiple of 16 x warps)";
+      } else {
+        auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, layout::WarpPartition{w, 1});
+        auto it = layouts.find(op->a.buffer.get());
+        if (it != layouts.end() && !(*it->second.layout == *a_layout)) {
+          why = "operand A is held as " + it->second.layout->ToString() + " but the register path needs " +
+                a_layout->ToString();
+        } else {
+          warps = layout::WarpPartition{w, 1};
+          Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
+          rs_gemms.insert(op);
+          if (arch_.rfind("sm_90", 0) == 0) {
+            std::string no = cuda::WgmmaUnfit(op, num_threads_, arch_, /*a_in_registers=*/true);
+            if (no.empty()) {
+              wgmma_gemms.insert(op);
+            } else {
+              no_wgmma[op] = no;
+            }
+          }
+        }
+      }
+    } else if (UseWgmma(op)) {
+      // One warp per 16 rows: the mma.sync accumulator layout with warps M/16 x 1 is
+      // exactly the wgmma m64nNk16 layout of each warpgroup.
+      warps = layout::WarpPartition{num_threads_ / 32, 1};
+    } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
+      why = "a " + std::to_string(m) + "x" + std::to_string(n) + " accumulator cannot be split over " +
+            std::to_string(num_threads_ / 32) + " warps in 16x8 tiles";
+    }
+    if (!why.empty()) {
+      rs_gemms.erase(op);
+      simt_gemms[op] = why;
+      if (IsFragment(op->c.buffer)) forced_shared.insert(op->c.buffer.get());
+      if (IsFragment(op->b.buffer)) forced_shared.insert(op->b.buffer.get());
+      return;
+    }
+    Assign(op->c.buffer, std::make_shared<MmaAccumulatorLayout>(m, n, warps), "T.gemm", op->span);
+  }
+
+  void Visit_(const For* op) override {
+    if (op->for_kind != ForKind::kParallel) return IRVisitor::Visit_(op);
+    ParallelNest nest = CollectNest(op);
+    AccessCollector c;
+    c.Visit(nest.body);
+    FragmentLayoutRef anchor;
+    Buffer anchor_buf;
+    for (auto& [b, idx] : c.accesses) {
+      auto it = layouts.find(b.get());
+      if (it != layouts.end() && IndicesAreVars(idx, nest)) {
+        anchor = it->second.layout;
+        anchor_buf = b;
+        break;
+      }
+    }
+    if (anchor && !anchor->is_rows()) {
+      for (auto& [b, idx] : c.accesses) {
+        int64_t m, n;
+        if (b->shape.size() == 2 && IsWhole2D(Region::Full(b), &m, &n) && m == anchor->m() && n == anchor->n() &&
+            IndicesAreVars(idx, nest)) {
+          Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
+        }
+        // A per-row vector read or written next to the tile: it holds this tile's rows.
+        if (IsFragment(b) && b->shape.size() == 1 && !IsRowVector(b, anchor->m())) conflicted.insert(b.get());
+        if (IsRowVector(b, anchor->m()) && idx.size() == 1 && idx[0] == static_cast<Expr>(nest.loops[0]->var)) {
+          Assign(b, anchor->Rows(), "T.Parallel with " + anchor_buf->name,
+                 op->span);
+        }
+      }
+    } else if (anchor) {
+      for (auto& [b, idx] : c.accesses) {
+        if (IsRowVector(b, anchor->m()) && IndicesAreVars(idx, nest)) {
+          Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
+        }
+      }
+    } else {
+      // No register tile leads this loop: its vectors must be reachable by any thread.
+      for (auto& [b, idx] : c.accesses) {
+        if (IsFragment(b) && b->shape.size() == 1) conflicted.insert(b.get());
+      }
+    }
+    IRVisitor::Visit(nest.body);
+  }
+
+  void Visit_(const ReduceOp* op) override {
+    auto it = layouts.find(op->src.buffer.get());
+    if (it != layouts.end() && !it->second.layout->is_rows() && op->dim == 1 &&
+        IsRowVector(op->dst.buffer, it->second.layout->m())) {
+      Assign(op->dst.buffer, it->second.layout->Rows(),
+             "T.reduce of " + op->src.buffer->name, op->span);
+    }
+    IRVisitor::Visit_(op);
+  }
+
+  bool UseWgmma(const GemmOp* op) {
+    if (arch_.rfind("sm_90", 0) != 0) return false;
+    std::string why = cuda::WgmmaUnfit(op, num_threads_, arch_);
+    if (why.empty()) {
+      wgmma_gemms.insert(op);
+      return true;
+    }
+    no_wgmma[op] = why;
+    return false;
+  }
+
+  static bool IsRowVector(const Buffer& b, int64_t m) {
+    int64_t len = 0;
+    return IsFragment(b) && b->shape.size() == 1 && AsConstInt(b->shape[0], &len) && len == m;
+  }
+
+  void Visit_(const CopyOp* op) override {
+    if (IsFragment(op->src.buffer) && IsFragment(op->dst.buffer)) {
+      // Only fills in a missing layout: a copy between two different layouts converts
+      // (through shared memory, see FragmentRewriter).
+      auto s = layouts.find(op->src.buffer.get()), d = layouts.find(op->dst.buffer.get());
+      if (s != layouts.end() && d == layouts.end()) {
+        Assign(op->dst.buffer, s->second.layout, "T.copy from " + op->src.buffer->name, op->span);
+      } else if (d != layouts.end() && s == layouts.end()) {
+        Assign(op->src.buffer, d->second.layout, "T.copy to " + op->dst.buffer->name, op->span);
+      }
+    }
+    IRVisitor::Visit_(op);
+  }
+
+ private:
+  int64_t num_threads_;
+  std::string arch_;
+};
+
+/// Propagates the layouts known so far to a fixed point; per-row vectors caught between
+/// two layouts move to shared memory (and propagation restarts without them).
+void Propagate(LayoutInference& inference, const ir::Stmt& body) {
+  // Propagation needs a few sweeps: a T.Parallel before the gemm in program order may
+  // only learn its layout after the gemm has been seen.
+  for (int round = 0; round < 4; ++round) {
+    for (int sweep = 0; sweep < 8; ++sweep) {
+      inference.changed = false;
+      inference.Visit(body);
+      if (!inference.changed) break;
+    }
+    if (inference.conflicted.empty()) break;
+    for (const BufferNode* b : inference.conflicted) {
+      inference.layouts.erase(b);
+      inference.forced_shared.insert(b);
+    }
+    inference.conflicted.clear();
+  }
+}
+
+}  // namespace
+
+FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch) {
+  LayoutInference inference(threads, arch);
+  // First what the GEMMs fix. Conflicts wait: a per-row vector that no tile reaches yet
+  // may still meet one of the tiles seeded below.
+  for (int sweep = 0; sweep < 8; ++sweep) {
+    inference.changed = false;
+    inference.Visit(body);
+    if (!inference.changed) break;
+  }
+  inference.conflicted.clear();
+  // Tiles that no T.gemm reached get a layout of their own when all their uses allow
+  // registers (element-wise work, row reductions, copies): a strip layout whose rows
+  // split into vector-wide chunks, so copies are coalesced vector accesses.
+  for (const auto& group : RegisterTileGroups(body)) {
+    bool free = true;
+    for (const Buffer& b : group) free &= !inference.layouts.count(b.get()) && !inference.forced_shared.count(b.get());
+    if (!free) continue;
+    int64_t m = 0, n = 0;
+    AsConstInt(group[0]->shape[0], &m);
+    AsConstInt(group[0]->shape[1], &n);
+    auto strip = layout::RowStripLayout::Choose(m, n, threads);
+    if (!strip) continue;
+    for (const Buffer& b : group) inference.Assign(b, strip, "element-wise use (no T.gemm)", Span{});
+  }
+  Propagate(inference, body);
+  // A shared tile read by a wgmma and by another GEMM would need two layouts: those
+  // wgmma GEMMs use mma.sync instead (with the same accumulator layout).
+  struct Gemms : IRVisitor {
+    std::vector<const GemmOp*> found;
+    void Visit_(const GemmOp* op) override { found.push_back(op); }
+  } collect;
+  collect.Visit(body);
+  const std::vector<const GemmOp*>& gemms = collect.found;
+  std::unordered_set<const BufferNode*> other_operands;
+  for (const GemmOp* g : gemms) {
+    if (!inference.wgmma_gemms.count(g)) other_operands.insert({g->a.buffer.get(), g->b.buffer.get()});
+  }
+  for (const GemmOp* g : gemms) {
+    bool shared_a = g->a.buffer->scope == Scope::kShared;
+    if (inference.wgmma_gemms.count(g) &&
+        ((shared_a && other_operands.count(g->a.buffer.get())) || other_operands.count(g->b.buffer.get()))) {
+      inference.wgmma_gemms.erase(g);
+      inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma";
+    }
+  }
+  FragmentLayouts out;
+  out.layouts = std::move(inference.layouts);
+  out.simt_gemms = std::move(inference.simt_gemms);
+  out.rs_gemms = std::move(inference.rs_gemms);
+  out.wgmma_gemms = std::move(inference.wgmma_gemms);
+  out.no_wgmma = std::move(inference.no_wgmma);
+  return out;
+}
+
+}  // namespace tl::transform::cuda

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Fragment layout inference for the CUDA target (the first half of
+/// "cuda-lower-fragments"; lower_fragments.cc rewrites the fragments it places).
+///
+/// The accumulator of a T.gemm gets the mma layout of its warp grid; that layout spreads
+/// to fragments used element-for-element with it in a T.Parallel nest, and through
+/// fragment-to-fragment copies. Tiles no GEMM reaches get a strip layout when all their
+/// uses allow registers (register_tiles.h). A fragment may get only one layout: a second,
+/// different one is an error naming both operations; per-row vectors caught between two
+/// layouts move to shared memory instead.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tl/ir/functor.h"
+#include "tl/layout/fragment.h"
+
+namespace tl::transform::cuda {
+
+bool IsFragment(const ir::Buffer& b);
+
+/// A region covering a whole 2-D buffer from 0: its extents.
+bool IsWhole2D(const ir::Region& r, int64_t* m, int64_t* n);
+
+/// The loops of a nest of T.Parallel loops, outermost first, and its innermost body.
+struct ParallelNest {
+  std::vector<const ir::For*> loops;
+  ir::Stmt body;
+};
+ParallelNest CollectNest(const ir::For* op);
+
+/// Fragment accesses in a statement: buffer and index vector, in visiting order.
+class AccessCollector : public ir::IRVisitor {
+ public:
+  std::vector<std::pair<ir::Buffer, std::vector<ir::Expr>>> accesses;
+
+ protected:
+  void Visit_(const ir::BufferLoad* op) override;
+  void Visit_(const ir::BufferStore* op) override;
+};
+
+/// Whether the indices are exactly the nest's loop variables, in order.
+bool IndicesAreVars(const std::vector<ir::Expr>& idx, const ParallelNest& nest);
+
+/// A fragment's layout and the operation that fixed it (for conflict messages).
+struct Assigned {
+  layout::FragmentLayoutRef layout;
+  std::string origin;
+  Span span;
+};
+
+/// What layout inference decided for one kernel body.
+struct FragmentLayouts {
+  std::unordered_map<const ir::BufferNode*, Assigned> layouts;
+  /// GEMMs lowered to per-element loops, with the reason.
+  std::unordered_map<const ir::GemmOp*, std::string> simt_gemms;
+  /// GEMMs whose A operand stays in registers.
+  std::unordered_set<const ir::GemmOp*> rs_gemms;
+  /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
+  std::unordered_set<const ir::GemmOp*> wgmma_gemms;
+  std::unordered_map<const ir::GemmOp*, std::string> no_wgmma;
+};
+
+/// Layout inference over a kernel body of `threads` threads compiled for `arch`
+/// ("" when unknown: no arch-specific instruction is chosen).
+FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const std::string& arch);
+
+}  // namespace tl::transform::cuda
