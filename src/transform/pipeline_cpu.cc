@@ -8,6 +8,7 @@ namespace tl::transform {
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   // Thread-level code has no meaning here: a clear error at the user's line.
   ir::PrimFunc out = RunPass("cpu-reject-thread-level", f, ctx);
+  out = RunPass("report-layout-annotations", out, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.
   out = RunPass("simplify", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.

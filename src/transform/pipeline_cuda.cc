@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file The CUDA pipeline (sm_80 path: ldmatrix + mma.sync + cp.async; runs on Hopper too).
+/// \file The CUDA pipeline: ldmatrix + mma.sync + cp.async (the sm_80 path, which runs on
+/// Hopper too), and wgmma for the GEMMs that fit it on sm_90a.
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
 
 ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
+  // Layout annotations are reported, not applied: the passes below choose every layout.
+  ir::PrimFunc out = RunPass("report-layout-annotations", f, ctx);
   // Canonical regions first: layout inference matches fragment indices structurally.
-  ir::PrimFunc out = RunPass("simplify", f, ctx);
+  out = RunPass("simplify", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
   out = RunPass("guard-global-access", out, ctx);
   // Every later pass spreads work over threads through the binding of `tx`.

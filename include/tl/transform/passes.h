@@ -31,6 +31,10 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx);
 /// between kernels are a CompileError.
 std::vector<ir::PrimFunc> SplitKernels(const ir::PrimFunc& f);
 
+/// "report-layout-annotations": T.annotate_layout is not applied (the compiler chooses
+/// tile layouts); each annotated tile is named in a remark, and the annotation dropped.
+ir::PrimFunc ReportLayoutAnnotations(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "cpu-reject-thread-level": T.get_thread_binding and T.warp_reduce_* are a CompileError
 /// at their line on the CPU target, which runs each block as one sequence.
 ir::PrimFunc CpuRejectThreadLevel(const ir::PrimFunc& f, PassContext& ctx);

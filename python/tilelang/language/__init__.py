@@ -361,8 +361,36 @@ def use_swizzle(panel_size=8, order="row", enable=True):
 
 
 def annotate_layout(layout_map):
-    """Layout hints are for GPU targets; the CPU target keeps tiles row-major."""
-    _b.emit(_tl.attr("layout_annotation", [], _b.current_span()))
+    """Layout hints ({tile: layout}). The compiler chooses tile layouts itself (see
+    tilelang.layout); each annotated tile is named in the remarks as not applied."""
+    from ..layout import Layout
+
+    if not isinstance(layout_map, dict):
+        raise _b._UserError(f"T.annotate_layout takes a dict {{tile: layout}}, got {type(layout_map).__name__}")
+    tiles = []
+    for buf, lay in layout_map.items():
+        if not isinstance(buf, _Buffer):
+            raise _b._UserError(f"T.annotate_layout: keys must be tiles (T.alloc_shared / alloc_fragment), "
+                                f"got {type(buf).__name__}")
+        if not (isinstance(lay, Layout) or callable(lay)):
+            raise _b._UserError(f"T.annotate_layout: the layout of {buf.name} must be a Layout, a Fragment or a "
+                                f"function of the indices, got {type(lay).__name__}")
+        tiles.append(_tl.call("handle", "address_of", [buf[(0,) * len(buf.shape)].load().node]))
+    _b.emit(_tl.attr("layout_annotation", tiles, _b.current_span()))
+
+
+def Layout(shape, forward_fn):  # noqa: N802 - TileLang's name
+    """A layout from a function of the logical indices (see tilelang.layout)."""
+    from ..layout import Layout as _Layout
+
+    return _Layout(shape, forward_fn)
+
+
+def Fragment(shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None):  # noqa: N802
+    """A register layout (see tilelang.layout)."""
+    from ..layout import Fragment as _Fragment
+
+    return _Fragment(shape, forward_fn, forward_thread_fn, replicate, forward_index_fn)
 
 
 # --------------------------------------------------------------------------- scalar math
