@@ -121,3 +121,25 @@ def test_integer_ops(rng):
     ]
     for k, r in enumerate(ref):
         np.testing.assert_array_equal(out[k], r, err_msg=f"row {k}")
+
+
+def test_bitwise_functions(rng):
+    import tilelang.language as T
+    from conftest import compile_cpu
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), "int32"), B: T.Tensor((64,), "int32"), C: T.Tensor((6, 64), "int32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                C[0, i] = T.bitwise_and(A[i], B[i])
+                C[1, i] = T.bitwise_or(A[i], B[i])
+                C[2, i] = T.bitwise_xor(A[i], B[i])
+                C[3, i] = T.shift_left(A[i], 3)
+                C[4, i] = T.shift_right(A[i], 2)
+                C[5, i] = T.bitwise_not(A[i])
+
+    a = rng.integers(0, 1 << 20, 64).astype("int32")
+    b = rng.integers(0, 1 << 20, 64).astype("int32")
+    c = compile_cpu(main, out_idx=[-1])(a, b)
+    import numpy as np
+    np.testing.assert_array_equal(c, np.stack([a & b, a | b, a ^ b, a << 3, a >> 2, ~a]))

@@ -71,3 +71,28 @@ def test_bitwise_warp_reduction_takes_integers():
         def main(A: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as bx:
                 A[0] = T.warp_reduce_bitand(A[1])
+
+
+@needs_compiler
+def test_shuffles_on_cuda():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            v = A[tx]
+            B[tx] = T.shfl_xor(v, 1) + T.shfl_down(v, 2) + T.shfl_up(v, 3) + T.shfl_sync(v, 0)
+
+    src = tilelang.compile(main, target="cuda -arch=sm_80").get_kernel_source()
+    for fn in ("tl::shfl_xor(", "tl::shfl_down(", "tl::shfl_up(", "tl::shfl_sync("):
+        assert fn in src, src
+
+
+@cpu_only
+def test_shuffle_is_a_clear_error_on_the_cpu():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            A[0] = T.shfl_xor(A[1], 1)
+
+    with pytest.raises(tilelang.TileLangCompileError, match="T.shfl_xor needs the CUDA target"):
+        tilelang.compile(main, target="cpu")

@@ -516,6 +516,56 @@ def _warp_reduce(kind, value):
     return PrimExpr(_tl.call(v.dtype, f"warp_reduce_{kind}", [v.node, _tl.const_int(32, "int32")]))
 
 
+def shfl_xor(value, lane_mask, width=32):
+    """`value` from lane (this lane XOR lane_mask) of the warp (__shfl_xor_sync, all lanes)."""
+    return _shuffle("shfl_xor", value, lane_mask, width)
+
+
+def shfl_down(value, offset, width=32):
+    """`value` from lane (this lane + offset) of the warp (__shfl_down_sync, all lanes)."""
+    return _shuffle("shfl_down", value, offset, width)
+
+
+def shfl_up(value, offset, width=32):
+    """`value` from lane (this lane - offset) of the warp (__shfl_up_sync, all lanes)."""
+    return _shuffle("shfl_up", value, offset, width)
+
+
+def shfl_sync(value, src_lane, width=32):
+    """`value` from lane src_lane of the warp (__shfl_sync, all lanes)."""
+    return _shuffle("shfl_sync", value, src_lane, width)
+
+
+def _shuffle(kind, value, lane, width):
+    _b.require_kernel(f"T.{kind}")
+    v = as_expr(value)
+    return PrimExpr(_tl.call(v.dtype, kind, [v.node, as_expr(lane, "int32").node, as_expr(width, "int32").node]))
+
+
+def bitwise_and(a, b):
+    return binary("bitand", a, b)
+
+
+def bitwise_or(a, b):
+    return binary("bitor", a, b)
+
+
+def bitwise_xor(a, b):
+    return binary("bitxor", a, b)
+
+
+def shift_left(a, b):
+    return binary("shl", a, b)
+
+
+def shift_right(a, b):
+    return binary("shr", a, b)
+
+
+def bitwise_not(a):
+    return ~as_expr(a)
+
+
 def warp_reduce_sum(value):
     """The sum of `value` over the 32 lanes of this thread's warp, returned to every lane.
     All lanes of the warp must call it together (not under a lane-dependent branch)."""

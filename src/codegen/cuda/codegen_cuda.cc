@@ -245,6 +245,9 @@ class CudaCodegen : public CPrinter {
     if (op->op.rfind("warp_reduce_", 0) == 0) {
       return "tl::" + op->op + "<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
     }
+    if (op->op == "shfl_xor" || op->op == "shfl_down" || op->op == "shfl_up" || op->op == "shfl_sync") {
+      return "tl::" + op->op + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " + Print(op->args[2]) + ")";
+    }
     if (op->op == "cp_async_commit") return "tl::cp_async_commit()";
     if (op->op == "cp_async_wait") return "tl::cp_async_wait<" + Print(op->args[0]) + ">()";
     if (op->op == "cp_async") {

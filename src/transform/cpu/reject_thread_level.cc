@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file "cpu-reject-thread-level": thread-level code (T.get_thread_binding,
-/// T.warp_reduce_*) is a clear error on the CPU target, which runs each block as one
+/// T.warp_reduce_*, T.shfl_*) is a clear error on the CPU target, which runs each block as one
 /// sequence: there is no thread index to read and no warp to reduce over.
 #include "tl/ir/functor.h"
 #include "tl/support/error.h"
@@ -25,7 +25,7 @@ class Rejecter : public IRVisitor {
       TL_USER_ERROR(span_) << "T.get_thread_binding needs the CUDA target: the CPU target runs each block as "
                               "one sequence, without thread indices";
     }
-    if (op->op.rfind("warp_reduce_", 0) == 0) {
+    if (op->op.rfind("warp_reduce_", 0) == 0 || op->op.rfind("shfl_", 0) == 0) {
       TL_USER_ERROR(span_) << "T." << op->op << " needs the CUDA target: the CPU target runs each block as one "
                               "sequence, without warps (T.reduce_* works on both targets)";
     }

@@ -211,6 +211,29 @@ TL_DEVICE T warp_reduce_min(T v) {
   return detail::warp_reduce<W>(v, detail::MinOp{});
 }
 
+/// Shuffles over the whole warp (T.shfl_*): every lane must call. 16-bit and narrow
+/// values travel as the type reductions combine in (exact for every value they hold).
+template <typename T>
+TL_DEVICE T shfl_xor(T v, int lane_mask, int width = 32) {
+  using R = typename detail::reduce_type<T>::type;
+  return static_cast<T>(__shfl_xor_sync(0xffffffffu, static_cast<R>(v), lane_mask, width));
+}
+template <typename T>
+TL_DEVICE T shfl_down(T v, int offset, int width = 32) {
+  using R = typename detail::reduce_type<T>::type;
+  return static_cast<T>(__shfl_down_sync(0xffffffffu, static_cast<R>(v), offset, width));
+}
+template <typename T>
+TL_DEVICE T shfl_up(T v, int offset, int width = 32) {
+  using R = typename detail::reduce_type<T>::type;
+  return static_cast<T>(__shfl_up_sync(0xffffffffu, static_cast<R>(v), offset, width));
+}
+template <typename T>
+TL_DEVICE T shfl_sync(T v, int src_lane, int width = 32) {
+  using R = typename detail::reduce_type<T>::type;
+  return static_cast<T>(__shfl_sync(0xffffffffu, static_cast<R>(v), src_lane, width));
+}
+
 /// Bitwise and of an integer v over aligned groups of W lanes (default: the whole warp).
 template <int W = 32, typename T>
 TL_DEVICE T warp_reduce_bitand(T v) {
