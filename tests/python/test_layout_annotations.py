@@ -67,3 +67,19 @@ def test_annotate_layout_checks_its_argument():
         def main(A: T.Tensor((16,), "float32")):
             with T.Kernel(1, threads=32) as bx:
                 T.annotate_layout({"A_s": make_swizzled_layout(None)})
+
+
+def test_lambdas_in_a_kernel_are_compile_time_functions(rng):
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float32"), B: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            s = T.alloc_shared((16, 16), "float32")
+            T.annotate_layout({s: T.Layout((16, 16), lambda i, j: [j, i])})
+            scale = lambda x, k: x * k + 1  # noqa: E731
+            T.copy(A, s)
+            for i, j in T.Parallel(16, 16):
+                B[i, j] = scale(s[i, j], 3)
+
+    kernel = compile_cpu(main, out_idx=[-1])
+    a = rand(rng, (16, 16))
+    assert_close(kernel(a), 3 * f64(a) + 1, "float32")

@@ -634,6 +634,27 @@ class Parser:
                 out.append(self.eval(e))
         return out
 
+    def expr_Lambda(self, node):
+        """A lambda is a compile-time function: calling it evaluates its body here, with the
+        parameters bound to the arguments (layout functions, small helpers)."""
+        args = node.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+            raise self.error(node, "a lambda in a kernel takes plain positional parameters only")
+        names = [a.arg for a in args.args]
+        scopes = list(self.scopes)  # the names it closes over, as at its definition
+
+        def call(*values):
+            if len(values) != len(names):
+                raise _b._UserError(f"this lambda takes {len(names)} argument(s), got {len(values)}")
+            saved = self.scopes
+            self.scopes = scopes + [dict(zip(names, values))]
+            try:
+                return self.eval(node.body)
+            finally:
+                self.scopes = saved
+
+        return call
+
     # Comprehensions over compile-time iterables are evaluated as Python (e.g. a list of
     # tiles: `accs = [T.alloc_fragment((bm,), dtype) for _ in range(4)]`).
     def _comprehension(self, node, make):
