@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file The CPU pipeline. The CPU target does not emulate threads: a block runs its tile
-/// ops as whole-tile loops, so the pipeline is short.
+/// \file The CPU pipeline. A block runs its tile ops as whole-tile loops, one after the
+/// other; only kernels with thread-level code loop over their threads (in lockstep).
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
 
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
-  // Thread-level code has no meaning here: a clear error at the user's line.
-  ir::PrimFunc out = RunPass("cpu-reject-thread-level", f, ctx);
-  out = RunPass("report-layout-annotations", out, ctx);
+  ir::PrimFunc out = RunPass("report-layout-annotations", f, ctx);
+  // Thread-level code (the thread index, warp shuffles) runs its threads in lockstep.
+  out = RunPass("cpu-emulate-threads", out, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.
   out = RunPass("simplify", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.

@@ -1,51 +1,139 @@
-"""Thread-level code: T.get_thread_binding and T.warp_reduce_* (CUDA only).
+"""Thread-level code: T.get_thread_binding, per-thread locals, T.warp_reduce_*, T.shfl_*.
 
-The CPU target runs a block as one sequence, so these are a compile error there, at the
-user's line. On CUDA the generated code is checked here without a GPU."""
+On CUDA these are the hardware's; on the CPU a block runs its threads in lockstep (each
+thread-dependent statement is a loop over the threads). Results are checked against
+numpy on the CPU, and on the GPU under TILELANG_TEST_CUDA=1; the CUDA source is also
+checked here without a GPU."""
 import os
 
+import numpy as np
 import pytest
 
 import tilelang
 import tilelang.language as T
-from conftest import marker_line
+from conftest import compile_cpu, marker_line, poison, rand
 from tilelang.jit.cuda_backend import _search_dirs
 from tilelang import _tl
 
 HAVE_COMPILER, COMPILER = _tl.find_cuda_compiler(_search_dirs())
 needs_compiler = pytest.mark.skipif(not HAVE_COMPILER, reason=f"no CUDA compiler: {COMPILER}")
-cpu_only = pytest.mark.skipif(os.environ.get("TILELANG_TEST_CUDA") == "1", reason="checks the CPU target's error")
 
 
-def warp_sums(n):
+def warp_stats(n, threads=128):
     @T.prim_func
-    def main(A: T.Tensor((n,), "float32"), S: T.Tensor((n // 32,), "float32"),
-             Bits: T.Tensor((n // 32,), "int32")):
-        with T.Kernel(n // 128, threads=128) as bx:
-            tx = T.get_thread_binding()  # ERR-HERE
-            v = A[bx * 128 + tx]
+    def main(A: T.Tensor((n,), "float32"), Bits: T.Tensor((n,), "int32"),
+             S: T.Tensor((4, n // 32), "float32"), Bo: T.Tensor((2, n // 32), "int32")):
+        with T.Kernel(n // threads, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            v = A[bx * threads + tx]
             s = T.warp_reduce_sum(v)
             m = T.warp_reduce_max(v)
-            b = T.warp_reduce_bitor(tx % 7)
+            lo = T.warp_reduce_min(v)
+            o = T.warp_reduce_bitor(Bits[bx * threads + tx])
+            a = T.warp_reduce_bitand(Bits[bx * threads + tx])
             if tx % 32 == 0:
-                S[bx * 4 + tx // 32] = s + m * 0
-                Bits[bx * 4 + tx // 32] = b
+                w = bx * (threads // 32) + tx // 32
+                S[0, w] = s
+                S[1, w] = m
+                S[2, w] = lo
+                S[3, w] = s - m
+                Bo[0, w] = o
+                Bo[1, w] = a
 
     return main
 
 
+def test_warp_reductions(rng):
+    n = 256
+    kernel = compile_cpu(warp_stats(n))
+    a = rand(rng, (n,))
+    bits = rng.integers(0, 1 << 12, n).astype(np.int32)
+    s, bo = poison((4, n // 32)), np.zeros((2, n // 32), np.int32)
+    kernel(a, bits, s, bo)
+    w = a.astype(np.float64).reshape(-1, 32)
+    np.testing.assert_allclose(s[0], w.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(s[1], a.reshape(-1, 32).max(1))
+    np.testing.assert_array_equal(s[2], a.reshape(-1, 32).min(1))
+    np.testing.assert_allclose(s[3], w.sum(1) - w.max(1), rtol=1e-5, atol=1e-5)
+    b = bits.reshape(-1, 32)
+    np.testing.assert_array_equal(bo[0], np.bitwise_or.reduce(b, axis=1))
+    np.testing.assert_array_equal(bo[1], np.bitwise_and.reduce(b, axis=1))
+
+
+def test_shuffles_and_per_thread_locals(rng):
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((5, 64), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((2,), "float32")
+            acc[0] = A[tx]
+            acc[1] = acc[0] * 2
+            B[0, tx] = T.shfl_xor(acc[0], 1)
+            B[1, tx] = T.shfl_down(acc[0], 2)
+            B[2, tx] = T.shfl_up(acc[1], 3)
+            B[3, tx] = T.shfl_sync(acc[0], 5)
+            B[4, tx] = T.shfl_xor(acc[0], 4, 8)  # groups of 8 lanes
+
+    a = rand(rng, (64,))
+    b = compile_cpu(main, out_idx=[-1])(a)
+    lanes = np.arange(64)
+    lane = lanes % 32
+    np.testing.assert_array_equal(b[0], a[lanes ^ 1])
+    np.testing.assert_array_equal(b[1], np.where(lane + 2 < 32, a[np.minimum(lanes + 2, 63)], a))
+    np.testing.assert_array_equal(b[2], np.where(lane >= 3, 2 * a[np.maximum(lanes - 3, 0)], 2 * a))
+    np.testing.assert_array_equal(b[3], a[lanes - lane + 5])
+    np.testing.assert_array_equal(b[4], a[lanes ^ 4])
+
+
+def test_thread_dependent_branches_loops_and_a_2d_block(rng):
+    @T.prim_func
+    def main(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=(16, 8)) as bx:
+            x = T.get_thread_binding(0)
+            y = T.get_thread_binding(1)
+            total = T.alloc_var("float32")
+            total = 0
+            for k in T.serial(4):
+                if (x + k) % 2 == 0:
+                    total += A[y, x] * k
+                else:
+                    total -= 1
+            B[y, x] = total
+
+    a = rand(rng, (8, 16))
+    b = compile_cpu(main, out_idx=[-1])(a)
+    x = np.arange(16)[None, :]
+    ref = sum(np.where((x + k) % 2 == 0, a * k, -1.0) for k in range(4))
+    np.testing.assert_allclose(b, ref, rtol=1e-6)
+
+
+def test_thread_dependent_loop_bounds_are_a_clear_error_on_the_cpu():
+    if os.environ.get("TILELANG_TEST_CUDA") == "1":
+        pytest.skip("checks the CPU target's error")
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            for k in T.serial(tx):  # ERR-HERE
+                A[tx] = A[tx] + 1
+
+    with pytest.raises(tilelang.TileLangCompileError, match="loop whose bounds depend on the thread") as info:
+        tilelang.compile(main, target="cpu")
+    assert info.value.line == marker_line(test_thread_dependent_loop_bounds_are_a_clear_error_on_the_cpu)
+
+
 @needs_compiler
-def test_warp_reductions_and_thread_index_on_cuda():
-    k = tilelang.compile(warp_sums(256), target="cuda -arch=sm_90a")
+def test_cuda_source_uses_the_hardware():
+    k = tilelang.compile(warp_stats(256), target="cuda -arch=sm_90a")
     src = k.get_kernel_source()
-    for fn in ("warp_reduce_sum<32>", "warp_reduce_max<32>", "warp_reduce_bitor<32>"):
+    for fn in ("warp_reduce_sum<32>", "warp_reduce_max<32>", "warp_reduce_bitor<32>", "warp_reduce_bitand<32>"):
         assert "tl::" + fn in src, src
-    # The thread index is the block's flat index: barrier placement sees it as such.
     assert "threadIdx.x" in src and "thread_binding" not in src, src
 
 
 @needs_compiler
-def test_thread_binding_of_a_2d_block():
+def test_thread_binding_of_a_2d_block_on_cuda():
     @T.prim_func
     def main(A: T.Tensor((8, 16), "float32")):
         with T.Kernel(1, threads=(16, 8)) as bx:
@@ -57,42 +145,9 @@ def test_thread_binding_of_a_2d_block():
     assert "tx % 16" in src and "tx / 16" in src, src
 
 
-@cpu_only
-def test_thread_level_code_is_a_clear_error_on_the_cpu():
-    prog = warp_sums(256)
-    with pytest.raises(tilelang.TileLangCompileError, match="T.get_thread_binding needs the CUDA target") as info:
-        tilelang.compile(prog, target="cpu")
-    assert info.value.line == marker_line(warp_sums)
-
-
 def test_bitwise_warp_reduction_takes_integers():
     with pytest.raises(tilelang.TileLangCompileError, match="T.warp_reduce_bitand takes an integer value, got float32"):
         @T.prim_func
         def main(A: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as bx:
                 A[0] = T.warp_reduce_bitand(A[1])
-
-
-@needs_compiler
-def test_shuffles_on_cuda():
-    @T.prim_func
-    def main(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
-        with T.Kernel(1, threads=64) as bx:
-            tx = T.get_thread_binding()
-            v = A[tx]
-            B[tx] = T.shfl_xor(v, 1) + T.shfl_down(v, 2) + T.shfl_up(v, 3) + T.shfl_sync(v, 0)
-
-    src = tilelang.compile(main, target="cuda -arch=sm_80").get_kernel_source()
-    for fn in ("tl::shfl_xor(", "tl::shfl_down(", "tl::shfl_up(", "tl::shfl_sync("):
-        assert fn in src, src
-
-
-@cpu_only
-def test_shuffle_is_a_clear_error_on_the_cpu():
-    @T.prim_func
-    def main(A: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=64) as bx:
-            A[0] = T.shfl_xor(A[1], 1)
-
-    with pytest.raises(tilelang.TileLangCompileError, match="T.shfl_xor needs the CUDA target"):
-        tilelang.compile(main, target="cpu")

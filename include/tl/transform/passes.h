@@ -35,9 +35,11 @@ std::vector<ir::PrimFunc> SplitKernels(const ir::PrimFunc& f);
 /// tile layouts); each annotated tile is named in a remark, and the annotation dropped.
 ir::PrimFunc ReportLayoutAnnotations(const ir::PrimFunc& f, PassContext& ctx);
 
-/// "cpu-reject-thread-level": T.get_thread_binding and T.warp_reduce_* are a CompileError
-/// at their line on the CPU target, which runs each block as one sequence.
-ir::PrimFunc CpuRejectThreadLevel(const ir::PrimFunc& f, PassContext& ctx);
+/// "cpu-emulate-threads": kernels with thread-level code (T.get_thread_binding, per-thread
+/// locals, T.warp_reduce_*, T.shfl_*) run their threads in lockstep on the CPU: each
+/// thread-dependent statement becomes a loop over the block's threads. What lockstep
+/// cannot express (thread-dependent loop bounds, ...) is a CompileError at its line.
+ir::PrimFunc CpuEmulateThreads(const ir::PrimFunc& f, PassContext& ctx);
 
 /// The CPU pipeline, in order (see pipeline_cpu.cc for why each pass is where it is).
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx);

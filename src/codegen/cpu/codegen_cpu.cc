@@ -122,7 +122,7 @@ class CpuCodegen : public CPrinter {
   void EmitKernel(const KernelLaunch* op) override {
     Line() << "// T.Kernel: grid (";
     for (size_t i = 0; i < op->grid.size(); ++i) os_ << (i ? ", " : "") << Print(op->grid[i]);
-    os_ << "); the thread dimension is not emulated on the CPU\n";
+    os_ << "); a block is one sequence (thread-level code loops over its threads)\n";
     size_t nd = op->grid.size();
     std::vector<std::string> ext(nd);
     for (size_t i = 0; i < nd; ++i) {

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cpu-emulate-threads": thread-level code (T.get_thread_binding, per-thread
+/// T.alloc_local / T.alloc_var, T.warp_reduce_*, T.shfl_*) on the CPU target.
+///
+/// A CPU block is one sequence. A kernel that reads its thread index runs its statements
+/// in lockstep instead: each statement that depends on the thread becomes a loop over the
+/// block's threads `t`, one statement after the other, which is one of the orders SIMT
+/// hardware may run a race-free program in. So:
+/// - per-thread storage (locals, vars, thread-dependent lets) gets a leading dimension
+///   of the thread count, indexed by `t`;
+/// - a thread-dependent branch stores its condition per thread and masks the statements
+///   under it;
+/// - a warp collective evaluates its operand for every thread first, then combines the
+///   values of each thread's warp (lanes t - t % width ...), as the shuffles would;
+/// - T.sync_threads has nothing left to do;
+/// - block-level work (tile ops, T.Parallel over tiles) runs once, as before.
+/// What lockstep cannot express is a CompileError at its line: loop bounds or while
+/// conditions that depend on the thread, break/continue or tile ops under a
+/// thread-dependent branch, tile ops on per-thread storage.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tl/ir/functor.h"
+#include "tl/op/make.h"
+#include "tl/support/error.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+bool IsCollective(const std::string& op) { return op.rfind("warp_reduce_", 0) == 0 || op.rfind("shfl_", 0) == 0; }
+
+bool IsThreadLevel(const Stmt& body) {
+  bool found = false;
+  ForEachExpr(body, [&](const Expr& e) {
+    if (const auto* c = As<Call>(e)) found |= c->op == "thread_binding" || IsCollective(c->op);
+  });
+  return found;
+}
+
+bool HasAtomic(const Stmt& s) {
+  bool found = false;
+  ForEachExpr(s, [&](const Expr& e) {
+    if (const auto* c = As<Call>(e)) found |= c->op.rfind("atomic_", 0) == 0;
+  });
+  return found;
+}
+
+class ThreadEmulator {
+ public:
+  explicit ThreadEmulator(std::vector<int64_t> dims) : dims_(std::move(dims)) {
+    for (int64_t d : dims_) threads_ *= d;
+  }
+
+  Stmt Run(const Stmt& body) {
+    std::vector<Stmt> out;
+    Emit(body, nullptr, &out);
+    return Seq::Make(out, body->span);
+  }
+
+ private:
+  // ---- what depends on the thread
+
+  bool Varying(const Expr& e) const {
+    if (!e) return false;
+    bool found = false;
+    ForEachExpr(Evaluate::Make(e), [&](const Expr& x) {
+      if (const auto* c = As<Call>(x)) found |= c->op == "thread_binding" || IsCollective(c->op);
+      if (const auto* l = As<BufferLoad>(x)) found |= per_thread_.count(l->buffer.get()) || arrays_.count(l->buffer.get());
+      if (const auto* v = As<Var>(x)) found |= v == t_.get() || varying_vars_.count(v);
+    });
+    return found;
+  }
+
+  bool VaryingStmt(const Stmt& s) const {
+    bool found = false;
+    ForEachExpr(s, [&](const Expr& x) { found |= Varying(x); });
+    struct Stores : IRVisitor {
+      const ThreadEmulator* self;
+      bool found = false;
+      void Visit_(const BufferStore* op) override {
+        found |= self->per_thread_.count(op->buffer.get()) > 0;
+        IRVisitor::Visit_(op);
+      }
+      void VisitRegion(const Region& r) override {
+        found |= self->per_thread_.count(r.buffer.get()) > 0;
+        IRVisitor::VisitRegion(r);
+      }
+    } stores;
+    stores.self = this;
+    stores.Visit(s);
+    return found || stores.found;
+  }
+
+  // ---- rewriting a statement as seen by thread t_
+
+  class AtThread : public IRMutator {
+   public:
+    explicit AtThread(const ThreadEmulator& em) : em_(em) {}
+
+   protected:
+    Expr Mutate_(const Call* op, const Expr& self) override {
+      if (op->op != "thread_binding") return IRMutator::Mutate_(op, self);
+      int64_t dim = 0;
+      AsConstInt(op->args[0], &dim);
+      TL_ICHECK(dim < static_cast<int64_t>(em_.dims_.size())) << "thread dimension " << dim;
+      Expr index = em_.t_;
+      int64_t below = 1;
+      for (int64_t d = 0; d < dim; ++d) below *= em_.dims_[d];
+      if (below > 1) index = FloorDiv(index, MakeInt(below));
+      if (dim + 1 < static_cast<int64_t>(em_.dims_.size())) index = FloorMod(index, MakeInt(em_.dims_[dim]));
+      return index;
+    }
+    Expr Mutate_(const Var* op, const Expr& self) override {
+      auto it = em_.varying_vars_.find(op);
+      return it == em_.varying_vars_.end() ? self : BufferLoad::Make(it->second, {em_.t_});
+    }
+    Expr Mutate_(const BufferLoad* op, const Expr& self) override {
+      auto it = em_.per_thread_.find(op->buffer.get());
+      if (it == em_.per_thread_.end()) return IRMutator::Mutate_(op, self);
+      std::vector<Expr> idx = {em_.t_};
+      for (const Expr& i : op->indices) idx.push_back(Mutate(i));
+      return BufferLoad::Make(it->second, idx);
+    }
+    Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+      auto it = em_.per_thread_.find(op->buffer.get());
+      if (it == em_.per_thread_.end()) return IRMutator::Mutate_(op, self);
+      std::vector<Expr> idx = {em_.t_};
+      for (const Expr& i : op->indices) idx.push_back(Mutate(i));
+      return BufferStore::Make(it->second, idx, Mutate(op->value), op->span);
+    }
+
+   private:
+    const ThreadEmulator& em_;
+  };
+
+  Expr At(const Expr& e) const { return AtThread(*this).Mutate(e); }
+  Stmt At(const Stmt& s) const { return AtThread(*this).Mutate(s); }
+
+  /// for t in [0, threads): if (mask) body
+  Stmt ThreadLoop(const Stmt& body, const Expr& mask, const Span& span) const {
+    Stmt b = mask ? IfThenElse::Make(mask, body, nullptr, span) : body;
+    return For::Make(t_, MakeInt(0), MakeInt(threads_), ForKind::kSerial, b, {}, span);
+  }
+
+  /// A fresh per-thread array of `t`, declared in `out`.
+  Buffer NewArray(const std::string& name, DType t, const Span& span, std::vector<Stmt>* out) {
+    Buffer b = BufferNode::Make(name, t, {MakeInt(threads_)}, Scope::kLocal);
+    arrays_.insert(b.get());
+    out->push_back(Allocate::Make(b, nullptr, span));
+    return b;
+  }
+
+  // ---- warp collectives
+
+  /// Replaces each warp collective in `e` (innermost first) by a load of its per-thread
+  /// result, computed in `out` for every thread the mask lets through.
+  Expr ExtractCollectives(const Expr& e, const Expr& mask, const Span& span, std::vector<Stmt>* out) {
+    if (!e) return e;
+    struct Extractor : IRMutator {
+      ThreadEmulator* em;
+      Expr mask;
+      Span span;
+      std::vector<Stmt>* out;
+      Expr Mutate_(const Call* op, const Expr& self) override {
+        Expr inner = IRMutator::Mutate_(op, self);
+        const auto* call = As<Call>(inner);
+        if (!IsCollective(call->op)) return inner;
+        return em->Collective(call, mask, span, out);
+      }
+    } ex;
+    ex.em = this;
+    ex.mask = mask;
+    ex.span = span;
+    ex.out = out;
+    return ex.Mutate(e);
+  }
+
+  Expr Collective(const Call* call, const Expr& mask, const Span& span, std::vector<Stmt>* out) {
+    DType t = call->dtype;
+    Buffer operand = NewArray("lanes", t, span, out);
+    out->push_back(ThreadLoop(BufferStore::Make(operand, {t_}, At(call->args[0]), span), mask, span));
+    Buffer result = NewArray(call->op.substr(0, 4) == "shfl" ? "shuffled" : "reduced", t, span, out);
+    Expr tt = t_;
+    Stmt compute;
+    if (call->op.rfind("warp_reduce_", 0) == 0) {
+      int64_t width = 32;
+      AsConstInt(call->args[1], &width);
+      // Lanes base .. base + width - 1 of this thread's group; the first always exists.
+      Expr base = tt - FloorMod(tt, MakeInt(width));
+      Buffer acc = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+      VarRef l = Var::Make("lane");
+      Expr lane = base + l, x = BufferLoad::Make(operand, {lane}), a = BufferLoad::Make(acc, {MakeInt(0)});
+      std::string kind = call->op.substr(std::string("warp_reduce_").size());
+      Expr combined = kind == "sum"      ? op::MakeBinary(BinOp::kAdd, a, x)
+                      : kind == "max"    ? Max(a, x)
+                      : kind == "min"    ? Min(a, x)
+                      : kind == "bitand" ? Binary::Make(BinOp::kBitAnd, a, x)
+                                         : Binary::Make(BinOp::kBitOr, a, x);
+      Stmt fold = IfThenElse::Make(LT(lane, MakeInt(threads_)), BufferStore::Make(acc, {MakeInt(0)}, combined, span),
+                                   nullptr, span);
+      compute = Seq::Make({Allocate::Make(acc, BufferLoad::Make(operand, {base}), span),
+                           For::Make(l, MakeInt(1), MakeInt(width - 1), ForKind::kSerial, fold, {}, span),
+                           BufferStore::Make(result, {tt}, a, span)},
+                          span);
+    } else {
+      Expr arg = At(call->args[1]), width = At(call->args[2]);
+      Expr lane = FloorMod(tt, width), base = tt - lane;
+      Expr src, valid;
+      if (call->op == "shfl_xor") {
+        Expr other = Binary::Make(BinOp::kBitXor, lane, arg);
+        src = base + other;
+        valid = LT(other, width);
+      } else if (call->op == "shfl_down") {
+        src = tt + arg;
+        valid = LT(lane + arg, width);
+      } else if (call->op == "shfl_up") {
+        src = tt - arg;
+        valid = GE(lane - arg, MakeInt(0));
+      } else {
+        src = base + FloorMod(arg, width);
+        valid = MakeBool(true);
+      }
+      // Out of the group or past the block: the lane keeps its own value, as on the GPU.
+      valid = And(valid, LT(src, MakeInt(threads_)));
+      compute = BufferStore::Make(
+          result, {tt}, Select::Make(valid, BufferLoad::Make(operand, {src}), BufferLoad::Make(operand, {tt})), span);
+    }
+    out->push_back(ThreadLoop(compute, mask, span));
+    return BufferLoad::Make(result, {t_});
+  }
+
+  // ---- statements
+
+  [[noreturn]] static void Unsupported(const Span& span, const std::string& what) {
+    TL_USER_ERROR(span) << what << " in thread-level code is not emulated on the CPU target (it runs a block's "
+                                   "threads in lockstep); run this kernel on CUDA";
+  }
+
+  void Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
+    if (!s) return;
+    if (const auto* seq = As<Seq>(s)) {
+      for (const Stmt& c : seq->stmts) Emit(c, mask, out);
+      return;
+    }
+    if (const auto* let = As<LetStmt>(s)) {
+      Expr value = ExtractCollectives(let->value, mask, s->span, out);
+      if (!Varying(value)) {
+        out->push_back(value == let->value ? s : LetStmt::Make(let->var, value, s->span));
+        return;
+      }
+      Buffer arr = NewArray(let->var->name, let->var->dtype, s->span, out);
+      out->push_back(ThreadLoop(BufferStore::Make(arr, {t_}, At(value), s->span), mask, s->span));
+      varying_vars_[let->var.get()] = arr;
+      return;
+    }
+    if (const auto* alloc = As<Allocate>(s)) {
+      const Buffer& b = alloc->buffer;
+      if (b->scope != Scope::kLocal && b->scope != Scope::kVar) {
+        out->push_back(s);
+        return;
+      }
+      if (Varying(alloc->init)) Unsupported(s->span, "an initial value that depends on the thread");
+      std::vector<Expr> shape = {MakeInt(threads_)};
+      shape.insert(shape.end(), b->shape.begin(), b->shape.end());
+      Buffer per = BufferNode::Make(b->name, b->dtype, shape, Scope::kLocal);
+      per_thread_[b.get()] = per;
+      out->push_back(Allocate::Make(per, alloc->init, s->span));
+      return;
+    }
+    if (As<BufferStore>(s) || As<Evaluate>(s)) {
+      if (const auto* ev = As<Evaluate>(s)) {
+        const auto* call = As<Call>(ev->value);
+        if (call && call->op == "syncthreads") return;  // lockstep: every thread is already there
+      }
+      std::vector<Stmt> pre;
+      Stmt st = s;
+      if (const auto* store = As<BufferStore>(s)) {
+        std::vector<Expr> idx;
+        for (const Expr& i : store->indices) idx.push_back(ExtractCollectives(i, mask, s->span, out));
+        st = BufferStore::Make(store->buffer, idx, ExtractCollectives(store->value, mask, s->span, out), s->span);
+      } else {
+        st = Evaluate::Make(ExtractCollectives(As<Evaluate>(s)->value, mask, s->span, out), s->span);
+      }
+      // Atomics run once per thread, as on the GPU; plain stores of the same value once.
+      if (mask || VaryingStmt(st) || HasAtomic(st)) {
+        out->push_back(ThreadLoop(At(st), mask, s->span));
+      } else {
+        out->push_back(st);
+      }
+      return;
+    }
+    if (const auto* br = As<IfThenElse>(s)) {
+      Expr cond = ExtractCollectives(br->cond, mask, s->span, out);
+      if (!Varying(cond)) {
+        std::vector<Stmt> then_out, else_out;
+        Emit(br->then_case, mask, &then_out);
+        Emit(br->else_case, mask, &else_out);
+        out->push_back(IfThenElse::Make(cond, Seq::Make(then_out, s->span),
+                                        br->else_case ? Seq::Make(else_out, s->span) : nullptr, s->span));
+        return;
+      }
+      Buffer taken = NewArray("taken", DType::Bool(), s->span, out);
+      out->push_back(ThreadLoop(BufferStore::Make(taken, {t_}, At(cond), s->span), mask, s->span));
+      Expr on = BufferLoad::Make(taken, {t_});
+      Emit(br->then_case, And(mask, on), out);
+      Emit(br->else_case, And(mask, Not::Make(on)), out);
+      return;
+    }
+    if (const auto* loop = As<For>(s)) {
+      if (Varying(loop->min) || Varying(loop->extent)) Unsupported(s->span, "a loop whose bounds depend on the thread");
+      if (loop->for_kind == ForKind::kParallel) {
+        if (!VaryingStmt(s)) {
+          if (mask) Unsupported(s->span, "T.Parallel under a thread-dependent condition");
+          out->push_back(s);
+          return;
+        }
+        bool collective = false;
+        ForEachExpr(s, [&](const Expr& e) {
+          if (const auto* c = As<Call>(e)) collective |= IsCollective(c->op);
+        });
+        if (collective) Unsupported(s->span, "a warp collective inside T.Parallel");
+        out->push_back(ThreadLoop(At(s), mask, s->span));  // each thread walks its own elements
+        return;
+      }
+      std::vector<Stmt> body;
+      Emit(loop->body, mask, &body);
+      out->push_back(For::Make(loop->var, loop->min, loop->extent, loop->for_kind, Seq::Make(body, s->span),
+                               loop->annotations, s->span));
+      return;
+    }
+    if (const auto* w = As<While>(s)) {
+      if (Varying(w->cond)) Unsupported(s->span, "a while loop whose condition depends on the thread");
+      std::vector<Stmt> body;
+      Emit(w->body, mask, &body);
+      out->push_back(While::Make(w->cond, Seq::Make(body, s->span), s->span));
+      return;
+    }
+    if (As<Break>(s) || As<Continue>(s)) {
+      if (mask) Unsupported(s->span, "break/continue under a thread-dependent condition");
+      out->push_back(s);
+      return;
+    }
+    if (As<CopyOp>(s) || As<FillOp>(s) || As<ReduceOp>(s) || As<GemmOp>(s) || As<AtomicOp>(s)) {
+      if (VaryingStmt(s)) Unsupported(s->span, "a tile operation on per-thread storage or thread-dependent regions");
+      if (mask) Unsupported(s->span, "a tile operation under a thread-dependent condition");
+      out->push_back(s);
+      return;
+    }
+    out->push_back(s);  // attributes and the like
+  }
+
+  std::vector<int64_t> dims_;
+  int64_t threads_ = 1;
+  VarRef t_ = Var::Make("t");
+  std::unordered_map<const BufferNode*, Buffer> per_thread_;  ///< locals and vars -> [threads, ...]
+  std::unordered_map<const Var*, Buffer> varying_vars_;        ///< thread-dependent lets -> [threads]
+  std::unordered_set<const BufferNode*> arrays_;                ///< arrays indexed by t
+};
+
+class KernelVisitor : public IRMutator {
+ protected:
+  Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    if (!IsThreadLevel(op->body)) return self;
+    Stmt body = ThreadEmulator(op->threads).Run(op->body);
+    return KernelLaunch::Make(op->grid, op->block_vars, op->threads, body, op->span);
+  }
+};
+
+}  // namespace
+
+ir::PrimFunc CpuEmulateThreads(const ir::PrimFunc& f, PassContext& ctx) {
+  ir::Stmt body = KernelVisitor().Mutate(f->body);
+  if (body != f->body) ctx.remarks.push_back("thread-level code runs its threads in lockstep on the CPU");
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("cpu-emulate-threads", CpuEmulateThreads);
+
+}  // namespace tl::transform
