@@ -11,6 +11,8 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cpu-emulate-threads", out, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.
   out = RunPass("simplify", out, ctx);
+  // A tile access that certainly leaves its tile is refused before anything is lowered.
+  out = RunPass("check-tile-bounds", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
   out = RunPass("guard-global-access", out, ctx);
   // Tile ops become loops with edge guards; the guards are written naively ...

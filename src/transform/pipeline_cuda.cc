@@ -10,6 +10,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   ir::PrimFunc out = RunPass("report-layout-annotations", f, ctx);
   // Canonical regions first: layout inference matches fragment indices structurally.
   out = RunPass("simplify", out, ctx);
+  // A tile access that certainly leaves its tile is refused before anything is lowered.
+  out = RunPass("check-tile-bounds", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
   out = RunPass("guard-global-access", out, ctx);
   // Every later pass spreads work over threads through the binding of `tx`.

@@ -31,6 +31,11 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx);
 /// between kernels are a CompileError.
 std::vector<ir::PrimFunc> SplitKernels(const ir::PrimFunc& f);
 
+/// "check-tile-bounds": an unconditional access to a tile (shared, fragment, local) whose
+/// index certainly leaves it (linear in loops and block indices of constant ranges) is a
+/// CompileError at its line. Global tensors are guarded instead (guard-global-access).
+ir::PrimFunc CheckTileBounds(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "report-layout-annotations": T.annotate_layout is not applied (the compiler chooses
 /// tile layouts); each annotated tile is named in a remark, and the annotation dropped.
 ir::PrimFunc ReportLayoutAnnotations(const ir::PrimFunc& f, PassContext& ctx);

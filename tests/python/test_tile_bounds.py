@@ -1,0 +1,67 @@
+"""Accesses that certainly leave a tile are compile errors at their line, on every target;
+guarded or data-dependent accesses are left alone (no correct program is refused)."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import assert_close, compile_cpu, f64, marker_line, rand
+
+TARGETS = ["cpu", "cuda -arch=sm_90a"]
+
+
+def too_long_parallel():
+    @T.prim_func
+    def main(X: T.Tensor((256,), "float32"), Y: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(256):
+                f[i] = X[i]  # ERR-HERE
+            for i in T.Parallel(128):
+                Y[i] = f[i]
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_parallel_loop_longer_than_its_fragment(target):
+    with pytest.raises(tilelang.TileLangCompileError, match=r"f: index i of dimension 0 takes values in \[0, 255\], "
+                                                            r"but f has 128 elements") as info:
+        tilelang.compile(too_long_parallel(), target=target)
+    assert info.value.line == marker_line(too_long_parallel)
+
+
+def shifted_shared_read():
+    @T.prim_func
+    def main(X: T.Tensor((4, 64), "float32"), Y: T.Tensor((4, 64), "float32")):
+        with T.Kernel(4, threads=64) as bx:
+            s = T.alloc_shared((64,), "float32")
+            T.copy(X[bx, :], s)
+            for i in T.Parallel(64):
+                Y[bx, i] = s[i + bx]  # ERR-HERE: bx reaches 3, so i + bx reaches 66
+    return main
+
+
+def test_block_index_pushes_an_index_past_the_tile():
+    with pytest.raises(tilelang.TileLangCompileError, match=r"takes values in \[0, 66\]") as info:
+        tilelang.compile(shifted_shared_read(), target="cpu")
+    assert info.value.line == marker_line(shifted_shared_read)
+
+
+def test_guarded_and_wrapped_accesses_are_accepted(rng):
+    @T.prim_func
+    def main(X: T.Tensor((64,), "float32"), Y: T.Tensor((3, 64), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64,), "float32")
+            T.copy(X, s)
+            for i in T.Parallel(64):
+                Y[0, i] = T.if_then_else(i + 1 < 64, s[i + 1], 0)  # guarded by a select
+                if i > 0:
+                    Y[1, i] = s[i - 1]  # guarded by an if
+                else:
+                    Y[1, i] = 0
+                Y[2, i] = s[(i + 5) % 64]  # not linear: wraps, never out of range
+
+    y = compile_cpu(main, out_idx=[-1])(x := rand(rng, (64,)))
+    xi = np.arange(64)
+    ref = np.stack([np.where(xi + 1 < 64, np.roll(x, -1), 0), np.where(xi > 0, np.roll(x, 1), 0), x[(xi + 5) % 64]])
+    assert_close(y, f64(ref), "float32")
