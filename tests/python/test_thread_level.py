@@ -151,3 +151,25 @@ def test_bitwise_warp_reduction_takes_integers():
         def main(A: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as bx:
                 A[0] = T.warp_reduce_bitand(A[1])
+
+
+def test_shared_memory_tree_reduction_with_barriers(rng):
+    """The classic block reduction: per-thread stores into shared memory, halving strides
+    under a thread-dependent condition, barriers between steps."""
+    @T.prim_func
+    def main(A: T.Tensor((4, 128), "float32"), S: T.Tensor((4,), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((128,), "float32")
+            s[tx] = A[bx, tx]
+            T.sync_threads()
+            for stride in [64, 32, 16, 8, 4, 2, 1]:  # unrolled at compile time
+                if tx < stride:
+                    s[tx] = s[tx] + s[tx + stride]
+                T.sync_threads()
+            if tx == 0:
+                S[bx] = s[0]
+
+    a = rand(rng, (4, 128))
+    out = compile_cpu(main, out_idx=[-1])(a)
+    np.testing.assert_allclose(out, a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
