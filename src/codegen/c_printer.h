@@ -249,7 +249,7 @@ class CPrinter {
       }
       case NodeKind::kAllocate: return EmitAllocate(As<Allocate>(s));
       case NodeKind::kEvaluate: Line() << Print(As<Evaluate>(s)->value) << ";\n"; return;
-      case NodeKind::kAttrStmt: Line() << "// attr " << As<AttrStmt>(s)->key << " (no effect on the CPU)\n"; return;
+      case NodeKind::kAttrStmt: return EmitAttr(As<AttrStmt>(s));
       case NodeKind::kBreak: Line() << "break;\n"; return;
       case NodeKind::kContinue: Line() << "continue;\n"; return;
       case NodeKind::kKernelLaunch: return EmitKernel(As<KernelLaunch>(s));
@@ -257,6 +257,50 @@ class CPrinter {
         TL_ICHECK(false) << "tile op left after lowering:\n" << s;
     }
   }
+
+  /// T.print ("tl.print:<label>" from every thread, "tl.print1:<label>" once per block;
+  /// each "{}" of the label is one of the values) becomes a printf; other attributes are
+  /// hints that leave a comment.
+  void EmitAttr(const AttrStmt* op) {
+    bool once = op->key.rfind("tl.print1:", 0) == 0;
+    if (!once && op->key.rfind("tl.print:", 0) != 0) {
+      Line() << "// attr " << op->key << " (a hint)\n";
+      return;
+    }
+    std::string label = op->key.substr(op->key.find(':') + 1), fmt, args;
+    size_t next = 0;
+    for (size_t i = 0; i < label.size(); ++i) {
+      if (label.compare(i, 2, "{}") == 0 && next < op->values.size()) {
+        const Expr& v = op->values[next++];
+        DType t = v->dtype;
+        if (t.IsFloat()) {
+          // 16-bit floats convert through float, which their types define.
+          fmt += "%.6g";
+          args += t.bits == 64 ? ", static_cast<double>(" + Print(v) + ")"
+                               : ", static_cast<double>(static_cast<float>(" + Print(v) + "))";
+        } else {
+          fmt += "%lld";
+          args += ", static_cast<long long>(" + Print(v) + ")";
+        }
+        ++i;
+        continue;
+      }
+      char c = label[i];
+      if (c == '%') fmt += "%%";
+      else if (c == '"' || c == '\\') fmt += std::string("\\") + c;
+      else if (c == '\n') fmt += "\\n";
+      else fmt += c;
+    }
+    std::string where = once ? "" : PrintLocation();
+    std::string guard = once ? OncePerBlock() : "";
+    Line() << (guard.empty() ? "" : "if (" + guard + ") ") << "printf(\"" << (where.empty() ? "" : where + " ")
+           << fmt << "\\n\"" << (where.empty() ? "" : ", " + PrintLocationArgs()) << args << ");\n";
+  }
+  /// Where a per-thread print comes from ("block %d thread %d" on CUDA; nothing on the CPU).
+  virtual std::string PrintLocation() { return ""; }
+  virtual std::string PrintLocationArgs() { return ""; }
+  /// The condition under which a once-per-block print runs (one thread on CUDA).
+  virtual std::string OncePerBlock() { return ""; }
 
   /// A `// file.py:line` comment when the user's line changes, so generated code (and the
   /// compiler's messages about it) can be traced back to the Python source.

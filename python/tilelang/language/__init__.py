@@ -354,6 +354,30 @@ def sync_threads(barrier_id=None, arrive_count=None):
     _b.emit(_tl.evaluate(_tl.call("void", "syncthreads", []), _b.current_span()))
 
 
+def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - TileLang's name
+    """Prints from the kernel (printf): a value from every thread that reaches it (on CUDA
+    with its block and thread), or a whole tile / tensor once per block, element by element.
+    For debugging: output order across blocks and threads is not defined."""
+    _b.require_kernel("T.print")
+    label = (str(msg) + " ") if msg else ""
+    span = _b.current_span()
+    if isinstance(obj, _Buffer):
+        shape = list(obj.shape)
+        if not all(isinstance(d, numbers.Integral) for d in shape):
+            raise _b._UserError(f"T.print of {obj.name}: a tile with a static shape is needed")
+        idx = [_tl.var(f"i{k}", "int32") for k in range(len(shape))]
+        where = ", ".join("{}" for _ in shape)
+        body = _tl.attr(f"tl.print1:{label}{obj.name}[{where}] = {{}}",
+                        idx + [_tl.load(obj.node, idx)], span)
+        for k in reversed(range(len(shape))):
+            body = _tl.for_(idx[k], _tl.const_int(0, "int32"), _tl.const_int(shape[k], "int32"), "serial", body, {},
+                            span)
+        _b.emit(body)
+        return
+    value = as_expr(obj)
+    _b.emit(_tl.attr(f"tl.print:{label}{{}}", [value.node], span))
+
+
 def use_swizzle(panel_size=8, order="row", enable=True):
     """Rasterizes blocks in panels for L2 reuse (a GPU hint; no effect on the CPU)."""
     if enable:

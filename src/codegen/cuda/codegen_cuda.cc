@@ -292,6 +292,12 @@ class CudaCodegen : public CPrinter {
     return CPrinter::PrintCall(op);
   }
 
+  std::string PrintLocation() override { return "block (%d, %d, %d) thread (%d, %d, %d):"; }
+  std::string PrintLocationArgs() override {
+    return "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x, (int)threadIdx.y, (int)threadIdx.z";
+  }
+  std::string OncePerBlock() override { return "threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0"; }
+
  private:
   std::unordered_set<const BufferNode*> gemm_operands_, swizzled_;
   /// Shared operands of wgmma, in its panelled layout (cuda::WgmmaOperandOffset).

@@ -349,6 +349,14 @@ class ThreadEmulator {
       out->push_back(s);
       return;
     }
+    if (const auto* attr = As<AttrStmt>(s)) {
+      // T.print of a thread-dependent value (or under a thread-dependent branch): once per
+      // thread that reaches it, like the other leaves.
+      if (attr->key.rfind("tl.print", 0) == 0 && (mask || VaryingStmt(s))) {
+        out->push_back(ThreadLoop(At(s), mask, s->span));
+        return;
+      }
+    }
     out->push_back(s);  // attributes and the like
   }
 

@@ -9,6 +9,7 @@
 
 // Generated code also uses these standard facilities directly.
 #include <cstdint>
+#include <cstdio>  // printf, for T.print
 #include <limits>
 #include <memory>
 
