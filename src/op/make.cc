@@ -53,10 +53,12 @@ Expr ToBool(Expr e) {
   return Binary::Make(BinOp::kNE, e, zero);
 }
 
-/// Completes a region spec: full extents for slices, the other operand's tile shape for a
-/// start corner (aligned to the trailing dimensions).
+/// Completes a region spec: full extents for slices; for a start corner, the other
+/// operand's extents dimension by dimension when both have the same rank (so a (8, 1)
+/// tile lands as 8 rows of one column), else its tile shape aligned to the trailing
+/// dimensions.
 Region Resolve(const RegionSpec& spec, const std::vector<Expr>* other_tile, const char* op,
-               const char* role, const Span& span) {
+               const char* role, const Span& span, const Region* other = nullptr) {
   const Buffer& b = spec.buffer;
   Region r{b, {}};
   size_t nd = b->shape.size();
@@ -79,6 +81,10 @@ Region Resolve(const RegionSpec& spec, const std::vector<Expr>* other_tile, cons
     TL_USER_ERROR(span) << op << ": " << role << " " << b->name << " has " << nd
                         << " dimensions but the other operand's tile is "
                         << ShapeStr(*other_tile);
+  }
+  if (other && other->ranges.size() == nd) {
+    for (size_t i = 0; i < nd; ++i) r.ranges.push_back({spec.mins[i], other->ranges[i].extent});
+    return r;
   }
   size_t lead = nd - other_tile->size();
   for (size_t i = 0; i < nd; ++i) {
@@ -143,11 +149,11 @@ Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span) {
   if (src.IsPoint()) {
     d = Whole(dst, "T.copy", "destination", span);
     auto tile = TileShape(d);
-    s = Resolve(src, &tile, "T.copy", "source", span);
+    s = Resolve(src, &tile, "T.copy", "source", span, &d);
   } else {
     s = Whole(src, "T.copy", "source", span);
     auto tile = TileShape(s);
-    d = Resolve(dst, &tile, "T.copy", "destination", span);
+    d = Resolve(dst, &tile, "T.copy", "destination", span, &s);
   }
   auto ts = TileShape(s), td = TileShape(d);
   bool ok = ts.size() == td.size();
@@ -264,7 +270,7 @@ Stmt MakeAtomic(AtomicKind kind, RegionSpec dst, RegionSpec src, Expr value, con
   }
   Region s = Whole(src, name, "source", span);
   auto tile = TileShape(s);
-  Region d = Resolve(dst, &tile, name, "destination", span);
+  Region d = Resolve(dst, &tile, name, "destination", span, &s);
   auto td = TileShape(d);
   bool ok = td.size() == tile.size();
   for (size_t i = 0; ok && i < td.size(); ++i) ok = ProveEqual(td[i], tile[i]) == Eq::kYes;

@@ -152,3 +152,25 @@ def test_parallel_global_access_is_guarded(rng):
     kernel(a, bv)
     assert np.isnan(gb[:N]).all() and np.isnan(gb[2 * N:]).all(), "wrote past the end of B"
     np.testing.assert_allclose(bv, a + np.append(a[1:], 0), rtol=1e-6)
+
+
+def test_copy_corner_form_with_a_unit_trailing_dimension(rng):
+    """A (8, 1) tile copied to Y[row, 0] lands as 8 rows of one column (dimension by
+    dimension when the ranks match), as the row maxima of a keepdim-style reduction."""
+    import tilelang.language as T
+    from conftest import compile_cpu
+
+    M, N = 64, 96
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, 1), "float32")):
+        with T.Kernel(M // 8, threads=64) as bx:
+            x = T.alloc_fragment((8, N), "float32")
+            r = T.alloc_fragment((8, 1), "float32")
+            T.copy(X[bx * 8, 0], x)
+            T.reduce_max(x, r, dim=1)
+            T.copy(r, Y[bx * 8, 0])
+
+    x = rand(rng, (M, N))
+    y = compile_cpu(main, out_idx=[-1])(x)
+    np.testing.assert_array_equal(y[:, 0], x.max(axis=1))
