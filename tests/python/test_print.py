@@ -61,3 +61,27 @@ def test_cuda_print_source():
     src = tilelang.compile(printing_kernel(), target="cuda -arch=sm_90a").get_kernel_source()
     assert "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) printf(\"tile s[%lld, %lld] = %.6g\\n\"" in src, src
     assert "printf(\"block (%d, %d, %d) thread (%d, %d, %d): value 50%% of 'x' %.6g\\n\"" in src, src
+
+
+def test_cuda_print_of_a_register_fragment():
+    from tilelang import _tl
+    from tilelang.jit.cuda_backend import _search_dirs
+    ok, why = _tl.find_cuda_compiler(_search_dirs())
+    if not ok:
+        pytest.skip(why)
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a_s = T.alloc_shared((64, 64), "float16")
+            b_s = T.alloc_shared((64, 64), "float16")
+            c_f = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.gemm(a_s, b_s, c_f, clear_accum=True)
+            T.print(c_f, msg="acc")
+            T.copy(c_f, C)
+
+    k = tilelang.compile(main, target="cuda -arch=sm_90a")
+    assert "each thread prints the elements it holds" in "\n".join(k.get_remarks())
+    assert "acc c_f[%lld, %lld] = %.6g" in k.get_kernel_source()

@@ -98,6 +98,7 @@ class FragmentRewriter : public IRMutator {
 
   Stmt Mutate_(const For* op, const Stmt& self) override {
     span_ = op->span;
+    if (Stmt printed = PrintRegisterTile(op); printed) return printed;
     if (op->for_kind != ForKind::kParallel) return IRMutator::Mutate_(op, self);
     ParallelNest nest = CollectNest(op);
     AccessCollector c;
@@ -133,6 +134,28 @@ class FragmentRewriter : public IRMutator {
       return nullptr;
     });
     return For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled, body, {}, op->span);
+  }
+
+  /// T.print of a whole tile (serial loops around a once-per-block print) when the tile is
+  /// a register fragment: every thread prints the elements it holds, with their indices.
+  Stmt PrintRegisterTile(const For* op) {
+    std::vector<const For*> loops = {op};
+    while (const auto* inner = As<For>(loops.back()->body)) loops.push_back(inner);
+    const auto* attr = As<AttrStmt>(loops.back()->body);
+    if (!attr || attr->key.rfind("tl.print1:", 0) != 0 || attr->values.size() != loops.size() + 1) return nullptr;
+    const auto* load = As<BufferLoad>(attr->values.back());
+    auto it = load ? regs_.find(load->buffer.get()) : regs_.end();
+    if (it == regs_.end()) return nullptr;
+    const RegFragment& rf = it->second;
+    VarRef l = Var::Make("l");
+    auto [i, j] = rf.layout->Inverse(tx_, l);
+    std::vector<Expr> values = rf.layout->is_rows() ? std::vector<Expr>{i} : std::vector<Expr>{i, j};
+    if (values.size() != loops.size()) return nullptr;
+    values.push_back(BufferLoad::Make(rf.regs, {l}));
+    Stmt print = AttrStmt::Make("tl.print:" + attr->key.substr(std::string("tl.print1:").size()), values, attr->span);
+    ctx_.remarks.push_back("T.print of register fragment " + load->buffer->name +
+                           ": each thread prints the elements it holds");
+    return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, print, {}, op->span);
   }
 
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
