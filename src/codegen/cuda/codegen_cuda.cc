@@ -81,10 +81,8 @@ class CudaCodegen : public CPrinter {
       }
     };
     collect(f->body);
-    if (launches.size() > 1) {
-      TL_USER_ERROR(launches[1]->span) << "a second T.Kernel in one function is not supported on CUDA yet "
-                                          "(the launches would run unordered); write one kernel per function";
-    }
+    // The JIT splits functions with several kernels first (transform::SplitKernels).
+    TL_ICHECK(launches.size() == 1) << "GenerateCuda takes one T.Kernel per function; split them with SplitKernels";
     int64_t threads = 1;
     for (int64_t t : launch->threads) threads *= t;
     out.grid = launch->grid;
