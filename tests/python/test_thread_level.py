@@ -173,3 +173,59 @@ def test_shared_memory_tree_reduction_with_barriers(rng):
     a = rand(rng, (4, 128))
     out = compile_cpu(main, out_idx=[-1])(a)
     np.testing.assert_allclose(out, a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def per_thread_copy():
+    @T.prim_func
+    def main(A: T.Tensor((128, 8), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            loc = T.alloc_local((8,), "float32")
+            T.copy(A[tx, 0:8], loc)  # each thread its own row, into its own registers
+            acc = T.alloc_var("float32")
+            acc = 0
+            for k in T.serial(8):
+                acc += loc[k]
+            B[tx] = acc
+
+    return main
+
+
+def test_copy_into_per_thread_storage(rng):
+    a = rand(rng, (128, 8))
+    b = compile_cpu(per_thread_copy(), out_idx=[-1])(a)
+    np.testing.assert_allclose(b, a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@needs_compiler
+def test_copy_into_per_thread_storage_is_not_spread_over_threads_on_cuda():
+    src = tilelang.compile(per_thread_copy(), target="cuda -arch=sm_90a").get_kernel_source()
+    body = src[src.index("loc[8]"):]
+    assert "for (int32_t i0 = 0; i0 < 8; ++i0)" in body and "if ((tx < 8))" not in body, body
+
+
+def thread_atomics():
+    @T.prim_func
+    def main(C: T.Tensor((2,), "int32")):
+        with T.Kernel(3, threads=64) as bx:
+            tx = T.get_thread_binding()
+            if tx < 4:
+                T.atomic_add(C[0], 1)  # each of the 4 threads that take the branch
+            T.atomic_add(C[1], 1)  # not thread-dependent: once per block
+
+    return main
+
+
+def test_atomics_in_thread_level_code():
+    c = np.zeros(2, np.int32)
+    compile_cpu(thread_atomics())(c)
+    np.testing.assert_array_equal(c, [3 * 4, 3])
+
+
+@needs_compiler
+def test_atomics_in_thread_level_code_on_cuda():
+    src = tilelang.compile(thread_atomics(), target="cuda -arch=sm_80").get_kernel_source()
+    branch = src[src.index("if ((tx_1 < 4))"):]
+    first = branch[:branch.index("}")]
+    assert "tl::atomic_add" in first and "tx_1 == 0" not in first and "tx == 0" not in first, src
+    assert "if ((tx == 0))" in src, src  # the block-level one

@@ -13,10 +13,14 @@
 /// - a warp collective evaluates its operand for every thread first, then combines the
 ///   values of each thread's warp (lanes t - t % width ...), as the shuffles would;
 /// - T.sync_threads has nothing left to do;
-/// - block-level work (tile ops, T.Parallel over tiles) runs once, as before.
+/// - copies and fills of per-thread storage (or with thread-dependent regions) run once
+///   per thread, on that thread's slice;
+/// - statements that do not depend on the thread run once, atomics included (as the CUDA
+///   target gives them to one thread), and so does block-level work (tile ops, T.Parallel
+///   over tiles).
 /// What lockstep cannot express is a CompileError at its line: loop bounds or while
-/// conditions that depend on the thread, break/continue or tile ops under a
-/// thread-dependent branch, tile ops on per-thread storage.
+/// conditions that depend on the thread, break/continue or block-level work under a
+/// thread-dependent branch, reductions, GEMMs and atomics on per-thread storage.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -36,14 +40,6 @@ bool IsThreadLevel(const Stmt& body) {
   bool found = false;
   ForEachExpr(body, [&](const Expr& e) {
     if (const auto* c = As<Call>(e)) found |= c->op == "thread_binding" || IsCollective(c->op);
-  });
-  return found;
-}
-
-bool HasAtomic(const Stmt& s) {
-  bool found = false;
-  ForEachExpr(s, [&](const Expr& e) {
-    if (const auto* c = As<Call>(e)) found |= c->op.rfind("atomic_", 0) == 0;
   });
   return found;
 }
@@ -232,6 +228,28 @@ class ThreadEmulator {
     return BufferLoad::Make(result, {t_});
   }
 
+  /// A copy, fill or element atomic as thread t_ does it: per-thread buffers get their thread's slice
+  /// (a leading range [t, t + 1)), and region corners are evaluated for thread t_.
+  Stmt PerThreadTileOp(const Stmt& s) const {
+    auto region = [&](const Region& r) {
+      if (!r.buffer) return r;
+      Region out{r.buffer, {}};
+      auto it = per_thread_.find(r.buffer.get());
+      if (it != per_thread_.end()) {
+        out.buffer = it->second;
+        out.ranges.push_back({t_, MakeInt(1)});
+      }
+      for (const Range& rg : r.ranges) out.ranges.push_back({At(rg.min), At(rg.extent)});
+      return out;
+    };
+    if (const auto* copy = As<CopyOp>(s)) return CopyOp::Make(region(copy->src), region(copy->dst), s->span);
+    if (const auto* atomic = As<AtomicOp>(s)) {
+      return AtomicOp::Make(atomic->atomic_kind, region(atomic->dst), Region{}, At(atomic->value), s->span);
+    }
+    const auto* fill = As<FillOp>(s);
+    return FillOp::Make(region(fill->dst), At(fill->value), s->span);
+  }
+
   // ---- statements
 
   [[noreturn]] static void Unsupported(const Span& span, const std::string& what) {
@@ -284,8 +302,9 @@ class ThreadEmulator {
       } else {
         st = Evaluate::Make(ExtractCollectives(As<Evaluate>(s)->value, mask, s->span, out), s->span);
       }
-      // Atomics run once per thread, as on the GPU; plain stores of the same value once.
-      if (mask || VaryingStmt(st) || HasAtomic(st)) {
+      // Statements that do not depend on the thread run once, atomics included (the CUDA
+      // target gives those to one thread too); the rest once per thread that reaches them.
+      if (mask || VaryingStmt(st)) {
         out->push_back(ThreadLoop(At(st), mask, s->span));
       } else {
         out->push_back(st);
@@ -343,7 +362,17 @@ class ThreadEmulator {
       out->push_back(s);
       return;
     }
-    if (As<CopyOp>(s) || As<FillOp>(s) || As<ReduceOp>(s) || As<GemmOp>(s) || As<AtomicOp>(s)) {
+    const auto* atomic = As<AtomicOp>(s);
+    if (As<CopyOp>(s) || As<FillOp>(s) || (atomic && !atomic->src.buffer)) {
+      // On per-thread storage (or thread-dependent regions) each thread does its own.
+      if (VaryingStmt(s) || mask) {
+        out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));
+        return;
+      }
+      out->push_back(s);
+      return;
+    }
+    if (As<ReduceOp>(s) || As<GemmOp>(s) || As<AtomicOp>(s)) {
       if (VaryingStmt(s)) Unsupported(s->span, "a tile operation on per-thread storage or thread-dependent regions");
       if (mask) Unsupported(s->span, "a tile operation under a thread-dependent condition");
       out->push_back(s);

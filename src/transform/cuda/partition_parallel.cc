@@ -4,6 +4,9 @@
 /// f = it * threads + tx of the flattened nest. Parallel loops nested inside an already
 /// partitioned loop run in order within their thread.
 #include "copy_lowering.h"
+#include <functional>
+#include <unordered_set>
+
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -32,7 +35,9 @@ class Partitioner : public IRMutator {
       return out;
     }
     if (op->for_kind != ForKind::kParallel) return IRMutator::Mutate_(op, self);
-    if (inside_ > 0 || !tx_) {
+    if (inside_ > 0 || !tx_ || WalksLocalStorage(op)) {
+      // Already inside a thread's share, or a walk over per-thread storage (T.alloc_local,
+      // T.alloc_var, e.g. a T.copy into a thread's own registers): every thread runs it all.
       Stmt body = Mutate(op->body);
       return For::Make(op->var, op->min, op->extent, ForKind::kSerial, body, {}, op->span);
     }
@@ -64,17 +69,70 @@ class Partitioner : public IRMutator {
     bool atomic = call && (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min");
     if (!atomic || inside_ > 0 || !tx_) return IRMutator::Mutate_(op, self);
     // Per-thread atomics (their address or value depends on the thread) stay per thread.
-    bool per_thread = false;
-    const Var* tx = tx_.get();
-    ForEachExpr(self, [&](const Expr& e) { per_thread |= e.get() == tx; });
+    // So do atomics under a thread-dependent branch: each thread that takes it updates.
+    bool per_thread = thread_branch_ > 0 || OnThread(op->value);
     if (per_thread) return IRMutator::Mutate_(op, self);
     return IfThenElse::Make(EQ(tx_, MakeInt(0, tx_->dtype)), self, nullptr, op->span);
   }
 
+  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
+    if (OnThread(op->value)) thread_vars_.insert(op->var.get());  // e.g. tx = T.get_thread_binding()
+    return IRMutator::Mutate_(op, self);
+  }
+
+  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
+    bool on_thread = OnThread(op->cond);
+    thread_branch_ += on_thread;
+    Stmt out = IRMutator::Mutate_(op, self);
+    thread_branch_ -= on_thread;
+    return out;
+  }
+
  private:
+  /// Whether `e` depends on the thread index (directly or through a let bound to it).
+  bool OnThread(const Expr& e) const {
+    bool found = false;
+    if (!tx_) return false;
+    ForEachExpr(Evaluate::Make(e), [&](const Expr& x) {
+      found |= x.get() == tx_.get() || thread_vars_.count(static_cast<const Var*>(As<Var>(x))) > 0;
+    });
+    return found;
+  }
+
+  /// Whether the nest indexes per-thread storage by one of its own loop variables.
+  static bool WalksLocalStorage(const For* op) {
+    std::vector<const Var*> vars;
+    for (const For* l = op; l && l->for_kind == ForKind::kParallel; l = As<For>(l->body)) vars.push_back(l->var.get());
+    bool found = false;
+    auto check = [&](const Buffer& b, const std::vector<Expr>& idx) {
+      if (b->scope != Scope::kLocal && b->scope != Scope::kVar) return;
+      for (const Expr& i : idx) {
+        ForEachExpr(Evaluate::Make(i), [&](const Expr& e) {
+          for (const Var* v : vars) found |= e.get() == v;
+        });
+      }
+    };
+    struct Finder : IRVisitor {
+      std::function<void(const Buffer&, const std::vector<Expr>&)> check;
+      void Visit_(const BufferLoad* op) override {
+        check(op->buffer, op->indices);
+        IRVisitor::Visit_(op);
+      }
+      void Visit_(const BufferStore* op) override {
+        check(op->buffer, op->indices);
+        IRVisitor::Visit_(op);
+      }
+    } finder;
+    finder.check = check;
+    finder.Visit(Stmt(op->body));
+    return found;
+  }
+
   VarRef tx_;
   int64_t threads_ = 0;
   int inside_ = 0;
+  int thread_branch_ = 0;  ///< depth of branches whose condition depends on the thread
+  std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread
 };
 
 }  // namespace
