@@ -113,6 +113,11 @@ class CudaBackend:
         # One letter per launch argument (launch_packed): parameters, then dynamic sizes.
         letters = {"ptr": "p", "i32": "i", "i64": "l", "f32": "f", "f64": "d"}
         self._kinds = "".join(letters[kind] for kind in self.src.arg_kinds)
+        # What the launches read, converted from the C++ side once rather than per call.
+        self._dyn_names = [name for name, _, _ in self.src.dynamic_dims]
+        self._block, self._shared = list(self.src.block), self.src.shared_bytes
+        self._more_launches = [(src, more, list(src.block), src.shared_bytes)
+                               for src, more in zip(self.srcs[1:], self._more_modules)]
         get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         index = self._device.index
         self._stream = (lambda: get_raw(index)) if get_raw else (lambda: torch.cuda.current_stream().cuda_stream)
@@ -168,15 +173,15 @@ class CudaBackend:
             out = torch.empty(shape, dtype=self._dtypes[i], device=self._device)
             outputs.append(out)
             values[i] = out.data_ptr()
-        dyn = [dims[name] for name, _, _ in self.src.dynamic_dims]
+        dyn = [dims[name] for name in self._dyn_names]
         values.extend(dyn)
         grid = self.src.grid(dyn) if dyn else self._static_grid()
         if min(grid) > 0:
-            module.launch_packed(grid, self.src.block, self.src.shared_bytes, self._stream(), self._kinds, values)
-        for src, more in zip(self.srcs[1:], self._more_modules):
+            module.launch_packed(grid, self._block, self._shared, self._stream(), self._kinds, values)
+        for src, more, block, shared in self._more_launches:
             grid = src.grid(dyn)
             if min(grid) > 0:
-                more.launch_packed(grid, src.block, src.shared_bytes, self._stream(), self._kinds, values)
+                more.launch_packed(grid, block, shared, self._stream(), self._kinds, values)
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs
