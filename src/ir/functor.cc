@@ -307,5 +307,15 @@ Stmt Substitute(const Stmt& s, const std::function<Expr(const Var*)>& f) {
 void ForEachExpr(const Stmt& s, const std::function<void(const Expr&)>& f) {
   ExprCollector(f).Visit(s);
 }
+bool UsesVar(const Expr& e, const std::function<bool(const Var*)>& pred) {
+  struct Finder : IRVisitor {
+    const std::function<bool(const Var*)>* pred = nullptr;
+    bool found = false;
+    void Visit_(const Var* op) override { found = found || (*pred)(op); }
+  } f;
+  f.pred = &pred;
+  if (e) f.Visit(e);
+  return f.found;
+}
 
 }  // namespace tl::ir

@@ -211,12 +211,8 @@ class FragmentRewriter : public IRMutator {
     }
     VarRef l = Var::Make("l");
     auto [i, j] = rf.layout->Inverse(tx_, l);
-    std::vector<Expr> idx;
-    for (const Range& rg : tile.ranges) idx.push_back(rg.min);
-    idx[dims[0]] = idx[dims[0]] + i;
-    if (want == 2) idx[dims[1]] = idx[dims[1]] + j;
     Expr in_bounds;
-    for (size_t k = 0; k < idx.size(); ++k) in_bounds = And(in_bounds, LT(idx[k], tile.buffer->shape[k]));
+    std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
     Stmt st;
     if (to_tile) {
       st = BufferStore::Make(tile.buffer, idx, Cast::Make(tile.buffer->dtype, BufferLoad::Make(rf.regs, {l})), span);
@@ -237,12 +233,8 @@ class FragmentRewriter : public IRMutator {
     VarRef c = Var::Make("c");
     Expr first = Expr(c) * MakeInt(v);
     auto [i, j] = rf.layout->Inverse(tx_, first);
-    std::vector<Expr> idx;
-    for (const Range& rg : tile.ranges) idx.push_back(rg.min);
-    idx[dims[0]] = idx[dims[0]] + i;
-    idx[dims[1]] = idx[dims[1]] + j;
     Expr in_bounds;
-    for (size_t k = 0; k < idx.size(); ++k) in_bounds = And(in_bounds, LT(idx[k], tile.buffer->shape[k]));
+    std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
     auto addr = [](const Buffer& b, const std::vector<Expr>& at) {
       return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, at)});
     };
@@ -450,12 +442,8 @@ class FragmentRewriter : public IRMutator {
     TL_ICHECK(dims.size() == 2) << "atomic from a register fragment into a non-2-D region";
     VarRef l = Var::Make("l");
     auto [i, j] = rf.layout->Inverse(tx_, l);
-    std::vector<Expr> idx;
-    for (const Range& rg : dst.ranges) idx.push_back(rg.min);
-    idx[dims[0]] = idx[dims[0]] + i;
-    idx[dims[1]] = idx[dims[1]] + j;
     Expr in_bounds;
-    for (size_t k = 0; k < idx.size(); ++k) in_bounds = And(in_bounds, LT(idx[k], dst.buffer->shape[k]));
+    std::vector<Expr> idx = AtCorner(dst, dims, i, j, &in_bounds);
     static const char* kNames[] = {"atomic_add", "atomic_max", "atomic_min"};
     DType t = dst.buffer->dtype;
     Stmt st = Evaluate::Make(
@@ -637,6 +625,19 @@ class FragmentRewriter : public IRMutator {
   }
 
  private:
+  /// Indices into `tile` of register element (i, j): the region's corner plus i along its
+  /// first tile dimension (and j along the second, when `dims` has two); `in_bounds` gets
+  /// the edge guard over every dimension.
+  static std::vector<Expr> AtCorner(const Region& tile, const std::vector<size_t>& dims, const Expr& i,
+                                    const Expr& j, Expr* in_bounds) {
+    std::vector<Expr> idx;
+    for (const Range& rg : tile.ranges) idx.push_back(rg.min);
+    idx[dims[0]] = idx[dims[0]] + i;
+    if (dims.size() > 1) idx[dims[1]] = idx[dims[1]] + j;
+    for (size_t k = 0; k < idx.size(); ++k) *in_bounds = And(*in_bounds, LT(idx[k], tile.buffer->shape[k]));
+    return idx;
+  }
+
   /// The mma layout of a GEMM's register operand (inference gives GEMMs no other).
   static const MmaAccumulatorLayout& Mma(const RegFragment& rf) {
     const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(rf.layout.get());

@@ -4,6 +4,7 @@
 /// f = it * threads + tx of the flattened nest. Parallel loops nested inside an already
 /// partitioned loop run in order within their thread.
 #include "copy_lowering.h"
+#include <algorithm>
 #include <functional>
 #include <unordered_set>
 
@@ -91,12 +92,7 @@ class Partitioner : public IRMutator {
  private:
   /// Whether `e` depends on the thread index (directly or through a let bound to it).
   bool OnThread(const Expr& e) const {
-    bool found = false;
-    if (!tx_) return false;
-    ForEachExpr(Evaluate::Make(e), [&](const Expr& x) {
-      found |= x.get() == tx_.get() || thread_vars_.count(static_cast<const Var*>(As<Var>(x))) > 0;
-    });
-    return found;
+    return tx_ && UsesVar(e, [&](const Var* v) { return v == tx_.get() || thread_vars_.count(v) > 0; });
   }
 
   /// Whether the nest indexes per-thread storage by one of its own loop variables.
@@ -107,9 +103,7 @@ class Partitioner : public IRMutator {
     auto check = [&](const Buffer& b, const std::vector<Expr>& idx) {
       if (b->scope != Scope::kLocal && b->scope != Scope::kVar) return;
       for (const Expr& i : idx) {
-        ForEachExpr(Evaluate::Make(i), [&](const Expr& e) {
-          for (const Var* v : vars) found |= e.get() == v;
-        });
+        found = found || UsesVar(i, [&](const Var* v) { return std::count(vars.begin(), vars.end(), v) > 0; });
       }
     };
     struct Finder : IRVisitor {

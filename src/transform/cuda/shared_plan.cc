@@ -125,14 +125,7 @@ bool ReadsWhatItWrites(const Stmt& s) {
 }
 
 bool Mentions(const Expr& e, const Var* v) {
-  struct Finder : IRVisitor {
-    const Var* target = nullptr;
-    bool found = false;
-    void Visit_(const Var* op) override { found |= op == target; }
-  } f;
-  f.target = v;
-  f.Visit(e);
-  return f.found;
+  return UsesVar(e, [v](const Var* x) { return x == v; });
 }
 
 }  // namespace
