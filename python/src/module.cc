@@ -19,6 +19,7 @@
 #include "tl/ir/printer.h"
 #include "tl/op/make.h"
 #include "tl/runtime/cpu_module.h"
+#include "tl/support/cache_entry.h"
 #include "tl/transform/passes.h"
 
 namespace nb = nanobind;
@@ -349,6 +350,8 @@ NB_MODULE(_tl, m) {
     return std::make_tuple(r.library_path, r.cache_hit, r.command);
   });
   m.def("content_hash", &runtime::ContentHash);
+  m.def("take_cache_warnings", &TakeCacheWarnings,
+        "Warnings about broken cache entries this thread's builds found (and rebuilt), once each.");
   nb::class_<runtime::CpuModule>(m, "CpuModule")
       .def(nb::init<const std::string&, const std::string&>())
       .def("run", [](const runtime::CpuModule& mod, const nb::list& args) {

@@ -14,6 +14,8 @@ from .errors import TileLangArgumentError, TileLangCompileError, TileLangRuntime
 from .jit import JITKernel, compile, jit  # noqa: F401
 from .profiler import TensorSupplyType, do_bench  # noqa: F401
 from .transform import PassConfigKey  # noqa: F401
+from . import cache  # noqa: F401
+from .cache import clear_cache, disable_cache, enable_cache, is_cache_enabled  # noqa: F401
 from . import autotuner  # noqa: F401
 from .autotuner import autotune  # noqa: F401
 

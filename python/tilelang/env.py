@@ -1,13 +1,55 @@
 """Environment settings: cache location, verbosity, where the device headers are."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
+import threading
 from pathlib import Path
+
+_FALSE = ("0", "false", "False", "FALSE", "off", "no", "")
+
+# None: follow TILELANG_DISABLE_CACHE; True/False: set by enable_cache()/disable_cache().
+_cache_enabled_override = None
+_private_root = None
+_private_lock = threading.Lock()
 
 
 def cache_dir() -> str:
     d = os.environ.get("TILELANG_CACHE_DIR")
     return d if d else str(Path.home() / ".cache" / "tilelang")
+
+
+def is_cache_enabled() -> bool:
+    """Whether compiled kernels are looked up in and stored to the disk cache."""
+    if _cache_enabled_override is not None:
+        return _cache_enabled_override
+    return os.environ.get("TILELANG_DISABLE_CACHE", "0") in _FALSE
+
+
+def enable_cache() -> None:
+    global _cache_enabled_override
+    _cache_enabled_override = True
+
+
+def disable_cache() -> None:
+    global _cache_enabled_override
+    _cache_enabled_override = False
+
+
+def kernel_cache_dir() -> str:
+    """Where the next compile keeps its files: the shared disk cache, or, with the cache
+    disabled, a fresh private folder (removed when the process exits) that no other
+    compile reads."""
+    if is_cache_enabled():
+        return cache_dir()
+    global _private_root
+    with _private_lock:
+        if _private_root is None:
+            _private_root = tempfile.mkdtemp(prefix="tilelang-nocache-")
+            atexit.register(shutil.rmtree, _private_root, True)
+        return tempfile.mkdtemp(dir=_private_root)
 
 
 def print_on_compilation() -> bool:

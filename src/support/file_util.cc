@@ -2,13 +2,14 @@
 /// \file File-system and process helpers (see support/file_util.h).
 #include "tl/support/file_util.h"
 
+#include "tl/support/cache_entry.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 
@@ -38,17 +39,19 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-void WriteAtomically(const std::string& path, const std::string& data) {
-  std::random_device rd;
-  std::string tmp = path + "." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << data;
-    if (!out) {
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + tmp + " (is the cache dir writable?)");
-    }
+void WriteFileOrThrow(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary);
+  out << data;
+  out.close();
+  if (!out) {
+    ::unlink(path.c_str());
+    throw std::runtime_error("cannot write " + path + " (is the cache dir writable?)");
   }
+}
+
+void WriteAtomically(const std::string& path, const std::string& data) {
+  std::string tmp = TempPathFor(path);
+  WriteFileOrThrow(tmp, data);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot move a file into the cache at " + path);

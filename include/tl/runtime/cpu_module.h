@@ -29,13 +29,15 @@ struct CpuBuildResult {
   std::string command;  ///< the compiler command (empty on a cache hit)
 };
 
-/// Compiles `source` unless a library for the same (source, compiler, flags, headers)
-/// is cached. The library is written under a temporary name and renamed into place, so
-/// concurrent builders never load a half-written file. Throws std::runtime_error with the
-/// compiler's output on failure.
+/// Compiles `source` unless a library for the same (source, compiler and its version,
+/// flags, headers, host CPU, cache version) is cached. Entries are verified on lookup
+/// (support/cache_entry.h): a missing, truncated or changed library is rebuilt, and a
+/// warning recorded for TakeCacheWarnings. Throws std::runtime_error with the compiler's
+/// output on failure.
 CpuBuildResult BuildCpuLibrary(const std::string& source, const CpuBuildOptions& options);
 
-/// A loaded library and its entry point.
+/// A loaded library and its entry point. The library is closed (dlclose) when the module
+/// is destroyed; the OpenMP runtime it pulled in stays loaded.
 class CpuModule {
  public:
   CpuModule(const std::string& path, const std::string& entry);

@@ -11,6 +11,8 @@ bool FileExists(const std::string& path);
 void MakeDirs(const std::string& path);
 /// The whole file, or "" when it cannot be read.
 std::string ReadFile(const std::string& path);
+/// Writes `data` to `path` (not atomically); throws std::runtime_error on failure.
+void WriteFileOrThrow(const std::string& path, const std::string& data);
 /// Writes `data` under a unique temporary name, then renames it to `path`: readers (other
 /// processes too) see the old file or the whole new one, never a part.
 void WriteAtomically(const std::string& path, const std::string& data);

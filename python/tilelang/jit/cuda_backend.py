@@ -70,7 +70,7 @@ class CudaBackend:
         fast = str(pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
         all_flags = list(flags) + (["--use_fast_math"] if fast else [])
         path, hit, compiler, log, usage = _tl.build_cuda(
-            self.source, arch, env.cache_dir(), [_templates_root()], all_flags, _search_dirs(), "")
+            self.source, arch, env.kernel_cache_dir(), [_templates_root()], all_flags, _search_dirs(), "")
         self.cubin_path, self.cache_hit, self.compiler, self.build_log = path, hit, compiler, log
         if "Used" not in log:
             # Some NVRTC builds (e.g. a pip wheel's) leave ptxas' report out of the log.

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -11,6 +13,7 @@ from .. import _tl, env
 from ..errors import TileLangCompileError, TileLangArgumentError, TileLangRuntimeError
 from ..frontend.parser import PrimFunc
 from ..language.values import Buffer, PrimExpr
+from ..cache import report_cache_warnings
 from . import arguments
 from .target import resolve
 
@@ -90,10 +93,14 @@ class JITKernel:
     # ------------------------------------------------------------------ compilation
 
     def _compile(self, verbose):
+        _tl.take_cache_warnings()  # anything left from an earlier build that raised
         if self.target == "cuda":
             from .cuda_backend import CudaBackend
 
-            self._cuda = CudaBackend(self, self.target_arch, self.pass_configs, self.compile_flags, verbose)
+            try:
+                self._cuda = CudaBackend(self, self.target_arch, self.pass_configs, self.compile_flags, verbose)
+            finally:
+                report_cache_warnings(_tl.take_cache_warnings(), stacklevel=5)
             self.source, self.remarks = self._cuda.source, self._cuda.remarks
             self.cache_hit, self.compile_seconds = self._cuda.cache_hit, self._cuda.compile_seconds
             self.dynamic_dims = self._cuda.src.dynamic_dims
@@ -102,14 +109,34 @@ class JITKernel:
         lowered, self.remarks, _ = _tl.lower_cpu(self.func.node, self.pass_configs, False)
         self.lowered = lowered
         self.source, self.entry, self.dynamic_dims = _tl.codegen_cpu(lowered)
-        path, hit, cmd = _tl.build_cpu(self.source, env.cache_dir(), env.template_dir(), self.compile_flags)
+        cache_dir = env.kernel_cache_dir()
+        try:
+            path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), self.compile_flags)
+        finally:
+            report_cache_warnings(_tl.take_cache_warnings(), stacklevel=5)
+        try:
+            self._library = _load_library(path, self.entry)
+        except RuntimeError as e:
+            if not hit:
+                raise TileLangRuntimeError(f"kernel {self.name!r}: {e}") from None
+            # A cached library that matches its checksum but does not load (a cache folder
+            # copied from another machine, say): drop it and build again, once.
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), self.compile_flags)
+            _tl.take_cache_warnings()  # the message below says it
+            report_cache_warnings([f"tilelang: the cached kernel library {path} could not be loaded ({e}); "
+                                   "it was rebuilt"], stacklevel=4)
+            self._library = _load_library(path, self.entry)
+        self._module = self._library.module
         self.library_path = path
         self.cache_hit = hit
         self.compile_seconds = time.perf_counter() - t0
         if not hit and (verbose or env.print_on_compilation()):
             print(f"[tilelang] compiled kernel {self.name!r} for cpu in {self.compile_seconds:.2f} s",
                   file=sys.stderr)
-        self._module = _load_module(path, self.entry)
 
     def _check_output_dims(self):
         known = {d for i in self.in_idx for d in self.params[i].dims if isinstance(d, str)}
@@ -211,38 +238,36 @@ class JITKernel:
                 dims[want] = int(got)
 
 
-# Each kernel library links the OpenMP runtime. Unloading the last library (dlclose when a
-# kernel is garbage-collected, or when module globals are cleared at exit) would also
-# unload libgomp while its idle worker threads still run, which crashes the process. So
-# the OpenMP runtime is pinned (ctypes never unloads what it loads), and loaded libraries
-# are shared between kernels of the same path.
-_LOADED_MODULES: dict = {}
-_PINNED_RUNTIMES: list = []
+class _Library:
+    """A loaded kernel library, shared by the kernels compiled to the same file. It is
+    closed (dlclose) when the last of them is dropped; the C++ side keeps the OpenMP
+    runtime loaded, so that closing the last library never unloads it under its idle
+    worker threads."""
+
+    __slots__ = ("module", "__weakref__")
+
+    def __init__(self, module):
+        self.module = module
 
 
-def _pin_openmp_runtime():
-    if _PINNED_RUNTIMES:
-        return
-    try:
-        import ctypes
-
-        with open("/proc/self/maps") as f:
-            paths = {line.split()[-1] for line in f if line.rstrip().endswith(".so") or ".so." in line}
-        for path in sorted(paths):
-            name = path.rsplit("/", 1)[-1]
-            if name.startswith(("libgomp", "libomp", "libiomp")):
-                _PINNED_RUNTIMES.append(ctypes.CDLL(path))
-    except (OSError, ImportError):  # pragma: no cover - not Linux
-        pass
+_LOADED = weakref.WeakValueDictionary()
+_LOADED_LOCK = threading.Lock()
 
 
-def _load_module(path, entry):
+def _load_library(path, entry):
     key = (path, entry)
-    module = _LOADED_MODULES.get(key)
-    if module is None:
-        module = _LOADED_MODULES[key] = _tl.CpuModule(path, entry)
-        _pin_openmp_runtime()
-    return module
+    with _LOADED_LOCK:
+        lib = _LOADED.get(key)
+        if lib is None:
+            lib = _Library(_tl.CpuModule(path, entry))
+            _LOADED[key] = lib
+        return lib
+
+
+def loaded_library_count() -> int:
+    """How many kernel libraries this process holds open (for tests and diagnostics)."""
+    with _LOADED_LOCK:
+        return len(_LOADED)
 
 
 def _allocate(shape, dtype, like_torch):

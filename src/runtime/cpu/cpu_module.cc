@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file Host-compiler driver with a content-addressed disk cache, and dlopen loading.
+#include "tl/support/cache_entry.h"
 #include "tl/support/file_util.h"
 #include "tl/runtime/cpu_module.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -19,14 +22,9 @@
 namespace tl::runtime {
 namespace {
 
-uint64_t Fnv1a(const std::string& data, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+/// Bumped when the calling convention of generated libraries (TLArg), the fixed flags or
+/// the cache layout change; with the package version it enters every key.
+constexpr const char* kCacheVersion = "tl-cpu-cache-2 tilelang-0.1.0";
 
 /// The compiler's identity (its --version banner), computed once per process.
 const std::string& CompilerIdentity(const std::string& compiler) {
@@ -43,30 +41,72 @@ const std::string& CompilerIdentity(const std::string& compiler) {
   return cache[compiler] = out.substr(0, out.find('\n'));
 }
 
-/// Contents of the device headers, hashed once per process, so that a header change
-/// invalidates cached libraries.
+/// Every regular file under `dir`, recursively.
+void ListFiles(const std::string& dir, std::vector<std::string>* out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = dir + "/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      ListFiles(path, out);
+    } else if (S_ISREG(st.st_mode)) {
+      out->push_back(path);
+    }
+  }
+  ::closedir(d);
+}
+
+/// Names and contents of every header in the include folder, hashed once per process,
+/// so that editing or adding a header invalidates cached libraries.
 const std::string& HeaderHash(const std::string& include_dir) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::string> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(include_dir);
   if (it != cache.end()) return it->second;
+  std::vector<std::string> files;
+  ListFiles(include_dir, &files);
+  std::sort(files.begin(), files.end());
   std::string all;
-  for (const char* f : {"tl_cpu.h", "types.h", "math.h", "atomic.h", "gemm.h"}) {
-    all += ReadFile(include_dir + "/" + f);
+  for (const std::string& f : files) {
+    all += f.substr(include_dir.size()) + "\n" + ContentHash(ReadFile(f)) + "\n";
   }
   return cache[include_dir] = ContentHash(all);
 }
 
+/// What -march=native means on this machine: the processor's model and feature flags,
+/// so that a cache folder shared between machines never hands one a library built for
+/// another's instruction set.
+const std::string& HostCpuIdentity() {
+  static const std::string identity = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line) && (model.empty() || flags.empty())) {
+      if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+      if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) flags = line;
+    }
+    return model + "\n" + flags;
+  }();
+  return identity;
+}
+
+/// Environment variables that change what the compiler includes or links.
+std::string CompilerEnvironment() {
+  std::string out;
+  for (const char* name : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "LIBRARY_PATH"}) {
+    const char* v = std::getenv(name);
+    if (v && *v) out += std::string(name) + "=" + v + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string ContentHash(const std::string& data) {
-  char buf[33];
-  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
-                static_cast<unsigned long long>(Fnv1a(data, 0xcbf29ce484222325ULL)),
-                static_cast<unsigned long long>(Fnv1a(data, 0x84222325cbf29ce4ULL)));
-  return buf;
-}
+std::string ContentHash(const std::string& data) { return ContentHash128(data); }
 
 CpuBuildResult BuildCpuLibrary(const std::string& source, const CpuBuildOptions& options) {
   std::string compiler = options.compiler;
@@ -80,52 +120,64 @@ CpuBuildResult BuildCpuLibrary(const std::string& source, const CpuBuildOptions&
   std::string flag_str;
   for (const auto& f : flags) flag_str += " " + f;
 
-  std::string key = ContentHash(source + "\n//" + CompilerIdentity(compiler) + "\n//" + flag_str +
-                                "\n//" + HeaderHash(options.include_dir));
+  std::string key = ContentHash(source + "\n//" + kCacheVersion + "\n//" + compiler + "\n//" +
+                                CompilerIdentity(compiler) + "\n//" + flag_str + "\n//" +
+                                HeaderHash(options.include_dir) + "\n//" + HostCpuIdentity() +
+                                "\n//" + CompilerEnvironment());
   std::string dir = options.cache_dir + "/cpu/" + key.substr(0, 2);
-  std::string lib = dir + "/" + key + ".so";
   CpuBuildResult result;
-  result.library_path = lib;
-  if (FileExists(lib)) {
+  std::vector<std::string> paths, broken;
+  std::string problem;
+  CacheLookup found = LookupCacheEntry(dir, key, {".so"}, &paths, &problem, &broken);
+  if (found == CacheLookup::kHit) {
+    result.library_path = paths[0];
     result.cache_hit = true;
     return result;
   }
   MakeDirs(dir);
-  // Unique temporary names: concurrent builders of the same key each write their own
-  // files and the last rename wins; rename(2) is atomic, so readers see a whole file.
-  std::random_device rd;
-  std::string tmp_tag = "." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
+  // The source goes to a name every builder of this key shares (written atomically, the
+  // same bytes from each), so concurrent builds produce the same library.
   std::string src_path = dir + "/" + key + ".cpp";
-  std::string tmp_src = src_path + tmp_tag, tmp_lib = lib + tmp_tag;
-  {
-    std::ofstream out(tmp_src, std::ios::binary);
-    out << source;
-    if (!out) throw std::runtime_error("cannot write kernel source to " + tmp_src);
-  }
+  WriteAtomically(src_path, source);
+  std::string tmp_lib = TempPathFor(dir + "/" + key + ".so");
   std::string cmd = compiler + flag_str + " -I" + ShellQuote(options.include_dir) + " -x c++ " +
-                    ShellQuote(tmp_src) + " -o " + ShellQuote(tmp_lib);
+                    ShellQuote(src_path) + " -o " + ShellQuote(tmp_lib);
   result.command = cmd;
   std::string output;
   int status = RunCommand(cmd, &output);
   if (status != 0 || !FileExists(tmp_lib)) {
-    ::unlink(tmp_src.c_str());
     ::unlink(tmp_lib.c_str());
     throw std::runtime_error("host C++ compiler failed (exit " + std::to_string(status) + ")\n" +
                              cmd + "\n" + output);
   }
-  ::rename(tmp_src.c_str(), src_path.c_str());
-  if (::rename(tmp_lib.c_str(), lib.c_str()) != 0) {
-    ::unlink(tmp_lib.c_str());
-    throw std::runtime_error("cannot move the compiled kernel into the cache at " + lib);
+  result.library_path = StoreCacheEntry(dir, key, {{".so", tmp_lib}})[0];
+  if (found == CacheLookup::kBroken) {
+    for (const std::string& p : broken) {
+      if (p != result.library_path && p != dir + "/" + key + ".entry") ::unlink(p.c_str());
+    }
+    AddCacheWarning("tilelang: " + problem + "; the kernel library was rebuilt");
   }
   return result;
 }
 
+namespace {
+
+/// Marks the OpenMP runtime that kernel libraries pull in as never to be unloaded: when
+/// the last kernel library is closed, its worker threads may still be parked in it.
+void PinOpenMpRuntime() {
+  static std::atomic<bool> pinned{false};
+  if (pinned.load(std::memory_order_acquire)) return;
+  for (const char* name : {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so"}) {
+    if (::dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) pinned.store(true);
+  }
+}
+
+}  // namespace
+
 CpuModule::CpuModule(const std::string& path, const std::string& entry) {
-  // RTLD_NODELETE: unloading a kernel library could unload the OpenMP runtime it pulled
-  // in while OpenMP worker threads still run.
-  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) throw std::runtime_error(std::string("cannot load kernel library: ") + ::dlerror());
+  PinOpenMpRuntime();
   entry_ = reinterpret_cast<int32_t (*)(const TLArg*)>(::dlsym(handle_, entry.c_str()));
   if (!entry_) {
     ::dlclose(handle_);

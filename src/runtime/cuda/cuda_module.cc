@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "cuda_internal.h"
+#include "tl/support/cache_entry.h"
 #include "tl/support/file_util.h"
 #include "tl/runtime/cpu_module.h"
 #include "tl/runtime/cuda_module.h"
@@ -22,7 +23,7 @@ namespace tl::runtime {
 namespace {
 
 /// Bumped when the fixed compiler options or the cache layout change.
-constexpr const char* kCacheVersion = "tl-cuda-cache-1";
+constexpr const char* kCacheVersion = "tl-cuda-cache-2 tilelang-0.1.0";
 /// Headers beyond this many bytes in one include dir are keyed by size and mtime only,
 /// so that passing a whole toolkit include dir does not read hundreds of megabytes.
 constexpr size_t kHeaderContentBudget = 16u << 20;
@@ -181,21 +182,36 @@ CudaBuildResult BuildCudaCubin(const std::string& source, const CudaBuildOptions
 
   std::string dir = options.cache_dir + "/cuda/" + key.substr(0, 2);
   CudaBuildResult result;
-  result.cubin_path = dir + "/" + key + ".cubin";
   result.compiler = compiler.description;
-  std::string log_path = dir + "/" + key + ".log";
-  if (FileExists(result.cubin_path)) {
+  // Entries are verified on lookup (support/cache_entry.h): a cubin or log that is
+  // missing, truncated or changed on disk is rebuilt, with a warning, never loaded.
+  std::vector<std::string> paths, broken;
+  std::string problem;
+  CacheLookup found = LookupCacheEntry(dir, key, {".cubin", ".log"}, &paths, &problem, &broken);
+  if (found == CacheLookup::kHit) {
     result.cache_hit = true;
-    result.log = ReadFile(log_path);
+    result.cubin_path = paths[0];
+    result.log = ReadFile(paths[1]);
   } else {
     MakeDirs(dir);
     cuda::CompileOutput out =
         cuda::Compile(compiler, source, arch, include_dirs, options.flags, dir);
     result.log = out.log;
-    // The log first: whoever sees the cubin can rely on its log being there too.
-    WriteAtomically(log_path, out.log);
     WriteAtomically(dir + "/" + key + ".cu", source);  // for reading, not for the cache
-    WriteAtomically(result.cubin_path, out.cubin);
+    std::string tmp_cubin = TempPathFor(dir + "/" + key + ".cubin");
+    std::string tmp_log = TempPathFor(dir + "/" + key + ".log");
+    WriteFileOrThrow(tmp_cubin, out.cubin);
+    WriteFileOrThrow(tmp_log, out.log);
+    // The manifest last: whoever sees the entry sees the cubin and its log whole.
+    std::vector<std::string> stored =
+        StoreCacheEntry(dir, key, {{".cubin", tmp_cubin}, {".log", tmp_log}});
+    result.cubin_path = stored[0];
+    if (found == CacheLookup::kBroken) {
+      for (const std::string& p : broken) {
+        if (p != stored[0] && p != stored[1] && p != dir + "/" + key + ".entry") ::unlink(p.c_str());
+      }
+      AddCacheWarning("tilelang: " + problem + "; the cubin was rebuilt");
+    }
   }
   result.usage = ParsePtxasLog(result.log, &result.per_function);
   return result;
