@@ -26,3 +26,11 @@ def cdiv(a, b):
 
 def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+# Upstream TileLang's module-level names.
+from . import math  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
+from .language.dtypes import DataType, dtype  # noqa: E402,F401
+from ._environment import env  # noqa: E402,F401  (tilelang.env.TILELANG_CACHE_DIR, ...)
+from .lower import lower  # noqa: E402,F401

@@ -63,3 +63,7 @@ def template_dir() -> str:
         if (candidate / "tl_cpu.h").exists():
             return str(candidate)
     raise RuntimeError(f"cannot find the CPU device headers (tl_cpu.h) near {here}; reinstall tilelang")
+
+
+# Upstream-style settings object: `from tilelang.env import env; env.TILELANG_CACHE_DIR`.
+from ._environment import Environment, env  # noqa: E402,F401

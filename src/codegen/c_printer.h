@@ -192,6 +192,8 @@ class CPrinter {
     if (op->op == "atomic_add" || op->op == "atomic_max" || op->op == "atomic_min") {
       return "tl::" + op->op + "(" + args(0) + ")";
     }
+    // A failed run-time assert (after its message is printed); the CPU printer overrides it.
+    if (op->op == "trap") return "__trap()";
     return "";
   }
 
@@ -261,7 +263,7 @@ class CPrinter {
   /// T.print ("tl.print:<label>" from every thread, "tl.print1:<label>" once per block;
   /// each "{}" of the label is one of the values) becomes a printf; other attributes are
   /// hints that leave a comment.
-  void EmitAttr(const AttrStmt* op) {
+  virtual void EmitAttr(const AttrStmt* op) {
     bool once = op->key.rfind("tl.print1:", 0) == 0;
     if (!once && op->key.rfind("tl.print:", 0) != 0) {
       Line() << "// attr " << op->key << " (a hint)\n";

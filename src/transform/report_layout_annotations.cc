@@ -2,7 +2,8 @@
 /// \file "report-layout-annotations": T.annotate_layout is accepted but not applied (the
 /// compiler chooses every tile's layout, and every access goes through that choice, so
 /// results do not depend on it); each annotated tile is named in the remarks so that the
-/// decision is visible. The annotation statements are dropped.
+/// decision is visible. The annotation statements are dropped. Attributes "tl.remark:<text>"
+/// (hints the front end accepts without acting on them) become remarks the same way.
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -17,6 +18,12 @@ class Reporter : public IRMutator {
 
  protected:
   Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
+    // "tl.remark:<text>": a front-end note on a hint that is accepted but has no effect here
+    // (T.annotate_safe_value, T.pdl_sync, ...): the text becomes a remark with its line.
+    if (op->key.rfind("tl.remark:", 0) == 0) {
+      ctx_.remarks.push_back(op->key.substr(10) + " (line " + std::to_string(op->span.line) + ")");
+      return Seq::Make({}, op->span);
+    }
     if (op->key != "layout_annotation") return IRMutator::Mutate_(op, self);
     for (const Expr& v : op->values) {
       const auto* addr = As<Call>(v);

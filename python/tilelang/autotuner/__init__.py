@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import TileLangRuntimeError
 from ..jit import JITImpl, compile as _compile, jit as _jit
 from ..profiler import TensorSupplyType, do_bench
+from .capture import AutotuneInputsCapture, get_autotune_inputs, set_autotune_inputs  # noqa: F401
 
 
 @dataclass
@@ -92,8 +93,15 @@ class AutoTunedFunction:
 
     def _measure(self, kernel, eager_inputs):
         profiler = kernel.get_profiler(self.supply_type)
+        captured = get_autotune_inputs()
         if eager_inputs is not None:
             profiler._inputs = list(eager_inputs)
+        elif captured is not None:
+            n_in = len(kernel.in_idx)
+            if len(captured) != n_in:
+                raise TileLangRuntimeError(f"set_autotune_inputs gave {len(captured)} tensor(s) but the kernel takes "
+                                           f"{n_in} input(s)")
+            profiler._inputs = list(captured)
         elif self.supply_prog is not None:
             profiler._inputs = list(self.supply_prog(kernel.params))
         ref_latency = None
@@ -213,4 +221,4 @@ class AutoTuner:
         return tuned.tune()
 
 
-__all__ = ["autotune", "AutoTuner", "AutotuneResult", "do_bench"]
+__all__ = ["autotune", "AutoTuner", "AutotuneResult", "do_bench", "set_autotune_inputs", "get_autotune_inputs"]

@@ -25,6 +25,7 @@ from ..errors import TileLangCompileError
 from ..language import KernelSpec, LoopSpec, TensorSpec
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
+from ..language.dtypes import require_supported as _require_supported
 from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
 from . import eager as _eager
 
@@ -228,7 +229,10 @@ class Parser:
             strides = [as_expr(s, "int32").node for s in spec.strides] if spec.strides else []
             return Buffer(_tl.buffer(name, spec.dtype, dims, "global", strides))
         if isinstance(spec, str):
-            return PrimExpr(_tl.var(name, _dtype(spec)))
+            try:
+                return PrimExpr(_tl.var(name, _require_supported(spec, f"parameter {name!r}")))
+            except ValueError as e:
+                raise _b._UserError(str(e)) from None
         raise _b._UserError(f"parameter {name!r}: expected T.Tensor(shape, dtype) or a dtype, got {spec!r}")
 
     # ------------------------------------------------------------------ statements
@@ -245,6 +249,13 @@ class Parser:
 
     def stmt_Pass(self, node):
         pass
+
+    def stmt_Assert(self, node):
+        from .asserts import emit_assert
+
+        cond = self.eval(node.test)
+        msg = self.eval(node.msg) if node.msg is not None else ""
+        emit_assert(cond, msg)
 
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant):  # docstrings and stray literals

@@ -5,6 +5,8 @@ import ast
 import functools
 import inspect
 import numbers
+import os
+import sys
 import textwrap
 
 from ..frontend import eager as _eager
@@ -18,8 +20,19 @@ __all__ = ["JITKernel", "compile", "jit"]
 def compile(func, out_idx=None, target=None, execution_backend=None, target_host=None,  # noqa: A001
             verbose=False, pass_configs=None, compile_flags=None) -> JITKernel:
     """Compiles a @T.prim_func for a target and returns a callable kernel."""
-    return JITKernel(func, out_idx=out_idx, target=resolve(target), pass_configs=pass_configs,
-                     compile_flags=compile_flags, verbose=verbose)
+    kernel = JITKernel(func, out_idx=out_idx, target=resolve(target), pass_configs=pass_configs,
+                       compile_flags=compile_flags, verbose=verbose)
+    # Pass-config keys the compiler does not act on (upstream ones among them) are accepted
+    # and named in the remarks.
+    from ..transform import config_remarks
+
+    extra = config_remarks(pass_configs)
+    if extra:
+        kernel.remarks = list(kernel.remarks) + extra
+        if os.environ.get("TILELANG_REMARKS", "0") not in ("0", "", "false"):
+            for r in extra:
+                print(f"[tilelang] {kernel.name}: {r}", file=sys.stderr)
+    return kernel
 
 
 def _is_lazy(func) -> bool:

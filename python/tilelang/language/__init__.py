@@ -13,9 +13,12 @@ import numbers
 
 from .. import _tl
 from . import builder as _b
+from .dtypes import require_supported  # noqa: F401
 from .dtypes import (  # noqa: F401
     bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int16, int32, int64,
     uint8, uint16, uint32, uint64,
+    float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn,
+    float6_e2m3fn, float6_e3m2fn, int4, uint4, int2, uint2, int1, uint1, tfloat32,
 )
 from .values import Buffer as _Buffer, BufferRef, PrimExpr, as_expr, binary, call_math, cast as _cast, const as _vconst, to_region
 
@@ -69,7 +72,10 @@ class TensorSpec:
         if isinstance(shape, (numbers.Integral, PrimExpr)):
             shape = (shape,)
         self.shape = tuple(shape)
-        self.dtype = dtype(dtype_)
+        try:
+            self.dtype = dtype(require_supported(dtype_, "T.Tensor"))
+        except ValueError as e:
+            raise _b._UserError(str(e)) from None
         self.strides = tuple(strides) if strides is not None else None
 
     def __repr__(self):
@@ -182,7 +188,7 @@ def alloc_var(dtype, init=None, scope="local.var"):
 
 def _dt(t) -> str:
     try:
-        return str(dtype(t))
+        return require_supported(t)
     except ValueError as e:
         raise _b._UserError(str(e)) from None
 
@@ -249,7 +255,21 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
          prefer_instruction=None, annotations=None, loop_layout=None):
     """Copies a tile between any two of global, shared and fragment memory."""
     _b.require_kernel("T.copy")
+    if _is_element(src) and _is_element(dst):
+        # One element to one element: a plain store (what upstream lowers it to).
+        d = dst if isinstance(dst, BufferRef) else dst[0]
+        s_ = src if isinstance(src, BufferRef) else src[0]
+        _b.emit(_tl.store(d.buffer.node, [as_expr(i, "int32").node for i in d.items], s_.load().node,
+                          _b.current_span()))
+        return
     _b.emit(_tl.copy(to_region(src, "T.copy source"), to_region(dst, "T.copy destination"), _b.current_span()))
+
+
+def _is_element(x):
+    """A single element: A[i, j], or a one-element scalar variable (T.alloc_var)."""
+    if isinstance(x, BufferRef):
+        return x.is_point
+    return isinstance(x, _Buffer) and x.scope == "var"
 
 
 class GemmWarpPolicy(enum.IntEnum):
@@ -614,6 +634,167 @@ def warp_reduce_bitand(value):
 def warp_reduce_bitor(value):
     """The bitwise or of an integer `value` over the lanes of the warp."""
     return _warp_reduce("bitor", value)
+
+
+# --------------------------------------------------------------------------- hints and compatibility
+
+def align_up(x, alignment):
+    """The smallest multiple of `alignment` that is >= x (integers)."""
+    if _is_static(x, alignment):
+        return -(-x // alignment) * alignment
+    return ((x + alignment - 1) // alignment) * alignment
+
+
+def assume(cond):
+    """A fact the program guarantees (``T.assume(n % 4 == 0)``). This compiler proves what it
+    needs from loop and block ranges, so the hint is checked for type only and not used. A
+    compile-time False is an error."""
+    if isinstance(cond, numbers.Number) and not isinstance(cond, PrimExpr):
+        if not cond:
+            raise _b._UserError("T.assume: the condition is False at compile time")
+        return None
+    v = as_expr(cond)
+    if v.dtype != "bool":
+        raise _b._UserError(f"T.assume takes a condition (a bool expression), got a {v.dtype} value")
+    return None
+
+
+def _remark(text):
+    """A note in kernel.get_remarks() (with the user's line), nothing in the generated code."""
+    _b.emit(_tl.attr("tl.remark:" + text, [], _b.current_span()))
+
+
+def annotate_safe_value(safe_value_map):
+    """Upstream: the value loads of out-of-range elements give. This compiler guards
+    out-of-range global accesses itself (loads give 0); accepted and noted in the remarks."""
+    if not isinstance(safe_value_map, dict):
+        raise _b._UserError(f"T.annotate_safe_value takes a dict {{tensor: value}}, got "
+                            f"{type(safe_value_map).__name__}")
+    names = ", ".join(getattr(k, "name", "?") for k in safe_value_map)
+    _remark(f"T.annotate_safe_value({names}): accepted, not applied (out-of-range loads give 0)")
+
+
+def disable_warp_group_reg_alloc():
+    """Upstream: no setmaxnreg register reallocation between warp groups. This compiler does
+    not reallocate registers, so there is nothing to disable; noted in the remarks."""
+    _remark("T.disable_warp_group_reg_alloc(): accepted; registers are never reallocated between warp groups")
+
+
+def set_max_nreg(reg_count, is_inc):
+    """Upstream: setmaxnreg for the current warp group. Accepted, not applied."""
+    _remark(f"T.set_max_nreg({reg_count}, {is_inc}): accepted, not applied")
+
+
+def annotate_min_blocks_per_sm(n):
+    """A launch-bounds hint (min blocks per SM); accepted, not applied."""
+    _remark(f"T.annotate_min_blocks_per_sm({n}): accepted, not applied")
+
+
+def pdl_trigger():
+    """Programmatic dependent launch: lets the next kernel start early. Kernels here are
+    launched in stream order, so this is a no-op (noted in the remarks)."""
+    _b.require_kernel("T.pdl_trigger")
+    _remark("T.pdl_trigger(): no-op (programmatic dependent launch is not used; kernels run in stream order)")
+
+
+def pdl_sync():
+    """Programmatic dependent launch: waits for the previous kernel. Kernels are launched in
+    stream order, so the previous kernel has finished; a no-op (noted in the remarks)."""
+    _b.require_kernel("T.pdl_sync")
+    _remark("T.pdl_sync(): no-op (kernels run in stream order, the previous one has finished)")
+
+
+def _elements_of(x, what):
+    """The loads of every element of a buffer or static region, for small unrolled folds."""
+    import itertools
+
+    if isinstance(x, _Buffer):
+        x = x[tuple(slice(None) for _ in x.shape)]
+    if not isinstance(x, BufferRef):
+        raise _b._UserError(f"{what} takes a buffer or a buffer region, got {type(x).__name__}")
+    ranges = []
+    for dim, it in enumerate(x.items):
+        if isinstance(it, slice):
+            start = 0 if it.start is None else it.start
+            stop = x.buffer.shape[dim] if it.stop is None else it.stop
+            ext = _tl.simplify(as_expr(stop - start, "int32").node).const_value
+            if not isinstance(ext, int):
+                raise _b._UserError(f"{what}: the region of {x.buffer.name} needs a compile-time extent")
+            if ext > 1024:
+                raise _b._UserError(f"{what}: the region of {x.buffer.name} has {ext} elements along dim {dim}; "
+                                    "at most 1024 are supported")
+            ranges.append([start + k for k in range(ext)])
+        else:
+            ranges.append([it])
+    return [x.buffer[tuple(idx)].load() for idx in itertools.product(*ranges)]
+
+
+def _truth(v):
+    return v if v.dtype == "bool" else v != _vconst(0, v.dtype)
+
+
+def any_of(buffer):
+    """True when any element of the buffer (or region) is nonzero."""
+    _b.require_kernel("T.any_of")
+    elems = _elements_of(buffer, "T.any_of")
+    out = _truth(elems[0])
+    for e in elems[1:]:
+        out = binary("or", out, _truth(e))
+    return out
+
+
+def all_of(buffer):
+    """True when every element of the buffer (or region) is nonzero."""
+    _b.require_kernel("T.all_of")
+    elems = _elements_of(buffer, "T.all_of")
+    out = _truth(elems[0])
+    for e in elems[1:]:
+        out = binary("and", out, _truth(e))
+    return out
+
+
+def device_assert(cond, msg=""):
+    """Checks a condition inside the kernel. A compile-time condition is checked when the
+    kernel is compiled; see docs in COMPATIBILITY.md for run-time conditions."""
+    from ..frontend.asserts import emit_assert
+
+    emit_assert(cond, msg)
+
+
+def isfinite(x):
+    """True when x is neither infinite nor NaN."""
+    v = as_expr(x)
+    if not v.dtype.is_float:
+        return _vconst(True, "bool")
+    inf = infinity(v.dtype)
+    return binary("and", binary("eq", v, v), binary("and", binary("lt", v, inf), binary("gt", v, -inf)))
+
+
+def isnan(x):
+    """True when x is NaN."""
+    v = as_expr(x)
+    if not v.dtype.is_float:
+        return _vconst(False, "bool")
+    return binary("ne", v, v)
+
+
+def isinf(x):
+    v = as_expr(x)
+    if not v.dtype.is_float:
+        return _vconst(False, "bool")
+    inf = infinity(v.dtype)
+    return binary("or", binary("eq", v, inf), binary("eq", v, -inf))
+
+
+_C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32}
+
+
+def __getattr__(name):
+    # T.int, T.long, ...: upstream exports the C names as dtypes. Module attributes only, so
+    # the builtins int() etc. stay what this module's own code calls.
+    if name in _C_NAMES:
+        return _C_NAMES[name]
+    raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}")
 
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -4,11 +4,39 @@ Calling a dtype makes a typed constant or a cast: ``T.float32(0)``, ``T.int32(x)
 """
 from __future__ import annotations
 
-_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32"}
+_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
+            "e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2", "float8_e4m3": "float8_e4m3fn",
+            "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 _NAMES = (
     "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
     "float16 bfloat16 float32 float64"
 ).split()
+# Names TileLang programs mention that the compiler cannot compute with yet: they exist
+# (so programs import, and host code can convert tensors with .as_torch() / .as_numpy()),
+# and using one for a tensor, a tile or a value inside a kernel is an error at that line.
+_NAME_ONLY = (
+    "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu "
+    "float4_e2m1fn float6_e2m3fn float6_e3m2fn int4 uint4 int2 uint2 int1 uint1 tfloat32"
+).split()
+_ALL_NAMES = _NAMES + _NAME_ONLY
+
+# dtype name -> torch attribute name (None: torch has no such type).
+_TORCH_NAMES = {
+    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+    "float8_e4m3fn": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2": "float8_e5m2",
+    "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e8m0fnu": "float8_e8m0fnu",
+    "float4_e2m1fn": "float4_e2m1fn_x2", "tfloat32": "float32",
+    "int4": "int8", "uint4": "uint8",
+}
+# dtype name -> numpy / ml_dtypes type name.
+_NUMPY_NAMES = {
+    "float8_e4m3fn": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2": "float8_e5m2",
+    "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e8m0fnu": "float8_e8m0fnu", "float4_e2m1fn": "float4_e2m1fn",
+    "float6_e2m3fn": "float6_e2m3fn", "float6_e3m2fn": "float6_e3m2fn", "int4": "int4", "uint4": "uint4",
+    "int2": "int2", "uint2": "uint2", "bfloat16": "bfloat16", "tfloat32": "float32",
+}
 
 
 class dtype(str):
@@ -27,15 +55,75 @@ class dtype(str):
 
     @property
     def bits(self) -> int:
-        return 8 if self in ("bool", "int8", "uint8") else int("".join(c for c in self if c.isdigit()))
+        if self == "bool":
+            return 8
+        if self == "tfloat32":
+            return 32
+        if self.startswith(("float8", "float4", "float6")):
+            return int(self[5])
+        return int("".join(c for c in self if c.isdigit()))
 
     @property
     def is_float(self) -> bool:
-        return self.startswith("float") or self == "bfloat16"
+        return self.startswith("float") or self in ("bfloat16", "tfloat32")
 
     @property
     def is_int(self) -> bool:
         return self.startswith("int") or self.startswith("uint")
+
+    @property
+    def is_float8(self) -> bool:
+        return self.startswith("float8")
+
+    @property
+    def is_float4(self) -> bool:
+        return self.startswith("float4")
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.startswith("uint") or self == "bool"
+
+    @property
+    def supported(self) -> bool:
+        """Whether kernels can compute with this type (False for the name-only types)."""
+        return self in _NAMES
+
+    # TVM-style attributes TileLang programs read.
+    @property
+    def type_code(self) -> str:
+        return "bool" if self == "bool" else "uint" if self.is_unsigned else "int" if self.is_int else "float"
+
+    @property
+    def lanes(self) -> int:
+        return 1
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    def as_torch(self):
+        """The torch dtype of the same name (torch must be installed)."""
+        import torch
+
+        name = _TORCH_NAMES.get(str(self))
+        t = getattr(torch, name, None) if name else None
+        if t is None:
+            raise ValueError(f"{self}.as_torch(): this torch ({torch.__version__}) has no {self} type")
+        return t
+
+    def as_numpy(self):
+        """The numpy dtype (fp8, fp4, int4 and bfloat16 through ml_dtypes)."""
+        import numpy as np
+
+        name = _NUMPY_NAMES.get(str(self))
+        if name is None:
+            return np.dtype(str(self))
+        import ml_dtypes
+
+        t = getattr(ml_dtypes, name, None)
+        if t is None:
+            raise ValueError(f"{self}.as_numpy(): ml_dtypes {ml_dtypes.__version__} has no {self} type")
+        return np.dtype(t)
 
 
 def canonical(name) -> str:
@@ -50,8 +138,18 @@ def canonical(name) -> str:
             text = name.name
         name = text
     name = _ALIASES.get(name, name)
+    if name not in _ALL_NAMES:
+        raise ValueError(f"unknown dtype {name!r}; expected one of {', '.join(_ALL_NAMES)}")
+    return name
+
+
+def require_supported(t, what="") -> str:
+    """The canonical name of t, or a ValueError when kernels cannot compute with it yet."""
+    name = canonical(t)
     if name not in _NAMES:
-        raise ValueError(f"unknown dtype {name!r}; expected one of {', '.join(_NAMES)}")
+        where = f"{what}: " if what else ""
+        raise ValueError(f"{where}dtype {name} is known but not supported inside kernels by this compiler yet "
+                         f"(supported: {', '.join(_NAMES)}); see COMPATIBILITY.md")
     return name
 
 
@@ -59,3 +157,10 @@ bool_ = dtype("bool")
 int8, int16, int32, int64 = (dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, bfloat16, float32, float64 = (dtype(n) for n in ("float16", "bfloat16", "float32", "float64"))
+float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu = (dtype(n) for n in (
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
+float4_e2m1fn, float6_e2m3fn, float6_e3m2fn = (dtype(n) for n in ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"))
+int4, uint4, int2, uint2, int1, uint1 = (dtype(n) for n in ("int4", "uint4", "int2", "uint2", "int1", "uint1"))
+tfloat32 = dtype("tfloat32")
+
+DataType = dtype

@@ -10,7 +10,7 @@ import numbers
 
 from .. import _tl
 from . import builder
-from .dtypes import dtype
+from .dtypes import dtype, require_supported
 
 
 class PrimExpr:
@@ -94,7 +94,7 @@ def _zero_like(e: PrimExpr):
 
 
 def const(value, t) -> PrimExpr:
-    t = dtype(t)
+    t = dtype(require_supported(t, "constant"))
     if t == "bool":
         return PrimExpr(_tl.const_int(int(bool(value)), "bool"))
     if t.is_float:
@@ -151,7 +151,7 @@ def call_math(name: str, *args):
 
 
 def cast(value, t) -> PrimExpr:
-    t = dtype(t)
+    t = dtype(require_supported(t, "cast"))
     if isinstance(value, (PrimExpr, BufferRef)):
         return PrimExpr(_tl.cast(t, as_expr(value).node))
     return const(value, t)
@@ -243,7 +243,8 @@ class BufferRef:
                 start = 0 if it.start is None else it.start
                 stop = self.buffer.shape[dim] if it.stop is None else it.stop
                 mins.append(as_expr(start, "int32").node)
-                extents.append(as_expr(stop - start, "int32").node)
+                # A[bx * 1:(bx + 1) * 1] is one row: simplify, so the extent is the constant 1.
+                extents.append(_tl.simplify(as_expr(stop - start, "int32").node))
             else:
                 mins.append(as_expr(it, "int32").node)
                 extents.append(None)

@@ -153,6 +153,7 @@ class CpuCodegen : public CPrinter {
   std::string PrintCall(const Call* op) override {
     // A block runs as one sequence on the CPU: a block-wide barrier has nothing to wait for.
     if (op->op == "syncthreads") return "(void)0";
+    if (op->op == "trap") return "tl::cpu::trap()";
     if (op->op == "tile_gemm") {
       int64_t ta = 0, tb = 0;
       AsConstInt(op->args[9], &ta);

@@ -17,3 +17,14 @@
 #include "math.h"
 #include "atomic.h"
 #include "gemm.h"
+
+#include <cstdlib>
+
+namespace tl::cpu {
+/// A failed run-time `assert` / T.device_assert: the message was printed; stop the process,
+/// as a device-side assert stops a CUDA context (output flushed first).
+inline void trap() {
+  std::fflush(stdout);
+  std::abort();
+}
+}  // namespace tl::cpu
