@@ -1,0 +1,982 @@
+"""Random, valid tile programs for differential testing.
+
+Every program is built from one seed (``random.Random(seed)``). Each random choice is
+turned, at the same moment, into TileLang source text and into a float64 numpy model of
+what that text computes, so the reference never re-reads the source. A program is one
+``with T.Kernel(...)`` block plus the parameters it uses; several programs can share one
+``@T.prim_func`` (one compile), or be printed alone as a paste-able regression test.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+NPD = {
+    "float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
+    "int8": np.dtype(np.int8), "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
+}
+# relative tolerance (of the reference's largest magnitude) a result rounded to each type gets
+TOL = {"float16": 1.5e-2, "bfloat16": 6e-2, "float32": 2e-4, "float64": 1e-9,
+       "int8": 0.0, "int32": 0.0, "int64": 0.0}
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+THREADS = (1, 2, 3, 7, 32, 33, 48, 64, 96, 100, 128, 160, 256)
+
+
+def rnd(x, dt):
+    """x (float64) stored into a dt: rounded (floats) or truncated toward zero (ints)."""
+    x = np.asarray(x, dtype=np.float64)
+    if dt.startswith("int"):
+        return np.trunc(x).astype(NPD[dt]).astype(np.float64)
+    return x.astype(NPD[dt]).astype(np.float64)
+
+
+def is_int(dt):
+    return dt.startswith("int")
+
+
+@dataclass
+class Param:
+    name: str
+    shape: tuple          # ints or dimension names
+    dtype: str
+    role: str             # "in", "out" (poisoned before the call), "inout" (random, updated)
+    init: str = "normal"  # normal | small_int | positive | unit
+    scalar: bool = False  # a run-time scalar parameter (values per run in Program.scalar_vals)
+
+
+@dataclass
+class Program:
+    seed: int
+    prefix: str
+    kind: str = ""
+    params: list = field(default_factory=list)
+    dyn: dict = field(default_factory=dict)          # dynamic dimension name -> value per run
+    scalar_vals: dict = field(default_factory=dict)  # scalar name -> value per run
+    body: list = field(default_factory=list)         # source lines of the kernel block
+    ref: object = None                               # ref(arrays, values) -> {out name: expected}
+    tol: float = 0.0
+    runs: int = 1
+    notes: list = field(default_factory=list)        # one-line description of the choices
+
+    def touch(self, *dts, factor=1.0):
+        for d in dts:
+            self.tol = max(self.tol, TOL[d] * factor)
+
+    def shape_src(self, shape):
+        return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+    def signature(self):
+        out = []
+        for p in self.params:
+            if p.scalar:
+                out.append(f"{p.name}: T.{p.dtype}")
+            else:
+                out.append(f'{p.name}: T.Tensor({self.shape_src(p.shape)}, "{p.dtype}")')
+        return out
+
+    def source(self, func_name="main"):
+        """The program alone, as a module a user can paste."""
+        return module_source([self], func_name)
+
+
+def module_source(progs, func_name="main"):
+    lines = ["import tilelang", "import tilelang.language as T", ""]
+    for p in progs:
+        for d in p.dyn:
+            lines.append(f'{d} = T.dynamic("{d}")')
+    lines += ["", "", "@T.prim_func"]
+    sig = [s for p in progs for s in p.signature()]
+    lines.append(f"def {func_name}(")
+    lines += [f"        {s}," for s in sig]
+    lines.append("):")
+    for p in progs:
+        lines.append(f"    # program seed={p.seed} kind={p.kind}: {'; '.join(p.notes)}")
+        lines += ["    " + ln for ln in p.body]
+    return "\n".join(lines) + "\n"
+
+
+class Body:
+    """Indented source lines."""
+
+    def __init__(self):
+        self.lines, self.ind = [], 0
+
+    def __call__(self, s):
+        self.lines.append("    " * self.ind + s)
+
+    def indent(self):
+        b = self
+
+        class _C:
+            def __enter__(self):
+                b.ind += 1
+
+            def __exit__(self, *a):
+                b.ind -= 1
+        return _C()
+
+
+def ceildiv(a, b):
+    return -(-a // b)
+
+
+# --------------------------------------------------------------------------- expressions
+# An expression is (src, fn) where fn(env) gives its float64 value (numpy arrays broadcast
+# over the tile: env holds the tile arrays and the index grids).
+
+class ExprGen:
+    def __init__(self, r: random.Random, prog: Program, leaves, int_leaves, cdt="float32"):
+        self.r, self.prog, self.leaves, self.int_leaves, self.cdt = r, prog, leaves, int_leaves, cdt
+        self.in_cond = 0  # inside a comparison: no rounding casts (a near-tie would flip)
+
+    def int_expr(self, depth=2):
+        r = self.r
+        if depth <= 0 or r.random() < 0.3:
+            if r.random() < 0.25:
+                c = r.randint(-5, 9)
+                return str(c), (lambda e, c=c: np.int64(c))
+            return r.choice(self.int_leaves)
+        a = self.int_expr(depth - 1)
+        op = r.choice(["+", "-", "*", "//", "%", "min", "max"])
+        if op in ("//", "%"):
+            c = r.randint(1, 7)
+            f = np.floor_divide if op == "//" else np.mod
+            return f"({a[0]} {op} {c})", (lambda e, a=a, c=c, f=f: f(a[1](e), c))
+        if op in ("min", "max"):
+            b = self.int_expr(depth - 1)
+            f = np.minimum if op == "min" else np.maximum
+            return f"T.{op}({a[0]}, {b[0]})", (lambda e, a=a, b=b, f=f: f(a[1](e), b[1](e)))
+        b = self.int_expr(depth - 1)
+        f = {"+": np.add, "-": np.subtract, "*": np.multiply}[op]
+        return f"({a[0]} {op} {b[0]})", (lambda e, a=a, b=b, f=f: f(a[1](e), b[1](e)))
+
+    def cond(self, depth=1):
+        r = self.r
+        k = r.random()
+        if k < 0.4 and self.cdt in ("float32", "float64"):
+            self.in_cond += 1
+            a, b = self.fexpr(depth), self.fexpr(depth)
+            self.in_cond -= 1
+        elif k < 0.8:
+            a, b = self.int_expr(2), self.int_expr(1)
+        else:
+            c1, c2 = self.cond(0), self.cond(0)
+            if r.random() < 0.5:
+                return f"({c1[0]} and {c2[0]})", (lambda e, c1=c1, c2=c2: np.logical_and(c1[1](e), c2[1](e)))
+            return f"({c1[0]} or {c2[0]})", (lambda e, c1=c1, c2=c2: np.logical_or(c1[1](e), c2[1](e)))
+        op = r.choice(["<", "<=", ">", ">=", "==", "!="])
+        f = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+             "==": np.equal, "!=": np.not_equal}[op]
+        return f"({a[0]} {op} {b[0]})", (lambda e, a=a, b=b, f=f: f(a[1](e), b[1](e)))
+
+    def fexpr(self, depth=3):
+        """A float expression of type self.cdt with values of moderate size."""
+        r, cdt = self.r, self.cdt
+        if depth <= 0 or r.random() < 0.2:
+            k = r.random()
+            if k < 0.65:
+                src, fn, dt = r.choice(self.leaves)
+                self.prog.touch(dt)
+                if dt == cdt:
+                    return src, fn
+                return f'T.cast({src}, "{cdt}")', (lambda e, fn=fn: rnd(fn(e), cdt))
+            if k < 0.85:
+                c = r.choice([0.5, 1.5, -2.0, 0.25, 3.0, -0.75])
+                return repr(c), (lambda e, c=c: np.float64(c))
+            ie = self.int_expr(2)
+            return (f'T.cast({ie[0]}, "{cdt}")',
+                    (lambda e, ie=ie: np.clip(ie[1](e), -1e6, 1e6).astype(np.float64)))
+        k = r.randrange(11)
+        a = self.fexpr(depth - 1)
+        if k <= 3:
+            b = self.fexpr(depth - 1)
+            op = "+-*"[k % 3]
+            f = {"+": np.add, "-": np.subtract, "*": np.multiply}[op]
+            if op == "*":  # keep magnitudes moderate
+                return f"({a[0]} * {b[0]})", (lambda e, a=a, b=b: a[1](e) * b[1](e))
+            return f"({a[0]} {op} {b[0]})", (lambda e, a=a, b=b, f=f: f(a[1](e), b[1](e)))
+        if k == 4:
+            b = self.fexpr(depth - 1)
+            op = r.choice(["max", "min"])
+            f = np.maximum if op == "max" else np.minimum
+            return f"T.{op}({a[0]}, {b[0]})", (lambda e, a=a, b=b, f=f: f(a[1](e), b[1](e)))
+        if k == 5:
+            return f"T.abs({a[0]})", (lambda e, a=a: np.abs(a[1](e)))
+        if k == 6:
+            c = self.cond(1)
+            b = self.fexpr(depth - 1)
+            return (f"T.if_then_else({c[0]}, {a[0]}, {b[0]})",
+                    (lambda e, a=a, b=b, c=c: np.where(c[1](e), a[1](e), b[1](e))))
+        if k == 7:
+            fn_name = r.choice(["tanh", "sigmoid", "sqrt_abs", "exp_clamped", "floor_half"])
+            if fn_name == "tanh":
+                return f"T.tanh({a[0]})", (lambda e, a=a: np.tanh(a[1](e)))
+            if fn_name == "sigmoid":
+                return f"T.sigmoid({a[0]})", (lambda e, a=a: 1 / (1 + np.exp(-a[1](e))))
+            if fn_name == "sqrt_abs":
+                return f"T.sqrt(T.abs({a[0]}) + 1.0)", (lambda e, a=a: np.sqrt(np.abs(a[1](e)) + 1))
+            if fn_name == "exp_clamped":
+                return (f"T.exp(T.min({a[0]}, 2.0))", (lambda e, a=a: np.exp(np.minimum(a[1](e), 2.0))))
+            # floor of an exact half-integer grid value: floor(2*round-ish) avoided; use a cast int
+            ie = self.int_expr(1)
+            return (f'T.cast(T.floor(T.cast({ie[0]}, "{cdt}") * 0.5), "{cdt}")',
+                    (lambda e, ie=ie: np.floor(ie[1](e).astype(np.float64) * 0.5)))
+        if k == 8 and cdt not in ("float16", "bfloat16") and not self.in_cond:
+            mid = r.choice(["float16", "bfloat16", "int32"]) if cdt != "float64" else "float32"
+            self.prog.touch(mid if not is_int(mid) else cdt)
+            if is_int(mid):  # truncation toward zero: only on values far from integers is it stable
+                ie = self.int_expr(2)
+                return (f'T.cast(T.cast(T.cast({ie[0]}, "{cdt}"), "{mid}"), "{cdt}")',
+                        (lambda e, ie=ie: ie[1](e).astype(np.float64)))
+            return (f'T.cast(T.cast({a[0]}, "{mid}"), "{cdt}")', (lambda e, a=a, mid=mid: rnd(a[1](e), mid)))
+        if k == 9:
+            return f"({a[0]} / 4.0)", (lambda e, a=a: a[1](e) / 4.0)
+        return f"(-{a[0]})", (lambda e, a=a: -a[1](e))
+
+
+# --------------------------------------------------------------------------- helpers
+
+def pick_dtype(r, options):
+    return r.choice(options)
+
+
+def tile_pad(X, r0, c0, bm, bn):
+    """The tile X[r0:r0+bm, c0:c0+bn], zero past the edges (T.copy's clipping)."""
+    t = np.zeros((bm, bn))
+    if r0 >= X.shape[0] or c0 >= X.shape[1] or r0 + bm <= 0 or c0 + bn <= 0:
+        return t
+    rs, cs = max(r0, 0), max(c0, 0)
+    re, ce = min(r0 + bm, X.shape[0]), min(c0 + bn, X.shape[1])
+    t[rs - r0:re - r0, cs - c0:ce - c0] = X[rs:re, cs:ce]
+    return t
+
+
+def tile_store(O, t, r0, c0):
+    bm, bn = t.shape
+    re, ce = min(r0 + bm, O.shape[0]), min(c0 + bn, O.shape[1])
+    if re > r0 and ce > c0:
+        O[r0:re, c0:ce] = t[:re - r0, :ce - c0]
+
+
+def dims_for(r, prog, names_sizes, dyn_prob=0.35):
+    """Static or dynamic dimensions. Returns name -> (src, value per run)."""
+    out = {}
+    dynamic_any = r.random() < dyn_prob
+    for nm, lo, hi in names_sizes:
+        if dynamic_any and r.random() < 0.6:
+            dname = f"{prog.prefix}{nm}"
+            vals = [r.randint(lo, hi) for _ in range(3)]
+            vals[r.randrange(3)] = r.choice([lo, 1, hi])
+            prog.dyn[dname] = vals
+            out[nm] = (dname, vals)
+        else:
+            v = r.randint(lo, hi)
+            out[nm] = (str(v), None)
+    prog.runs = 3 if prog.dyn else 1
+    return out
+
+
+def dval(dim, run):
+    src, vals = dim
+    return int(src) if vals is None else vals[run]
+
+
+# --------------------------------------------------------------------------- program kinds
+
+def gen_copy(r, prog):
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 40), ("N", 1, 40)])
+    bm, bn = r.choice([1, 3, 4, 5, 8, 16, 17, 32]), r.choice([1, 2, 4, 7, 8, 16, 24, 33])
+    src_dt = r.choice(FLOATS + ("int32", "int8"))
+    dst_dt = src_dt if r.random() < 0.5 else r.choice(FLOATS if not is_int(src_dt) else ("int32", "float32"))
+    hops = [r.choice(["shared", "fragment"]) for _ in range(r.randint(1, 3))]
+    hop_dts = [src_dt if r.random() < 0.7 or is_int(src_dt) else r.choice(FLOATS) for _ in hops]
+    off_r, off_c = r.choice([0, 0, 0, 1, -1, 2]), r.choice([0, 0, 0, 1, 3, -2])
+    style = r.choice(["corner", "slice"])
+    threads = r.choice(THREADS)
+    M, N = d["M"][0], d["N"][0]
+    X = Param(f"{P}X", (M, N), src_dt, "in", "small_int" if is_int(src_dt) else "normal")
+    O = Param(f"{P}O", (M, N), dst_dt, "out")
+    prog.params += [X, O]
+    prog.touch(src_dt, dst_dt, *hop_dts)
+    prog.notes.append(f"tile {bm}x{bn} hops={hops} dts={hop_dts} off=({off_r},{off_c}) threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    with b.indent():
+        for h, (scope, dt) in enumerate(zip(hops, hop_dts)):
+            b(f'{"s" if scope == "shared" else "f"}{h} = T.alloc_{scope}(({bm}, {bn}), "{dt}")')
+        names = [f'{"s" if sc == "shared" else "f"}{h}' for h, sc in enumerate(hops)]
+        rs, cs = f"by * {bm} + {off_r}" if off_r else f"by * {bm}", f"bx * {bn} + {off_c}" if off_c else f"bx * {bn}"
+        if style == "corner":
+            b(f"T.copy({X.name}[{rs}, {cs}], {names[0]})")
+        else:
+            b(f"T.copy({X.name}[{rs}:{rs} + {bm}, {cs}:{cs} + {bn}], {names[0]})")
+        for a, c in zip(names, names[1:]):
+            b(f"T.copy({a}, {c})")
+        if style == "corner" or r.random() < 0.5:
+            b(f"T.copy({names[-1]}, {O.name}[by * {bm}, bx * {bn}])")
+        else:
+            b(f"T.copy({names[-1]}, {O.name}[by * {bm}:(by + 1) * {bm}, bx * {bn}:(bx + 1) * {bn}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        x = arr[X.name]
+        o = np.full((m, n), np.nan)
+        for by in range(ceildiv(m, bm)):
+            for bx in range(ceildiv(n, bn)):
+                t = tile_pad(x, by * bm + off_r, bx * bn + off_c, bm, bn)
+                for dt in hop_dts:
+                    t = rnd(t, dt)
+                tile_store(o, rnd(t, dst_dt), by * bm, bx * bn)
+        return {O.name: o}
+    prog.ref = ref
+
+
+def gen_elementwise(r, prog):
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 36), ("N", 1, 36)])
+    bm, bn = r.choice([1, 2, 4, 5, 8, 16]), r.choice([1, 3, 4, 8, 12, 16, 32])
+    dx, dy = r.choice(FLOATS), r.choice(FLOATS + ("int32",))
+    do = r.choice(FLOATS) if r.random() < 0.3 else "float32"
+    cdt = r.choice(["float32", "float32", "float64", "float16"])
+    threads = r.choice(THREADS)
+    mode = r.choice(["tile", "tile", "global"])
+    M, N = d["M"][0], d["N"][0]
+    X = Param(f"{P}X", (M, N), dx, "in")
+    Y = Param(f"{P}Y", (M, N), dy, "in", "small_int" if is_int(dy) else "normal")
+    O = Param(f"{P}O", (M, N), do, "out")
+    prog.params += [X, Y, O]
+    prog.touch(do, cdt)
+    sx, sy = r.choice(["fragment", "shared"]), r.choice(["fragment", "shared"])
+    # leaves: tile elements, possibly at permuted positions inside the tile
+    perm = r.choice(["", "flip_j", "roll_i"]) if mode == "tile" else ""
+    xi = {"": "x[i, j]", "flip_j": f"x[i, {bn - 1} - j]", "roll_i": f"x[(i + 1) % {bm}, j]"}[perm]
+    gx = f"{X.name}[by * {bm} + i, bx * {bn} + j]"
+    gy = f"{Y.name}[by * {bm} + i, bx * {bn} + j]"
+
+    def permute(t):
+        if perm == "flip_j":
+            return t[:, ::-1]
+        if perm == "roll_i":
+            return np.roll(t, -1, axis=0)
+        return t
+    leaves = [(xi if mode == "tile" else gx, lambda e: e["x"], dx),
+              ("y[i, j]" if mode == "tile" else gy, lambda e: e["y"], dy)]
+    ints = [("i", lambda e: e["i"]), ("j", lambda e: e["j"]), ("bx", lambda e: e["bx"]),
+            ("by", lambda e: e["by"]), (f"(by * {bm} + i)", lambda e: e["by"] * bm + e["i"])]
+    g = ExprGen(r, prog, leaves, ints, cdt)
+    stmts = r.choice(["assign", "assign", "ifelse", "two"])
+    e1 = g.fexpr(r.randint(1, 4))
+    e2 = g.fexpr(r.randint(1, 3))
+    c = g.cond(1)
+    prog.notes.append(f"tile {bm}x{bn} mode={mode} x={dx}/{sx} y={dy}/{sy} out={do} compute={cdt} "
+                      f"stmts={stmts} perm={perm} threads={threads}")
+
+    def store(e):
+        return e if do == cdt else f'T.cast({e}, "{do}")'
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    with b.indent():
+        if mode == "tile":
+            b(f'x = T.alloc_{sx}(({bm}, {bn}), "{dx}")')
+            b(f'y = T.alloc_{sy}(({bm}, {bn}), "{dy}")')
+            b(f'o = T.alloc_fragment(({bm}, {bn}), "{do}")')
+            b(f"T.copy({X.name}[by * {bm}, bx * {bn}], x)")
+            b(f"T.copy({Y.name}[by * {bm}, bx * {bn}], y)")
+            tgt = "o[i, j]"
+        else:
+            tgt = f"{O.name}[by * {bm} + i, bx * {bn} + j]"
+        b(f"for i, j in T.Parallel({bm}, {bn}):")
+        with b.indent():
+            if mode == "global":
+                b(f"if by * {bm} + i < {M} and bx * {bn} + j < {N}:")
+                b.ind += 1
+            if stmts in ("assign", "two"):
+                b(f"{tgt} = {store(e1[0])}")
+            else:
+                b(f"if {c[0]}:")
+                with b.indent():
+                    b(f"{tgt} = {store(e1[0])}")
+                b("else:")
+                with b.indent():
+                    b(f"{tgt} = {store(e2[0])}")
+            if mode == "global":
+                b.ind -= 1
+        if stmts == "two":  # a second element-wise pass reading the first one's result
+            src2 = "o[i, j]" if mode == "tile" else None
+            if mode == "tile":
+                b(f"for i, j in T.Parallel({bm}, {bn}):")
+                with b.indent():
+                    b(f'o[i, j] = {store(f"T.cast(o[i, j], {chr(34)}{cdt}{chr(34)}) * 2.0 + {e2[0]}")}')
+        if mode == "tile":
+            b(f"T.copy(o, {O.name}[by * {bm}, bx * {bn}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        o = np.full((m, n), np.nan)
+        ii, jj = np.arange(bm)[:, None], np.arange(bn)[None, :]
+        for by in range(ceildiv(m, bm)):
+            for bx in range(ceildiv(n, bn)):
+                x = tile_pad(arr[X.name], by * bm, bx * bn, bm, bn)
+                y = tile_pad(arr[Y.name], by * bm, bx * bn, bm, bn)
+                env = {"x": permute(x), "y": y, "i": ii + 0 * jj, "j": jj + 0 * ii, "bx": bx, "by": by}
+                with np.errstate(all="ignore"):
+                    if stmts == "ifelse":
+                        v = np.where(c[1](env), rnd(e1[1](env), cdt), rnd(e2[1](env), cdt))
+                    else:
+                        v = rnd(e1[1](env), cdt) + 0 * ii * jj
+                    v = rnd(v, do)
+                    if stmts == "two" and mode == "tile":
+                        v = rnd(rnd(v, cdt) * 2.0 + rnd(e2[1](env), cdt), do)
+                tile_store(o, v, by * bm, bx * bn)
+        return {O.name: o}
+    prog.ref = ref
+
+
+RED = {
+    "sum": (lambda t, a: t.sum(axis=a), np.add), "max": (lambda t, a: t.max(axis=a), np.maximum),
+    "min": (lambda t, a: t.min(axis=a), np.minimum), "abssum": (lambda t, a: np.abs(t).sum(axis=a), np.add),
+    "absmax": (lambda t, a: np.abs(t).max(axis=a), np.maximum),
+}
+
+
+def gen_reduce(r, prog):
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 40), ("N", 1, 40)])
+    bm, bn = r.choice([1, 2, 3, 4, 8, 16, 5]), r.choice([1, 4, 7, 8, 16, 32, 33])
+    kind = r.choice(list(RED))
+    dim = r.choice([0, 1])
+    dx = r.choice(FLOATS + ("int32",))
+    rdt = r.choice(["float32", "float32", "float64", dx if dx != "int32" else "int32"])
+    threads = r.choice(THREADS)
+    shape = r.choice(["tile", "loop"])
+    init = r.choice(["clear", "fill", "copy"])
+    pre = r.random() < 0.4
+    post = r.random() < 0.4
+    stages = r.randint(0, 4)
+    loopkind = r.choice(["serial", "pipelined"])
+    M, N = d["M"][0], d["N"][0]
+    if shape == "tile" and d["N" if dim == 1 else "M"][1] is not None:
+        shape = "loop"  # the per-block output needs the static block count
+    X = Param(f"{P}X", (M, N), dx, "in", "small_int" if is_int(dx) else "normal")
+    prog.params.append(X)
+    prog.touch(dx, rdt, factor=4)
+    if is_int(rdt) and pre:
+        pre = False
+    red_len = bm if dim == 1 else bn
+    fval = r.choice([0.0, 1.5, -2.0])
+    if shape == "tile":
+        R = Param(f"{P}R", (ceildiv(int(N), bn), M) if dim == 1 else (ceildiv(int(M), bm), N), rdt, "out")
+    else:
+        R = Param(f"{P}R", (M,) if dim == 1 else (N,), rdt, "out")
+    prog.params.append(R)
+    Init = None
+    if init == "copy":
+        Init = Param(f"{P}I", R.shape, rdt, "in", "small_int" if is_int(rdt) else "normal")
+        prog.params.append(Init)
+    prog.notes.append(f"reduce_{kind} dim={dim} tile {bm}x{bn} x={dx} r={rdt} shape={shape} init={init} "
+                      f"pre={pre} post={post} loop={loopkind}/{stages} threads={threads}")
+    b = Body()
+    if shape == "tile":
+        b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    elif dim == 1:
+        b(f"with T.Kernel(T.ceildiv({M}, {bm}), threads={threads}) as by:")
+    else:
+        b(f"with T.Kernel(T.ceildiv({N}, {bn}), threads={threads}) as bx:")
+    rsl = f"by * {bm}:(by + 1) * {bm}" if dim == 1 else f"bx * {bn}:(bx + 1) * {bn}"
+    if shape == "tile":
+        dst = f"{R.name}[bx, {rsl}]" if dim == 1 else f"{R.name}[by, {rsl}]"
+    else:
+        dst = f"{R.name}[{rsl}]"
+    with b.indent():
+        b(f'x = T.alloc_fragment(({bm}, {bn}), "{rdt}")')
+        b(f'r = T.alloc_fragment(({red_len},), "{rdt}")')
+        if init == "fill":
+            b(f"T.fill(r, {fval})")
+        elif init == "copy":
+            b(f"T.copy({Init.name}[{rsl}], r)" if shape == "loop" else
+              (f"T.copy({Init.name}[bx, {rsl}], r)" if dim == 1 else f"T.copy({Init.name}[by, {rsl}], r)"))
+        rfn = f"T.reduce_{kind}(x, r, dim={dim}{'' if init == 'clear' else ', clear=False'})"
+
+        def body_tile(row0, col0):
+            b(f"T.copy({X.name}[{row0}, {col0}], x)")
+            if pre:
+                b(f"for i, j in T.Parallel({bm}, {bn}):")
+                with b.indent():
+                    b(f"x[i, j] = x[i, j] * 0.5 + T.cast(i - j, \"{rdt}\")")
+            b(rfn)
+        if shape == "tile":
+            body_tile(f"by * {bm}", f"bx * {bn}")
+        else:
+            nk = f"T.ceildiv({N}, {bn})" if dim == 1 else f"T.ceildiv({M}, {bm})"
+            if loopkind == "serial":
+                b(f"for k in T.serial({nk}):")
+            else:
+                b(f"for k in T.Pipelined({nk}, num_stages={stages}):")
+            with b.indent():
+                if dim == 1:
+                    body_tile(f"by * {bm}", f"k * {bn}")
+                else:
+                    body_tile(f"k * {bm}", f"bx * {bn}")
+                if init == "clear":
+                    # first iteration clears, later ones fold in: emulate by the reference (see below)
+                    pass
+        if post:
+            b(f"for i in T.Parallel({red_len}):")
+            with b.indent():
+                b(f"r[i] = r[i] * 2 + T.cast(i, \"{rdt}\")")
+        b(f"T.copy(r, {dst})")
+    prog.body = b.lines
+    f_red, f_comb = RED[kind]
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        x = arr[X.name]
+        ii = np.arange(bm)[:, None]
+        jj = np.arange(bn)[None, :]
+
+        def tile(r0, c0):
+            t = rnd(tile_pad(x, r0, c0, bm, bn), rdt)
+            if pre:
+                t = rnd(t * 0.5 + (ii - jj), rdt)
+            return t
+
+        def reduce_into(cur, t):
+            v = f_red(t, dim)
+            return rnd(v, rdt) if cur is None else rnd(f_comb(cur, v), rdt)
+
+        def finish(v):
+            if post:
+                v = rnd(v * 2 + np.arange(red_len), rdt)
+            return v
+        if shape == "tile":
+            nby, nbx = ceildiv(m, bm), ceildiv(n, bn)
+            out = np.full((nbx, m) if dim == 1 else (nby, n), np.nan)
+            for by in range(nby):
+                for bx in range(nbx):
+                    cur = None
+                    if init == "fill":
+                        cur = np.full(red_len, fval)
+                    elif init == "copy":
+                        cur = tile_pad(arr[Init.name], bx if dim == 1 else by, (by * bm if dim == 1 else bx * bn),
+                                       1, red_len)[0]
+                    v = finish(reduce_into(cur, tile(by * bm, bx * bn)))
+                    if dim == 1:
+                        tile_store(out, v[None, :], bx, by * bm)
+                    else:
+                        tile_store(out, v[None, :], by, bx * bn)
+            return {R.name: out}
+        out = np.full((m,) if dim == 1 else (n,), np.nan)
+        nb = ceildiv(m, bm) if dim == 1 else ceildiv(n, bn)
+        nk = ceildiv(n, bn) if dim == 1 else ceildiv(m, bm)
+        for blk in range(nb):
+            cur = None
+            if init == "fill":
+                cur = np.full(red_len, fval)
+            elif init == "copy":
+                cur = tile_pad(arr[Init.name][None, :], 0, blk * red_len, 1, red_len)[0]
+            for k in range(nk):
+                t = tile(blk * bm, k * bn) if dim == 1 else tile(k * bm, blk * bn)
+                if init == "clear":
+                    cur = reduce_into(None, t)  # clear=True: each iteration starts afresh
+                else:
+                    cur = reduce_into(cur, t)
+            if cur is None:  # no iterations: r was never written; only clear leaves it undefined
+                continue
+            v = finish(cur)
+            tile_store(out[None, :], v[None, :], 0, blk * red_len)
+        return {R.name: out}
+    prog.ref = ref
+
+
+def gen_gemm(r, prog):
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 48), ("N", 1, 48), ("K", 1, 64)])
+    dt = r.choice(["float16", "float16", "bfloat16", "float32", "float64", "int8"])
+    acc = {"float64": "float64", "int8": "int32"}.get(dt, "float32")
+    out = acc if r.random() < 0.6 or is_int(acc) else r.choice(["float16", "float32", "bfloat16"])
+    ta, tb = r.random() < 0.5, r.random() < 0.5
+    bm, bn, bk = r.choice([8, 16, 32, 12]), r.choice([8, 16, 32, 24]), r.choice([8, 16, 32, 4])
+    stages = r.randint(0, 4)
+    loop = r.choice(["pipelined", "pipelined", "serial"])
+    a_scope = r.choice(["shared", "shared", "fragment"])
+    clear = r.choice(["clear", "accum", "fill"])
+    post = r.random() < 0.4
+    threads = r.choice(THREADS)
+    M, N, K = d["M"][0], d["N"][0], d["K"][0]
+    A = Param(f"{P}A", (K, M) if ta else (M, K), dt, "in", "small_int" if is_int(dt) else "normal")
+    B = Param(f"{P}B", (N, K) if tb else (K, N), dt, "in", "small_int" if is_int(dt) else "normal")
+    C = Param(f"{P}C", (M, N), out, "out")
+    prog.params += [A, B, C]
+    prog.touch(dt, acc, out)
+    prog.tol = max(prog.tol, 2e-4 if acc == "float32" else prog.tol)
+    prog.notes.append(f"gemm {dt}->{acc}->{out} tA={ta} tB={tb} tile {bm}x{bn}x{bk} {loop}/{stages} "
+                      f"A in {a_scope} clear={clear} post={post} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f'A_s = T.alloc_{a_scope}({(bk, bm) if ta else (bm, bk)}, "{dt}")')
+        b(f'B_s = T.alloc_shared({(bn, bk) if tb else (bk, bn)}, "{dt}")')
+        b(f'C_f = T.alloc_fragment(({bm}, {bn}), "{acc}")')
+        if clear == "clear":
+            b("T.clear(C_f)")
+        elif clear == "fill":
+            b("T.fill(C_f, 1)")
+        if loop == "pipelined":
+            b(f"for k in T.Pipelined(T.ceildiv({K}, {bk}), num_stages={stages}):")
+        else:
+            b(f"for k in T.serial(T.ceildiv({K}, {bk})):")
+        with b.indent():
+            b(f"T.copy({A.name}[k * {bk}, by * {bm}], A_s)" if ta else f"T.copy({A.name}[by * {bm}, k * {bk}], A_s)")
+            b(f"T.copy({B.name}[bx * {bn}, k * {bk}], B_s)" if tb else f"T.copy({B.name}[k * {bk}, bx * {bn}], B_s)")
+            ca = ", clear_accum=k == 0" if clear == "accum" else ""
+            b(f"T.gemm(A_s, B_s, C_f, transpose_A={ta}, transpose_B={tb}{ca})")
+        if post:
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                b("C_f[i, j] = C_f[i, j] * 2 - T.cast(j, \"" + acc + "\")")
+        b(f"T.copy(C_f, {C.name}[by * {bm}, bx * {bn}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        m, n, k = dval(d["M"], run), dval(d["N"], run), dval(d["K"], run)
+        a = arr[A.name].T if ta else arr[A.name]
+        bb = arr[B.name].T if tb else arr[B.name]
+        c = a @ bb
+        if clear == "fill":
+            c = c + 1
+        if clear == "accum" and k == 0:
+            return {}  # no iteration: C_f never cleared, undefined; skip comparing
+        if post:
+            c = c * 2 - (np.arange(n) % bn)[None, :]
+        return {C.name: rnd(rnd(c, acc), out)}
+    prog.ref = ref
+
+
+def gen_pipeline(r, prog):
+    """A T.Pipelined loop whose body reads a staged tile, then overwrites it (WAR), writes
+    per-iteration results, and carries an accumulator across iterations."""
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 24), ("N", 1, 48)])
+    bm, bn = r.choice([1, 2, 4, 8, 16]), r.choice([1, 4, 8, 16, 5])
+    stages = r.randint(1, 4)
+    threads = r.choice(THREADS)
+    runtime_trip = r.random() < 0.3
+    war = r.random() < 0.6
+    second = r.random() < 0.5
+    dt = r.choice(["float32", "float16", "float64"])
+    M, N = d["M"][0], d["N"][0]
+    X = Param(f"{P}X", (M, N), dt, "in")
+    W = Param(f"{P}W", (M, N), "float32", "in")
+    Y = Param(f"{P}Y", (M, N), "float32", "out")
+    Z = Param(f"{P}Z", (M, bn), "float32", "out")
+    prog.params += [X, W, Y, Z]
+    ntrip = None
+    if runtime_trip:
+        ntrip = Param(f"{P}n", (), "int32", "in", scalar=True)
+        prog.params.append(ntrip)
+        prog.runs = max(prog.runs, 3)
+        prog.scalar_vals[ntrip.name] = [r.randint(0, 5) for _ in range(prog.runs)]
+    prog.touch(dt, "float32", factor=4)
+    prog.notes.append(f"pipelined stages={stages} tile {bm}x{bn} dt={dt} war={war} second={second} "
+                      f"runtime_trip={runtime_trip} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({M}, {bm}), threads={threads}) as by:")
+    trip = f"T.min({ntrip.name}, T.ceildiv({N}, {bn}))" if runtime_trip else f"T.ceildiv({N}, {bn})"
+    with b.indent():
+        b(f'xs = T.alloc_shared(({bm}, {bn}), "{dt}")')
+        b(f'ws = T.alloc_shared(({bm}, {bn}), "float32")')
+        b(f'acc = T.alloc_fragment(({bm}, {bn}), "float32")')
+        b(f'y = T.alloc_fragment(({bm}, {bn}), "float32")')
+        b("T.clear(acc)")
+        b(f"for k in T.Pipelined({trip}, num_stages={stages}):")
+        with b.indent():
+            b(f"T.copy({X.name}[by * {bm}, k * {bn}], xs)")
+            if second:
+                b(f"T.copy({W.name}[by * {bm}, k * {bn}], ws)")
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                w = "ws[i, j]" if second else "1.5"
+                b(f'acc[i, j] = acc[i, j] + T.cast(xs[i, j], "float32") * {w}')
+            if war:
+                b(f"for i, j in T.Parallel({bm}, {bn}):")
+                with b.indent():
+                    b(f'xs[i, j] = T.cast(acc[i, j] - T.cast(xs[i, j], "float32"), "{dt}")')
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                b(f'y[i, j] = T.cast(xs[i, j], "float32") + T.cast(k, "float32")')
+            b(f"T.copy(y, {Y.name}[by * {bm}, k * {bn}])")
+        b(f"T.copy(acc, {Z.name}[by * {bm}, 0])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        nk = ceildiv(n, bn)
+        if runtime_trip:
+            nk = min(prog.scalar_vals[ntrip.name][run], nk)
+        y_out = np.full((m, n), np.nan)
+        z_out = np.full((m, bn), np.nan)
+        for by in range(ceildiv(m, bm)):
+            acc = np.zeros((bm, bn))
+            for k in range(nk):
+                xs = rnd(tile_pad(arr[X.name], by * bm, k * bn, bm, bn), dt)
+                w = rnd(tile_pad(arr[W.name], by * bm, k * bn, bm, bn), "float32") if second else 1.5
+                acc = rnd(acc + xs * w, "float32")
+                if war:
+                    xs = rnd(acc - xs, dt)
+                y = rnd(xs + k, "float32")
+                tile_store(y_out, y, by * bm, k * bn)
+            tile_store(z_out, acc, by * bm, 0)
+        return {Y.name: y_out, Z.name: z_out}
+    prog.ref = ref
+
+
+def gen_atomic(r, prog):
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 30), ("N", 1, 30)])
+    bm, bn = r.choice([1, 2, 4, 8, 3]), r.choice([1, 4, 8, 16, 5])
+    variant = r.choice(["element", "region", "block", "branch"])
+    op = r.choice(["add", "add", "max", "min"])
+    dt = r.choice(["float32", "int32"] + (["float64", "float16"] if op == "add" else ["float64"]))
+    threads = r.choice(THREADS)
+    L = r.randint(1, 9)
+    M, N = d["M"][0], d["N"][0]
+    X = Param(f"{P}X", (M, N), dt, "in", "small_int" if is_int(dt) else "normal")
+    H = Param(f"{P}H", (L,) if variant != "region" else (bm, bn), dt, "inout",
+              "small_int" if is_int(dt) else "normal")
+    prog.params += [X, H]
+    prog.touch(dt, factor=8 if dt == "float16" else 4)
+    prog.notes.append(f"atomic_{op} {variant} dt={dt} tile {bm}x{bn} L={L} threads={threads}")
+    a, bc = r.randint(1, 5), r.randint(0, 4)
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f'x = T.alloc_fragment(({bm}, {bn}), "{dt}")')
+        b(f"T.copy({X.name}[by * {bm}, bx * {bn}], x)")
+        if variant == "element":
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                b(f"if by * {bm} + i < {M} and bx * {bn} + j < {N}:")
+                with b.indent():
+                    b(f"T.atomic_{op}({H.name}[((by * {bm} + i) * {a} + (bx * {bn} + j) * {bc}) % {L}], x[i, j])")
+        elif variant == "branch":
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                b("if x[i, j] > 0:")
+                with b.indent():
+                    b(f"T.atomic_{op}({H.name}[(i + j) % {L}], x[i, j])")
+        elif variant == "region":
+            b(f"T.atomic_{op}({H.name}[0:{bm}, 0:{bn}], x)")
+        else:
+            b(f"T.atomic_{op}({H.name}[(bx + by) % {L}], x[0, 0])")
+    prog.body = b.lines
+    f = {"add": np.add, "max": np.maximum, "min": np.minimum}[op]
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        h = arr[H.name].copy()
+        for by in range(ceildiv(m, bm)):
+            for bx in range(ceildiv(n, bn)):
+                t = tile_pad(arr[X.name], by * bm, bx * bn, bm, bn)
+                if variant == "element":
+                    for i in range(bm):
+                        for j in range(bn):
+                            if by * bm + i < m and bx * bn + j < n:
+                                idx = ((by * bm + i) * a + (bx * bn + j) * bc) % L
+                                h[idx] = f(h[idx], t[i, j])
+                elif variant == "branch":
+                    for i in range(bm):
+                        for j in range(bn):
+                            if t[i, j] > 0:
+                                h[(i + j) % L] = f(h[(i + j) % L], t[i, j])
+                elif variant == "region":
+                    h = f(h, t)
+                else:
+                    h[(bx + by) % L] = f(h[(bx + by) % L], t[0, 0])
+        return {H.name: h}
+    prog.ref = ref
+
+
+def gen_control(r, prog):
+    """Per-row scalar loops with run-time branches, break/continue, T.alloc_var, while."""
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 20), ("N", 1, 12)])
+    bm = r.choice([1, 2, 3, 4, 8])
+    threads = r.choice(THREADS)
+    M, N = d["M"][0], d["N"][0]
+    dt = r.choice(["float32", "float64"])
+    X = Param(f"{P}X", (M, N), dt, "in", "unit")
+    O = Param(f"{P}O", (M,), "float32", "out")
+    Q = Param(f"{P}Q", (M,), "int32", "out")
+    prog.params += [X, O, Q]
+    prog.touch("float32", factor=4)
+    thr1, thr2 = r.choice([-0.5, 0.0, 0.3]), r.choice([0.5, 0.8, -0.8])
+    brk = r.choice(["none", "break", "continue"])
+    use_elif = r.random() < 0.5
+    use_while = r.random() < 0.5
+    inner = r.choice(["serial", "unroll", "range"])
+    row = f"bx * {bm} + i"
+    prog.notes.append(f"control bm={bm} thr=({thr1},{thr2}) brk={brk} elif={use_elif} while={use_while} "
+                      f"inner={inner} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({M}, {bm}), threads={threads}) as bx:")
+    with b.indent():
+        b('acc = T.alloc_var("float32")')
+        b('cnt = T.alloc_var("int32")')
+        if use_while:
+            b('jj = T.alloc_var("int32")')
+        b(f"for i in T.serial({bm}):")
+        with b.indent():
+            b(f"if {row} < {M}:")
+            with b.indent():
+                b("acc = 0.0")
+                b("cnt = 0")
+                loop = {"serial": f"T.serial({N})", "unroll": f"T.unroll({N})", "range": f"range({N})"}[inner]
+                if use_while:
+                    b("jj = 0")
+                    b(f"while jj < {N}:")
+                    jv = "jj"
+                else:
+                    b(f"for j in {loop}:")
+                    jv = "j"
+                with b.indent():
+                    if use_while:
+                        b("jj = jj + 1")
+                        xv = f"{X.name}[{row}, jj - 1]"
+                    else:
+                        xv = f"{X.name}[{row}, {jv}]"
+                    b(f"if {xv} > {thr1}:")
+                    with b.indent():
+                        b(f'acc = acc + T.cast({xv}, "float32")')
+                        if brk == "break":
+                            b(f"if acc > {thr2 + 1.0}:")
+                            with b.indent():
+                                b("break")
+                    if use_elif:
+                        b(f"elif {xv} < {-abs(thr2)}:")
+                        with b.indent():
+                            b("cnt = cnt + 1")
+                            if brk == "continue":
+                                b("continue")
+                            b("acc = acc - 0.25")
+                    b("else:")
+                    with b.indent():
+                        b("acc = acc * 0.5")
+                b(f"{O.name}[{row}] = acc")
+                b(f"{Q.name}[{row}] = cnt")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        x = arr[X.name]
+        o = np.full(m, np.nan)
+        q = np.full(m, np.iinfo(np.int32).min + 7, dtype=np.float64)
+        for rr in range(m):
+            acc, cnt = 0.0, 0
+            for jv in range(n):
+                v = x[rr, jv]
+                if v > thr1:
+                    acc = float(rnd(acc + float(rnd(v, "float32")), "float32"))
+                    if brk == "break" and acc > thr2 + 1.0:
+                        break
+                elif use_elif and v < -abs(thr2):
+                    cnt += 1
+                    if brk == "continue":
+                        continue
+                    acc = float(rnd(acc - 0.25, "float32"))
+                else:
+                    acc = float(rnd(acc * 0.5, "float32"))
+            o[rr], q[rr] = acc, cnt
+        return {O.name: o, Q.name: q}
+    prog.ref = ref
+
+
+def gen_cumsum(r, prog):
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 30), ("N", 1, 30)])
+    bm, bn = r.choice([1, 2, 4, 8, 5]), r.choice([1, 4, 8, 16, 7])
+    dim, rev, inplace = r.choice([0, 1]), r.random() < 0.5, r.random() < 0.5
+    threads = r.choice(THREADS)
+    M, N = d["M"][0], d["N"][0]
+    X = Param(f"{P}X", (M, N), "float32", "in")
+    O = Param(f"{P}O", (M, N), "float32", "out")
+    prog.params += [X, O]
+    prog.touch("float32", factor=4)
+    prog.notes.append(f"cumsum dim={dim} reverse={rev} in_place={inplace} tile {bm}x{bn} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f'x = T.alloc_{r.choice(["shared", "fragment"])}(({bm}, {bn}), "float32")')
+        b(f'y = T.alloc_fragment(({bm}, {bn}), "float32")')
+        b(f"T.copy({X.name}[by * {bm}, bx * {bn}], x)")
+        if inplace:
+            b(f"T.cumsum(x, dim={dim}, reverse={rev})")
+            b("T.copy(x, y)")
+        else:
+            b(f"T.cumsum(x, y, dim={dim}, reverse={rev})")
+        b(f"T.copy(y, {O.name}[by * {bm}, bx * {bn}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        o = np.full((m, n), np.nan)
+        for by in range(ceildiv(m, bm)):
+            for bx in range(ceildiv(n, bn)):
+                t = tile_pad(arr[X.name], by * bm, bx * bn, bm, bn)
+                if rev:
+                    t = np.flip(np.cumsum(np.flip(t, dim), axis=dim), dim)
+                else:
+                    t = np.cumsum(t, axis=dim)
+                tile_store(o, t, by * bm, bx * bn)
+        return {O.name: o}
+    prog.ref = ref
+
+
+KINDS = {
+    "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
+    "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
+    "control": (gen_control, 2), "cumsum": (gen_cumsum, 1),
+}
+
+
+def generate(seed: int, prefix: str = "", kinds=None) -> Program:
+    r = random.Random(seed)
+    names = [k for k in KINDS if kinds is None or k in kinds]
+    kind = r.choices(names, weights=[KINDS[k][1] for k in names])[0]
+    prog = Program(seed=seed, prefix=prefix or f"p{seed}_", kind=kind)
+    KINDS[kind][0](r, prog)
+    prog.tol = max(prog.tol, 1e-9)
+    return prog
+
+
+def make_inputs(prog: Program, run: int):
+    """Concrete arguments for one run: {name: numpy array or scalar}."""
+    rng = np.random.default_rng([prog.seed & 0xFFFFFFFF, run])
+    vals = {nm: v[run] for nm, v in prog.dyn.items()}
+    args = {}
+    for p in prog.params:
+        if p.scalar:
+            args[p.name] = prog.scalar_vals[p.name][run]
+            continue
+        shape = tuple(s if isinstance(s, int) else (int(s) if str(s).isdigit() else vals[s]) for s in p.shape)
+        dt = NPD[p.dtype]
+        if p.role == "out":
+            if is_int(p.dtype):
+                a = np.full(shape, np.iinfo(dt).min + 7, dtype=dt)
+            else:
+                a = np.full(shape, np.nan, dtype=dt)
+        elif is_int(p.dtype):
+            lo, hi = (-4, 5) if p.dtype != "int8" else (-3, 4)
+            a = rng.integers(lo, hi, size=shape).astype(dt)
+        elif p.init == "unit":
+            a = rng.uniform(-1, 1, size=shape).astype(dt)
+        else:
+            a = rng.standard_normal(shape).astype(dt)
+        args[p.name] = a
+    return args
