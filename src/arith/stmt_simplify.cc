@@ -23,6 +23,25 @@ bool IsEmpty(const Stmt& s) {
 
 Stmt Empty(const Span& span) { return ir::Seq::Make({}, span); }
 
+/// Whether `body` holds a `break` or `continue` of the loop around it (one not inside a
+/// nested loop): such a loop cannot be replaced by its body, even when it runs once.
+class LoopExitFinder : public ir::IRVisitor {
+ public:
+  bool found = false;
+
+ protected:
+  void Visit_(const ir::Break*) override { found = true; }
+  void Visit_(const ir::Continue*) override { found = true; }
+  void Visit_(const ir::For*) override {}
+  void Visit_(const ir::While*) override {}
+};
+
+bool HasLoopExit(const Stmt& body) {
+  LoopExitFinder f;
+  f.Visit(body);
+  return f.found;
+}
+
 /// Replaces one variable (by identity) with an expression.
 class VarReplacer : public ir::IRMutator {
  public:
@@ -49,7 +68,8 @@ class StmtSimplifier : public ir::IRMutator {
       // A pipelined loop keeps its structure: the pipeliner needs the loop, even of one
       // step. So does a T.Parallel loop: it names a tile dimension, and layout inference
       // matches fragment indices to the nest's variables.
-      if (n->value == 1 && op->for_kind != ir::ForKind::kPipelined && op->for_kind != ir::ForKind::kParallel) {
+      if (n->value == 1 && op->for_kind != ir::ForKind::kPipelined && op->for_kind != ir::ForKind::kParallel &&
+          !HasLoopExit(op->body)) {
         return Mutate(VarReplacer(op->var.get(), min).Mutate(op->body));
       }
     }
