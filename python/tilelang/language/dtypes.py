@@ -137,6 +137,8 @@ def canonical(name) -> str:
         elif hasattr(name, "name"):
             text = name.name
         name = text
+    elif name.startswith("torch."):  # "torch.float16", as str(torch.float16) reads
+        name = name[len("torch."):]
     name = _ALIASES.get(name, name)
     if name not in _ALL_NAMES:
         raise ValueError(f"unknown dtype {name!r}; expected one of {', '.join(_ALL_NAMES)}")

@@ -88,8 +88,9 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer, 
     `.shape` or `.dims`, and `.dtype`). It returns a torch tensor (on the GPU when one is
     usable) when torch is installed, else a numpy array; `backend` ("torch" or "numpy")
     forces one. Integer: small integers in [-2, 3) ([0, 3) for unsigned types);
-    Uniform: U(-1, 1); Normal: N(-1, 1) as upstream; Randn: N(0, 1); Zero; One; Auto: Integer
-    for integer types, Uniform otherwise."""
+    Uniform: U(-1, 1); Normal: N(-1, 1) as upstream; Randn: N(0, 1) (real draws for an unsigned
+    type are taken in absolute value); Zero; One; Auto: Integer for integer types, Uniform
+    otherwise."""
     if not isinstance(supply_type, TensorSupplyType):
         raise ValueError(f"get_tensor_supply: supply_type must be a TensorSupplyType, got {supply_type!r}")
     from ..language.dtypes import dtype as _dtype
@@ -118,6 +119,8 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer, 
             a = np.zeros(shape)
         else:
             a = np.ones(shape)
+        if t.is_unsigned and kind in (TensorSupplyType.Uniform, TensorSupplyType.Normal, TensorSupplyType.Randn):
+            a = np.abs(a)  # negative draws would wrap around in an unsigned type
         use_torch = backend == "torch" or (backend is None and _torch_available())
         if not use_torch:
             return a.astype(t.as_numpy())

@@ -1,0 +1,322 @@
+"""Upstream TileLang's package API (project issue 10): tilelang.testing, tilelang.utils.tensor,
+tilelang.carver.arch, tilelang.env, tilelang.math, tilelang.lower, set_autotune_inputs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+import tilelang.testing
+from tilelang.utils.tensor import TensorSupplyType, get_tensor_supply, torch_assert_close
+
+HAS_GPU = tilelang.testing.cuda_compute_version() != (0, 0)
+
+
+# --------------------------------------------------------------------------- tilelang.testing
+
+def _skip_reason(func):
+    marks = [m for m in getattr(func, "pytestmark", []) if m.name == "skipif"]
+    return [(bool(m.args[0]), m.kwargs.get("reason", "")) for m in marks]
+
+
+def test_requires_cuda_and_compute_version_marks():
+    @tilelang.testing.requires_cuda
+    def a():
+        pass
+
+    @tilelang.testing.requires_cuda_compute_version(8, 0)
+    def b():
+        pass
+
+    @tilelang.testing.requires_cuda_compute_version_lt(1, 0)
+    def c():
+        pass
+
+    (skip_a, why_a), = _skip_reason(a)
+    assert skip_a == (not HAS_GPU) and "CUDA" in why_a
+    assert any(s for s, _ in _skip_reason(c))  # nothing has compute capability < 1.0
+    have = tilelang.testing.cuda_compute_version()
+    assert any(s for s, _ in _skip_reason(b)) == (have < (8, 0))
+    for op in ("ge", "gt", "eq", "lt", "le"):
+        def t():
+            pass
+        t = getattr(tilelang.testing, f"requires_cuda_compute_version_{op}")(9, 0)(t)
+        assert len(_skip_reason(t)) == 1
+    with pytest.raises(ValueError, match="mode must be one of"):
+        tilelang.testing.requires_cuda_compute_version(9, 0, mode="ne")
+    assert len(tilelang.testing.requires_cuda.marks()) == 1
+
+
+def test_requires_package_and_targets():
+    @tilelang.testing.requires_package("numpy")
+    def has():
+        pass
+
+    @tilelang.testing.requires_package("numpy", "surely_not_a_package_xyz")
+    def lacks():
+        pass
+
+    assert _skip_reason(has) == [(False, "Requires the package(s) numpy")]
+    assert _skip_reason(lacks)[0][0] is True and "surely_not_a_package_xyz" in _skip_reason(lacks)[0][1]
+    @tilelang.testing.requires_llvm
+    def llvm():
+        pass
+
+    @tilelang.testing.requires_rocm
+    def rocm():
+        pass
+
+    assert all(not s for s, _ in _skip_reason(llvm))
+    assert _skip_reason(rocm)[0][0] is True
+
+
+def test_set_random_seed_reproduces_numpy_and_random():
+    import random
+
+    tilelang.testing.set_random_seed(123)
+    x = (np.random.rand(4), random.random())
+    tilelang.testing.set_random_seed(123)
+    y = (np.random.rand(4), random.random())
+    np.testing.assert_array_equal(x[0], y[0])
+    assert x[1] == y[1]
+
+
+def test_main_runs_pytest_on_the_calling_file(tmp_path):
+    f = tmp_path / "test_upstream_style.py"
+    f.write_text(textwrap.dedent('''
+        import tilelang.testing
+
+        def test_ok():
+            assert 1 + 1 == 2
+
+        @tilelang.testing.requires_cuda_compute_version_ge(99, 0)
+        def test_future_gpu():
+            raise AssertionError("must be skipped")
+
+        def test_fails_when_asked():
+            import os
+            assert os.environ.get("MAKE_FAIL") != "1"
+
+        if __name__ == "__main__":
+            tilelang.testing.main()
+    '''))
+    env = dict(os.environ)
+    env.pop("MAKE_FAIL", None)
+    r = subprocess.run([sys.executable, str(f), "-q", "-p", "no:cacheprovider"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 passed, 1 skipped" in r.stdout
+    env["MAKE_FAIL"] = "1"
+    r = subprocess.run([sys.executable, str(f), "-q", "-p", "no:cacheprovider"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 1 and "1 failed" in r.stdout
+
+
+def test_process_func_and_regression(capsys):
+    results = []
+
+    def bench(scale=1.0):
+        results.append(scale)
+        return 0.5 * scale
+
+    tilelang.testing.process_func(bench, "regression_my_case", scale=2.0)
+    assert tilelang.testing.perf_regression.results[-1].name == "my_case"
+    assert tilelang.testing.perf_regression.results[-1].latency == 1.0
+    tilelang.testing.perf_regression.results.clear()
+
+
+# --------------------------------------------------------------------------- tilelang.utils.tensor
+
+def test_torch_assert_close_on_numpy_arrays(rng):
+    a = rng.standard_normal(1000)
+    b = a.copy()
+    assert torch_assert_close(a, b)
+    b[:3] += 1.0  # 0.3% of the elements
+    with pytest.raises(AssertionError, match="Too many mismatched elements: 3 > 1"):
+        torch_assert_close(a, b, rtol=1e-3, atol=1e-3, max_mismatched_ratio=0.001)
+    assert torch_assert_close(a, b, rtol=1e-3, atol=1e-3, max_mismatched_ratio=0.005)
+    assert tilelang.testing.torch_assert_close is torch_assert_close
+    with pytest.raises(AssertionError, match="shape mismatch"):
+        torch_assert_close(a, b[:10])
+    # NaNs match NaNs by default
+    c = np.array([np.nan, 1.0])
+    assert torch_assert_close(c, c.copy())
+
+
+def test_torch_assert_close_on_torch_tensors():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(64, 64, dtype=torch.float16)
+    assert torch_assert_close(a, a.clone())
+    with pytest.raises(AssertionError, match="dtype mismatch"):
+        torch_assert_close(a, a.float())
+
+
+class _Param:
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+
+@pytest.mark.parametrize("kind", list(TensorSupplyType))
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8", "uint8", "int32", "bfloat16"])
+def test_get_tensor_supply_numpy(kind, dtype):
+    t = get_tensor_supply(kind, backend="numpy")(_Param((32, 16), dtype))
+    assert t.shape == (32, 16) and t.dtype == T.dtype(dtype).as_numpy()
+    v = t.astype(np.float64)
+    if kind == TensorSupplyType.Zero:
+        assert (v == 0).all()
+    elif kind == TensorSupplyType.One or (dtype == "int8" and kind in (TensorSupplyType.Uniform,
+                                                                      TensorSupplyType.Normal)):
+        assert (v == 1).all()
+    elif kind == TensorSupplyType.Integer or (kind == TensorSupplyType.Auto and dtype.startswith(("int", "uint"))):
+        lo = 0 if dtype.startswith("uint") else -2
+        assert v.min() >= lo and v.max() <= 2 and (v == np.round(v)).all()
+    elif not T.dtype(dtype).is_float:  # real-valued draws cast to an integer type
+        assert np.abs(v).max() <= 3 and (v == np.round(v)).all()
+    elif kind in (TensorSupplyType.Uniform, TensorSupplyType.Auto):
+        assert v.min() >= -1 and v.max() <= 1 and v.std() > 0.3
+    else:
+        assert v.std() > 0.5
+
+
+def test_get_tensor_supply_rejects_dynamic_shapes():
+    with pytest.raises(ValueError, match="dynamic dimension 'n'"):
+        get_tensor_supply(TensorSupplyType.Integer, backend="numpy")(_Param(("n", 4), "float32"))
+    with pytest.raises(ValueError, match="supply_type must be a TensorSupplyType"):
+        get_tensor_supply("uniform")
+
+
+def test_get_tensor_supply_torch():
+    torch = pytest.importorskip("torch")
+    t = get_tensor_supply(TensorSupplyType.Randn)(_Param((8, 8), "bfloat16"))
+    assert isinstance(t, torch.Tensor) and t.dtype == torch.bfloat16 and t.shape == (8, 8)
+
+
+# --------------------------------------------------------------------------- carver.arch
+
+def test_carver_cuda_arch_without_a_gpu():
+    from tilelang.carver.arch import (CUDA, has_mma_support, is_ampere_arch, is_hopper_arch,
+                                      is_tensorcore_supported_precision)
+
+    h = CUDA("cuda -arch=sm_90a")
+    assert h.sm_version == 90 and h.platform == "CUDA" and h.warp_size == 32
+    assert h.compute_capability == "90" and is_hopper_arch(h) and has_mma_support(h)
+    if not h.from_device:
+        assert h.compute_max_core == 132 and h.smem_cap == 227 * 1024
+    a = CUDA({"kind": "cuda", "arch": "sm_80"})
+    assert is_ampere_arch(a) and not is_hopper_arch(a) and a.compute_max_core > 0 and a.smem_cap > 48 * 1024
+    assert is_tensorcore_supported_precision("float16", "float32", a)
+    assert not is_tensorcore_supported_precision("float8_e4m3fn", "float32", a)
+    assert is_tensorcore_supported_precision("float8_e4m3fn", "float32", h)
+    assert h.max_smem_usage == 2 * h.smem_cap and h.get_avaliable_tensorintrin_shapes() == [[16, 16], [16, 16]]
+    with pytest.raises(ValueError, match="expected a CUDA target"):
+        CUDA("cpu")
+
+
+def test_carver_get_arch_cpu_and_auto():
+    from tilelang.carver.arch import CPU, auto_infer_current_arch, get_arch, is_cpu_arch, is_cuda_arch
+
+    c = get_arch("llvm")
+    assert isinstance(c, CPU) and is_cpu_arch(c) and c.compute_max_core == (os.cpu_count() or 1)
+    cur = auto_infer_current_arch()
+    assert is_cuda_arch(cur) == HAS_GPU
+
+
+def test_carver_driver():
+    from tilelang.carver.arch import driver
+
+    if HAS_GPU:
+        assert driver.get_num_sms() > 0
+        assert driver.get_max_dynamic_shared_size_bytes() >= driver.get_shared_memory_per_block()
+        assert driver.get_shared_memory_per_block(format="kb") == driver.get_shared_memory_per_block() // 1024
+    else:
+        with pytest.raises(RuntimeError, match="get_device_attribute\\(16\\): no usable CUDA device"):
+            driver.get_num_sms()
+        assert driver.get_cuda_device_properties() is None
+
+
+# --------------------------------------------------------------------------- env, math, DataType, lower
+
+def test_env_object(tmp_path, monkeypatch):
+    from tilelang.env import env
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "c1"))
+    assert env.TILELANG_CACHE_DIR == str(tmp_path / "c1") == tilelang.env.TILELANG_CACHE_DIR
+    assert env.TILELANG_TMP_DIR == os.path.join(str(tmp_path / "c1"), "tmp")
+    assert env.cache_dir() == str(tmp_path / "c1")  # the module's functions too
+    env.TILELANG_CACHE_DIR = str(tmp_path / "c2")
+    assert os.environ["TILELANG_CACHE_DIR"] == str(tmp_path / "c2")
+    with pytest.raises(AttributeError, match="not a setting"):
+        env.cache_directory = "x"
+    with pytest.raises(AttributeError, match="no setting or function"):
+        env.not_a_thing  # noqa: B018
+    monkeypatch.delenv("TILELANG_PRINT_ON_COMPILATION", raising=False)
+    assert env.TILELANG_PRINT_ON_COMPILATION == "1"
+
+
+def test_math_and_datatype():
+    import tilelang.math as tm
+
+    assert [tm.cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
+    assert [tm.next_power_of_2(x) for x in (0, 1, 2, 3, 5, 64, 65)] == [1, 1, 2, 4, 8, 64, 128]
+    assert tilelang.math.cdiv(10, 3) == 4
+    d = tilelang.DataType("float16")
+    assert d.bits == 16 and d.type_code == "float" and d.lanes == 1 and d.itemsize == 2
+    assert tilelang.DataType("uint8").type_code == "uint"
+
+
+def test_lower_gives_source_without_building():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            for i in T.Parallel(32):
+                B[bx * 32 + i] = A[bx * 32 + i] + 1.0
+
+    cpu = tilelang.lower(f, target="cpu")
+    assert "extern \"C\"" in cpu.kernel_source and cpu.params == ["A", "B"]
+    cuda = tilelang.lower(f, target="cuda -arch=sm_80", pass_configs={"tl.disable_tma_lower": True})
+    assert "__global__" in cuda.kernel_source and cuda.target == "cuda -arch=sm_80"
+    assert any("tl.disable_tma_lower" in r for r in cuda.remarks)
+    with pytest.raises(TypeError, match="must be a @T.prim_func"):
+        tilelang.lower(lambda: None)
+
+
+# --------------------------------------------------------------------------- set_autotune_inputs
+
+def test_set_autotune_inputs_are_the_tuning_inputs(rng):
+    from tilelang.autotuner import autotune, get_autotune_inputs, set_autotune_inputs
+
+    seen = []
+
+    def ref(A):
+        seen.append(np.array(A, copy=True))
+        return np.asarray(A) * 2
+
+    @autotune(configs=[{"block": 16}, {"block": 32}], ref_prog=ref, warmup=1, rep=2, verbose=False)
+    @tilelang.jit(out_idx=[-1], target="cpu")
+    def double(N, block=16):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
+                for i in T.Parallel(block):
+                    B[bx * block + i] = A[bx * block + i] * 2.0
+        return main
+
+    a = rng.standard_normal(64).astype(np.float32)
+    assert get_autotune_inputs() is None
+    with set_autotune_inputs(a):
+        assert get_autotune_inputs()[0] is a
+        kernel = double(64)
+    assert get_autotune_inputs() is None
+    assert seen and all(np.array_equal(s, a) for s in seen)
+    np.testing.assert_allclose(kernel(a), a * 2)
+    assert kernel.config in ({"block": 16}, {"block": 32})
+
+    with set_autotune_inputs([a, a]):
+        with pytest.raises(Exception, match="set_autotune_inputs gave 2 tensor"):
+            double(32)

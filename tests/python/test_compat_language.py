@@ -1,0 +1,296 @@
+"""Upstream TileLang language names and fixes (project issue 10): one-row slices, element
+copies, T.align_up / any_of / all_of / isfinite / isnan / isinf / assume, hints that become
+remarks, `assert` in kernels, the name-only dtypes, and upstream pass-config keys."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import compile_cpu
+from tilelang.errors import TileLangCompileError
+
+
+def test_one_row_slice_extent_is_one(rng):
+    M, N = 8, 16
+
+    @T.prim_func
+    def rows(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(M, threads=32) as bx:
+            S = T.alloc_shared((1, N), "float32")
+            T.copy(A[bx * 1:(bx + 1) * 1, :], S)
+            for i, j in T.Parallel(1, N):
+                S[i, j] = S[i, j] * 2.0 + bx
+            T.copy(S, B[bx * 1:(bx + 1) * 1, :])
+
+    k = compile_cpu(rows)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b = np.full_like(a, np.nan)
+    k(a, b)
+    ref = a.astype(np.float64) * 2 + np.arange(M)[:, None]
+    np.testing.assert_allclose(b.astype(np.float64), ref, rtol=1e-6)
+
+
+def test_copy_between_single_elements(rng):
+    N = 16
+
+    @T.prim_func
+    def one(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(N, threads=32) as bx:
+            L = T.alloc_local((1,), "float32")
+            v = T.alloc_var("float32")
+            T.copy(A[bx], L[0])
+            L[0] = L[0] + 1.0
+            T.copy(L[0], v)
+            T.copy(v, B[(bx + 1) % N])
+
+    k = compile_cpu(one)
+    a = rng.standard_normal(N).astype(np.float32)
+    b = np.full_like(a, np.nan)
+    k(a, b)
+    np.testing.assert_allclose(b.astype(np.float64), np.roll(a.astype(np.float64) + 1, 1), rtol=1e-6)
+
+
+def test_align_up_any_of_all_of(rng):
+    N = 64
+
+    @T.prim_func
+    def f(A: T.Tensor((N,), "int32"), B: T.Tensor((N,), "int32")):
+        with T.Kernel(N, threads=32) as bx:
+            L = T.alloc_local((4,), "int32")
+            for i in T.serial(4):
+                L[i] = A[bx] - i
+            B[bx] = T.align_up(A[bx], 8) + T.any_of(L[1:4]) * 100 + T.all_of(L) * 1000 + T.align_up(13, 4)
+
+    k = compile_cpu(f)
+    a = rng.integers(0, 40, size=N).astype(np.int32)
+    a[:4] = [0, 1, 2, 3]
+    b = np.zeros_like(a)
+    k(a, b)
+    a64 = a.astype(np.int64)
+    L = a64[:, None] - np.arange(4)[None, :]
+    ref = (-(-a64 // 8) * 8) + (L[:, 1:] != 0).any(1) * 100 + (L != 0).all(1) * 1000 + 16
+    np.testing.assert_array_equal(b, ref)
+
+
+def test_isfinite_isnan_isinf():
+    N = 8
+
+    @T.prim_func
+    def f(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.serial(N):
+                B[i] = T.isfinite(A[i]) * 1 + T.isnan(A[i]) * 2 + T.isinf(A[i]) * 4
+
+    k = compile_cpu(f)
+    a = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3e38, -0.0, 1e-40], dtype=np.float32)
+    b = np.zeros(N, dtype=np.int32)
+    k(a, b)
+    ref = np.isfinite(a) * 1 + np.isnan(a) * 2 + np.isinf(a) * 4
+    np.testing.assert_array_equal(b, ref)
+
+
+def test_assume_is_a_hint_and_false_constant_is_an_error():
+    N = 16
+
+    @T.prim_func
+    def f(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(N, threads=32) as bx:
+            T.assume(bx < N)
+            T.assume(0 <= bx and bx < N)
+            B[bx] = A[bx] * 3.0
+
+    k = compile_cpu(f)
+    a = np.arange(N, dtype=np.float32)
+    b = np.zeros_like(a)
+    k(a, b)
+    np.testing.assert_array_equal(b, a * 3)
+
+    with pytest.raises(TileLangCompileError, match="T.assume"):
+        @T.prim_func
+        def g(A: T.Tensor((N,), "float32")):
+            with T.Kernel(N, threads=32) as bx:
+                T.assume(N < 4)
+                A[bx] = 0.0
+
+
+def test_accepted_hints_become_remarks_not_code():
+    N = 8
+
+    @T.prim_func
+    def f(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(N, threads=32) as bx:
+            T.annotate_safe_value({A: -1})
+            T.disable_warp_group_reg_alloc()
+            T.annotate_min_blocks_per_sm(2)
+            T.pdl_sync()
+            B[bx] = A[bx] + 1.0
+            T.pdl_trigger()
+
+    k = compile_cpu(f)
+    a = np.arange(N, dtype=np.float32)
+    b = np.zeros_like(a)
+    k(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    text = "\n".join(k.get_remarks())
+    for name in ("T.annotate_safe_value(A)", "T.disable_warp_group_reg_alloc()", "T.pdl_sync()",
+                 "T.pdl_trigger()", "T.annotate_min_blocks_per_sm(2)"):
+        assert name in text, text
+    assert "remark" not in k.get_kernel_source()
+    # CUDA: compiled without a GPU; the hints leave nothing in the kernel (no griddepcontrol).
+    art = tilelang.lower(f, target="cuda -arch=sm_90a")
+    assert "griddepcontrol" not in art.kernel_source and "tl.remark" not in art.kernel_source
+    assert any("T.pdl_sync()" in r for r in art.remarks)
+
+
+def test_compile_time_assert():
+    N = 8
+
+    @T.prim_func
+    def ok(A: T.Tensor((N,), "float32")):
+        assert N % 4 == 0, "N must be a multiple of 4"
+        with T.Kernel(1, threads=32) as bx:
+            assert N >= 8
+            A[0] = 1.0
+
+    a = np.zeros(N, dtype=np.float32)
+    compile_cpu(ok)(a)
+    assert a[0] == 1.0
+
+    with pytest.raises(TileLangCompileError, match="assertion failed at compile time: N must be odd") as e:
+        @T.prim_func
+        def bad(A: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                assert N % 2 == 1, "N must be odd"
+                A[0] = 1.0
+    assert "assert N % 2 == 1" in str(e.value)
+
+
+_RUNTIME_ASSERT = textwrap.dedent('''
+    import sys
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((8,), "int32"), B: T.Tensor((8,), "int32")):
+        with T.Kernel(8, threads=32) as bx:
+            assert A[bx] >= 0, "A must be non-negative"
+            T.device_assert(A[bx] < 100, "A too large")
+            B[bx] = A[bx] * 2
+
+    k = tilelang.compile(f, target="cpu")
+    a = np.arange(8, dtype=np.int32)
+    b = np.zeros_like(a)
+    k(a, b)
+    print("first call", b.tolist(), flush=True)
+    a[int(sys.argv[1])] = int(sys.argv[2])
+    k(a, b)
+    print("second call passed", flush=True)
+''')
+
+
+@pytest.mark.parametrize("value,message", [(-3, "A must be non-negative"), (500, "A too large")])
+def test_runtime_assert_stops_the_kernel(tmp_path, value, message):
+    script = tmp_path / "prog.py"
+    script.write_text(_RUNTIME_ASSERT)
+    env = dict(os.environ, TILELANG_PRINT_ON_COMPILATION="0")
+    r = subprocess.run([sys.executable, str(script), "5", str(value)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert "first call [0, 2, 4, 6, 8, 10, 12, 14]" in r.stdout, r.stdout + r.stderr
+    assert "second call passed" not in r.stdout
+    assert r.returncode != 0
+    assert f"assertion failed (prog.py:10): {message}" in r.stdout + r.stderr or \
+        f"assertion failed (prog.py:11): {message}" in r.stdout + r.stderr, r.stdout + r.stderr
+    ok = subprocess.run([sys.executable, str(script), "5", "42"], capture_output=True, text=True, env=env,
+                        timeout=300)
+    assert ok.returncode == 0 and "second call passed" in ok.stdout, ok.stdout + ok.stderr
+
+
+def test_runtime_assert_on_cuda_traps():
+    @T.prim_func
+    def f(A: T.Tensor((8,), "int32")):
+        with T.Kernel(8, threads=32) as bx:
+            assert A[bx] >= 0, "negative"
+            A[bx] = A[bx] + 1
+
+    src = tilelang.lower(f, target="cuda -arch=sm_80").kernel_source
+    assert "__trap()" in src and "assertion failed" in src and "negative" in src
+
+
+def test_name_only_dtypes_import_and_convert():
+    import ml_dtypes
+
+    for name in ("float8_e4m3fn", "float8_e5m2", "float4_e2m1fn", "int4", "uint4", "tfloat32"):
+        t = getattr(T, name)
+        assert t == name and isinstance(t, T.dtype)
+    assert T.float8_e4m3fn.bits == 8 and T.float4_e2m1fn.bits == 4 and T.int4.bits == 4
+    assert T.float8_e5m2.is_float8 and T.float4_e2m1fn.is_float4 and T.uint4.is_unsigned
+    assert T.float8_e4m3fn.as_numpy() == np.dtype(ml_dtypes.float8_e4m3fn)
+    assert T.int4.as_numpy() == np.dtype(ml_dtypes.int4)
+    assert T.float16.as_numpy() == np.float16 and T.bfloat16.as_numpy() == np.dtype(ml_dtypes.bfloat16)
+    assert T.int is T.int32 and T.long == "int64" and T.short == "int16" and T.uint == "uint32"
+    assert tilelang.DataType("float16") == T.float16 and T.dtype("e4m3_float8") == "float8_e4m3fn"
+    # a torch dtype name canonicalises
+    assert T.dtype("torch.float8_e4m3fn") == "float8_e4m3fn"
+
+
+def test_name_only_dtype_in_a_kernel_is_an_error_at_its_line():
+    with pytest.raises(TileLangCompileError, match="float8_e4m3fn is known but not supported") as e:
+        @T.prim_func
+        def f(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                S = T.alloc_shared((8,), T.float8_e4m3fn)
+                T.copy(A, S)
+    assert "T.alloc_shared" in str(e.value)
+
+    with pytest.raises(TileLangCompileError, match="int4 is known but not supported"):
+        @T.prim_func
+        def g(A: T.Tensor((8,), "int4")):
+            with T.Kernel(1, threads=32) as bx:
+                pass
+
+
+def test_dtype_as_torch():
+    torch = pytest.importorskip("torch")
+    assert T.float16.as_torch() is torch.float16
+    assert T.bfloat16.as_torch() is torch.bfloat16
+    assert T.float8_e4m3fn.as_torch() is torch.float8_e4m3fn
+    assert T.int32.as_torch() is torch.int32
+
+
+def test_every_upstream_pass_config_key_is_accepted(rng):
+    N = 16
+
+    @T.prim_func
+    def f(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(N):
+                B[i] = A[i] * 2.0
+
+    keys = list(tilelang.PassConfigKey)
+    assert len(keys) >= 56
+    for name in ("TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE", "TL_REDUCER_FORCE_BASELINE", "TL_DISABLE_TMA_LOWER",
+                 "TL_DISABLE_WARP_SPECIALIZED", "TL_ENABLE_FAST_MATH", "TL_CONFIG_INDEX_BITWIDTH",
+                 "TIR_DISABLE_VECTORIZE", "TL_DISABLE_SAFE_MEMORY_ACCESS"):
+        assert hasattr(tilelang.PassConfigKey, name)
+    assert tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER == "tl.disable_tma_lower"
+    configs = {k: True for k in keys if k.value not in ("tl.config_index_bitwidth",)}
+    configs["tl.disable_warp_specialized"] = True  # also as a plain string
+    configs["tl.some_key_nobody_defines"] = 1
+    k = compile_cpu(f, pass_configs=configs)
+    a = rng.standard_normal(N).astype(np.float32)
+    b = np.zeros_like(a)
+    k(a, b)
+    np.testing.assert_allclose(b, a * 2)
+    remarks = "\n".join(k.get_remarks())
+    assert "pass config tl.disable_tma_lower=True: accepted, no effect" in remarks
+    assert "pass config tl.enable_aggressive_shared_memory_merge=True" in remarks
+    assert "tl.some_key_nobody_defines=1: accepted, no effect in this compiler (not a key upstream" in remarks
+    assert "pass config tl.enable_fast_math" not in remarks  # acted on (CUDA fast math)
