@@ -1,5 +1,6 @@
-"""Checking and converting kernel arguments: numpy arrays, torch CPU tensors, and any
-DLPack CPU tensor. Every mismatch names the parameter, what was expected and what came."""
+"""Checking and converting kernel arguments: numpy arrays, torch CPU tensors and any DLPack
+CPU tensor for CPU kernels; torch CUDA tensors for CUDA kernels. Every mismatch names the
+parameter, what was expected and what came (the table of cases: docs/bad-input.md)."""
 from __future__ import annotations
 
 import numbers
@@ -40,8 +41,13 @@ def tensor_arg(x, param_name: str, kernel_name: str) -> TensorArg:
     if isinstance(x, np.ndarray):
         if not x.flags.c_contiguous:
             raise TileLangArgumentError(
-                f"{kernel_name}(): argument {param_name!r} must be C-contiguous; pass "
-                f"np.ascontiguousarray({param_name})")
+                f"{kernel_name}(): argument {param_name!r} must be C-contiguous (row-major); it has strides "
+                f"{_elem_strides(x.strides, x.itemsize)} (in elements) for shape {tuple(x.shape)}, expected "
+                f"{contiguous_strides(x.shape)}; pass np.ascontiguousarray({param_name})")
+        if not x.flags.aligned:
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} is not aligned to its element size "
+                f"({x.dtype.itemsize} bytes); pass {param_name}.copy()")
         if not x.dtype.isnative:
             raise TileLangArgumentError(
                 f"{kernel_name}(): argument {param_name!r} has the non-native byte order {x.dtype.str!r}; "
@@ -54,7 +60,9 @@ def tensor_arg(x, param_name: str, kernel_name: str) -> TensorArg:
                 f"for the CPU; move it with .cpu() or compile with target='cuda'")
         if not x.is_contiguous():
             raise TileLangArgumentError(
-                f"{kernel_name}(): argument {param_name!r} must be contiguous; pass {param_name}.contiguous()")
+                f"{kernel_name}(): argument {param_name!r} must be contiguous (row-major); it has strides "
+                f"{tuple(x.stride())} for shape {tuple(x.shape)}, expected {contiguous_strides(x.shape)}; "
+                f"pass {param_name}.contiguous()")
         return TensorArg(x.data_ptr(), tuple(x.shape), canonical(x.dtype), True, x)
     if hasattr(x, "__dlpack__"):
         try:
@@ -67,6 +75,85 @@ def tensor_arg(x, param_name: str, kernel_name: str) -> TensorArg:
     raise TileLangArgumentError(
         f"{kernel_name}(): argument {param_name!r} must be a tensor (numpy array, torch tensor or DLPack "
         f"tensor), got {type(x).__name__}")
+
+
+def contiguous_strides(shape):
+    """Row-major strides, in elements, of a tensor of `shape`."""
+    out, step = [], 1
+    for d in reversed(tuple(shape)):
+        out.append(step)
+        step *= max(int(d), 1)
+    return tuple(reversed(out))
+
+
+def _elem_strides(strides, itemsize):
+    return tuple(s // itemsize if s % itemsize == 0 else s / itemsize for s in strides)
+
+
+def _short_repr(x, limit=60):
+    r = repr(x)
+    return r if len(r) <= limit else r[:limit] + "..."
+
+
+def as_cuda_tensor(x, param_name: str, kernel_name: str, device):
+    """One tensor argument of a CUDA kernel, checked: a torch tensor on `device` (a
+    torch.device, e.g. cuda:0), contiguous and 16-byte aligned. Returns the tensor (a
+    DLPack CUDA tensor is wrapped by torch); raises TileLangArgumentError naming the
+    parameter and what was expected otherwise. dtype and shape are checked by the kernel."""
+    if isinstance(x, np.ndarray):
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {param_name!r} is a numpy array, in host memory, but this kernel runs "
+            f"on CUDA ({device}); pass a CUDA tensor, e.g. torch.from_numpy({param_name}).to({str(device)!r})")
+    if not _is_torch(x):
+        if hasattr(x, "__dlpack__"):
+            import torch
+
+            x = torch.from_dlpack(x)
+        else:
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} must be a torch CUDA tensor on {device}, got "
+                f"{type(x).__name__}: {_short_repr(x)}")
+    dev = x.device
+    if dev.type != "cuda":
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {param_name!r} is on {dev} but this kernel runs on CUDA ({device}); "
+            f"move it with {param_name}.to({str(device)!r})")
+    if dev.index != device.index:
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {param_name!r} is on {dev} but this kernel runs on the current device "
+            f"{device}; move it with {param_name}.to({str(device)!r}), or call the kernel under "
+            f"torch.cuda.device({dev.index})")
+    if not x.is_contiguous():
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {param_name!r} must be contiguous (row-major); it has strides "
+            f"{tuple(x.stride())} for shape {tuple(x.shape)}, expected {contiguous_strides(x.shape)}; "
+            f"pass {param_name}.contiguous()")
+    if x.data_ptr() % 16:
+        raise TileLangArgumentError(
+            f"{kernel_name}(): argument {param_name!r} starts at an address that is not 16-byte aligned (a view "
+            f"into another tensor?); pass {param_name}.clone()")
+    return x
+
+
+# CUDA errors after which the context cannot be used again: every later CUDA call in the
+# process fails with the same error (the driver's "sticky" errors).
+_STICKY_CUDA_ERRORS = ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                       "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_INVALID_PC",
+                       "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
+                       "CUDA_ERROR_ECC_UNCORRECTABLE", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                       "CUDA_ERROR_TENSOR_MEMORY_LEAK", "CUDA_ERROR_UNKNOWN")
+
+
+def describe_cuda_failure(kernel_name: str, error) -> str:
+    """The message for a failed CUDA launch or module load: the kernel, the driver's error,
+    and whether the process can go on using CUDA."""
+    text = str(error)
+    msg = f"CUDA kernel {kernel_name!r} failed: {text}"
+    if any(name in text for name in _STICKY_CUDA_ERRORS):
+        msg += ("\nThe CUDA context is no longer usable: every later CUDA call in this process will fail. "
+                "Restart the process; to find the faulting access run with CUDA_LAUNCH_BLOCKING=1 or under "
+                "compute-sanitizer.")
+    return msg
 
 
 def _np_dtype_name(dt) -> str:
@@ -92,4 +179,6 @@ def scalar_arg(x, param_name: str, dtype: str, kernel_name: str):
                     f"[{info.min}, {info.max}]")
         return x
     raise TileLangArgumentError(
-        f"{kernel_name}(): argument {param_name!r} expects a {dtype} scalar, got {type(x).__name__}: {x!r}")
+        f"{kernel_name}(): argument {param_name!r} expects {'an' if dtype[0] in 'aeiu' else 'a'} {dtype} scalar, "
+        f"got {type(x).__name__}: "
+        f"{_short_repr(x)}")

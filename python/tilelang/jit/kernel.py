@@ -175,7 +175,14 @@ class JITKernel:
 
     def __call__(self, *args):
         if self.target == "cuda":
-            return self._cuda.call(args)
+            try:
+                return self._cuda.call(args)
+            except (TileLangArgumentError, TileLangRuntimeError):
+                raise
+            except RuntimeError as e:
+                # From the driver (module load or launch): name the kernel, and say whether
+                # the process can still use CUDA.
+                raise TileLangRuntimeError(arguments.describe_cuda_failure(self.name, e)) from e
         n_in = len(self.in_idx)
         if len(args) != n_in:
             names = ", ".join(self.params[i].name for i in self.in_idx)
