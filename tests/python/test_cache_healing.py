@@ -343,3 +343,47 @@ def test_key_covers_headers_compiler_and_flags(tmp_path):
     assert build(extra_env={"CXX": cxx})
     # include paths given through the environment
     assert not build(extra_env={"CPATH": str(tmp_path)})
+
+
+def _cuda_compiler():
+    from tilelang.jit.cuda_backend import _search_dirs
+
+    return tilelang._tl.find_cuda_compiler(_search_dirs())
+
+
+def _compile_cuda_recording(func):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        k = tilelang.compile(func, target="cuda -arch=sm_80")
+    return k, [w for w in caught if issubclass(w.category, TileLangCacheWarning)]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "log"])
+def test_damaged_cubin_is_rebuilt_with_one_warning(cache, damage):
+    """The CUDA cache (cubin + ptxas log) heals the same way; compiling needs NVRTC or
+    nvcc, not a GPU."""
+    ok, why = _cuda_compiler()
+    if not ok:
+        pytest.skip(f"no CUDA compiler: {why}")
+    func = _make_kernel({"truncate": 12.5, "flip": 13.5, "log": 14.5}[damage])
+    k, warned = _compile_cuda_recording(func)
+    assert not k.cache_hit and not warned
+    cubin = k._cuda.cubin_path
+    folder, name = os.path.split(cubin)
+    key = name.split("-")[0]
+    logs = [f for f in os.listdir(folder) if f.startswith(key + "-") and f.endswith(".log")]
+    assert os.path.isfile(os.path.join(folder, key + ".entry")) and len(logs) == 1
+    if damage == "truncate":
+        _truncate(cubin)
+    elif damage == "flip":
+        _flip_a_byte(cubin)
+    else:
+        with open(os.path.join(folder, logs[0]), "a") as f:
+            f.write("edited")
+    k2, warned = _compile_cuda_recording(func)
+    assert len(warned) == 1 and "the cubin was rebuilt" in str(warned[0].message), [str(w.message) for w in warned]
+    assert not k2.cache_hit
+    with open(k2._cuda.cubin_path, "rb") as f:
+        assert f.read(4) == b"\x7fELF"
+    k3, warned = _compile_cuda_recording(func)
+    assert k3.cache_hit and not warned and k3._cuda.cubin_path == k2._cuda.cubin_path
