@@ -136,6 +136,14 @@ void BindCuda(nb::module_& m) {
       .def(nb::init<const std::string&, const std::string&>(), "cubin_path"_a, "entry"_a)
       .def_prop_ro("entry", &CudaModule::entry)
       .def(
+          "add_tensor_map",
+          [](CudaModule& self, int tensor_arg, int data_type, int elem_bytes, const std::vector<int64_t>& dims,
+             const std::vector<int64_t>& box, int swizzle) {
+            self.AddTensorMap(TensorMapSpec{tensor_arg, data_type, elem_bytes, dims, box, swizzle});
+          },
+          "tensor_arg"_a, "data_type"_a, "elem_bytes"_a, "dims"_a, "box"_a, "swizzle"_a,
+          "Declares the kernel's next TMA tensor-map parameter (see CudaSource.tma_specs); launches build it.")
+      .def(
           "launch",
           [](CudaModule& self, const std::vector<int64_t>& grid, const std::vector<int64_t>& block,
              int64_t shared_bytes, uint64_t stream,

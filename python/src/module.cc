@@ -322,6 +322,12 @@ NB_MODULE(_tl, m) {
         for (const auto& d : s.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim);
         return dims;
       })
+      .def_prop_ro("tma_specs", [](const codegen::CudaSource& s) {
+        // (tensor_arg, data_type, elem_bytes, dims, box, swizzle): CudaModule.add_tensor_map's arguments.
+        std::vector<std::tuple<int, int, int, std::vector<int64_t>, std::vector<int64_t>, int>> out;
+        for (const auto& t : s.tma_specs) out.emplace_back(t.tensor_arg, t.data_type, t.elem_bytes, t.dims, t.box, t.swizzle);
+        return out;
+      })
       .def("grid", [](const codegen::CudaSource& s, const std::vector<int64_t>& dyn_values) {
         std::vector<int64_t> g;
         for (const Expr& e : s.grid) g.push_back(codegen::EvalWithBindings(e, s.dynamic_vars, dyn_values));

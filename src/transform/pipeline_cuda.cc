@@ -20,7 +20,9 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   // fragments walk each thread's registers, the rest become shared-memory copies.
   out = RunPass("cuda-lower-fragments", out, ctx);
   // Pipelining needs the producer copies still as tile ops (it stages their buffers and
-  // lowers them to cp.async itself).
+  // lowers them itself). On sm_90a a pipelined loop whose copies TMA can do gets a
+  // producer warpgroup and mbarriers; the others get the cp.async pipeline.
+  out = RunPass("cuda-warp-specialize", out, ctx);
   out = RunPass("cuda-pipeline", out, ctx);
   out = RunPass("cuda-lower-copies", out, ctx);
   // Whatever tile ops are left (fills, reductions, atomics, casting copies) become

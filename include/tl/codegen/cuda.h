@@ -12,6 +12,17 @@
 
 namespace tl::codegen {
 
+/// One TMA tensor map the kernel takes as a `const __grid_constant__` parameter (after
+/// the dynamic dimensions), built by the runtime at launch from a tensor argument.
+struct TmaSpec {
+  int tensor_arg = 0;   ///< launch argument (parameter index) of the tensor
+  int data_type = 0;    ///< CUtensorMapDataType
+  int elem_bytes = 0;
+  std::vector<int64_t> dims;  ///< innermost first; v < 0 is launch argument -(v + 1)
+  std::vector<int64_t> box;   ///< innermost first
+  int swizzle = 0;            ///< CUtensorMapSwizzle
+};
+
 struct CudaSource {
   std::string code;
   std::string entry;
@@ -24,6 +35,8 @@ struct CudaSource {
   int64_t shared_bytes = 0;
   /// Per launch argument: "ptr", "i32", "i64", "f32" or "f64".
   std::vector<std::string> arg_kinds;
+  /// Tensor-map parameters, after the arguments of arg_kinds.
+  std::vector<TmaSpec> tma_specs;
 };
 
 /// Generates CUDA for a function lowered by LowerForCuda.

@@ -89,6 +89,31 @@ struct CudaArg {
   static CudaArg F64(double v) { CudaArg a; a.kind = Kind::kF64; a.value.f64 = v; return a; }
 };
 
+/// How the runtime builds one TMA tensor map (a kernel's `__grid_constant__` descriptor
+/// parameter) at each launch, from a tensor argument: the whole tensor, contiguous,
+/// row-major, described innermost dimension first as the driver takes it.
+struct TensorMapSpec {
+  int tensor_arg = 0;   ///< the launch argument holding the tensor's device address
+  int data_type = 0;    ///< CUtensorMapDataType
+  int elem_bytes = 0;
+  std::vector<int64_t> dims;  ///< innermost first; v < 0 stands for launch argument -(v + 1)
+  std::vector<int64_t> box;   ///< innermost first
+  int swizzle = 0;            ///< CUtensorMapSwizzle
+};
+
+/// A tensor map's geometry for one launch: what cuTensorMapEncodeTiled takes.
+struct TensorMapGeometry {
+  uint64_t address = 0;
+  std::vector<uint64_t> dims;     ///< innermost first
+  std::vector<uint64_t> strides;  ///< bytes, of dims 1.. (the innermost is contiguous)
+};
+
+struct CudaArg;
+/// Reads the tensor's address and sizes from `args` and checks what TMA requires (16-byte
+/// aligned address and strides, strides below 2^40, boxes of 1..256 elements whose rows
+/// are a multiple of 16 bytes). Throws std::invalid_argument saying what does not hold.
+TensorMapGeometry ResolveTensorMap(const TensorMapSpec& spec, const std::vector<CudaArg>& args);
+
 /// A cubin's kernel. The cubin is loaded into whichever context is current at launch
 /// (PyTorch's, normally), once per context; with none current, the primary context of
 /// device 0 is retained and made current.
@@ -106,6 +131,11 @@ class CudaModule {
               uint32_t shared_bytes, uint64_t stream, const std::vector<CudaArg>& args);
 
   const std::string& entry() const;
+
+  /// Declares the kernel's tensor-map parameters, in order; they follow the arguments
+  /// given to Launch, which builds them (cached while the tensor's address and sizes stay
+  /// the same).
+  void AddTensorMap(const TensorMapSpec& spec);
 
  private:
   struct Impl;

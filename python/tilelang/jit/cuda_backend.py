@@ -95,8 +95,9 @@ class CudaBackend:
                 raise TileLangRuntimeError(
                     f"kernel {self.kernel.name!r} needs {self.shared_bytes} bytes of shared memory, the "
                     f"device has {limit}; use smaller tiles or fewer pipeline stages")
-            self._more_modules = [_tl.CudaModule(self.cubin_path, src.entry) for src in self.srcs[1:]]
-            self._module = _tl.CudaModule(self.cubin_path, self.src.entry)
+            self._more_modules = [_with_tensor_maps(_tl.CudaModule(self.cubin_path, src.entry), src)
+                                  for src in self.srcs[1:]]
+            self._module = _with_tensor_maps(_tl.CudaModule(self.cubin_path, self.src.entry), self.src)
         return self._module
 
     def _prepare(self, torch):
@@ -190,6 +191,13 @@ class CudaBackend:
         if not hasattr(self, "_grid"):
             self._grid = self.src.grid([])
         return self._grid
+
+
+def _with_tensor_maps(module, src):
+    """Declares the kernel's TMA descriptor parameters; each launch builds them from the tensors."""
+    for spec in src.tma_specs:
+        module.add_tensor_map(*spec)
+    return module
 
 
 def _current_device() -> int:

@@ -63,6 +63,8 @@ DriverState LoadDriver() {
   Resolve(lib, "cuLaunchKernel", &d.LaunchKernel, &missing);
   Resolve(lib, "cuGetErrorString", &d.GetErrorString, &missing);
   Resolve(lib, "cuGetErrorName", &d.GetErrorName, &missing);
+  // Optional: only kernels that load with TMA need it, and they say so when it is absent.
+  d.TensorMapEncodeTiled = reinterpret_cast<decltype(d.TensorMapEncodeTiled)>(::dlsym(lib, "cuTensorMapEncodeTiled"));
   if (!missing.empty()) {
     st.reason = "the CUDA driver is too old (missing " + missing + "); update the NVIDIA driver";
     return st;
@@ -184,6 +186,46 @@ struct CudaModule::Impl {
   std::string path, entry, image;
   std::mutex mu;
   std::unordered_map<CUcontext, Loaded> loaded;
+  /// The kernel's tensor-map parameters and, per map, the last one encoded.
+  struct EncodedMap {
+    bool valid = false;
+    TensorMapGeometry geometry;
+    alignas(128) uint64_t bytes[16] = {};
+  };
+  std::vector<TensorMapSpec> map_specs;
+  std::vector<std::unique_ptr<EncodedMap>> maps;
+
+  /// Encodes map `i` for this launch's arguments unless the cached one still holds.
+  const void* TensorMap(const Driver& drv, size_t i, const std::vector<CudaArg>& args) {
+    const TensorMapSpec& spec = map_specs[i];
+    TensorMapGeometry g;
+    try {
+      g = ResolveTensorMap(spec, args);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("kernel " + entry + ": tensor argument " + std::to_string(spec.tensor_arg) +
+                               " cannot be loaded with TMA: " + e.what());
+    }
+    EncodedMap& m = *maps[i];
+    if (m.valid && m.geometry.address == g.address && m.geometry.dims == g.dims) return m.bytes;
+    if (!drv.TensorMapEncodeTiled) {
+      throw std::runtime_error("kernel " + entry + " loads with TMA, which this CUDA driver lacks "
+                               "(no cuTensorMapEncodeTiled); update the driver or compile with "
+                               "pass_configs={'tl.disable_tma_lower': True}");
+    }
+    std::vector<uint32_t> box(spec.box.begin(), spec.box.end()), element_strides(box.size(), 1);
+    CUresult status = drv.TensorMapEncodeTiled(
+        m.bytes, spec.data_type, static_cast<uint32_t>(g.dims.size()), reinterpret_cast<void*>(g.address),
+        g.dims.data(), g.strides.data(), box.data(), element_strides.data(), /*interleave=*/0, spec.swizzle,
+        /*l2_promotion: 256B=*/3, /*oob_fill: zeros=*/0);
+    if (status != kCudaSuccess) {
+      m.valid = false;
+      throw std::runtime_error("kernel " + entry + ": encoding the TMA tensor map of argument " +
+                               std::to_string(spec.tensor_arg) + " failed: " + ErrorText(drv, status));
+    }
+    m.geometry = g;
+    m.valid = true;
+    return m.bytes;
+  }
 
   Loaded& LoadInto(const Driver& drv, CUcontext ctx) {
     auto it = loaded.find(ctx);
@@ -240,6 +282,12 @@ CudaModule::~CudaModule() {
 
 const std::string& CudaModule::entry() const { return impl_->entry; }
 
+void CudaModule::AddTensorMap(const TensorMapSpec& spec) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->map_specs.push_back(spec);
+  impl_->maps.push_back(std::make_unique<Impl::EncodedMap>());
+}
+
 void CudaModule::Launch(const std::array<uint32_t, 3>& grid, const std::array<uint32_t, 3>& block,
                         uint32_t shared_bytes, uint64_t stream, const std::vector<CudaArg>& args) {
   const Driver& drv = RequireDriver();
@@ -264,6 +312,10 @@ void CudaModule::Launch(const std::array<uint32_t, 3>& grid, const std::array<ui
   for (size_t i = 0; i < args.size(); ++i) {
     // Every union member starts at the union's address, so one pointer fits all kinds.
     params[i] = const_cast<void*>(static_cast<const void*>(&args[i].value));
+  }
+  // Tensor maps follow, by value: cuLaunchKernel copies their 128 bytes.
+  for (size_t i = 0; i < impl_->map_specs.size(); ++i) {
+    params.push_back(const_cast<void*>(impl_->TensorMap(drv, i, args)));
   }
   CUresult status = drv.LaunchKernel(l.function, grid[0], grid[1], grid[2], block[0], block[1],
                                      block[2], shared_bytes,

@@ -4,6 +4,7 @@
 /// needed to build), and the compiler back ends behind BuildCudaCubin.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ struct Driver {
                            unsigned, unsigned, CUstream, void**, void**);  // cuLaunchKernel
   CUresult (*GetErrorString)(CUresult, const char**);                  // cuGetErrorString
   CUresult (*GetErrorName)(CUresult, const char**);                    // cuGetErrorName
+  /// cuTensorMapEncodeTiled (CUDA 12+); null on older drivers, which then cannot run
+  /// kernels that load with TMA.
+  CUresult (*TensorMapEncodeTiled)(void* map, int data_type, uint32_t rank, void* address, const uint64_t* dims,
+                                   const uint64_t* strides, const uint32_t* box, const uint32_t* element_strides,
+                                   int interleave, int swizzle, int l2_promotion, int oob_fill);
 };
 
 /// The initialized driver, or nullptr with `reason` set (no library, no device, ...).

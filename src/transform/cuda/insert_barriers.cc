@@ -18,6 +18,10 @@
 /// as in flight until a cp_async_wait(0) (a barrier does not make them land); then they
 /// are ordinary pending writes. The planner keeps every buffer off bytes with copies in
 /// flight, which is checked here.
+///
+/// In a warp-specialized kernel (cuda-warp-specialize) the producer branch gets no
+/// barriers (mbarriers order its TMA writes) and the consumers synchronize among
+/// themselves with a named barrier: __syncthreads would wait for the producer threads.
 #include <unordered_set>
 
 #include "shared_plan.h"
@@ -139,26 +143,27 @@ class AccessCollector : public IRVisitor {
 bool IsBarrier(const Stmt& s) {
   const auto* ev = As<Evaluate>(s);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;
-  return call && call->op == "syncthreads";
+  return call && (call->op == "syncthreads" || call->op == "named_barrier_sync");
 }
 
-Stmt Barrier(const Span& span) {
-  return Evaluate::Make(Call::Make(DType::Void(), "syncthreads", {}), span);
-}
-
-Stmt WithBarrier(bool barrier, const Stmt& s) { return barrier ? Seq::Make({Barrier(s->span), s}, s->span) : s; }
+/// The named barrier the consumers of a warp-specialized kernel share (0 is __syncthreads').
+constexpr int64_t kConsumerBarrierId = 1;
 
 class BarrierInserter {
  public:
-  BarrierInserter(const Var* tx, const Memory& memory) : tx_(tx), memory_(memory) {}
+  /// `named_threads` > 0: the statements run on that many threads only (the consumers of
+  /// a warp-specialized kernel), which synchronize with a named barrier.
+  BarrierInserter(const Var* tx, const Memory& memory, int64_t named_threads = 0)
+      : tx_(tx), memory_(memory), named_threads_(named_threads) {}
 
   /// Rewrites `s` starting from `state`; leaves in `state` what is pending afterwards.
   Stmt Run(const Stmt& s, State* state) {
     if (!s) return s;
     if (IsBarrier(s)) {
       state->Barrier();
-      return s;
+      return named_threads_ ? Barrier(s->span) : s;
     }
+    if (cuda::IsWarpSpecializedSplit(s)) return SplitRoles(As<IfThenElse>(s), state);
     if (cuda::IsWaitAll(s)) {
       state->Land();
       return s;
@@ -248,8 +253,31 @@ class BarrierInserter {
     return out;
   }
 
+  Stmt Barrier(const Span& span) const {
+    if (named_threads_ == 0) return Evaluate::Make(Call::Make(DType::Void(), "syncthreads", {}), span);
+    return Evaluate::Make(
+        Call::Make(DType::Void(), "named_barrier_sync", {MakeInt(kConsumerBarrierId), MakeInt(named_threads_)}),
+        span);
+  }
+
+  Stmt WithBarrier(bool barrier, const Stmt& s) const {
+    return barrier ? Seq::Make({Barrier(s->span), s}, s->span) : s;
+  }
+
+  /// A warp-specialized split: the producer only issues TMA and waits on mbarriers, which
+  /// order its writes into the staged tiles; the consumers' own shared-memory traffic
+  /// gets barriers over the consumer threads alone.
+  Stmt SplitRoles(const IfThenElse* split, State* state) {
+    int64_t consumers = 0;
+    AsConstInt(As<Call>(split->cond)->args[0], &consumers);
+    BarrierInserter inner(tx_, memory_, consumers);
+    Stmt consumer = inner.Run(split->else_case, state);
+    return IfThenElse::Make(split->cond, split->then_case, consumer, split->span);
+  }
+
   const Var* tx_;
   const Memory& memory_;
+  int64_t named_threads_;
 };
 
 class KernelVisitor : public IRMutator {

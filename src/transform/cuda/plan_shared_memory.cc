@@ -36,6 +36,8 @@ using cuda::BarriersGoInside;
 struct Touches : IRVisitor {
   std::vector<const BufferNode*> buffers;
   std::unordered_set<const BufferNode*> async;
+  /// mbarriers: their bytes are never handed to another buffer (no mbarrier.inval).
+  std::unordered_set<const BufferNode*> pinned;
 
   void VisitRegion(const Region& r) override {
     Add(r.buffer);
@@ -58,6 +60,10 @@ struct Touches : IRVisitor {
     if (op->op == "cp_async") {
       const auto* addr = As<Call>(op->args[0]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) async.insert(load->buffer.get());
+    }
+    if (op->op == "mbarrier_init") {
+      const auto* addr = As<Call>(op->args[0]);
+      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) pinned.insert(load->buffer.get());
     }
     IRVisitor::Visit_(op);
   }
@@ -124,6 +130,7 @@ class Liveness {
   Interval Of(const BufferNode* b) const {
     auto it = live_.find(b);
     Interval iv = it != live_.end() ? it->second : Interval{declared_.at(b), declared_.at(b)};
+    if (pinned_.count(b)) iv.last = INT64_MAX;
     if (async_.count(b)) {
       auto w = std::upper_bound(waits_.begin(), waits_.end(), iv.last);
       iv.last = w == waits_.end() ? INT64_MAX : *w;
@@ -138,6 +145,7 @@ class Liveness {
     Touches t;
     t.Visit(n);
     async_.insert(t.async.begin(), t.async.end());
+    pinned_.insert(t.pinned.begin(), t.pinned.end());
     for (const BufferNode* b : t.buffers) {
       if (loop_depth_ > 0) {
         in_loop_.insert(b);
@@ -171,7 +179,7 @@ class Liveness {
   std::unordered_set<const BufferNode*> in_loop_;  ///< touched inside the current outermost loop
   std::unordered_map<const BufferNode*, Interval> live_;
   std::unordered_map<const BufferNode*, int64_t> declared_;
-  std::unordered_set<const BufferNode*> async_;
+  std::unordered_set<const BufferNode*> async_, pinned_;
   std::vector<int64_t> waits_;  ///< positions of unconditional cp_async_wait(0)
 };
 

@@ -141,6 +141,12 @@ bool BarriersGoInside(const Stmt& s, const Var* tx) {
   return false;
 }
 
+bool IsWarpSpecializedSplit(const Stmt& s) {
+  const auto* br = As<IfThenElse>(s);
+  const auto* call = br ? As<Call>(br->cond) : nullptr;
+  return call && call->op == "ws_is_producer";
+}
+
 bool IsWaitAll(const Stmt& s) {
   const auto* ev = As<Evaluate>(s);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;

@@ -20,6 +20,14 @@ namespace tl::transform::cuda {
 
 inline constexpr const char* kSharedOffsetAttr = "tl.shared_offset";
 
+/// `T.attr("tl.warp_specialized", producer_threads, producer_regs, consumer_regs)`, in a
+/// kernel body that cuda-warp-specialize split into a producer warpgroup (launched above
+/// the thread binding's range) and consumers: `if ws_is_producer(consumers): ... else: ...`.
+inline constexpr const char* kWarpSpecializedAttr = "tl.warp_specialized";
+
+/// Whether `s` is the warp-specialized split `if ws_is_producer(n): ... else: ...`.
+bool IsWarpSpecializedSplit(const ir::Stmt& s);
+
 /// Buffers read by gemm_ss (A and B) or gemm_rs (B) as shared operands.
 std::unordered_set<const ir::BufferNode*> GemmOperands(const ir::Stmt& body);
 

@@ -15,6 +15,8 @@
 ///   memory.h   vector copies, cp.async, shared-address conversion
 ///   ldmatrix.h tl::ldmatrix_x1/x2/x4(_trans)
 ///   mma.h      tl::mma_m16n8k16_*, mma_m16n8k32_*, mma_m16n8k8_tf32f32
+///   wgmma.h    Hopper warpgroup MMA (gemm_ss_wgmma, gemm_rs_wgmma)
+///   async_pipeline.h  mbarriers, TMA loads, named barriers, setmaxnreg (sm_90)
 ///   reduce.h   warp and block all-reductions
 ///   atomic.h   tl::atomic_add / atomic_max / atomic_min
 /// The parts are not meant to be included on their own.
@@ -75,6 +77,7 @@ static_assert(sizeof(uint8_t) == 1 && sizeof(uint16_t) == 2 && sizeof(uint32_t) 
 #include "ldmatrix.h"
 #include "mma.h"
 #include "wgmma.h"
+#include "async_pipeline.h"
 #include "reduce.h"
 #include "atomic.h"
 // clang-format on

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The schedule of a T.Pipelined loop (see pipeline_schedule.h).
+#include "pipeline_schedule.h"
+
+#include <unordered_set>
+
+#include "tl/ir/functor.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+bool IsProducer(const Stmt& s) {
+  const auto* c = As<CopyOp>(s);
+  return c && c->src.buffer->scope == Scope::kGlobal && c->dst.buffer->scope == Scope::kShared;
+}
+
+/// Buffers written by a statement (stores and tile-op destinations).
+struct WriteCollector : IRVisitor {
+  std::unordered_set<const BufferNode*> writes;
+  void Visit_(const BufferStore* op) override {
+    writes.insert(op->buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const CopyOp* op) override { writes.insert(op->dst.buffer.get()); }
+  void Visit_(const FillOp* op) override { writes.insert(op->dst.buffer.get()); }
+  void Visit_(const ReduceOp* op) override { writes.insert(op->dst.buffer.get()); }
+};
+
+/// Whether an expression reads only variables and constants (no buffer loads), so that it
+/// can be evaluated ahead of the statements before it.
+bool IsPure(const Region& r) {
+  bool pure = true;
+  for (const Range& rg : r.ranges) {
+    for (const Expr& e : {rg.min, rg.extent}) {
+      struct LoadFinder : IRVisitor {
+        bool found = false;
+        void Visit_(const BufferLoad*) override { found = true; }
+      } f;
+      f.Visit(e);
+      pure = pure && !f.found;
+    }
+  }
+  return pure;
+}
+
+/// Variables defined inside the loop body (lets): a producer hoisted to the top of the
+/// body cannot use them.
+std::unordered_set<const Var*> DefinedIn(const std::vector<Stmt>& stmts) {
+  std::unordered_set<const Var*> out;
+  for (const Stmt& s : stmts) {
+    if (const auto* let = As<LetStmt>(s)) out.insert(let->var.get());
+  }
+  return out;
+}
+
+bool Mentions(const Region& r, const std::unordered_set<const Var*>& vars) {
+  bool found = false;
+  for (const Range& rg : r.ranges) {
+    for (const Expr& e : {rg.min, rg.extent}) {
+      struct VarFinder : IRVisitor {
+        const std::unordered_set<const Var*>* vars;
+        bool* found;
+        void Visit_(const Var* v) override {
+          if (vars->count(v)) *found = true;
+        }
+      } f;
+      f.vars = &vars;
+      f.found = &found;
+      f.Visit(e);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
+  auto stmts = Flatten(op->body);
+  auto defined = DefinedIn(stmts);
+  std::vector<const CopyOp*> producers;
+  WriteCollector rest;
+  std::unordered_set<const BufferNode*> read_so_far;  // statements before may not read it
+  for (const Stmt& s : stmts) {
+    const auto* c = As<CopyOp>(s);
+    if (IsProducer(s) && IsPure(c->src) && IsPure(c->dst) && !Mentions(c->src, defined) &&
+        !Mentions(c->dst, defined) && !read_so_far.count(c->dst.buffer.get())) {
+      producers.push_back(c);
+    } else {
+      rest.Visit(s);
+    }
+    ForEachExpr(s, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e)) read_so_far.insert(load->buffer.get());
+    });
+    if (const auto* g = As<GemmOp>(s)) {
+      read_so_far.insert(g->a.buffer.get());
+      read_so_far.insert(g->b.buffer.get());
+    }
+    if (const auto* cp = As<CopyOp>(s)) read_so_far.insert(cp->src.buffer.get());
+  }
+  if (producers.empty()) {
+    *why = "its body has no copy from global to shared memory that can be prefetched";
+    return {};
+  }
+  std::unordered_set<const BufferNode*> seen;
+  std::vector<const CopyOp*> kept;
+  for (const CopyOp* c : producers) {
+    if (rest.writes.count(c->dst.buffer.get()) || !seen.insert(c->dst.buffer.get()).second) continue;
+    kept.push_back(c);
+  }
+  if (kept.empty()) *why = "its shared buffers are also written elsewhere in the loop";
+  return kept;
+}
+
+namespace {
+
+/// In pipelined loops, copies name their tile through values bound earlier in the body
+/// (`k0 = ko * bk; T.copy(A[by * bm, k0], A_s)`). Substituting those bindings when they
+/// are plain index arithmetic lets such copies be prefetched (and proven aligned).
+class InlineIndexLets : public IRMutator {
+ protected:
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    Stmt inner = IRMutator::Mutate_(op, self);
+    const auto* loop = As<For>(inner);
+    if (!loop || loop->for_kind != ForKind::kPipelined) return inner;
+    std::unordered_map<const Var*, Expr> values;
+    auto subst = [&](const Expr& e) {
+      return Substitute(e, [&](const Var* v) -> Expr {
+        auto it = values.find(v);
+        return it == values.end() ? nullptr : it->second;
+      });
+    };
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const Stmt& st : Flatten(loop->body)) {
+      if (const auto* let = As<LetStmt>(st)) {
+        bool pure = true;
+        ForEachExpr(st, [&](const Expr& e) { pure &= !As<BufferLoad>(e) && !As<Call>(e); });
+        if (pure && let->var->dtype.IsInt()) values[let->var.get()] = subst(let->value);
+        out.push_back(st);
+        continue;
+      }
+      const auto* copy = As<CopyOp>(st);
+      if (copy && !values.empty()) {
+        Region src{copy->src.buffer, {}}, dst{copy->dst.buffer, {}};
+        for (const Range& r : copy->src.ranges) src.ranges.push_back({subst(r.min), subst(r.extent)});
+        for (const Range& r : copy->dst.ranges) dst.ranges.push_back({subst(r.min), subst(r.extent)});
+        out.push_back(CopyOp::Make(src, dst, copy->span));
+        changed = true;
+        continue;
+      }
+      out.push_back(st);
+    }
+    if (!changed) return inner;
+    return For::Make(loop->var, loop->min, loop->extent, loop->for_kind, Seq::Make(out, loop->body->span),
+                     loop->annotations, loop->span);
+  }
+};
+
+}  // namespace
+
+std::vector<Stmt> Flatten(const Stmt& s) {
+  if (const auto* seq = As<Seq>(s)) return seq->stmts;
+  return {s};
+}
+
+int64_t NumStages(const For* op) {
+  auto it = op->annotations.find("num_stages");
+  int64_t s = 0;
+  if (it != op->annotations.end()) AsConstInt(it->second, &s);
+  return s;
+}
+
+Stmt InlinePipelineIndexLets(const Stmt& body) { return InlineIndexLets().Mutate(body); }
+
+Region StageSelector::MutateRegion(const Region& r) {
+  Region out = IRMutator::MutateRegion(r);
+  auto it = staged_.find(r.buffer.get());
+  if (it == staged_.end()) return out;
+  out.buffer = it->second;
+  out.ranges.insert(out.ranges.begin(), Range{stage_, MakeInt(1)});
+  return out;
+}
+
+Expr StageSelector::Mutate_(const BufferLoad* op, const Expr& self) {
+  auto it = staged_.find(op->buffer.get());
+  if (it == staged_.end()) return IRMutator::Mutate_(op, self);
+  bool changed = false;
+  auto idx = MutateAll(op->indices, &changed);
+  idx.insert(idx.begin(), stage_);
+  return BufferLoad::Make(it->second, idx);
+}
+
+Stmt StageSelector::Mutate_(const BufferStore* op, const Stmt& self) {
+  auto it = staged_.find(op->buffer.get());
+  if (it == staged_.end()) return IRMutator::Mutate_(op, self);
+  bool changed = false;
+  auto idx = MutateAll(op->indices, &changed);
+  idx.insert(idx.begin(), stage_);
+  return BufferStore::Make(it->second, idx, Mutate(op->value), op->span);
+}
+
+Buffer StagedBuffer(const Buffer& b, int64_t stages) {
+  std::vector<Expr> shape = b->shape;
+  shape.insert(shape.begin(), MakeInt(stages));
+  return BufferNode::Make(b->name, b->dtype, shape, b->scope);
+}
+
+Region SubstituteRegion(const Region& r, const Var* var, const Expr& value) {
+  Region out{r.buffer, {}};
+  auto f = [&](const Var* v) -> Expr { return v == var ? value : nullptr; };
+  for (const Range& rg : r.ranges) out.ranges.push_back({Substitute(rg.min, f), Substitute(rg.extent, f)});
+  return out;
+}
+
+}  // namespace tl::transform::cuda

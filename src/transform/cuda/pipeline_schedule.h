@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The schedule of a T.Pipelined loop, shared by its two mechanisms: which copies
+/// produce (global -> shared copies hoisted into earlier iterations), which statements
+/// consume, and how staged buffers are addressed. "cuda-pipeline" implements the schedule
+/// with cp.async and block barriers; "cuda-warp-specialize" with TMA, mbarriers and a
+/// producer warpgroup.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tl/ir/functor.h"
+#include "tl/ir/stmt.h"
+
+namespace tl::transform::cuda {
+
+/// The statements of a Seq, or `s` alone.
+std::vector<ir::Stmt> Flatten(const ir::Stmt& s);
+
+/// The loop's num_stages annotation, 0 when absent.
+int64_t NumStages(const ir::For* op);
+
+/// The producers of a pipelined loop: copies global -> shared of the loop body's top
+/// level whose regions depend only on the loop variable and values from outside the loop,
+/// and whose shared buffer nothing else in the loop writes. They are prefetched, so they
+/// may sit anywhere in the body. Empty (with `why` set) when the loop cannot be pipelined.
+std::vector<const ir::CopyOp*> PipelineProducers(const ir::For* op, std::string* why);
+
+/// Substitutes, inside T.Pipelined bodies, lets of plain index arithmetic into the copies
+/// after them (`k0 = ko * bk; T.copy(A[by * bm, k0], A_s)`), so that such copies can be
+/// prefetched (and proven aligned).
+ir::Stmt InlinePipelineIndexLets(const ir::Stmt& body);
+
+/// Rewrites accesses of staged buffers (a leading stage dimension added) to select
+/// `stage`: loads, stores and tile-op regions.
+class StageSelector : public ir::IRMutator {
+ public:
+  StageSelector(const std::unordered_map<const ir::BufferNode*, ir::Buffer>& staged, ir::Expr stage)
+      : staged_(staged), stage_(std::move(stage)) {}
+
+  ir::Region MutateRegion(const ir::Region& r) override;
+
+ protected:
+  ir::Expr Mutate_(const ir::BufferLoad* op, const ir::Expr& self) override;
+  ir::Stmt Mutate_(const ir::BufferStore* op, const ir::Stmt& self) override;
+
+ private:
+  const std::unordered_map<const ir::BufferNode*, ir::Buffer>& staged_;
+  ir::Expr stage_;
+};
+
+/// `b` with a leading stage dimension of `stages`.
+ir::Buffer StagedBuffer(const ir::Buffer& b, int64_t stages);
+
+/// `r` with the loop variable `var` replaced by `value`.
+ir::Region SubstituteRegion(const ir::Region& r, const ir::Var* var, const ir::Expr& value);
+
+}  // namespace tl::transform::cuda

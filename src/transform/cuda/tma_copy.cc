@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file TMA box loads for global -> shared copies (see tma_copy.h).
+#include "tma_copy.h"
+
+#include "tl/ir/expr.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// Elements per box row of a panelled tile: one 128-byte swizzle row of 16-bit values.
+constexpr int64_t kPanelElems = 64;
+/// The largest box extent TMA takes in any dimension.
+constexpr int64_t kMaxBox = 256;
+
+bool ConstExtents(const Region& r, std::vector<int64_t>* ext) {
+  for (const Range& rg : r.ranges) {
+    int64_t e = 0;
+    if (!AsConstInt(rg.extent, &e)) return false;
+    ext->push_back(e);
+  }
+  return true;
+}
+
+/// rows x cols of the destination tile: the last dimension and the product of the others.
+bool TileShape(const Buffer& b, int64_t* rows, int64_t* cols) {
+  *rows = 1;
+  for (size_t i = 0; i < b->shape.size(); ++i) {
+    int64_t d = 0;
+    if (!AsConstInt(b->shape[i], &d)) return false;
+    if (i + 1 == b->shape.size()) {
+      *cols = d;
+    } else {
+      *rows *= d;
+    }
+  }
+  return true;
+}
+
+Expr AddressOf(const Buffer& b, std::vector<Expr> idx) {
+  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, std::move(idx))});
+}
+
+}  // namespace
+
+std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params) {
+  const Buffer &src = copy->src.buffer, &dst = copy->dst.buffer;
+  bool is_param = false;
+  for (const Param& p : params) is_param |= p.buffer.get() == src.get();
+  if (!is_param || src->scope != Scope::kGlobal) return "the source is not a tensor parameter";
+  if (!src->strides.empty()) return "the source tensor has explicit strides";
+  size_t rank = src->shape.size();
+  if (rank < 1 || rank > 5) return "TMA takes tensors of rank 1 to 5";
+  if (src->dtype != dst->dtype) return "the copy converts between dtypes";
+  int64_t bytes = src->dtype.bytes();
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return "the element type has no TMA encoding";
+  int64_t inner = 0;
+  if (!AsConstInt(src->shape.back(), &inner)) return "the tensor's innermost dimension is not static";
+  if (inner * bytes % 16) return "the tensor's rows are not a multiple of 16 bytes";
+  std::vector<int64_t> ext, dst_ext;
+  if (!ConstExtents(copy->src, &ext) || !ConstExtents(copy->dst, &dst_ext)) return "the copied extents are not static";
+  int64_t rows = 0, cols = 0;
+  if (!TileShape(dst, &rows, &cols)) return "the shared tile's shape is not static";
+  for (size_t i = 0; i < copy->dst.ranges.size(); ++i) {
+    int64_t lo = -1, dim = 0;
+    AsConstInt(dst->shape[i], &dim);
+    if (!AsConstInt(copy->dst.ranges[i].min, &lo) || lo != 0 || dst_ext[i] != dim) {
+      return "the copy does not fill the whole shared tile";
+    }
+  }
+  if (ext.back() != cols) return "the copied rows are not contiguous in the tensor";
+  int64_t outer = 1, non_unit = 0;
+  for (size_t i = 0; i + 1 < ext.size(); ++i) {
+    outer *= ext[i];
+    non_unit += ext[i] != 1;
+    if (ext[i] > kMaxBox) return "a box extent exceeds 256";
+  }
+  if (outer != rows || non_unit > 1) return "the copied region does not line up with the tile's rows";
+  if (panelled) {
+    if (bytes != 2 || cols % kPanelElems) return "a wgmma panel tile needs 16-bit elements in rows of 64";
+  } else if (cols > kMaxBox || cols * bytes % 16) {
+    return "the tile's rows must be at most 256 elements and a multiple of 16 bytes";
+  }
+  return "";
+}
+
+Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* bytes) {
+  const Buffer& src = copy->src.buffer;
+  size_t rank = src->shape.size();
+  std::vector<int64_t> ext;
+  ConstExtents(copy->src, &ext);
+  int64_t cols = ext.back();
+  int64_t box_inner = panelled ? kPanelElems : cols;
+  TmaSwizzle swizzle = panelled ? TmaSwizzle::kB128 : TmaSwizzle::kNone;
+  // The descriptor: the tensor, the swizzle, then the box innermost first.
+  std::vector<Expr> desc_args{AddressOf(src, std::vector<Expr>(rank, MakeInt(0))),
+                              MakeInt(static_cast<int64_t>(swizzle))};
+  int64_t box_elems = 1;
+  for (size_t j = 0; j < rank; ++j) {
+    int64_t e = j == 0 ? box_inner : ext[rank - 1 - j];
+    desc_args.push_back(MakeInt(e));
+    box_elems *= e;
+  }
+  Expr desc = Call::Make(DType::Handle(), "tma_descriptor", desc_args);
+  std::vector<Expr> dst_idx;
+  for (const Range& r : copy->dst.ranges) dst_idx.push_back(r.min);
+  std::vector<Stmt> loads;
+  for (int64_t p = 0; p < cols / box_inner; ++p) {
+    std::vector<Expr> at = dst_idx;
+    at.back() = at.back() + MakeInt(p * box_inner);
+    std::vector<Expr> args{desc, AddressOf(copy->dst.buffer, at), bar};
+    for (size_t j = 0; j < rank; ++j) {
+      Expr c = copy->src.ranges[rank - 1 - j].min;
+      args.push_back(j == 0 && p ? c + MakeInt(p * box_inner) : c);
+    }
+    loads.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_load", args), copy->span));
+    *bytes += box_elems * src->dtype.bytes();
+  }
+  return loads.size() == 1 ? loads[0] : Seq::Make(loads, copy->span);
+}
+
+}  // namespace tl::transform::cuda

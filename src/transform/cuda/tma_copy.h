@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file One T.copy from a global tensor into a shared tile as TMA box loads (sm_90).
+///
+/// The tensor map covers the whole global tensor (innermost dimension first, as the
+/// driver takes it); the box is the copied region, except that a tile in wgmma's panel
+/// layout (64 16-bit elements per 128-byte row, 128-byte swizzle: see
+/// WgmmaOperandOffset) is loaded one panel at a time, each with SWIZZLE_128B, which writes
+/// exactly that layout. Other tiles are plain row-major and use no swizzle. Boxes that
+/// reach past the tensor's edge are filled with zeros by the hardware (and their bytes
+/// still count towards the mbarrier's transaction).
+///
+/// In the IR a load is `tma_load(desc, smem, bar, c0, c1, ...)` (coordinates innermost
+/// first) with `desc = tma_descriptor(address_of(G[0, ...]), swizzle, box0, box1, ...)`;
+/// codegen turns each distinct descriptor into a `__grid_constant__` kernel parameter
+/// and a host-side tensor-map spec.
+#pragma once
+
+#include <string>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::transform::cuda {
+
+/// TMA swizzle modes, numbered as CUtensorMapSwizzle.
+enum class TmaSwizzle : int { kNone = 0, kB32 = 1, kB64 = 2, kB128 = 3 };
+
+/// Why `copy` cannot be TMA box loads into its destination tile, or "" when it can.
+/// `panelled`: the destination is a wgmma operand in panel layout.
+std::string TmaLoadUnfit(const ir::CopyOp* copy, bool panelled, const std::vector<ir::Param>& params);
+
+/// The loads of `copy` (whose destination region may select a stage of a staged tile)
+/// completing on the mbarrier at `bar` (an address_of expression); adds their bytes to
+/// `*bytes`. Only for copies TmaLoadUnfit accepts.
+ir::Stmt LowerTmaLoad(const ir::CopyOp* copy, bool panelled, const ir::Expr& bar, int64_t* bytes);
+
+}  // namespace tl::transform::cuda

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cuda-warp-specialize": T.Pipelined on sm_90a as a producer warpgroup loading
+/// with TMA and the block's own threads consuming, synchronized by mbarriers.
+///
+/// The pipeline's schedule is cuda-pipeline's (pipeline_schedule.h): the loop body's
+/// hoistable global -> shared copies produce, the rest consumes, each produced tile gets
+/// S stages. The mechanism differs. The block is launched with 128 more threads than the
+/// source asks for; those threads (above the thread binding's range, so every index the
+/// earlier passes computed for the source's threads is unchanged) form the producer:
+///
+///   common:   declarations; thread 0 initializes full[s] (1 arrival) and empty[s]
+///             (one arrival per consumer thread); __syncthreads
+///   producer: setmaxnreg.dec; one thread runs
+///               for k: wait empty[k % S] (parity (k / S + 1) % 2: a fresh barrier passes)
+///                      arrive on full[k % S] expecting the stage's bytes; issue the TMA boxes
+///   consumer: setmaxnreg.inc; the statements before the loop; then
+///               for k: wait full[k % S] (parity (k / S) % 2); consume stage k % S;
+///                      arrive on empty[k % S]
+///             then the statements after the loop.
+///
+/// Both roles run the same trip count, so phases follow from k. The consumers' statements
+/// keep their meaning: cuda-insert-barriers synchronizes them with a named barrier over
+/// the consumer threads (never __syncthreads, which the producer would not reach), and
+/// leaves the staged tiles to the mbarriers. The consumer releases a stage after the last
+/// statement of the iteration; every wgmma here waits for its own completion, so no
+/// operand read is outstanding then.
+///
+/// Kernels that do not fit (another arch, a tile TMA cannot write, several pipelined
+/// loops, ...) are left to cuda-pipeline, and the remark says why.
+#include <algorithm>
+#include <cctype>
+#include <unordered_set>
+
+#include "pipeline_schedule.h"
+#include "shared_plan.h"
+#include "tma_copy.h"
+#include "tl/ir/functor.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+/// Threads of the producer: one warpgroup (setmaxnreg acts per warpgroup).
+constexpr int64_t kProducerThreads = 128;
+/// Registers per producer thread after setmaxnreg.dec: it only issues TMA.
+constexpr int64_t kProducerRegisters = 24;
+/// The register file of one SM, shared by the block (one block per SM at these sizes).
+constexpr int64_t kRegisterFile = 65536;
+
+bool ConfigTrue(const PassContext& ctx, const std::string& key) {
+  auto it = ctx.config.find(key);
+  if (it == ctx.config.end()) return false;
+  std::string v = it->second;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+Expr AddressOf(const Buffer& b, std::vector<Expr> idx) {
+  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, std::move(idx))});
+}
+
+Stmt CallStmt(const std::string& name, std::vector<Expr> args, const Span& span) {
+  return Evaluate::Make(Call::Make(DType::Void(), name, std::move(args)), span);
+}
+
+/// Buffers a statement names: loads, stores and tile-op regions.
+std::unordered_set<const BufferNode*> BuffersOf(const Stmt& s) {
+  struct Collector : IRVisitor {
+    std::unordered_set<const BufferNode*> found;
+    void VisitRegion(const Region& r) override {
+      found.insert(r.buffer.get());
+      IRVisitor::VisitRegion(r);
+    }
+    void Visit_(const BufferLoad* op) override {
+      found.insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const BufferStore* op) override {
+      found.insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+  } c;
+  c.Visit(s);
+  return c.found;
+}
+
+/// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset).
+std::unordered_set<const BufferNode*> WgmmaOperands(const Stmt& body) {
+  std::unordered_set<const BufferNode*> out;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma")) return;
+    for (int k = call->op == "gemm_rs_wgmma" ? 1 : 0; k < 2; ++k) {
+      const auto* addr = As<Call>(call->args[k]);
+      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
+    }
+  });
+  return out;
+}
+
+struct LoopCounter : IRVisitor {
+  int pipelined = 0;
+  bool jumps = false;
+  void Visit_(const For* op) override {
+    pipelined += op->for_kind == ForKind::kPipelined;
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const Break*) override { jumps = true; }
+  void Visit_(const Continue*) override { jumps = true; }
+};
+
+class Specializer {
+ public:
+  Specializer(const PrimFunc& f, PassContext& ctx) : f_(f), ctx_(ctx) {}
+
+  /// The kernel's new thread-binding body, or null with `why_not_` set.
+  Stmt Run(const KernelLaunch* launch, const For* binding) {
+    threads_ = 0;
+    AsConstInt(binding->extent, &threads_);
+    std::vector<Stmt> stmts = cuda::Flatten(cuda::InlinePipelineIndexLets(binding->body));
+    size_t at = stmts.size();
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      const auto* loop = As<For>(stmts[i]);
+      if (loop && loop->for_kind == ForKind::kPipelined) at = i;
+    }
+    LoopCounter count;
+    count.Visit(binding->body);
+    if (at == stmts.size()) return Fail("the pipelined loop is nested in other statements");
+    loop_ = As<For>(stmts[at]);
+    if (count.pipelined > 1) return Fail("the kernel has several pipelined loops");
+    if (launch->threads.size() != 1) return Fail("the block's threads are not one-dimensional");
+    if (threads_ % kProducerThreads || threads_ + kProducerThreads > 1024) {
+      return Fail("the block's thread count is not a multiple of 128 (whole consumer warpgroups)");
+    }
+    stages_ = cuda::NumStages(loop_);
+    if (stages_ < 2) return Fail("num_stages is below 2");
+    LoopCounter in_loop;
+    in_loop.Visit(loop_->body);
+    if (in_loop.jumps) return Fail("the loop body breaks or continues");
+    std::string why;
+    producers_ = cuda::PipelineProducers(loop_, &why);
+    if (producers_.empty()) return Fail(why);
+    if (!CheckProducers()) return nullptr;
+    // What runs outside the loop must leave the produced tiles alone: their stages belong
+    // to the mbarriers.
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (i == at) continue;
+      for (const BufferNode* b : BuffersOf(stmts[i])) {
+        if (produced_.count(b) && !As<Allocate>(stmts[i])) {
+          return Fail("tile " + b->name + " is also used outside the loop");
+        }
+      }
+    }
+    return Build(stmts, at);
+  }
+
+  const std::string& why_not() const { return why_not_; }
+  const For* loop() const { return loop_; }
+
+ private:
+  Stmt Fail(const std::string& why) {
+    why_not_ = why;
+    return nullptr;
+  }
+
+  bool CheckProducers() {
+    auto wgmma = WgmmaOperands(f_->body);
+    auto gemm_operands = cuda::GemmOperands(f_->body);
+    for (const CopyOp* c : producers_) {
+      const Buffer& dst = c->dst.buffer;
+      bool panelled = wgmma.count(dst.get()) > 0;
+      if (!panelled && cuda::Swizzled(dst, gemm_operands)) {
+        Fail("tile " + dst->name + " is an ldmatrix-swizzled operand, which TMA does not write");
+        return false;
+      }
+      std::string why = cuda::TmaLoadUnfit(c, panelled, f_->params);
+      if (!why.empty()) {
+        Fail("T.copy into " + dst->name + " cannot use TMA: " + why);
+        return false;
+      }
+      panelled_[c] = panelled;
+      produced_.insert(dst.get());
+    }
+    return true;
+  }
+
+  /// Whether a declaration before the loop can be shared by both roles: allocations,
+  /// annotations, and lets whose value reads no buffer the kernel writes.
+  bool Common(const Stmt& s, const std::unordered_set<const BufferNode*>& written) {
+    if (As<Allocate>(s) || As<AttrStmt>(s)) return true;
+    const auto* let = As<LetStmt>(s);
+    if (!let) return false;
+    bool reads_written = false;
+    ForEachExpr(s, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e)) reads_written |= written.count(load->buffer.get()) > 0;
+    });
+    return !reads_written;
+  }
+
+  Stmt Build(const std::vector<Stmt>& stmts, size_t at) {
+    const Span& span = loop_->span;
+    std::unordered_set<const BufferNode*> written;
+    for (const Stmt& s : stmts) {
+      struct Writes : IRVisitor {
+        std::unordered_set<const BufferNode*>* out;
+        void Visit_(const BufferStore* op) override {
+          out->insert(op->buffer.get());
+          IRVisitor::Visit_(op);
+        }
+        void Visit_(const CopyOp* op) override { out->insert(op->dst.buffer.get()); }
+        void Visit_(const FillOp* op) override { out->insert(op->dst.buffer.get()); }
+        void Visit_(const ReduceOp* op) override { out->insert(op->dst.buffer.get()); }
+        void Visit_(const AtomicOp* op) override { out->insert(op->dst.buffer.get()); }
+      } w;
+      w.out = &written;
+      w.Visit(s);
+    }
+    std::vector<Stmt> common, consumer_before, consumer_after;
+    std::unordered_set<const Var*> consumer_lets;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (i == at) continue;
+      const Stmt& s = stmts[i];
+      if (As<Allocate>(s) || (i < at && Common(s, written))) {
+        common.push_back(StageAllocation(s));
+      } else {
+        if (const auto* let = As<LetStmt>(s)) consumer_lets.insert(let->var.get());
+        (i < at ? consumer_before : consumer_after).push_back(s);
+      }
+    }
+    // The producer evaluates the copies' regions and the trip count: nothing it reads may
+    // be defined in the consumer's part only.
+    bool needs_consumer_value = false;
+    auto check = [&](const Expr& e) {
+      needs_consumer_value |= UsesVar(e, [&](const Var* v) { return consumer_lets.count(v) > 0; });
+    };
+    check(loop_->min);
+    check(loop_->extent);
+    for (const CopyOp* c : producers_) {
+      for (const Region* r : {&c->src, &c->dst}) {
+        for (const Range& rg : r->ranges) {
+          check(rg.min);
+          check(rg.extent);
+        }
+      }
+    }
+    if (needs_consumer_value) return Fail("the copies depend on values computed by the consumer threads");
+
+    Buffer bars = BufferNode::Make("tl_ws_bars", DType::UInt(64), {MakeInt(2 * stages_)}, Scope::kShared);
+    common.push_back(Allocate::Make(bars, nullptr, span));
+    std::vector<Stmt> init;
+    for (int64_t s = 0; s < stages_; ++s) {
+      init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt(s)}), MakeInt(1)}, span));
+      init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt(stages_ + s)}), MakeInt(threads_)}, span));
+    }
+    init.push_back(CallStmt("mbarrier_init_fence", {}, span));
+    common.push_back(IfThenElse::Make(EQ(tx_, MakeInt(0)), Seq::Make(init, span), nullptr, span));
+    common.push_back(CallStmt("syncthreads", {}, span));
+
+    int64_t consumer_regs = std::min<int64_t>(240, (kRegisterFile - kProducerThreads * kProducerRegisters) /
+                                                       threads_ / 8 * 8);
+    common.push_back(AttrStmt::Make(cuda::kWarpSpecializedAttr,
+                                    {MakeInt(kProducerThreads), MakeInt(kProducerRegisters), MakeInt(consumer_regs)},
+                                    span));
+    int64_t bytes = 0;
+    Stmt producer = Producer(bars, &bytes);
+    std::vector<Stmt> consumer{CallStmt("warpgroup_reg_alloc", {MakeInt(consumer_regs)}, span)};
+    consumer.insert(consumer.end(), consumer_before.begin(), consumer_before.end());
+    // What the consumers stage in shared memory before the loop (a Q tile, say) is
+    // synchronized once here, not at its first use inside every iteration.
+    if (!consumer_before.empty()) consumer.push_back(CallStmt("syncthreads", {}, span));
+    consumer.push_back(ConsumerLoop(bars));
+    consumer.insert(consumer.end(), consumer_after.begin(), consumer_after.end());
+    common.push_back(IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(threads_)}), producer,
+                                      Seq::Make(consumer, span), span));
+    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": warp-specialized, " +
+                           std::to_string(stages_) + " stages; a producer warpgroup loads " +
+                           std::to_string(producers_.size()) + " copies with TMA (" + std::to_string(bytes) +
+                           " bytes per stage, mbarrier full/empty pairs), " + std::to_string(threads_) +
+                           " consumer threads; registers " + std::to_string(kProducerRegisters) + "/" +
+                           std::to_string(consumer_regs));
+    return Seq::Make(common, binding_span_);
+  }
+
+  /// A produced tile's allocation gets its stage dimension.
+  Stmt StageAllocation(const Stmt& s) {
+    const auto* alloc = As<Allocate>(s);
+    if (!alloc || !produced_.count(alloc->buffer.get())) return s;
+    Buffer staged = cuda::StagedBuffer(alloc->buffer, stages_);
+    staged_[alloc->buffer.get()] = staged;
+    return Allocate::Make(staged, alloc->init, alloc->span);
+  }
+
+  Expr Stage(const VarRef& k) { return FloorMod(k, MakeInt(stages_)); }
+  Expr Round(const VarRef& k) { return FloorDiv(k, MakeInt(stages_)); }
+
+  Stmt Producer(const Buffer& bars, int64_t* bytes) {
+    const Span& span = loop_->span;
+    VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
+    Expr stage = Stage(k);
+    Expr full = AddressOf(bars, {stage}), empty = AddressOf(bars, {stage + MakeInt(stages_)});
+    std::vector<Stmt> loads, prefetch;
+    cuda::StageSelector select(staged_, stage);
+    for (const CopyOp* c : producers_) {
+      Region src = cuda::SubstituteRegion(c->src, loop_->var.get(), loop_->min + k);
+      Region dst = select.MutateRegion(cuda::SubstituteRegion(c->dst, loop_->var.get(), loop_->min + k));
+      Stmt copy = CopyOp::Make(src, dst, c->span);
+      Stmt issue = cuda::LowerTmaLoad(As<CopyOp>(copy), panelled_.at(c), full, bytes);
+      loads.push_back(issue);
+      // Each descriptor once into the cache before the loop.
+      bool first = true;
+      ForEachExpr(issue, [&](const Expr& e) {
+        const auto* call = As<Call>(e);
+        if (first && call && call->op == "tma_load") {
+          prefetch.push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, span));
+          first = false;
+        }
+      });
+    }
+    std::vector<Stmt> body{
+        CallStmt("mbarrier_wait_parity", {empty, FloorMod(Round(k) + MakeInt(1), MakeInt(2))}, span),
+        CallStmt("mbarrier_arrive_expect_tx", {full, MakeInt(*bytes)}, span)};
+    body.insert(body.end(), loads.begin(), loads.end());
+    std::vector<Stmt> leader = prefetch;
+    leader.push_back(For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span));
+    Stmt issuer = IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer_leader", {MakeInt(threads_)}),
+                                   Seq::Make(leader, span), nullptr, span);
+    return Seq::Make({CallStmt("warpgroup_reg_dealloc", {MakeInt(kProducerRegisters)}, span), issuer}, span);
+  }
+
+  Stmt ConsumerLoop(const Buffer& bars) {
+    const Span& span = loop_->span;
+    VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
+    Expr stage = Stage(k);
+    std::vector<Stmt> body{CallStmt("mbarrier_wait_parity",
+                                    {AddressOf(bars, {stage}), FloorMod(Round(k), MakeInt(2))}, span)};
+    cuda::StageSelector select(staged_, stage);
+    for (const Stmt& s : cuda::Flatten(loop_->body)) {
+      bool produces = false;
+      for (const CopyOp* c : producers_) produces |= s.get() == c;
+      if (produces) continue;
+      Stmt x = Substitute(s, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+      body.push_back(select.Mutate(x));
+    }
+    body.push_back(CallStmt("mbarrier_arrive", {AddressOf(bars, {stage + MakeInt(stages_)})}, span));
+    return For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+  }
+
+ public:
+  VarRef tx_;
+  Span binding_span_;
+
+ private:
+  const PrimFunc& f_;
+  PassContext& ctx_;
+  int64_t threads_ = 0, stages_ = 0;
+  const For* loop_ = nullptr;
+  std::vector<const CopyOp*> producers_;
+  std::unordered_map<const CopyOp*, bool> panelled_;
+  std::unordered_set<const BufferNode*> produced_;
+  std::unordered_map<const BufferNode*, Buffer> staged_;
+  std::string why_not_;
+};
+
+class KernelRewriter : public IRMutator {
+ public:
+  KernelRewriter(const PrimFunc& f, PassContext& ctx, bool disabled) : f_(f), ctx_(ctx), disabled_(disabled) {}
+
+ protected:
+  Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    const auto* binding = As<For>(op->body);
+    LoopCounter count;
+    count.Visit(op->body);
+    if (!binding || binding->for_kind != ForKind::kThreadBinding || count.pipelined == 0) return self;
+    if (disabled_) {
+      ctx_.remarks.push_back("warp specialization is off (tl.disable_warp_specialized / tl.disable_tma_lower)");
+      return self;
+    }
+    Specializer sp(f_, ctx_);
+    sp.tx_ = binding->var;
+    sp.binding_span_ = binding->body->span;
+    Stmt body = sp.Run(op, binding);
+    if (!body) {
+      int line = sp.loop() ? sp.loop()->span.line : op->span.line;
+      ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(line) + ": not warp-specialized (" +
+                             sp.why_not() + ")");
+      return self;
+    }
+    Stmt b = For::Make(binding->var, binding->min, binding->extent, binding->for_kind, body, binding->annotations,
+                       binding->span);
+    return KernelLaunch::Make(op->grid, op->block_vars, op->threads, b, op->span);
+  }
+
+ private:
+  const PrimFunc& f_;
+  PassContext& ctx_;
+  bool disabled_;
+};
+
+}  // namespace
+
+ir::PrimFunc CudaWarpSpecialize(const ir::PrimFunc& f, PassContext& ctx) {
+  auto arch = ctx.config.find("tl.target_arch");
+  if (arch == ctx.config.end() || arch->second != "sm_90a") return f;
+  bool disabled = ConfigTrue(ctx, "tl.disable_warp_specialized") || ConfigTrue(ctx, "tl.disable_tma_lower");
+  ir::Stmt body = KernelRewriter(f, ctx, disabled).Mutate(f->body);
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("cuda-warp-specialize", CudaWarpSpecialize);
+
+}  // namespace tl::transform

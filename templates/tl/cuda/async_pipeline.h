@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Hopper's asynchronous pipeline primitives (sm_90): mbarriers, TMA tiled loads,
+/// named barriers and warpgroup register reallocation. Warp-specialized kernels use them:
+/// a producer warpgroup loads tiles with TMA into stages guarded by "full" mbarriers
+/// (completed by the transferred byte count) and waits on "empty" mbarriers that the
+/// consumer threads arrive on once they are done with a stage.
+///
+/// Phases: an mbarrier starts in phase 0. Waiting with parity p returns once the phase
+/// with parity p has completed; on a fresh barrier, waiting with parity 1 returns at once
+/// (the "previous" phase counts as complete), which is how a producer's first wait on an
+/// empty stage passes.
+///
+/// Every function traps on a device target without the feature, as wgmma.h does.
+#pragma once
+
+#ifndef TL_CUDA_H_INCLUDED
+#error "include tl_cuda.h, not its parts"
+#endif
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TL_ASYNC_PIPELINE_AVAILABLE 1
+#else
+#define TL_ASYNC_PIPELINE_AVAILABLE 0
+#endif
+
+namespace tl {
+
+/// A CUtensorMap as the driver encodes it on the host: 128 opaque bytes, passed to the
+/// kernel by value as a `const __grid_constant__` parameter (TMA needs the address of the
+/// parameter itself, not of a local copy).
+struct alignas(128) TmaDescriptor {
+  uint64_t opaque[16];
+};
+
+// ---------------------------------------------------------------------------------------
+// mbarriers (64-bit, in shared memory)
+
+/// Initializes `bar` to expect `count` arrivals per phase. One thread does it; the
+/// initialization is made visible with mbarrier_init_fence() and a block barrier.
+TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// Makes earlier mbarrier initializations visible to the async proxy (TMA).
+TL_DEVICE void mbarrier_init_fence() {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// One arrival on `bar`.
+TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// One arrival on `bar` that also raises the bytes the current phase waits for by
+/// `bytes` (the TMA loads issued next complete them).
+TL_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// Waits until the phase of `bar` with parity `parity` has completed.
+TL_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile(
+      "{\n\t.reg .pred tl_done;\n"
+      "tl_wait_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 tl_done, [%0], %1;\n\t"
+      "@!tl_done bra tl_wait_%=;\n\t}" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// TMA (cp.async.bulk.tensor), tiled mode, completion on an mbarrier
+
+/// Brings the tensor map into the cache ahead of its first use.
+TL_DEVICE void tma_prefetch_descriptor(const TmaDescriptor& desc) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&desc)) : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// Loads the box at coordinates (c0 innermost, ...) of `desc`'s tensor into shared memory
+/// at `smem`; the bytes complete a transaction on `bar`. Parts of the box outside the
+/// tensor are filled with zeros (and still counted).
+TL_DEVICE void tma_load_1d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile(
+      "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
+          smem_addr(smem)),
+      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0)
+      : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_load_2d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+          smem_addr(smem)),
+      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_load_3d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1,
+                           int32_t c2) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+      "[%2];" ::"r"(smem_addr(smem)),
+      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_load_4d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1,
+                           int32_t c2, int32_t c3) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];" ::"r"(smem_addr(smem)),
+      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_load_5d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1,
+                           int32_t c2, int32_t c3, int32_t c4) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, "
+      "%7}], [%2];" ::"r"(smem_addr(smem)),
+      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// Named barriers and register reallocation
+
+/// bar.sync on barrier `id` (1..15; 0 is __syncthreads') for `count` threads, a multiple
+/// of 32: the consumers of a warp-specialized kernel synchronize among themselves.
+TL_DEVICE void named_barrier_sync(uint32_t id, uint32_t count) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+#endif
+}
+
+/// Lowers this warpgroup's register budget to N per thread (all its warps execute it).
+template <int N>
+TL_DEVICE void warpgroup_reg_dealloc() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg takes a multiple of 8 in [24, 256]");
+#if TL_WGMMA_AVAILABLE
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+#endif
+}
+
+/// Raises this warpgroup's register budget to N per thread (all its warps execute it).
+template <int N>
+TL_DEVICE void warpgroup_reg_alloc() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg takes a multiple of 8 in [24, 256]");
+#if TL_WGMMA_AVAILABLE
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+#endif
+}
+
+}  // namespace tl

@@ -1,0 +1,191 @@
+"""Warp specialization on sm_90a (cuda-warp-specialize), checked without a GPU: which
+pipelined loops get a TMA producer warpgroup and mbarriers, the generated code and launch
+facts, the tensor-map specs the runtime builds at launch, the fallbacks with their reasons,
+and that the same sources still run on the CPU target."""
+import re
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _tl
+from tilelang.jit.cuda_backend import _search_dirs
+
+HAVE_COMPILER, COMPILER = _tl.find_cuda_compiler(_search_dirs())
+
+
+def gemm(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256, dtype="float16", trans_b=False):
+    b_shape = (N, K) if trans_b else (K, N)
+    b_tile = (bn, bk) if trans_b else (bk, bn)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                if trans_b:
+                    T.copy(B[bx * bn, k * bk], B_s)
+                else:
+                    T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=trans_b)
+            T.copy(C_l, C[by * bm, bx * bn])
+    return main
+
+
+def attention(batch, heads, seq, dim, bm=128, bn=128, stages=2, threads=256):
+    shape = (batch, seq, heads, dim)
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"), V: T.Tensor(shape, "float16"),
+             O: T.Tensor(shape, "float16")):
+        with T.Kernel(T.ceildiv(seq, bm), heads, batch, threads=threads) as (bx, by, bz):
+            Q_s = T.alloc_shared((bm, dim), "float16")
+            K_s = T.alloc_shared((bn, dim), "float16")
+            V_s = T.alloc_shared((bn, dim), "float16")
+            s = T.alloc_fragment((bm, bn), "float32")
+            p = T.alloc_fragment((bm, bn), "float16")
+            o = T.alloc_fragment((bm, dim), "float32")
+            m = T.alloc_fragment((bm,), "float32")
+            m_prev = T.alloc_fragment((bm,), "float32")
+            l = T.alloc_fragment((bm,), "float32")
+            ssum = T.alloc_fragment((bm,), "float32")
+            T.copy(Q[bz, bx * bm:(bx + 1) * bm, by, :], Q_s)
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float32"))
+            for k in T.Pipelined(T.ceildiv(seq, bn), num_stages=stages):
+                T.copy(K[bz, k * bn:(k + 1) * bn, by, :], K_s)
+                T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(V[bz, k * bn:(k + 1) * bn, by, :], V_s)
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i, j in T.Parallel(bm, bn):
+                    s[i, j] = T.exp(s[i, j] - m[i])
+                for i, j in T.Parallel(bm, dim):
+                    o[i, j] *= T.exp(m_prev[i] - m[i])
+                T.reduce_sum(s, ssum, dim=1)
+                for i in T.Parallel(bm):
+                    l[i] = l[i] * T.exp(m_prev[i] - m[i]) + ssum[i]
+                T.copy(s, p)
+                T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(bm, dim):
+                o[i, j] /= l[i]
+            T.copy(o, O[bz, bx * bm:(bx + 1) * bm, by, :])
+    return main
+
+
+def lower(func, arch="sm_90a", **configs):
+    cfg = {"tl.target_arch": arch, **{k: str(v) for k, v in configs.items()}}
+    lowered, remarks, dumps = _tl.lower_cuda(func.node, cfg, True)
+    return _tl.codegen_cuda(lowered), list(remarks), dict(dumps)
+
+
+def test_gemm_gets_a_tma_producer_warpgroup():
+    src, remarks, dumps = lower(gemm(8192, 8192, 8192, stages=4))
+    code = src.code
+    # 256 consumer threads from the source plus one producer warpgroup, one block per SM.
+    assert list(src.block) == [384, 1, 1]
+    assert "__launch_bounds__(384, 1)" in code
+    assert code.count("const __grid_constant__ tl::TmaDescriptor") == 2
+    # A: one 64x128 box with the 128-byte swizzle; B: four 64x64 panels.
+    assert sorted(src.tma_specs) == [(0, 6, 2, [8192, 8192], [64, 128], 3), (1, 6, 2, [8192, 8192], [64, 64], 3)]
+    assert len(re.findall(r"tl::tma_load_2d\(tl_tma_0", code)) == 1
+    assert len(re.findall(r"tl::tma_load_2d\(tl_tma_1", code)) == 4
+    # Full barriers expect the stage's bytes (128*64 + 64*256 halves), phases follow k.
+    assert "tl::mbarrier_arrive_expect_tx((&tl_ws_bars[(k % 4)]), 49152)" in code
+    assert "tl::mbarrier_wait_parity((&tl_ws_bars[((k % 4) + 4)]), (((k / 4) + 1) % 2))" in code
+    assert re.search(r"tl::mbarrier_wait_parity\(\(&tl_ws_bars\[\(k_1 % 4\)\]\), \(\(k_1 / 4\) % 2\)\)", code)
+    assert "tl::mbarrier_init((&tl_ws_bars[4]), 256)" in code
+    assert "tl::warpgroup_reg_dealloc<24>()" in code and "tl::warpgroup_reg_alloc<240>()" in code
+    # The only block-wide barrier is the one after the mbarriers are initialized.
+    assert code.count("__syncthreads()") == 1
+    assert "cp_async" not in code
+    assert any("warp-specialized, 4 stages" in r and "49152 bytes per stage" in r for r in remarks)
+    # The pass is visible on its own in the IR dump.
+    ir = dumps["cuda-warp-specialize"]
+    assert "ws_is_producer(256)" in ir and "tma_load(" in ir and "mbarrier_arrive(" in ir
+
+
+def test_attention_consumers_use_named_barriers():
+    src, remarks, _ = lower(attention(2, 4, 1024, 128))
+    code = src.code
+    assert any("warp-specialized, 2 stages" in r for r in remarks)
+    # K and V are 4-D tensors: boxes of 64 x 1 x 128 x 1, two panels each.
+    assert sorted(src.tma_specs) == [(1, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3),
+                                     (2, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3)]
+    consumer = code[code.index("} else {"):]
+    assert "__syncthreads" not in consumer
+    assert "tl::named_barrier_sync(1, 256)" in consumer
+    # The Q tile the consumers stage before the loop is synchronized once, before the loop.
+    loop = consumer[consumer.index("for (int32_t k_1"):]
+    assert "named_barrier_sync" not in loop[:loop.index("tl::mbarrier_arrive(")]
+
+
+def test_dynamic_rows_come_from_the_launch_arguments():
+    M = T.dynamic("M")
+    src, remarks, _ = lower(gemm(M, 1024, 512))
+    specs = {s[0]: s for s in src.tma_specs}
+    # A is (M, 512): its outer dimension is launch argument 3 (after A, B, C), encoded as -(3 + 1).
+    assert specs[0][3] == [512, -4]
+    assert any("warp-specialized" in r for r in remarks)
+
+
+@pytest.mark.parametrize("why, func, configs", [
+    ("the target is sm_80", gemm(1024, 1024, 1024), {"arch": "sm_80"}),
+    ("switched off", gemm(1024, 1024, 1024), {"tl.disable_warp_specialized": True}),
+    ("switched off (tma)", gemm(1024, 1024, 1024), {"tl.disable_tma_lower": True}),
+    ("rows not 16-byte multiples", gemm(1024, 1024, 1003), {}),
+    ("one stage", gemm(1024, 1024, 1024, stages=1), {}),
+    ("ldmatrix operands", gemm(1024, 1024, 1024, bm=128, bn=128, bk=32, threads=128), {}),
+])
+def test_fallbacks_keep_the_cp_async_pipeline_and_say_why(why, func, configs):
+    arch = configs.pop("arch", "sm_90a")
+    src, remarks, _ = lower(func, arch, **configs)
+    assert "tma_load" not in src.code and "ws_is_producer" not in src.code
+    assert list(src.block)[0] in (128, 256)
+    text = "\n".join(remarks)
+    if arch != "sm_90a":
+        assert "warp-specialized" not in text
+    elif "switched off" in why:
+        assert "warp specialization is off" in text
+    elif "16-byte" in why:
+        assert "not warp-specialized (T.copy into A_s cannot use TMA: the tensor's rows are not a multiple of 16 bytes)" \
+            in text
+    elif "one stage" in why:
+        assert "not warp-specialized (num_stages is below 2)" in text
+    else:
+        assert "not warp-specialized (tile A_s is an ldmatrix-swizzled operand" in text
+
+
+def test_transposed_b_loads_k_major_panels():
+    src, remarks, _ = lower(gemm(2048, 2048, 2048, trans_b=True))
+    assert any("warp-specialized" in r for r in remarks)
+    # B is (N, K) with a (256, 64) tile: one box of 64 (K) x 256 (N rows).
+    assert (1, 6, 2, [2048, 2048], [64, 256], 3) in src.tma_specs
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason=f"no CUDA compiler: {COMPILER}")
+def test_warp_specialized_gemm_compiles_without_spills():
+    k = tilelang.compile(gemm(8192, 8192, 8192, stages=4), target="cuda -arch=sm_90a")
+    usage = k._cuda.resource_usage
+    if usage.get("registers") is not None:
+        assert usage["spill_stores_bytes"] == 0 and usage["spill_loads_bytes"] == 0
+        # setmaxnreg moves registers within the block's allocation: 384 threads x 168.
+        assert usage["registers"] == 168
+
+
+@pytest.mark.parametrize("M, N, K", [(256, 512, 128), (200, 300, 72)])
+def test_same_source_runs_on_the_cpu(M, N, K):
+    k = tilelang.compile(gemm(M, N, K, bm=64, bn=64, bk=64, threads=128), out_idx=[2], target="cpu")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = k(a, b)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-2, atol=2e-1)
