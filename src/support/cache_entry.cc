@@ -64,13 +64,11 @@ std::string TempPathFor(const std::string& path) {
 
 CacheLookup LookupCacheEntry(const std::string& dir, const std::string& key,
                              const std::vector<std::string>& suffixes,
-                             std::vector<std::string>* paths, std::string* problem,
-                             std::vector<std::string>* broken_paths) {
+                             std::vector<std::string>* paths, std::string* problem) {
   std::string manifest_path = dir + "/" + key + ".entry";
   if (!FileExists(manifest_path)) return CacheLookup::kMiss;
   auto broken = [&](const std::string& why) {
     *problem = why;
-    if (broken_paths) broken_paths->push_back(manifest_path);
     return CacheLookup::kBroken;
   };
   std::string manifest = ReadFile(manifest_path);
@@ -108,7 +106,6 @@ CacheLookup LookupCacheEntry(const std::string& dir, const std::string& key,
     if (!StatFile(path, &size)) {
       return broken("the cached file " + path + " is missing");
     }
-    if (broken_paths) broken_paths->push_back(path);
     if (size != r->size) {
       return broken("the cached file " + path + " is " + std::to_string(size) + " bytes, " +
                     std::to_string(r->size) + " were written (" +
@@ -121,14 +118,15 @@ CacheLookup LookupCacheEntry(const std::string& dir, const std::string& key,
     if (ContentHash128(data) != r->hash) {
       return broken("the cached file " + path + " does not match its checksum (changed on disk)");
     }
-    if (broken_paths) broken_paths->pop_back();
     paths->push_back(path);
   }
   return CacheLookup::kHit;
 }
 
-std::vector<std::string> StoreCacheEntry(const std::string& dir, const std::string& key,
-                                         const std::vector<CacheFile>& files) {
+namespace {
+
+std::vector<std::string> Store(const std::string& dir, const std::string& key,
+                               const std::vector<CacheFile>& files) {
   MakeDirs(dir);
   std::string manifest = std::string(kManifestHeader) + "\n";
   std::vector<std::string> out;
@@ -159,6 +157,18 @@ std::vector<std::string> StoreCacheEntry(const std::string& dir, const std::stri
     throw std::runtime_error("cannot write the cache entry " + manifest_path + ": " + why);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> StoreCacheEntry(const std::string& dir, const std::string& key,
+                                         const std::vector<CacheFile>& files) {
+  try {
+    return Store(dir, key, files);
+  } catch (...) {
+    for (const CacheFile& f : files) ::unlink(f.temp_path.c_str());  // those not moved yet
+    throw;
+  }
 }
 
 void AddCacheWarning(const std::string& message) { t_warnings.push_back(message); }

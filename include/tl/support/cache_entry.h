@@ -28,11 +28,10 @@ enum class CacheLookup {
 
 /// Looks up `key` in `dir`. `suffixes` are the files the caller needs (".so", ".log");
 /// on kHit `paths` receives their paths in that order. On kBroken, `problem` says what
-/// is wrong in a sentence and `broken_paths` lists the files that should be discarded.
+/// is wrong in a sentence; the caller rebuilds and stores the entry again.
 CacheLookup LookupCacheEntry(const std::string& dir, const std::string& key,
                              const std::vector<std::string>& suffixes,
-                             std::vector<std::string>* paths, std::string* problem,
-                             std::vector<std::string>* broken_paths = nullptr);
+                             std::vector<std::string>* paths, std::string* problem);
 
 /// One file of a new entry: its suffix and the temporary file holding it (moved, not
 /// copied, into the cache).

@@ -14,10 +14,9 @@ import os
 import shutil
 import warnings
 
-from .. import env
-from ..env import disable_cache, enable_cache, is_cache_enabled  # noqa: F401
+from ..env import cache_dir, disable_cache, enable_cache, is_cache_enabled  # noqa: F401
 
-__all__ = ["clear_cache", "enable_cache", "disable_cache", "is_cache_enabled", "TileLangCacheWarning"]
+__all__ = ["clear_cache", "cache_dir", "enable_cache", "disable_cache", "is_cache_enabled", "TileLangCacheWarning"]
 
 # The folders this package writes under the cache dir (one per target).
 _TARGET_DIRS = ("cpu", "cuda")
@@ -30,7 +29,7 @@ class TileLangCacheWarning(UserWarning):
 def clear_cache() -> None:
     """Deletes every compiled kernel in the disk cache. Kernels already loaded in this
     process keep working; the next compile of any kernel builds it again."""
-    root = env.cache_dir()
+    root = cache_dir()
     for name in _TARGET_DIRS:
         path = os.path.join(root, name)
         if os.path.isdir(path):

@@ -126,9 +126,9 @@ CpuBuildResult BuildCpuLibrary(const std::string& source, const CpuBuildOptions&
                                 "\n//" + CompilerEnvironment());
   std::string dir = options.cache_dir + "/cpu/" + key.substr(0, 2);
   CpuBuildResult result;
-  std::vector<std::string> paths, broken;
+  std::vector<std::string> paths;
   std::string problem;
-  CacheLookup found = LookupCacheEntry(dir, key, {".so"}, &paths, &problem, &broken);
+  CacheLookup found = LookupCacheEntry(dir, key, {".so"}, &paths, &problem);
   if (found == CacheLookup::kHit) {
     result.library_path = paths[0];
     result.cache_hit = true;
@@ -152,9 +152,8 @@ CpuBuildResult BuildCpuLibrary(const std::string& source, const CpuBuildOptions&
   }
   result.library_path = StoreCacheEntry(dir, key, {{".so", tmp_lib}})[0];
   if (found == CacheLookup::kBroken) {
-    for (const std::string& p : broken) {
-      if (p != result.library_path && p != dir + "/" + key + ".entry") ::unlink(p.c_str());
-    }
+    // A damaged file is replaced by the rename when the rebuild gives the same bytes; it is
+    // never deleted here, since a concurrent healer may have just stored that name again.
     AddCacheWarning("tilelang: " + problem + "; the kernel library was rebuilt");
   }
   return result;

@@ -185,9 +185,9 @@ CudaBuildResult BuildCudaCubin(const std::string& source, const CudaBuildOptions
   result.compiler = compiler.description;
   // Entries are verified on lookup (support/cache_entry.h): a cubin or log that is
   // missing, truncated or changed on disk is rebuilt, with a warning, never loaded.
-  std::vector<std::string> paths, broken;
+  std::vector<std::string> paths;
   std::string problem;
-  CacheLookup found = LookupCacheEntry(dir, key, {".cubin", ".log"}, &paths, &problem, &broken);
+  CacheLookup found = LookupCacheEntry(dir, key, {".cubin", ".log"}, &paths, &problem);
   if (found == CacheLookup::kHit) {
     result.cache_hit = true;
     result.cubin_path = paths[0];
@@ -203,13 +203,9 @@ CudaBuildResult BuildCudaCubin(const std::string& source, const CudaBuildOptions
     WriteFileOrThrow(tmp_cubin, out.cubin);
     WriteFileOrThrow(tmp_log, out.log);
     // The manifest last: whoever sees the entry sees the cubin and its log whole.
-    std::vector<std::string> stored =
-        StoreCacheEntry(dir, key, {{".cubin", tmp_cubin}, {".log", tmp_log}});
-    result.cubin_path = stored[0];
+    result.cubin_path =
+        StoreCacheEntry(dir, key, {{".cubin", tmp_cubin}, {".log", tmp_log}})[0];
     if (found == CacheLookup::kBroken) {
-      for (const std::string& p : broken) {
-        if (p != stored[0] && p != stored[1] && p != dir + "/" + key + ".entry") ::unlink(p.c_str());
-      }
       AddCacheWarning("tilelang: " + problem + "; the cubin was rebuilt");
     }
   }
