@@ -38,11 +38,40 @@ def disable_cache() -> None:
     _cache_enabled_override = False
 
 
+_thread_state = threading.local()
+
+
+class private_cache:  # noqa: N801 - used as a context manager
+    """Within it, this thread's compiles use a fresh private folder (as with the cache
+    disabled): the fallback when the cache folder cannot be written."""
+
+    def __enter__(self):
+        self._was = getattr(_thread_state, "private", False)
+        _thread_state.private = True
+        return self
+
+    def __exit__(self, *exc):
+        _thread_state.private = self._was
+        return False
+
+
+def cache_writable() -> bool:
+    """Whether the cache folder can be created and written (probed by writing a file)."""
+    try:
+        os.makedirs(cache_dir(), exist_ok=True)
+        fd, path = tempfile.mkstemp(dir=cache_dir(), prefix=".probe-")
+        os.close(fd)
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
 def kernel_cache_dir() -> str:
     """Where the next compile keeps its files: the shared disk cache, or, with the cache
     disabled, a fresh private folder (removed when the process exits) that no other
     compile reads."""
-    if is_cache_enabled():
+    if is_cache_enabled() and not getattr(_thread_state, "private", False):
         return cache_dir()
     global _private_root
     with _private_lock:

@@ -387,3 +387,35 @@ def test_damaged_cubin_is_rebuilt_with_one_warning(cache, damage):
         assert f.read(4) == b"\x7fELF"
     k3, warned = _compile_cuda_recording(func)
     assert k3.cache_hit and not warned and k3._cuda.cubin_path == k2._cuda.cubin_path
+
+
+def test_unwritable_cache_folder_falls_back_with_one_warning(tmp_path, monkeypatch):
+    """A cache folder that cannot be written (here: beneath a regular file, which even
+    root cannot create) still compiles and runs, with one warning per process."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.delenv("TILELANG_DISABLE_CACHE", raising=False)
+    tilelang.cache._reported.clear()
+    warned = []
+    for scale in (15.5, 16.5):
+        k, w = _compile_recording(_make_kernel(scale))
+        warned += w
+        assert not k.cache_hit
+        _check(k, scale)
+    assert len(warned) == 1 and "cannot be written" in str(warned[0].message), [str(w.message) for w in warned]
+
+
+def test_same_damage_reported_once_per_process(cache):
+    """Two compiles that meet the same damaged entry (e.g. from two threads) warn once."""
+    func, manifest, lib = _first_build(17.5)
+    _truncate(lib)
+    msgs = ["tilelang: the cached file X is 100 bytes, 200 were written (truncated); the kernel library was rebuilt"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tilelang.cache.report_cache_warnings(msgs)
+        tilelang.cache.report_cache_warnings(msgs)
+    assert len(caught) == 1
+    k, warned = _compile_recording(func)
+    assert len(warned) == 1
+    _check(k, 17.5)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import warnings
 
 from ..env import cache_dir, disable_cache, enable_cache, is_cache_enabled  # noqa: F401
@@ -36,7 +37,16 @@ def clear_cache() -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+_reported = set()
+_reported_lock = threading.Lock()
+
+
 def report_cache_warnings(messages, stacklevel=3) -> None:
-    """Shows each message about a rebuilt entry as a TileLangCacheWarning."""
+    """Shows each message about a rebuilt entry as a TileLangCacheWarning, once per
+    process (two threads that found the same damaged entry report it once)."""
     for m in messages:
+        with _reported_lock:
+            if m in _reported:
+                continue
+            _reported.add(m)
         warnings.warn(m, TileLangCacheWarning, stacklevel=stacklevel)

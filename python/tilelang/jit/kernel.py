@@ -94,13 +94,26 @@ class JITKernel:
 
     def _compile(self, verbose):
         _tl.take_cache_warnings()  # anything left from an earlier build that raised
+        try:
+            self._compile_target(verbose)
+        except RuntimeError as e:
+            if not env.is_cache_enabled() or env.cache_writable():
+                raise
+            # A read-only or unusable cache folder: build privately (cached kernels found
+            # there are still used by later compiles).
+            report_cache_warnings([f"tilelang: the kernel cache {env.cache_dir()} cannot be written; kernels it "
+                                   "lacks are compiled into a private temporary folder"], stacklevel=5)
+            with env.private_cache():
+                self._compile_target(verbose)
+
+    def _compile_target(self, verbose):
         if self.target == "cuda":
             from .cuda_backend import CudaBackend
 
             try:
                 self._cuda = CudaBackend(self, self.target_arch, self.pass_configs, self.compile_flags, verbose)
             finally:
-                report_cache_warnings(_tl.take_cache_warnings(), stacklevel=5)
+                report_cache_warnings(_tl.take_cache_warnings(), stacklevel=6)
             self.source, self.remarks = self._cuda.source, self._cuda.remarks
             self.cache_hit, self.compile_seconds = self._cuda.cache_hit, self._cuda.compile_seconds
             self.dynamic_dims = self._cuda.src.dynamic_dims
@@ -113,7 +126,7 @@ class JITKernel:
         try:
             path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), self.compile_flags)
         finally:
-            report_cache_warnings(_tl.take_cache_warnings(), stacklevel=5)
+            report_cache_warnings(_tl.take_cache_warnings(), stacklevel=6)
         try:
             self._library = _load_library(path, self.entry)
         except RuntimeError as e:
@@ -128,7 +141,7 @@ class JITKernel:
             path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), self.compile_flags)
             _tl.take_cache_warnings()  # the message below says it
             report_cache_warnings([f"tilelang: the cached kernel library {path} could not be loaded ({e}); "
-                                   "it was rebuilt"], stacklevel=4)
+                                   "it was rebuilt"], stacklevel=6)
             self._library = _load_library(path, self.entry)
         self._module = self._library.module
         self.library_path = path
