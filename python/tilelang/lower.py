@@ -31,7 +31,12 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
 
     if not isinstance(func, PrimFunc):
         raise TypeError(f"tilelang.lower: func must be a @T.prim_func, got {type(func).__name__}")
+    from .tvm.transform import current_config
+
     t = resolve(target)
+    scoped = current_config()  # `with tilelang.tvm.transform.PassContext(config=...)`
+    if scoped:
+        pass_configs = dict(scoped, **(pass_configs or {}))
     config = {key_name(k): str(v) for k, v in (pass_configs or {}).items()}
     params = [p.name if hasattr(p, "name") else p.node.var_name for p in func.params]
     if t.kind == "cpu":

@@ -20,6 +20,11 @@ __all__ = ["JITKernel", "compile", "jit"]
 def compile(func, out_idx=None, target=None, execution_backend=None, target_host=None,  # noqa: A001
             verbose=False, pass_configs=None, compile_flags=None) -> JITKernel:
     """Compiles a @T.prim_func for a target and returns a callable kernel."""
+    from ..tvm.transform import current_config
+
+    scoped = current_config()  # `with tilelang.tvm.transform.PassContext(config=...)`
+    if scoped:
+        pass_configs = dict(scoped, **(pass_configs or {}))
     kernel = JITKernel(func, out_idx=out_idx, target=resolve(target), pass_configs=pass_configs,
                        compile_flags=compile_flags, verbose=verbose)
     # Pass-config keys the compiler does not act on (upstream ones among them) are accepted

@@ -18,10 +18,19 @@ class Target:
         return self.kind if not self.arch else f"{self.kind} -arch={self.arch}"
 
 
+# Targets entered with `with tilelang.tvm.target.Target("c"):` (innermost last): what
+# "auto" and None mean inside the block.
+_scoped: list = []
+
+
 def parse(target) -> Target:
     """A Target from a string or dict; "auto" is resolved by `resolve`."""
+    if (target is None or target == "auto") and _scoped:
+        target = _scoped[-1]
     if target is None:
         target = os.environ.get("TILELANG_DEFAULT_TARGET", "auto")
+    if hasattr(target, "tilelang_target"):  # a tilelang.tvm.target.Target
+        target = target.tilelang_target
     if isinstance(target, Target):
         return target
     if isinstance(target, str) and target.strip().startswith("{"):
