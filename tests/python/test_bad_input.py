@@ -236,3 +236,29 @@ def test_cuda_argument_count_without_gpu():
     k = tilelang.compile(saxpy, target="cuda -arch=sm_80")
     msg = _message(TileLangArgumentError, k, X)
     assert msg == "saxpy() takes 4 argument(s) (X, Y, alpha, reps), got 1"
+
+
+def test_cuda_launch_failure_names_the_kernel(monkeypatch):
+    """The JIT turns a driver error from the call into a TileLangRuntimeError naming the
+    kernel (the launch itself is stood in for: no GPU here)."""
+    from tilelang.jit.cuda_backend import _search_dirs
+
+    ok, why = _tl.find_cuda_compiler(_search_dirs())
+    if not ok:
+        pytest.skip(f"no CUDA compiler: {why}")
+    k = tilelang.compile(saxpy, target="cuda -arch=sm_80")
+
+    def failing_call(args):
+        raise RuntimeError("launching kernel saxpy_kernel (grid 1x1x1, block 64x1x1, 0 bytes dynamic shared memory) "
+                           "failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)")
+
+    monkeypatch.setattr(k._cuda, "call", failing_call)
+    with pytest.raises(TileLangRuntimeError) as info:
+        k(X, Y, 1.0, 1)
+    msg = str(info.value)
+    assert msg.startswith("CUDA kernel 'saxpy' failed: launching kernel saxpy_kernel")
+    assert msg.endswith("run with CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer.")
+    # argument errors pass through unchanged
+    monkeypatch.setattr(k._cuda, "call", lambda args: (_ for _ in ()).throw(TileLangArgumentError("bad")))
+    with pytest.raises(TileLangArgumentError, match="^bad$"):
+        k(X, Y, 1.0, 1)
