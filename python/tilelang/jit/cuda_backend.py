@@ -8,6 +8,7 @@ import time
 
 from .. import _tl, env
 from ..errors import TileLangArgumentError, TileLangRuntimeError
+from . import arguments as _arguments
 
 
 # Shared memory a block may opt in to, per arch (CUDA programming guide, compute
@@ -219,26 +220,5 @@ class _TensorView:
         self.dtype = canonical(t.dtype)
 
 
-def _as_cuda_tensor(a, name, kernel_name, device):
-    import torch
-
-    if not isinstance(a, torch.Tensor):
-        if hasattr(a, "__dlpack__"):
-            a = torch.from_dlpack(a)
-        else:
-            raise TileLangArgumentError(
-                f"{kernel_name}(): argument {name!r} must be a CUDA tensor, got {type(a).__name__}")
-    if a.device.type != "cuda":
-        raise TileLangArgumentError(
-            f"{kernel_name}(): argument {name!r} is on {a.device} but this kernel was compiled for CUDA; "
-            f"move it with .cuda()")
-    if a.device != device:
-        raise TileLangArgumentError(
-            f"{kernel_name}(): argument {name!r} is on {a.device} but the current device is {device}")
-    if not a.is_contiguous():
-        raise TileLangArgumentError(f"{kernel_name}(): argument {name!r} must be contiguous; pass {name}.contiguous()")
-    if a.data_ptr() % 16:
-        raise TileLangArgumentError(
-            f"{kernel_name}(): argument {name!r} starts at an address that is not 16-byte aligned (a view "
-            f"into another tensor?); pass {name}.clone()")
-    return a
+# The checks (and their messages) are shared with docs/bad-input.md: jit/arguments.py.
+_as_cuda_tensor = _arguments.as_cuda_tensor
