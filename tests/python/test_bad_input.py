@@ -262,3 +262,10 @@ def test_cuda_launch_failure_names_the_kernel(monkeypatch):
     monkeypatch.setattr(k._cuda, "call", lambda args: (_ for _ in ()).throw(TileLangArgumentError("bad")))
     with pytest.raises(TileLangArgumentError, match="^bad$"):
         k(X, Y, 1.0, 1)
+
+
+def test_cuda_call_path_uses_the_documented_checks():
+    from tilelang.jit import cuda_backend  # noqa: F401  (the module, not tilelang.jit the decorator)
+    import sys
+
+    assert sys.modules["tilelang.jit.cuda_backend"]._as_cuda_tensor is arguments.as_cuda_tensor
