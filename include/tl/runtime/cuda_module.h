@@ -30,7 +30,7 @@ ResourceUsage ParsePtxasLog(const std::string& log,
 
 struct CudaBuildOptions {
   std::string arch;       ///< "sm_90a", "sm_80" (also accepted: "90a", "80")
-  std::string cache_dir;  ///< cubins go to <cache_dir>/cuda/<2 hex>/<key>.cubin
+  std::string cache_dir;  ///< cubins go to <cache_dir>/cuda/<2 hex>/<key>-<hash>.cubin
   std::vector<std::string> include_dirs;  ///< -I; their headers' contents enter the key
   std::vector<std::string> flags;         ///< passed verbatim, e.g. "--use_fast_math"
   std::vector<std::string> search_dirs;   ///< site-packages dirs holding NVRTC wheels
@@ -47,8 +47,10 @@ struct CudaBuildResult {
 };
 
 /// Compiles `source` to a cubin unless one for the same (source, arch, compiler, flags,
-/// headers) is cached. Files are written under temporary names and renamed into place,
-/// so concurrent builders never read a half-written file. Throws std::runtime_error with
+/// headers, cache version) is cached. Entries are verified on lookup
+/// (support/cache_entry.h): a missing, truncated or changed cubin or log is rebuilt and a
+/// warning recorded for TakeCacheWarnings; concurrent builders never read a half-written
+/// or mismatched file. Throws std::runtime_error with
 /// the compiler's log on failure, or saying how to install a compiler if none is found.
 CudaBuildResult BuildCudaCubin(const std::string& source, const CudaBuildOptions& options);
 
