@@ -19,6 +19,7 @@ from .dtypes import (  # noqa: F401
     uint8, uint16, uint32, uint64,
     float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn,
     float6_e2m3fn, float6_e3m2fn, int4, uint4, int2, uint2, int1, uint1, tfloat32,
+    float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float4_e2m1_unpacked,
 )
 from .values import Buffer as _Buffer, BufferRef, PrimExpr, as_expr, binary, call_math, cast as _cast, const as _vconst, to_region
 

@@ -5,7 +5,7 @@ Calling a dtype makes a typed constant or a cast: ``T.float32(0)``, ``T.int32(x)
 from __future__ import annotations
 
 _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
-            "e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2", "float8_e4m3": "float8_e4m3fn",
+            "e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2",
             "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 _NAMES = (
     "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
@@ -15,8 +15,8 @@ _NAMES = (
 # (so programs import, and host code can convert tensors with .as_torch() / .as_numpy()),
 # and using one for a tensor, a tile or a value inside a kernel is an error at that line.
 _NAME_ONLY = (
-    "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu "
-    "float4_e2m1fn float6_e2m3fn float6_e3m2fn int4 uint4 int2 uint2 int1 uint1 tfloat32"
+    "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float8_e3m4 float8_e4m3 "
+    "float8_e4m3b11fnuz float4_e2m1fn float4_e2m1_unpacked float6_e2m3fn float6_e3m2fn int4 uint4 int2 uint2 int1 uint1 tfloat32"
 ).split()
 _ALL_NAMES = _NAMES + _NAME_ONLY
 
@@ -162,6 +162,8 @@ float16, bfloat16, float32, float64 = (dtype(n) for n in ("float16", "bfloat16",
 float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu = (dtype(n) for n in (
     "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
 float4_e2m1fn, float6_e2m3fn, float6_e3m2fn = (dtype(n) for n in ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"))
+float8_e3m4, float8_e4m3, float8_e4m3b11fnuz = (dtype(n) for n in ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz"))
+float4_e2m1_unpacked = dtype("float4_e2m1_unpacked")  # one fp4 value in the low bits of a byte
 int4, uint4, int2, uint2, int1, uint1 = (dtype(n) for n in ("int4", "uint4", "int2", "uint2", "int1", "uint1"))
 tfloat32 = dtype("tfloat32")
 
