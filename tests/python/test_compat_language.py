@@ -294,3 +294,24 @@ def test_every_upstream_pass_config_key_is_accepted(rng):
     assert "pass config tl.enable_aggressive_shared_memory_merge=True" in remarks
     assert "tl.some_key_nobody_defines=1: accepted, no effect in this compiler (not a key upstream" in remarks
     assert "pass config tl.enable_fast_math" not in remarks  # acted on (CUDA fast math)
+
+
+def test_prim_func_without_kernel_is_one_block(rng):
+    N = 256
+
+    @T.prim_func
+    def vec(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), Add: T.Tensor((N,), "float32"),
+            Div: T.Tensor((N,), "float32")):
+        for i in T.Parallel(N):
+            Add[i] = A[i] + B[i]
+        for i in T.serial(N):
+            Div[i] = A[i] / B[i]
+
+    k = compile_cpu(vec)
+    a = rng.uniform(1, 2, N).astype(np.float32)
+    b = rng.uniform(1, 2, N).astype(np.float32)
+    add, div = np.zeros_like(a), np.zeros_like(a)
+    k(a, b, add, div)
+    np.testing.assert_allclose(add.astype(np.float64), a.astype(np.float64) + b, rtol=1e-6)
+    np.testing.assert_allclose(div.astype(np.float64), a.astype(np.float64) / b, rtol=1e-6)
+    assert "__global__" in tilelang.lower(vec, target="cuda -arch=sm_80").kernel_source

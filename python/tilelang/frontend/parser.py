@@ -44,6 +44,23 @@ _MISSING = object()
 _RUNTIME_SCOPE = "\0runtime"  # a key (never a Python name) marking run-time loop/branch scopes
 
 
+def _has_kernel(fdef) -> bool:
+    """Whether the function's body (not nested functions) has a `with ...Kernel(...)`."""
+    todo = list(fdef.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.With):
+            for item in n.items:
+                f = item.context_expr.func if isinstance(item.context_expr, ast.Call) else None
+                if (isinstance(f, ast.Attribute) and f.attr in ("Kernel", "ClusterKernel")) or \
+                        (isinstance(f, ast.Name) and f.id in ("Kernel", "ClusterKernel")):
+                    return True
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
 def _is_runtime(v) -> bool:
     return isinstance(v, (PrimExpr, BufferRef)) or (isinstance(v, Buffer) and v.scope == "var")
 
@@ -182,12 +199,29 @@ class Parser:
                 params.append(self._guard(arg, self.make_param, arg.arg, spec))
                 self.bind(arg.arg, params[-1])
             self.builder.open()
-            self.visit_body(self.fdef.body)
+            if _has_kernel(self.fdef):
+                self.visit_body(self.fdef.body)
+            else:
+                self.implicit_kernel(self.fdef)
             body = self.builder.close(self.span(self.fdef))
             node = _tl.prim_func(self.fdef.name, [p.node for p in params], body, self.span(self.fdef))
             return PrimFunc(node, params, self.fdef.name, self.file)
         finally:
             _b.set_builder(prev)
+
+    def implicit_kernel(self, fdef):
+        """A @T.prim_func without `with T.Kernel`: its body is one block of one thread (what
+        upstream's CPU target runs as plain host code), so its loops and stores work."""
+        span = self.span(fdef)
+        bx = _tl.var("bx", "int32")
+        self.builder.in_kernel = True
+        self.builder.open()
+        try:
+            self.visit_body(fdef.body)
+            body = self.builder.close(span)
+        finally:
+            self.builder.in_kernel = False
+        _b.emit(_tl.kernel([_tl.const_int(1, "int32")], [bx], [1], body, span))
 
     def parse_eager(self, defaults: dict) -> PrimFunc:
         """Parses an eager-style body; parameters get their values from the eager context."""
