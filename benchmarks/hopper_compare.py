@@ -99,6 +99,7 @@ def attention_kernel(batch, heads, seq, dim, causal, block_M, block_N, stages, t
 
 
 _FLUSH = None
+ARGS = None
 
 
 def bench(fn, warmup=5, rep=30):
@@ -121,6 +122,19 @@ def bench(fn, warmup=5, rep=30):
     return times[len(times) // 2]
 
 
+DUMPED = set()
+
+
+def dump_source(kernel, name):
+    """Writes the kernel's CUDA source once per name under --dump-source (to compare the packages)."""
+    if ARGS.dump_source and name not in DUMPED:
+        DUMPED.add(name)
+        import os
+        os.makedirs(ARGS.dump_source, exist_ok=True)
+        with open(os.path.join(ARGS.dump_source, f"{ARGS.label}-{name}.cu"), "w") as f:
+            f.write(kernel.get_kernel_source())
+
+
 def emit(**row):
     print(json.dumps(row), flush=True)
 
@@ -130,7 +144,7 @@ def run_gemm(args):
     configs = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (256, 128, 64, 3, 256), (128, 128, 64, 4, 256),
                (128, 128, 64, 4, 128)]
     if args.quick:
-        configs = configs[:2]
+        configs = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256)]
     shapes = [(8192, 8192, 8192, "float16"), (8192, 8192, 8192, "bfloat16"), (4096, 4096, 4096, "float16")]
     if args.quick:
         shapes = shapes[:1]
@@ -157,6 +171,8 @@ def run_gemm(args):
                     t0 = time.perf_counter()
                     k = gemm_kernel(M, N, K, *cfg, dtype, swz)
                     compile_s = time.perf_counter() - t0
+                    if cfg == (128, 256, 64, 3, 256) and swz:
+                        dump_source(k, "gemm128x256")
                     c = k(a, b)
                     err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
                     if err > 1e-2:
@@ -196,6 +212,7 @@ def run_attention(args):
         for cfg in configs:
             try:
                 kern = attention_kernel(batch, heads, seq, dim, causal, *cfg)
+                dump_source(kern, f"attn-causal{int(causal)}")
                 o = kern(q, k_, v)
                 err = ((o.float() - ref).abs().max()).item()
                 if not math.isfinite(err) or err > 2e-2:
@@ -218,7 +235,9 @@ def main():
     p.add_argument("--label", default="ours")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", choices=["gemm", "attn"])
-    args = p.parse_args()
+    p.add_argument("--dump-source", default="", help="folder for the generated CUDA of one config per kernel")
+    global ARGS
+    args = ARGS = p.parse_args()
     emit(kind="meta", label=args.label, tilelang=getattr(tilelang, "__version__", "?"), file=tilelang.__file__,
          gpu=torch.cuda.get_device_name(), torch=torch.__version__)
     if args.only in (None, "gemm"):

@@ -121,6 +121,15 @@ def test_attention_consumers_use_named_barriers():
                                      (2, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3)]
     consumer = code[code.index("} else {"):]
     assert "__syncthreads" not in consumer
+    # K and V have barriers of their own: K is released right after Q*K^T, V waited for
+    # only before P*V.
+    assert code.count("tl::mbarrier_arrive_expect_tx(") == 2 and "32768)" in code
+    qk = consumer.index("tl::gemm_ss_wgmma")
+    pv = consumer.index("tl::gemm_rs_wgmma")
+    releases = [m.start() for m in re.finditer(r"tl::mbarrier_arrive\(", consumer)]
+    waits = [m.start() for m in re.finditer(r"tl::mbarrier_wait_parity\(", consumer)]
+    assert len(releases) == 2 and qk < releases[0] < pv < releases[1]
+    assert len(waits) == 2 and waits[0] < qk < waits[1] < pv
     assert "tl::named_barrier_sync(1, 256)" in consumer
     # The Q tile the consumers stage before the loop is synchronized once, before the loop.
     loop = consumer[consumer.index("for (int32_t k_1"):]

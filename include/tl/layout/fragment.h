@@ -86,6 +86,8 @@ class MmaAccumulatorLayout : public FragmentLayout {
   int64_t row_warps() const override { return warps_.warps_n; }
   int64_t regs_per_row() const override { return tile_n_ / 8 * 2; }
   ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override;
+  /// Registers 2k and 2k+1 hold columns 2*(lane%4) and 2*(lane%4)+1 of one row.
+  int64_t vec() const override { return rows_ ? 1 : 2; }
   std::string ToString() const override;
   const WarpPartition& warps() const { return warps_; }
   /// The part of C one warp owns: tile_m() x tile_n().

@@ -247,12 +247,18 @@ class Specializer {
     }
     if (needs_consumer_value) return Fail("the copies depend on values computed by the consumer threads");
 
-    Buffer bars = BufferNode::Make("tl_ws_bars", DType::UInt(64), {MakeInt(2 * stages_)}, Scope::kShared);
+    FormGroups();
+    int64_t groups = static_cast<int64_t>(groups_.size());
+    Buffer bars =
+        BufferNode::Make("tl_ws_bars", DType::UInt(64), {MakeInt(2 * groups * stages_)}, Scope::kShared);
     common.push_back(Allocate::Make(bars, nullptr, span));
     std::vector<Stmt> init;
-    for (int64_t s = 0; s < stages_; ++s) {
-      init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt(s)}), MakeInt(1)}, span));
-      init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt(stages_ + s)}), MakeInt(threads_)}, span));
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t s = 0; s < stages_; ++s) {
+        init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt(g * stages_ + s)}), MakeInt(1)}, span));
+        init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt((groups + g) * stages_ + s)}),
+                                                  MakeInt(threads_)}, span));
+      }
     }
     init.push_back(CallStmt("mbarrier_init_fence", {}, span));
     common.push_back(IfThenElse::Make(EQ(tx_, MakeInt(0)), Seq::Make(init, span), nullptr, span));
@@ -277,7 +283,9 @@ class Specializer {
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": warp-specialized, " +
                            std::to_string(stages_) + " stages; a producer warpgroup loads " +
                            std::to_string(producers_.size()) + " copies with TMA (" + std::to_string(bytes) +
-                           " bytes per stage, mbarrier full/empty pairs), " + std::to_string(threads_) +
+                           " bytes per stage, " + std::to_string(groups) +
+                           " mbarrier full/empty pair(s) per stage, each waited before the first use of its "
+                           "tiles and released after the last), " + std::to_string(threads_) +
                            " consumer threads; registers " + std::to_string(kProducerRegisters) + "/" +
                            std::to_string(consumer_regs));
     return Seq::Make(common, binding_span_);
@@ -295,33 +303,78 @@ class Specializer {
   Expr Stage(const VarRef& k) { return FloorMod(k, MakeInt(stages_)); }
   Expr Round(const VarRef& k) { return FloorDiv(k, MakeInt(stages_)); }
 
+  /// The copies whose tiles the consumer statements first and last use at the same
+  /// statements share one barrier pair (a GEMM's A and B); others get their own, so the
+  /// consumers wait for a tile only where they need it and release it as soon as they are
+  /// done (attention's K after Q*K^T, V after P*V).
+  void FormGroups() {
+    std::vector<Stmt> consumers;
+    for (const Stmt& st : cuda::Flatten(loop_->body)) {
+      bool produces = false;
+      for (const CopyOp* c : producers_) produces |= st.get() == c;
+      if (!produces) consumers_.push_back(st);
+    }
+    for (const CopyOp* c : producers_) {
+      size_t first = consumers_.size(), last = 0;
+      for (size_t i = 0; i < consumers_.size(); ++i) {
+        if (!BuffersOf(consumers_[i]).count(c->dst.buffer.get())) continue;
+        first = std::min(first, i);
+        last = std::max(last, i);
+      }
+      if (first == consumers_.size()) {
+        first = 0;
+        last = consumers_.empty() ? 0 : consumers_.size() - 1;
+      }
+      auto same = std::find_if(groups_.begin(), groups_.end(),
+                               [&](const Group& g) { return g.first == first && g.last == last; });
+      if (same == groups_.end()) {
+        groups_.push_back(Group{first, last, {c}});
+      } else {
+        same->copies.push_back(c);
+      }
+    }
+    // The producer issues in the order the consumers wait.
+    std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) { return a.first < b.first; });
+  }
+
+  Expr Full(const Buffer& bars, size_t g, const Expr& stage) {
+    return AddressOf(bars, {MakeInt(static_cast<int64_t>(g) * stages_) + stage});
+  }
+  Expr Empty(const Buffer& bars, size_t g, const Expr& stage) {
+    return AddressOf(bars, {MakeInt(static_cast<int64_t>(groups_.size() + g) * stages_) + stage});
+  }
+
   Stmt Producer(const Buffer& bars, int64_t* bytes) {
     const Span& span = loop_->span;
     VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
     Expr stage = Stage(k);
-    Expr full = AddressOf(bars, {stage}), empty = AddressOf(bars, {stage + MakeInt(stages_)});
-    std::vector<Stmt> loads, prefetch;
+    std::vector<Stmt> body, prefetch;
     cuda::StageSelector select(staged_, stage);
-    for (const CopyOp* c : producers_) {
-      Region src = cuda::SubstituteRegion(c->src, loop_->var.get(), loop_->min + k);
-      Region dst = select.MutateRegion(cuda::SubstituteRegion(c->dst, loop_->var.get(), loop_->min + k));
-      Stmt copy = CopyOp::Make(src, dst, c->span);
-      Stmt issue = cuda::LowerTmaLoad(As<CopyOp>(copy), panelled_.at(c), full, bytes);
-      loads.push_back(issue);
-      // Each descriptor once into the cache before the loop.
-      bool first = true;
-      ForEachExpr(issue, [&](const Expr& e) {
-        const auto* call = As<Call>(e);
-        if (first && call && call->op == "tma_load") {
-          prefetch.push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, span));
-          first = false;
-        }
-      });
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      std::vector<Stmt> loads;
+      int64_t group_bytes = 0;
+      for (const CopyOp* c : groups_[g].copies) {
+        Region src = cuda::SubstituteRegion(c->src, loop_->var.get(), loop_->min + k);
+        Region dst = select.MutateRegion(cuda::SubstituteRegion(c->dst, loop_->var.get(), loop_->min + k));
+        Stmt copy = CopyOp::Make(src, dst, c->span);
+        Stmt issue = cuda::LowerTmaLoad(As<CopyOp>(copy), panelled_.at(c), Full(bars, g, stage), &group_bytes);
+        loads.push_back(issue);
+        // Each descriptor once into the cache before the loop.
+        bool first = true;
+        ForEachExpr(issue, [&](const Expr& e) {
+          const auto* call = As<Call>(e);
+          if (first && call && call->op == "tma_load") {
+            prefetch.push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, span));
+            first = false;
+          }
+        });
+      }
+      body.push_back(
+          CallStmt("mbarrier_wait_parity", {Empty(bars, g, stage), FloorMod(Round(k) + MakeInt(1), MakeInt(2))}, span));
+      body.push_back(CallStmt("mbarrier_arrive_expect_tx", {Full(bars, g, stage), MakeInt(group_bytes)}, span));
+      body.insert(body.end(), loads.begin(), loads.end());
+      *bytes += group_bytes;
     }
-    std::vector<Stmt> body{
-        CallStmt("mbarrier_wait_parity", {empty, FloorMod(Round(k) + MakeInt(1), MakeInt(2))}, span),
-        CallStmt("mbarrier_arrive_expect_tx", {full, MakeInt(*bytes)}, span)};
-    body.insert(body.end(), loads.begin(), loads.end());
     std::vector<Stmt> leader = prefetch;
     leader.push_back(For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span));
     Stmt issuer = IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer_leader", {MakeInt(threads_)}),
@@ -333,19 +386,39 @@ class Specializer {
     const Span& span = loop_->span;
     VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
     Expr stage = Stage(k);
-    std::vector<Stmt> body{CallStmt("mbarrier_wait_parity",
-                                    {AddressOf(bars, {stage}), FloorMod(Round(k), MakeInt(2))}, span)};
+    std::vector<Stmt> body;
     cuda::StageSelector select(staged_, stage);
-    for (const Stmt& s : cuda::Flatten(loop_->body)) {
-      bool produces = false;
-      for (const CopyOp* c : producers_) produces |= s.get() == c;
-      if (produces) continue;
+    for (size_t i = 0; i < consumers_.size(); ++i) {
+      for (size_t g = 0; g < groups_.size(); ++g) {
+        if (groups_[g].first != i) continue;
+        body.push_back(
+            CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), FloorMod(Round(k), MakeInt(2))}, span));
+      }
+      const Stmt& s = consumers_[i];
       Stmt x = Substitute(s, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
       body.push_back(select.Mutate(x));
+      for (size_t g = 0; g < groups_.size(); ++g) {
+        if (groups_[g].last == i) body.push_back(CallStmt("mbarrier_arrive", {Empty(bars, g, stage)}, span));
+      }
     }
-    body.push_back(CallStmt("mbarrier_arrive", {AddressOf(bars, {stage + MakeInt(stages_)})}, span));
+    // A body without consumers still takes and releases its stages (the copies are dead,
+    // but the producer's waits must balance).
+    if (consumers_.empty()) {
+      for (size_t g = 0; g < groups_.size(); ++g) {
+        body.push_back(
+            CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), FloorMod(Round(k), MakeInt(2))}, span));
+        body.push_back(CallStmt("mbarrier_arrive", {Empty(bars, g, stage)}, span));
+      }
+    }
     return For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
   }
+
+  struct Group {
+    size_t first, last;  ///< consumer statements that first and last use the group's tiles
+    std::vector<const CopyOp*> copies;
+  };
+  std::vector<Stmt> consumers_;
+  std::vector<Group> groups_;
 
  public:
   VarRef tx_;
