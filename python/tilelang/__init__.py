@@ -34,3 +34,4 @@ from . import utils  # noqa: E402,F401
 from .language.dtypes import DataType, dtype  # noqa: E402,F401
 from ._environment import env  # noqa: E402,F401  (tilelang.env.TILELANG_CACHE_DIR, ...)
 from .lower import lower  # noqa: E402,F401
+from . import tvm  # noqa: E402,F401  (the stand-in for `from tilelang import tvm`, docs/tvm-compat.md)

@@ -315,3 +315,38 @@ def test_prim_func_without_kernel_is_one_block(rng):
     np.testing.assert_allclose(add.astype(np.float64), a.astype(np.float64) + b, rtol=1e-6)
     np.testing.assert_allclose(div.astype(np.float64), a.astype(np.float64) / b, rtol=1e-6)
     assert "__global__" in tilelang.lower(vec, target="cuda -arch=sm_80").kernel_source
+
+
+def test_var_parallel_clamp_keywords(rng):
+    N = 64
+    n = T.Var("n", T.int32)
+    assert isinstance(n, T.Var) and not isinstance(3, T.Var)
+
+    @T.prim_func
+    def f(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 32), threads=32) as bx:
+            for i in T.parallel(32):
+                if bx * 32 + i < n:
+                    B[bx * 32 + i] = T.clamp(A[bx * 32 + i], min_val=-0.5, max_val=0.25)
+
+    k = compile_cpu(f)
+    a = rng.standard_normal(N).astype(np.float32)
+    b = np.zeros_like(a)
+    k(a, b)
+    np.testing.assert_array_equal(b, np.clip(a, -0.5, 0.25))
+
+
+def test_cumsum_accepts_annotations(rng):
+    @T.prim_func
+    def f(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            S = T.alloc_shared((16,), "float32")
+            T.copy(A, S)
+            T.cumsum(S, dim=0, annotations={"hint": 1})
+            T.copy(S, B)
+
+    k = compile_cpu(f)
+    a = rng.standard_normal(16).astype(np.float32)
+    b = np.zeros_like(a)
+    k(a, b)
+    np.testing.assert_allclose(b.astype(np.float64), np.cumsum(a.astype(np.float64)), rtol=1e-5, atol=1e-5)

@@ -247,6 +247,13 @@ def grid(*extents):
     return LoopSpec("serial", [0] * len(extents), list(extents))
 
 
+def parallel(start, stop=None, annotations=None):
+    """A one-dimensional parallel loop: ``for i in T.parallel(n)`` (TIR's spelling), the same as
+    ``T.Parallel(n)`` over [start, stop)."""
+    s, e = _range_args(start, stop, "T.parallel")
+    return LoopSpec("parallel", [s], [e])
+
+
 Serial, Unroll, Vectorized = serial, unroll, vectorized
 
 
@@ -336,7 +343,7 @@ def reduce_absmax(buffer, out, dim=-1, clear=True, **kw):
     reduce(buffer, out, "absmax", dim, clear)
 
 
-def cumsum(src, dst=None, dim=0, reverse=False):
+def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive prefix sum of a tile along ``dim`` into ``dst`` (in place when dst is None)."""
     _b.require_kernel("T.cumsum")
     _b.emit(_tl.cumsum(to_region(src, "T.cumsum source"),
@@ -474,9 +481,9 @@ def max(a, b):  # noqa: A001
     return binary("max", a, b)
 
 
-def clamp(x, lo, hi):
-    """min(max(x, lo), hi)."""
-    return min(max(x, lo), hi)
+def clamp(dst, min_val, max_val):
+    """min(max(dst, min_val), max_val)."""
+    return min(max(dst, min_val), max_val)
 
 
 def if_then_else(cond, then_value, else_value):
@@ -785,6 +792,19 @@ def isinf(x):
         return _vconst(False, "bool")
     inf = infinity(v.dtype)
     return binary("or", binary("eq", v, inf), binary("eq", v, -inf))
+
+
+class _VarType(type):
+    def __instancecheck__(cls, x):
+        return isinstance(x, PrimExpr) and _builtins.bool(x.node.is_var)
+
+
+class Var(metaclass=_VarType):
+    """``T.Var("n", T.int32)``: a symbolic scalar (as T.dynamic); ``isinstance(x, T.Var)`` is
+    True for such variables (and loop / block indices)."""
+
+    def __new__(cls, name, dtype="int32"):
+        return dynamic(name, dtype)
 
 
 _C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32}
