@@ -26,6 +26,7 @@ from ..language import KernelSpec, LoopSpec, TensorSpec
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
+from ..language.reducer import store_to_reducer
 from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
 from . import eager as _eager
 
@@ -393,6 +394,8 @@ class Parser:
                 key = self.eval_subscript_key(node.target.slice)
                 container[key] = op(container[key], rhs)
                 return
+            if store_to_reducer(ref, rhs, "add" if isinstance(node.op, ast.Add) else type(node.op).__name__):
+                return
             self.store(ref, op(ref.load(), rhs), node)
             return
         if isinstance(node.target, ast.Name):
@@ -418,6 +421,8 @@ class Parser:
         if isinstance(target, ast.Subscript):
             ref = self.eval(target)
             if isinstance(ref, BufferRef):
+                if store_to_reducer(ref, value, None):
+                    return
                 self.store(ref, value, node)
                 return
             container = self.eval(target.value)

@@ -1,0 +1,124 @@
+"""Reducers (``T.alloc_reducer``): a tile that many T.Parallel iterations combine into.
+
+    acc = T.alloc_reducer((M,), T.float32, op="sum")    # op: "sum", "max" or "min"
+    T.reducer_init(acc)                                # or T.clear(acc) / T.fill(acc, v)
+    for i, j in T.Parallel(M, N):
+        acc[i] += A_frag[i, j]                         # or T.reducer_update(acc[i], A_frag[i, j])
+    T.finalize_reducer(acc, dst)                       # dst optional: then read acc itself
+
+Here a reducer is a block-shared tile whose updates are atomic (an add for "sum", a max or
+min for "max"/"min"), so every logical contribution is combined exactly once however the
+loop is spread over threads; finalize_reducer is a block barrier (plus the copy into dst).
+For "max"/"min", ``acc[i] = T.max(acc[i], v)`` is also an update (an atomic max with a value
+that is never smaller than what it replaces gives the same result). Any other store to a
+reducer is an error at its line. The bitwise ops upstream offers are not supported yet."""
+from __future__ import annotations
+
+import numbers
+
+from . import builder as _b
+from .values import Buffer, BufferRef, as_expr
+
+_OPS = ("sum", "max", "min")
+
+
+def _registry():
+    b = _b.current()
+    if not hasattr(b, "reducers"):
+        b.reducers = {}
+    return b.reducers
+
+
+def reducer_op(buf):
+    """The op of a reducer tile, or None for any other buffer."""
+    b = _b.active()
+    if b is None or not isinstance(buf, Buffer):
+        return None
+    entry = getattr(b, "reducers", {}).get(id(buf))
+    return entry[1] if entry is not None and entry[0] is buf else None
+
+
+def alloc_reducer(shape, dtype, op="sum", replication=None):
+    from . import _alloc
+
+    _b.require_kernel("T.alloc_reducer")
+    if op not in _OPS:
+        if op in ("bitand", "bitor", "bitxor"):
+            raise _b._UserError(f"T.alloc_reducer(op={op!r}) is not supported yet; supported: {', '.join(_OPS)}")
+        raise _b._UserError(f"T.alloc_reducer: op must be one of {', '.join(_OPS)}, got {op!r}")
+    if replication not in (None, "all", "none"):
+        raise _b._UserError(f"T.alloc_reducer: replication must be None, 'all' or 'none', got {replication!r}")
+    buf = _alloc(shape, dtype, "shared")
+    _registry()[id(buf)] = (buf, op)
+    return buf
+
+
+def _identity(op, dtype):
+    from . import infinity, max_value, min_value
+
+    if op == "sum":
+        return 0
+    t = str(dtype)
+    if op == "max":
+        return -infinity(t) if t.startswith(("float", "bfloat")) else min_value(t)
+    return infinity(t) if t.startswith(("float", "bfloat")) else max_value(t)
+
+
+def reducer_init(reducer, init=None):
+    """Starts a reduction: every element becomes `init` (default: the op's identity)."""
+    from . import fill
+
+    op = reducer_op(reducer)
+    if op is None:
+        raise _b._UserError("T.reducer_init takes a buffer made by T.alloc_reducer")
+    fill(reducer, _identity(op, reducer.dtype) if init is None else init)
+
+
+def _atomic_update(ref, op, value):
+    from . import _atomic
+
+    _atomic({"sum": "add", "max": "max", "min": "min"}[op], ref, as_expr(value, ref.buffer.dtype), False)
+
+
+def reducer_update(target, value):
+    """Combines `value` into the element `target` (``acc[i]``) of a reducer."""
+    if not isinstance(target, BufferRef) or not target.is_point:
+        raise _b._UserError("T.reducer_update takes an element of a reducer, e.g. T.reducer_update(acc[i], v)")
+    op = reducer_op(target.buffer)
+    if op is None:
+        raise _b._UserError(f"T.reducer_update: {target.buffer.name} is not a reducer (T.alloc_reducer)")
+    _atomic_update(target, op, value)
+
+
+def store_to_reducer(ref, value, aug_op) -> bool:
+    """The parser's hook for `acc[i] += v` / `acc[i] = T.max(acc[i], v)`: emits the atomic
+    update and returns True, or returns False when `ref` is not a reducer element."""
+    op = reducer_op(ref.buffer)
+    if op is None:
+        return False
+    if not ref.is_point:
+        raise _b._UserError(f"assigning to a slice of the reducer {ref.buffer.name} is not supported")
+    if aug_op == "add" and op == "sum":
+        _atomic_update(ref, op, value)
+        return True
+    if aug_op is None and op in ("max", "min"):
+        _atomic_update(ref, op, value)
+        return True
+    want = f"{ref.buffer.name}[...] += value" if op == "sum" else \
+        f"{ref.buffer.name}[...] = T.{op}({ref.buffer.name}[...], value)"
+    raise _b._UserError(f"{ref.buffer.name} is a {op!r} reducer: update it with `{want}` or T.reducer_update")
+
+
+def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
+    """Ends a reduction: waits for every thread's contributions (a block barrier); with `dst`,
+    copies the results there."""
+    from . import copy, sync_threads
+
+    if reducer_op(reducer) is None:
+        raise _b._UserError("T.finalize_reducer takes a buffer made by T.alloc_reducer")
+    if not isinstance(batch, numbers.Integral) or batch < 1:
+        raise _b._UserError(f"T.finalize_reducer: batch must be a positive int, got {batch!r}")
+    sync_threads()
+    if dst is not None:
+        copy(reducer, dst)
+        sync_threads()

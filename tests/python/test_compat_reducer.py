@@ -1,0 +1,108 @@
+"""T.alloc_reducer / reducer_init / reducer_update / finalize_reducer (upstream's reducers):
+every contribution of a T.Parallel loop is combined exactly once."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import compile_cpu
+from tilelang.errors import TileLangCompileError
+
+
+def _v1(M, N, dtype, op):
+    @T.prim_func
+    def kernel(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+        with T.Kernel(1, threads=256):
+            acc = T.alloc_reducer(M, dtype, op=op, replication="all")
+            T.clear(acc)
+            A_frag = T.alloc_fragment((M, N), dtype)
+            T.copy(A, A_frag)
+            for i, j in T.Parallel(M, N):
+                if op == "sum":
+                    acc[i] += A_frag[i, j]
+                elif op == "max":
+                    acc[i] = T.max(acc[i], A_frag[i, j])
+                else:
+                    acc[i] = T.min(acc[i], A_frag[i, j])
+            T.finalize_reducer(acc)
+            T.copy(acc, B)
+    return kernel
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_reducer_clear_then_update(rng, op, dtype):
+    M, N = 64, 48
+    k = compile_cpu(_v1(M, N, dtype, op))
+    a = (rng.standard_normal((M, N)) * 4).astype(dtype)
+    b = np.zeros(M, dtype)
+    k(a, b)
+    a64 = a.astype(np.float64)
+    ref = {"sum": a64.sum(1), "max": np.maximum(a64.max(1), 0), "min": np.minimum(a64.min(1), 0)}[op]
+    np.testing.assert_allclose(b.astype(np.float64), ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("op,init", [("sum", None), ("sum", 10.0), ("max", None), ("min", None), ("max", 3.0)])
+def test_reducer_init_update_finalize_into_dst(rng, op, init):
+    E, threads = 8, 128
+
+    @T.prim_func
+    def kernel(A: T.Tensor((E,), "float32"), B: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment((E,), "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((2,), "float32", op=op)
+            if init is None:
+                T.reducer_init(acc)
+            else:
+                T.reducer_init(acc, init)
+            for i in T.Parallel(E):
+                T.reducer_update(acc[i % 2], src[i])
+            out = T.alloc_fragment((2,), "float32")
+            T.finalize_reducer(acc, out)
+            T.copy(out, B)
+
+    k = compile_cpu(kernel)
+    a = rng.standard_normal(E).astype(np.float32) * 5
+    b = np.full(2, np.nan, np.float32)
+    k(a, b)
+    a64 = a.astype(np.float64).reshape(-1, 2)
+    f = {"sum": np.sum, "max": np.max, "min": np.min}[op]
+    ref = f(a64, axis=0)
+    if init is not None:
+        ref = ref + init if op == "sum" else (np.maximum(ref, init) if op == "max" else np.minimum(ref, init))
+    np.testing.assert_allclose(b.astype(np.float64), ref, rtol=1e-6, atol=1e-5)
+    if op == "sum" and init is None:
+        a2 = np.arange(1, E + 1, dtype=np.float32)  # upstream's regression: 1..8 sums to 36, once each
+        k(a2, b)
+        assert b.tolist() == [16.0, 20.0]
+
+
+def test_reducer_on_cuda_is_atomic_and_fenced():
+    src = tilelang.lower(_v1(64, 32, "float32", "sum"), target="cuda -arch=sm_80").kernel_source
+    body = src[src.find("__global__"):]
+    assert "tl::atomic_add((&acc[" in body
+    assert body.count("__syncthreads()") >= 2
+
+
+def test_reducer_misuse_is_an_error_at_its_line():
+    with pytest.raises(TileLangCompileError, match="is a 'sum' reducer: update it with `acc\\[...\\] \\+= value`"):
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), "float32", op="sum")
+                T.reducer_init(acc)
+                for i in T.Parallel(8):
+                    acc[0] = A[i]
+    with pytest.raises(TileLangCompileError, match="op='bitand'\\) is not supported yet"):
+        @T.prim_func
+        def bad2(A: T.Tensor((8,), "int32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), "int32", op="bitand")
+    with pytest.raises(TileLangCompileError, match="is not a reducer"):
+        @T.prim_func
+        def bad3(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.reducer_update(A[0], 1.0)
