@@ -68,8 +68,11 @@ Region Resolve(const RegionSpec& spec, const std::vector<Expr>* other_tile, cons
                         << " dimensions but is indexed with " << spec.mins.size();
   }
   if (!spec.IsPoint()) {
+    // A slice's extent is stop - start as written: `(by + 1) * 1 - by * 1` must count as
+    // the unit extent it is (unit dimensions drop out of the tile shape).
+    arith::Analyzer an;
     for (size_t i = 0; i < nd; ++i) {
-      r.ranges.push_back({spec.mins[i], spec.extents[i] ? spec.extents[i] : MakeInt(1)});
+      r.ranges.push_back({spec.mins[i], spec.extents[i] ? an.Simplify(spec.extents[i]) : MakeInt(1)});
     }
     return r;
   }

@@ -61,6 +61,7 @@ class Program:
     tol: float = 0.0
     runs: int = 1
     notes: list = field(default_factory=list)        # one-line description of the choices
+    expect_reject: bool = False                      # the front end must refuse it, clearly
 
     def touch(self, *dts, factor=1.0):
         for d in dts:
@@ -186,10 +187,12 @@ class ExprGen:
                 return f'T.cast({src}, "{cdt}")', (lambda e, fn=fn: rnd(fn(e), cdt))
             if k < 0.85:
                 c = r.choice([0.5, 1.5, -2.0, 0.25, 3.0, -0.75])
+                if cdt == "float64":  # a bare Python float is a float32 constant (in T.sqrt(1.5), say)
+                    return f'T.cast({c!r}, "float64")', (lambda e, c=c: np.float64(c))
                 return repr(c), (lambda e, c=c: np.float64(c))
             ie = self.int_expr(2)
             return (f'T.cast({ie[0]}, "{cdt}")',
-                    (lambda e, ie=ie: np.clip(ie[1](e), -1e6, 1e6).astype(np.float64)))
+                    (lambda e, ie=ie: np.clip(np.asarray(ie[1](e)), -1e6, 1e6).astype(np.float64)))
         k = r.randrange(11)
         a = self.fexpr(depth - 1)
         if k <= 3:
@@ -224,14 +227,14 @@ class ExprGen:
             # floor of an exact half-integer grid value: floor(2*round-ish) avoided; use a cast int
             ie = self.int_expr(1)
             return (f'T.cast(T.floor(T.cast({ie[0]}, "{cdt}") * 0.5), "{cdt}")',
-                    (lambda e, ie=ie: np.floor(ie[1](e).astype(np.float64) * 0.5)))
+                    (lambda e, ie=ie: np.floor(np.asarray(ie[1](e)).astype(np.float64) * 0.5)))
         if k == 8 and cdt not in ("float16", "bfloat16") and not self.in_cond:
             mid = r.choice(["float16", "bfloat16", "int32"]) if cdt != "float64" else "float32"
             self.prog.touch(mid if not is_int(mid) else cdt)
             if is_int(mid):  # truncation toward zero: only on values far from integers is it stable
                 ie = self.int_expr(2)
                 return (f'T.cast(T.cast(T.cast({ie[0]}, "{cdt}"), "{mid}"), "{cdt}")',
-                        (lambda e, ie=ie: ie[1](e).astype(np.float64)))
+                        (lambda e, ie=ie: np.asarray(ie[1](e)).astype(np.float64)))
             return (f'T.cast(T.cast({a[0]}, "{mid}"), "{cdt}")', (lambda e, a=a, mid=mid: rnd(a[1](e), mid)))
         if k == 9:
             return f"({a[0]} / 4.0)", (lambda e, a=a: a[1](e) / 4.0)
@@ -371,11 +374,13 @@ def gen_elementwise(r, prog):
             ("by", lambda e: e["by"]), (f"(by * {bm} + i)", lambda e: e["by"] * bm + e["i"])]
     g = ExprGen(r, prog, leaves, ints, cdt)
     stmts = r.choice(["assign", "assign", "ifelse", "two"])
+    # the loop nest: T.Parallel over the whole tile, or serial x vectorized/unrolled loops
+    nest = r.choice(["parallel", "parallel", "parallel", "serial_vec", "serial_unroll"]) if mode == "tile" else "parallel"
     e1 = g.fexpr(r.randint(1, 4))
     e2 = g.fexpr(r.randint(1, 3))
     c = g.cond(1)
     prog.notes.append(f"tile {bm}x{bn} mode={mode} x={dx}/{sx} y={dy}/{sy} out={do} compute={cdt} "
-                      f"stmts={stmts} perm={perm} threads={threads}")
+                      f"stmts={stmts} perm={perm} nest={nest} threads={threads}")
 
     def store(e):
         return e if do == cdt else f'T.cast({e}, "{do}")'
@@ -391,7 +396,12 @@ def gen_elementwise(r, prog):
             tgt = "o[i, j]"
         else:
             tgt = f"{O.name}[by * {bm} + i, bx * {bn} + j]"
-        b(f"for i, j in T.Parallel({bm}, {bn}):")
+        if nest == "parallel":
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+        else:
+            b(f"for i in T.serial({bm}):")
+            b.ind += 1
+            b(f"for j in T.{'vectorized' if nest == 'serial_vec' else 'unroll'}({bn}):")
         with b.indent():
             if mode == "global":
                 b(f"if by * {bm} + i < {M} and bx * {bn} + j < {N}:")
@@ -407,6 +417,8 @@ def gen_elementwise(r, prog):
                     b(f"{tgt} = {store(e2[0])}")
             if mode == "global":
                 b.ind -= 1
+        if nest != "parallel":
+            b.ind -= 1
         if stmts == "two":  # a second element-wise pass reading the first one's result
             src2 = "o[i, j]" if mode == "tile" else None
             if mode == "tile":
@@ -608,6 +620,8 @@ def gen_gemm(r, prog):
     a_scope = r.choice(["shared", "shared", "fragment"])
     clear = r.choice(["clear", "accum", "fill"])
     post = r.random() < 0.4
+    prescale = r.random() < 0.25
+    policy = r.choice([None, None, "Square", "FullRow", "FullCol"])
     threads = r.choice(THREADS)
     M, N, K = d["M"][0], d["N"][0], d["K"][0]
     A = Param(f"{P}A", (K, M) if ta else (M, K), dt, "in", "small_int" if is_int(dt) else "normal")
@@ -617,7 +631,7 @@ def gen_gemm(r, prog):
     prog.touch(dt, acc, out)
     prog.tol = max(prog.tol, 2e-4 if acc == "float32" else prog.tol)
     prog.notes.append(f"gemm {dt}->{acc}->{out} tA={ta} tB={tb} tile {bm}x{bn}x{bk} {loop}/{stages} "
-                      f"A in {a_scope} clear={clear} post={post} threads={threads}")
+                      f"A in {a_scope} clear={clear} post={post} prescale={prescale} policy={policy} threads={threads}")
     b = Body()
     b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
     with b.indent():
@@ -636,7 +650,12 @@ def gen_gemm(r, prog):
             b(f"T.copy({A.name}[k * {bk}, by * {bm}], A_s)" if ta else f"T.copy({A.name}[by * {bm}, k * {bk}], A_s)")
             b(f"T.copy({B.name}[bx * {bn}, k * {bk}], B_s)" if tb else f"T.copy({B.name}[k * {bk}, bx * {bn}], B_s)")
             ca = ", clear_accum=k == 0" if clear == "accum" else ""
-            b(f"T.gemm(A_s, B_s, C_f, transpose_A={ta}, transpose_B={tb}{ca})")
+            if prescale:
+                b(f"for i, j in T.Parallel({(bk, bm) if ta else (bm, bk)}[0], {(bk, bm) if ta else (bm, bk)}[1]):")
+                with b.indent():
+                    b(f'A_s[i, j] = A_s[i, j] * T.cast(2, "{dt}")')
+            pol = "" if policy is None else f", policy=T.GemmWarpPolicy.{policy}"
+            b(f"T.gemm(A_s, B_s, C_f, transpose_A={ta}, transpose_B={tb}{ca}{pol})")
         if post:
             b(f"for i, j in T.Parallel({bm}, {bn}):")
             with b.indent():
@@ -648,7 +667,7 @@ def gen_gemm(r, prog):
         m, n, k = dval(d["M"], run), dval(d["N"], run), dval(d["K"], run)
         a = arr[A.name].T if ta else arr[A.name]
         bb = arr[B.name].T if tb else arr[B.name]
-        c = a @ bb
+        c = (2 * a if prescale else a) @ bb
         if clear == "fill":
             c = c + 1
         if clear == "accum" and k == 0:
@@ -754,6 +773,7 @@ def gen_atomic(r, prog):
     prog.touch(dt, factor=8 if dt == "float16" else 4)
     prog.notes.append(f"atomic_{op} {variant} dt={dt} tile {bm}x{bn} L={L} threads={threads}")
     a, bc = r.randint(1, 5), r.randint(0, 4)
+    whole = r.random() < 0.5
     b = Body()
     b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
     with b.indent():
@@ -772,7 +792,7 @@ def gen_atomic(r, prog):
                 with b.indent():
                     b(f"T.atomic_{op}({H.name}[(i + j) % {L}], x[i, j])")
         elif variant == "region":
-            b(f"T.atomic_{op}({H.name}[0:{bm}, 0:{bn}], x)")
+            b(f"T.atomic_{op}({H.name}, x)" if whole else f"T.atomic_{op}({H.name}[0:{bm}, 0:{bn}], x)")
         else:
             b(f"T.atomic_{op}({H.name}[(bx + by) % {L}], x[0, 0])")
     prog.body = b.lines
@@ -938,10 +958,213 @@ def gen_cumsum(r, prog):
     prog.ref = ref
 
 
+def gen_attention(r, prog):
+    """GEMM -> masked online softmax (reduce_max / reduce_sum with clear=False) -> GEMM, over
+    a pipelined loop of key/value blocks: the chain where layouts meet."""
+    P = prog.prefix
+    d = dims_for(r, prog, [("Sq", 1, 40), ("Sk", 1, 64)])
+    dt = r.choice(["float16", "float16", "bfloat16", "float32"])
+    D, Dv = r.choice([8, 16, 32]), r.choice([8, 16, 32])
+    bq, bkv = r.choice([8, 16, 32]), r.choice([8, 16, 32])
+    stages = r.randint(0, 3)
+    causal = r.random() < 0.4
+    threads = r.choice(THREADS)
+    scale = r.choice([0.25, 0.5, 1.0])
+    Sq, Sk = d["Sq"][0], d["Sk"][0]
+    if causal:  # every query row needs a key at or before it: Sk >= Sq
+        for nm in ("Sq", "Sk"):
+            if d[nm][1] is not None:
+                prog.dyn[d[nm][0]] = d[nm][1]
+        sq_vals = [dval(d["Sq"], k) for k in range(3)]
+        sk_vals = [dval(d["Sk"], k) for k in range(3)]
+        if d["Sk"][1] is None and d["Sq"][1] is None:
+            d["Sk"] = (str(max(int(Sk), int(Sq))), None)
+        elif d["Sk"][1] is not None:
+            d["Sk"][1][:] = [max(a, b) for a, b in zip(sk_vals, sq_vals)]
+        else:  # Sk static, Sq dynamic
+            d["Sq"][1][:] = [min(a, int(Sk)) for a in sq_vals]
+        Sk = d["Sk"][0]
+    Q = Param(f"{P}Q", (Sq, D), dt, "in")
+    K = Param(f"{P}K", (Sk, D), dt, "in")
+    V = Param(f"{P}V", (Sk, Dv), dt, "in")
+    O = Param(f"{P}O", (Sq, Dv), "float32", "out")
+    prog.params += [Q, K, V, O]
+    prog.touch(dt, "float32", factor=2)
+    prog.notes.append(f"attention {dt} D={D} Dv={Dv} bq={bq} bkv={bkv} stages={stages} causal={causal} "
+                      f"scale={scale} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({Sq}, {bq}), threads={threads}) as bx:")
+    with b.indent():
+        b(f'q = T.alloc_shared(({bq}, {D}), "{dt}")')
+        b(f'k_s = T.alloc_shared(({bkv}, {D}), "{dt}")')
+        b(f'v_s = T.alloc_shared(({bkv}, {Dv}), "{dt}")')
+        b(f's = T.alloc_fragment(({bq}, {bkv}), "float32")')
+        b(f'p = T.alloc_fragment(({bq}, {bkv}), "{dt}")')
+        b(f'o = T.alloc_fragment(({bq}, {Dv}), "float32")')
+        b(f'm = T.alloc_fragment(({bq},), "float32")')
+        b(f'm_prev = T.alloc_fragment(({bq},), "float32")')
+        b(f'l = T.alloc_fragment(({bq},), "float32")')
+        b(f"T.copy({Q.name}[bx * {bq}, 0], q)")
+        b("T.clear(o)")
+        b('T.fill(m, -T.infinity("float32"))')
+        b("T.fill(l, 0)")
+        b(f"for kk in T.Pipelined(T.ceildiv({Sk}, {bkv}), num_stages={stages}):")
+        with b.indent():
+            b(f"T.copy({K.name}[kk * {bkv}, 0], k_s)")
+            b(f"T.copy({V.name}[kk * {bkv}, 0], v_s)")
+            b("T.clear(s)")
+            b("T.gemm(q, k_s, s, transpose_B=True)")
+            b(f"for i, j in T.Parallel({bq}, {bkv}):")
+            with b.indent():
+                mask = f"kk * {bkv} + j < {Sk}"
+                if causal:
+                    mask = f"(kk * {bkv} + j < {Sk}) and (kk * {bkv} + j <= bx * {bq} + i)"
+                b(f'if {mask}:')
+                with b.indent():
+                    b(f"s[i, j] = s[i, j] * {scale}")
+                b("else:")
+                with b.indent():
+                    b('s[i, j] = -T.infinity("float32")')
+            b("T.copy(m, m_prev)")
+            b("T.reduce_max(s, m, dim=1, clear=False)")
+            b(f"for i, j in T.Parallel({bq}, {bkv}):")
+            with b.indent():
+                b("s[i, j] = T.exp(s[i, j] - m[i])")
+            b(f"for i in T.Parallel({bq}):")
+            with b.indent():
+                b("l[i] = l[i] * T.exp(m_prev[i] - m[i])")
+            b("T.reduce_sum(s, l, dim=1, clear=False)")
+            b(f"for i, j in T.Parallel({bq}, {Dv}):")
+            with b.indent():
+                b("o[i, j] = o[i, j] * T.exp(m_prev[i] - m[i])")
+            b("T.copy(s, p)")
+            b("T.gemm(p, v_s, o)")
+        b(f"for i, j in T.Parallel({bq}, {Dv}):")
+        with b.indent():
+            b("o[i, j] = o[i, j] / l[i]")
+        b(f"T.copy(o, {O.name}[bx * {bq}, 0])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        sq, sk = dval(d["Sq"], run), dval(d["Sk"], run)
+        sc = arr[Q.name] @ arr[K.name].T * scale
+        if causal:
+            sc = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None], sc, -np.inf)
+        sc = sc - sc.max(axis=1, keepdims=True)
+        e = np.exp(sc)
+        return {O.name: (e / e.sum(axis=1, keepdims=True)) @ arr[V.name]}
+    prog.ref = ref
+
+
+def gen_reject(r, prog):
+    """Programs the front end must refuse with a clear error (never drop silently):
+    `for ... else` and `while ... else`."""
+    P = prog.prefix
+    X = Param(f"{P}X", (8,), "float32", "inout")
+    prog.params.append(X)
+    form = r.choice(["for", "while"])
+    prog.notes.append(f"{form}-else (must be rejected)")
+    b = Body()
+    b("with T.Kernel(1, threads=1) as bx:")
+    with b.indent():
+        if form == "for":
+            b("for i in T.serial(8):")
+            with b.indent():
+                b("if X[i] > 0:".replace("X", X.name))
+                with b.indent():
+                    b("break")
+            b("else:")
+        else:
+            b('i = T.alloc_var("int32", 0)')
+            b(f"while i < 8:")
+            with b.indent():
+                b("i = i + 1")
+            b("else:")
+        with b.indent():
+            b(f"{X.name}[0] = 1.0")
+    prog.body = b.lines
+    prog.expect_reject = True
+    prog.ref = lambda arr, run: {}
+
+
+def gen_threads(r, prog):
+    """Thread-level code: T.get_thread_binding, per-thread locals (loop or T.copy fill),
+    thread-dependent branches, shared memory exchanged across a barrier, warp reductions
+    and shuffles (whole warps only)."""
+    P = prog.prefix
+    G = r.randint(1, 4)
+    t = r.choice([1, 3, 7, 32, 33, 64, 96, 100, 128])
+    v = r.randint(1, 8)
+    c = r.randint(1, 4)
+    shift = r.randint(0, 5) % t
+    fill = r.choice(["loop", "copy"])
+    warp = t % 32 == 0 and r.random() < 0.6
+    wkind = r.choice(["sum", "max", "min"])
+    lane_mask = r.choice([1, 2, 4, 8, 16])
+    X = Param(f"{P}X", (G * t, v), "float32", "in")
+    O = Param(f"{P}O", (G * t,), "float32", "out")
+    prog.params += [X, O]
+    if warp:
+        Wp = Param(f"{P}W", (G, t // 32), "float32", "out")
+        S = Param(f"{P}S", (G * t,), "float32", "out")
+        prog.params += [Wp, S]
+    prog.touch("float32", factor=4)
+    prog.notes.append(f"threads={t} grid={G} v={v} c={c} shift={shift} fill={fill} warp={warp}/{wkind}/{lane_mask}")
+    b = Body()
+    b(f"with T.Kernel({G}, threads={t}) as bx:")
+    with b.indent():
+        b("tx = T.get_thread_binding()")
+        b(f'loc = T.alloc_local(({v},), "float32")')
+        b(f'sh = T.alloc_shared(({t},), "float32")')
+        b('acc = T.alloc_var("float32")')
+        if fill == "copy":
+            b(f"T.copy({X.name}[bx * {t} + tx, 0:{v}], loc)")
+        else:
+            b(f"for k in T.serial({v}):")
+            with b.indent():
+                b(f"loc[k] = {X.name}[bx * {t} + tx, k]")
+        b("acc = 0")
+        b(f"for k in T.serial({v}):")
+        with b.indent():
+            b(f"if (tx + k) % {c} == 0:")
+            with b.indent():
+                b("acc = acc + loc[k] * k")
+            b("else:")
+            with b.indent():
+                b("acc = acc - loc[k]")
+        b("sh[tx] = acc")
+        b("T.sync_threads()")
+        b(f"{O.name}[bx * {t} + tx] = sh[(tx + {shift}) % {t}] + acc")
+        if warp:
+            b(f"w = T.warp_reduce_{wkind}(acc)")
+            b("if tx % 32 == 0:")
+            with b.indent():
+                b(f"{Wp.name}[bx, tx // 32] = w")
+            b(f"{S.name}[bx * {t} + tx] = T.shfl_xor(acc, {lane_mask})")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        x = arr[X.name]
+        tx = np.arange(G * t) % t
+        acc = np.zeros(G * t)
+        for k in range(v):
+            acc = np.where((tx + k) % c == 0, acc + x[:, k] * k, acc - x[:, k])
+        acc = rnd(acc, "float32")
+        blk = np.arange(G * t) // t
+        out = {O.name: acc[blk * t + (tx + shift) % t] + acc}
+        if warp:
+            red = {"sum": np.sum, "max": np.max, "min": np.min}[wkind]
+            out[Wp.name] = red(acc.reshape(G, t // 32, 32), axis=2)
+            out[S.name] = acc[np.arange(G * t) ^ lane_mask]
+        return out
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
-    "control": (gen_control, 2), "cumsum": (gen_cumsum, 1),
+    "control": (gen_control, 2), "cumsum": (gen_cumsum, 1), "attention": (gen_attention, 2),
+    "threads": (gen_threads, 1.5), "reject": (gen_reject, 0.2),
 }
 
 

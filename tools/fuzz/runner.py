@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing as mp
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -158,7 +159,11 @@ def run_batch(seeds, target="cpu", arch=None, compile_only=False, workdir=None, 
             kernel.get_kernel_source()
     except Exception as e:
         status, msg = _classify_compile_error(e)
+        if len(progs) == 1 and progs[0].expect_reject:
+            return {progs[0].seed: (OK, "rejected as expected: " + msg) if status == REJECTED else (status, msg)}
         return {p.seed: (status, msg) for p in progs}
+    if len(progs) == 1 and progs[0].expect_reject:
+        return {progs[0].seed: (MISMATCH, "accepted a program that must be rejected")}
     if compile_only:
         return {p.seed: (OK, "compiled") for p in progs}
     cpu_kernel = tilelang.compile(func, target="cpu") if target == "cuda" else None
@@ -204,8 +209,11 @@ def fuzz(seed, count, target="cpu", arch=None, compile_only=False, batch=8, jobs
          out=sys.stdout, verbose=False):
     """Programs seed .. seed+count-1. Returns a summary dict."""
     seeds = list(range(seed, seed + count))
-    batches = [seeds[i:i + batch] for i in range(0, len(seeds), batch)]
-    kw = dict(target=target, arch=arch, compile_only=compile_only, kinds=kinds)
+    alone = [s for s in seeds if generate(s, kinds=kinds).expect_reject]  # they fail their batch
+    rest = [s for s in seeds if s not in set(alone)]
+    batches = [rest[i:i + batch] for i in range(0, len(rest), batch)] + [[s] for s in alone]
+    workdir = tempfile.mkdtemp(prefix="tlfuzz-")
+    kw = dict(target=target, arch=arch, compile_only=compile_only, kinds=kinds, workdir=workdir)
     results = {}
     t0 = time.time()
     pending = list(batches)
@@ -222,6 +230,7 @@ def fuzz(seed, count, target="cpu", arch=None, compile_only=False, batch=8, jobs
                 results.update(res)
                 if verbose:
                     print(f"[{len(results)}/{count}] {time.time() - t0:.0f}s", file=out, flush=True)
+    shutil.rmtree(workdir, ignore_errors=True)
     summary = {k: [s for s, (st, _) in results.items() if st == k] for k in (OK, MISMATCH, CRASH, REJECTED)}
     summary["time"] = time.time() - t0
     summary["results"] = results
