@@ -1,0 +1,101 @@
+"""T.transpose and T.cummax (upstream tile ops written here as loop nests over the tiles)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import compile_cpu
+from tilelang.errors import TileLangCompileError
+
+
+@pytest.mark.parametrize("M,N", [(16, 24), (32, 32), (8, 64)])
+def test_transpose_shared_and_fragment(rng, M, N):
+    @T.prim_func
+    def f(A: T.Tensor((M, N), "float32"), B: T.Tensor((N, M), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((M, N), "float32")
+            St = T.alloc_shared((N, M), "float32")
+            T.copy(A, S)
+            T.transpose(S, St)
+            T.copy(St, B)
+
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b = np.full((N, M), np.nan, np.float32)
+    compile_cpu(f)(a, b)
+    np.testing.assert_array_equal(b, a.T)
+    assert "__global__" in tilelang.lower(f, target="cuda -arch=sm_80").kernel_source
+
+
+def test_transpose_batched(rng):
+    @T.prim_func
+    def f(A: T.Tensor((2, 4, 8), "float16"), B: T.Tensor((2, 8, 4), "float16")):
+        with T.Kernel(1, threads=64) as bx:
+            S = T.alloc_fragment((2, 4, 8), "float16")
+            D = T.alloc_fragment((2, 8, 4), "float16")
+            T.copy(A, S)
+            T.transpose(S, D)
+            T.copy(D, B)
+
+    a = rng.standard_normal((2, 4, 8)).astype(np.float16)
+    b = np.zeros((2, 8, 4), np.float16)
+    compile_cpu(f)(a, b)
+    np.testing.assert_array_equal(b, a.transpose(0, 2, 1))
+
+
+def test_transpose_shape_mismatch_is_an_error():
+    with pytest.raises(TileLangCompileError, match="last two dimensions swapped"):
+        @T.prim_func
+        def f(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                S = T.alloc_shared((8, 4), "float32")
+                D = T.alloc_shared((8, 4), "float32")
+                T.transpose(S, D)
+
+
+@pytest.mark.parametrize("dim,reverse", [(0, False), (1, False), (0, True), (1, True), (-1, False)])
+def test_cummax(rng, dim, reverse):
+    M, N = 16, 24
+
+    @T.prim_func
+    def f(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            F = T.alloc_fragment((M, N), "float32")
+            T.copy(A, F)
+            T.cummax(F, dim=dim, reverse=reverse)  # in place
+            T.copy(F, B)
+            S = T.alloc_shared((M, N), "float32")
+            G = T.alloc_shared((M, N), "float32")
+            T.copy(A, S)
+            T.cummax(src=S, dst=G, dim=dim, reverse=reverse)
+            T.copy(G, C)
+
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b, c = np.zeros_like(a), np.zeros_like(a)
+    compile_cpu(f)(a, b, c)
+    ax = dim % 2
+    ref = np.flip(np.maximum.accumulate(np.flip(a, ax), ax), ax) if reverse else np.maximum.accumulate(a, ax)
+    np.testing.assert_array_equal(b, ref)
+    np.testing.assert_array_equal(c, ref)
+
+
+def test_cummax_1d_int(rng):
+    @T.prim_func
+    def f(A: T.Tensor((32,), "int32"), B: T.Tensor((32,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            S = T.alloc_shared((32,), "int32")
+            T.copy(A, S)
+            T.cummax(S)
+            T.copy(S, B)
+
+    a = rng.integers(-100, 100, 32).astype(np.int32)
+    b = np.zeros_like(a)
+    compile_cpu(f)(a, b)
+    np.testing.assert_array_equal(b, np.maximum.accumulate(a))
+    with pytest.raises(TileLangCompileError, match="dim must be an int in \\[-1, 1\\), got 1"):
+        @T.prim_func
+        def g(A: T.Tensor((32,), "int32")):
+            with T.Kernel(1, threads=32) as bx:
+                S = T.alloc_shared((32,), "int32")
+                T.cummax(S, dim=1)
