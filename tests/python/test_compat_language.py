@@ -350,3 +350,24 @@ def test_cumsum_accepts_annotations(rng):
     b = np.zeros_like(a)
     k(a, b)
     np.testing.assert_allclose(b.astype(np.float64), np.cumsum(a.astype(np.float64)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("width", [2, 4])
+def test_atomic_addx2_x4(rng, width):
+    M, N, bM, bN = 8, 16, 4, 8
+
+    @T.prim_func
+    def f(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), T.ceildiv(N, bN), threads=32) as (bx, by):
+            for i, j in T.Parallel(bM, bN // width):
+                if width == 2:
+                    T.atomic_addx2(B[bx * bM + i, by * bN + j * 2], A[bx * bM + i, by * bN + j * 2])
+                else:
+                    T.atomic_addx4(B[bx * bM + i, by * bN + j * 4], A[bx * bM + i, by * bN + j * 4])
+
+    k = compile_cpu(f)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b = rng.standard_normal((M, N)).astype(np.float32)
+    ref = a.astype(np.float64) + b
+    k(a, b)
+    np.testing.assert_allclose(b.astype(np.float64), ref, rtol=1e-6)

@@ -367,6 +367,33 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     _atomic("add", dst, value, return_prev)
 
 
+def _atomic_add_vec(width, dst, value, return_prev):
+    what = f"T.atomic_addx{width}"
+    _b.require_kernel(what)
+    if return_prev:
+        raise _b._UserError(f"{what}(return_prev=True) is not supported yet")
+    if not isinstance(dst, BufferRef) or not dst.is_point:
+        raise _b._UserError(f"{what} takes an element of the destination, e.g. {what}(B[i, j], A[i, j])")
+    for k in range(width):  # element atomics on the `width` consecutive elements of the last dimension
+        d = dst.buffer[tuple(dst.items[:-1] + [dst.items[-1] + k])]
+        if isinstance(value, BufferRef) and value.is_point:
+            v = value.buffer[tuple(value.items[:-1] + [value.items[-1] + k])].load()
+        else:
+            raise _b._UserError(f"{what}: the value must be an element of a buffer (its {width} consecutive "
+                                f"elements are added), got {value!r}")
+        _atomic("add", d, v, False)
+
+
+def atomic_addx2(dst, value, return_prev=False):
+    """dst[..., j:j+2] += value[..., j:j+2], each element atomically."""
+    _atomic_add_vec(2, dst, value, return_prev)
+
+
+def atomic_addx4(dst, value, return_prev=False):
+    """dst[..., j:j+4] += value[..., j:j+4], each element atomically."""
+    _atomic_add_vec(4, dst, value, return_prev)
+
+
 def atomic_max(dst, value, memory_order=None, return_prev=False):
     _atomic("max", dst, value, return_prev)
 
