@@ -34,7 +34,7 @@ def gemm_kernel(M, N, K, block_M, block_N, block_K, stages, threads, dtype, swiz
                 T.gemm(A_shared, B_shared, C_local)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
-    return tilelang.compile(gemm, out_idx=[2], target="cuda")
+    return compile_kernel(gemm, [2])
 
 
 def attention_kernel(batch, heads, seq, dim, causal, block_M, block_N, stages, threads):
@@ -95,11 +95,19 @@ def attention_kernel(batch, heads, seq, dim, causal, block_M, block_N, stages, t
             T.copy(acc_o, O_shared)
             T.copy(O_shared, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
 
-    return tilelang.compile(mha, out_idx=[3], target="cuda")
+    return compile_kernel(mha, [3])
 
 
 _FLUSH = None
 ARGS = None
+# Extra pass configs for our package's compiles (A/B runs of compiler options), as JSON.
+PASS_CONFIGS = json.loads(__import__("os").environ.get("HOPPER_PASS_CONFIGS", "{}"))
+
+
+def compile_kernel(func, out_idx):
+    if PASS_CONFIGS:
+        return tilelang.compile(func, out_idx=out_idx, target="cuda", pass_configs=PASS_CONFIGS)
+    return tilelang.compile(func, out_idx=out_idx, target="cuda")
 
 
 def bench(fn, warmup=5, rep=30):

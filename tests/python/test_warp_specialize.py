@@ -106,6 +106,8 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     # The only block-wide barrier is the one after the mbarriers are initialized.
     assert code.count("__syncthreads()") == 1
     assert "cp_async" not in code
+    # TMA fills both operands, so the wgmma skips its generic-to-async proxy fence.
+    assert "tl::gemm_ss_wgmma<128, 256, 64, false, false, false>" in code
     assert any("warp-specialized, 4 stages" in r and "49152 bytes per stage" in r for r in remarks)
     # The pass is visible on its own in the IR dump.
     ir = dumps["cuda-warp-specialize"]
@@ -121,19 +123,29 @@ def test_attention_consumers_use_named_barriers():
                                      (2, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3)]
     consumer = code[code.index("} else {"):]
     assert "__syncthreads" not in consumer
-    # K and V have barriers of their own: K is released right after Q*K^T, V waited for
-    # only before P*V.
-    assert code.count("tl::mbarrier_arrive_expect_tx(") == 2 and "32768)" in code
+    # By default K and V share one barrier pair: awaited before Q*K^T, released after P*V.
+    assert code.count("tl::mbarrier_arrive_expect_tx(") == 1 and "65536)" in code
+    # The staged tiles come from TMA and Q is fenced once before the loop: no wgmma in the
+    # loop needs its own proxy fence.
+    assert "tl::gemm_ss_wgmma<128, 128, 128, false, true, false>" in consumer
+    assert "tl::gemm_rs_wgmma<128, 128, 128, false, false>" in consumer
+    assert consumer.index("tl::fence_proxy_async_shared()") < consumer.index("for (int32_t k_1")
+    # The Q tile the consumers stage before the loop is synchronized once, before the loop.
+    loop = consumer[consumer.index("for (int32_t k_1"):]
+    assert "named_barrier_sync" not in loop[:loop.index("tl::mbarrier_arrive(")]
+
+
+def test_barrier_groups_release_k_early_when_asked():
+    src, remarks, _ = lower(attention(2, 4, 1024, 128), **{"tl.ws_barrier_groups": True})
+    consumer = src.code[src.code.index("} else {"):]
+    assert src.code.count("tl::mbarrier_arrive_expect_tx(") == 2
     qk = consumer.index("tl::gemm_ss_wgmma")
     pv = consumer.index("tl::gemm_rs_wgmma")
     releases = [m.start() for m in re.finditer(r"tl::mbarrier_arrive\(", consumer)]
     waits = [m.start() for m in re.finditer(r"tl::mbarrier_wait_parity\(", consumer)]
     assert len(releases) == 2 and qk < releases[0] < pv < releases[1]
     assert len(waits) == 2 and waits[0] < qk < waits[1] < pv
-    assert "tl::named_barrier_sync(1, 256)" in consumer
-    # The Q tile the consumers stage before the loop is synchronized once, before the loop.
-    loop = consumer[consumer.index("for (int32_t k_1"):]
-    assert "named_barrier_sync" not in loop[:loop.index("tl::mbarrier_arrive(")]
+    assert any("2 mbarrier full/empty pair(s)" in r for r in remarks)
 
 
 def test_dynamic_rows_come_from_the_launch_arguments():

@@ -336,6 +336,7 @@ class CudaCodegen : public CPrinter {
 
   std::string PrintCall(const Call* op) override {
     if (op->op == "syncthreads") return "__syncthreads()";
+    if (op->op == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
     if (op->op == "tma_descriptor") return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
     if (op->op == "tma_load") {
       std::string s = "tl::tma_load_" + std::to_string(op->args.size() - 3) + "d(";

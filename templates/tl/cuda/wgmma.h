@@ -434,7 +434,9 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
 
 /// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and
 /// the ordering). All threads of the block (exactly M/16 warps) must call it.
-template <int M, int N, int K, bool TransA, bool TransB, typename T>
+/// ProxyFence = false: the caller guarantees no generic-proxy write to A or B since the
+/// last proxy fence (tiles loaded by TMA, or fenced once after they were written).
+template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, typename T>
 TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "gemm_ss_wgmma: T must be tl::half or tl::bfloat16");
@@ -455,7 +457,7 @@ TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
   const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, detail::kWgmmaAtomBytes);
   const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
 
-  fence_proxy_async_shared();
+  if constexpr (ProxyFence) fence_proxy_async_shared();
   wgmma_hold<N / 2>(C);
   wgmma_fence();
 #pragma unroll
@@ -479,7 +481,7 @@ TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
 /// The block's tile GEMM with A in registers (see gemm_rs_wgmma in the file comment): A
 /// holds this thread's K/2 values in the accumulator layout, B is the shared tile of
 /// gemm_ss_wgmma. All threads of the block (exactly M/16 warps) must call it.
-template <int M, int N, int K, bool TransB, typename T>
+template <int M, int N, int K, bool TransB, bool ProxyFence = true, typename T>
 TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "gemm_rs_wgmma: T must be tl::half or tl::bfloat16");
@@ -499,7 +501,7 @@ TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
   }
   const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
 
-  fence_proxy_async_shared();
+  if constexpr (ProxyFence) fence_proxy_async_shared();
   wgmma_hold<K / 4>(&a[0][0]);
   wgmma_hold<N / 2>(C);
   wgmma_fence();
