@@ -100,14 +100,21 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     # Full barriers expect the stage's bytes (128*64 + 64*256 halves), phases follow k.
     assert "tl::mbarrier_arrive_expect_tx((&tl_ws_bars[(k % 4)]), 49152)" in code
     assert "tl::mbarrier_wait_parity((&tl_ws_bars[((k % 4) + 4)]), (((k / 4) + 1) % 2))" in code
-    assert re.search(r"tl::mbarrier_wait_parity\(\(&tl_ws_bars\[\(k_1 % 4\)\]\), \(\(k_1 / 4\) % 2\)\)", code)
+    assert "tl::mbarrier_wait_parity((&tl_ws_bars[(k_1 % 4)]), ((k_1 / 4) % 2))" in code
     assert "tl::mbarrier_init((&tl_ws_bars[4]), 256)" in code
     assert "tl::warpgroup_reg_dealloc<24>()" in code and "tl::warpgroup_reg_alloc<240>()" in code
     # The only block-wide barrier is the one after the mbarriers are initialized.
     assert code.count("__syncthreads()") == 1
     assert "cp_async" not in code
-    # TMA fills both operands, so the wgmma skips its generic-to-async proxy fence.
-    assert "tl::gemm_ss_wgmma<128, 256, 64, false, false, false>" in code
+    # TMA fills both operands, so the wgmma skips its generic-to-async proxy fence; one
+    # k-tile's wgmmas stay in flight while the next is issued, and a stage is released
+    # once the wgmmas reading it are done.
+    assert "tl::gemm_ss_wgmma_issue<128, 256, 64, false, false, false>" in code
+    loop = code[code.index("for (int32_t k_1"):]
+    assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<1, 128>((&C_l[0]))") < \
+        loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 3) % 4) + 4)]))") < \
+        loop.index("tl::wgmma_wait_hold<0, 128>((&C_l[0]))") < loop.index("cast_copy")
+    assert any("stay in flight" in r for r in remarks)
     assert any("warp-specialized, 4 stages" in r and "49152 bytes per stage" in r for r in remarks)
     # The pass is visible on its own in the IR dump.
     ir = dumps["cuda-warp-specialize"]

@@ -72,7 +72,9 @@ class CudaCodegen : public CPrinter {
     gemm_operands_ = transform::cuda::GemmOperands(f->body);
     ForEachExpr(f->body, [&](const Expr& e) {
       const auto* call = As<Call>(e);
-      if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma")) return;
+      if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma" && call->op != "gemm_ss_wgmma_issue")) {
+        return;
+      }
       for (int k = call->op == "gemm_rs_wgmma" ? 1 : 0; k < 2; ++k) {
         wgmma_operands_.insert(As<BufferLoad>(As<Call>(call->args[k])->args[0])->buffer.get());
       }
@@ -382,7 +384,10 @@ class CudaCodegen : public CPrinter {
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma") {
+    if (op->op == "wgmma_wait_hold") {
+      return "tl::wgmma_wait_hold<" + Print(op->args[1]) + ", " + Print(op->args[2]) + ">(" + Print(op->args[0]) + ")";
+    }
+    if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" || op->op == "gemm_ss_wgmma_issue") {
       // (A, B, C, M, N, K, [trans_a,] trans_b): the template arguments follow the pointers.
       std::string s = "tl::" + op->op + "<";
       for (size_t k = 3; k < op->args.size(); ++k) s += Print(op->args[k]) + (k + 1 < op->args.size() ? ", " : "");

@@ -18,6 +18,7 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
     if (!call || (call->op != "gemm_ss" && call->op != "gemm_rs" && call->op != "gemm_ss_wgmma" &&
+                  call->op != "gemm_ss_wgmma_issue" &&
                   call->op != "gemm_rs_wgmma")) {
       return;
     }
@@ -92,6 +93,7 @@ bool HasBlockLevelWork(const Stmt& s) {
     }
     void Visit_(const Call* op) override {
       if (op->op == "gemm_ss" || op->op == "gemm_rs" || op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" ||
+          op->op == "gemm_ss_wgmma_issue" ||
           op->op == "syncthreads" ||
           op->op.rfind("cp_async", 0) == 0) {
         found = true;

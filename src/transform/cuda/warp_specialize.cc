@@ -394,7 +394,45 @@ class Specializer {
     return Seq::Make({CallStmt("warpgroup_reg_dealloc", {MakeInt(kProducerRegisters)}, span), issuer}, span);
   }
 
+  /// The loop's only consumer when it is one wgmma GEMM from shared memory (a plain GEMM
+  /// main loop), else null.
+  const Call* LoneWgmma() {
+    if (consumers_.size() != 1) return nullptr;
+    const auto* ev = As<Evaluate>(consumers_[0]);
+    const auto* call = ev ? As<Call>(ev->value) : nullptr;
+    return call && call->op == "gemm_ss_wgmma" ? call : nullptr;
+  }
+
+  /// A GEMM main loop that keeps one k-tile's wgmmas in flight while it issues the next:
+  ///   for k: wait full[k % S]; issue gemm(k); wait until gemm(k - 1) is done;
+  ///          if k > 0: release stage (k - 1) % S
+  ///   wait for gemm(n - 1)
+  /// The accumulators stay untouched between issue and wait (nothing else is in the loop).
+  Stmt InFlightGemmLoop(const Buffer& bars, const Call* gemm) {
+    const Span& span = loop_->span;
+    VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
+    Expr stage = Stage(k);
+    int64_t n = 0;
+    AsConstInt(gemm->args[4], &n);
+    Expr acc = gemm->args[2], regs = MakeInt(n / 2);
+    std::vector<Expr> args = gemm->args;
+    if (args.size() == 8) args.push_back(MakeBool(false));  // TMA fills both operands: no proxy fence
+    Stmt issue = Evaluate::Make(Call::Make(gemm->dtype, "gemm_ss_wgmma_issue", args), consumers_[0]->span);
+    issue = Substitute(issue, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+    cuda::StageSelector select(staged_, stage);
+    std::vector<Stmt> body{
+        CallStmt("mbarrier_wait_parity", {Full(bars, 0, stage), FloorMod(Round(k), MakeInt(2))}, span),
+        select.Mutate(issue), CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span),
+        IfThenElse::Make(LT(MakeInt(0), k),
+                         Release(Empty(bars, 0, FloorMod(k - MakeInt(1), MakeInt(stages_)))), nullptr, span)};
+    Stmt loop = For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
+                           ": the wgmmas of one k-tile stay in flight while the next is issued");
+    return Seq::Make({loop, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span)}, span);
+  }
+
   Stmt ConsumerLoop(const Buffer& bars) {
+    if (const Call* gemm = groups_.size() == 1 ? LoneWgmma() : nullptr) return InFlightGemmLoop(bars, gemm);
     const Span& span = loop_->span;
     VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
     Expr stage = Stage(k);

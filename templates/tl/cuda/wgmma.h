@@ -432,12 +432,13 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
 
 }  // namespace detail
 
-/// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and
-/// the ordering). All threads of the block (exactly M/16 warps) must call it.
 /// ProxyFence = false: the caller guarantees no generic-proxy write to A or B since the
 /// last proxy fence (tiles loaded by TMA, or fenced once after they were written).
+/// Issues the block's tile GEMM and commits it as one wgmma group without waiting: C's
+/// registers stay in flight until wgmma_wait_hold (a warp-specialized main loop keeps one
+/// k-tile's group in flight while it issues the next).
 template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, typename T>
-TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
+TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "gemm_ss_wgmma: T must be tl::half or tl::bfloat16");
   static_assert(M >= 64 && M % 64 == 0, "gemm_ss_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
@@ -469,13 +470,33 @@ TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
     detail::wgmma_k16_chunks<0, N, K, TransA, TransB, T>(C, desc_a0 + (a_off >> 4), desc_b0 + (b_off >> 4));
   }
   wgmma_commit_group();
-  wgmma_wait_group<0>();
-  wgmma_hold<N / 2>(C);
 #elif defined(__CUDA_ARCH__)
   static_assert(detail::wgmma_unavailable<T>::value, "gemm_ss_wgmma needs sm_90a (compile for compute_90a)");
 #else
   (void)A, (void)B, (void)C;
 #endif
+}
+
+/// Waits until at most Pending wgmma groups of this warp are in flight, then pins the
+/// Regs accumulator registers at C so the compiler reads them only after the wait.
+template <int Pending, int Regs>
+TL_DEVICE void wgmma_wait_hold(float* C) {
+#if TL_WGMMA_AVAILABLE
+  wgmma_wait_group<Pending>();
+  wgmma_hold<Regs>(C);
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#else
+  (void)C;
+#endif
+}
+
+/// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and
+/// the ordering). All threads of the block (exactly M/16 warps) must call it.
+template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, typename T>
+TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
+  gemm_ss_wgmma_issue<M, N, K, TransA, TransB, ProxyFence>(A, B, C);
+  wgmma_wait_hold<0, N / 2>(C);
 }
 
 /// The block's tile GEMM with A in registers (see gemm_rs_wgmma in the file comment): A
