@@ -99,3 +99,41 @@ def test_cummax_1d_int(rng):
             with T.Kernel(1, threads=32) as bx:
                 S = T.alloc_shared((32,), "int32")
                 T.cummax(S, dim=1)
+
+
+def test_transpose_regions_and_out_of_range_destination():
+    src_shape, dst_shape = (2, 3, 4), (2, 4, 3)
+
+    @T.prim_func
+    def f(src: T.Tensor(src_shape, "float32"), dst: T.Tensor(dst_shape, "float32")):
+        with T.Kernel(1):
+            T.fill(dst, -1.0)
+            T.transpose(src[0:2, 0:3, 0:4], dst[0:2, 0:4, 1:4])
+
+    a = np.arange(24, dtype=np.float32).reshape(src_shape)
+    b = np.zeros(dst_shape, np.float32)
+    compile_cpu(f)(a, b)
+    ref = np.full(dst_shape, -1.0)
+    for bb in range(2):
+        for i in range(3):
+            for j in range(4):
+                if 1 + i < 3:
+                    ref[bb, j, 1 + i] = a[bb, i, j]
+    np.testing.assert_array_equal(b, ref)
+
+
+def test_cummax_on_a_row_region(rng):
+    @T.prim_func
+    def f(A: T.Tensor((4, 16), "float32"), B: T.Tensor((4, 16), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            S = T.alloc_shared((4, 16), "float32")
+            T.copy(A, S)
+            T.cummax(S[2, 0:16], dim=1)
+            T.copy(S, B)
+
+    a = rng.standard_normal((4, 16)).astype(np.float32)
+    b = np.zeros_like(a)
+    compile_cpu(f)(a, b)
+    ref = a.copy()
+    ref[2] = np.maximum.accumulate(a[2])
+    np.testing.assert_array_equal(b, ref)

@@ -7,16 +7,56 @@ import numbers
 
 from .. import _tl
 from . import builder as _b
-from .values import Buffer, PrimExpr, binary
+from .values import Buffer, BufferRef, PrimExpr, as_expr, binary
 
 
-def _static_shape(buf, what):
-    if not isinstance(buf, Buffer):
-        raise _b._UserError(f"{what} must be a whole tile (a buffer), got {type(buf).__name__}")
-    shape = list(buf.shape)
-    if not all(isinstance(d, numbers.Integral) for d in shape):
-        raise _b._UserError(f"{what} {buf.name}: a tile with a static shape is needed, got {shape}")
-    return shape
+class _Tile:
+    """A whole buffer or a region of one (``A[0:2, 0:4, k]``: a point index is a dimension of
+    extent 1) with compile-time extents."""
+
+    def __init__(self, x, what):
+        if isinstance(x, Buffer):
+            x = x[tuple(slice(None) for _ in x.shape)]
+        if not isinstance(x, BufferRef):
+            raise _b._UserError(f"{what} must be a tile or a region of one, got {type(x).__name__}")
+        self.buffer, self.starts, self.extents = x.buffer, [], []
+        for dim, it in enumerate(x.items):
+            if isinstance(it, slice):
+                start = 0 if it.start is None else it.start
+                stop = x.buffer.shape[dim] if it.stop is None else it.stop
+                ext = _tl.simplify(as_expr(stop - start, "int32").node).const_value
+            else:
+                start, ext = it, 1
+            if not isinstance(ext, int):
+                raise _b._UserError(f"{what} {x.buffer.name}: the extent of dimension {dim} must be known at "
+                                    f"compile time")
+            self.starts.append(start)
+            self.extents.append(ext)
+
+    @property
+    def name(self):
+        return self.buffer.name
+
+    def index(self, local):
+        return [s + i for s, i in zip(self.starts, local)]
+
+    def load(self, local):
+        return self.buffer[tuple(self.index(local))].load()
+
+    def store(self, local, value):
+        idx = self.index(local)
+        stmt = _tl.store(self.buffer.node, [as_expr(i, "int32").node for i in idx],
+                         as_expr(value, self.buffer.dtype).node, _b.current_span())
+        # Elements of a region that reach past the buffer's end (at compile time) are dropped.
+        conds = [binary("lt", as_expr(i, "int32"), as_expr(d, "int32")) for i, s, e, d in
+                 zip(idx, self.starts, self.extents, self.buffer.shape)
+                 if isinstance(s, numbers.Integral) and isinstance(d, numbers.Integral) and s + e > d]
+        if conds:
+            c = conds[0]
+            for more in conds[1:]:
+                c = binary("and", c, more)
+            stmt = _tl.if_(c.node, stmt, None, _b.current_span())
+        _b.emit(stmt)
 
 
 def _nest(extents, kinds, body_fn, prefix="i"):
@@ -33,24 +73,18 @@ def _nest(extents, kinds, body_fn, prefix="i"):
     _b.emit(body)
 
 
-def _store(buf, idx, value):
-    from .values import as_expr
-
-    _b.emit(_tl.store(buf.node, [as_expr(i, "int32").node for i in idx], as_expr(value, buf.dtype).node,
-                      _b.current_span()))
-
-
 def transpose(src, dst, annotations=None):
-    """dst[..., j, i] = src[..., i, j] for tiles of shapes (..., M, N) and (..., N, M)."""
+    """dst[..., j, i] = src[..., i, j] for tiles (or regions) of extents (..., M, N) and (..., N, M)."""
     _b.require_kernel("T.transpose")
-    s, d = _static_shape(src, "T.transpose source"), _static_shape(dst, "T.transpose destination")
+    S, D = _Tile(src, "T.transpose source"), _Tile(dst, "T.transpose destination")
+    s, d = S.extents, D.extents
     if len(s) < 2 or len(s) != len(d) or s[:-2] != d[:-2] or (s[-2], s[-1]) != (d[-1], d[-2]):
         raise _b._UserError(f"T.transpose: the destination's shape must be the source's with its last two "
-                            f"dimensions swapped: source {src.name} is {s}, destination {dst.name} is {d}")
+                            f"dimensions swapped: source {S.name} is {s}, destination {D.name} is {d}")
 
     def body(v):
         lead = v[:-2]
-        _store(dst, lead + [v[-1], v[-2]], src[tuple(lead + [v[-2], v[-1]])].load())
+        D.store(lead + [v[-1], v[-2]], S.load(lead + [v[-2], v[-1]]))
 
     _nest(s, ["parallel"] * len(s), body)
 
@@ -59,11 +93,11 @@ def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive running maximum of a tile along `dim` into `dst` (in place when dst is None);
     `reverse` runs from the last element to the first."""
     _b.require_kernel("T.cummax")
-    shape = _static_shape(src, "T.cummax source")
-    if dst is None:
-        dst = src
-    if _static_shape(dst, "T.cummax destination") != shape:
-        raise _b._UserError(f"T.cummax: source {src.name} is {shape} but destination {dst.name} is {list(dst.shape)}")
+    S = _Tile(src, "T.cummax source")
+    D = S if dst is None else _Tile(dst, "T.cummax destination")
+    shape = S.extents
+    if D.extents != shape:
+        raise _b._UserError(f"T.cummax: source {S.name} is {shape} but destination {D.name} is {D.extents}")
     nd = len(shape)
     if not isinstance(dim, numbers.Integral) or not -nd <= dim < nd:
         raise _b._UserError(f"T.cummax: dim must be an int in [{-nd}, {nd}), got {dim!r}")
@@ -80,12 +114,12 @@ def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
 
     def body(v):
         first = n - 1 if reverse else 0
-        _store(dst, at(v, first), src[tuple(at(v, first))].load())
+        D.store(at(v, first), S.load(at(v, first)))
 
         def step(w):
             pos = (n - 1 - (w[0] + 1)) if reverse else (w[0] + 1)
             prev = (pos + 1) if reverse else (pos - 1)
-            _store(dst, at(v, pos), binary("max", dst[tuple(at(v, prev))].load(), src[tuple(at(v, pos))].load()))
+            D.store(at(v, pos), binary("max", D.load(at(v, prev)), S.load(at(v, pos))))
 
         if n > 1:
             _nest([n - 1], ["serial"], step, prefix="s")
