@@ -371,3 +371,23 @@ def test_atomic_addx2_x4(rng, width):
     ref = a.astype(np.float64) + b
     k(a, b)
     np.testing.assert_allclose(b.astype(np.float64), ref, rtol=1e-6)
+
+
+def test_with_T_While():
+    @T.prim_func
+    def f(A: T.Tensor((1,), "int32"), B: T.Tensor((2,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            state = T.alloc_var("int32")
+            n = T.alloc_var("int32")
+            state = A[0]
+            n = 0
+            with T.While(state > 1):
+                state = T.if_then_else(state % 2 == 0, state // 2, 3 * state + 1)
+                n = n + 1
+            B[0] = state
+            B[1] = n
+
+    k = compile_cpu(f)
+    b = np.zeros(2, np.int32)
+    k(np.array([27], np.int32), b)
+    assert b.tolist() == [1, 111]  # the Collatz sequence of 27 takes 111 steps

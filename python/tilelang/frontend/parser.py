@@ -22,7 +22,7 @@ import textwrap
 
 from .. import _tl
 from ..errors import TileLangCompileError
-from ..language import KernelSpec, LoopSpec, TensorSpec
+from ..language import KernelSpec, LoopSpec, TensorSpec, WhileSpec
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
@@ -489,6 +489,17 @@ class Parser:
             raise _b._UserError("use one `with` item per statement")
         item = node.items[0]
         spec = self.eval(item.context_expr)
+        if isinstance(spec, WhileSpec):  # `with T.While(cond):` (upstream's spelling of a while loop)
+            if item.optional_vars is not None:
+                raise _b._UserError("`with T.While(cond)` binds no names")
+            if not self.builder.in_kernel:
+                raise _b._UserError("T.While loops must be inside `with T.Kernel(...)`")
+            cond = spec.cond
+            if not _is_runtime(cond):
+                raise _b._UserError("T.While needs a run-time condition")
+            body = self.block(node.body, node)
+            _b.emit(_tl.while_(_as_runtime(cond).node, body, self.span(node)))
+            return
         if not isinstance(spec, KernelSpec):
             raise _b._UserError("inside a kernel, `with` is only used as `with T.Kernel(...) as ...`")
         if self.builder.in_kernel:

@@ -146,6 +146,17 @@ class KernelSpec:
         self.threads = threads
 
 
+class WhileSpec:
+    """``with T.While(cond):`` — the body repeats while `cond` (re-evaluated each time) holds."""
+
+    def __init__(self, cond):
+        self.cond = cond
+
+
+def While(cond):  # noqa: N802 - upstream's name
+    return WhileSpec(cond)
+
+
 def Kernel(*grid, threads=None, prelude=None, is_cpu=False):
     """``with T.Kernel(gx, gy, threads=128) as (bx, by):`` — a grid of blocks."""
     if len(grid) == 1 and isinstance(grid[0], (tuple, list)):
