@@ -137,3 +137,43 @@ def test_cummax_on_a_row_region(rng):
     ref = a.copy()
     ref[2] = np.maximum.accumulate(a[2])
     np.testing.assert_array_equal(b, ref)
+
+
+@pytest.mark.parametrize("kind", ["bitand", "bitor", "bitxor"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("clear", [True, False])
+def test_bitwise_reductions(rng, kind, dim, clear):
+    M, N = 8, 12
+    ax = dim % 2
+    out_shape = (N,) if ax == 0 else (M,)
+
+    @T.prim_func
+    def f(A: T.Tensor((M, N), "int32"), Init: T.Tensor(out_shape, "int32"), B: T.Tensor(out_shape, "int32")):
+        with T.Kernel(1, threads=32):
+            src = T.alloc_fragment((M, N), "int32")
+            dst = T.alloc_fragment(out_shape, "int32")
+            T.copy(A, src)
+            T.copy(Init, dst)
+            getattr(T, f"reduce_{kind}")(src, dst, dim=dim, clear=clear)
+            T.copy(dst, B)
+
+    a = rng.integers(0, 1 << 20, (M, N)).astype(np.int32)
+    a[:, 0] |= 0x7  # and-reductions keep some bits
+    init = rng.integers(0, 1 << 20, out_shape).astype(np.int32)
+    b = np.zeros(out_shape, np.int32)
+    compile_cpu(f)(a, init, b)
+    uf = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[kind]
+    ref = uf.reduce(a, axis=ax)
+    if not clear:
+        ref = uf(ref, init)
+    np.testing.assert_array_equal(b, ref)
+
+
+def test_bitwise_reduction_needs_integers():
+    with pytest.raises(TileLangCompileError, match="T.reduce_bitor takes an integer tile"):
+        @T.prim_func
+        def f(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_fragment((8,), "float32")
+                d = T.alloc_fragment((1,), "float32")
+                T.reduce_bitor(s, d, dim=0)

@@ -845,7 +845,7 @@ class Var(metaclass=_VarType):
         return dynamic(name, dtype)
 
 
-from .tileops_extra import cummax, transpose  # noqa: E402,F401
+from .tileops_extra import cummax, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 
 _C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32}

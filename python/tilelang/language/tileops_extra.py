@@ -128,3 +128,63 @@ def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
         _nest([shape[k] for k in others], ["parallel"] * len(others), body)
     else:
         body([])
+
+
+def _reduce_loop(kind, src, dst, dim, clear):
+    what = f"T.reduce_{kind}"
+    _b.require_kernel(what)
+    S, D = _Tile(src, f"{what} source"), _Tile(dst, f"{what} destination")
+    if not str(S.buffer.dtype).startswith(("int", "uint")):
+        raise _b._UserError(f"{what} takes an integer tile, got {S.name} of {S.buffer.dtype}")
+    nd = len(S.extents)
+    if not isinstance(dim, numbers.Integral) or not -nd <= dim < nd:
+        raise _b._UserError(f"{what}: dim must be an int in [{-nd}, {nd}), got {dim!r}")
+    dim = int(dim) % nd
+    others = [k for k in range(nd) if k != dim]
+    out = [S.extents[k] for k in others]
+    keep = list(S.extents[:dim]) + [1] + list(S.extents[dim + 1:])
+    if D.extents not in (out, keep) and not (not out and D.extents == [1]):
+        raise _b._UserError(f"{what}: the destination {D.name} must have the source's shape without dimension {dim} "
+                            f"({out or [1]}), got {D.extents}")
+    keepdim = D.extents == keep and D.extents != out
+    n = S.extents[dim]
+
+    def src_at(v, k):
+        idx = [None] * nd
+        for d, var in zip(others, v):
+            idx[d] = var
+        idx[dim] = k
+        return idx
+
+    def dst_at(v):
+        if keepdim:
+            idx = list(v[:dim]) + [0] + list(v[dim:])
+            return idx
+        return list(v) if v else [0]
+
+    def body(v):
+        first = S.load(src_at(v, 0))
+        D.store(dst_at(v), first if clear else binary(kind, D.load(dst_at(v)), first))
+        if n > 1:
+            _nest([n - 1], ["serial"], lambda w: D.store(dst_at(v), binary(kind, D.load(dst_at(v)),
+                                                                           S.load(src_at(v, w[0] + 1)))), prefix="r")
+
+    if out:
+        _nest(out, ["parallel"] * len(out), body)
+    else:
+        body([])
+
+
+def reduce_bitand(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    """out = bitwise and of `buffer` along `dim` (integer tiles)."""
+    _reduce_loop("bitand", buffer, out, dim, clear)
+
+
+def reduce_bitor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    """out = bitwise or of `buffer` along `dim` (integer tiles)."""
+    _reduce_loop("bitor", buffer, out, dim, clear)
+
+
+def reduce_bitxor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    """out = bitwise xor of `buffer` along `dim` (integer tiles)."""
+    _reduce_loop("bitxor", buffer, out, dim, clear)
