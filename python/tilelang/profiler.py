@@ -30,12 +30,19 @@ def _cuda_ready():
         return False
 
 
-def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flush_bytes=256 << 20, **_):
+def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flush_bytes=256 << 20,
+             quantiles=None, **_):
     """Median time of ``fn()`` in milliseconds.
 
     backend "event": CUDA events around each run, L2 flushed in between; "cudagraph": fn is
-    captured once in a CUDA graph and the graph replayed (no launch overhead). Without a
-    GPU (or before CUDA is used), wall-clock time."""
+    captured once in a CUDA graph and the graph replayed (no launch overhead); "cupti"
+    (upstream's kernel-only timing) is measured as "event" here. Without a GPU (or before
+    CUDA is used), wall-clock time. With `quantiles` (e.g. [0.5, 0.2, 0.8]), the list of
+    those quantiles of the run times instead."""
+    if backend == "cupti":
+        backend = "event"
+    if quantiles is not None:
+        return_mode = ("quantiles", tuple(float(q) for q in quantiles))
     if not _cuda_ready():
         for _ in range(warmup):
             fn()
@@ -59,7 +66,7 @@ def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flu
         torch.cuda.synchronize()
         run = graph.replay
     elif backend != "event":
-        raise ValueError(f"do_bench: backend must be 'event' or 'cudagraph', got {backend!r}")
+        raise ValueError(f"do_bench: backend must be 'event', 'cupti' or 'cudagraph', got {backend!r}")
     for _ in range(warmup):
         run()
     torch.cuda.synchronize()
@@ -76,6 +83,8 @@ def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flu
 
 
 def _reduce(times, mode):
+    if isinstance(mode, tuple) and mode[0] == "quantiles":
+        return [float(np.quantile(times, q)) for q in mode[1]]
     if mode == "mean":
         return statistics.fmean(times)
     if mode == "min":

@@ -320,3 +320,13 @@ def test_set_autotune_inputs_are_the_tuning_inputs(rng):
     with set_autotune_inputs([a, a]):
         with pytest.raises(Exception, match="set_autotune_inputs gave 2 tensor"):
             double(32)
+
+
+def test_do_bench_upstream_arguments():
+    from tilelang.profiler import do_bench
+
+    calls = []
+    t = do_bench(lambda: calls.append(1), warmup=2, rep=5, backend="cupti")
+    assert t >= 0 and len(calls) == 7
+    q = do_bench(lambda: None, warmup=1, rep=9, quantiles=[0.5, 0.2, 0.8], _n_warmup=0, _n_repeat=0)
+    assert isinstance(q, list) and len(q) == 3 and q[1] <= q[0] <= q[2]
