@@ -143,3 +143,28 @@ def test_bitwise_functions(rng):
     c = compile_cpu(main, out_idx=[-1])(a, b)
     import numpy as np
     np.testing.assert_array_equal(c, np.stack([a & b, a | b, a ^ b, a << 3, a >> 2, ~a]))
+
+
+def test_max_min_follow_fmax_fmin_with_nan(rng):
+    """T.max / T.min: a NaN operand loses to a number (np.fmax / np.fmin), on every target."""
+    n = 64
+
+    @T.prim_func
+    def nan_minmax(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32"), MX: T.Tensor((n,), "float32"),
+                   MN: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(n):
+                MX[i] = T.max(X[i], Y[i])
+                MN[i] = T.min(X[i], Y[i])
+
+    k = compile_cpu(nan_minmax)
+    x = rand(rng, (n,), "float32")
+    y = rand(rng, (n,), "float32")
+    x[::4] = np.nan
+    y[1::4] = np.nan
+    x[2::8] = np.nan
+    y[2::8] = np.nan
+    mx, mn = poison((n,), "float32"), poison((n,), "float32")
+    k(x, y, mx, mn)
+    np.testing.assert_array_equal(mx, np.fmax(x, y))
+    np.testing.assert_array_equal(mn, np.fmin(x, y))

@@ -127,13 +127,14 @@ inline T abs(T x) {
   }
 }
 
-/// Smaller of two values of one type. Written as a compare-select (not fmin)
-/// so that loops over it vectorise to min instructions.
+/// Smaller of two values of one type, with fmin's rule for NaN (a NaN operand
+/// loses to a number), as the CUDA library computes it. Written as a
+/// compare-select (not a call to fmin) so that loops over it vectorise.
 template <typename T>
-inline T min(T a, T b) { return b < a ? b : a; }
-/// Larger of two values of one type (see min).
+inline T min(T a, T b) { return (b < a || a != a) ? b : a; }
+/// Larger of two values of one type (see min; fmax's NaN rule).
 template <typename T>
-inline T max(T a, T b) { return a < b ? b : a; }
+inline T max(T a, T b) { return (a < b || a != a) ? b : a; }
 /// Mixed-type min: both operands are converted to their common computation type.
 template <typename A, typename B, detail::enable_if_mixed_t<A, B> = 0>
 inline detail::mixed_t<A, B> min(A a, B b) {

@@ -5,9 +5,8 @@
 /// and bfloat16 (the 16-bit ones compute in float and round the result back),
 /// so a call never depends on which of several equally good conversions the
 /// compiler would pick; integer arguments to the transcendental functions
-/// compute in double, like the C library. min / max are compare-selects with
-/// the CPU library's NaN behaviour (the first operand is returned when the
-/// comparison is false), so both backends give identical results.
+/// compute in double, like the C library. min / max follow fmin / fmax (a NaN
+/// operand loses to a number) on both backends, so they give identical results.
 ///
 /// Accuracy: by default the accurate CUDA math functions (expf, exp2f, logf,
 /// tanhf, ...). Defining TL_FAST_MATH before including tl_cuda.h switches the
@@ -208,17 +207,23 @@ TL_DEVICE T abs(T x) {
   }
 }
 
-/// Smaller of two values of one type: `b < a ? b : a`, exactly as the CPU
-/// library (so a NaN in `a` is returned, a NaN in `b` is not).
+/// Smaller of two values of one type: `b < a ? b : a`, and for floating-point
+/// values the other operand when one is NaN (fmin's rule, which the CPU library
+/// follows too). float and double use the hardware min (one FMNMX), which a
+/// compare-select would take two instructions for.
 template <typename T>
 TL_DEVICE T min(T a, T b) {
-  return b < a ? b : a;
+  return (b < a || a != a) ? b : a;
 }
-/// Larger of two values of one type: `a < b ? b : a` (see min).
+/// Larger of two values of one type (see min; fmax's NaN rule).
 template <typename T>
 TL_DEVICE T max(T a, T b) {
-  return a < b ? b : a;
+  return (a < b || a != a) ? b : a;
 }
+TL_DEVICE float min(float a, float b) { return fminf(a, b); }
+TL_DEVICE float max(float a, float b) { return fmaxf(a, b); }
+TL_DEVICE double min(double a, double b) { return fmin(a, b); }
+TL_DEVICE double max(double a, double b) { return fmax(a, b); }
 /// Mixed-type min: both operands are converted to their common computation type.
 template <typename A, typename B, detail::enable_if_mixed_t<A, B> = 0>
 TL_DEVICE detail::mixed_t<A, B> min(A a, B b) {
