@@ -357,8 +357,12 @@ def gen_elementwise(r, prog):
     prog.touch(do, cdt)
     sx, sy = r.choice(["fragment", "shared"]), r.choice(["fragment", "shared"])
     # leaves: tile elements, possibly at permuted positions inside the tile
-    perm = r.choice(["", "flip_j", "roll_i"]) if mode == "tile" else ""
-    xi = {"": "x[i, j]", "flip_j": f"x[i, {bn - 1} - j]", "roll_i": f"x[(i + 1) % {bm}, j]"}[perm]
+    perm = r.choice(["", "flip_j", "roll_i", "flat", "flat_roll", "flat_t"]) if mode == "tile" else ""
+    sft = r.randint(1, bm * bn + 2)
+    xi = {"": "x[i, j]", "flip_j": f"x[i, {bn - 1} - j]", "roll_i": f"x[(i + 1) % {bm}, j]",
+          "flat": f"x[(i * {bn} + j) // {bn}, (i * {bn} + j) % {bn}]",
+          "flat_roll": f"x[(i * {bn} + j + {sft}) % {bm * bn} // {bn}, (i * {bn} + j + {sft}) % {bn}]",
+          "flat_t": f"x[(j * {bm} + i) % {bm}, (j * {bm} + i) // {bm}]"}[perm]
     gx = f"{X.name}[by * {bm} + i, bx * {bn} + j]"
     gy = f"{Y.name}[by * {bm} + i, bx * {bn} + j]"
 
@@ -367,6 +371,8 @@ def gen_elementwise(r, prog):
             return t[:, ::-1]
         if perm == "roll_i":
             return np.roll(t, -1, axis=0)
+        if perm == "flat_roll":
+            return np.roll(t.reshape(-1), -sft).reshape(t.shape)
         return t
     leaves = [(xi if mode == "tile" else gx, lambda e: e["x"], dx),
               ("y[i, j]" if mode == "tile" else gy, lambda e: e["y"], dy)]
@@ -626,14 +632,23 @@ def gen_gemm(r, prog):
     M, N, K = d["M"][0], d["N"][0], d["K"][0]
     A = Param(f"{P}A", (K, M) if ta else (M, K), dt, "in", "small_int" if is_int(dt) else "normal")
     B = Param(f"{P}B", (N, K) if tb else (K, N), dt, "in", "small_int" if is_int(dt) else "normal")
-    C = Param(f"{P}C", (M, N), out, "out")
+    splits = r.choice([1, 1, 1, 2, 3]) if acc in ("float32", "float64", "int32") else 1
+    if splits > 1:
+        out = acc
+        post = False
+        clear = "clear"
+    C = Param(f"{P}C", (M, N), out, "out" if splits == 1 else "inout")
     prog.params += [A, B, C]
     prog.touch(dt, acc, out)
     prog.tol = max(prog.tol, 2e-4 if acc == "float32" else prog.tol)
     prog.notes.append(f"gemm {dt}->{acc}->{out} tA={ta} tB={tb} tile {bm}x{bn}x{bk} {loop}/{stages} "
-                      f"A in {a_scope} clear={clear} post={post} prescale={prescale} policy={policy} threads={threads}")
+                      f"A in {a_scope} clear={clear} post={post} prescale={prescale} policy={policy} splits={splits} "
+                      f"threads={threads}")
     b = Body()
-    b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    if splits > 1:
+        b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), {splits}, threads={threads}) as (bx, by, bz):")
+    else:
+        b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
     with b.indent():
         b(f'A_s = T.alloc_{a_scope}({(bk, bm) if ta else (bm, bk)}, "{dt}")')
         b(f'B_s = T.alloc_shared({(bn, bk) if tb else (bk, bn)}, "{dt}")')
@@ -642,7 +657,13 @@ def gen_gemm(r, prog):
             b("T.clear(C_f)")
         elif clear == "fill":
             b("T.fill(C_f, 1)")
-        if loop == "pipelined":
+        if splits > 1:  # split s takes the K tiles s, s + splits, ...
+            b(f"for kq in T.{'Pipelined' if loop == 'pipelined' else 'serial'}("
+              f"T.ceildiv(T.ceildiv({K}, {bk}) - bz, {splits}){f', num_stages={stages}' if loop == 'pipelined' else ''}):")
+            b.ind += 1
+            b(f"k = kq * {splits} + bz")
+            b.ind -= 1
+        elif loop == "pipelined":
             b(f"for k in T.Pipelined(T.ceildiv({K}, {bk}), num_stages={stages}):")
         else:
             b(f"for k in T.serial(T.ceildiv({K}, {bk})):")
@@ -660,7 +681,10 @@ def gen_gemm(r, prog):
             b(f"for i, j in T.Parallel({bm}, {bn}):")
             with b.indent():
                 b("C_f[i, j] = C_f[i, j] * 2 - T.cast(j, \"" + acc + "\")")
-        b(f"T.copy(C_f, {C.name}[by * {bm}, bx * {bn}])")
+        if splits > 1:
+            b(f"T.atomic_add({C.name}[by * {bm}:(by + 1) * {bm}, bx * {bn}:(bx + 1) * {bn}], C_f)")
+        else:
+            b(f"T.copy(C_f, {C.name}[by * {bm}, bx * {bn}])")
     prog.body = b.lines
 
     def ref(arr, run):
@@ -674,6 +698,8 @@ def gen_gemm(r, prog):
             return {}  # no iteration: C_f never cleared, undefined; skip comparing
         if post:
             c = c * 2 - (np.arange(n) % bn)[None, :]
+        if splits > 1:
+            return {C.name: rnd(arr[C.name] + c, out)}
         return {C.name: rnd(rnd(c, acc), out)}
     prog.ref = ref
 
@@ -1160,11 +1186,124 @@ def gen_threads(r, prog):
     prog.ref = ref
 
 
+class IntExprGen:
+    """int32 expressions over tile elements: floor division and modulo by constants of either
+    sign and by run-time odd divisors, bitwise operations, min/max/abs, selects, float->int
+    truncation."""
+
+    def __init__(self, r, leaves):
+        self.r, self.leaves = r, leaves
+
+    def expr(self, depth):
+        r = self.r
+        if depth <= 0 or r.random() < 0.2:
+            if r.random() < 0.2:
+                c = r.randint(-6, 9)
+                return str(c), (lambda e, c=c: np.int64(c))
+            return r.choice(self.leaves)
+        k = r.randrange(10)
+        a = self.expr(depth - 1)
+        if k <= 2:
+            b = self.expr(depth - 1)
+            op = "+-*"[k]
+            f = {"+": np.add, "-": np.subtract, "*": np.multiply}[op]
+            return f"({a[0]} {op} {b[0]})", (lambda e, a=a, b=b, f=f: f(a[1](e), b[1](e)))
+        if k in (3, 4):
+            op = "//" if k == 3 else "%"
+            f = np.floor_divide if op == "//" else np.mod
+            if r.random() < 0.5:
+                c = r.choice([1, 2, 3, 4, 5, 7, 8, -2, -3, -5])
+                return f"({a[0]} {op} {c})", (lambda e, a=a, c=c, f=f: f(a[1](e), c))
+            dv = self.expr(depth - 1)  # run-time divisor, made odd (never zero)
+            dsrc = f"({dv[0]} * 2 + 1)"
+            return (f"({a[0]} {op} {dsrc})",
+                    (lambda e, a=a, dv=dv, f=f: f(a[1](e), np.asarray(dv[1](e)) * 2 + 1)))
+        if k == 5:
+            b = self.expr(depth - 1)
+            op = r.choice(["min", "max"])
+            f = np.minimum if op == "min" else np.maximum
+            return f"T.{op}({a[0]}, {b[0]})", (lambda e, a=a, b=b, f=f: f(a[1](e), b[1](e)))
+        if k == 6:
+            c = r.randint(1, 31)
+            op = r.choice(["&", "|", "^"])
+            f = {"&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}[op]
+            return f"({a[0]} {op} {c})", (lambda e, a=a, c=c, f=f: f(np.asarray(a[1](e), dtype=np.int64), c))
+        if k == 7:
+            sh = r.randint(1, 3)
+            if r.random() < 0.5:
+                return f"({a[0]} >> {sh})", (lambda e, a=a, sh=sh: np.right_shift(np.asarray(a[1](e), dtype=np.int64), sh))
+            return (f"(({a[0]} & 255) << {sh})",
+                    (lambda e, a=a, sh=sh: np.left_shift(np.bitwise_and(np.asarray(a[1](e), dtype=np.int64), 255), sh)))
+        if k == 8:
+            return f"T.abs({a[0]})", (lambda e, a=a: np.abs(a[1](e)))
+        b, c1, c2 = self.expr(depth - 1), self.expr(depth - 1), self.expr(depth - 1)
+        op = r.choice(["<", ">=", "==", "!="])
+        f = {"<": np.less, ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal}[op]
+        neg = r.random() < 0.3
+        cond = f"({c1[0]} {op} {c2[0]})"
+        return (f"T.if_then_else({'not ' if neg else ''}{cond}, {a[0]}, {b[0]})",
+                (lambda e, a=a, b=b, c1=c1, c2=c2, f=f, neg=neg:
+                 np.where(np.logical_xor(f(c1[1](e), c2[1](e)), neg), a[1](e), b[1](e))))
+
+
+def gen_intops(r, prog):
+    P = prog.prefix
+    d = dims_for(r, prog, [("M", 1, 30), ("N", 1, 30)])
+    bm, bn = r.choice([1, 2, 4, 8, 3]), r.choice([1, 4, 8, 16, 6])
+    do = r.choice(["int32", "int32", "int8", "float32"])
+    threads = r.choice(THREADS)
+    M, N = d["M"][0], d["N"][0]
+    X = Param(f"{P}X", (M, N), "int32", "in")
+    Y = Param(f"{P}Y", (M, N), "int32", "in")
+    F = Param(f"{P}F", (M, N), "float32", "in")
+    O = Param(f"{P}O", (M, N), do, "out")
+    prog.params += [X, Y, F, O]
+    prog.touch(do)
+    leaves = [("x[i, j]", lambda e: e["x"]), ("y[i, j]", lambda e: e["y"]), ("i", lambda e: e["i"]),
+              ("j", lambda e: e["j"]), ("bx", lambda e: e["bx"]), ("(by * %d + i)" % bm, lambda e: e["by"] * bm + e["i"]),
+              ('T.cast(f[i, j] * 4.0, "int32")', lambda e: np.trunc(e["f"] * 4.0).astype(np.int64))]
+    g = IntExprGen(r, leaves)
+    e1 = g.expr(r.randint(1, 4))
+    prog.notes.append(f"int ops tile {bm}x{bn} out={do} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f'x = T.alloc_fragment(({bm}, {bn}), "int32")')
+        b(f'y = T.alloc_{r.choice(["fragment", "shared"])}(({bm}, {bn}), "int32")')
+        b(f'f = T.alloc_fragment(({bm}, {bn}), "float32")')
+        b(f'o = T.alloc_fragment(({bm}, {bn}), "{do}")')
+        for nm, src in (("x", X), ("y", Y), ("f", F)):
+            b(f"T.copy({src.name}[by * {bm}, bx * {bn}], {nm})")
+        b(f"for i, j in T.Parallel({bm}, {bn}):")
+        with b.indent():
+            b(f"o[i, j] = {e1[0]}" if do == "int32" else f'o[i, j] = T.cast({e1[0]}, "{do}")')
+        b(f"T.copy(o, {O.name}[by * {bm}, bx * {bn}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        m, n = dval(d["M"], run), dval(d["N"], run)
+        o = np.full((m, n), np.nan)
+        ii, jj = np.arange(bm)[:, None], np.arange(bn)[None, :]
+        for by in range(ceildiv(m, bm)):
+            for bx in range(ceildiv(n, bn)):
+                env = {"x": tile_pad(arr[X.name], by * bm, bx * bn, bm, bn).astype(np.int64),
+                       "y": tile_pad(arr[Y.name], by * bm, bx * bn, bm, bn).astype(np.int64),
+                       "f": rnd(tile_pad(arr[F.name], by * bm, bx * bn, bm, bn), "float32"),
+                       "i": ii + 0 * jj, "j": jj + 0 * ii, "bx": bx, "by": by}
+                v = np.asarray(e1[1](env), dtype=np.int64) + 0 * ii * jj
+                v = ((v + 2**31) % 2**32) - 2**31  # int32 wrap-around
+                if do == "int8":
+                    v = ((v + 128) % 256) - 128
+                tile_store(o, v.astype(np.float64), by * bm, bx * bn)
+        return {O.name: o}
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
     "control": (gen_control, 2), "cumsum": (gen_cumsum, 1), "attention": (gen_attention, 2),
-    "threads": (gen_threads, 1.5), "reject": (gen_reject, 0.2),
+    "threads": (gen_threads, 1.5), "intops": (gen_intops, 2), "reject": (gen_reject, 0.2),
 }
 
 

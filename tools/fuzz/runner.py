@@ -150,6 +150,7 @@ def run_batch(seeds, target="cpu", arch=None, compile_only=False, workdir=None, 
 
     progs = [generate(s, kinds=kinds) for s in seeds]
     workdir = workdir or tempfile.mkdtemp(prefix="tlfuzz-")
+    os.makedirs(workdir, exist_ok=True)
     path = os.path.join(workdir, f"fuzz_{seeds[0]}_{len(seeds)}.py")
     src = module_source(progs)
     try:
