@@ -34,23 +34,32 @@ _SETTINGS = {
 }
 
 
+def _module():
+    import importlib
+
+    return importlib.import_module(__name__.rsplit(".", 1)[0] + ".env")  # the module, not the object
+
+
 class Environment:
     """The TileLang settings (see the module comment)."""
+
+    __slots__ = ()  # no instance dict: every attribute is a setting or the module's
 
     def __getattr__(self, name):
         if name in _SETTINGS:
             v = os.environ.get(name)
             return v if v is not None else _SETTINGS[name]()
-        import importlib
-
-        _module = importlib.import_module(__name__.rsplit(".", 1)[0] + ".env")  # the module, not this object
-
-        if name.startswith("_") or not hasattr(_module, name):
+        module = _module()
+        if name.startswith("__") or not hasattr(module, name):
             raise AttributeError(f"tilelang.env has no setting or function {name!r}")
-        return getattr(_module, name)
+        return getattr(module, name)
 
     def __setattr__(self, name, value):
         if name not in _SETTINGS and not name.startswith("TILELANG_"):
+            module = _module()
+            if hasattr(module, name):  # e.g. a test monkeypatching one of the module's functions
+                setattr(module, name, value)
+                return
             raise AttributeError(f"tilelang.env: {name!r} is not a setting (settings: {', '.join(_SETTINGS)})")
         if value is None:
             os.environ.pop(name, None)

@@ -330,3 +330,13 @@ def test_do_bench_upstream_arguments():
     assert t >= 0 and len(calls) == 7
     q = do_bench(lambda: None, warmup=1, rep=9, quantiles=[0.5, 0.2, 0.8], _n_warmup=0, _n_repeat=0)
     assert isinstance(q, list) and len(q) == 3 and q[1] <= q[0] <= q[2]
+
+
+def test_env_object_forwards_module_attributes(monkeypatch):
+    import importlib
+
+    module = importlib.import_module("tilelang.env")
+    monkeypatch.setattr(tilelang.env, "cache_dir", lambda: "/tmp/elsewhere")
+    assert module.cache_dir() == "/tmp/elsewhere" and tilelang.env.cache_dir() == "/tmp/elsewhere"
+    monkeypatch.undo()
+    assert module.cache_dir() != "/tmp/elsewhere"
