@@ -391,3 +391,21 @@ def test_with_T_While():
     b = np.zeros(2, np.int32)
     k(np.array([27], np.int32), b)
     assert b.tolist() == [1, 111]  # the Collatz sequence of 27 takes 111 steps
+
+
+def test_lane_and_warp_indices():
+    @T.prim_func
+    def f(L: T.Tensor((256,), "int32"), W: T.Tensor((256,), "int32"), G: T.Tensor((256,), "int32"),
+          W16: T.Tensor((256,), "int32")):
+        with T.Kernel(1, threads=256) as bx:
+            tx = T.get_thread_binding()
+            L[tx] = T.get_lane_idx()
+            W[tx] = T.get_warp_idx_sync()
+            G[tx] = T.get_warp_group_idx()
+            W16[tx] = T.get_warp_idx(16)
+
+    outs = [np.full(256, -1, np.int32) for _ in range(4)]
+    compile_cpu(f)(*outs)
+    t = np.arange(256)
+    for got, ref in zip(outs, (t % 32, t // 32, t // 128, t // 16)):
+        np.testing.assert_array_equal(got, ref)

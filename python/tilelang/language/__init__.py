@@ -598,6 +598,25 @@ def get_thread_binding(dim=0):
     return PrimExpr(_tl.call("int32", "thread_binding", [_tl.const_int(dim, "int32")]))
 
 
+def get_lane_idx(warp_size=None):
+    """This thread's lane in its warp: thread index % warp_size (32 by default)."""
+    return get_thread_binding(0) % (32 if warp_size is None else warp_size)
+
+
+def get_warp_idx_sync(warp_size=None):
+    """This thread's warp in the block: thread index // warp_size (32 by default)."""
+    return get_thread_binding(0) // (32 if warp_size is None else warp_size)
+
+
+get_warp_idx = get_warp_idx_sync
+
+
+def get_warp_group_idx(warp_size=None, warps_per_group=None):
+    """This thread's warp group: thread index // (warp_size * warps_per_group) (32 * 4 by default)."""
+    return get_thread_binding(0) // ((32 if warp_size is None else warp_size) *
+                                     (4 if warps_per_group is None else warps_per_group))
+
+
 def _warp_reduce(kind, value):
     _b.require_kernel(f"T.warp_reduce_{kind}")
     v = as_expr(value)
