@@ -175,8 +175,19 @@ class FragmentRewriter : public IRMutator {
                        op->span);
     }
     if (s != regs_.end() && d != regs_.end()) {
-      // Same layout: a register-to-register copy with a cast.
+      // Same layout: a register-to-register copy with a cast; pairs of floats narrowed to
+      // 16 bits go through one packed conversion each (tl::cast_copy<2>).
       const RegFragment& rf = s->second;
+      DType from = rf.regs->dtype, to = op->dst.buffer->dtype;
+      if (from == DType::Float(32) && to.bits == 16 && to.IsFloat() && rf.layout->num_local() % 2 == 0) {
+        VarRef c = Var::Make("c");
+        auto addr = [&](const Buffer& b) {
+          return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, {Expr(c) * MakeInt(2)})});
+        };
+        Stmt st = Evaluate::Make(
+            Call::Make(DType::Void(), "cast_copy", {addr(d->second.regs), addr(rf.regs), MakeInt(2)}), op->span);
+        return For::Make(c, MakeInt(0), MakeInt(rf.layout->num_local() / 2), ForKind::kUnrolled, st, {}, op->span);
+      }
       VarRef l = Var::Make("l");
       Stmt st = BufferStore::Make(d->second.regs, {l},
                                   Cast::Make(op->dst.buffer->dtype, BufferLoad::Make(rf.regs, {l})), op->span);
