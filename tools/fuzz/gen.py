@@ -301,18 +301,30 @@ def gen_copy(r, prog):
     off_r, off_c = r.choice([0, 0, 0, 1, -1, 2]), r.choice([0, 0, 0, 1, 3, -2])
     style = r.choice(["corner", "slice"])
     threads = r.choice(THREADS)
+    # the first hop may be a window [wr:wr+bm, wc:wc+bn] of a larger tile
+    window = (r.randint(0, 2), r.randint(0, 3), r.randint(0, 2), r.randint(0, 2)) if r.random() < 0.3 else None
+    # a sub-region of the last hop may be overwritten with T.fill
+    fill = None
+    if r.random() < 0.3:
+        r0, c0 = r.randrange(bm), r.randrange(bn)
+        fill = (r0, r.randint(r0 + 1, bm), c0, r.randint(c0 + 1, bn), r.choice([0, 1, -2, 3]))
     M, N = d["M"][0], d["N"][0]
     X = Param(f"{P}X", (M, N), src_dt, "in", "small_int" if is_int(src_dt) else "normal")
     O = Param(f"{P}O", (M, N), dst_dt, "out")
     prog.params += [X, O]
     prog.touch(src_dt, dst_dt, *hop_dts)
-    prog.notes.append(f"tile {bm}x{bn} hops={hops} dts={hop_dts} off=({off_r},{off_c}) threads={threads}")
+    prog.notes.append(f"tile {bm}x{bn} hops={hops} dts={hop_dts} off=({off_r},{off_c}) window={window} "
+                      f"fill={fill} threads={threads}")
     b = Body()
     b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
     with b.indent():
         for h, (scope, dt) in enumerate(zip(hops, hop_dts)):
-            b(f'{"s" if scope == "shared" else "f"}{h} = T.alloc_{scope}(({bm}, {bn}), "{dt}")')
+            shape = (bm, bn) if h or window is None else (bm + window[0] + window[2], bn + window[1] + window[3])
+            b(f'{"s" if scope == "shared" else "f"}{h} = T.alloc_{scope}({shape}, "{dt}")')
         names = [f'{"s" if sc == "shared" else "f"}{h}' for h, sc in enumerate(hops)]
+        if window is not None:
+            wr, wc = window[0], window[1]
+            names[0] = f"{names[0]}[{wr}:{wr + bm}, {wc}:{wc + bn}]"
         rs, cs = f"by * {bm} + {off_r}" if off_r else f"by * {bm}", f"bx * {bn} + {off_c}" if off_c else f"bx * {bn}"
         if style == "corner":
             b(f"T.copy({X.name}[{rs}, {cs}], {names[0]})")
@@ -320,6 +332,10 @@ def gen_copy(r, prog):
             b(f"T.copy({X.name}[{rs}:{rs} + {bm}, {cs}:{cs} + {bn}], {names[0]})")
         for a, c in zip(names, names[1:]):
             b(f"T.copy({a}, {c})")
+        if fill is not None:
+            last = names[-1].split("[")[0]
+            fo = (window[0], window[1]) if len(names) == 1 and window is not None else (0, 0)
+            b(f"T.fill({last}[{fill[0] + fo[0]}:{fill[1] + fo[0]}, {fill[2] + fo[1]}:{fill[3] + fo[1]}], {fill[4]})")
         if style == "corner" or r.random() < 0.5:
             b(f"T.copy({names[-1]}, {O.name}[by * {bm}, bx * {bn}])")
         else:
@@ -335,6 +351,9 @@ def gen_copy(r, prog):
                 t = tile_pad(x, by * bm + off_r, bx * bn + off_c, bm, bn)
                 for dt in hop_dts:
                     t = rnd(t, dt)
+                if fill is not None:
+                    t = t.copy()
+                    t[fill[0]:fill[1], fill[2]:fill[3]] = fill[4]
                 tile_store(o, rnd(t, dst_dt), by * bm, bx * bn)
         return {O.name: o}
     prog.ref = ref
@@ -474,6 +493,8 @@ def gen_reduce(r, prog):
     rdt = r.choice(["float32", "float32", "float64", dx if dx != "int32" else "int32"])
     threads = r.choice(THREADS)
     shape = r.choice(["tile", "loop"])
+    xscope = r.choice(["fragment", "fragment", "shared"])
+    xwin = (r.randint(0, 2), r.randint(0, 3)) if r.random() < 0.25 else None
     init = r.choice(["clear", "fill", "copy"])
     pre = r.random() < 0.4
     post = r.random() < 0.4
@@ -499,7 +520,7 @@ def gen_reduce(r, prog):
         Init = Param(f"{P}I", R.shape, rdt, "in", "small_int" if is_int(rdt) else "normal")
         prog.params.append(Init)
     prog.notes.append(f"reduce_{kind} dim={dim} tile {bm}x{bn} x={dx} r={rdt} shape={shape} init={init} "
-                      f"pre={pre} post={post} loop={loopkind}/{stages} threads={threads}")
+                      f"pre={pre} post={post} loop={loopkind}/{stages} x in {xscope} window={xwin} threads={threads}")
     b = Body()
     if shape == "tile":
         b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
@@ -513,21 +534,26 @@ def gen_reduce(r, prog):
     else:
         dst = f"{R.name}[{rsl}]"
     with b.indent():
-        b(f'x = T.alloc_fragment(({bm}, {bn}), "{rdt}")')
+        if xwin is None:
+            b(f'x = T.alloc_{xscope}(({bm}, {bn}), "{rdt}")')
+        else:
+            b(f'x = T.alloc_{xscope}(({bm + xwin[0] + 1}, {bn + xwin[1] + 2}), "{rdt}")')
         b(f'r = T.alloc_fragment(({red_len},), "{rdt}")')
         if init == "fill":
             b(f"T.fill(r, {fval})")
         elif init == "copy":
             b(f"T.copy({Init.name}[{rsl}], r)" if shape == "loop" else
               (f"T.copy({Init.name}[bx, {rsl}], r)" if dim == 1 else f"T.copy({Init.name}[by, {rsl}], r)"))
-        rfn = f"T.reduce_{kind}(x, r, dim={dim}{'' if init == 'clear' else ', clear=False'})"
+        xs = "x" if xwin is None else f"x[{xwin[0]}:{xwin[0] + bm}, {xwin[1]}:{xwin[1] + bn}]"
+        xo = (0, 0) if xwin is None else xwin
+        rfn = f"T.reduce_{kind}({xs}, r, dim={dim}{'' if init == 'clear' else ', clear=False'})"
 
         def body_tile(row0, col0):
-            b(f"T.copy({X.name}[{row0}, {col0}], x)")
+            b(f"T.copy({X.name}[{row0}, {col0}], {xs})")
             if pre:
                 b(f"for i, j in T.Parallel({bm}, {bn}):")
                 with b.indent():
-                    b(f"x[i, j] = x[i, j] * 0.5 + T.cast(i - j, \"{rdt}\")")
+                    b(f"x[i + {xo[0]}, j + {xo[1]}] = x[i + {xo[0]}, j + {xo[1]}] * 0.5 + T.cast(i - j, \"{rdt}\")")
             b(rfn)
         if shape == "tile":
             body_tile(f"by * {bm}", f"bx * {bn}")
@@ -627,6 +653,8 @@ def gen_gemm(r, prog):
     clear = r.choice(["clear", "accum", "fill"])
     post = r.random() < 0.4
     prescale = r.random() < 0.25
+    awin = (r.randint(0, 2), r.randint(0, 3)) if r.random() < 0.2 else None
+    bwin = (r.randint(0, 2), r.randint(0, 3)) if r.random() < 0.2 else None
     policy = r.choice([None, None, "Square", "FullRow", "FullCol"])
     threads = r.choice(THREADS)
     M, N, K = d["M"][0], d["N"][0], d["K"][0]
@@ -650,8 +678,15 @@ def gen_gemm(r, prog):
     else:
         b(f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={threads}) as (bx, by):")
     with b.indent():
-        b(f'A_s = T.alloc_{a_scope}({(bk, bm) if ta else (bm, bk)}, "{dt}")')
-        b(f'B_s = T.alloc_shared({(bn, bk) if tb else (bk, bn)}, "{dt}")')
+        ash, bsh = (bk, bm) if ta else (bm, bk), (bn, bk) if tb else (bk, bn)
+        aw = "A_s" if awin is None else f"A_s[{awin[0]}:{awin[0] + ash[0]}, {awin[1]}:{awin[1] + ash[1]}]"
+        bw = "B_s" if bwin is None else f"B_s[{bwin[0]}:{bwin[0] + bsh[0]}, {bwin[1]}:{bwin[1] + bsh[1]}]"
+        if awin is not None:
+            ash = (ash[0] + awin[0] + 1, ash[1] + awin[1])
+        if bwin is not None:
+            bsh = (bsh[0] + bwin[0], bsh[1] + bwin[1] + 2)
+        b(f'A_s = T.alloc_{a_scope}({ash}, "{dt}")')
+        b(f'B_s = T.alloc_shared({bsh}, "{dt}")')
         b(f'C_f = T.alloc_fragment(({bm}, {bn}), "{acc}")')
         if clear == "clear":
             b("T.clear(C_f)")
@@ -668,15 +703,18 @@ def gen_gemm(r, prog):
         else:
             b(f"for k in T.serial(T.ceildiv({K}, {bk})):")
         with b.indent():
-            b(f"T.copy({A.name}[k * {bk}, by * {bm}], A_s)" if ta else f"T.copy({A.name}[by * {bm}, k * {bk}], A_s)")
-            b(f"T.copy({B.name}[bx * {bn}, k * {bk}], B_s)" if tb else f"T.copy({B.name}[k * {bk}, bx * {bn}], B_s)")
+            b(f"T.copy({A.name}[k * {bk}, by * {bm}], {aw})" if ta else f"T.copy({A.name}[by * {bm}, k * {bk}], {aw})")
+            b(f"T.copy({B.name}[bx * {bn}, k * {bk}], {bw})" if tb else f"T.copy({B.name}[k * {bk}, bx * {bn}], {bw})")
             ca = ", clear_accum=k == 0" if clear == "accum" else ""
             if prescale:
-                b(f"for i, j in T.Parallel({(bk, bm) if ta else (bm, bk)}[0], {(bk, bm) if ta else (bm, bk)}[1]):")
+                pr, pc = (bk, bm) if ta else (bm, bk)
+                o0, o1 = awin or (0, 0)
+                ai = "A_s[i, j]" if awin is None else f"A_s[i + {o0}, j + {o1}]"
+                b(f"for i, j in T.Parallel({pr}, {pc}):")
                 with b.indent():
-                    b(f'A_s[i, j] = A_s[i, j] * T.cast(2, "{dt}")')
+                    b(f'{ai} = {ai} * T.cast(2, "{dt}")')
             pol = "" if policy is None else f", policy=T.GemmWarpPolicy.{policy}"
-            b(f"T.gemm(A_s, B_s, C_f, transpose_A={ta}, transpose_B={tb}{ca}{pol})")
+            b(f"T.gemm({aw}, {bw}, C_f, transpose_A={ta}, transpose_B={tb}{ca}{pol})")
         if post:
             b(f"for i, j in T.Parallel({bm}, {bn}):")
             with b.indent():

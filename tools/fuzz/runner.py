@@ -114,8 +114,6 @@ def _run_progs(progs, kernel, target, cpu_kernel=None):
 def _call_cuda(kernel, order, call):
     import torch
 
-    from tilelang.language.dtypes import dtype  # noqa: F401
-
     moved = []
     for a in call:
         if isinstance(a, np.ndarray):
