@@ -290,27 +290,37 @@ NB_MODULE(_tl, m) {
     transform::PassContext ctx;
     return PyFunc{transform::RunPass(name, f.f, ctx)};
   });
-  m.def("lower_cpu", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump) {
+  m.def("lower_cpu", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump,
+                         bool timings) -> nb::object {
     transform::PassContext ctx;
     ctx.config = config;
     std::vector<std::pair<std::string, std::string>> dumps;
+    std::vector<std::pair<std::string, double>> times;
     if (dump) ctx.dump = &dumps;
+    if (timings) ctx.timings = &times;
     PyFunc out{transform::LowerForCpu(f.f, ctx)};
-    return std::make_tuple(out, ctx.remarks, dumps);
-  });
+    // (lowered, remarks, dumps), plus the per-pass wall times (ms) when asked for.
+    if (timings) return nb::make_tuple(out, ctx.remarks, dumps, times);
+    return nb::make_tuple(out, ctx.remarks, dumps);
+  }, nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
   m.def("split_kernels", [](const PyFunc& f) {
     std::vector<PyFunc> out;
     for (const PrimFunc& part : transform::SplitKernels(f.f)) out.push_back(PyFunc{part});
     return out;
   });
-  m.def("lower_cuda", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump) {
+  m.def("lower_cuda", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump,
+                         bool timings) -> nb::object {
     transform::PassContext ctx;
     ctx.config = config;
     std::vector<std::pair<std::string, std::string>> dumps;
+    std::vector<std::pair<std::string, double>> times;
     if (dump) ctx.dump = &dumps;
+    if (timings) ctx.timings = &times;
     PyFunc out{transform::LowerForCuda(f.f, ctx)};
-    return std::make_tuple(out, ctx.remarks, dumps);
-  });
+    // (lowered, remarks, dumps), plus the per-pass wall times (ms) when asked for.
+    if (timings) return nb::make_tuple(out, ctx.remarks, dumps, times);
+    return nb::make_tuple(out, ctx.remarks, dumps);
+  }, nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
   nb::class_<codegen::CudaSource>(m, "CudaSource")
       .def_ro("code", &codegen::CudaSource::code)
       .def_ro("entry", &codegen::CudaSource::entry)
@@ -326,6 +336,12 @@ NB_MODULE(_tl, m) {
         // (tensor_arg, data_type, elem_bytes, dims, box, swizzle): CudaModule.add_tensor_map's arguments.
         std::vector<std::tuple<int, int, int, std::vector<int64_t>, std::vector<int64_t>, int>> out;
         for (const auto& t : s.tma_specs) out.emplace_back(t.tensor_arg, t.data_type, t.elem_bytes, t.dims, t.box, t.swizzle);
+        return out;
+      })
+      .def_prop_ro("grid_text", [](const codegen::CudaSource& s) {
+        // The grid extents as the printer writes them (for exported headers of dynamic kernels).
+        std::vector<std::string> out;
+        for (const Expr& e : s.grid) out.push_back(ToString(e));
         return out;
       })
       .def("grid", [](const codegen::CudaSource& s, const std::vector<int64_t>& dyn_values) {

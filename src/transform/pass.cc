@@ -2,6 +2,8 @@
 /// \file The pass registry.
 #include "tl/transform/pass.h"
 
+#include <chrono>
+
 #include "tl/ir/printer.h"
 
 namespace tl::transform {
@@ -32,6 +34,7 @@ ir::PrimFunc RunPass(const std::string& name, const ir::PrimFunc& f, PassContext
   const PassInfo* pass = FindPass(name);
   TL_ICHECK(pass) << "unknown pass '" << name << "'";
   ir::PrimFunc out;
+  const auto start = std::chrono::steady_clock::now();
   try {
     out = pass->fn(f, ctx);
   } catch (const InternalError& e) {
@@ -40,6 +43,11 @@ ir::PrimFunc RunPass(const std::string& name, const ir::PrimFunc& f, PassContext
     if (ir_text.size() > 4000) ir_text = ir_text.substr(0, 4000) + "\n  ...";
     throw InternalError(std::string(e.what()).substr(sizeof("internal compiler error: ") - 1) +
                         "\nin pass '" + name + "' on:\n" + ir_text);
+  }
+  if (ctx.timings) {
+    // The pass alone: printing for ctx.dump below is not counted.
+    std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+    ctx.timings->emplace_back(name, ms.count());
   }
   if (ctx.dump) ctx.dump->emplace_back(name, ir::ToString(out));
   return out;

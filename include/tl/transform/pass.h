@@ -22,6 +22,8 @@ struct PassContext {
   std::vector<std::string> remarks;
   /// When set, the IR after each pass is appended here (TILELANG_DUMP_IR / tests).
   std::vector<std::pair<std::string, std::string>>* dump = nullptr;
+  /// When set, each pass's wall time in milliseconds is appended here, in order.
+  std::vector<std::pair<std::string, double>>* timings = nullptr;
 };
 
 using PassFn = std::function<ir::PrimFunc(const ir::PrimFunc&, PassContext&)>;
@@ -36,7 +38,8 @@ bool RegisterPass(const std::string& name, PassFn fn);
 /// The pass registered under `name`, or nullptr.
 const PassInfo* FindPass(const std::string& name);
 std::vector<std::string> ListPasses();
-/// Runs `name` on `f`, recording the IR afterwards when ctx.dump is set.
+/// Runs `name` on `f`, recording the IR afterwards when ctx.dump is set and its wall
+/// time when ctx.timings is set.
 ir::PrimFunc RunPass(const std::string& name, const ir::PrimFunc& f, PassContext& ctx);
 
 }  // namespace tl::transform

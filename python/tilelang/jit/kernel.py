@@ -170,14 +170,102 @@ class JITKernel:
         return self.source
 
     def get_host_source(self) -> str:
-        return self.source
+        """The host side of a call: argument checks, outputs, the launch (a readable
+        description; the host path is Python, and on the CPU the entry point is in the
+        kernel source)."""
+        from .export import host_description
+
+        return host_description(self)
+
+    @property
+    def host_source(self) -> str:
+        return self.get_host_source()
 
     def get_remarks(self):
         """Decisions the compiler made for this kernel (instruction choices, fallbacks)."""
         return list(self.remarks)
 
     def show_source(self, which="kernel"):
-        print(self.source)
+        """Prints the kernel source ("kernel"), the host side ("host") or both ("both")."""
+        if which not in ("kernel", "host", "both"):
+            raise ValueError(f"show_source: which must be 'kernel', 'host' or 'both', got {which!r}")
+        if which in ("kernel", "both"):
+            print(self.get_kernel_source())
+        if which in ("host", "both"):
+            print(self.get_host_source())
+
+    def export_sources(self, kernel_path=None, host_path=None):
+        """Writes the kernel source and/or the host description to files."""
+        for path, text in ((kernel_path, self.get_kernel_source()), (host_path, self.get_host_source())):
+            if path:
+                with open(path, "w") as f:
+                    f.write(text)
+
+    # ------------------------------------------------------------------ export
+
+    def export_library(self, kernel_file, symbol=None):
+        """Writes a self-contained artifact (see docs/export.md). CPU: the shared library
+        `kernel_file` exporting the plain C function `symbol` (default tl_<name>), declared in
+        `<stem>.h` beside it. CUDA: the cubin, and `<stem>.h` with the launch facts.
+        Returns the paths written (a dict)."""
+        from . import export
+
+        if self.target == "cuda":
+            return export.export_cuda(self, kernel_file, symbol)
+        return export.export_cpu(self, kernel_file, symbol)
+
+    def get_ptx(self) -> str:
+        """The kernel's PTX (CUDA only; from NVRTC, no GPU needed)."""
+        self._need_cuda("get_ptx")
+        if getattr(self, "_ptx", None) is None:
+            from .export import cuda_ptx
+
+            self._ptx = cuda_ptx(self)
+        return self._ptx
+
+    def show_ptx(self):
+        print(self.get_ptx())
+
+    def export_ptx(self, path):
+        with open(path, "w") as f:
+            f.write(self.get_ptx())
+
+    def _need_cuda(self, what):
+        if self.target != "cuda":
+            raise TileLangRuntimeError(f"kernel.{what}() is for CUDA kernels; {self.name!r} targets {self.target}")
+
+    @property
+    def resource_usage(self) -> dict:
+        """ptxas' report for CUDA kernels: registers, spill_stores_bytes, spill_loads_bytes
+        (the maximum over the kernel's CUDA kernels) and per_function; {} on the CPU."""
+        if self.target == "cuda":
+            return dict(self._cuda.resource_usage or {})
+        return {}
+
+    @property
+    def n_regs(self):
+        return self.resource_usage.get("registers")
+
+    @property
+    def n_spills(self):
+        """Bytes spilled (stores + loads), or None when unknown (CPU, or no ptxas report)."""
+        u = self.resource_usage
+        if u.get("spill_stores_bytes") is None and u.get("spill_loads_bytes") is None:
+            return None
+        return (u.get("spill_stores_bytes") or 0) + (u.get("spill_loads_bytes") or 0)
+
+    @property
+    def n_max_threads(self):
+        if self.target != "cuda":
+            return None
+        n = 1
+        for b in self._cuda.src.block:
+            n *= b
+        return n
+
+    @property
+    def shared_bytes(self):
+        return self._cuda.shared_bytes if self.target == "cuda" else None
 
     def get_profiler(self, tensor_supply_type=None):
         from ..profiler import Profiler

@@ -1,0 +1,337 @@
+"""Ahead-of-time export of a compiled kernel (``kernel.export_library(path)``) and the
+introspection behind ``kernel.get_ptx`` / ``get_host_source``.
+
+CPU: ``path`` (a shared library) exports one plain C function,
+
+    int32_t tl_<name>(float* A, float* B, float* C, int64_t M);
+
+(tensors as pointers, then scalars, then the dynamic dimensions, each as int64_t), declared
+in ``<path stem>.h`` beside it. The library is the kernel's C++ with that function added,
+built by the same host compiler and flags as the JIT (so ``-march=native``: it runs on CPUs
+like this one); it needs libgomp and libstdc++ at run time, neither Python nor tilelang.
+
+CUDA: ``path`` receives the cubin and ``<path stem>.h`` the launch facts: the kernel
+(entry) names in launch order, their parameters, grid, block, dynamic shared memory, and
+the TMA descriptors a kernel takes (which the caller must encode with cuTensorMapEncodeTiled).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import tempfile
+
+_C_TYPES = {
+    "float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
+    "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "bool": "uint8_t",
+}
+_C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+               "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+               "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+               "volatile", "while", "main", "bool", "class", "new", "delete", "template", "this", "operator"}
+
+
+def c_identifier(name: str) -> str:
+    s = re.sub(r"[^0-9A-Za-z_]", "_", name) or "kernel"
+    if s[0].isdigit():
+        s = "_" + s
+    return s + "_" if s in _C_KEYWORDS else s
+
+
+def _ctype(dtype: str, pointer: bool) -> str:
+    base = _C_TYPES.get(dtype)
+    if base is None:
+        base = "void" if pointer else "int64_t"
+    if not pointer and dtype in ("float16", "bfloat16"):
+        return "float"  # a scalar is passed by value and converted by the kernel
+    return base + "*" if pointer else base
+
+
+def _paths(path: str):
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.basename(path)
+    for ext in (".so", ".cubin", ".dylib", ".o"):
+        if stem.endswith(ext):
+            stem = stem[: -len(ext)]
+            break
+    if stem.startswith("lib") and len(stem) > 3:
+        stem = stem[3:]  # libmm.so -> mm.h
+    return path, os.path.join(folder, stem + ".h"), stem
+
+
+def _param_lines(kernel):
+    lines = []
+    for i, p in enumerate(kernel.params):
+        role = "output" if i in kernel.out_idx else "input"
+        if p.is_tensor:
+            lines.append(f" *   {p.name}: {p.dtype}[{', '.join(map(str, p.dims))}] ({role}, contiguous row-major)")
+        else:
+            lines.append(f" *   {p.name}: {p.dtype} scalar")
+    for name, pi, d in kernel.dynamic_dims:
+        lines.append(f" *   {name}: dynamic dimension (int64_t) = {kernel.params[pi].name}.shape[{d}]")
+    return lines
+
+
+def _write_atomic(path, data: bytes):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tl-export-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------- CPU
+
+def c_signature(kernel, symbol: str, typed=True):
+    """The exported function's parameter list (C), and one C++ statement per argument that
+    stores it into the TLArg array the generated entry point reads."""
+    decl, stores = [], []
+    slot = 0
+    for p in kernel.params:
+        name = c_identifier(p.name)
+        if p.is_tensor:
+            decl.append(f"{_ctype(p.dtype, True) if typed else 'void*'} {name}")
+            stores.append(f"args[{slot}].ptr = (void*){name};")
+        elif p.dtype.startswith("float") or p.dtype == "bfloat16":
+            decl.append(f"{_ctype(p.dtype, False)} {name}")
+            stores.append(f"args[{slot}].f = (double){name};")
+        else:
+            decl.append(f"{_ctype(p.dtype, False)} {name}")
+            stores.append(f"args[{slot}].i = (int64_t){name};")
+        slot += 1
+    seen = {c_identifier(p.name) for p in kernel.params}
+    for dim_name, _, _ in kernel.dynamic_dims:
+        name = c_identifier(dim_name)
+        while name in seen:
+            name += "_"
+        seen.add(name)
+        decl.append(f"int64_t {name}")
+        stores.append(f"args[{slot}].i = {name};")
+        slot += 1
+    return decl, stores, slot
+
+
+def export_cpu(kernel, path, symbol=None):
+    from .. import _tl, env
+
+    lib_path, header_path, stem = _paths(path)
+    symbol = c_identifier(symbol or f"tl_{kernel.name}")
+    decl, stores, nargs = c_signature(kernel, symbol)
+    # The generated entry point becomes internal (its name may be `main`, or clash with
+    # the program's own symbols); the exported function packs the arguments and calls it.
+    entry_decl = f'extern "C" int32_t {kernel.entry}(const TLArg* args)'
+    if entry_decl not in kernel.source:
+        raise RuntimeError(f"export_library: the entry point of {kernel.name!r} was not found in its source")
+    internal = "tl_export_entry_"
+    source = kernel.source.replace(entry_decl, f"static int32_t {internal}(const TLArg* args)", 1)
+    wrapper_params = ", ".join(decl) or "void"
+    source += (
+        f"\n// Exported by kernel.export_library: the plain C entry point.\n"
+        f'extern "C" __attribute__((visibility("default"))) int32_t {symbol}({wrapper_params}) {{\n'
+        f"  TLArg args[{max(nargs, 1)}];\n"
+        + "".join(f"  {s}\n" for s in stores)
+        + f"  return {internal}(args);\n}}\n")
+    built, _, _ = _tl.build_cpu(source, env.kernel_cache_dir(), env.template_dir(),
+                                list(kernel.compile_flags) + ["-fvisibility=hidden"])
+    with open(built, "rb") as f:
+        _write_atomic(lib_path, f.read())
+    os.chmod(lib_path, 0o755)
+    guard = "TL_EXPORT_" + c_identifier(stem).upper() + "_H_"
+    header = "\n".join([
+        f"/* Generated by tilelang export_library: kernel '{kernel.name}' for the CPU.",
+        f" * Library: {os.path.basename(lib_path)} (link with it; it needs libgomp, not Python).",
+        " * Arguments, in order:",
+        *_param_lines(kernel),
+        " * float16 / bfloat16 elements are their raw 16-bit patterns (uint16_t).",
+        " * Returns 0 on success. */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "#include <stdint.h>",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        f"#define {symbol.upper()}_NUM_ARGS {nargs}",
+        f"int32_t {symbol}({', '.join(decl) or 'void'});",
+        "",
+        "#ifdef __cplusplus",
+        "}",
+        "#endif",
+        f"#endif  /* {guard} */",
+        "",
+    ])
+    _write_atomic(header_path, header.encode())
+    return {"library": lib_path, "header": header_path, "symbol": symbol}
+
+
+# --------------------------------------------------------------------------------------- CUDA
+
+_KIND_C = {"ptr": "void*", "i32": "int32_t", "i64": "int64_t", "f32": "float", "f64": "double"}
+
+
+def _kernel_signature(code: str, entry: str) -> str:
+    m = re.search(r'extern "C" __global__[^{]*?\b' + re.escape(entry) + r"\s*\(([^)]*)\)", code)
+    return " ".join(m.group(0).split()) if m else ""
+
+
+def export_cuda(kernel, path, symbol=None):
+    backend = kernel._cuda
+    cubin_path, header_path, stem = _paths(path)
+    symbol = c_identifier(symbol or f"tl_{kernel.name}").upper()
+    with open(backend.cubin_path, "rb") as f:
+        _write_atomic(cubin_path, f.read())
+    usage = backend.resource_usage or {}
+    lines = [
+        f"/* Generated by tilelang export_library: kernel '{kernel.name}' for CUDA {backend.arch}.",
+        f" * Cubin: {os.path.basename(cubin_path)} (cuModuleLoad; compiled by {backend.compiler}).",
+        f" * {len(backend.srcs)} CUDA kernel(s), launched in this order on one stream.",
+        " * Launch arguments of every kernel, in order (cuLaunchKernel's kernelParams):",
+        *_param_lines(kernel),
+        " * Tensors are device pointers to contiguous row-major data; dynamic dimensions are",
+        " * passed as the integer type of each kernel's signature below.",
+        f" * Registers: {usage.get('registers')}, spill stores: {usage.get('spill_stores_bytes')} bytes, "
+        f"spill loads: {usage.get('spill_loads_bytes')} bytes (ptxas). */",
+        f"#ifndef {symbol}_H_",
+        f"#define {symbol}_H_",
+        "",
+        f"#define {symbol}_ARCH \"{backend.arch}\"",
+        f"#define {symbol}_NUM_KERNELS {len(backend.srcs)}",
+        f"#define {symbol}_NUM_PARAMS {len(kernel.params)}",
+        f"#define {symbol}_NUM_DYNAMIC_DIMS {len(kernel.dynamic_dims)}",
+    ]
+    any_tma = False
+    for k, src in enumerate(backend.srcs):
+        p = f"{symbol}_K{k}"
+        dyn = bool(src.dynamic_dims)
+        lines += ["", f"/* kernel {k}: {_kernel_signature(src.code, src.entry)} */",
+                  f"#define {p}_ENTRY \"{src.entry}\"",
+                  f"#define {p}_ARG_KINDS \"{' '.join(src.arg_kinds)}\"  /* {', '.join(_KIND_C[a] for a in src.arg_kinds)} */"]
+        if dyn:
+            lines.append(f"/* grid depends on the dynamic dimensions: {', '.join(grid_text(src))} */")
+            lines.append(f"#define {p}_GRID_IS_DYNAMIC 1")
+        else:
+            g = list(src.grid([])) + [1] * (3 - len(src.grid([])))
+            lines += [f"#define {p}_GRID_X {g[0]}", f"#define {p}_GRID_Y {g[1]}", f"#define {p}_GRID_Z {g[2]}",
+                      f"#define {p}_GRID_IS_DYNAMIC 0"]
+        b = list(src.block) + [1] * (3 - len(src.block))
+        lines += [f"#define {p}_BLOCK_X {b[0]}", f"#define {p}_BLOCK_Y {b[1]}", f"#define {p}_BLOCK_Z {b[2]}",
+                  f"#define {p}_SHARED_BYTES {src.shared_bytes}"
+                  "  /* dynamic shared memory; above 48 KiB set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */",
+                  f"#define {p}_NUM_TMA_DESCRIPTORS {len(src.tma_specs)}"]
+        for t, (arg, dtype, elem, dims, box, swizzle) in enumerate(src.tma_specs):
+            any_tma = True
+            dims_s = ", ".join(str(d) if d >= 0 else f"<launch argument {-(d + 1)}>" for d in dims)
+            lines.append(
+                f"/* TMA descriptor {t} (a const __grid_constant__ CUtensorMap parameter after the arguments above):"
+                f" cuTensorMapEncodeTiled over launch argument {arg} ({kernel.params[arg].name if arg < len(kernel.params) else '?'}),"
+                f" CUtensorMapDataType {dtype}, {elem}-byte elements, global dims (innermost first) [{dims_s}],"
+                f" box [{', '.join(map(str, box))}], CUtensorMapSwizzle {swizzle} */")
+    lines += ["", f"#define {symbol}_USES_TMA {1 if any_tma else 0}", "", f"#endif  /* {symbol}_H_ */", ""]
+    _write_atomic(header_path, "\n".join(lines).encode())
+    return {"cubin": cubin_path, "header": header_path}
+
+
+def grid_text(src):
+    text = getattr(src, "grid_text", None)
+    if text is not None:
+        return list(text)
+    return ["?"] * 3
+
+
+# ---------------------------------------------------------------------------------------- PTX
+
+def _nvrtc():
+    from .. import _tl
+    from .cuda_backend import _search_dirs
+
+    candidates = []
+    if os.environ.get("TILELANG_NVRTC_PATH"):
+        candidates.append(os.environ["TILELANG_NVRTC_PATH"])
+    ok, desc = _tl.find_cuda_compiler(_search_dirs())
+    m = re.search(r"\(([^)]*libnvrtc[^)]*)\)", desc or "")
+    if ok and m:
+        candidates.append(m.group(1))
+    candidates += ["libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"]
+    for c in candidates:
+        try:
+            return ctypes.CDLL(c)
+        except OSError:
+            continue
+    raise RuntimeError("get_ptx: no NVRTC library could be loaded (set TILELANG_NVRTC_PATH)")
+
+
+def cuda_ptx(kernel) -> str:
+    """PTX for the kernel's CUDA source, from NVRTC (compute_XX of the kernel's arch)."""
+    from .cuda_backend import _templates_root
+
+    backend = kernel._cuda
+    lib = _nvrtc()
+    prog = ctypes.c_void_p()
+    rc = lib.nvrtcCreateProgram(ctypes.byref(prog), backend.source.encode(), b"tl_kernel.cu", 0, None, None)
+    if rc != 0:
+        raise RuntimeError(f"nvrtcCreateProgram failed ({rc})")
+    try:
+        opts = [f"--gpu-architecture={backend.arch.replace('sm_', 'compute_')}", "-std=c++17", "-default-device",
+                "-lineinfo", f"-I{_templates_root()}"]
+        fast = str(kernel.pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
+        opts += list(kernel.compile_flags) + (["--use_fast_math"] if fast else [])
+        argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+        rc = lib.nvrtcCompileProgram(prog, len(opts), argv)
+        if rc != 0:
+            size = ctypes.c_size_t()
+            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+            log = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetProgramLog(prog, log)
+            raise RuntimeError(f"NVRTC failed to produce PTX ({rc}):\n{log.value.decode(errors='replace')}")
+        size = ctypes.c_size_t()
+        lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetPTX(prog, buf)
+        return buf.value.decode()
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+# ------------------------------------------------------------------------------ host side
+
+def host_description(kernel) -> str:
+    """A readable account of what the host does when the kernel is called."""
+    lines = [f"// Host side of kernel {kernel.name!r} (target {kernel.target}); the call path is Python",
+             "// (tilelang/jit/kernel.py), shown here as the steps it takes.", "//",
+             f"// {kernel.name}({', '.join(kernel.params[i].name for i in kernel.in_idx)})"]
+    step = 1
+    for i in kernel.in_idx:
+        p = kernel.params[i]
+        if p.is_tensor:
+            lines.append(f"// {step}. check {p.name}: dtype {p.dtype}, shape {p.shape_str()}, contiguous"
+                         + (", on the CUDA device" if kernel.target == "cuda" else ""))
+        else:
+            lines.append(f"// {step}. check {p.name}: a {p.dtype} scalar in range")
+        step += 1
+    for name, pi, d in kernel.dynamic_dims:
+        lines.append(f"// {step}. bind dynamic dimension {name} = {kernel.params[pi].name}.shape[{d}]")
+        step += 1
+    for i in kernel.out_idx:
+        p = kernel.params[i]
+        lines.append(f"// {step}. allocate output {p.name}: {p.dtype}{p.shape_str()}")
+        step += 1
+    args = [p.name for p in kernel.params] + [n for n, _, _ in kernel.dynamic_dims]
+    if kernel.target == "cpu":
+        lines.append(f"// {step}. call {kernel.entry}(TLArg[{len(args)}] = {{{', '.join(args)}}}) in "
+                     f"{getattr(kernel, 'library_path', '?')}; the grid runs as an OpenMP loop nest")
+    else:
+        b = kernel._cuda
+        for k, src in enumerate(b.srcs):
+            grid = src.grid([]) if not src.dynamic_dims else grid_text(src)
+            tma = f", plus {len(src.tma_specs)} TMA descriptor(s) encoded from the tensors" if src.tma_specs else ""
+            lines.append(f"// {step}. launch {src.entry}<<<grid({', '.join(map(str, grid))}), block("
+                         f"{', '.join(map(str, src.block))}), {src.shared_bytes} B dynamic shared>>>"
+                         f"({', '.join(args)}{tma}) on the current torch stream")
+            step += 1
+    lines.append("// then return the output(s)" if kernel.out_idx else "// then return None")
+    return "\n".join(lines) + "\n"
