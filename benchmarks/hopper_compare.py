@@ -104,10 +104,17 @@ ARGS = None
 PASS_CONFIGS = json.loads(__import__("os").environ.get("HOPPER_PASS_CONFIGS", "{}"))
 
 
+# Extra device-compiler flags for our package (A/B runs), space-separated.
+COMPILE_FLAGS = __import__("os").environ.get("HOPPER_COMPILE_FLAGS", "").split()
+
+
 def compile_kernel(func, out_idx):
+    kw = {}
     if PASS_CONFIGS:
-        return tilelang.compile(func, out_idx=out_idx, target="cuda", pass_configs=PASS_CONFIGS)
-    return tilelang.compile(func, out_idx=out_idx, target="cuda")
+        kw["pass_configs"] = PASS_CONFIGS
+    if COMPILE_FLAGS:
+        kw["compile_flags"] = COMPILE_FLAGS
+    return tilelang.compile(func, out_idx=out_idx, target="cuda", **kw)
 
 
 def bench(fn, warmup=5, rep=30):

@@ -130,7 +130,10 @@ TL_DEVICE R warp_butterfly(R v, unsigned mask, Op op) {
     if constexpr (Op::kCommutative) {
       v = op(v, o);
     } else {
-      v = (lane & off) ? op(o, v) : op(v, o);  // Both partners compute op(lower lane, upper lane).
+      // Both partners compute op(lower lane, upper lane); selecting the operands (rather
+      // than branching between two calls) keeps this one min/max and two selects.
+      const bool upper = (lane & off) != 0;
+      v = op(upper ? o : v, upper ? v : o);
     }
   }
   return v;
