@@ -200,7 +200,7 @@ class Parser:
                 params.append(self._guard(arg, self.make_param, arg.arg, spec))
                 self.bind(arg.arg, params[-1])
             self.builder.open()
-            if _has_kernel(self.fdef):
+            if _has_kernel(self.fdef) or not any(isinstance(st, ast.For) for st in self.fdef.body):
                 self.visit_body(self.fdef.body)
             else:
                 self.implicit_kernel(self.fdef)
@@ -211,8 +211,9 @@ class Parser:
             _b.set_builder(prev)
 
     def implicit_kernel(self, fdef):
-        """A @T.prim_func without `with T.Kernel`: its body is one block of one thread (what
-        upstream's CPU target runs as plain host code), so its loops and stores work."""
+        """A @T.prim_func without `with T.Kernel` whose body has loops: the body is one block
+        of one thread (what upstream's CPU target runs as plain host code), so its loops and
+        stores work. (Without loops, tile operations outside a kernel stay an error.)"""
         span = self.span(fdef)
         bx = _tl.var("bx", "int32")
         self.builder.in_kernel = True
