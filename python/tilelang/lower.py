@@ -1,7 +1,14 @@
 """``tilelang.lower(func, target=...)``: the generated source of a @T.prim_func without
-building or loading it (works for "cuda" without a GPU when the arch is named)."""
+building or loading it (works for "cuda" without a GPU when the arch is named).
+
+Seeing inside: ``tilelang.lower(func, target, trace=True)`` records the IR after each pass
+(the printer's TileLang-like text) and each pass's wall time in ``artifact.trace``;
+``TILELANG_DUMP_IR_DIR=folder`` writes one numbered file per pass (plus ``timings.txt``)
+for every kernel lowered or compiled (docs/export.md)."""
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 
 
@@ -16,14 +23,88 @@ class CompiledArtifact:
     params: list = field(default_factory=list)
     remarks: list = field(default_factory=list)
     host_source: str = ""
+    trace: list = field(default_factory=list)
 
     @property
     def device_source(self) -> str:
         return self.kernel_source
 
+    @property
+    def pass_timings(self) -> list:
+        """(pass name, milliseconds) per pass run, in order (with trace=True)."""
+        return [(r.name, r.ms) for r in self.trace if r.index > 0]
+
+    def format_trace(self, ir=False) -> str:
+        """The passes and their times; with ir=True, each pass's output IR too."""
+        out = []
+        for r in self.trace:
+            head = f"[{r.index:02d}] {r.name}" + (f" ({r.part})" if r.part else "")
+            out.append(head if r.index == 0 else f"{head}: {r.ms:.3f} ms")
+            if ir:
+                out.append(r.ir)
+        total = sum(r.ms for r in self.trace)
+        out.append(f"total: {total:.3f} ms in {len(self.pass_timings)} passes")
+        return "\n".join(out)
+
+
+@dataclass
+class PassRecord:
+    """One step of a lowering trace: index 0 is the input, then one per pass run."""
+
+    index: int
+    name: str
+    ir: str
+    ms: float = 0.0
+    part: str = ""  # the CUDA kernel (T.Kernel block) when a function has several
+
+
+def _records(func_node, dumps, times, part=""):
+    recs = [PassRecord(0, "input", func_node.script(), 0.0, part)]
+    for i, ((name, ir), (tname, ms)) in enumerate(zip(dumps, times), 1):
+        assert name == tname
+        recs.append(PassRecord(i, name, ir, ms, part))
+    return recs
+
+
+def _lower_traced(lower_fn, node, config, want):
+    """(lowered, remarks, (dumps, times)) when `want`, else (lowered, remarks, [])."""
+    if not want:
+        lowered, remarks, _ = lower_fn(node, config, False)
+        return lowered, remarks, []
+    lowered, remarks, dumps, times = lower_fn(node, config, True, True)
+    return lowered, remarks, (dumps, times)
+
+
+def dump_dir():
+    """The folder TILELANG_DUMP_IR_DIR names, or None."""
+    return os.environ.get("TILELANG_DUMP_IR_DIR") or None
+
+
+def write_trace(records, folder, name, target):
+    """One numbered file per pass under folder/<name>-<target>/, plus timings.txt.
+    Returns that subfolder."""
+    sub = os.path.join(folder, re.sub(r"[^0-9A-Za-z_.-]", "_", f"{name}-{target}"))
+    os.makedirs(sub, exist_ok=True)
+    lines = []
+    for r in records:
+        prefix = f"{r.part}." if r.part else ""
+        fname = f"{prefix}{r.index:02d}_{r.name}.py"
+        with open(os.path.join(sub, fname), "w") as f:
+            f.write(f"# {name} ({target}{', ' + r.part if r.part else ''}): IR after {r.name}"
+                    + (f", {r.ms:.3f} ms" if r.index else "") + "\n")
+            f.write(r.ir if r.ir.endswith("\n") else r.ir + "\n")
+        if r.index:
+            lines.append(f"{prefix}{r.index:02d} {r.name:32s} {r.ms:10.3f} ms")
+    lines.append(f"total {sum(r.ms for r in records):.3f} ms")
+    with open(os.path.join(sub, "timings.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return sub
+
 
 def lower(func, target="auto", target_host=None, runtime_only=False, enable_host_codegen=False,
-          enable_device_compile=False, pass_configs=None) -> CompiledArtifact:
+          enable_device_compile=False, pass_configs=None, trace=False) -> CompiledArtifact:
+    """With trace=True the artifact's `trace` holds a PassRecord per pass (IR and wall time);
+    TILELANG_DUMP_IR_DIR also writes them to files."""
     from . import _tl
     from .frontend.parser import PrimFunc
     from .jit.target import resolve
@@ -39,10 +120,16 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
         pass_configs = dict(scoped, **(pass_configs or {}))
     config = {key_name(k): str(v) for k, v in (pass_configs or {}).items()}
     params = [p.name if hasattr(p, "name") else p.node.var_name for p in func.params]
+    folder = dump_dir()
+    want = trace or folder is not None
     if t.kind == "cpu":
-        lowered, remarks, _ = _tl.lower_cpu(func.node, config, False)
+        lowered, remarks, tr = _lower_traced(_tl.lower_cpu, func.node, config, want)
         source, _, _ = _tl.codegen_cpu(lowered)
-        return CompiledArtifact(source, "cpu", params, list(remarks) + config_remarks(pass_configs), source)
+        records = _records(func.node, *tr) if tr else []
+        if folder:
+            write_trace(records, folder, func.name, "cpu")
+        return CompiledArtifact(source, "cpu", params, list(remarks) + config_remarks(pass_configs), source,
+                                records)
     arch = t.arch
     if arch is None:
         ok, why = _tl.cuda_available()
@@ -52,9 +139,15 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
         arch = _tl.device_arch(0)
         if arch == "sm_90":
             arch = "sm_90a"
-    sources, remarks = [], []
-    for part in _tl.split_kernels(func.node):
-        lowered, rs, _ = _tl.lower_cuda(part, dict(config, **{"tl.target_arch": arch}), False)
+    sources, remarks, records = [], [], []
+    parts = _tl.split_kernels(func.node)
+    for n, part in enumerate(parts):
+        lowered, rs, tr = _lower_traced(_tl.lower_cuda, part, dict(config, **{"tl.target_arch": arch}), want)
         sources.append(_tl.codegen_cuda(lowered).code)
         remarks.extend(rs)
-    return CompiledArtifact("\n".join(sources), f"cuda -arch={arch}", params, remarks + config_remarks(pass_configs))
+        if tr:
+            records += _records(part, *tr, part=f"kernel{n}" if len(parts) > 1 else "")
+    if folder:
+        write_trace(records, folder, func.name, arch)
+    return CompiledArtifact("\n".join(sources), f"cuda -arch={arch}", params, remarks + config_remarks(pass_configs),
+                            "", records)

@@ -89,6 +89,16 @@ class JITKernel:
         if os.environ.get("TILELANG_REMARKS", "0") not in ("0", "", "false"):
             for r in self.remarks:
                 print(f"[tilelang] {self.name}: {r}", file=sys.stderr)
+        if os.environ.get("TILELANG_DUMP_IR_DIR"):
+            self._dump_ir()
+
+    def _dump_ir(self):
+        """TILELANG_DUMP_IR_DIR: the IR after each pass, one numbered file each (lowered again,
+        with tracing on, through tilelang.lower)."""
+        from ..lower import lower
+
+        target = "cpu" if self.target == "cpu" else f"cuda -arch={self._cuda.arch}"
+        lower(self.func, target=target, pass_configs=self.pass_configs)
 
     # ------------------------------------------------------------------ compilation
 
