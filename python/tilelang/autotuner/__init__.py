@@ -10,12 +10,28 @@
 In eager style (a @tilelang.jit function called with tensors) the call tunes on those
 tensors and returns the best kernel's outputs. A configuration that does not compile, or
 whose result differs from `ref_prog`, is skipped and reported; progress is printed to
-stderr, one line per configuration. On the GPU times are CUDA-event medians with the L2
-flushed; on the CPU, wall-clock medians (tilelang.profiler.do_bench).
+stderr. On the GPU times are CUDA-event medians with the L2 flushed; on the CPU,
+wall-clock medians (tilelang.profiler.do_bench).
+
+At scale (docs/export.md): configurations are compiled in parallel on a thread pool (the
+host and CUDA compilers run with the GIL released), then timed one at a time; `timeout`
+bounds each compilation, `time_budget` the whole tuning, and with `early_stop` a
+configuration whose first quick timing is `early_stop_factor` times the best so far is
+not timed further. The result is cached on disk (``$TILELANG_CACHE_DIR/autotune``) per
+(kernel source, arguments, configurations, target and device), so another process picks
+the best configuration without tuning again: it compiles (or loads) that one only.
 """
 from __future__ import annotations
 
+import concurrent.futures as _futures
+import copy
+import hashlib
+import inspect
+import json
+import os
+import platform
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -49,11 +65,72 @@ def _key_of(args, kwargs):
     return tuple(part(a) for a in args), tuple(sorted((k, part(v)) for k, v in kwargs.items()))
 
 
+_FALSE = ("0", "", "false", "no", "off")
+
+
+def _env_flag(name) -> bool:
+    return os.environ.get(name, "0").strip().lower() not in _FALSE
+
+
+def default_workers(n_configs: int) -> int:
+    """Compile threads: TILELANG_AUTO_TUNING_CPU_COUNTS if set, else CPU_UTILITIES (0.9) of the
+    cores, at most TILELANG_AUTO_TUNING_MAX_CPU_COUNT, never more than the configurations."""
+    cores = os.cpu_count() or 1
+    if os.environ.get("TILELANG_AUTO_TUNING_CPU_COUNTS"):
+        n = int(os.environ["TILELANG_AUTO_TUNING_CPU_COUNTS"])
+    else:
+        n = max(1, int(cores * float(os.environ.get("TILELANG_AUTO_TUNING_CPU_UTILITIES", "0.9"))))
+    if os.environ.get("TILELANG_AUTO_TUNING_MAX_CPU_COUNT"):
+        n = min(n, int(os.environ["TILELANG_AUTO_TUNING_MAX_CPU_COUNT"]))
+    return max(1, min(n, n_configs))
+
+
+class _Progress:
+    """A progress bar on stderr: tqdm when installed, else one updating line (one line per
+    step when stderr is not a terminal)."""
+
+    def __init__(self, total, desc, enabled):
+        self.total, self.desc, self.enabled, self.n = total, desc, enabled, 0
+        self._bar = None
+        self._tty = enabled and sys.stderr.isatty()
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=True)
+            except ImportError:
+                pass
+
+    def update(self, note=""):
+        self.n += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(1)
+            if note:
+                self._bar.set_postfix_str(note[:60])
+            return
+        width = 24
+        filled = width * self.n // max(self.total, 1)
+        line = f"{self.desc} [{'#' * filled}{'.' * (width - filled)}] {self.n}/{self.total}" + (f" {note}" if note else "")
+        if self._tty:
+            print("\r" + line, end="" if self.n < self.total else "\n", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+        elif self._tty and self.enabled and self.n < self.total:
+            print(file=sys.stderr, flush=True)
+
+
 class AutoTunedFunction:
     """A @tilelang.jit function whose tunable parameters come from `configs`."""
 
     def __init__(self, jitted: JITImpl, configs, warmup, rep, supply_type, ref_prog, supply_prog, rtol, atol,
-                 max_mismatched_ratio, skip_check, manual_check_prog, verbose):
+                 max_mismatched_ratio, skip_check, manual_check_prog, verbose, timeout=100, early_stop=False,
+                 early_stop_factor=2.0, time_budget=None, max_workers=None, cache_results=True):
         self.jitted = jitted
         self.configs = configs
         self.warmup, self.rep = warmup, rep
@@ -62,6 +139,13 @@ class AutoTunedFunction:
         self.rtol, self.atol, self.max_mismatched_ratio = rtol, atol, max_mismatched_ratio
         self.skip_check, self.manual_check_prog = skip_check, manual_check_prog
         self.verbose = verbose
+        self.timeout, self.time_budget = timeout, time_budget
+        self.early_stop, self.early_stop_factor = early_stop, early_stop_factor
+        self.max_workers = max_workers
+        self.cache_results = cache_results
+        # What the last tune() did: configurations compiled and timed, whether the result
+        # came from the disk cache, and the seconds spent compiling / timing.
+        self.stats = {}
         self._best = {}
         self.__name__ = getattr(jitted, "__name__", getattr(jitted.func, "__name__", "kernel"))
         self.__doc__ = getattr(jitted.func, "__doc__", None)
@@ -78,20 +162,22 @@ class AutoTunedFunction:
         return configs
 
     def _compile(self, args, kwargs, config):
+        """Compiles one configuration; safe to call from several threads at once."""
         params = {k: v for k, v in config.items() if k != "pass_configs"}
         pass_configs = dict(self.jitted.pass_configs or {}, **(config.get("pass_configs") or {}))
         if self.jitted.is_lazy_mode():
             prim = self.jitted.func(*args, **dict(kwargs, **params))
             return _compile(prim, out_idx=self.jitted.out_idx, target=self.jitted.target, pass_configs=pass_configs,
                             compile_flags=self.jitted.compile_flags)
-        saved = self.jitted.pass_configs
-        self.jitted.pass_configs = pass_configs
-        try:
-            return self.jitted.compile(*args, **dict(kwargs, **params))
-        finally:
-            self.jitted.pass_configs = saved
+        # Eager style: a private copy of the @jit object per configuration (its kernel table
+        # and pass configs are not shared between compiling threads).
+        jitted = copy.copy(self.jitted)
+        jitted.pass_configs = pass_configs
+        jitted._kernels = {}
+        jitted._runtime_scalars = set(self.jitted._runtime_scalars)
+        return jitted.compile(*args, **dict(kwargs, **params))
 
-    def _measure(self, kernel, eager_inputs):
+    def _profiler(self, kernel, eager_inputs):
         profiler = kernel.get_profiler(self.supply_type)
         captured = get_autotune_inputs()
         if eager_inputs is not None:
@@ -104,17 +190,106 @@ class AutoTunedFunction:
             profiler._inputs = list(captured)
         elif self.supply_prog is not None:
             profiler._inputs = list(self.supply_prog(kernel.params))
-        ref_latency = None
+        return profiler
+
+    def _measure(self, kernel, eager_inputs, best_latency=None):
+        """(latency, ref_latency, stopped_early)."""
+        profiler = self._profiler(kernel, eager_inputs)
         if self.ref_prog is not None and not self.skip_check:
             profiler.assert_allclose(self.ref_prog, atol=self.atol, rtol=self.rtol,
                                      max_mismatched_ratio=self.max_mismatched_ratio)
         if self.manual_check_prog is not None and not self.skip_check:
             self.manual_check_prog(kernel(*profiler.inputs()), self.ref_prog(*profiler.inputs())
                                    if self.ref_prog is not None else None)
+        if self.early_stop and best_latency is not None:
+            # A quick look first: a configuration far behind the best is not timed in full.
+            probe = profiler.do_bench(warmup=1, rep=max(1, min(3, self.rep)))
+            if probe > self.early_stop_factor * best_latency:
+                return probe, None, True
         latency = profiler.do_bench(warmup=self.warmup, rep=self.rep)
-        if self.ref_prog is not None:
-            ref_latency = profiler.do_bench(func=self.ref_prog, warmup=self.warmup, rep=self.rep)
-        return latency, ref_latency
+        return latency, None, False
+
+    # ------------------------------------------------------------------ the disk cache
+
+    def _cache_key(self, args, kwargs, configs, eager):
+        from .. import __version__
+        from ..jit.target import resolve
+
+        func = self.jitted.func
+        try:
+            source = inspect.getsource(func)
+        except (OSError, TypeError):
+            return None
+        tensors = [a for a in list(args) + list(kwargs.values()) if hasattr(a, "shape") and hasattr(a, "dtype")]
+        try:
+            t = resolve(self.jitted.target, tensors)
+        except Exception:  # noqa: BLE001 - no target to key on: no caching
+            return None
+        target = t.kind if t.kind == "cpu" else f"cuda:{t.arch}"
+        if t.kind == "cpu":
+            device = f"{platform.machine()} {_cpu_model()} cores={os.cpu_count()}"
+        else:
+            from .. import _tl
+
+            try:
+                device = f"{_tl.device_arch(0)} sms={_tl.multiprocessor_count(0)}"
+            except Exception:  # noqa: BLE001 - compiling for a named arch without a GPU
+                device = "no-gpu"
+        parts = ["tilelang-autotune-1", __version__, getattr(func, "__module__", ""), func.__qualname__, source,
+                 repr(_key_of(args, kwargs)),
+                 repr([str(getattr(a, "device", "cpu")) for a in tensors]), repr(configs), target, device,
+                 repr(self.jitted.out_idx), repr(sorted((str(getattr(k, "value", k)), repr(v))
+                                                        for k, v in (self.jitted.pass_configs or {}).items())),
+                 repr(self.jitted.compile_flags), repr(eager),
+                 # a different reference or check tolerance must check (so tune) again
+                 _callable_id(self.ref_prog), _callable_id(self.manual_check_prog), _callable_id(self.supply_prog),
+                 repr((self.skip_check, self.rtol, self.atol, self.max_mismatched_ratio))]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def _cache_enabled(self):
+        from .. import env
+
+        return self.cache_results and env.is_cache_enabled() and not _env_flag("TILELANG_AUTO_TUNING_DISABLE_CACHE")
+
+    @staticmethod
+    def _cache_path(key):
+        from .. import env
+
+        return os.path.join(env.cache_dir(), "autotune", key[:2], key + ".json")
+
+    def _cache_load(self, key, configs):
+        try:
+            with open(self._cache_path(key)) as f:
+                data = json.load(f)
+            index = int(data["best_index"])
+            if data.get("config_repr") != repr(configs[index]):
+                return None
+            return data
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            return None
+
+    def _cache_store(self, key, configs, best_index, best, results):
+        path = self._cache_path(key)
+        data = {"best_index": best_index, "config_repr": repr(configs[best_index]), "latency": best.latency,
+                "ref_latency": best.ref_latency, "kernel": self.__name__,
+                "results": [{"index": i, "config": repr(configs[i]), "latency": lat, "error": err}
+                            for i, lat, err in results],
+                "created": time.time()}
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # an unwritable cache only costs the next process a tuning
+
+    # ------------------------------------------------------------------ tuning
+
+    def _eager_inputs(self, args, kwargs):
+        if self.jitted.is_lazy_mode():
+            return None
+        return [a for a in args if hasattr(a, "shape")] + [v for v in kwargs.values() if hasattr(v, "shape")]
 
     def tune(self, *args, **kwargs) -> AutotuneResult:
         key = _key_of(args, kwargs)
@@ -122,33 +297,127 @@ class AutoTunedFunction:
             return self._best[key]
         configs = self._configs_for(args, kwargs)
         eager = not self.jitted.is_lazy_mode()
-        best, failures = None, []
         t0 = time.perf_counter()
-        for n, config in enumerate(configs, 1):
-            try:
-                kernel = self._compile(args, kwargs, config)
-                eager_inputs = None
-                if eager:
-                    eager_inputs = [a for a in args if hasattr(a, "shape")] + \
-                                   [v for v in kwargs.values() if hasattr(v, "shape")]
-                latency, ref_latency = self._measure(kernel, eager_inputs)
-            except Exception as e:  # noqa: BLE001 - a failing configuration is reported and skipped
-                reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-                failures.append((config, f"{type(e).__name__}: {reason}"))
-                self._say(f"config {n}/{len(configs)} {config}: skipped ({type(e).__name__}: {reason[:160]})")
+        disk_key = self._cache_key(args, kwargs, configs, eager) if self._cache_enabled() else None
+        cached = self._cache_load(disk_key, configs) if disk_key else None
+        if cached is not None:
+            result = self._from_cache(args, kwargs, configs, cached)
+            if result is not None:
+                for r in cached.get("results", []):
+                    what = f"{r['latency']:.4f} ms" if r.get("latency") is not None else f"skipped ({r.get('error')})"
+                    self._say(f"config {r['index'] + 1}/{len(configs)} {r['config']}: {what} (cached)")
+                self.stats["pick_seconds"] = time.perf_counter() - t0
+                self._say(f"best {result.config}: {result.latency:.4f} ms (cached result, "
+                          f"{self.stats['pick_seconds'] * 1000:.0f} ms to pick)")
+                self._best[key] = result
+                return result
+        result = self._tune(args, kwargs, configs, disk_key, t0)
+        self._best[key] = result
+        return result
+
+    def _from_cache(self, args, kwargs, configs, cached):
+        index = int(cached["best_index"])
+        try:
+            kernel = self._compile(args, kwargs, configs[index])
+        except Exception:  # noqa: BLE001 - the cached winner no longer compiles: tune again
+            return None
+        self.stats = {"compiled": 1, "timed": 0, "from_cache": True, "compile_seconds": 0.0, "bench_seconds": 0.0}
+        best = AutotuneResult(float(cached["latency"]), configs[index], cached.get("ref_latency"),
+                              kernel.get_kernel_source(), getattr(kernel, "func", None), kernel)
+        kernel.latency, kernel.config, kernel.ref_latency = best.latency, best.config, best.ref_latency
+        return best
+
+    def _tune(self, args, kwargs, configs, disk_key, t0):
+        n = len(configs)
+        deadline = None if self.time_budget is None else t0 + float(self.time_budget)
+        failures, results = [], []
+        workers = self.max_workers or default_workers(n)
+        self._say(f"compiling {n} configurations on {workers} thread(s)")
+        # Phase 1: compile in parallel (the compilers release the GIL).
+        kernels = [None] * n
+        c0 = time.perf_counter()
+        progress = _Progress(n, f"[tilelang.autotune] {self.__name__}: compile", self.verbose)
+        pool = _futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tl-autotune")
+        try:
+            futures = {pool.submit(self._compile, args, kwargs, c): i for i, c in enumerate(configs)}
+            pending = set(futures)
+            while pending:
+                wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+                if self.timeout is not None:
+                    wait = float(self.timeout) if wait is None else min(wait, float(self.timeout))
+                done, pending = _futures.wait(pending, timeout=wait, return_when=_futures.FIRST_COMPLETED)
+                if not done:
+                    # Nothing finished within the per-compilation timeout or the budget.
+                    why = "time budget exhausted" if deadline is not None and time.perf_counter() >= deadline \
+                        else f"compilation exceeded timeout={self.timeout}s"
+                    for f in pending:
+                        f.cancel()
+                        i = futures[f]
+                        failures.append((configs[i], f"skipped: {why}"))
+                        results.append((i, None, why))
+                    self._say(f"{len(pending)} configuration(s) not compiled: {why}")
+                    break
+                for f in done:
+                    i = futures[f]
+                    try:
+                        kernels[i] = f.result()
+                        progress.update(f"{configs[i]}")
+                    except Exception as e:  # noqa: BLE001 - reported and skipped
+                        reason = _reason(e)
+                        failures.append((configs[i], reason))
+                        results.append((i, None, reason))
+                        progress.update(f"{configs[i]} failed")
+                        self._say(f"config {i + 1}/{n} {configs[i]}: skipped ({reason[:160]})")
+        finally:
+            progress.close()
+            pool.shutdown(wait=False, cancel_futures=True)
+        compile_seconds = time.perf_counter() - c0
+        # Phase 2: time one at a time, so configurations do not disturb each other's timings.
+        b0 = time.perf_counter()
+        best, best_index, timed = None, None, 0
+        eager_inputs = self._eager_inputs(args, kwargs)
+        for i, kernel in enumerate(kernels):
+            if kernel is None:
                 continue
-            self._say(f"config {n}/{len(configs)} {config}: {latency:.4f} ms")
+            if deadline is not None and time.perf_counter() >= deadline:
+                failures.append((configs[i], "not timed: time budget exhausted"))
+                results.append((i, None, "time budget exhausted"))
+                self._say(f"config {i + 1}/{n} {configs[i]}: not timed (time budget exhausted)")
+                continue
+            try:
+                latency, _, stopped = self._measure(kernel, eager_inputs, best.latency if best else None)
+                timed += 1
+            except Exception as e:  # noqa: BLE001 - a failing configuration is reported and skipped
+                reason = _reason(e)
+                failures.append((configs[i], reason))
+                results.append((i, None, reason))
+                self._say(f"config {i + 1}/{n} {configs[i]}: skipped ({reason[:160]})")
+                continue
+            results.append((i, latency, "early stop" if stopped else None))
+            if stopped:
+                self._say(f"config {i + 1}/{n} {configs[i]}: {latency:.4f} ms at a first look, over "
+                          f"{self.early_stop_factor}x the best: not timed further")
+                continue
+            self._say(f"config {i + 1}/{n} {configs[i]}: {latency:.4f} ms")
             if best is None or latency < best.latency:
-                best = AutotuneResult(latency, config, ref_latency, kernel.get_kernel_source(),
+                best_index = i
+                best = AutotuneResult(latency, configs[i], None, kernel.get_kernel_source(),
                                       getattr(kernel, "func", None), kernel)
         if best is None:
             lines = "\n".join(f"  {c}: {why}" for c, why in failures)
             raise TileLangRuntimeError(f"autotune of {self.__name__}: no configuration compiled and passed its "
                                        f"checks:\n{lines}")
-        self._say(f"best {best.config}: {best.latency:.4f} ms ({len(configs)} configs in "
-                  f"{time.perf_counter() - t0:.1f} s)")
+        if self.ref_prog is not None:
+            profiler = self._profiler(best.kernel, eager_inputs)
+            best.ref_latency = profiler.do_bench(func=self.ref_prog, warmup=self.warmup, rep=self.rep)
+        bench_seconds = time.perf_counter() - b0
+        self.stats = {"compiled": sum(k is not None for k in kernels), "timed": timed, "from_cache": False,
+                      "compile_seconds": compile_seconds, "bench_seconds": bench_seconds, "workers": workers}
+        self._say(f"best {best.config}: {best.latency:.4f} ms ({n} configs in {time.perf_counter() - t0:.1f} s: "
+                  f"compiling {compile_seconds:.1f} s on {workers} thread(s), timing {bench_seconds:.1f} s)")
         best.kernel.latency, best.kernel.config, best.kernel.ref_latency = best.latency, best.config, best.ref_latency
-        self._best[key] = best
+        if disk_key is not None:
+            self._cache_store(disk_key, configs, best_index, best, sorted(results))
         return best
 
     def __call__(self, *args, **kwargs):
@@ -163,17 +432,54 @@ class AutoTunedFunction:
             print(f"[tilelang.autotune] {self.__name__}: {line}", file=sys.stderr, flush=True)
 
 
+def _reason(e) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _callable_id(f) -> str:
+    if f is None:
+        return "None"
+    try:
+        return f"{getattr(f, '__qualname__', type(f).__name__)}\n{inspect.getsource(f)}"
+    except (OSError, TypeError):
+        return getattr(f, "__qualname__", type(f).__name__)
+
+
+_CPU_MODEL = None
+
+
+def _cpu_model() -> str:
+    global _CPU_MODEL
+    if _CPU_MODEL is None:
+        model = platform.processor()
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("model name"):
+                        model = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        _CPU_MODEL = model
+    return _CPU_MODEL
+
+
 def autotune(func=None, *, configs=None, warmup=25, rep=100, timeout=100, supply_type=TensorSupplyType.Auto,
              ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, skip_check=False,
              manual_check_prog=None, cache_input_tensors=False, do_not_specialize=None, early_stop=False,
-             early_stop_factor=2.0, verbose=True):
+             early_stop_factor=2.0, verbose=True, time_budget=None, max_workers=None, cache_results=True):
     """Decorator stacked above @tilelang.jit (see the module comment). `configs` is a list of
     dicts of parameter values (optionally with "pass_configs"), or a function of the call's
-    arguments returning one."""
+    arguments returning one. `timeout`: seconds one compilation may take; `time_budget`:
+    seconds for the whole tuning (the best so far wins); `max_workers`: compile threads
+    (default: default_workers); `cache_results=False` neither reads nor writes the disk cache."""
     def wrap(f):
         jitted = f if isinstance(f, JITImpl) else _jit(f)
         return AutoTunedFunction(jitted, configs, warmup, rep, supply_type, ref_prog, supply_prog, rtol, atol,
-                                 max_mismatched_ratio, skip_check, manual_check_prog, verbose)
+                                 max_mismatched_ratio, skip_check, manual_check_prog, verbose, timeout=timeout,
+                                 early_stop=early_stop, early_stop_factor=early_stop_factor, time_budget=time_budget,
+                                 max_workers=max_workers, cache_results=cache_results)
 
     return wrap(func) if func is not None else wrap
 
@@ -199,13 +505,17 @@ class AutoTuner:
     def set_profile_args(self, warmup=25, rep=100, timeout=30, supply_type=TensorSupplyType.Auto, ref_prog=None,
                          supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, skip_check=False,
                          manual_check_prog=None, cache_input_tensors=False, backend="event"):
-        self.profile_args = dict(warmup=warmup, rep=rep, supply_type=supply_type, ref_prog=ref_prog,
+        self.profile_args = dict(warmup=warmup, rep=rep, timeout=timeout, supply_type=supply_type, ref_prog=ref_prog,
                                  supply_prog=supply_prog, rtol=rtol, atol=atol,
                                  max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
                                  manual_check_prog=manual_check_prog)
         return self
 
-    def run(self, warmup=None, rep=None, timeout=None, *args, **kwargs) -> AutotuneResult:
+    def run(self, warmup=None, rep=None, timeout=None, use_pipeline=False, enable_grouped_compile=False,
+            group_compile_size=10, benchmark_devices=None, benchmark_multi_gpu=False, early_stop=False,
+            early_stop_factor=2.0, time_budget=None, max_workers=None) -> AutotuneResult:
+        """Tunes and returns the AutotuneResult. The grouped-compile and multi-GPU options are
+        accepted for upstream's callers; compilation is always parallel here."""
         jitted = self.fn if isinstance(self.fn, JITImpl) else _jit(self.fn, **{
             k: v for k, v in self.compile_args.items() if v is not None})
         profile = dict(self.profile_args)
@@ -217,8 +527,13 @@ class AutoTuner:
                                   profile.get("supply_type", TensorSupplyType.Auto), profile.get("ref_prog"),
                                   profile.get("supply_prog"), profile.get("rtol", 1e-2), profile.get("atol", 1e-2),
                                   profile.get("max_mismatched_ratio", 0.01), profile.get("skip_check", False),
-                                  profile.get("manual_check_prog"), True)
+                                  profile.get("manual_check_prog"), True,
+                                  timeout=timeout if timeout is not None else profile.get("timeout", 30),
+                                  early_stop=early_stop, early_stop_factor=early_stop_factor,
+                                  time_budget=time_budget, max_workers=max_workers)
+        self.tuned = tuned
         return tuned.tune()
 
 
-__all__ = ["autotune", "AutoTuner", "AutotuneResult", "do_bench", "set_autotune_inputs", "get_autotune_inputs"]
+__all__ = ["autotune", "AutoTuner", "AutotuneResult", "do_bench", "set_autotune_inputs", "get_autotune_inputs",
+           "default_workers"]
