@@ -36,7 +36,14 @@ if [ "${GPU_RUN_SKIP_CPU:-0}" != "1" ]; then
     | grep -E "^E |passed|failed" | sort | uniq -c | tail -8
 fi
 echo "== tests: every test again on the CUDA target"
-TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -p no:cacheprovider tests/python --tb=line \
-  ${PYTEST_ARGS:-} 2>&1 | grep -E "^E |^FAILED|passed|failed" | sort | uniq -c | tail -16
+# 12 workers: the suite takes about 30 s this way on the H200 machine's 16 cores.
+TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -n 12 -p no:cacheprovider tests/python \
+  --tb=line ${PYTEST_ARGS:-} 2>&1 | grep -E "^E |^FAILED|passed|failed" | sort | uniq -c | tail -16
 echo "== benchmarks"
 "$PY" benchmarks/gpu_bench.py "$@"
+# Side by side with upstream TileLang on the same sources, when its wheel was packed into
+# .peer/ (../shared/tools/upstream-tilelang-pack.sh) and named in the call's carry.
+if [ -f .peer/upstream-tilelang.tar.xz ] && [ "${GPU_RUN_SKIP_PEER:-0}" != "1" ]; then
+  echo "== side by side with upstream TileLang"
+  REBUILD=0 bash benchmarks/hopper_compare.sh --quick
+fi
