@@ -55,3 +55,32 @@ def test_unit_slice_extent_written_as_an_expression():
     assert_close(r[1], f64(x).sum(axis=1))
     assert np.isnan(r[0]).all() and np.isnan(r[2]).all()
     assert_close(o, f64(x))
+
+
+def test_bitwise_operators_on_buffer_elements():
+    """fuzz seeds 10169, 10975 (intops): `x[i, j] ^ 5`, `x[i, j] >> 1`, `x[i, j] << 2`,
+    `~x[i, j]` and the reflected forms (`5 ^ x[i, j]`, `1 << x[i, j]`) were rejected
+    with a Python TypeError: a buffer element lacked those operators."""
+
+    @T.prim_func
+    def main(X: T.Tensor((4, 8), "int32"), O: T.Tensor((8, 4, 8), "int32")):
+        with T.Kernel(1, threads=8) as bx:
+            x = T.alloc_fragment((4, 8), "int32")
+            T.copy(X, x)
+            for i, j in T.Parallel(4, 8):
+                O[0, i, j] = x[i, j] ^ 5
+                O[1, i, j] = x[i, j] >> 1
+                O[2, i, j] = (x[i, j] & 255) << 2
+                O[3, i, j] = ~x[i, j]
+                O[4, i, j] = 5 ^ x[i, j]
+                O[5, i, j] = 1 << (x[i, j] & 7)
+                O[6, i, j] = 6 | x[i, j]
+                O[7, i, j] = (i + j) ^ x[i, j]
+
+    kernel = compile_cpu(main)
+    x = np.random.default_rng(1).integers(-40, 40, size=(4, 8)).astype(np.int32)
+    o = np.zeros((8, 4, 8), np.int32)
+    kernel(x, o)
+    ij = np.arange(4)[:, None] + np.arange(8)[None, :]
+    ref = [x ^ 5, x >> 1, (x & 255) << 2, ~x, 5 ^ x, 1 << (x & 7), 6 | x, ij ^ x]
+    np.testing.assert_array_equal(o, np.stack(ref))

@@ -1126,11 +1126,24 @@ def gen_reject(r, prog):
     P = prog.prefix
     X = Param(f"{P}X", (8,), "float32", "inout")
     prog.params.append(X)
-    form = r.choice(["for", "while"])
+    form = r.choice(["for", "while", "parallel_oob"])
     prog.notes.append(f"{form}-else (must be rejected)")
     b = Body()
     b("with T.Kernel(1, threads=1) as bx:")
     with b.indent():
+        if form == "parallel_oob":  # a T.Parallel larger than its tile (upstream #2957 truncated it)
+            bm, bn = r.randint(1, 8), r.randint(1, 8)
+            em, en = (bm + r.randint(1, 3), bn) if r.random() < 0.5 else (bm, bn + r.randint(1, 3))
+            b(f'f = T.alloc_fragment(({bm}, {bn}), "float32")')
+            b("T.clear(f)")
+            b(f"for i, j in T.Parallel({em}, {en}):")
+            with b.indent():
+                b("f[i, j] = 1.0")
+            b(f"{X.name}[0] = f[0, 0]")
+            prog.body = b.lines
+            prog.expect_reject = True
+            prog.ref = lambda arr, run: {}
+            return
         if form == "for":
             b("for i in T.serial(8):")
             with b.indent():

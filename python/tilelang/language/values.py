@@ -69,8 +69,11 @@ class PrimExpr:
     def __or__(self, o): return binary("bitor", self, o) if not _is_bool(self) else binary("or", self, o)
     def __ror__(self, o): return binary("bitor", o, self) if not _is_bool(self) else binary("or", o, self)
     def __xor__(self, o): return binary("bitxor", self, o)
+    def __rxor__(self, o): return binary("bitxor", o, self)
     def __lshift__(self, o): return binary("shl", self, o)
+    def __rlshift__(self, o): return binary("shl", o, self)
     def __rshift__(self, o): return binary("shr", self, o)
+    def __rrshift__(self, o): return binary("shr", o, self)
     def __invert__(self):
         if _is_bool(self):
             return PrimExpr(_tl.logical_not(self.node))
@@ -279,7 +282,18 @@ class BufferRef:
     def __eq__(self, o): return self.load() == o
     def __ne__(self, o): return self.load() != o
     def __and__(self, o): return self.load() & o
+    def __rand__(self, o): return o & self.load()
     def __or__(self, o): return self.load() | o
+    def __ror__(self, o): return o | self.load()
+    def __xor__(self, o): return self.load() ^ o
+    def __rxor__(self, o): return o ^ self.load()
+    def __lshift__(self, o): return self.load() << o
+    def __rlshift__(self, o): return o << self.load()
+    def __rshift__(self, o): return self.load() >> o
+    def __rrshift__(self, o): return o >> self.load()
+    def __invert__(self): return ~self.load()
+    def __rpow__(self, o): return o ** self.load()
+    def __pos__(self): return self.load()
     def __hash__(self): return id(self)
     def __bool__(self): return bool(self.load())
 
