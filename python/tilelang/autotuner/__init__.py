@@ -28,6 +28,7 @@ import copy
 import hashlib
 import inspect
 import json
+import math
 import os
 import platform
 import sys
@@ -79,7 +80,7 @@ def default_workers(n_configs: int) -> int:
     if os.environ.get("TILELANG_AUTO_TUNING_CPU_COUNTS"):
         n = int(os.environ["TILELANG_AUTO_TUNING_CPU_COUNTS"])
     else:
-        n = max(1, int(cores * float(os.environ.get("TILELANG_AUTO_TUNING_CPU_UTILITIES", "0.9"))))
+        n = max(1, math.ceil(cores * float(os.environ.get("TILELANG_AUTO_TUNING_CPU_UTILITIES", "0.9"))))
     if os.environ.get("TILELANG_AUTO_TUNING_MAX_CPU_COUNT"):
         n = min(n, int(os.environ["TILELANG_AUTO_TUNING_MAX_CPU_COUNT"]))
     return max(1, min(n, n_configs))
