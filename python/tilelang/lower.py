@@ -4,7 +4,9 @@ building or loading it (works for "cuda" without a GPU when the arch is named).
 Seeing inside: ``tilelang.lower(func, target, trace=True)`` records the IR after each pass
 (the printer's TileLang-like text) and each pass's wall time in ``artifact.trace``;
 ``TILELANG_DUMP_IR_DIR=folder`` writes one numbered file per pass (plus ``timings.txt``)
-for every kernel lowered or compiled (docs/export.md)."""
+for every kernel lowered or compiled, ``TILELANG_PASS_PROFILE=1`` prints the pass times;
+upstream's pass configs tl.enable_dump_ir / tl.dump_ir_path / tl.pass_profile /
+tl.pass_profile_threshold_ms do the same per kernel (docs/export.md)."""
 from __future__ import annotations
 
 import os
@@ -75,9 +77,51 @@ def _lower_traced(lower_fn, node, config, want):
     return lowered, remarks, (dumps, times)
 
 
-def dump_dir():
-    """The folder TILELANG_DUMP_IR_DIR names, or None."""
-    return os.environ.get("TILELANG_DUMP_IR_DIR") or None
+_TRUE = ("1", "true", "yes", "on")
+
+
+def dump_dir(config=None):
+    """Where to write the IR after each pass, or None: TILELANG_DUMP_IR_DIR, else upstream's
+    pass configs tl.enable_dump_ir (+ tl.dump_ir_path, default ./tilelang_dump_ir)."""
+    if os.environ.get("TILELANG_DUMP_IR_DIR"):
+        return os.environ["TILELANG_DUMP_IR_DIR"]
+    config = config or {}
+    if str(config.get("tl.enable_dump_ir", "")).lower() in _TRUE:
+        return config.get("tl.dump_ir_path") or os.path.join(os.getcwd(), "tilelang_dump_ir")
+    return None
+
+
+def pass_profile(config=None):
+    """None, or the threshold (ms) above which per-pass times are printed to stderr:
+    TILELANG_PASS_PROFILE=1 or the pass config tl.pass_profile (threshold from
+    TILELANG_PASS_PROFILE_THRESHOLD_MS / tl.pass_profile_threshold_ms, default 0)."""
+    config = config or {}
+    on = os.environ.get("TILELANG_PASS_PROFILE", "").lower() in _TRUE or \
+        str(config.get("tl.pass_profile", "")).lower() in _TRUE
+    if not on:
+        return None
+    value = config.get("tl.pass_profile_threshold_ms") or os.environ.get("TILELANG_PASS_PROFILE_THRESHOLD_MS") or 0
+    return float(value)
+
+
+def tracing_requested(pass_configs=None) -> bool:
+    """Whether lowering should be traced for a dump folder or a pass profile."""
+    from .transform import key_name
+
+    config = {key_name(k): str(v) for k, v in (pass_configs or {}).items()}
+    return dump_dir(config) is not None or pass_profile(config) is not None
+
+
+def _print_profile(records, name, target, threshold):
+    import sys
+
+    total = sum(r.ms for r in records)
+    print(f"[tilelang] pass profile of {name} ({target}): {total:.3f} ms in {len(records) - 1 if records else 0} "
+          f"passes" + (f", those over {threshold:g} ms:" if threshold else ":"), file=sys.stderr)
+    for r in records:
+        if r.index and r.ms >= threshold:
+            print(f"[tilelang]   {(r.part + '.') if r.part else ''}{r.index:02d} {r.name:32s} {r.ms:10.3f} ms",
+                  file=sys.stderr)
 
 
 def write_trace(records, folder, name, target):
@@ -104,7 +148,8 @@ def write_trace(records, folder, name, target):
 def lower(func, target="auto", target_host=None, runtime_only=False, enable_host_codegen=False,
           enable_device_compile=False, pass_configs=None, trace=False) -> CompiledArtifact:
     """With trace=True the artifact's `trace` holds a PassRecord per pass (IR and wall time);
-    TILELANG_DUMP_IR_DIR also writes them to files."""
+    TILELANG_DUMP_IR_DIR (or tl.enable_dump_ir) also writes them to files, and
+    TILELANG_PASS_PROFILE (or tl.pass_profile) prints the times."""
     from . import _tl
     from .frontend.parser import PrimFunc
     from .jit.target import resolve
@@ -120,14 +165,17 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
         pass_configs = dict(scoped, **(pass_configs or {}))
     config = {key_name(k): str(v) for k, v in (pass_configs or {}).items()}
     params = [p.name if hasattr(p, "name") else p.node.var_name for p in func.params]
-    folder = dump_dir()
-    want = trace or folder is not None
+    folder = dump_dir(config)
+    profile = pass_profile(config)
+    want = trace or folder is not None or profile is not None
     if t.kind == "cpu":
         lowered, remarks, tr = _lower_traced(_tl.lower_cpu, func.node, config, want)
         source, _, _ = _tl.codegen_cpu(lowered)
         records = _records(func.node, *tr) if tr else []
         if folder:
             write_trace(records, folder, func.name, "cpu")
+        if profile is not None:
+            _print_profile(records, func.name, "cpu", profile)
         return CompiledArtifact(source, "cpu", params, list(remarks) + config_remarks(pass_configs), source,
                                 records)
     arch = t.arch
@@ -149,5 +197,7 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
             records += _records(part, *tr, part=f"kernel{n}" if len(parts) > 1 else "")
     if folder:
         write_trace(records, folder, func.name, arch)
+    if profile is not None:
+        _print_profile(records, func.name, arch, profile)
     return CompiledArtifact("\n".join(sources), f"cuda -arch={arch}", params, remarks + config_remarks(pass_configs),
                             "", records)

@@ -80,6 +80,11 @@ ACTED_ON = {
     "tl.enable_fast_math": "CUDA: NVRTC --use_fast_math",
     "tl.config_index_bitwidth": "index width of global offsets (legalize-index-width)",
     "tl.target_arch": "the CUDA arch (set by the JIT)",
+    # tilelang/lower.py (docs/export.md)
+    "tl.enable_dump_ir": "the IR after each pass, one numbered file each",
+    "tl.dump_ir_path": "the folder for tl.enable_dump_ir",
+    "tl.pass_profile": "per-pass wall times printed to stderr",
+    "tl.pass_profile_threshold_ms": "only passes slower than this are printed",
 }
 
 

@@ -73,3 +73,22 @@ def test_cuda_trace_without_a_gpu():
     names = [r.name for r in art.trace]
     assert names[0] == "input" and "cuda-bind-threads" in names and "cuda-insert-barriers" in names
     assert all(r.part == "" for r in art.trace)
+
+
+def test_upstream_pass_configs_dump_and_profile(tmp_path, monkeypatch, capfd):
+    monkeypatch.delenv("TILELANG_DUMP_IR_DIR", raising=False)
+    configs = {tilelang.PassConfigKey.TL_ENABLE_DUMP_IR: True, tilelang.PassConfigKey.TL_DUMP_IR_DIR: str(tmp_path),
+               "tl.pass_profile": True}
+    kernel = tilelang.compile(kernel_func(64), out_idx=[-1], target="cpu", pass_configs=configs)
+    assert (tmp_path / "scale_add-cpu" / "06_lower-tile-ops-cpu.py").exists()
+    err = capfd.readouterr().err
+    assert "pass profile of scale_add (cpu)" in err and "lower-tile-ops-cpu" in err
+    assert not any("no effect" in r for r in kernel.get_remarks())
+
+
+def test_pass_profile_environment_threshold(monkeypatch, capfd):
+    monkeypatch.setenv("TILELANG_PASS_PROFILE", "1")
+    monkeypatch.setenv("TILELANG_PASS_PROFILE_THRESHOLD_MS", "1e9")
+    tilelang.lower(kernel_func(), target="cpu")
+    err = capfd.readouterr().err
+    assert "those over 1e+09 ms" in err and "simplify" not in err

@@ -89,12 +89,15 @@ class JITKernel:
         if os.environ.get("TILELANG_REMARKS", "0") not in ("0", "", "false"):
             for r in self.remarks:
                 print(f"[tilelang] {self.name}: {r}", file=sys.stderr)
-        if os.environ.get("TILELANG_DUMP_IR_DIR"):
+        from ..lower import tracing_requested
+
+        if tracing_requested(self.pass_configs):
             self._dump_ir()
 
     def _dump_ir(self):
-        """TILELANG_DUMP_IR_DIR: the IR after each pass, one numbered file each (lowered again,
-        with tracing on, through tilelang.lower)."""
+        """TILELANG_DUMP_IR_DIR / TILELANG_PASS_PROFILE (or their pass configs): the IR after
+        each pass, one numbered file each, or the pass times (lowered again, with tracing on,
+        through tilelang.lower)."""
         from ..lower import lower
 
         target = "cpu" if self.target == "cpu" else f"cuda -arch={self._cuda.arch}"
