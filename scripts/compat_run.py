@@ -148,6 +148,7 @@ def summarize(runs, args, packages):
     cats = Counter()
     groups = defaultdict(list)      # first error line on ours -> test ids (upstream passed or no control)
     up_groups = defaultdict(list)   # first error line on upstream -> tests ours passed
+    both_groups = defaultdict(list)  # first error line on ours -> tests both sides fail
     for tid, res in sorted(per.items()):
         o = res.get("ours", ("missing", "not run"))
         u = res.get("upstream", ("missing", "not run")) if both else None
@@ -168,6 +169,7 @@ def summarize(runs, args, packages):
             cats["skipped by both"] += 1
         else:
             cats["failed by both"] += 1
+            both_groups[o[1]].append(tid)
     lines = [f"# Compatibility run: upstream TileLang's tests on this package", "",
              f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')}",
              f"- upstream checkout: {args.upstream} (commit {args.upstream_commit})",
@@ -191,6 +193,10 @@ def summarize(runs, args, packages):
             lines.append(f"  - {t}")
         if len(tids) > args.examples:
             lines.append(f"  - … and {len(tids) - args.examples} more")
+    if both and both_groups:
+        lines += ["", "## Failing on both, by our first error line", ""]
+        for why, tids in sorted(both_groups.items(), key=lambda kv: -len(kv[1])):
+            lines.append(f"- **{len(tids)}** × `{why}`: " + ", ".join(tids[:3]) + (" …" if len(tids) > 3 else ""))
     if both and up_groups:
         lines += ["", "## Passing on ours but not on upstream, by upstream's first error line", ""]
         for why, tids in sorted(up_groups.items(), key=lambda kv: -len(kv[1])):
