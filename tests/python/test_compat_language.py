@@ -281,7 +281,10 @@ def test_every_upstream_pass_config_key_is_accepted(rng):
                  "TIR_DISABLE_VECTORIZE", "TL_DISABLE_SAFE_MEMORY_ACCESS"):
         assert hasattr(tilelang.PassConfigKey, name)
     assert tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER == "tl.disable_tma_lower"
-    configs = {k: True for k in keys if k.value not in ("tl.config_index_bitwidth",)}
+    from tilelang.transform import ACTED_ON
+
+    configs = {k: True for k in keys if k.value not in ACTED_ON}  # the acted-on ones take typed values
+    configs[tilelang.PassConfigKey.TL_ENABLE_FAST_MATH] = True
     configs["tl.disable_warp_specialized"] = True  # also as a plain string
     configs["tl.some_key_nobody_defines"] = 1
     k = compile_cpu(f, pass_configs=configs)
@@ -409,3 +412,24 @@ def test_lane_and_warp_indices():
     t = np.arange(256)
     for got, ref in zip(outs, (t % 32, t // 32, t // 128, t // 16)):
         np.testing.assert_array_equal(got, ref)
+
+
+def test_region_alias_as_tile_operand(rng):
+    M, N = 16, 32
+
+    @T.prim_func
+    def f(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            S = T.alloc_shared((2 * M, N), "float32")
+            top = S[:M, :]
+            bottom = S[M:2 * M, 0:N]
+            T.copy(A, top)
+            T.fill(bottom, 1.0)
+            for i, j in T.Parallel(M, N):
+                S[M + i, j] = S[i, j] * 2.0 + S[M + i, j]
+            T.copy(bottom, B)
+
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b = np.zeros_like(a)
+    compile_cpu(f)(a, b)
+    np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64) * 2 + 1, rtol=1e-6)

@@ -441,6 +441,9 @@ class Parser:
         if isinstance(existing, Buffer) and existing.scope == "var" and not isinstance(value, Buffer):
             self.store(existing[0], value, node)
             return
+        if isinstance(value, BufferRef) and not value.is_point:
+            self.bind(name, value)  # `X = A_shared[:64, :32]`: a name for the region, used as a tile operand
+            return
         if _is_runtime(value) and not isinstance(value, Buffer) and self.builder.in_kernel:
             expr = _as_runtime(value)
             if name in self.multi_assigned:
