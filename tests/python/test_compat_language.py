@@ -433,3 +433,23 @@ def test_region_alias_as_tile_operand(rng):
     b = np.zeros_like(a)
     compile_cpu(f)(a, b)
     np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64) * 2 + 1, rtol=1e-6)
+
+
+def test_dtype_call_without_value_and_let(rng):
+    M, N = 8, 32
+
+    @T.prim_func
+    def f(A: T.Tensor((M, 4 * N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(4, threads=32) as bx:
+            off = T.int32()
+            T.let(off, bx * N)
+            S = T.alloc_shared((M, N), "float32")
+            T.copy(A[0, off], S)
+            for i, j in T.Parallel(M, N):
+                if bx == 2:
+                    B[i, j] = S[i, j] + off
+
+    a = rng.standard_normal((M, 4 * N)).astype(np.float32)
+    b = np.zeros((M, N), np.float32)
+    compile_cpu(f)(a, b)
+    np.testing.assert_allclose(b.astype(np.float64), a[:, 2 * N:3 * N].astype(np.float64) + 2 * N, rtol=1e-6)

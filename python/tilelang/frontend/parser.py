@@ -27,6 +27,7 @@ from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
 from ..language.reducer import store_to_reducer
+from ..language.values import UnboundVar
 from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
 from . import eager as _eager
 
@@ -443,6 +444,9 @@ class Parser:
             return
         if isinstance(value, BufferRef) and not value.is_point:
             self.bind(name, value)  # `X = A_shared[:64, :32]`: a name for the region, used as a tile operand
+            return
+        if isinstance(value, UnboundVar):
+            self.bind(name, value)  # `v = T.int32()`: a variable that T.let(v, ...) binds later
             return
         if _is_runtime(value) and not isinstance(value, Buffer) and self.builder.in_kernel:
             expr = _as_runtime(value)

@@ -703,6 +703,15 @@ def warp_reduce_bitor(value):
 
 # --------------------------------------------------------------------------- hints and compatibility
 
+def let(var, value):
+    """``v = T.int32(); T.let(v, expr)``: binds the variable made by ``T.<dtype>()`` to `expr`
+    for the statements that follow."""
+    _b.require_kernel("T.let")
+    if not isinstance(var, PrimExpr) or not var.node.is_var:
+        raise _b._UserError(f"T.let binds a variable made by T.<dtype>() (e.g. v = T.int32()), got {var!r}")
+    _b.emit(_tl.let(var.node, as_expr(value, var.dtype).node, _b.current_span()))
+
+
 def align_up(x, alignment):
     """The smallest multiple of `alignment` that is >= x (integers)."""
     if _is_static(x, alignment):

@@ -50,7 +50,10 @@ class dtype(str):
         from . import values
 
         if value is None:
-            raise TypeError(f"T.{self}() needs a value, e.g. T.{self}(0)")
+            # TIR's spelling of a scalar variable to bind with T.let(var, value)
+            from .. import _tl
+
+            return values.UnboundVar(_tl.var("v", require_supported(self, f"T.{self}()")))
         return values.cast(value, self)
 
     @property

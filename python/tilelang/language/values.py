@@ -203,6 +203,12 @@ class Buffer:
     def __ge__(self, o): return self._scalar() >= o
 
 
+class UnboundVar(PrimExpr):
+    """A variable made by ``T.int32()`` (no value): bound later by ``T.let(v, value)``."""
+
+    __slots__ = ()
+
+
 def _py_or_expr(node):
     v = node.const_value
     return v if isinstance(v, int) and not isinstance(v, bool) else PrimExpr(node)
