@@ -288,8 +288,10 @@ def test_lower_gives_source_without_building():
 
 # --------------------------------------------------------------------------- set_autotune_inputs
 
-def test_set_autotune_inputs_are_the_tuning_inputs(rng):
+def test_set_autotune_inputs_are_the_tuning_inputs(rng, monkeypatch):
     from tilelang.autotuner import autotune, get_autotune_inputs, set_autotune_inputs
+
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_DISABLE_CACHE", "1")  # measure here, not a cached result
 
     seen = []
 
