@@ -100,8 +100,12 @@ def pass_profile(config=None):
         str(config.get("tl.pass_profile", "")).lower() in _TRUE
     if not on:
         return None
-    value = config.get("tl.pass_profile_threshold_ms") or os.environ.get("TILELANG_PASS_PROFILE_THRESHOLD_MS") or 0
-    return float(value)
+    for value in (config.get("tl.pass_profile_threshold_ms"), os.environ.get("TILELANG_PASS_PROFILE_THRESHOLD_MS")):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            continue  # unset, or not a number: print every pass
+    return 0.0
 
 
 def tracing_requested(pass_configs=None) -> bool:
