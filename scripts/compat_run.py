@@ -219,6 +219,9 @@ def main():
     p.add_argument("--jobs", type=int, default=1, help="test files run at once per side (default 1)")
     p.add_argument("--collect-only", action="store_true", help="only import and collect (no GPU needed)")
     p.add_argument("--examples", type=int, default=5, help="test ids listed per error group")
+    p.add_argument("--provide-tvm", action="store_true",
+                   help="on our side, TILELANG_PROVIDE_TVM=1: `import tvm` gives tilelang's stand-in "
+                        "(docs/tvm-compat.md)")
     p.add_argument("--sides", default=None, help="ours,upstream (default: ours, plus upstream when --upstream-pkg)")
     args = p.parse_args()
 
@@ -259,7 +262,8 @@ def main():
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     base_env.setdefault("TILELANG_PRINT_ON_COMPILATION", "0")
     envs = {
-        "ours": dict(base_env, TILELANG_CACHE_DIR=str(out / "cache-ours")),
+        "ours": dict(base_env, TILELANG_CACHE_DIR=str(out / "cache-ours"),
+                     **({"TILELANG_PROVIDE_TVM": "1"} if args.provide_tvm else {})),
         "upstream": dict(base_env, PYTHONPATH=str(Path(args.upstream_pkg).resolve()) if args.upstream_pkg else "",
                          TILELANG_CACHE_DIR=str(out / "cache-upstream")),
     }

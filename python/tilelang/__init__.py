@@ -35,3 +35,7 @@ from .language.dtypes import DataType, dtype  # noqa: E402,F401
 from ._environment import env  # noqa: E402,F401  (tilelang.env.TILELANG_CACHE_DIR, ...)
 from .lower import lower  # noqa: E402,F401
 from . import tvm  # noqa: E402,F401  (the stand-in for `from tilelang import tvm`, docs/tvm-compat.md)
+
+# Opt-in: TILELANG_PROVIDE_TVM=1 makes the stand-in importable as the top-level module `tvm`
+# (`from tvm import DataType`), unless a real TVM is installed (docs/tvm-compat.md).
+tvm._register_top_level_if_asked()

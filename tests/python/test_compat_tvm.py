@@ -82,3 +82,23 @@ def test_tvm_testing_decorators_are_tilelangs():
 
     assert tvm.testing.requires_cuda is tilelang.testing.requires_cuda
     assert tvm.testing.requires_package is tilelang.testing.requires_package
+
+
+def test_top_level_tvm_is_opt_in():
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("tvm") is not None:
+        pytest.skip("a real TVM is installed; the stand-in never replaces it")
+    prog = "import tilelang, sys\ntry:\n    from tvm import DataType\n    from tvm.target import Target\n" \
+           "    print('tvm', DataType('float16').bits, Target('c').kind.name, sys.modules['tvm'] is tilelang.tvm)\n" \
+           "except ImportError:\n    print('no tvm')\n"
+    env = dict(os.environ)
+    env.pop("TILELANG_PROVIDE_TVM", None)
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=120)
+    assert r.stdout.strip() == "no tvm", r.stdout + r.stderr
+    env["TILELANG_PROVIDE_TVM"] = "1"
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=120)
+    assert r.stdout.strip() == "tvm 16 c True", r.stdout + r.stderr

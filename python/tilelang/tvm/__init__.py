@@ -20,4 +20,28 @@ from .error import TVMError  # noqa: F401
 
 tir = tirx
 
+
+def _register_top_level_if_asked():
+    """With TILELANG_PROVIDE_TVM=1 and no real TVM installed, `import tvm` (and tvm.target,
+    tvm.tir, ...) give this stand-in."""
+    import importlib.util
+    import os
+    import sys
+
+    if os.environ.get("TILELANG_PROVIDE_TVM", "0").strip().lower() in ("0", "", "false", "no", "off"):
+        return
+    if "tvm" in sys.modules:
+        return
+    try:
+        real = importlib.util.find_spec("tvm")
+    except (ImportError, ValueError):
+        real = None
+    if real is not None:
+        return
+    me = sys.modules[__name__]
+    sys.modules["tvm"] = me
+    for sub in ("error", "ir", "target", "testing", "tirx", "transform"):
+        sys.modules[f"tvm.{sub}"] = getattr(me, sub)
+    sys.modules["tvm.tir"] = tirx
+
 __all__ = ["DataType", "TVMError", "error", "ir", "target", "testing", "tir", "tirx", "transform"]
