@@ -91,6 +91,7 @@ CPU_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CPU_CASES))
+@pytest.mark.cpu_target
 def test_cpu_bad_arguments(cpu_saxpy, case):
     make_args, expected = CPU_CASES[case]
     msg = _message(TileLangArgumentError, cpu_saxpy, *make_args(cpu_saxpy))
@@ -102,6 +103,7 @@ def test_cpu_bad_arguments(cpu_saxpy, case):
     np.testing.assert_array_equal(y, 2 * X)
 
 
+@pytest.mark.cpu_target
 def test_cpu_gpu_tensor_to_a_cpu_kernel(cpu_saxpy):
     msg = _message(TileLangArgumentError, cpu_saxpy, _FakeTensor((10,), _FakeDevice("cuda", 0)), Y, 1.0, 1)
     assert msg == ("saxpy(): argument 'X' is on cuda:0 but this kernel was compiled for the CPU; move it with "

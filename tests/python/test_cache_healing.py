@@ -16,6 +16,9 @@ import tilelang
 import tilelang.language as T
 from tilelang.cache import TileLangCacheWarning
 
+# The CPU target's library cache and loader; the CUDA run of the suite does not apply.
+pytestmark = pytest.mark.cpu_target
+
 
 def _make_kernel(scale):
     @T.prim_func

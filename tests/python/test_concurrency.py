@@ -6,6 +6,7 @@ import os
 import threading
 
 import numpy as np
+import pytest
 
 import tilelang
 import tilelang.language as T
@@ -89,6 +90,7 @@ def _rss_kib():
     return 0
 
 
+@pytest.mark.cpu_target  # counts the CPU target's loaded libraries
 def test_libraries_released_over_many_cycles(tmp_path, monkeypatch):
     cache = str(tmp_path / "cache")
     monkeypatch.setenv("TILELANG_CACHE_DIR", cache)
