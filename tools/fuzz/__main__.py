@@ -14,6 +14,7 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=8, help="programs compiled together in one module")
     p.add_argument("--jobs", type=int, default=1, help="batches compiled at the same time")
     p.add_argument("--kinds", default=None, help="comma-separated program kinds (default: all)")
+    p.add_argument("--timeout", type=int, default=300, help="seconds a batch may take (compile + runs)")
     p.add_argument("--replay", type=int, default=None, help="run one program alone and print its source")
     p.add_argument("--quiet-rejected", action="store_true", help="do not print programs the front end rejected")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -29,7 +30,7 @@ def main(argv=None):
         print(generate(a.replay, kinds=kinds).source())
         a.seed, a.count, a.batch = a.replay, 1, 1
     s = fuzz(a.seed, a.count, target=a.target, arch=a.arch, compile_only=a.compile_only, batch=a.batch,
-             jobs=a.jobs, kinds=kinds, verbose=a.verbose)
+             jobs=a.jobs, kinds=kinds, verbose=a.verbose, timeout=a.timeout)
     report(s, kinds=kinds, show_rejected=not a.quiet_rejected)
     return 1 if s["mismatch"] or s["crash"] else 0
 

@@ -199,20 +199,20 @@ def run_isolated(seeds, timeout=300, **kw):
         proc.kill()
         proc.join()
     if res is None:
-        why = f"child died (exit code {proc.exitcode})" if proc.exitcode else "timed out"
+        why = f"child died (exit code {proc.exitcode})" if proc.exitcode else f"timed out after {timeout} s"
         return {s: (CRASH, why) for s in seeds}
     return res
 
 
 def fuzz(seed, count, target="cpu", arch=None, compile_only=False, batch=8, jobs=1, kinds=None,
-         out=sys.stdout, verbose=False):
+         out=sys.stdout, verbose=False, timeout=300):
     """Programs seed .. seed+count-1. Returns a summary dict."""
     seeds = list(range(seed, seed + count))
     alone = [s for s in seeds if generate(s, kinds=kinds).expect_reject]  # they fail their batch
     rest = [s for s in seeds if s not in set(alone)]
     batches = [rest[i:i + batch] for i in range(0, len(rest), batch)] + [[s] for s in alone]
     workdir = tempfile.mkdtemp(prefix="tlfuzz-")
-    kw = dict(target=target, arch=arch, compile_only=compile_only, kinds=kinds, workdir=workdir)
+    kw = dict(target=target, arch=arch, compile_only=compile_only, kinds=kinds, workdir=workdir, timeout=timeout)
     results = {}
     t0 = time.time()
     pending = list(batches)
