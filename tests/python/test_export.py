@@ -201,3 +201,13 @@ def test_cuda_introspection_without_a_gpu(tmp_path):
     paths = kernel.export_library(str(tmp_path / "mm.cubin"))
     header = open(paths["header"]).read()
     assert "#define TL_MAIN_K0_GRID_IS_DYNAMIC 1" in header and "grid depends on the dynamic dimensions" in header
+    # ... and as C macros of the dynamic dimensions, which agree with the launcher's grid
+    if HAVE_CC:
+        (tmp_path / "g.c").write_text('#include <stdio.h>\n#include "mm.h"\nint main(void) {\n'
+                                      '  for (int m = 1; m < 200; m += 23) printf("%u %u %u\\n", TL_MAIN_K0_GRID_X(m), '
+                                      "TL_MAIN_K0_GRID_Y(m), TL_MAIN_K0_GRID_Z(m));\n  return 0;\n}\n")
+        subprocess.run([os.environ.get("CC", "cc"), f"-I{tmp_path}", str(tmp_path / "g.c"), "-o", str(tmp_path / "g")],
+                       check=True, capture_output=True)
+        got = subprocess.run([str(tmp_path / "g")], check=True, capture_output=True, text=True).stdout.split("\n")
+        want = [" ".join(map(str, kernel._cuda.src.grid([m]))) for m in range(1, 200, 23)]
+        assert got[:-1] == want

@@ -198,6 +198,7 @@ def export_cuda(kernel, path, symbol=None):
         f"spill loads: {usage.get('spill_loads_bytes')} bytes (ptxas). */",
         f"#ifndef {symbol}_H_",
         f"#define {symbol}_H_",
+        "#include <stdint.h>",
         "",
         f"#define {symbol}_ARCH \"{backend.arch}\"",
         f"#define {symbol}_NUM_KERNELS {len(backend.srcs)}",
@@ -212,8 +213,17 @@ def export_cuda(kernel, path, symbol=None):
                   f"#define {p}_ENTRY \"{src.entry}\"",
                   f"#define {p}_ARG_KINDS \"{' '.join(src.arg_kinds)}\"  /* {', '.join(_KIND_C[a] for a in src.arg_kinds)} */"]
         if dyn:
-            lines.append(f"/* grid depends on the dynamic dimensions: {', '.join(grid_text(src))} */")
+            names = [d[0] for d in src.dynamic_dims]
+            args = ", ".join(names)
+            texts = grid_text(src) + ["1"] * (3 - len(grid_text(src)))
+            lines.append(f"/* grid depends on the dynamic dimensions: {', '.join(texts)} */")
             lines.append(f"#define {p}_GRID_IS_DYNAMIC 1")
+            for axis, text in zip("XYZ", texts):
+                expr = grid_c_expr(text, names)
+                if expr is not None:
+                    lines.append(f"#define {p}_GRID_{axis}({args}) ((unsigned int)({expr}))")
+                else:
+                    lines.append(f"/* {p}_GRID_{axis}: {text} (no C form) */")
         else:
             g = list(src.grid([])) + [1] * (3 - len(src.grid([])))
             lines += [f"#define {p}_GRID_X {g[0]}", f"#define {p}_GRID_Y {g[1]}", f"#define {p}_GRID_Z {g[2]}",
@@ -234,6 +244,24 @@ def export_cuda(kernel, path, symbol=None):
     lines += ["", f"#define {symbol}_USES_TMA {1 if any_tma else 0}", "", f"#endif  /* {symbol}_H_ */", ""]
     _write_atomic(header_path, "\n".join(lines).encode())
     return {"cubin": cubin_path, "header": header_path}
+
+
+_C_CAST = {"int64": "int64_t", "int32": "int32_t", "uint32": "uint32_t", "uint64": "uint64_t"}
+
+
+def grid_c_expr(text: str, dims):
+    """The printer's form of a grid extent as a C expression over the dynamic dimensions
+    `dims`, or None when it uses anything beyond casts, integer literals, + - * and // of
+    non-negative values (then the header gives the expression as a comment only)."""
+    out = re.sub(r'T\.Cast\("(int64|int32|uint32|uint64)",\s*', lambda m: f"(({_C_CAST[m.group(1)]})", text)
+    out = re.sub(r"T\.(?:u?int(?:32|64))\((-?\d+)\)", r"((int64_t)\1)", out)
+    out = out.replace("//", "/")  # sizes are non-negative: floor division is C's division
+    rest = re.sub(r"\b(" + "|".join(map(re.escape, dims)) + r")\b", "", out) if dims else out
+    rest = re.sub(r"\b(int64_t|int32_t|uint32_t|uint64_t)\b|\d+", "", rest)
+    if re.search(r"[^\s()+\-*/]", rest):
+        return None
+    # each dimension is a macro argument: parenthesize it
+    return re.sub(r"\b(" + "|".join(map(re.escape, dims)) + r")\b", r"(\1)", out) if dims else out
 
 
 def grid_text(src):
