@@ -70,6 +70,7 @@ def _inputs(M, K=64, N=48):
     return a, b
 
 
+@pytest.mark.cpu_target
 @pytest.mark.skipif(not HAVE_CC, reason="no system C compiler")
 def test_cpu_export_links_into_a_plain_c_program(tmp_path):
     kernel = tilelang.compile(scaled_matmul(), out_idx=[-1], target="cpu")
@@ -97,6 +98,7 @@ def test_cpu_export_links_into_a_plain_c_program(tmp_path):
         np.testing.assert_array_equal(c_from_c, kernel(a, b, 0.75))
 
 
+@pytest.mark.cpu_target
 @pytest.mark.skipif(not HAVE_CC, reason="no system C compiler")
 def test_cpu_export_default_symbol_and_half_types(tmp_path):
     @T.prim_func
@@ -118,6 +120,7 @@ def test_cpu_export_default_symbol_and_half_types(tmp_path):
                             str(tmp_path / (src + ".o"))], check=True, capture_output=True)
 
 
+@pytest.mark.cpu_target
 def test_cpu_introspection():
     kernel = tilelang.compile(scaled_matmul(), out_idx=[-1], target="cpu")
     host = kernel.get_host_source()
@@ -130,6 +133,7 @@ def test_cpu_introspection():
         kernel.show_source("device")
 
 
+@pytest.mark.cpu_target
 def test_show_source(capsys):
     kernel = tilelang.compile(scaled_matmul(), out_idx=[-1], target="cpu")
     kernel.show_source("both")

@@ -26,6 +26,7 @@ CPU_PASSES = ["report-layout-annotations", "cpu-emulate-threads", "simplify", "c
               "guard-global-access", "lower-tile-ops-cpu", "simplify", "legalize-index-width"]
 
 
+@pytest.mark.cpu_target  # the CPU pipeline's passes
 def test_lower_trace_records_each_pass_with_its_ir_and_time():
     art = tilelang.lower(kernel_func(), target="cpu", trace=True)
     names = [r.name for r in art.trace]
@@ -42,12 +43,14 @@ def test_lower_trace_records_each_pass_with_its_ir_and_time():
     assert tilelang.lower(kernel_func(), target="cpu").trace == []
 
 
+@pytest.mark.cpu_target  # the CPU pipeline's passes
 def test_timings_come_from_the_cpp_pipeline():
     lowered, remarks, dumps, times = _tl.lower_cpu(kernel_func().node, {}, False, True)
     assert dumps == [] and [n for n, _ in times] == CPU_PASSES
     assert len(_tl.lower_cpu(kernel_func().node, {}, False)) == 3  # the old form is unchanged
 
 
+@pytest.mark.cpu_target  # the CPU pipeline's passes
 def test_dump_dir_gets_one_numbered_file_per_pass(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_DUMP_IR_DIR", str(tmp_path))
     tilelang.lower(kernel_func(), target="cpu")
@@ -60,6 +63,7 @@ def test_dump_dir_gets_one_numbered_file_per_pass(tmp_path, monkeypatch):
     assert len(timings) == len(CPU_PASSES) + 1 and timings[-1].startswith("total")
 
 
+@pytest.mark.cpu_target  # the CPU pipeline's passes
 def test_dump_dir_also_applies_to_compiled_kernels(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_DUMP_IR_DIR", str(tmp_path / "dumps"))
     kernel = tilelang.compile(kernel_func(128), out_idx=[-1], target="cpu")
@@ -75,6 +79,7 @@ def test_cuda_trace_without_a_gpu():
     assert all(r.part == "" for r in art.trace)
 
 
+@pytest.mark.cpu_target  # the CPU pipeline's passes
 def test_upstream_pass_configs_dump_and_profile(tmp_path, monkeypatch, capfd):
     monkeypatch.delenv("TILELANG_DUMP_IR_DIR", raising=False)
     configs = {tilelang.PassConfigKey.TL_ENABLE_DUMP_IR: True, tilelang.PassConfigKey.TL_DUMP_IR_DIR: str(tmp_path),
@@ -86,6 +91,7 @@ def test_upstream_pass_configs_dump_and_profile(tmp_path, monkeypatch, capfd):
     assert not any("no effect" in r for r in kernel.get_remarks())
 
 
+@pytest.mark.cpu_target  # the CPU pipeline's passes
 def test_pass_profile_environment_threshold(monkeypatch, capfd):
     monkeypatch.setenv("TILELANG_PASS_PROFILE", "1")
     monkeypatch.setenv("TILELANG_PASS_PROFILE_THRESHOLD_MS", "1e9")
