@@ -44,11 +44,27 @@ class CPrinter {
     std::string s;
     for (char c : base) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
     if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v_" + s;
+    // A Python name may be a C++ keyword or a name the generated code relies on.
+    if (Reserved(s)) s += "_";
     std::string name = s;
     for (int i = 1; used_.count(name); ++i) name = s + "_" + std::to_string(i);
     used_.insert(name);
     if (key) names_[key] = name;
     return name;
+  }
+
+  static bool Reserved(const std::string& s) {
+    static const std::unordered_set<std::string> kReserved = {
+        "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+        "constexpr", "continue", "decltype", "default", "delete", "do", "double", "else", "enum", "explicit",
+        "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable",
+        "namespace", "new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public",
+        "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
+        "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void",
+        "volatile", "while", "xor",
+        // What generated code names unqualified: the CUDA built-ins, min/max, the library.
+        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "tl", "printf", "std"};
+    return kReserved.count(s) > 0;
   }
 
   std::string Name(const Var* v) {
