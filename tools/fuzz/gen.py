@@ -606,7 +606,7 @@ def gen_reduce(r, prog):
                 for bx in range(nbx):
                     cur = None
                     if init == "fill":
-                        cur = np.full(red_len, fval)
+                        cur = rnd(np.full(red_len, fval), rdt)  # the fill value stored in the tile type
                     elif init == "copy":
                         cur = tile_pad(arr[Init.name], bx if dim == 1 else by, (by * bm if dim == 1 else bx * bn),
                                        1, red_len)[0]
@@ -622,7 +622,7 @@ def gen_reduce(r, prog):
         for blk in range(nb):
             cur = None
             if init == "fill":
-                cur = np.full(red_len, fval)
+                cur = rnd(np.full(red_len, fval), rdt)  # the fill value stored in the tile type
             elif init == "copy":
                 cur = tile_pad(arr[Init.name][None, :], 0, blk * red_len, 1, red_len)[0]
             for k in range(nk):
