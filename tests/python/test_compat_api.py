@@ -199,6 +199,7 @@ def test_get_tensor_supply_torch():
 
 # --------------------------------------------------------------------------- carver.arch
 
+@pytest.mark.cpu_target  # assumes the default target / no GPU, which the CUDA run changes
 def test_carver_cuda_arch_without_a_gpu():
     from tilelang.carver.arch import (CUDA, has_mma_support, is_ampere_arch, is_hopper_arch,
                                       is_tensorcore_supported_precision)
@@ -218,6 +219,7 @@ def test_carver_cuda_arch_without_a_gpu():
         CUDA("cpu")
 
 
+@pytest.mark.cpu_target  # assumes the default target / no GPU, which the CUDA run changes
 def test_carver_get_arch_cpu_and_auto():
     from tilelang.carver.arch import CPU, auto_infer_current_arch, get_arch, is_cpu_arch, is_cuda_arch
 

@@ -19,6 +19,7 @@ def _kernel(scale):
     return f
 
 
+@pytest.mark.cpu_target  # assumes the default target / no GPU, which the CUDA run changes
 def test_target_scope_sets_the_default_target(monkeypatch):
     monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "auto")
     f = _kernel(3.0)
