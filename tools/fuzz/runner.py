@@ -189,7 +189,8 @@ def run_isolated(seeds, timeout=300, **kw):
     proc.start()
     child.close()
     res = None
-    if parent.poll(timeout):
+    timed_out = not parent.poll(timeout)
+    if not timed_out:
         try:
             res = parent.recv()
         except EOFError:
@@ -199,7 +200,7 @@ def run_isolated(seeds, timeout=300, **kw):
         proc.kill()
         proc.join()
     if res is None:
-        why = f"child died (exit code {proc.exitcode})" if proc.exitcode else f"timed out after {timeout} s"
+        why = f"timed out after {timeout} s" if timed_out else f"child died (exit code {proc.exitcode})"
         return {s: (CRASH, why) for s in seeds}
     return res
 
