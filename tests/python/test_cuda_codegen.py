@@ -200,3 +200,26 @@ def test_attention_on_hopper_takes_wgmma_for_both_gemms():
     assert "tl::gemm_ss_wgmma<128, 128, 128, false, true, false>" in src, src
     assert "tl::gemm_rs_wgmma<128, 128, 128, false, false>" in src, src
     assert k._cuda.resource_usage["spill_stores_bytes"] in (0, None)
+
+
+def test_long_loops_over_shared_memory_unroll_partially():
+    """A tile spread over very few threads makes loops of hundreds of iterations; unrolling
+    them fully (with a dot product inside) took NVRTC minutes. They unroll by 4, while
+    loops over register arrays still unroll fully (their indices must be constants)."""
+    @T.prim_func
+    def few_threads(A: T.Tensor((32, 32), "float32"), B: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=2) as bx:
+            s = T.alloc_shared((32, 32), "float32")
+            acc = T.alloc_local((64,), "float32")
+            T.copy(A, s)
+            for i, j in T.Parallel(32, 32):
+                s[i, j] = s[i, j] * 2.0
+            for r in T.unroll(64):
+                acc[r] = s[0, r % 32]
+            T.copy(s, B)
+            B[0, 0] = acc[63]
+    lowered, _, _ = _tl.lower_cuda(few_threads.node, {"tl.target_arch": "sm_90a"}, False)
+    code = _tl.codegen_cuda(lowered).code
+    assert "#pragma unroll 4\n  for (int32_t it" in code.replace("    ", "  ")
+    # The loop over the register array acc keeps full unrolling.
+    assert re.search(r"#pragma unroll\n\s*for \(int32_t r = 0; r < 64", code)

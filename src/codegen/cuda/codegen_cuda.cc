@@ -214,6 +214,60 @@ class CudaCodegen : public CPrinter {
     return AsConstInt(op->grid[0], &gx) && gx <= 8 ? 0 : 8;
   }
 
+  /// Full unrolling, except for long loops (over 256 iterations, or 2048 counting the
+  /// loops inside) that index no register array by their variable: a tile spread over very few
+  /// threads, where 512 iterations of a 32-step dot product took NVRTC 90 s to compile. Register arrays need constant indices, so
+  /// loops over them always unroll fully.
+  static std::string UnrollPragma(const For* op) {
+    // Iterations times the trip counts of the loops nested inside (which the compiler
+    // unrolls too when they are short).
+    constexpr int64_t kFullUnrollTrips = 256, kFullUnrollWork = 2048;
+    int64_t extent = 0;
+    if (!AsConstInt(op->extent, &extent) ||
+        (extent <= kFullUnrollTrips && extent * InnerTrips(op->body) <= kFullUnrollWork)) {
+      return "#pragma unroll";
+    }
+    bool indexes_registers = false;
+    const Var* var = op->var.get();
+    ForEachExpr(op->body, [&](const Expr& e) {
+      const auto* load = As<BufferLoad>(e);
+      if (!load || load->buffer->scope != Scope::kLocal) return;
+      for (const Expr& i : load->indices) indexes_registers |= UsesVar(i, [&](const Var* v) { return v == var; });
+    });
+    struct Stores : IRVisitor {
+      const Var* var;
+      bool* found;
+      void Visit_(const BufferStore* st) override {
+        if (st->buffer->scope == Scope::kLocal) {
+          for (const Expr& i : st->indices) *found |= UsesVar(i, [&](const Var* v) { return v == var; });
+        }
+        IRVisitor::Visit_(st);
+      }
+    } stores;
+    stores.var = var;
+    stores.found = &indexes_registers;
+    stores.Visit(op->body);
+    return indexes_registers ? "#pragma unroll" : "#pragma unroll 4";
+  }
+
+  /// The largest product of constant trip counts along a chain of loops nested in `s`.
+  static int64_t InnerTrips(const Stmt& s) {
+    struct Walker : IRVisitor {
+      int64_t best = 1, current = 1;
+      void Visit_(const For* f) override {
+        int64_t e = 1;
+        if (!AsConstInt(f->extent, &e)) e = 1;
+        int64_t saved = current;
+        current *= std::max<int64_t>(e, 1);
+        best = std::max(best, current);
+        IRVisitor::Visit_(f);
+        current = saved;
+      }
+    } w;
+    w.Visit(s);
+    return w.best;
+  }
+
   void EmitFor(const For* op) override {
     std::string v = Ident(op->var->name, op->var.get());
     std::string ty = CType(op->var->dtype);
@@ -227,7 +281,7 @@ class CudaCodegen : public CPrinter {
       return;
     }
     // T.vectorized: unrolled, so that neighbouring accesses sit side by side for the compiler.
-    if (op->for_kind == ForKind::kUnrolled || op->for_kind == ForKind::kVectorized) Line() << "#pragma unroll\n";
+    if (op->for_kind == ForKind::kUnrolled || op->for_kind == ForKind::kVectorized) Line() << UnrollPragma(op) << "\n";
     std::string mn = Print(op->min), end = Print(analyzer_.Simplify(op->min + op->extent));
     Line() << "for (" << ty << " " << v << " = " << mn << "; " << v << " < " << end << "; ++" << v << ") {\n";
     analyzer_.BindRange(op->var.get(), op->min, op->extent);
