@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tl {
 
@@ -11,6 +12,9 @@ bool FileExists(const std::string& path);
 void MakeDirs(const std::string& path);
 /// The whole file, or "" when it cannot be read.
 std::string ReadFile(const std::string& path);
+/// Appends every regular file under `dir`, recursively, to `out` (in directory order;
+/// callers that hash the list sort it). A missing dir adds nothing.
+void ListFiles(const std::string& dir, std::vector<std::string>* out);
 /// Writes `data` to `path` (not atomically); throws std::runtime_error on failure.
 void WriteFileOrThrow(const std::string& path, const std::string& data);
 /// Writes `data` under a unique temporary name, then renames it to `path`: readers (other

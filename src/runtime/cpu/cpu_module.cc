@@ -4,7 +4,6 @@
 #include "tl/support/file_util.h"
 #include "tl/runtime/cpu_module.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,25 +38,6 @@ const std::string& CompilerIdentity(const std::string& compiler) {
                              "' could not be run (set CXX to a working compiler): " + out);
   }
   return cache[compiler] = out.substr(0, out.find('\n'));
-}
-
-/// Every regular file under `dir`, recursively.
-void ListFiles(const std::string& dir, std::vector<std::string>* out) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    std::string path = dir + "/" + name;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
-      ListFiles(path, out);
-    } else if (S_ISREG(st.st_mode)) {
-      out->push_back(path);
-    }
-  }
-  ::closedir(d);
 }
 
 /// Names and contents of every header in the include folder, hashed once per process,

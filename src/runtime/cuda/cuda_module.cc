@@ -2,7 +2,6 @@
 /// \file BuildCudaCubin: a content-addressed disk cache in front of the CUDA compilers,
 /// and the parser for ptxas' resource report. The compiler log is stored beside each
 /// cubin so that a cache hit still knows its registers, spills and shared memory.
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,25 +26,6 @@ constexpr const char* kCacheVersion = "tl-cuda-cache-2 tilelang-0.1.0";
 /// Headers beyond this many bytes in one include dir are keyed by size and mtime only,
 /// so that passing a whole toolkit include dir does not read hundreds of megabytes.
 constexpr size_t kHeaderContentBudget = 16u << 20;
-
-/// Every regular file under `dir`, recursively, sorted so that the hash is stable.
-void ListFiles(const std::string& dir, std::vector<std::string>* out) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    std::string path = dir + "/" + name;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
-      ListFiles(path, out);
-    } else if (S_ISREG(st.st_mode)) {
-      out->push_back(path);
-    }
-  }
-  ::closedir(d);
-}
 
 /// A hash of the headers a kernel may include, so that editing one invalidates the cache.
 std::string HeaderDigest(const std::vector<std::string>& include_dirs) {
