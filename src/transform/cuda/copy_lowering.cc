@@ -15,10 +15,6 @@ using transform::TileDims;
 
 using namespace ir;  // NOLINT: implementation file
 
-Expr Addr(const Buffer& b, const std::vector<Expr>& idx) {
-  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, idx)});
-}
-
 }  // namespace
 
 bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an) {
@@ -57,6 +53,10 @@ Stmt PartitionOverThreads(const std::vector<Expr>& extents, const VarRef& tx, in
   if (!exact) s = IfThenElse::Make(LT(f, total), s, nullptr, span);
   Expr trips = an.Simplify(FloorDiv(total + MakeInt(threads - 1), MakeInt(threads)));
   return For::Make(it, MakeInt(0), trips, ForKind::kUnrolled, s, {{kPartitioned, MakeInt(1)}}, span);
+}
+
+Expr AddressOf(const Buffer& b, std::vector<Expr> idx) {
+  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, std::move(idx))});
 }
 
 Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, bool async, PassContext& ctx) {
@@ -103,7 +103,7 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
     Expr nbytes = MakeInt(vec * bytes);
     if (use_async) {
       Expr pred = src_ok ? src_ok : MakeBool(true);
-      Stmt s = Evaluate::Make(Call::Make(DType::Void(), "cp_async", {Addr(dst.buffer, di), Addr(src.buffer, si), nbytes, pred}),
+      Stmt s = Evaluate::Make(Call::Make(DType::Void(), "cp_async", {AddressOf(dst.buffer, di), AddressOf(src.buffer, si), nbytes, pred}),
                               op->span);
       return dst_ok ? IfThenElse::Make(dst_ok, s, nullptr, op->span) : s;
     }
@@ -116,10 +116,10 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
       Stmt s = BufferStore::Make(dst.buffer, di, value, op->span);
       return dst_ok ? IfThenElse::Make(dst_ok, s, nullptr, op->span) : s;
     }
-    Stmt copy = Evaluate::Make(Call::Make(DType::Void(), "vec_copy", {Addr(dst.buffer, di), Addr(src.buffer, si), nbytes}),
+    Stmt copy = Evaluate::Make(Call::Make(DType::Void(), "vec_copy", {AddressOf(dst.buffer, di), AddressOf(src.buffer, si), nbytes}),
                                op->span);
     if (src_ok) {
-      Stmt zero = Evaluate::Make(Call::Make(DType::Void(), "vec_zero", {Addr(dst.buffer, di), nbytes}), op->span);
+      Stmt zero = Evaluate::Make(Call::Make(DType::Void(), "vec_zero", {AddressOf(dst.buffer, di), nbytes}), op->span);
       copy = IfThenElse::Make(src_ok, copy, zero, op->span);
     }
     return dst_ok ? IfThenElse::Make(dst_ok, copy, nullptr, op->span) : copy;

@@ -13,6 +13,9 @@ namespace tl::transform::cuda {
 /// runs its own share, so barriers are placed around the loop, never inside it.
 inline constexpr const char* kPartitioned = "tl.thread_partitioned";
 
+/// `address_of(b[idx])`: the address of one element, as intrinsics take their operands.
+ir::Expr AddressOf(const ir::Buffer& b, std::vector<ir::Expr> idx);
+
 /// Lowers `op` to a loop over this thread's share of 16/8/4-byte vectors (or elements),
 /// with edge predicates. With `async`, global->shared vectors of 4 bytes or more use
 /// cp.async (zero-filling reads past the edge). Returns null when the copy is not

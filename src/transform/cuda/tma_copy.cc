@@ -2,6 +2,7 @@
 /// \file TMA box loads for global -> shared copies (see tma_copy.h).
 #include "tma_copy.h"
 
+#include "copy_lowering.h"
 #include "tl/ir/expr.h"
 
 namespace tl::transform::cuda {
@@ -37,10 +38,6 @@ bool TileShape(const Buffer& b, int64_t* rows, int64_t* cols) {
     }
   }
   return true;
-}
-
-Expr AddressOf(const Buffer& b, std::vector<Expr> idx) {
-  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, std::move(idx))});
 }
 
 }  // namespace

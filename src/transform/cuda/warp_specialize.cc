@@ -31,6 +31,7 @@
 #include <cctype>
 #include <unordered_set>
 
+#include "copy_lowering.h"
 #include "pipeline_schedule.h"
 #include "shared_plan.h"
 #include "tma_copy.h"
@@ -41,6 +42,7 @@ namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
+using cuda::AddressOf;
 
 /// Threads of the producer: one warpgroup (setmaxnreg acts per warpgroup).
 constexpr int64_t kProducerThreads = 128;
@@ -55,10 +57,6 @@ bool ConfigTrue(const PassContext& ctx, const std::string& key) {
   std::string v = it->second;
   for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return v == "1" || v == "true" || v == "yes" || v == "on";
-}
-
-Expr AddressOf(const Buffer& b, std::vector<Expr> idx) {
-  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, std::move(idx))});
 }
 
 Stmt CallStmt(const std::string& name, std::vector<Expr> args, const Span& span) {
@@ -84,6 +82,23 @@ std::unordered_set<const BufferNode*> BuffersOf(const Stmt& s) {
   } c;
   c.Visit(s);
   return c.found;
+}
+
+/// Adds the buffers `s` writes (stores and tile-op destinations) to `out`.
+void AddWrites(const Stmt& s, std::unordered_set<const BufferNode*>* out) {
+  struct Writes : IRVisitor {
+    std::unordered_set<const BufferNode*>* out;
+    void Visit_(const BufferStore* op) override {
+      out->insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const CopyOp* op) override { out->insert(op->dst.buffer.get()); }
+    void Visit_(const FillOp* op) override { out->insert(op->dst.buffer.get()); }
+    void Visit_(const ReduceOp* op) override { out->insert(op->dst.buffer.get()); }
+    void Visit_(const AtomicOp* op) override { out->insert(op->dst.buffer.get()); }
+  } w;
+  w.out = out;
+  w.Visit(s);
 }
 
 /// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset).
@@ -205,21 +220,7 @@ class Specializer {
   Stmt Build(const std::vector<Stmt>& stmts, size_t at) {
     const Span& span = loop_->span;
     std::unordered_set<const BufferNode*> written;
-    for (const Stmt& s : stmts) {
-      struct Writes : IRVisitor {
-        std::unordered_set<const BufferNode*>* out;
-        void Visit_(const BufferStore* op) override {
-          out->insert(op->buffer.get());
-          IRVisitor::Visit_(op);
-        }
-        void Visit_(const CopyOp* op) override { out->insert(op->dst.buffer.get()); }
-        void Visit_(const FillOp* op) override { out->insert(op->dst.buffer.get()); }
-        void Visit_(const ReduceOp* op) override { out->insert(op->dst.buffer.get()); }
-        void Visit_(const AtomicOp* op) override { out->insert(op->dst.buffer.get()); }
-      } w;
-      w.out = &written;
-      w.Visit(s);
-    }
+    for (const Stmt& s : stmts) AddWrites(s, &written);
     std::vector<Stmt> common, consumer_before, consumer_after;
     std::unordered_set<const Var*> consumer_lets;
     for (size_t i = 0; i < stmts.size(); ++i) {
@@ -321,7 +322,10 @@ class Specializer {
     for (const Stmt& st : cuda::Flatten(loop_->body)) {
       bool produces = false;
       for (const CopyOp* c : producers_) produces |= st.get() == c;
-      if (!produces) consumers_.push_back(st);
+      if (!produces) {
+        consumers_.push_back(st);
+        AddWrites(st, &written_in_loop_);
+      }
     }
     for (const CopyOp* c : producers_) {
       size_t first = consumers_.size(), last = 0;
@@ -471,24 +475,6 @@ class Specializer {
   /// skip their proxy fence: TMA (async proxy) fills the staged tiles, and what the
   /// consumers stage before the loop is fenced once there.
   Stmt WithoutProxyFence(const Stmt& s) {
-    if (written_in_loop_.empty() && !written_computed_) {
-      written_computed_ = true;
-      for (const Stmt& c : consumers_) {
-        struct Writes : IRVisitor {
-          std::unordered_set<const BufferNode*>* out;
-          void Visit_(const BufferStore* op) override {
-            out->insert(op->buffer.get());
-            IRVisitor::Visit_(op);
-          }
-          void Visit_(const CopyOp* op) override { out->insert(op->dst.buffer.get()); }
-          void Visit_(const FillOp* op) override { out->insert(op->dst.buffer.get()); }
-          void Visit_(const ReduceOp* op) override { out->insert(op->dst.buffer.get()); }
-          void Visit_(const AtomicOp* op) override { out->insert(op->dst.buffer.get()); }
-        } w;
-        w.out = &written_in_loop_;
-        w.Visit(c);
-      }
-    }
     const auto* ev = As<Evaluate>(s);
     const auto* call = ev ? As<Call>(ev->value) : nullptr;
     if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma")) return s;
@@ -507,8 +493,7 @@ class Specializer {
   };
   std::vector<Stmt> consumers_;
   std::vector<Group> groups_;
-  std::unordered_set<const BufferNode*> written_in_loop_;
-  bool written_computed_ = false;
+  std::unordered_set<const BufferNode*> written_in_loop_;  ///< by the consumer statements
 
  public:
   VarRef tx_;
