@@ -303,6 +303,8 @@ NB_MODULE(_tl, m) {
     if (timings) return nb::make_tuple(out, ctx.remarks, dumps, times);
     return nb::make_tuple(out, ctx.remarks, dumps);
   }, nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
+  m.def("written_params", [](const PyFunc& f) { return transform::WrittenParams(f.f); },
+        "Names of the tensor parameters the function may write.");
   m.def("split_kernels", [](const PyFunc& f) {
     std::vector<PyFunc> out;
     for (const PrimFunc& part : transform::SplitKernels(f.f)) out.push_back(PyFunc{part});

@@ -215,3 +215,110 @@ def test_cuda_introspection_without_a_gpu(tmp_path):
         got = subprocess.run([str(tmp_path / "g")], check=True, capture_output=True, text=True).stdout.split("\n")
         want = [" ".join(map(str, kernel._cuda.src.grid([m]))) for m in range(1, 200, 23)]
         assert got[:-1] == want
+
+
+@needs_nvrtc
+def test_cuda_launcher_compiles_as_c(tmp_path):
+    """The launcher is plain C against cuda.h (compiled, not run: no GPU needed)."""
+    include = _cuda_include()
+    if not HAVE_CC or include is None:
+        pytest.skip("needs a C compiler and cuda.h")
+    for func, arch in ((ws_gemm(), "sm_90a"), (scaled_matmul(), "sm_80")):
+        kernel = tilelang.compile(func, out_idx=[-1], target=f"cuda -arch={arch}")
+        paths = kernel.export_library(str(tmp_path / f"{kernel.name}.cubin"))
+        header = open(paths["header"]).read()
+        assert f"int {paths['symbol']}(" in header and "void* stream" in header
+        subprocess.run([os.environ.get("CC", "cc"), "-Wall", "-Werror", "-c", paths["launcher"], f"-I{include}",
+                        f"-I{tmp_path}", "-o", str(tmp_path / f"{kernel.name}.o")], check=True, capture_output=True)
+
+
+def _cuda_include():
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.exists(os.path.join(root, "include", "cuda.h")):
+            return os.path.join(root, "include")
+    return None
+
+
+# A C program: reads the inputs from files, copies them to the GPU, calls the exported
+# launcher on the default stream and writes the output back. No Python, no tilelang.
+CUDA_C_PROGRAM = r"""
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "@HEADER@"
+
+static void* load(const char* path, size_t bytes) {
+  void* p = malloc(bytes);
+  FILE* f = fopen(path, "rb");
+  if (!f || fread(p, 1, bytes, f) != bytes) exit(3);
+  fclose(f);
+  return p;
+}
+
+#define CHECK(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s: %d\n", #x, r_); return 4; } } while (0)
+
+int main(int argc, char** argv) {
+  size_t a_bytes = strtoull(argv[1], 0, 10), b_bytes = strtoull(argv[2], 0, 10), c_bytes = strtoull(argv[3], 0, 10);
+  long long m = atoll(argv[4]);
+  CUdevice dev; CUcontext ctx; CUdeviceptr a, b, c;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  void* ha = load(argv[5], a_bytes); void* hb = load(argv[6], b_bytes); void* hc = malloc(c_bytes);
+  CHECK(cuMemAlloc(&a, a_bytes)); CHECK(cuMemAlloc(&b, b_bytes)); CHECK(cuMemAlloc(&c, c_bytes));
+  CHECK(cuMemcpyHtoD(a, ha, a_bytes)); CHECK(cuMemcpyHtoD(b, hb, b_bytes));
+  int status = @CALL@;
+  if (status != 0) { fprintf(stderr, "launch: %d\n", status); return 5; }
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemcpyDtoH(hc, c, c_bytes));
+  FILE* f = fopen(argv[7], "wb");
+  fwrite(hc, 1, c_bytes, f);
+  fclose(f);
+  (void)m;
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("case", ["tma_gemm", "dynamic_scaled"])
+def test_cuda_export_runs_from_a_c_program(tmp_path, case):
+    torch = pytest.importorskip("torch")
+    include = _cuda_include()
+    if not torch.cuda.is_available() or not HAVE_CC or include is None:
+        pytest.skip("needs a GPU, torch, a C compiler and cuda.h")
+    rng = np.random.default_rng(11)
+    if case == "tma_gemm":
+        if torch.cuda.get_device_capability() < (9, 0):
+            pytest.skip("TMA needs Hopper")
+        kernel = tilelang.compile(ws_gemm(), out_idx=[-1], target="cuda")
+        a = rng.standard_normal((512, 512)).astype(np.float16)
+        b = rng.standard_normal((512, 512)).astype(np.float16)
+        m, out_shape, out_dtype, call = 512, (512, 512), np.float16, "tl_gemm((void*)a, (void*)b, (void*)c, 0)"
+        expected = kernel(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()).cpu().numpy()
+    else:
+        kernel = tilelang.compile(scaled_matmul(), out_idx=[-1], target="cuda")
+        m = 77
+        a, b = rng.standard_normal((m, 64)).astype(np.float32), rng.standard_normal((64, 48)).astype(np.float32)
+        out_shape, out_dtype = (m, 48), np.float32
+        call = "tl_main((void*)a, (void*)b, 0.75f, (void*)c, (int64_t)m, 0)"
+        expected = kernel(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda(), 0.75).cpu().numpy()
+    torch.cuda.synchronize()
+    paths = kernel.export_library(str(tmp_path / "k.cubin"))
+    (tmp_path / "prog.c").write_text(CUDA_C_PROGRAM.replace("@HEADER@", "k.h").replace("@CALL@", call))
+    lib = os.path.join(os.path.dirname(include), "lib64", "stubs")
+    subprocess.run([os.environ.get("CC", "cc"), str(tmp_path / "prog.c"), paths["launcher"], f"-I{include}",
+                    f"-I{tmp_path}", f"-L{lib}", "-lcuda", "-o", str(tmp_path / "prog")], check=True,
+                   capture_output=True)
+    a.tofile(tmp_path / "a.bin")
+    b.tofile(tmp_path / "b.bin")
+    c_bytes = int(np.prod(out_shape)) * np.dtype(out_dtype).itemsize
+    run = subprocess.run([str(tmp_path / "prog"), str(a.nbytes), str(b.nbytes), str(c_bytes), str(m),
+                          str(tmp_path / "a.bin"), str(tmp_path / "b.bin"), str(tmp_path / "c.bin")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    got = np.fromfile(tmp_path / "c.bin", dtype=out_dtype).reshape(out_shape)
+    # the same cubin on the same inputs: the same bits
+    np.testing.assert_array_equal(got, expected)
+    ref = a.astype(np.float64) @ b.astype(np.float64) * (1.0 if case == "tma_gemm" else 0.75)
+    assert_close(got, ref, "float16" if case == "tma_gemm" else "float32", rtol=2e-2 if case == "tma_gemm" else 1e-4)

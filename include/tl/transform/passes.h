@@ -31,6 +31,11 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx);
 /// between kernels are a CompileError.
 std::vector<ir::PrimFunc> SplitKernels(const ir::PrimFunc& f);
 
+/// The tensor parameters f may write (stores, tile-op destinations, atomics, taken
+/// addresses), by name, in parameter order. Read by the PyTorch custom-op wrapper to
+/// declare which inputs an op mutates.
+std::vector<std::string> WrittenParams(const ir::PrimFunc& f);
+
 /// "check-tile-bounds": an unconditional access to a tile (shared, fragment, local) whose
 /// index certainly leaves it (linear in loops and block indices of constant ranges) is a
 /// CompileError at its line. Global tensors are guarded instead (guard-global-access).

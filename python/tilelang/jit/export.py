@@ -10,9 +10,10 @@ in ``<path stem>.h`` beside it. The library is the kernel's C++ with that functi
 built by the same host compiler and flags as the JIT (so ``-march=native``: it runs on CPUs
 like this one); it needs libgomp and libstdc++ at run time, neither Python nor tilelang.
 
-CUDA: ``path`` receives the cubin and ``<path stem>.h`` the launch facts: the kernel
-(entry) names in launch order, their parameters, grid, block, dynamic shared memory, and
-the TMA descriptors a kernel takes (which the caller must encode with cuTensorMapEncodeTiled).
+CUDA: ``path`` receives the cubin, ``<path stem>_launch.c`` a plain C launch function
+(driver API, cubin embedded, TMA descriptors encoded per call) and ``<path stem>.h`` its
+declaration with the launch facts: the kernel (entry) names in launch order, their
+parameters, grid, block, dynamic shared memory, and the TMA descriptors a kernel takes.
 """
 from __future__ import annotations
 
@@ -182,6 +183,7 @@ def _kernel_signature(code: str, entry: str) -> str:
 def export_cuda(kernel, path, symbol=None):
     backend = kernel._cuda
     cubin_path, header_path, stem = _paths(path)
+    symbol_given = symbol
     symbol = c_identifier(symbol or f"tl_{kernel.name}").upper()
     with open(backend.cubin_path, "rb") as f:
         _write_atomic(cubin_path, f.read())
@@ -241,9 +243,153 @@ def export_cuda(kernel, path, symbol=None):
                 f" cuTensorMapEncodeTiled over launch argument {arg} ({kernel.params[arg].name if arg < len(kernel.params) else '?'}),"
                 f" CUtensorMapDataType {dtype}, {elem}-byte elements, global dims (innermost first) [{dims_s}],"
                 f" box [{', '.join(map(str, box))}], CUtensorMapSwizzle {swizzle} */")
-    lines += ["", f"#define {symbol}_USES_TMA {1 if any_tma else 0}", "", f"#endif  /* {symbol}_H_ */", ""]
+    function = c_identifier(symbol_given or f"tl_{kernel.name}")
+    decl = cuda_launcher_params(kernel)
+    launcher_path = os.path.join(os.path.dirname(header_path), stem + "_launch.c")
+    lines += ["", f"#define {symbol}_USES_TMA {1 if any_tma else 0}", "",
+              f"/* The launcher ({os.path.basename(launcher_path)}, the cubin embedded): loads the module into the",
+              " * current CUDA context on first use and launches every kernel on `stream` (a CUstream;",
+              " * NULL for the default stream), encoding TMA descriptors itself. Returns 0 or a CUresult.",
+              " * Build: cc -c " + os.path.basename(launcher_path) + " -I<cuda>/include; link with -lcuda. */",
+              "#ifdef __cplusplus", 'extern "C" {', "#endif",
+              f"int {function}({', '.join(decl + ['void* stream'])});",
+              "#ifdef __cplusplus", "}", "#endif",
+              "", f"#endif  /* {symbol}_H_ */", ""]
     _write_atomic(header_path, "\n".join(lines).encode())
-    return {"cubin": cubin_path, "header": header_path}
+    with open(backend.cubin_path, "rb") as f:
+        cubin = f.read()
+    _write_atomic(launcher_path, cuda_launcher_source(kernel, function, os.path.basename(header_path), cubin).encode())
+    return {"cubin": cubin_path, "header": header_path, "launcher": launcher_path, "symbol": function}
+
+
+def cuda_launcher_params(kernel):
+    """The launch function's parameters before the stream: device pointers, scalars, then
+    the dynamic dimensions (int64_t), named as in the kernel."""
+    decl, _, _ = c_signature(kernel, "", typed=False)
+    return decl
+
+
+def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
+    """C source of `function`: the driver-API launch of the kernel's CUDA kernels in order,
+    as the JIT's call does (same arguments, grids, blocks, shared memory, TMA maps)."""
+    backend = kernel._cuda
+    decl = cuda_launcher_params(kernel)
+    names = [d.split()[-1] for d in decl]  # C names: params, then dynamic dims
+    n_params = len(kernel.params)
+    dim_names = [d[0] for d in kernel.dynamic_dims]
+    c_of_dim = dict(zip(dim_names, names[n_params:]))
+    body = []
+    # dynamic dimensions under their own names, for the grid expressions
+    for dim, cname in c_of_dim.items():
+        if dim != cname:
+            if not re.fullmatch(r"[A-Za-z_]\w*", dim):
+                raise RuntimeError(f"export_library: dynamic dimension {dim!r} is not a C identifier")
+            body.append(f"  const int64_t {dim} = {cname};")
+    kinds = backend.srcs[0].arg_kinds
+    ctype = {"ptr": "void*", "i32": "int32_t", "i64": "int64_t", "f32": "float", "f64": "double"}
+    for j, kind in enumerate(kinds):
+        body.append(f"  {ctype[kind]} a{j} = ({ctype[kind]}){names[j]};")
+    for k, src in enumerate(backend.srcs):
+        body.append(f"  /* kernel {k}: {src.entry} */")
+        body.append("  {")
+        params = [f"&a{j}" for j in range(len(kinds))]
+        for t, (arg, dtype, elem, dims, box, swizzle) in enumerate(src.tma_specs):
+            rank = len(dims)
+            dim_exprs = [str(d) if d >= 0 else f"(cuuint64_t)a{-(d + 1)}" for d in dims]
+            strides, acc = [], f"(cuuint64_t){elem}"
+            for d in dim_exprs[:-1]:
+                acc = f"{acc} * {d}"
+                strides.append(acc)
+            body += [
+                f"    CUtensorMap tma{t};",
+                f"    cuuint64_t tma{t}_dims[{rank}] = {{{', '.join(dim_exprs)}}};",
+                f"    cuuint64_t tma{t}_strides[{max(rank - 1, 1)}] = {{{', '.join(strides) or '0'}}};",
+                f"    cuuint32_t tma{t}_box[{rank}] = {{{', '.join(map(str, box))}}};",
+                f"    cuuint32_t tma{t}_steps[{rank}] = {{{', '.join(['1'] * rank)}}};",
+                f"    r = cuTensorMapEncodeTiled(&tma{t}, (CUtensorMapDataType){dtype}, {rank}, a{arg}, tma{t}_dims,",
+                f"                               tma{t}_strides, tma{t}_box, tma{t}_steps, CU_TENSOR_MAP_INTERLEAVE_NONE,",
+                f"                               (CUtensorMapSwizzle){swizzle}, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,",
+                "                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);",
+                "    if (r != CUDA_SUCCESS) return (int)r;",
+            ]
+            params.append(f"&tma{t}")
+        if src.dynamic_dims:
+            texts = grid_text(src) + ["1"] * (3 - len(grid_text(src)))
+            grid = []
+            for text in texts[:3]:
+                expr = grid_c_expr(text, [d[0] for d in src.dynamic_dims])
+                if expr is None:
+                    raise RuntimeError(f"export_library: the grid extent {text} of {src.entry} has no C form")
+                grid.append(f"(unsigned int)({expr})")
+        else:
+            g = list(src.grid([])) + [1] * (3 - len(src.grid([])))
+            grid = [f"{x}u" for x in g[:3]]
+        b = list(src.block) + [1] * (3 - len(src.block))
+        body += [
+            f"    void* params[] = {{{', '.join(params) or '0'}}};",
+            f"    unsigned int gx = {grid[0]}, gy = {grid[1]}, gz = {grid[2]};",
+            "    if (gx && gy && gz) {",
+            f"      r = cuLaunchKernel(tl_functions[{k}], gx, gy, gz, {b[0]}, {b[1]}, {b[2]}, {src.shared_bytes}u,",
+            "                         (CUstream)stream, params, 0);",
+            "      if (r != CUDA_SUCCESS) return (int)r;",
+            "    }",
+            "  }",
+        ]
+    entries = ", ".join(f'"{src.entry}"' for src in backend.srcs)
+    shared = ", ".join(f"{src.shared_bytes}u" for src in backend.srcs)
+    n = len(backend.srcs)
+    return "\n".join([
+        f"/* Generated by tilelang export_library: launcher of kernel '{kernel.name}' for CUDA {backend.arch}.",
+        " * Needs only the CUDA driver (libcuda): the cubin is embedded below. Not thread-safe on its",
+        " * first call (module load); later calls from several threads are fine. */",
+        "#include <cuda.h>",
+        "#include <stdint.h>",
+        f'#include "{header_name}"',
+        "",
+        "static const unsigned char tl_cubin[] = {",
+        _wrap_bytes(cubin),
+        "};",
+        f"static const char* const tl_entries[{n}] = {{{entries}}};",
+        f"static const unsigned int tl_shared_bytes[{n}] = {{{shared}}};",
+        "static CUcontext tl_context;",
+        "static CUmodule tl_module;",
+        f"static CUfunction tl_functions[{n}];",
+        "",
+        "/* Loads the module into the current context (again when the context changed). */",
+        "static CUresult tl_load(void) {",
+        "  CUcontext ctx = 0;",
+        "  CUresult r = cuCtxGetCurrent(&ctx);",
+        "  if (r != CUDA_SUCCESS) return r;",
+        "  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;",
+        "  if (tl_module && ctx == tl_context) return CUDA_SUCCESS;",
+        "  r = cuModuleLoadData(&tl_module, tl_cubin);",
+        "  if (r != CUDA_SUCCESS) return r;",
+        f"  for (int k = 0; k < {n}; ++k) {{",
+        "    r = cuModuleGetFunction(&tl_functions[k], tl_module, tl_entries[k]);",
+        "    if (r != CUDA_SUCCESS) return r;",
+        "    if (tl_shared_bytes[k] > 48u * 1024u) {",
+        "      r = cuFuncSetAttribute(tl_functions[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,",
+        "                             (int)tl_shared_bytes[k]);",
+        "      if (r != CUDA_SUCCESS) return r;",
+        "    }",
+        "  }",
+        "  tl_context = ctx;",
+        "  return CUDA_SUCCESS;",
+        "}",
+        "",
+        f"int {function}({', '.join(decl + ['void* stream'])}) {{",
+        "  CUresult r = tl_load();",
+        "  if (r != CUDA_SUCCESS) return (int)r;",
+        *body,
+        "  return 0;",
+        "}",
+        "",
+    ])
+
+
+def _wrap_bytes(data: bytes, per_line=24) -> str:
+    return "\n".join("  " + ",".join(str(b) for b in data[i:i + per_line]) + ","
+                     for i in range(0, len(data), per_line))
 
 
 _C_CAST = {"int64": "int64_t", "int32": "int32_t", "uint32": "uint32_t", "uint64": "uint64_t"}

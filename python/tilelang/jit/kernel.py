@@ -93,6 +93,22 @@ class JITKernel:
 
         if tracing_requested(self.pass_configs):
             self._dump_ir()
+        self._register_with_torch()
+
+    def _register_with_torch(self):
+        """With torch loaded, the kernel is registered as a custom op now, so that a call
+        traced by torch.compile becomes that op (registering while tracing would break the
+        graph). Without torch, nothing happens and torch is never imported."""
+        torch = sys.modules.get("torch")
+        if torch is None or not hasattr(getattr(torch, "library", None), "register_fake"):
+            return
+        global _torch_compiling
+        _torch_compiling = torch.compiler.is_compiling
+        try:
+            self.as_torch_op()
+        except Exception as e:  # noqa: BLE001 - a kernel that torch cannot describe still runs eagerly
+            self.remarks.append(f"not registered as a torch custom op ({e}); inside torch.compile a call "
+                                "to it breaks the graph")
 
     def _dump_ir(self):
         """TILELANG_DUMP_IR_DIR / TILELANG_PASS_PROFILE (or their pass configs): the IR after
@@ -288,6 +304,22 @@ class JITKernel:
     # ------------------------------------------------------------------ calling
 
     def __call__(self, *args):
+        if _torch_compiling():
+            # Traced by torch.compile: one graph node (the registered op), no graph break.
+            op = getattr(self, "_torch_op", None)
+            if op is not None:
+                return op[1](*args)
+        return self._call_direct(args)
+
+    def as_torch_op(self, name=None):
+        """This kernel as a PyTorch custom operator ("namespace::op"; default
+        tilelang::<name>_<n>): usable in torch.compile graphs and CUDA graphs. See
+        jit/torch_op.py."""
+        from .torch_op import as_torch_op
+
+        return as_torch_op(self, name)
+
+    def _call_direct(self, args):
         if self.target == "cuda":
             try:
                 return self._cuda.call(args)
@@ -357,6 +389,14 @@ class JITKernel:
                         f"{self.name}(): dynamic dimension {want!r} is {got} in {p.name!r}, beyond the "
                         f"{p.dim_max[want]} its type holds; declare it T.dynamic({want!r}, \"int64\")")
                 dims[want] = int(got)
+
+
+def _never():
+    return False
+
+
+# torch.compiler.is_compiling once torch is loaded (set by JITKernel._register_with_torch).
+_torch_compiling = _never
 
 
 class _Library:
