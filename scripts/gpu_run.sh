@@ -39,8 +39,25 @@ echo "== tests: every test again on the CUDA target"
 # 12 workers: the suite takes about 30 s this way on the H200 machine's 16 cores.
 TILELANG_TEST_CUDA=1 TILELANG_PRINT_ON_COMPILATION=0 "$PY" -m pytest -q -n 12 -p no:cacheprovider tests/python \
   --tb=line ${PYTEST_ARGS:-} 2>&1 | grep -E "^E |^FAILED|passed|failed" | sort | uniq -c | tail -16
-echo "== benchmarks"
-"$PY" benchmarks/gpu_bench.py "$@"
+if [ "${GPU_RUN_SKIP_BENCH:-0}" != "1" ]; then
+  echo "== benchmarks"
+  "$PY" benchmarks/gpu_bench.py "$@"
+fi
+echo "== host cost of one call (us), ours then upstream's"
+"$PY" benchmarks/call_overhead.py --calls 5000
+if [ -f .peer/upstream-tilelang.tar.xz ]; then
+  [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
+  PYTHONPATH=/tmp/upstream-tilelang python3 benchmarks/call_overhead.py --calls 5000 2>&1 | grep -v Warning
+fi
+if [ "${GPU_RUN_AUTOTUNE:-0}" = "1" ]; then
+  echo "== autotuning 16 configurations at scale"
+  "$PY" benchmarks/autotune_scale.py
+fi
+if [ "${GPU_RUN_FUZZ:-0}" -gt 0 ] 2>/dev/null; then
+  echo "== differential fuzzing on CUDA: ${GPU_RUN_FUZZ} programs from seed ${GPU_RUN_FUZZ_SEED:-0}"
+  timeout "${GPU_RUN_FUZZ_TIMEOUT:-420}" "$PY" -m tools.fuzz --target cuda --seed "${GPU_RUN_FUZZ_SEED:-0}" \
+    --count "${GPU_RUN_FUZZ}" --batch 12 --jobs 14 --timeout 150 --quiet-rejected 2>&1 | tail -60
+fi
 # Side by side with upstream TileLang on the same sources, when its wheel was packed into
 # .peer/ (../shared/tools/upstream-tilelang-pack.sh) and named in the call's carry.
 if [ -f .peer/upstream-tilelang.tar.xz ] && [ "${GPU_RUN_SKIP_PEER:-0}" != "1" ]; then
