@@ -36,15 +36,7 @@ class CudaBackend:
     def __init__(self, kernel, arch, pass_configs, flags, verbose):
         self.kernel = kernel
         if arch is None:
-            ok, why = _tl.cuda_available()
-            if not ok:
-                raise TileLangRuntimeError(
-                    f"no CUDA device to read the arch from ({why}); give it, e.g. target='cuda -arch=sm_90a'")
-            arch = _tl.device_arch(_current_device())
-            if arch == "sm_90":
-                # The cubin is for this device only, so Hopper's arch-specific features
-                # (wgmma) are free to use.
-                arch = "sm_90a"
+            arch = default_arch()
         self.arch = arch
         t0 = time.perf_counter()
         # One CUDA kernel per T.Kernel: launched in order on one stream, they run in order.
@@ -192,6 +184,27 @@ class CudaBackend:
         if not hasattr(self, "_grid"):
             self._grid = self.src.grid([])
         return self._grid
+
+
+_ARCH_OF_DEVICE = {}
+
+
+def default_arch() -> str:
+    """The current device's arch (sm_90 becomes sm_90a: the cubin is for this device only,
+    so Hopper's arch-specific features such as wgmma are free to use). Cached per device,
+    so that processes forked to compile (the autotuner's) need no CUDA call."""
+    device = _current_device()
+    arch = _ARCH_OF_DEVICE.get(device)
+    if arch is None:
+        ok, why = _tl.cuda_available()
+        if not ok:
+            raise TileLangRuntimeError(
+                f"no CUDA device to read the arch from ({why}); give it, e.g. target='cuda -arch=sm_90a'")
+        arch = _tl.device_arch(device)
+        if arch == "sm_90":
+            arch = "sm_90a"
+        _ARCH_OF_DEVICE[device] = arch
+    return arch
 
 
 def _with_tensor_maps(module, src):
