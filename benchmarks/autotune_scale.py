@@ -45,8 +45,12 @@ def build(max_workers, cache_results):
 
 def tune_once(max_workers, cache_results):
     t0 = time.perf_counter()
-    kernel = build(max_workers, cache_results)(4096, 4096, 4096)
-    return time.perf_counter() - t0, kernel.config
+    tuner = build(max_workers, cache_results)
+    kernel = tuner(4096, 4096, 4096)
+    seconds = time.perf_counter() - t0
+    stats = {k: round(v, 2) if isinstance(v, float) else v for k, v in getattr(tuner, "stats", {}).items()}
+    print(f"  stats: {stats}", flush=True)
+    return seconds, kernel.config
 
 
 def child():

@@ -197,6 +197,7 @@ class AutoTunedFunction:
         if not hasattr(os, "fork") or not env.is_cache_enabled() or not _env_flag_default(
                 "TILELANG_AUTOTUNE_PROCESSES", True):
             return 0
+        device = cuda_backend._current_device()
         try:
             cuda_backend.default_arch()  # cached, so children inherit it without CUDA calls
         except Exception:  # noqa: BLE001 - no GPU: CPU kernels, or an explicit arch
@@ -211,6 +212,8 @@ class AutoTunedFunction:
             if pid == 0:  # the child: compile its share, then leave without cleanup
                 code = 0
                 try:
+                    # torch must not initialize CUDA in a forked child: the device is known.
+                    cuda_backend._current_device = lambda: device
                     devnull = os.open(os.devnull, os.O_WRONLY)
                     os.dup2(devnull, 1)
                     os.dup2(devnull, 2)

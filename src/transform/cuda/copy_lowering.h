@@ -12,6 +12,9 @@ namespace tl::transform::cuda {
 /// Annotation on loops whose iterations are spread over the block's threads: each thread
 /// runs its own share, so barriers are placed around the loop, never inside it.
 inline constexpr const char* kPartitioned = "tl.thread_partitioned";
+/// Marks a loop over one thread's registers of a fragment (cuda-lower-fragments): each
+/// thread runs it over its own elements, so what it does (an atomic, say) is per thread.
+inline constexpr const char* kRegisterWalk = "tl.register_walk";
 
 /// `address_of(b[idx])`: the address of one element, as intrinsics take their operands.
 ir::Expr AddressOf(const ir::Buffer& b, std::vector<ir::Expr> idx);

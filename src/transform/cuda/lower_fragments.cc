@@ -17,6 +17,7 @@
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
 #include "tl/transform/passes.h"
+#include "../region_util.h"
 #include "copy_lowering.h"
 #include "fragment_inference.h"
 #include "thread_binding.h"
@@ -133,7 +134,8 @@ class FragmentRewriter : public IRMutator {
       if (vj && v == vj) return j;
       return nullptr;
     });
-    return For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled, body, {}, op->span);
+    return For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled, body,
+                     {{cuda::kRegisterWalk, MakeInt(1)}}, op->span);
   }
 
   /// T.print of a whole tile (serial loops around a once-per-block print) when the tile is
@@ -645,7 +647,9 @@ class FragmentRewriter : public IRMutator {
     for (const Range& rg : tile.ranges) idx.push_back(rg.min);
     idx[dims[0]] = idx[dims[0]] + i;
     if (dims.size() > 1) idx[dims[1]] = idx[dims[1]] + j;
-    for (size_t k = 0; k < idx.size(); ++k) *in_bounds = And(*in_bounds, LT(idx[k], tile.buffer->shape[k]));
+    // Both edges: a region may start before 0 (T.copy(A[r, c - 2], ...)); the simplifier
+    // drops whichever side is provable.
+    *in_bounds = transform::InBounds(tile.buffer, idx);
     return idx;
   }
 

@@ -29,7 +29,7 @@ class Partitioner : public IRMutator {
       threads_ = prev_threads;
       return out;
     }
-    if (op->annotations.count(cuda::kPartitioned)) {
+    if (op->annotations.count(cuda::kPartitioned) || op->annotations.count(cuda::kRegisterWalk)) {
       ++inside_;
       Stmt out = IRMutator::Mutate_(op, self);
       --inside_;
