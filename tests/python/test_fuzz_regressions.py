@@ -84,3 +84,85 @@ def test_bitwise_operators_on_buffer_elements():
     ij = np.arange(4)[:, None] + np.arange(8)[None, :]
     ref = [x ^ 5, x >> 1, (x & 255) << 2, ~x, 5 ^ x, 1 << (x & 7), 6 | x, ij ^ x]
     np.testing.assert_array_equal(o, np.stack(ref))
+
+
+# ---- found on the H200 by `python -m tools.fuzz --target cuda` (2026-12-01): the CPU target
+# was right, the CUDA lowering was not. On the CPU machine these run on the CPU target and
+# check the CUDA source; the GPU script runs them on CUDA too (TILELANG_TEST_CUDA=1).
+
+
+def _cuda_source(func):
+    import tilelang
+
+    return tilelang.lower(func, target="cuda -arch=sm_90a").kernel_source
+
+
+def test_copy_into_fragment_from_before_the_row_start():
+    """fuzz seed 137 (CUDA): a T.copy into a fragment from a window starting two columns
+    before the tensor's first column read the previous row's last elements instead of
+    zeros: the guard checked only the far edge."""
+
+    @T.prim_func
+    def main(X: T.Tensor((13, 15), "float16"), O: T.Tensor((13, 15), "float32")):
+        with T.Kernel(T.ceildiv(15, 16), T.ceildiv(13, 32), threads=64) as (bx, by):
+            f0 = T.alloc_fragment((32, 16), "float32")
+            s1 = T.alloc_shared((32, 16), "float16")
+            T.copy(X[by * 32, bx * 16 + -2], f0)
+            T.copy(f0, s1)
+            T.copy(s1, O[by * 32, bx * 16])
+
+    x = np.random.default_rng(137).standard_normal((13, 15)).astype(np.float16)
+    o = poison((13, 15))
+    compile_cpu(main)(x, o)
+    want = np.zeros((13, 15))
+    want[:, 2:] = f64(x)[:, :13]
+    assert_close(o, want, "float16")
+    src = _cuda_source(main)
+    assert ">= 0" in src, "the left edge of the window must be guarded"
+
+
+def test_atomic_of_fragment_elements_runs_on_every_thread():
+    """fuzz seed 58 (CUDA): T.atomic_max of fragment elements into one address, inside a
+    T.Parallel over the fragment, ran on thread 0 only (the address did not depend on the
+    thread), dropping the elements the other threads hold."""
+    N = 15
+
+    @T.prim_func
+    def main(X: T.Tensor((7, N), "float64"), H: T.Tensor((1,), "float64")):
+        with T.Kernel(T.ceildiv(N, 5), T.ceildiv(7, 8), threads=2) as (bx, by):
+            x = T.alloc_fragment((8, 5), "float64")
+            T.copy(X[by * 8, bx * 5], x)
+            for i, j in T.Parallel(8, 5):
+                if x[i, j] > 0:
+                    T.atomic_max(H[(i + j) % 1], x[i, j])
+
+    x = np.random.default_rng(58).standard_normal((7, N))
+    h = np.full((1,), -1.0)
+    compile_cpu(main)(x, h)
+    assert_close(h, [max(-1.0, x.max())], "float64")
+    src = _cuda_source(main)
+    assert "tl::atomic_max" in src and "(tx == 0)" not in src
+
+
+def test_reduce_along_rows_of_a_pipelined_tile():
+    """fuzz seed 374 and 26 others (CUDA): T.reduce_*(x, r, dim=0) of a tile staged by
+    T.Pipelined reduced along the stage dimension the pipeline adds in front, not along
+    the tile's rows (wrong sums, or out-of-bounds accesses)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((9, 10), "float64"), R: T.Tensor((10,), "float64")):
+        with T.Kernel(T.ceildiv(10, 32), threads=48) as bx:
+            x = T.alloc_fragment((5, 32), "float64")
+            r = T.alloc_fragment((32,), "float64")
+            T.fill(r, -2.0)
+            for k in T.Pipelined(T.ceildiv(9, 5), num_stages=3):
+                T.copy(X[k * 5, bx * 32], x)
+                T.reduce_absmax(x, r, dim=0, clear=False)
+            T.copy(r, R[bx * 32:(bx + 1) * 32])
+
+    x = np.random.default_rng(374).standard_normal((9, 10))
+    r = poison((10,), "float64")
+    compile_cpu(main)(x, r)
+    assert_close(r, np.abs(x).max(axis=0), "float64")
+    # each thread folds one column over the tile's 5 rows
+    assert "r[tx] = tl::max(r[tx], tl::abs(x[" in _cuda_source(main)

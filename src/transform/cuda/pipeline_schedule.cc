@@ -202,6 +202,12 @@ Stmt StageSelector::Mutate_(const BufferStore* op, const Stmt& self) {
   return BufferStore::Make(it->second, idx, Mutate(op->value), op->span);
 }
 
+Stmt StageSelector::Mutate_(const ReduceOp* op, const Stmt& self) {
+  Region src = MutateRegion(op->src), dst = MutateRegion(op->dst);
+  int dim = op->dim + static_cast<int>(src.ranges.size() - op->src.ranges.size());
+  return ReduceOp::Make(src, dst, op->reduce_kind, dim, op->clear, op->span);
+}
+
 Buffer StagedBuffer(const Buffer& b, int64_t stages) {
   std::vector<Expr> shape = b->shape;
   shape.insert(shape.begin(), MakeInt(stages));

@@ -44,6 +44,9 @@ class StageSelector : public ir::IRMutator {
  protected:
   ir::Expr Mutate_(const ir::BufferLoad* op, const ir::Expr& self) override;
   ir::Stmt Mutate_(const ir::BufferStore* op, const ir::Stmt& self) override;
+  /// A reduction's `dim` counts its source region's dimensions: a stage dimension added
+  /// in front shifts it by one.
+  ir::Stmt Mutate_(const ir::ReduceOp* op, const ir::Stmt& self) override;
 
  private:
   const std::unordered_map<const ir::BufferNode*, ir::Buffer>& staged_;
