@@ -465,7 +465,8 @@ def gen_elementwise(r, prog):
                 env = {"x": permute(x), "y": y, "i": ii + 0 * jj, "j": jj + 0 * ii, "bx": bx, "by": by}
                 with np.errstate(all="ignore"):
                     if stmts == "ifelse":
-                        v = np.where(c[1](env), rnd(e1[1](env), cdt), rnd(e2[1](env), cdt))
+                        # (both branches and the condition may be scalars: broadcast to the tile)
+                        v = np.where(c[1](env), rnd(e1[1](env), cdt), rnd(e2[1](env), cdt)) + 0 * ii * jj
                     else:
                         v = rnd(e1[1](env), cdt) + 0 * ii * jj
                     v = rnd(v, do)
