@@ -205,9 +205,10 @@ class CPrinter {
       TL_ICHECK(load) << "address_of needs a buffer element";
       return "(&" + Print(op->args[0]) + ")";
     }
-    if (op->op == "atomic_add" || op->op == "atomic_max" || op->op == "atomic_min") {
-      return "tl::" + op->op + "(" + args(0) + ")";
-    }
+    static const std::unordered_set<std::string> kAtomics = {
+        "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and", "atomic_xor",
+        "atomic_load", "atomic_store"};
+    if (kAtomics.count(op->op)) return "tl::" + op->op + "(" + args(0) + ")";
     // A failed run-time assert (after its message is printed); the CPU printer overrides it.
     if (op->op == "trap") return "__trap()";
     return "";

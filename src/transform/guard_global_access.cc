@@ -38,6 +38,40 @@ class GlobalAccessGuard : public IRMutator {
     return Select::Make(cond, e, zero);
   }
 
+  /// An element whose address a call takes (an atomic, T.atomic_load): the element is not
+  /// replaced by a select; the call is guarded instead (see Mutate_(Evaluate)).
+  Expr Mutate_(const Call* op, const Expr& self) override {
+    const auto* load = op->op == "address_of" && op->args.size() == 1 ? As<BufferLoad>(op->args[0]) : nullptr;
+    if (load && load->buffer->scope == Scope::kGlobal) {
+      std::vector<Expr> idx;
+      for (const Expr& i : load->indices) idx.push_back(Mutate(i));
+      if (Expr cond = Unproven(load->buffer, idx)) pending_ = And(pending_, cond);
+      return Call::Make(op->dtype, op->op, {BufferLoad::Make(load->buffer, idx)});
+    }
+    Expr saved = pending_;
+    pending_ = nullptr;
+    Expr e = IRMutator::Mutate_(op, self);
+    Expr cond = pending_;
+    pending_ = saved;
+    if (!cond) return e;
+    if (e->dtype.IsVoid()) {  // a statement (an atomic update): its Evaluate is guarded
+      stmt_cond_ = And(stmt_cond_, cond);
+      return e;
+    }
+    // A value (the old value of an atomic): out of range it neither updates nor reads.
+    Expr zero = e->dtype.IsFloat() ? MakeFloat(0, e->dtype) : MakeInt(0, e->dtype);
+    return Select::Make(cond, e, zero);
+  }
+
+  Stmt Mutate_(const Evaluate* op, const Stmt& self) override {
+    Expr saved = stmt_cond_;
+    stmt_cond_ = nullptr;
+    Stmt s = IRMutator::Mutate_(op, self);
+    Expr cond = stmt_cond_;
+    stmt_cond_ = saved;
+    return cond ? IfThenElse::Make(cond, s, nullptr, op->span) : s;
+  }
+
   Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
     Stmt s = IRMutator::Mutate_(op, self);
     if (op->buffer->scope != Scope::kGlobal) return s;
@@ -59,6 +93,8 @@ class GlobalAccessGuard : public IRMutator {
   }
 
   arith::Analyzer an_;
+  Expr pending_;    ///< range conditions of the addresses taken inside the current call
+  Expr stmt_cond_;  ///< conditions the current Evaluate must be guarded by
 };
 
 }  // namespace

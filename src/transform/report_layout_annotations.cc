@@ -3,7 +3,8 @@
 /// compiler chooses every tile's layout, and every access goes through that choice, so
 /// results do not depend on it); each annotated tile is named in the remarks so that the
 /// decision is visible. The annotation statements are dropped. Attributes "tl.remark:<text>"
-/// (hints the front end accepts without acting on them) become remarks the same way.
+/// (hints the front end accepts without acting on them) become remarks the same way, and
+/// "tl.unsupported:<text>" compile errors at their line.
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -24,6 +25,10 @@ class Reporter : public IRMutator {
       ctx_.remarks.push_back(op->key.substr(10) + " (line " + std::to_string(op->span.line) + ")");
       return Seq::Make({}, op->span);
     }
+    // "tl.unsupported:<text>": a construct the front end accepted so that the program
+    // loads, but that cannot be compiled; the error comes at compile time, at its line (as
+    // upstream's does, so tests that expect it around the compile call see it).
+    if (op->key.rfind("tl.unsupported:", 0) == 0) TL_USER_ERROR(op->span) << op->key.substr(15);
     if (op->key != "layout_annotation") return IRMutator::Mutate_(op, self);
     for (const Expr& v : op->values) {
       const auto* addr = As<Call>(v);

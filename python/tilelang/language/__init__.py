@@ -362,10 +362,35 @@ def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
                        int(dim), _static_bool(reverse, "reverse"), _b.current_span()))
 
 
-def _atomic(kind, dst, value, return_prev):
+_MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
+
+
+def _check_memory_order(what, memory_order):
+    if memory_order is not None and (not isinstance(memory_order, str) or memory_order not in _MEMORY_ORDERS):
+        raise _b._UserError(f"{what}: memory_order must be one of {', '.join(_MEMORY_ORDERS)}, got {memory_order!r}")
+
+
+def _element_address(dst, what):
+    if not isinstance(dst, BufferRef) or not dst.is_point:
+        raise _b._UserError(f"{what} takes one element of a buffer (e.g. B[i]), got {dst!r}")
+    return _tl.call("handle", "address_of", [dst.load().node])
+
+
+def _atomic_element_call(kind, dst, value):
+    """The element atomic `kind` as an expression: the value before the update."""
+    what = f"T.atomic_{kind}"
+    address = _element_address(dst, what + "(return_prev=True)" if kind in ("add", "max", "min") else what)
+    if isinstance(value, BufferRef) and not value.is_point:
+        raise _b._UserError(f"{what}: the value of an element atomic is a scalar, got the region {value!r}")
+    return PrimExpr(_tl.call(str(dst.dtype), f"atomic_{kind}", [address, as_expr(value, dst.dtype).node]))
+
+
+def _atomic(kind, dst, value, return_prev, memory_order=None):
     _b.require_kernel(f"T.atomic_{kind}")
+    _check_memory_order(f"T.atomic_{kind}", memory_order)
     if return_prev:
-        raise _b._UserError(f"T.atomic_{kind}(return_prev=True) is not supported yet")
+        # An expression (the old value); guarded and narrowed like an element access.
+        return _atomic_element_call(kind, dst, value)
     dst_region = to_region(dst, f"T.atomic_{kind} destination")
     if isinstance(value, _Buffer) or (isinstance(value, BufferRef) and not value.is_point):
         _b.emit(_tl.atomic(kind, dst_region, to_region(value, "atomic source"), None, _b.current_span()))
@@ -374,17 +399,31 @@ def _atomic(kind, dst, value, return_prev):
 
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
-    """dst += value atomically (an element, or a whole region from a tile)."""
-    _atomic("add", dst, value, return_prev)
+    """dst += value atomically (an element, or a whole region from a tile). With
+    return_prev=True (elements only) it is an expression: the value before the update."""
+    if use_tma:
+        # Refused when the kernel is compiled (where upstream refuses it too), at this line.
+        _b.require_kernel("T.atomic_add")
+        _b.emit(_tl.attr("tl.unsupported:T.atomic_add(use_tma=True): TMA reductions into global memory are not "
+                         "supported; leave use_tma out (the add is done with atomic instructions)", [],
+                         _b.current_span()))
+        return None
+    return _atomic("add", dst, value, return_prev, memory_order)
 
 
 def _atomic_add_vec(width, dst, value, return_prev):
     what = f"T.atomic_addx{width}"
     _b.require_kernel(what)
     if return_prev:
-        raise _b._UserError(f"{what}(return_prev=True) is not supported yet")
+        # Refused when the kernel is compiled, at this line; the value stands in meanwhile.
+        _b.emit(_tl.attr(f"tl.unsupported:{what}(return_prev=True) is not supported: a vector atomic has no "
+                         "single previous value; use T.atomic_add(..., return_prev=True) per element", [],
+                         _b.current_span()))
+        return _vconst(0, str(dst.dtype))
     if not isinstance(dst, BufferRef) or not dst.is_point:
-        raise _b._UserError(f"{what} takes an element of the destination, e.g. {what}(B[i, j], A[i, j])")
+        # A whole buffer or a slice: the region form, element by element.
+        _atomic("add", dst, value, False)
+        return
     for k in range(width):  # element atomics on the `width` consecutive elements of the last dimension
         d = dst.buffer[tuple(dst.items[:-1] + [dst.items[-1] + k])]
         if isinstance(value, BufferRef) and value.is_point:
@@ -396,21 +435,67 @@ def _atomic_add_vec(width, dst, value, return_prev):
 
 
 def atomic_addx2(dst, value, return_prev=False):
-    """dst[..., j:j+2] += value[..., j:j+2], each element atomically."""
+    """dst[..., j:j+2] += value[..., j:j+2], each element atomically (or a whole buffer or
+    slice, as T.atomic_add's region form)."""
     _atomic_add_vec(2, dst, value, return_prev)
 
 
 def atomic_addx4(dst, value, return_prev=False):
-    """dst[..., j:j+4] += value[..., j:j+4], each element atomically."""
+    """dst[..., j:j+4] += value[..., j:j+4], each element atomically (or a whole buffer or
+    slice, as T.atomic_add's region form)."""
     _atomic_add_vec(4, dst, value, return_prev)
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):
-    _atomic("max", dst, value, return_prev)
+    return _atomic("max", dst, value, return_prev, memory_order)
 
 
 def atomic_min(dst, value, memory_order=None, return_prev=False):
-    _atomic("min", dst, value, return_prev)
+    return _atomic("min", dst, value, return_prev, memory_order)
+
+
+def _atomic_bitwise(kind, dst, value, memory_order, return_prev):
+    what = f"T.atomic_{kind}"
+    _b.require_kernel(what)
+    _check_memory_order(what, memory_order)
+    if not str(dst.dtype).startswith(("int", "uint")):
+        raise _b._UserError(f"{what} takes an integer destination, got {dst.dtype}")
+    call = _atomic_element_call(kind, dst, value)
+    if return_prev:
+        return call
+    _b.emit(_tl.evaluate(call.node, _b.current_span()))
+    return None
+
+
+def atomic_or(dst, value, memory_order=None, return_prev=False):
+    """dst |= value atomically (one integer element); return_prev=True gives the old value."""
+    return _atomic_bitwise("or", dst, value, memory_order, return_prev)
+
+
+def atomic_and(dst, value, memory_order=None, return_prev=False):
+    """dst &= value atomically (one integer element); return_prev=True gives the old value."""
+    return _atomic_bitwise("and", dst, value, memory_order, return_prev)
+
+
+def atomic_xor(dst, value, memory_order=None, return_prev=False):
+    """dst ^= value atomically (one integer element); return_prev=True gives the old value."""
+    return _atomic_bitwise("xor", dst, value, memory_order, return_prev)
+
+
+def atomic_load(src, memory_order="seq_cst"):
+    """One indivisible read of an element (sequentially consistent whatever the order asked)."""
+    _b.require_kernel("T.atomic_load")
+    _check_memory_order("T.atomic_load", memory_order)
+    return PrimExpr(_tl.call(str(src.dtype), "atomic_load", [_element_address(src, "T.atomic_load")]))
+
+
+def atomic_store(dst, value, memory_order="seq_cst"):
+    """One indivisible write of an element (sequentially consistent whatever the order asked)."""
+    _b.require_kernel("T.atomic_store")
+    _check_memory_order("T.atomic_store", memory_order)
+    address = _element_address(dst, "T.atomic_store")
+    _b.emit(_tl.evaluate(_tl.call("void", "atomic_store", [address, as_expr(value, dst.dtype).node]),
+                         _b.current_span()))
 
 
 def sync_threads(barrier_id=None, arrive_count=None):

@@ -67,7 +67,7 @@ class Partitioner : public IRMutator {
     // An element atomic outside any parallel loop is one update, as on the CPU: one thread
     // performs it, not every thread of the block.
     const auto* call = As<Call>(op->value);
-    bool atomic = call && (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min");
+    bool atomic = call && IsAtomicUpdate(call->op);
     if (!atomic || inside_ > 0 || !tx_) return IRMutator::Mutate_(op, self);
     // Per-thread atomics (their address or value depends on the thread) stay per thread.
     // So do atomics under a thread-dependent branch: each thread that takes it updates.
@@ -78,7 +78,31 @@ class Partitioner : public IRMutator {
 
   Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
     if (OnThread(op->value)) thread_vars_.insert(op->var.get());  // e.g. tx = T.get_thread_binding()
+    if (inside_ == 0 && tx_ && thread_branch_ == 0 && HasAtomicUpdate(op->value) && !OnThread(op->value)) {
+      TL_USER_ERROR(op->span) << "the old value of an atomic (return_prev=True) bound outside T.Parallel: "
+                                 "on CUDA the block's threads would each update once; store it into a "
+                                 "tensor (P[i] = T.atomic_add(..., return_prev=True)) or use it inside "
+                                 "T.Parallel";
+    }
     return IRMutator::Mutate_(op, self);
+  }
+
+  /// P[i] = T.atomic_add(B[0], v, return_prev=True) outside parallel loops: one update, as on
+  /// the CPU, so one thread runs it (a store to per-thread storage would leave the other
+  /// threads without the value: refused).
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+    if (inside_ > 0 || !tx_ || thread_branch_ > 0 || !HasAtomicUpdate(op->value)) {
+      return IRMutator::Mutate_(op, self);
+    }
+    bool per_thread = OnThread(op->value);
+    for (const Expr& i : op->indices) per_thread = per_thread || OnThread(i);
+    if (per_thread) return IRMutator::Mutate_(op, self);
+    if (op->buffer->scope == Scope::kLocal || op->buffer->scope == Scope::kVar) {
+      TL_USER_ERROR(op->span) << "the old value of an atomic (return_prev=True) stored into per-thread "
+                              << op->buffer->name << " outside T.Parallel: on CUDA one thread performs the "
+                              << "update, so the others would not have it; store it into a shared or global tensor";
+    }
+    return IfThenElse::Make(EQ(tx_, MakeInt(0, tx_->dtype)), self, nullptr, op->span);
   }
 
   Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
@@ -90,6 +114,24 @@ class Partitioner : public IRMutator {
   }
 
  private:
+  /// Read-modify-write atomics (an update that must happen once); atomic_store too, whose
+  /// repeats would be harmless but are narrowed alike.
+  static bool IsAtomicUpdate(const std::string& op) {
+    return op == "atomic_add" || op == "atomic_max" || op == "atomic_min" || op == "atomic_or" ||
+           op == "atomic_and" || op == "atomic_xor" || op == "atomic_store";
+  }
+  static bool HasAtomicUpdate(const Expr& e) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void Visit_(const Call* op) override {
+        found = found || IsAtomicUpdate(op->op);
+        IRVisitor::Visit_(op);
+      }
+    } f;
+    f.Visit(e);
+    return f.found;
+  }
+
   /// Whether `e` depends on the thread index (directly or through a let bound to it).
   bool OnThread(const Expr& e) const {
     return tx_ && UsesVar(e, [&](const Var* v) { return v == tx_.get() || thread_vars_.count(v) > 0; });

@@ -76,4 +76,35 @@ inline T atomic_min(T* addr, U val) {
   return detail::atomic_select(addr, static_cast<T>(val), [](T a, T b) { return a < b; });
 }
 
+/// *addr |= val (and &=, ^=) atomically, for integers; returns the old value.
+template <typename T, typename U>
+inline T atomic_or(T* addr, U val) {
+  static_assert(std::is_integral<T>::value, "T.atomic_or takes an integer destination");
+  return __atomic_fetch_or(addr, static_cast<T>(val), __ATOMIC_RELAXED);
+}
+template <typename T, typename U>
+inline T atomic_and(T* addr, U val) {
+  static_assert(std::is_integral<T>::value, "T.atomic_and takes an integer destination");
+  return __atomic_fetch_and(addr, static_cast<T>(val), __ATOMIC_RELAXED);
+}
+template <typename T, typename U>
+inline T atomic_xor(T* addr, U val) {
+  static_assert(std::is_integral<T>::value, "T.atomic_xor takes an integer destination");
+  return __atomic_fetch_xor(addr, static_cast<T>(val), __ATOMIC_RELAXED);
+}
+
+/// T.atomic_load / T.atomic_store: one indivisible read or write, sequentially consistent
+/// (the strongest of the orders a program may ask for, so every order is honoured).
+template <typename T>
+inline T atomic_load(const T* addr) {
+  T v;
+  __atomic_load(const_cast<T*>(addr), &v, __ATOMIC_SEQ_CST);
+  return v;
+}
+template <typename T, typename U>
+inline void atomic_store(T* addr, U val) {
+  T v = static_cast<T>(val);
+  __atomic_store(addr, &v, __ATOMIC_SEQ_CST);
+}
+
 }  // namespace tl

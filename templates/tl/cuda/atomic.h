@@ -254,4 +254,37 @@ TL_DEVICE T atomic_min(T* addr, U val) {
   }
 }
 
+/// *addr |= val (and &=, ^=) atomically, for integers; returns the old value.
+#define TL_ATOMIC_BITWISE(name, native)                                                        \
+  template <typename T, typename U>                                                           \
+  TL_DEVICE T name(T* addr, U val) {                                                          \
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, #name " takes a 32- or 64-bit integer");    \
+    using N = typename detail::uint_of_size<sizeof(T)>::type; /* unsigned int / long long */  \
+    return static_cast<T>(native(reinterpret_cast<N*>(addr), static_cast<N>(static_cast<T>(val)))); \
+  }
+TL_ATOMIC_BITWISE(atomic_or, atomicOr)
+TL_ATOMIC_BITWISE(atomic_and, atomicAnd)
+TL_ATOMIC_BITWISE(atomic_xor, atomicXor)
+#undef TL_ATOMIC_BITWISE
+
+/// T.atomic_load / T.atomic_store: one indivisible read or write of an aligned 1-8 byte
+/// value, fenced on both sides (sequentially consistent at GPU scope, the strongest order a
+/// program may ask for).
+template <typename T>
+TL_DEVICE T atomic_load(const T* addr) {
+  using N = typename detail::uint_of_size<sizeof(T)>::type;
+  __threadfence();
+  const N bits = *reinterpret_cast<const volatile N*>(addr);
+  __threadfence();
+  return detail::from_bits<T>(bits);
+}
+template <typename T, typename U>
+TL_DEVICE void atomic_store(T* addr, U val) {
+  using N = typename detail::uint_of_size<sizeof(T)>::type;
+  const N bits = detail::to_bits(static_cast<T>(val));
+  __threadfence();
+  *reinterpret_cast<volatile N*>(addr) = bits;
+  __threadfence();
+}
+
 }  // namespace tl

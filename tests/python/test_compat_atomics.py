@@ -1,0 +1,157 @@
+"""The element atomics upstream programs use beyond add/max/min on regions: the old value
+(return_prev=True), bitwise atomics, atomic loads and stores, memory orders, the vector
+forms on whole buffers and slices, and the clear errors for what is not supported. CPU
+target; the GPU script runs them on CUDA too (TILELANG_TEST_CUDA=1)."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import assert_close, compile_cpu, f64, marker_line, poison
+from tilelang.errors import TileLangCompileError
+
+
+def test_return_prev_gives_an_exclusive_prefix_sum():
+    N = 9
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((1,), "float32"), P: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32):
+            B[0] = 1.5
+            for i in T.serial(N):
+                P[i] = T.atomic_add(B[0], A[i], return_prev=True, memory_order="relaxed")
+
+    a = np.random.default_rng(1).standard_normal(N).astype(np.float32)
+    b, p = poison((1,)), poison((N,))
+    compile_cpu(main)(a, b, p)
+    prefix = np.concatenate([[0.0], np.cumsum(f64(a))[:-1]]) + 1.5
+    assert_close(p, prefix)
+    assert_close(b, [1.5 + f64(a).sum()])
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_return_prev(op):
+    N = 12
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int32"), B: T.Tensor((1,), "int32"), P: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=32):
+            B[0] = 0
+            for i in T.serial(N):
+                P[i] = (T.atomic_max if op == "max" else T.atomic_min)(B[0], A[i], return_prev=True)
+
+    a = np.random.default_rng(2).integers(-50, 50, N).astype(np.int32)
+    b, p = poison((1,), "int32"), poison((N,), "int32")
+    compile_cpu(main)(a, b, p)
+    acc = np.maximum.accumulate if op == "max" else np.minimum.accumulate
+    running = acc(np.concatenate([[0], a]))
+    np.testing.assert_array_equal(p, running[:-1])
+    np.testing.assert_array_equal(b, running[-1:])
+
+
+@pytest.mark.parametrize("op", ["or", "and", "xor"])
+def test_bitwise_atomics_over_a_parallel_loop(op):
+    N = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int32"), B: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                getattr(T, f"atomic_{op}")(B[0], A[i])
+
+    a = np.random.default_rng(3).integers(0, 1 << 20, N).astype(np.int32)
+    init = {"or": 0, "and": -1, "xor": 5}[op]
+    b = np.full((1,), init, np.int32)
+    compile_cpu(main)(a, b)
+    fold = {"or": np.bitwise_or, "and": np.bitwise_and, "xor": np.bitwise_xor}[op].reduce
+    assert int(b[0]) == int(fold(np.concatenate([[init], a]).astype(np.int32)))
+
+
+def test_atomic_load_and_store():
+    @T.prim_func
+    def main(A: T.Tensor((2,), "float32"), B: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=32):
+            x = T.atomic_load(A[1], memory_order="acquire")
+            T.atomic_store(B[0], x * 2.0 + 1.0, memory_order="release")
+            T.atomic_store(B[1], T.atomic_load(A[0]))
+
+    a = np.array([-3.25, 2.5], np.float32)
+    b = poison((2,))
+    compile_cpu(main)(a, b)
+    assert_close(b, [6.0, -3.25])
+
+
+@pytest.mark.parametrize("form", ["buffer", "slice"])
+def test_vector_atomic_add_on_buffers_and_slices(form):
+    @T.prim_func
+    def main(V: T.Tensor((4,), "float32"), D: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            if form == "buffer":
+                T.atomic_addx4(D, V)
+            else:
+                T.atomic_addx2(D[1:3], V[0:2])
+
+    v = np.random.default_rng(4).standard_normal(4).astype(np.float32)
+    d = np.ones(4, np.float32)
+    compile_cpu(main)(v, d)
+    want = np.ones(4) + (f64(v) if form == "buffer" else np.array([0, v[0], v[1], 0], np.float64))
+    assert_close(d, want)
+
+
+def test_an_out_of_range_element_atomic_does_nothing():
+    """The element's index is checked as any element access of a global tensor is: past the
+    end nothing is updated and the old value reads as zero."""
+    N = 6
+
+    @T.prim_func
+    def main(K: T.Tensor((N,), "int32"), B: T.Tensor((4,), "float32"), P: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(N):
+                P[i] = T.atomic_add(B[K[i]], 1.0, return_prev=True)
+
+    k = np.array([0, 3, 4, 1, 9, 0], np.int32)
+    b, p = np.zeros(4, np.float32), poison((N,))
+    compile_cpu(main)(k, b, p)
+    assert_close(b, [2, 1, 0, 1])
+    assert_close(p, [0, 0, 0, 0, 0, 1])
+
+
+def test_unsupported_forms_fail_at_compile_time_at_their_line():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            T.atomic_add(B, A, use_tma=True)  # ERR-HERE
+
+    with pytest.raises(TileLangCompileError, match="use_tma") as e:
+        tilelang.compile(main, target="cpu")
+    assert e.value.line == marker_line(test_unsupported_forms_fail_at_compile_time_at_their_line)
+
+
+def test_bad_memory_order_and_non_integer_bitwise_are_clear_errors():
+    with pytest.raises(TileLangCompileError, match="memory_order must be one of"):
+        @T.prim_func
+        def a(B: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.atomic_add(B[0], 1.0, memory_order="sometimes")
+
+    with pytest.raises(TileLangCompileError, match="integer destination"):
+        @T.prim_func
+        def b(B: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.atomic_or(B[0], 1)
+
+
+def test_cuda_narrows_a_once_per_block_atomic_to_one_thread():
+    """Outside T.Parallel an update happens once (as on the CPU): one thread of the block
+    performs it and stores the old value."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((1,), "float32"), P: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.serial(4):
+                P[i] = T.atomic_add(B[0], A[i], return_prev=True)
+
+    src = tilelang.lower(main, target="cuda -arch=sm_90a").kernel_source
+    assert "tl::atomic_add((&B[0]), A[i])" in src
+    body = src[src.index("for (int32_t i = 0; i < 4"):]
+    assert body.index("(tx == 0)") < body.index("tl::atomic_add")
