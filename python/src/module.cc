@@ -309,6 +309,26 @@ NB_MODULE(_tl, m) {
   }, nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
   m.def("written_params", [](const PyFunc& f) { return transform::WrittenParams(f.f); },
         "Names of the tensor parameters the function may write.");
+  m.def("fragment_layouts", [](const PyFunc& f, const std::map<std::string, std::string>& config) {
+    transform::PassContext ctx;
+    ctx.config = config;
+    nb::list out;
+    for (const auto& t : transform::DescribeFragmentLayouts(f.f, ctx)) {
+      nb::dict d;
+      d["name"] = t.name;
+      d["layout"] = t.layout;
+      d["origin"] = t.origin;
+      d["rows"] = t.rows;
+      d["cols"] = t.cols;
+      d["threads"] = t.threads;
+      d["locals"] = t.locals;
+      d["thread"] = t.thread;
+      d["local"] = t.local;
+      d["replicas"] = t.replicas;
+      out.append(d);
+    }
+    return out;
+  }, nb::arg("func"), nb::arg("config"), "The register layouts CUDA lowering chooses for one kernel's fragments.");
   m.def("split_kernels", [](const PyFunc& f) {
     std::vector<PyFunc> out;
     for (const PrimFunc& part : transform::SplitKernels(f.f)) out.push_back(PyFunc{part});

@@ -36,6 +36,19 @@ std::vector<ir::PrimFunc> SplitKernels(const ir::PrimFunc& f);
 /// declare which inputs an op mutates.
 std::vector<std::string> WrittenParams(const ir::PrimFunc& f);
 
+/// One fragment's register layout as the CUDA lowering chose it: for element (i, j) at
+/// i * cols + j, the first thread holding it, that thread's register, and how many threads
+/// hold a copy (row vectors are replicated over the lanes of a row); -1 / 0 if none.
+struct FragmentTable {
+  std::string name, layout, origin;
+  int64_t rows = 0, cols = 0, threads = 0, locals = 0;
+  std::vector<int64_t> thread, local, replicas;
+};
+
+/// The register fragments of f (one T.Kernel) and their layouts, for ctx.config's
+/// "tl.target_arch"; fragments kept in shared memory are not listed.
+std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "check-tile-bounds": an unconditional access to a tile (shared, fragment, local) whose
 /// index certainly leaves it (linear in loops and block indices of constant ranges) is a
 /// CompileError at its line. Global tensors are guarded instead (guard-global-access).
