@@ -13,6 +13,7 @@
 
 #include "tl/arith/simplify.h"
 #include "tl/codegen/cpu.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 
 namespace tl::codegen {
@@ -193,10 +194,8 @@ class CPrinter {
       for (size_t i = from; i < op->args.size(); ++i) s += (i > from ? ", " : "") + Print(op->args[i]);
       return s;
     };
-    static const std::unordered_set<std::string> kMath = {
-        "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "floor", "ceil",
-        "pow", "min", "max", "sin", "cos", "log10", "log1p", "erf", "round", "trunc", "fmod"};
-    if (kMath.count(op->op)) return "tl::" + op->op + "(" + args(0) + ")";
+    // Element-wise math and atomics: a function of the device library (intrinsics.def).
+    if (HasEffect(op, kTlFunction)) return "tl::" + op->op + "(" + args(0) + ")";
     if (op->op == "infinity" || op->op == "neg_infinity") {
       return "tl::" + op->op + "<" + CType(op->dtype) + ">()";
     }
@@ -205,10 +204,6 @@ class CPrinter {
       TL_ICHECK(load) << "address_of needs a buffer element";
       return "(&" + Print(op->args[0]) + ")";
     }
-    static const std::unordered_set<std::string> kAtomics = {
-        "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and", "atomic_xor",
-        "atomic_load", "atomic_store"};
-    if (kAtomics.count(op->op)) return "tl::" + op->op + "(" + args(0) + ")";
     // A failed run-time assert (after its message is printed); the CPU printer overrides it.
     if (op->op == "trap") return "__trap()";
     return "";

@@ -5,6 +5,7 @@
 /// are left alone. Runs before tile ops are lowered, so it sees only the user's own
 /// element accesses (tile-op lowering guards its own).
 #include "tl/arith/simplify.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -41,7 +42,7 @@ class GlobalAccessGuard : public IRMutator {
   /// An element whose address a call takes (an atomic, T.atomic_load): the element is not
   /// replaced by a select; the call is guarded instead (see Mutate_(Evaluate)).
   Expr Mutate_(const Call* op, const Expr& self) override {
-    const auto* load = op->op == "address_of" && op->args.size() == 1 ? As<BufferLoad>(op->args[0]) : nullptr;
+    const auto* load = HasEffect(op, kAddress) && op->args.size() == 1 ? As<BufferLoad>(op->args[0]) : nullptr;
     if (load && load->buffer->scope == Scope::kGlobal) {
       std::vector<Expr> idx;
       for (const Expr& i : load->indices) idx.push_back(Mutate(i));

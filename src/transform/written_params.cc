@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -45,7 +46,7 @@ struct WriteCollector : IRVisitor {
     IRVisitor::Visit_(op);
   }
   void Visit_(const Call* op) override {
-    if (op->op == "address_of") {
+    if (HasEffect(op, kAddress)) {
       for (const Expr& a : op->args)
         if (const auto* load = As<BufferLoad>(a)) Add(load->buffer);
     }

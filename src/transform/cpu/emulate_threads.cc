@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/op/make.h"
 #include "tl/support/error.h"
@@ -34,12 +35,12 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-bool IsCollective(const std::string& op) { return op.rfind("warp_reduce_", 0) == 0 || op.rfind("shfl_", 0) == 0; }
+bool IsCollective(const std::string& op) { return HasEffect(op, kWarpCollective); }
 
 bool IsThreadLevel(const Stmt& body) {
   bool found = false;
   ForEachExpr(body, [&](const Expr& e) {
-    if (const auto* c = As<Call>(e)) found |= c->op == "thread_binding" || IsCollective(c->op);
+    if (const auto* c = As<Call>(e)) found |= HasEffect(c, kThreadIndex) || IsCollective(c->op);
   });
   return found;
 }
@@ -63,7 +64,7 @@ class ThreadEmulator {
     if (!e) return false;
     bool found = false;
     ForEachExpr(Evaluate::Make(e), [&](const Expr& x) {
-      if (const auto* c = As<Call>(x)) found |= c->op == "thread_binding" || IsCollective(c->op);
+      if (const auto* c = As<Call>(x)) found |= HasEffect(c, kThreadIndex) || IsCollective(c->op);
       if (const auto* l = As<BufferLoad>(x)) found |= per_thread_.count(l->buffer.get()) || arrays_.count(l->buffer.get());
       if (const auto* v = As<Var>(x)) found |= v == t_.get() || varying_vars_.count(v);
     });
@@ -98,7 +99,7 @@ class ThreadEmulator {
 
    protected:
     Expr Mutate_(const Call* op, const Expr& self) override {
-      if (op->op != "thread_binding") return IRMutator::Mutate_(op, self);
+      if (!HasEffect(op, kThreadIndex)) return IRMutator::Mutate_(op, self);
       int64_t dim = 0;
       AsConstInt(op->args[0], &dim);
       TL_ICHECK(dim < static_cast<int64_t>(em_.dims_.size())) << "thread dimension " << dim;
@@ -291,7 +292,7 @@ class ThreadEmulator {
     if (As<BufferStore>(s) || As<Evaluate>(s)) {
       if (const auto* ev = As<Evaluate>(s)) {
         const auto* call = As<Call>(ev->value);
-        if (call && call->op == "syncthreads") return;  // lockstep: every thread is already there
+        if (HasEffect(call, kBarrier)) return;  // lockstep: every thread is already there
       }
       std::vector<Stmt> pre;
       Stmt st = s;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file "cuda-bind-threads": wraps each kernel body in a binding of the flat thread index
 /// `tx` in [0, threads), which the CUDA passes use to spread work over threads.
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/support/error.h"
 #include "tl/transform/passes.h"
@@ -23,7 +24,7 @@ class ThreadIndexOf : public IRMutator {
 
  protected:
   Expr Mutate_(const Call* op, const Expr& self) override {
-    if (op->op != "thread_binding") return IRMutator::Mutate_(op, self);
+    if (!HasEffect(op, kThreadIndex)) return IRMutator::Mutate_(op, self);
     int64_t dim = 0;
     AsConstInt(op->args[0], &dim);
     if (dim >= static_cast<int64_t>(threads_.size())) {

@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "shared_plan.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -113,16 +114,16 @@ class AccessCollector : public IRVisitor {
     IRVisitor::Visit_(op);
   }
   void Visit_(const Call* op) override {
-    if (op->op == "cp_async") {
+    if (HasEffect(op, kAsyncWritesArg0)) {
       const auto* addr = As<Call>(op->args[0]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) {
         if (IsShared(load->buffer)) async_writes.insert(load->buffer.get());
       }
       return;
     }
-    bool atomic = op->op == "atomic_add" || op->op == "atomic_max" || op->op == "atomic_min";
-    // Calls that write through their first argument (an address_of).
-    bool writes_first = op->op == "vec_copy" || op->op == "cast_copy" || op->op == "vec_zero" || atomic;
+    // Calls that write through their first argument (an address_of); atomics read it too.
+    bool atomic = HasEffect(op, kWritesArg0 | kReadsArg0);
+    bool writes_first = HasEffect(op, kWritesArg0);
     if (writes_first && !op->args.empty()) {
       if (const auto* addr = As<Call>(op->args[0])) {
         if (const auto* load = As<BufferLoad>(addr->args[0])) {
@@ -143,7 +144,7 @@ class AccessCollector : public IRVisitor {
 bool IsBarrier(const Stmt& s) {
   const auto* ev = As<Evaluate>(s);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;
-  return call && (call->op == "syncthreads" || call->op == "named_barrier_sync");
+  return HasEffect(call, kBarrier);
 }
 
 /// The named barrier the consumers of a warp-specialized kernel share (0 is __syncthreads').

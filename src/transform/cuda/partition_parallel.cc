@@ -8,6 +8,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -117,8 +118,7 @@ class Partitioner : public IRMutator {
   /// Read-modify-write atomics (an update that must happen once); atomic_store too, whose
   /// repeats would be harmless but are narrowed alike.
   static bool IsAtomicUpdate(const std::string& op) {
-    return op == "atomic_add" || op == "atomic_max" || op == "atomic_min" || op == "atomic_or" ||
-           op == "atomic_and" || op == "atomic_xor" || op == "atomic_store";
+    return HasEffect(op, kAtomicUpdate);
   }
   static bool HasAtomicUpdate(const Expr& e) {
     struct Finder : IRVisitor {

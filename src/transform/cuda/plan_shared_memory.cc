@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "shared_plan.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -57,11 +58,11 @@ struct Touches : IRVisitor {
     IRVisitor::Visit_(op);
   }
   void Visit_(const Call* op) override {
-    if (op->op == "cp_async") {
+    if (HasEffect(op, kAsyncWritesArg0)) {
       const auto* addr = As<Call>(op->args[0]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) async.insert(load->buffer.get());
     }
-    if (op->op == "mbarrier_init") {
+    if (HasEffect(op, kPinsArg0)) {
       const auto* addr = As<Call>(op->args[0]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) pinned.insert(load->buffer.get());
     }

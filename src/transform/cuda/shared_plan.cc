@@ -6,6 +6,7 @@
 
 #include "copy_lowering.h"
 #include "tl/arith/simplify.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/layout/fragment.h"
 
@@ -17,13 +18,9 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
   std::unordered_set<const BufferNode*> out;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    if (!call || (call->op != "gemm_ss" && call->op != "gemm_rs" && call->op != "gemm_ss_wgmma" &&
-                  call->op != "gemm_ss_wgmma_issue" &&
-                  call->op != "gemm_rs_wgmma")) {
-      return;
-    }
+    if (!HasEffect(call, kGemm)) return;
     // gemm_rs* take A from registers: only their B (argument 1) is a shared operand.
-    bool reg_a = call->op == "gemm_rs" || call->op == "gemm_rs_wgmma";
+    bool reg_a = HasEffect(call, kRegisterA);
     for (int k = reg_a ? 1 : 0; k < 2; ++k) {
       const auto* addr = As<Call>(call->args[k]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
@@ -92,10 +89,7 @@ bool HasBlockLevelWork(const Stmt& s) {
       if (!found) IRVisitor::Visit_(op);
     }
     void Visit_(const Call* op) override {
-      if (op->op == "gemm_ss" || op->op == "gemm_rs" || op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" ||
-          op->op == "gemm_ss_wgmma_issue" ||
-          op->op == "syncthreads" ||
-          op->op.rfind("cp_async", 0) == 0) {
+      if (HasEffect(op, kBlockLevel)) {
         found = true;
       }
     }
@@ -146,7 +140,7 @@ bool BarriersGoInside(const Stmt& s, const Var* tx) {
 bool IsWarpSpecializedSplit(const Stmt& s) {
   const auto* br = As<IfThenElse>(s);
   const auto* call = br ? As<Call>(br->cond) : nullptr;
-  return call && call->op == "ws_is_producer";
+  return HasEffect(call, kRoleTest);
 }
 
 bool IsWaitAll(const Stmt& s) {

@@ -35,6 +35,7 @@
 #include "pipeline_schedule.h"
 #include "shared_plan.h"
 #include "tma_copy.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -106,8 +107,8 @@ std::unordered_set<const BufferNode*> WgmmaOperands(const Stmt& body) {
   std::unordered_set<const BufferNode*> out;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma")) return;
-    for (int k = call->op == "gemm_rs_wgmma" ? 1 : 0; k < 2; ++k) {
+    if (!HasEffect(call, kWgmmaPanels)) return;
+    for (int k = HasEffect(call, kRegisterA) ? 1 : 0; k < 2; ++k) {
       const auto* addr = As<Call>(call->args[k]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
     }
@@ -477,8 +478,8 @@ class Specializer {
   Stmt WithoutProxyFence(const Stmt& s) {
     const auto* ev = As<Evaluate>(s);
     const auto* call = ev ? As<Call>(ev->value) : nullptr;
-    if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma")) return s;
-    for (int a = call->op == "gemm_rs_wgmma" ? 1 : 0; a < 2; ++a) {
+    if (!HasEffect(call, kWgmmaPanels)) return s;
+    for (int a = HasEffect(call, kRegisterA) ? 1 : 0; a < 2; ++a) {
       const auto* load = As<BufferLoad>(As<Call>(call->args[a])->args[0]);
       if (written_in_loop_.count(load->buffer.get())) return s;
     }

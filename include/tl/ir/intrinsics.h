@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Declared intrinsics: each ir::Call name the compiler knows, with what it does to
+/// memory and threads (intrinsics.def). Passes and code generators ask for effects
+/// (`HasEffect(call, kBarrier)`) instead of comparing names; a call that is not declared
+/// (T.call_extern) has no declared effect.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tl/ir/expr.h"
+
+namespace tl::ir {
+
+enum IntrinsicEffect : uint32_t {
+  kNone = 0,
+  kAddress = 1u << 0,           ///< address_of: the address of its element argument
+  kThreadIndex = 1u << 1,       ///< the thread's index (T.get_thread_binding)
+  kRoleTest = 1u << 2,          ///< true in the producer of a warp-specialized kernel
+  kTlFunction = 1u << 3,        ///< printed tl::<name>(args) by both code generators
+  kAtomicUpdate = 1u << 4,      ///< an update that happens once: narrowed to one thread outside T.Parallel
+  kWritesArg0 = 1u << 5,        ///< writes the element addressed by argument 0 (an address_of)
+  kReadsArg0 = 1u << 6,         ///< ... and reads it first
+  kAsyncWritesArg0 = 1u << 7,   ///< writes it later (cp.async: after a wait, then a barrier)
+  kBlockLevel = 1u << 8,        ///< all threads of the block take part: not inside thread-dependent code
+  kBarrier = 1u << 9,           ///< orders the memory accesses of the threads it joins
+  kPinsArg0 = 1u << 10,         ///< its buffer must keep its own shared bytes (an mbarrier)
+  kGemm = 1u << 11,             ///< a tile GEMM: arguments 0 and 1 address A and B in shared memory
+  kRegisterA = 1u << 12,        ///< ... but A comes from registers (only B is in shared memory)
+  kWgmmaPanels = 1u << 13,      ///< reads its shared operands in the wgmma panel layout
+  kWarpCollective = 1u << 14,   ///< every lane of the warp takes part
+};
+
+struct IntrinsicInfo {
+  const char* name;
+  uint32_t effects;
+};
+
+/// The declared intrinsic `name`, or null.
+const IntrinsicInfo* LookupIntrinsic(const std::string& name);
+
+/// Whether the intrinsic `name` declares every bit of `effects`.
+bool HasEffect(const std::string& name, uint32_t effects);
+inline bool HasEffect(const Call* call, uint32_t effects) { return call && HasEffect(call->op, effects); }
+
+}  // namespace tl::ir
