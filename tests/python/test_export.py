@@ -322,3 +322,20 @@ def test_cuda_export_runs_from_a_c_program(tmp_path, case):
     np.testing.assert_array_equal(got, expected)
     ref = a.astype(np.float64) @ b.astype(np.float64) * (1.0 if case == "tma_gemm" else 0.75)
     assert_close(got, ref, "float16" if case == "tma_gemm" else "float32", rtol=2e-2 if case == "tma_gemm" else 1e-4)
+
+
+@needs_nvrtc
+def test_sass_of_a_cuda_kernel(tmp_path):
+    """cuobjdump (the GPU machine has it) disassembles the cubin; without it the error says
+    which tools are needed."""
+    from tilelang.jit.export import _cuda_tool
+
+    kernel = tilelang.compile(ws_gemm(), out_idx=[-1], target="cuda -arch=sm_90a")
+    if _cuda_tool("cuobjdump") is None and _cuda_tool("nvdisasm") is None:
+        with pytest.raises(RuntimeError, match="cuobjdump or nvdisasm"):
+            kernel.get_sass()
+        return
+    sass = kernel.get_sass()
+    assert "HGMMA" in sass and "UTMALDG" in sass  # wgmma fed by TMA
+    kernel.export_sass(str(tmp_path / "k.sass"))
+    assert (tmp_path / "k.sass").read_text() == sass

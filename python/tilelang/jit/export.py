@@ -417,6 +417,31 @@ def grid_text(src):
     return ["?"] * 3
 
 
+# --------------------------------------------------------------------------------------- SASS
+
+def _cuda_tool(name):
+    for folder in [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]:
+        if folder and os.access(os.path.join(folder, "bin", name), os.X_OK):
+            return os.path.join(folder, "bin", name)
+    return shutil.which(name)
+
+
+def cuda_sass(cubin_path) -> str:
+    """SASS of a cubin: `cuobjdump --dump-sass`, else `nvdisasm`."""
+    import subprocess
+
+    for tool, args in (("cuobjdump", ["--dump-sass"]), ("nvdisasm", ["-c"])):
+        exe = _cuda_tool(tool)
+        if exe is None:
+            continue
+        run = subprocess.run([exe, *args, cubin_path], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"get_sass: {tool} failed on {cubin_path}: {run.stderr.strip()[:500]}")
+        return run.stdout
+    raise RuntimeError("get_sass needs cuobjdump or nvdisasm (CUDA toolkit) on PATH, under $CUDA_HOME/bin or "
+                       "/usr/local/cuda/bin; neither was found (get_ptx needs neither)")
+
+
 # ---------------------------------------------------------------------------------------- PTX
 
 def _nvrtc():

@@ -259,6 +259,23 @@ class JITKernel:
         with open(path, "w") as f:
             f.write(self.get_ptx())
 
+    def get_sass(self) -> str:
+        """The kernel's SASS (CUDA only), disassembled by cuobjdump from the cubin (cuobjdump
+        or nvdisasm from the CUDA toolkit: on PATH, under $CUDA_HOME/bin or /usr/local/cuda/bin)."""
+        self._need_cuda("get_sass")
+        if getattr(self, "_sass", None) is None:
+            from .export import cuda_sass
+
+            self._sass = cuda_sass(self._cuda.cubin_path)
+        return self._sass
+
+    def show_sass(self):
+        print(self.get_sass())
+
+    def export_sass(self, path):
+        with open(path, "w") as f:
+            f.write(self.get_sass())
+
     def _need_cuda(self, what):
         if self.target != "cuda":
             raise TileLangRuntimeError(f"kernel.{what}() is for CUDA kernels; {self.name!r} targets {self.target}")
