@@ -28,7 +28,8 @@ enum IntrinsicEffect : uint32_t {
   kGemm = 1u << 11,             ///< a tile GEMM: arguments 0 and 1 address A and B in shared memory
   kRegisterA = 1u << 12,        ///< ... but A comes from registers (only B is in shared memory)
   kWgmmaPanels = 1u << 13,      ///< reads its shared operands in the wgmma panel layout
-  kWarpCollective = 1u << 14,   ///< every lane of the warp takes part
+  kWarpCollective = 1u << 14,   ///< every lane of the warp takes part (or of the block, with kBarrier)
+  kVote = 1u << 15,             ///< a vote over the lanes' operands (T.any_sync, T.syncthreads_count, ...)
 };
 
 struct IntrinsicInfo {

@@ -154,6 +154,11 @@ class CpuCodegen : public CPrinter {
     // A block runs as one sequence on the CPU: a block-wide barrier has nothing to wait for.
     if (op->op == "syncthreads") return "(void)0";
     if (op->op == "trap") return "tl::cpu::trap()";
+    if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
+    if (op->op == "fns") {
+      return "tl::fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +
+             Print(op->args[2]) + "))";
+    }
     if (op->op == "tile_gemm") {
       int64_t ta = 0, tb = 0;
       AsConstInt(op->args[9], &ta);

@@ -390,8 +390,29 @@ class CudaCodegen : public CPrinter {
     return 0;
   }
 
+  /// Warp and block votes: the CUDA intrinsics (ballot and activemask widened to 64 bits, as
+  /// TileLang types them).
+  std::string PrintVote(const Call* op) {
+    auto mask = [&] { return "(unsigned int)(" + Print(op->args[0]) + ")"; };
+    auto operand = [&](size_t k) { return "(int)(" + Print(op->args[k]) + ")"; };
+    const std::string& n = op->op;
+    if (n == "vote_any_sync") return "__any_sync(" + mask() + ", " + operand(1) + ")";
+    if (n == "vote_all_sync") return "__all_sync(" + mask() + ", " + operand(1) + ")";
+    if (n == "vote_ballot_sync") return "((unsigned long long)__ballot_sync(" + mask() + ", " + operand(1) + "))";
+    if (n == "vote_activemask") return "((unsigned long long)__activemask())";
+    if (n == "vote_match_any_sync") return "__match_any_sync(" + mask() + ", " + Print(op->args[1]) + ")";
+    if (n == "vote_match_all_sync") return "tl::match_all_sync(" + mask() + ", " + Print(op->args[1]) + ")";
+    return "__" + n + "(" + operand(0) + ")";  // __syncthreads_count / _and / _or
+  }
+
   std::string PrintCall(const Call* op) override {
     if (op->op == "syncthreads") return "__syncthreads()";
+    if (HasEffect(op, kVote)) return PrintVote(op);
+    if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
+    if (op->op == "fns") {
+      return "__fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +
+             Print(op->args[2]) + "))";
+    }
     if (op->op == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
     if (op->op == "tma_descriptor") return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
     if (op->op == "tma_load") {

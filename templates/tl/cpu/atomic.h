@@ -93,6 +93,26 @@ inline T atomic_xor(T* addr, U val) {
   return __atomic_fetch_xor(addr, static_cast<T>(val), __ATOMIC_RELAXED);
 }
 
+/// 1 + the index of the lowest set bit, 0 for 0 (T.__ffs).
+template <typename T>
+inline int ffs(T x) {
+  return sizeof(T) == 8 ? __builtin_ffsll(static_cast<long long>(x)) : __builtin_ffs(static_cast<int>(x));
+}
+
+/// The bit position of the offset-th set bit of mask at or after base (offset >= 0), or
+/// before it (offset < 0); 0xFFFFFFFF when there is none (CUDA's __fns).
+inline unsigned int fns(unsigned int mask, unsigned int base, int offset) {
+  if (offset == 0) offset = 1;  // offset 0 means: base itself if set, else the next one
+  int step = offset > 0 ? 1 : -1;
+  int need = offset > 0 ? offset : -offset;
+  for (int pos = static_cast<int>(base); pos >= 0 && pos < 32; pos += step) {
+    if ((mask >> pos) & 1u) {
+      if (--need == 0) return static_cast<unsigned int>(pos);
+    }
+  }
+  return 0xFFFFFFFFu;
+}
+
 /// T.atomic_load / T.atomic_store: one indivisible read or write, sequentially consistent
 /// (the strongest of the orders a program may ask for, so every order is honoured).
 template <typename T>
