@@ -6,7 +6,9 @@
 namespace tl::transform {
 
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
-  ir::PrimFunc out = RunPass("report-layout-annotations", f, ctx);
+  // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
+  ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  out = RunPass("report-layout-annotations", out, ctx);
   // Thread-level code (the thread index, warp shuffles) runs its threads in lockstep.
   out = RunPass("cpu-emulate-threads", out, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.

@@ -7,7 +7,9 @@ namespace tl::transform {
 
 ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   // Layout annotations are reported, not applied: the passes below choose every layout.
-  ir::PrimFunc out = RunPass("report-layout-annotations", f, ctx);
+  // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
+  ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  out = RunPass("report-layout-annotations", out, ctx);
   // Canonical regions first: layout inference matches fragment indices structurally.
   out = RunPass("simplify", out, ctx);
   // A tile access that certainly leaves its tile is refused before anything is lowered.

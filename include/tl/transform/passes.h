@@ -19,6 +19,15 @@ ir::PrimFunc GuardGlobalAccess(const ir::PrimFunc& f, PassContext& ctx);
 /// tile-op node is left. Precondition: regions were checked by the front end.
 ir::PrimFunc LowerTileOpsCpu(const ir::PrimFunc& f, PassContext& ctx);
 
+/// One tile op (copy, fill, reduce, atomic, gemm) as the loop nests lower-tile-ops-cpu makes
+/// of it (T.Parallel nests with edge guards; a serial triple loop or tile_gemm for a GEMM).
+ir::Stmt LowerTileOpToLoops(const ir::Stmt& op);
+
+/// "lower-buffer-views": T.reshape / T.view buffers (declared by "tl.buffer_view" markers)
+/// are replaced by their storage: element accesses are re-indexed through the row-major
+/// linear position, and tile ops that touch a view become loop nests first. Runs first.
+ir::PrimFunc LowerBufferViews(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "legalize-index-width": accesses to global tensors that may hold 2^31 elements or more
 /// get int64 indices (their terms widened before they are combined); index guards and
 /// grid sizes that may pass 2^31 are computed in 64 bits. Pass config

@@ -230,6 +230,8 @@ class TileOpLowerer : public IRMutator {
 
 }  // namespace
 
+ir::Stmt LowerTileOpToLoops(const ir::Stmt& op) { return TileOpLowerer().Mutate(op); }
+
 ir::PrimFunc LowerTileOpsCpu(const ir::PrimFunc& f, PassContext& ctx) {
   ir::Stmt body = TileOpLowerer().Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
