@@ -18,8 +18,8 @@ std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassCo
   using namespace ir;  // NOLINT: implementation file
   // The same passes, in the same order, as LowerForCuda before cuda-lower-fragments.
   PrimFunc g = f;
-  for (const char* pass : {"lower-buffer-views", "report-layout-annotations", "simplify", "check-tile-bounds", "guard-global-access",
-                           "cuda-bind-threads"}) {
+  for (const char* pass : {"lower-buffer-views", "report-layout-annotations", "simplify", "check-tile-bounds",
+                           "guard-global-access", "cuda-bind-threads"}) {
     g = RunPass(pass, g, ctx);
   }
   cuda::ThreadBinding tb = cuda::GetThreadBinding(g->body, "describe-fragment-layouts");

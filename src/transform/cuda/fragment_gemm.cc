@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cuda-lower-fragments" (see lower_fragments.h), its GEMMs: T.gemm with a register
+/// accumulator as ldmatrix + mma.sync (gemm_ss), wgmma on Hopper, A in registers (gemm_rs),
+/// or element loops where tensor cores do not apply; layout inference
+/// (fragment_inference.cc) made the choice.
+#include <string>
+#include <vector>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/printer.h"
+#include "tl/layout/fragment.h"
+#include "tl/op/make.h"
+#include "tl/transform/passes.h"
+#include "../region_util.h"
+#include "copy_lowering.h"
+#include "fragment_inference.h"
+#include "lower_fragments.h"
+#include "thread_binding.h"
+
+namespace tl::transform::fragments {
+
+/// T.gemm with A in registers (the accumulator layout of M x K, warps along M only):
+/// gemm_rs packs A's registers into mma operands without touching shared memory.
+Stmt FragmentRewriter::RegisterAGemm(const GemmOp* op, bool wgmma) {
+  const RegFragment& a = regs_.at(op->a.buffer.get());
+  const RegFragment& c = regs_.at(op->c.buffer.get());
+  Region b = MutateRegion(op->b);
+  std::vector<Stmt> out;
+  int64_t clr = 0;
+  if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+    Expr zero = MakeFloat(0, c.regs->dtype);
+    out.push_back(IfThenElse::Make(op->clear_accum, FillRegs(c, zero, op->span), nullptr, op->span));
+  }
+  std::vector<Expr> bmins;
+  for (const Range& rg : b.ranges) bmins.push_back(rg.min);
+  std::vector<Expr> args = {
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(a.regs, {MakeInt(0)})}),
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, bmins)}),
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(c.regs, {MakeInt(0)})}),
+      MakeInt(c.layout->m()), MakeInt(c.layout->n()), MakeInt(a.layout->n()),
+      MakeInt(Mma(c).warps().warps_m), MakeBool(op->trans_b), b.buffer->StrideOf(b.ranges.size() - 2)};
+  if (wgmma) {
+    // tl::gemm_rs_wgmma(A regs, B tile base, C regs) reads B in its panelled layout.
+    std::vector<Expr> zeros(b.buffer->shape.size(), MakeInt(0));
+    std::vector<Expr> wargs = {args[0], Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, zeros)}),
+                               args[2], args[3], args[4], args[5], MakeBool(op->trans_b)};
+    out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs_wgmma", wargs), op->span));
+    ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                           op->c.buffer->name + ": A from registers, wgmma m64n" +
+                           std::to_string(std::min<int64_t>(c.layout->n(), 256)) + "k16 with B from shared memory");
+    return Seq::Make(out, op->span);
+  }
+  out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs", args), op->span));
+  auto no = no_wgmma_.find(op);
+  ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                         op->c.buffer->name + ": A from registers (no trip through shared memory), "
+                         "ldmatrix + mma.sync m16n8k16 for B" +
+                         (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")"));
+  return Seq::Make(out, op->span);
+}
+
+/// T.gemm on Hopper: wgmma m64nNk16 from shared memory, one warpgroup per 64 rows of
+/// C. The operands' shared layout follows (cuda::WgmmaOperandOffset, in codegen).
+Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
+  const RegFragment& rf = regs_.at(op->c.buffer.get());
+  std::vector<Stmt> out;
+  int64_t clr = 0;
+  if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+    out.push_back(IfThenElse::Make(op->clear_accum, FillRegs(rf, MakeFloat(0, rf.regs->dtype), op->span), nullptr,
+                                   op->span));
+  }
+  auto base = [](const Buffer& b) {
+    std::vector<Expr> zeros(b->shape.size(), MakeInt(0));
+    return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, zeros)});
+  };
+  Region a = MutateRegion(op->a), b = MutateRegion(op->b);
+  Expr k = op->trans_a ? a.ranges[0].extent : a.ranges[1].extent;
+  std::vector<Expr> args = {base(a.buffer), base(b.buffer),
+                            Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
+                            MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
+                            MakeBool(op->trans_a), MakeBool(op->trans_b)};
+  out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss_wgmma", args), op->span));
+  ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                         op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(rf.layout->n(), 256)) +
+                         "k16 from shared memory, " + std::to_string(rf.layout->m() / 64) + " warpgroup(s)");
+  return Seq::Make(out, op->span);
+}
+
+Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
+  auto simt = simt_gemms_.find(op);
+  if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
+  if (rs_gemms_.count(op)) return RegisterAGemm(op, wgmma_gemms_.count(op) > 0);
+  if (wgmma_gemms_.count(op)) return WgmmaGemm(op);
+  auto it = regs_.find(op->c.buffer.get());
+  TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
+  const RegFragment& rf = it->second;
+  Region a = MutateRegion(op->a), b = MutateRegion(op->b);
+  std::vector<Stmt> out;
+  int64_t clr = 0;
+  if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+    Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
+    out.push_back(IfThenElse::Make(op->clear_accum, FillRegs(rf, zero, op->span), nullptr, op->span));
+  }
+  auto mins = [](const Region& r) {
+    std::vector<Expr> v;
+    for (const Range& rg : r.ranges) v.push_back(rg.min);
+    return v;
+  };
+  auto rows = [](const Region& r) { return r.ranges[r.ranges.size() - 2].extent; };
+  auto cols = [](const Region& r) { return r.ranges.back().extent; };
+  Expr k = op->trans_a ? rows(a) : cols(a);
+  // Leading dimensions of the shared operands (elements between rows).
+  auto ld = [](const Region& r) { return r.buffer->StrideOf(r.ranges.size() - 2); };
+  std::vector<Expr> args = {
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(a.buffer, mins(a))}),
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, mins(b))}),
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
+      MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
+      MakeInt(Mma(rf).warps().warps_m), MakeInt(Mma(rf).warps().warps_n),
+      MakeBool(op->trans_a), MakeBool(op->trans_b), ld(a), ld(b)};
+  out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
+  auto no = no_wgmma_.find(op);
+  ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                         op->c.buffer->name + ": ldmatrix + mma.sync m16n8k16, warps " +
+                         std::to_string(Mma(rf).warps().warps_m) + "x" +
+                         std::to_string(Mma(rf).warps().warps_n) +
+                         (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")"));
+  return Seq::Make(out, op->span);
+}
+
+/// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
+/// later), for GEMMs that cannot use the tensor-core path.
+Stmt FragmentRewriter::SimtGemm(const GemmOp* op, const std::string& why) {
+  ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
+                         op->c.buffer->name + ": element-wise loops, no tensor cores (" + why + ")");
+  Region a = MutateRegion(op->a), b = MutateRegion(op->b), c = MutateRegion(op->c);
+  std::vector<Stmt> staged;
+  for (Region* r : {&a, &b}) {
+    auto it = regs_.find(r->buffer.get());
+    if (it == regs_.end()) continue;
+    // An operand in registers: other threads need its elements, so it goes through shared.
+    Buffer scratch = BufferNode::Make(r->buffer->name + "_staged", r->buffer->dtype,
+                                      {MakeInt(it->second.layout->m()), MakeInt(it->second.layout->n())},
+                                      Scope::kShared);
+    staged.push_back(Allocate::Make(scratch, nullptr, op->span));
+    staged.push_back(RegsToTile(it->second, Region::Full(scratch), op->span));
+    *r = Region::Full(scratch);
+    ctx_.remarks.push_back("T.gemm operand " + op->a.buffer->name + " staged through shared memory");
+  }
+  auto dims2 = [](const Region& r) {
+    std::vector<size_t> d;
+    for (size_t k = 0; k < r.ranges.size(); ++k) {
+      int64_t e;
+      if (!(AsConstInt(r.ranges[k].extent, &e) && e == 1)) d.push_back(k);
+    }
+    if (d.size() < 2) d = {r.ranges.size() - 2, r.ranges.size() - 1};
+    return d;
+  };
+  auto da = dims2(a), db = dims2(b), dc = dims2(c);
+  Expr m = c.ranges[dc[0]].extent, n = c.ranges[dc[1]].extent;
+  Expr k = op->trans_a ? a.ranges[da[0]].extent : a.ranges[da[1]].extent;
+  DType t = c.buffer->dtype;
+  VarRef vi = Var::Make("i"), vj = Var::Make("j"), vk = Var::Make("k");
+  auto at = [](const Region& r, const std::vector<size_t>& d, const Expr& x, const Expr& y) {
+    std::vector<Expr> idx;
+    for (const Range& rg : r.ranges) idx.push_back(rg.min);
+    idx[d[0]] = idx[d[0]] + x;
+    idx[d[1]] = idx[d[1]] + y;
+    return idx;
+  };
+  auto ci = at(c, dc, vi, vj);
+  Expr av = BufferLoad::Make(a.buffer, op->trans_a ? at(a, da, vk, vi) : at(a, da, vi, vk));
+  Expr bv = BufferLoad::Make(b.buffer, op->trans_b ? at(b, db, vj, vk) : at(b, db, vk, vj));
+  Expr prod = op::MakeBinary(BinOp::kMul, Cast::Make(t, av), Cast::Make(t, bv));
+  Stmt upd = BufferStore::Make(c.buffer, ci, op::MakeBinary(BinOp::kAdd, BufferLoad::Make(c.buffer, ci), prod),
+                               op->span);
+  Stmt kloop = For::Make(vk, MakeInt(0), k, ForKind::kSerial, upd, {}, op->span);
+  int64_t clr = 0;
+  if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
+    Expr zero = t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t);
+    kloop = Seq::Make({IfThenElse::Make(op->clear_accum, BufferStore::Make(c.buffer, ci, zero, op->span), nullptr,
+                                        op->span),
+                       kloop},
+                      op->span);
+  }
+  Stmt inner = For::Make(vj, MakeInt(0), n, ForKind::kParallel, kloop, {}, op->span);
+  staged.push_back(For::Make(vi, MakeInt(0), m, ForKind::kParallel, inner, {}, op->span));
+  return Seq::Make(staged, op->span);
+}
+
+}  // namespace tl::transform::fragments

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cuda-lower-fragments" (see lower_fragments.h), its reductions: T.reduce_* of
+/// register fragments, along rows with in-thread folds, warp shuffles and a shared workspace
+/// across warps; along columns with shared-memory atomics.
+#include <string>
+#include <vector>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/printer.h"
+#include "tl/layout/fragment.h"
+#include "tl/op/make.h"
+#include "tl/transform/passes.h"
+#include "../region_util.h"
+#include "copy_lowering.h"
+#include "fragment_inference.h"
+#include "lower_fragments.h"
+#include "thread_binding.h"
+
+namespace tl::transform::fragments {
+
+Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
+  auto it = regs_.find(op->src.buffer.get());
+  auto dst_regs = regs_.find(op->dst.buffer.get());
+  if (it != regs_.end() && op->dim == 1) return ReduceRows(op, it->second);
+  if (dst_regs != regs_.end()) {
+    TL_USER_ERROR(op->span) << "the destination of this reduction (" << op->dst.buffer->name
+                            << ") is held in registers, which only row reductions of a register tile support";
+  }
+  if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+  // Along columns: each thread folds its own registers into the (shared) destination
+  // with shared-memory atomics; the barrier pass orders them after the initialisation
+  // and before readers.
+  const RegFragment& rf = it->second;
+  Region dst = MutateRegion(op->dst);
+  DType t = dst.buffer->dtype;
+  std::vector<Stmt> out;
+  if (op->clear) {
+    Expr init = op->reduce_kind == ReduceKind::kMax   ? Call::Make(t, "neg_infinity", {})
+                : op->reduce_kind == ReduceKind::kMin ? Call::Make(t, "infinity", {})
+                : (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t));
+    out.push_back(FillOp::Make(dst, init, op->span));
+  }
+  VarRef l = Var::Make("l");
+  auto [i, j] = rf.layout->Inverse(tx_, l);
+  Expr row = op->dim == 1 ? i : j;
+  Expr x = Cast::Make(t, BufferLoad::Make(rf.regs, {l}));
+  bool is_abs = op->reduce_kind == ReduceKind::kAbsSum || op->reduce_kind == ReduceKind::kAbsMax;
+  if (is_abs) x = Call::Make(t, "abs", {x});
+  const char* fn = (op->reduce_kind == ReduceKind::kSum || op->reduce_kind == ReduceKind::kAbsSum) ? "atomic_add"
+                   : op->reduce_kind == ReduceKind::kMin                                          ? "atomic_min"
+                                                                                                  : "atomic_max";
+  std::vector<Expr> di;
+  size_t used = 0;
+  for (const Range& rg : dst.ranges) {
+    int64_t e = 0;
+    bool unit = AsConstInt(rg.extent, &e) && e == 1;
+    di.push_back(unit || used++ ? rg.min : rg.min + row);
+  }
+  Stmt st = Evaluate::Make(
+      Call::Make(t, fn, {Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(dst.buffer, di)}), x}),
+      op->span);
+  out.push_back(For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span));
+  ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
+                         ": shared-memory atomics (no warp-shuffle reduction yet)");
+  return Seq::Make(out, op->span);
+}
+
+/// Row reduction of a register tile: each thread folds the registers of each of its
+/// rows, the lanes that share a row combine with warp shuffles, and when several warps
+/// split a row their partials meet in a small shared workspace.
+Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
+  const FragmentLayout& lay = *rf.layout;
+  FragmentLayoutRef rows = lay.Rows();
+  Region dst = MutateRegion(op->dst);
+  auto dst_it = regs_.find(op->dst.buffer.get());
+  const RegFragment* dst_regs = dst_it == regs_.end() ? nullptr : &dst_it->second;
+  TL_ICHECK(!dst_regs || *dst_regs->layout == *rows)
+      << "row reduction into " << dst_regs->layout->ToString() << ", expected " << rows->ToString();
+  DType t = dst.buffer->dtype;
+  const ReduceKind kind = op->reduce_kind;
+  const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
+  const bool is_abs = kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax;
+  auto combine = [&](const Expr& a, const Expr& b) {
+    if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
+    return kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
+  };
+  Expr init = sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
+                  : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {});
+  const char* shuffle = sum ? "warp_reduce_sum" : kind == ReduceKind::kMin ? "warp_reduce_min" : "warp_reduce_max";
+  const int64_t lanes = lay.row_lanes(), wn = lay.row_warps();
+  Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = FloorMod(FloorDiv(tx_, MakeInt(32)), MakeInt(wn));
+  auto dst_at = [&](const Expr& row) {
+    std::vector<Expr> di;
+    bool used = false;
+    for (const Range& rg : dst.ranges) {
+      int64_t e = 0;
+      bool unit = AsConstInt(rg.extent, &e) && e == 1;
+      di.push_back(unit || used ? rg.min : rg.min + row);
+      used |= !unit;
+    }
+    return di;
+  };
+  Buffer work;
+  std::vector<Stmt> out;
+  if (wn > 1) {
+    work = BufferNode::Make(op->src.buffer->name + "_red", t, {MakeInt(lay.m() * wn)}, Scope::kShared);
+    out.push_back(Allocate::Make(work, nullptr, op->span));
+  }
+  VarRef lr = Var::Make("lr"), q = Var::Make("q");
+  VarRef part = Var::Make("part", t);
+  Buffer acc = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+  // acc = fold over this thread's registers of its row lr
+  Expr x = Cast::Make(t, BufferLoad::Make(rf.regs, {lay.RowReg(lr, q)}));
+  if (is_abs) x = Call::Make(t, "abs", {x});
+  Stmt fold = BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span);
+  fold = For::Make(q, MakeInt(0), MakeInt(lay.regs_per_row()), ForKind::kUnrolled, fold, {}, op->span);
+  Expr reduced = BufferLoad::Make(acc, {MakeInt(0)});
+  if (lanes > 1) reduced = Call::Make(t, shuffle, {reduced, MakeInt(lanes)});
+  Expr row = rows->Inverse(tx_, lr).first;
+  Stmt publish;
+  if (dst_regs && wn == 1) {
+    // Every lane of the group has the result: each keeps it in its own register.
+    Expr old = BufferLoad::Make(dst_regs->regs, {lr});
+    publish = BufferStore::Make(dst_regs->regs, {lr}, op->clear ? Expr(part) : combine(old, part), op->span);
+  } else {
+    if (wn == 1) {
+      auto di = dst_at(row);
+      Expr v = op->clear ? Expr(part) : combine(BufferLoad::Make(dst.buffer, di), part);
+      publish = BufferStore::Make(dst.buffer, di, v, op->span);
+    } else {
+      publish = BufferStore::Make(work, {row * MakeInt(wn) + warp_n}, part, op->span);
+    }
+    if (lanes > 1) {
+      publish = IfThenElse::Make(EQ(FloorMod(lane, MakeInt(lanes)), MakeInt(0)), publish, nullptr, op->span);
+    }
+  }
+  Stmt body = Seq::Make({Allocate::Make(acc, init, op->span), fold, LetStmt::Make(part, reduced, op->span), publish},
+                        op->span);
+  out.push_back(For::Make(lr, MakeInt(0), MakeInt(rows->num_local()), ForKind::kUnrolled, body, {}, op->span));
+  if (wn > 1 && dst_regs) {
+    // Across warps, into registers: every thread folds the partials of its own rows.
+    VarRef lr2 = Var::Make("lr"), w = Var::Make("w");
+    Expr r = rows->Inverse(tx_, lr2).first;
+    Buffer acc2 = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+    Stmt f2 = BufferStore::Make(acc2, {MakeInt(0)},
+                                combine(BufferLoad::Make(acc2, {MakeInt(0)}),
+                                        BufferLoad::Make(work, {r * MakeInt(wn) + w})),
+                                op->span);
+    f2 = For::Make(w, MakeInt(0), MakeInt(wn), ForKind::kUnrolled, f2, {}, op->span);
+    Expr v = BufferLoad::Make(acc2, {MakeInt(0)});
+    if (!op->clear) v = combine(BufferLoad::Make(dst_regs->regs, {lr2}), v);
+    Stmt per_row = Seq::Make({Allocate::Make(acc2, init, op->span), f2,
+                              BufferStore::Make(dst_regs->regs, {lr2}, v, op->span)}, op->span);
+    out.push_back(For::Make(lr2, MakeInt(0), MakeInt(rows->num_local()), ForKind::kUnrolled, per_row, {},
+                            op->span));
+  } else if (wn > 1) {
+    // Across warps: one thread per row folds the warps' partials (spread over threads).
+    VarRef r = Var::Make("r"), w = Var::Make("w");
+    Buffer acc2 = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+    Stmt f2 = BufferStore::Make(acc2, {MakeInt(0)},
+                                combine(BufferLoad::Make(acc2, {MakeInt(0)}),
+                                        BufferLoad::Make(work, {Expr(r) * MakeInt(wn) + w})),
+                                op->span);
+    f2 = For::Make(w, MakeInt(0), MakeInt(wn), ForKind::kUnrolled, f2, {}, op->span);
+    auto di = dst_at(r);
+    Expr v = BufferLoad::Make(acc2, {MakeInt(0)});
+    if (!op->clear) v = combine(BufferLoad::Make(dst.buffer, di), v);
+    Stmt per_row = Seq::Make({Allocate::Make(acc2, init, op->span), f2, BufferStore::Make(dst.buffer, di, v, op->span)},
+                             op->span);
+    out.push_back(For::Make(r, MakeInt(0), MakeInt(lay.m()), ForKind::kParallel, per_row, {}, op->span));
+  }
+  ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name + " (" + lay.ToString() +
+                         ") along rows: in-thread fold" + (lanes > 1 ? ", warp shuffles" : "") +
+                         (wn > 1 ? ", shared workspace across " + std::to_string(wn) + " warps" : "") +
+                         (dst_regs && wn == 1 ? ", result in registers" : ""));
+  return Seq::Make(out, op->span);
+}
+
+}  // namespace tl::transform::fragments

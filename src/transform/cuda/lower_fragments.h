@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The rewriter of "cuda-lower-fragments", one class in three files:
+/// lower_fragments.cc (where each fragment lives, element accesses, T.Parallel nests,
+/// copies, fills, atomics, and the pass itself), fragment_gemm.cc (T.gemm: mma.sync,
+/// wgmma, register A, element loops) and fragment_reduce.cc (T.reduce_*).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "tl/ir/functor.h"
+#include "tl/layout/fragment.h"
+#include "tl/transform/pass.h"
+#include "../region_util.h"
+#include "fragment_inference.h"
+
+namespace tl::transform::fragments {
+
+using namespace ir;  // NOLINT: an internal header of one pass, included by its three files only
+using cuda::AccessCollector;
+using cuda::CollectNest;
+using cuda::IndicesAreVars;
+using cuda::IsFragment;
+using cuda::IsWhole2D;
+using cuda::ParallelNest;
+using layout::FragmentLayout;
+using layout::FragmentLayoutRef;
+using layout::MmaAccumulatorLayout;
+
+/// Rewrites fragments: register fragments to per-thread arrays, the rest to shared memory.
+class FragmentRewriter : public IRMutator {
+ public:
+  /// A fragment held in registers: its per-thread array and its layout.
+  struct RegFragment {
+    Buffer regs;
+    FragmentLayoutRef layout;
+  };
+  FragmentRewriter(const cuda::FragmentLayouts& inference, VarRef tx, PassContext& ctx)
+      : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), rs_gemms_(inference.rs_gemms),
+        wgmma_gemms_(inference.wgmma_gemms), no_wgmma_(inference.no_wgmma),
+        tx_(std::move(tx)), ctx_(ctx) {}
+
+ protected:
+  Stmt Mutate_(const Allocate* op, const Stmt& self) override;
+  Buffer MutateBuffer(const Buffer& b) override;
+  Expr Mutate_(const BufferLoad* op, const Expr& self) override;
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override;
+  Stmt Mutate_(const For* op, const Stmt& self) override;
+  /// T.print of a whole tile (serial loops around a once-per-block print) when the tile is
+  /// a register fragment: every thread prints the elements it holds, with their indices.
+  Stmt PrintRegisterTile(const For* op);
+  Stmt Mutate_(const CopyOp* op, const Stmt& self) override;
+  /// For each register l: the element (i, j) it holds goes to / comes from `tile` at the
+  /// region's corner + (i, j), with edge guards.
+  std::pair<Stmt, VarRef> RegTileLoop(const RegFragment& rf, const Region& tile, bool to_tile, const Span& span);
+  /// RegTileLoop for layouts whose registers come in runs of vec() consecutive columns,
+  /// with the tile's columns contiguous and aligned: one vector access per run, each run
+  /// wholly inside or wholly outside the tile's buffer (VectorFits), so one guard each.
+  Stmt VectorRegTileLoop(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims, bool to_tile,
+                         const Span& span);
+  Stmt RegsToTile(const RegFragment& rf, const Region& tile, const Span& span);
+  Stmt TileToRegs(const RegFragment& rf, const Region& tile, const Span& span);
+  /// T.gemm with A in registers (the accumulator layout of M x K, warps along M only):
+  /// gemm_rs packs A's registers into mma operands without touching shared memory.
+  Stmt RegisterAGemm(const GemmOp* op, bool wgmma);
+  /// T.gemm on Hopper: wgmma m64nNk16 from shared memory, one warpgroup per 64 rows of
+  /// C. The operands' shared layout follows (cuda::WgmmaOperandOffset, in codegen).
+  Stmt WgmmaGemm(const GemmOp* op);
+  Stmt Mutate_(const FillOp* op, const Stmt& self) override;
+  Stmt Mutate_(const GemmOp* op, const Stmt& self) override;
+  Stmt Mutate_(const ReduceOp* op, const Stmt& self) override;
+  Stmt Mutate_(const AtomicOp* op, const Stmt& self) override;
+  /// Row reduction of a register tile: each thread folds the registers of each of its
+  /// rows, the lanes that share a row combine with warp shuffles, and when several warps
+  /// split a row their partials meet in a small shared workspace.
+  Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf);
+  /// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
+  /// later), for GEMMs that cannot use the tensor-core path.
+  Stmt SimtGemm(const GemmOp* op, const std::string& why);
+
+ private:
+  /// Indices into `tile` of register element (i, j): the region's corner plus i along its
+  /// first tile dimension (and j along the second, when `dims` has two); `in_bounds` gets
+  /// the edge guard over every dimension.
+  static std::vector<Expr> AtCorner(const Region& tile, const std::vector<size_t>& dims, const Expr& i,
+                                    const Expr& j, Expr* in_bounds) {
+    std::vector<Expr> idx;
+    for (const Range& rg : tile.ranges) idx.push_back(rg.min);
+    idx[dims[0]] = idx[dims[0]] + i;
+    if (dims.size() > 1) idx[dims[1]] = idx[dims[1]] + j;
+    // Both edges: a region may start before 0 (T.copy(A[r, c - 2], ...)); the simplifier
+    // drops whichever side is provable.
+    *in_bounds = transform::InBounds(tile.buffer, idx);
+    return idx;
+  }
+
+  /// The mma layout of a GEMM's register operand (inference gives GEMMs no other).
+  static const MmaAccumulatorLayout& Mma(const RegFragment& rf) {
+    const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(rf.layout.get());
+    TL_ICHECK(mma) << "T.gemm register operand without an mma layout: " << rf.layout->ToString();
+    return *mma;
+  }
+
+  static bool IndicesMatch(const std::vector<Expr>& idx, const std::vector<const Var*>& vars) {
+    if (idx.size() != vars.size()) return false;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      if (As<Var>(idx[k]) != vars[k]) return false;
+    }
+    return true;
+  }
+
+  Stmt FillRegs(const RegFragment& rf, const Expr& value, const Span& span) {
+    VarRef l = Var::Make("l");
+    Stmt st = BufferStore::Make(rf.regs, {l}, Cast::Make(rf.regs->dtype, value), span);
+    return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span);
+  }
+
+  const std::unordered_map<const BufferNode*, cuda::Assigned>& layouts_;
+  const std::unordered_map<const GemmOp*, std::string>& simt_gemms_;
+  const std::unordered_set<const GemmOp*>& rs_gemms_;
+  const std::unordered_set<const GemmOp*>& wgmma_gemms_;
+  const std::unordered_map<const GemmOp*, std::string>& no_wgmma_;
+  VarRef tx_;
+  PassContext& ctx_;
+  std::unordered_map<const BufferNode*, RegFragment> regs_;
+  std::unordered_map<const BufferNode*, Buffer> demoted_;
+  /// Inside a T.Parallel nest over registers: each register fragment's expected indices
+  /// (the nest's variables) and the register they map to.
+  std::unordered_map<const BufferNode*, std::pair<std::vector<const Var*>, Expr>> current_;
+  Span span_;
+};
+
+}  // namespace tl::transform::fragments
