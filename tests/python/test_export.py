@@ -339,3 +339,11 @@ def test_sass_of_a_cuda_kernel(tmp_path):
     assert "HGMMA" in sass and "UTMALDG" in sass  # wgmma fed by TMA
     kernel.export_sass(str(tmp_path / "k.sass"))
     assert (tmp_path / "k.sass").read_text() == sass
+
+
+@needs_nvrtc
+def test_cuda_arch_from_the_environment(monkeypatch):
+    """TILELANG_CUDA_ARCH names the arch of target='cuda' (a build machine without a GPU)."""
+    monkeypatch.setenv("TILELANG_CUDA_ARCH", "sm_80")
+    kernel = tilelang.compile(scaled_matmul(), out_idx=[-1], target="cuda")
+    assert kernel._cuda.arch == "sm_80" and ".target sm_80" in kernel.get_ptx()

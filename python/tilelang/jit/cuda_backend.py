@@ -201,13 +201,18 @@ def default_arch() -> str:
     """The current device's arch (sm_90 becomes sm_90a: the cubin is for this device only,
     so Hopper's arch-specific features such as wgmma are free to use). Cached per device,
     so that processes forked to compile (the autotuner's) need no CUDA call."""
+    forced = os.environ.get("TILELANG_CUDA_ARCH")
+    if forced:
+        # Compiling for a named arch (e.g. on a build machine without a GPU).
+        return forced
     device = _current_device()
     arch = _ARCH_OF_DEVICE.get(device)
     if arch is None:
         ok, why = _tl.cuda_available()
         if not ok:
             raise TileLangRuntimeError(
-                f"no CUDA device to read the arch from ({why}); give it, e.g. target='cuda -arch=sm_90a'")
+                f"no CUDA device to read the arch from ({why}); give it, e.g. target='cuda -arch=sm_90a', "
+                "or set TILELANG_CUDA_ARCH=sm_90a")
         arch = _tl.device_arch(device)
         if arch == "sm_90":
             arch = "sm_90a"
