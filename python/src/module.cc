@@ -2,6 +2,8 @@
 /// \file The extension module `tilelang._tl`: IR construction for the front end,
 /// the pass pipeline, code generation and the CPU runtime. Kept thin: every decision is
 /// made in the C++ core; this file only converts between Python and C++ values.
+#include <algorithm>
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -16,6 +18,7 @@
 #include "tl/codegen/cpu.h"
 #include "tl/codegen/cuda.h"
 #include "tl/ir/equal.h"
+#include "tl/ir/functor.h"
 #include "tl/ir/printer.h"
 #include "tl/op/make.h"
 #include "tl/runtime/cpu_module.h"
@@ -193,6 +196,29 @@ NB_MODULE(_tl, m) {
   });
   m.def("load", [](const PyBuffer& b, const std::vector<PyExpr>& idx) {
     return PyExpr{BufferLoad::Make(b.b, Unwrap(idx))};
+  });
+  m.def("affine_in_one_var", [](const PyExpr& e) -> nb::object {
+    // a * v + b for the one variable v of `e` (integer a != 0, b), as (v's name, a, b); None
+    // when e has another form (several variables, division, a constant).
+    std::vector<const Var*> vars;
+    struct Collect : IRVisitor {
+      std::vector<const Var*>* out;
+      void Visit_(const Var* v) override {
+        if (std::find(out->begin(), out->end(), v) == out->end()) out->push_back(v);
+      }
+    } c;
+    c.out = &vars;
+    c.Visit(e.e);
+    if (vars.size() != 1) return nb::none();
+    const Var* v = vars[0];
+    int64_t f[4];
+    for (int x = 0; x < 4; ++x) {
+      Expr at = Substitute(e.e, [&](const Var* u) -> Expr { return u == v ? MakeInt(x, v->dtype) : nullptr; });
+      if (!AsConstInt(arith::Analyzer().Simplify(at), &f[x])) return nb::none();
+    }
+    int64_t a = f[1] - f[0], b = f[0];
+    if (a == 0 || f[2] != 2 * a + b || f[3] != 3 * a + b) return nb::none();
+    return nb::make_tuple(v->name, a, b);
   });
   m.def("simplify", [](const PyExpr& e) { return PyExpr{arith::Analyzer().Simplify(e.e)}; });
 

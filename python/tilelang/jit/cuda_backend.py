@@ -9,6 +9,7 @@ import time
 from .. import _tl, env
 from ..errors import TileLangArgumentError, TileLangRuntimeError
 from . import arguments as _arguments
+from . import kernel as _kernel
 
 
 # Shared memory a block may opt in to, per arch (CUDA programming guide, compute
@@ -160,7 +161,7 @@ class CudaBackend:
                     got = shape[axis]
                     if want != got:
                         # A dynamic size must also fit the type the kernel reads it as.
-                        if isinstance(want, str) and dims.setdefault(want, got) == got and got <= p.dim_max[want]:
+                        if type(want) is str and dims.setdefault(want, got) == got and got <= p.dim_max[want]:
                             continue
                         k._check_tensor(p, _TensorView(a), dims)
             values[i] = ptr
@@ -168,7 +169,7 @@ class CudaBackend:
         device = self._device
         for i, dtype, shape, p_dims in self._out:
             if shape is None:
-                shape = tuple(d if isinstance(d, int) else dims[d] for d in p_dims)
+                shape = tuple(_kernel.dim_value(d, dims) for d in p_dims)
             # Sizes as separate arguments: measured on the H200 machine, torch.empty(*shape,
             # ...) takes 2.3 us where torch.empty(shape_tuple, ...) takes 5.4 us.
             out = torch.empty(*shape, dtype=dtype, device=device) if shape else \

@@ -18,6 +18,31 @@ from . import arguments
 from .target import resolve
 
 
+class AffineDim(str):
+    """A dimension `a * var + b` of a symbolic variable (T.Tensor((n * 4,), ...)): the text is
+    the str value; the runtime takes var from another dimension or solves for it."""
+
+    def __new__(cls, text, var, a, b):
+        obj = super().__new__(cls, text)
+        obj.var, obj.a, obj.b = var, a, b
+        return obj
+
+    def value(self, dims):
+        return self.a * dims[self.var] + self.b
+
+    def solve(self, size):
+        """var for this size, or None when no integer gives it."""
+        q, r = divmod(size - self.b, self.a)
+        return q if r == 0 and q >= 0 else None
+
+
+def dim_value(d, dims):
+    """The size of dimension `d` (an int, a variable's name or an AffineDim) given the variables."""
+    if isinstance(d, int):
+        return d
+    return d.value(dims) if isinstance(d, AffineDim) else dims[d]
+
+
 class _ParamInfo:
     __slots__ = ("name", "is_tensor", "dtype", "dims", "dim_max")
 
@@ -36,9 +61,14 @@ class _ParamInfo:
                 elif isinstance(d, PrimExpr) and d.node.is_var:
                     self.dims.append(d.node.var_name)
                     self.dim_max[d.node.var_name] = int(np.iinfo(str(d.dtype)).max)
+                elif isinstance(d, PrimExpr) and (form := _tl.affine_in_one_var(d.node)) is not None:
+                    var, a, b = form
+                    self.dims.append(AffineDim(str(d), var, a, b))
+                    self.dim_max.setdefault(var, int(np.iinfo(str(d.dtype)).max))
                 else:
                     raise TileLangRuntimeError(
-                        f"parameter {self.name!r}: dimension {d!r} must be an int or a T.dynamic variable")
+                        f"parameter {self.name!r}: dimension {d!r} must be an int, a T.dynamic variable or "
+                        "a * variable + b")
 
     def shape_str(self):
         return "(" + ", ".join(str(d) for d in self.dims) + ")"
@@ -181,10 +211,11 @@ class JITKernel:
                   file=sys.stderr)
 
     def _check_output_dims(self):
-        known = {d for i in self.in_idx for d in self.params[i].dims if isinstance(d, str)}
+        known = {(d.var if isinstance(d, AffineDim) else d) for i in self.in_idx for d in self.params[i].dims
+                 if isinstance(d, str)}
         for i in self.out_idx:
             for d in self.params[i].dims:
-                if isinstance(d, str) and d not in known:
+                if isinstance(d, str) and (d.var if isinstance(d, AffineDim) else d) not in known:
                     raise TileLangRuntimeError(
                         f"output {self.params[i].name!r} has the dynamic dimension {d!r}, which no input "
                         "determines; the runtime cannot size it")
@@ -367,7 +398,7 @@ class JITKernel:
         outputs = []
         for i in self.out_idx:
             p = self.params[i]
-            shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
+            shape = tuple(dim_value(d, dims) for d in p.dims)
             out = _allocate(shape, p.dtype, use_torch)
             outputs.append(out)
             values[i] = out.data_ptr() if use_torch is not None and use_torch is not False else \
@@ -390,7 +421,9 @@ class JITKernel:
                 f"{self.name}(): argument {p.name!r} must be {len(p.dims)}-D with shape {p.shape_str()}, "
                 f"got shape {tuple(t.shape)}")
         for axis, (want, got) in enumerate(zip(p.dims, t.shape)):
-            if isinstance(want, int):
+            if isinstance(want, AffineDim):
+                self._check_affine(p, t, axis, want, int(got), dims)
+            elif isinstance(want, int):
                 if want != got:
                     raise TileLangArgumentError(
                         f"{self.name}(): argument {p.name!r} must have shape {p.shape_str()}, got "
@@ -406,6 +439,24 @@ class JITKernel:
                         f"{self.name}(): dynamic dimension {want!r} is {got} in {p.name!r}, beyond the "
                         f"{p.dim_max[want]} its type holds; declare it T.dynamic({want!r}, \"int64\")")
                 dims[want] = int(got)
+
+    def _check_affine(self, p, t, axis, want, got, dims):
+        var = want.var
+        if var in dims:
+            if want.value(dims) != got:
+                raise TileLangArgumentError(
+                    f"{self.name}(): argument {p.name!r} dimension {axis} is {got}, but {want} = "
+                    f"{want.value(dims)} with {var} = {dims[var]} from an earlier argument")
+            return
+        n = want.solve(got)
+        if n is None:
+            raise TileLangArgumentError(
+                f"{self.name}(): argument {p.name!r} dimension {axis} is {got}, which {want} gives for no integer "
+                f"{var} >= 0 (shape {p.shape_str()}, got {tuple(t.shape)})")
+        if n > p.dim_max[var]:
+            raise TileLangArgumentError(
+                f"{self.name}(): dynamic dimension {var!r} would be {n}, beyond the {p.dim_max[var]} its type holds")
+        dims[var] = n
 
 
 def _never():

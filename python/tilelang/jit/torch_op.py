@@ -54,14 +54,18 @@ def _schema(kernel, written):
 
 def _output_shapes(kernel, args):
     """The outputs' shapes from the inputs' (works on fake tensors: sizes may be symbolic)."""
+    from .kernel import AffineDim, dim_value
+
     dims = {}
     for i, a in zip(kernel.in_idx, args):
         p = kernel.params[i]
         if p.is_tensor:
             for d, size in zip(p.dims, a.shape):
-                if isinstance(d, str):
+                if isinstance(d, AffineDim):
+                    dims.setdefault(d.var, (size - d.b) // d.a)
+                elif isinstance(d, str):
                     dims.setdefault(d, size)
-    return [tuple(d if isinstance(d, int) else dims[d] for d in kernel.params[i].dims) for i in kernel.out_idx]
+    return [tuple(dim_value(d, dims) for d in kernel.params[i].dims) for i in kernel.out_idx]
 
 
 def as_torch_op(kernel, name=None):

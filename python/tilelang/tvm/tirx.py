@@ -11,5 +11,16 @@ def const(value, dtype=None):
     return _const(value, dtype)
 
 
-IntImm = const
-FloatImm = const
+def IntImm(dtype, value):  # noqa: N802 - TVM's name and argument order
+    """An integer constant, TVM's way round: IntImm("int32", 3)."""
+    return _const(value, dtype)
+
+
+def FloatImm(dtype, value):  # noqa: N802 - TVM's name and argument order
+    """A float constant, TVM's way round: FloatImm("float32", 0.5)."""
+    return _const(value, dtype)
+
+
+# Expressions built by T.* intrinsics (T.any_sync(...) outside a kernel, say) are PrimExprs;
+# programs that check isinstance(x, tirx.Call) or tirx.PrimExpr see them as such.
+Call = PrimExpr

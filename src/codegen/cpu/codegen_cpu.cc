@@ -69,17 +69,12 @@ class CpuCodegen : public CPrinter {
       ++slot;
     }
     // Dynamic dimensions: each symbolic variable is read once, where it first appears.
-    for (size_t pi = 0; pi < f->params.size(); ++pi) {
-      const Buffer& b = f->params[pi].buffer;
-      if (!b) continue;
-      for (size_t d = 0; d < b->shape.size(); ++d) {
-        const auto* v = As<Var>(b->shape[d]);
-        if (!v || names_.count(v)) continue;
-        std::string name = Ident(v->name, v);
-        out.dynamic_dims.push_back({v->name, static_cast<int>(pi), static_cast<int>(d)});
-        Line() << "const " << CType(v->dtype) << " " << name << " = static_cast<" << CType(v->dtype)
-               << ">(args[" << slot++ << "].i);\n";
-      }
+    for (const DynamicDimVar& dv : DynamicDimVars(f, [&](const Var* v) { return names_.count(v) > 0; })) {
+      const Var* v = dv.var;
+      std::string name = Ident(v->name, v);
+      out.dynamic_dims.push_back({v->name, dv.param, dv.dim});
+      Line() << "const " << CType(v->dtype) << " " << name << " = static_cast<" << CType(v->dtype)
+             << ">(args[" << slot++ << "].i);\n";
     }
     EmitStmt(f->body);
     Line() << "return 0;\n";

@@ -94,17 +94,12 @@ class CudaCodegen : public CPrinter {
         out.arg_kinds.push_back(ArgKind(p.var->dtype));
       }
     }
-    for (size_t pi = 0; pi < f->params.size(); ++pi) {
-      const Buffer& b = f->params[pi].buffer;
-      if (!b) continue;
-      for (size_t d = 0; d < b->shape.size(); ++d) {
-        const auto* v = As<Var>(b->shape[d]);
-        if (!v || names_.count(v)) continue;
-        out.dynamic_dims.push_back({v->name, static_cast<int>(pi), static_cast<int>(d)});
-        out.dynamic_vars.push_back(std::static_pointer_cast<const Var>(b->shape[d]));
-        sig << ", " << CType(v->dtype) << " " << Ident(v->name, v);
-        out.arg_kinds.push_back(ArgKind(v->dtype));
-      }
+    for (const DynamicDimVar& dv : DynamicDimVars(f, [&](const Var* v) { return names_.count(v) > 0; })) {
+      const Var* v = dv.var;
+      out.dynamic_dims.push_back({v->name, dv.param, dv.dim});
+      out.dynamic_vars.push_back(dv.ref);
+      sig << ", " << CType(v->dtype) << " " << Ident(v->name, v);
+      out.arg_kinds.push_back(ArgKind(v->dtype));
     }
     DeclareTensorMaps(f, &out, &sig);
     const KernelLaunch* launch = FindLaunch(f->body);
