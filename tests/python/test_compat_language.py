@@ -453,3 +453,20 @@ def test_dtype_call_without_value_and_let(rng):
     b = np.zeros((M, N), np.float32)
     compile_cpu(f)(a, b)
     np.testing.assert_allclose(b.astype(np.float64), a[:, 2 * N:3 * N].astype(np.float64) + 2 * N, rtol=1e-6)
+
+
+def test_func_attr_is_accepted_and_noted():
+    import tilelang
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        T.func_attr({"tir.noalias": True})
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                B[i] = A[i] + 1
+
+    k = tilelang.compile(main, target="cpu")
+    assert any("T.func_attr(tir.noalias)" in r for r in k.get_remarks())
+    b = np.zeros(4, np.float32)
+    k(np.arange(4, dtype=np.float32), b)
+    np.testing.assert_array_equal(b, np.arange(4) + 1)

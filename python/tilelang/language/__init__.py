@@ -823,6 +823,14 @@ def _remark(text):
     _b.emit(_tl.attr("tl.remark:" + text, [], _b.current_span()))
 
 
+def func_attr(attrs):
+    """Upstream: attributes of the function (TVM's, e.g. {"tir.noalias": True}). Nothing here
+    reads them; accepted and named in the remarks."""
+    if not isinstance(attrs, dict):
+        raise _b._UserError(f"T.func_attr takes a dict of attributes, got {type(attrs).__name__}")
+    _remark(f"T.func_attr({', '.join(map(str, attrs))}): accepted, no effect here")
+
+
 def annotate_safe_value(safe_value_map):
     """Upstream: the value loads of out-of-range elements give. This compiler guards
     out-of-range global accesses itself (loads give 0); accepted and noted in the remarks."""
