@@ -14,15 +14,16 @@ from tilelang.errors import TileLangCompileError
 def test_return_prev_gives_an_exclusive_prefix_sum():
     N = 9
 
+    # B starts at 1.5, set by the caller: written inside the kernel by every CUDA thread, it
+    # could land after thread 0's first update (stores to global memory are not ordered).
     @T.prim_func
     def main(A: T.Tensor((N,), "float32"), B: T.Tensor((1,), "float32"), P: T.Tensor((N,), "float32")):
         with T.Kernel(1, threads=32):
-            B[0] = 1.5
             for i in T.serial(N):
                 P[i] = T.atomic_add(B[0], A[i], return_prev=True, memory_order="relaxed")
 
     a = np.random.default_rng(1).standard_normal(N).astype(np.float32)
-    b, p = poison((1,)), poison((N,))
+    b, p = np.full((1,), 1.5, np.float32), poison((N,))
     compile_cpu(main)(a, b, p)
     prefix = np.concatenate([[0.0], np.cumsum(f64(a))[:-1]]) + 1.5
     assert_close(p, prefix)
@@ -36,12 +37,11 @@ def test_max_min_return_prev(op):
     @T.prim_func
     def main(A: T.Tensor((N,), "int32"), B: T.Tensor((1,), "int32"), P: T.Tensor((N,), "int32")):
         with T.Kernel(1, threads=32):
-            B[0] = 0
             for i in T.serial(N):
                 P[i] = (T.atomic_max if op == "max" else T.atomic_min)(B[0], A[i], return_prev=True)
 
     a = np.random.default_rng(2).integers(-50, 50, N).astype(np.int32)
-    b, p = poison((1,), "int32"), poison((N,), "int32")
+    b, p = np.zeros((1,), np.int32), poison((N,), "int32")
     compile_cpu(main)(a, b, p)
     acc = np.maximum.accumulate if op == "max" else np.minimum.accumulate
     running = acc(np.concatenate([[0], a]))
