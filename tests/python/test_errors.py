@@ -214,3 +214,14 @@ def test_reassigning_outer_value_in_runtime_loop():
                 y += 1.0  # ERR-HERE
             A[1] = y
     expect_compile_error(k2, "y", "T.alloc_var")
+
+
+def test_a_kernel_without_source_code_gets_a_clear_error():
+    """python -c, stdin or exec() of a string keep no source for the front end to read."""
+    code = ("import tilelang.language as T\n"
+            "@T.prim_func\n"
+            "def k(A: T.Tensor((4,), 'float32')):\n"
+            "    with T.Kernel(1):\n"
+            "        A[0] = 1.0\n")
+    with pytest.raises(tilelang.TileLangCompileError, match="source code is not available"):
+        exec(compile(code, "<string>", "exec"), {})

@@ -95,7 +95,14 @@ class Parser:
         self.func = func
         self.outer_locals = dict(outer_locals) if outer_locals else {}
         self.eager = eager_ctx
-        lines, start = inspect.getsourcelines(func)
+        try:
+            lines, start = inspect.getsourcelines(func)
+        except (OSError, TypeError):
+            # python -c, stdin, exec() of a string: Python kept no source to parse.
+            raise TileLangCompileError(
+                f"@T.prim_func {getattr(func, '__name__', '?')}: its source code is not available (defined in "
+                "`python -c`, stdin or exec() of a string?); define kernels in a .py file, a notebook cell "
+                "or the IPython REPL", "<unknown>", 0, 0) from None
         self.file = inspect.getsourcefile(func) or "<unknown>"
         raw = "".join(lines)
         source = textwrap.dedent(raw)
