@@ -53,6 +53,16 @@ if [ "${GPU_RUN_AUTOTUNE:-0}" = "1" ]; then
   echo "== autotuning 16 configurations at scale"
   "$PY" benchmarks/autotune_scale.py
 fi
+# Upstream's own suites under both packages (issue 10): needs .peer/upstream-src.tar.gz, a
+# `git archive` of upstream's examples/ and testing/ at the wheel's version, and the wheel.
+if [ "${GPU_RUN_COMPAT:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .peer/upstream-tilelang.tar.xz ]; then
+  echo "== compatibility run: upstream's suites, ours and upstream's package"
+  mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
+  [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
+  timeout "${GPU_RUN_COMPAT_TIMEOUT:-540}" bash scripts/compat_run.sh /tmp/upstream-src \
+    --upstream-pkg /tmp/upstream-tilelang --out "${OUT:-/tmp}/compat" --jobs 14 --timeout 240 \
+    ${GPU_RUN_COMPAT_SUITES:+--suites "$GPU_RUN_COMPAT_SUITES"} 2>&1 | tail -60
+fi
 if [ "${GPU_RUN_FUZZ:-0}" -gt 0 ] 2>/dev/null; then
   echo "== differential fuzzing on CUDA: ${GPU_RUN_FUZZ} programs from seed ${GPU_RUN_FUZZ_SEED:-0}"
   timeout "${GPU_RUN_FUZZ_TIMEOUT:-420}" "$PY" -m tools.fuzz --target cuda --seed "${GPU_RUN_FUZZ_SEED:-0}" \
