@@ -1023,6 +1023,57 @@ def gen_cumsum(r, prog):
     prog.ref = ref
 
 
+def gen_views(r, prog):
+    """T.reshape of a tile (shared or fragment): element writes through the view, a row
+    reduction of the view, and the original tile copied out (it must show the writes)."""
+    P = prog.prefix
+    bm, bn = r.choice([1, 2, 4, 6, 8]), r.choice([4, 8, 12, 16])
+    total = bm * bn
+    k = r.choice([d for d in (1, 2, 3, 4, 6, 8, 16, 32) if total % d == 0])
+    rows = total // k
+    M, N = r.randint(1, 20), r.randint(1, 40)
+    gm, gn = ceildiv(M, bm), ceildiv(N, bn)
+    threads = r.choice(THREADS)
+    scope = r.choice(["shared", "fragment"])
+    red = r.choice(["sum", "max"])
+    c = r.choice([2.0, -1.0, 0.5])
+    X = Param(f"{P}X", (M, N), "float32", "in")
+    O = Param(f"{P}O", (M, N), "float32", "out")
+    R = Param(f"{P}R", (gm * gn * rows,), "float32", "out")
+    prog.params += [X, O, R]
+    prog.touch("float32", factor=k)
+    prog.notes.append(f"views: {scope} tile {bm}x{bn} seen as {rows}x{k}, reduce_{red}, c={c} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel({gn}, {gm}, threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f'x = T.alloc_{scope}(({bm}, {bn}), "float32")')
+        b(f"T.copy({X.name}[by * {bm}, bx * {bn}], x)")
+        b(f"v = T.reshape(x, [{rows}, {k}])")
+        b(f"for i, j in T.Parallel({rows}, {k}):")
+        with b.indent():
+            b(f"v[i, j] = v[i, j] * {c} + T.cast(i, \"float32\")")
+        b(f'rr = T.alloc_fragment(({rows},), "float32")')
+        b(f"T.reduce_{red}(v, rr, dim=1)")
+        b(f"T.copy(x, {O.name}[by * {bm}, bx * {bn}])")
+        b(f"for i in T.Parallel({rows}):")
+        with b.indent():
+            b(f"{R.name}[(by * {gn} + bx) * {rows} + i] = rr[i]")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        o = np.full((M, N), np.nan)
+        rr = np.full(gm * gn * rows, np.nan)
+        for by in range(gm):
+            for bx in range(gn):
+                t = tile_pad(arr[X.name], by * bm, bx * bn, bm, bn).reshape(rows, k)
+                t = rnd(rnd(t * c, "float32") + np.arange(rows)[:, None], "float32")
+                red_v = t.sum(axis=1) if red == "sum" else t.max(axis=1)
+                rr[(by * gn + bx) * rows:(by * gn + bx + 1) * rows] = red_v
+                tile_store(o, t.reshape(bm, bn), by * bm, bx * bn)
+        return {O.name: o, R.name: rr}
+    prog.ref = ref
+
+
 def gen_attention(r, prog):
     """GEMM -> masked online softmax (reduce_max / reduce_sum with clear=False) -> GEMM, over
     a pipelined loop of key/value blocks: the chain where layouts meet."""
@@ -1356,6 +1407,7 @@ KINDS = {
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
     "control": (gen_control, 2), "cumsum": (gen_cumsum, 1), "attention": (gen_attention, 2),
     "threads": (gen_threads, 1.5), "intops": (gen_intops, 2), "reject": (gen_reject, 0.2),
+    "views": (gen_views, 1),
 }
 
 
