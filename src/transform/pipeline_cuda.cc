@@ -5,7 +5,7 @@
 
 namespace tl::transform {
 
-ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
+ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // Layout annotations are reported, not applied: the passes below choose every layout.
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
@@ -17,7 +17,11 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
   out = RunPass("guard-global-access", out, ctx);
   // Every later pass spreads work over threads through the binding of `tx`.
-  out = RunPass("cuda-bind-threads", out, ctx);
+  return RunPass("cuda-bind-threads", out, ctx);
+}
+
+ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
+  ir::PrimFunc out = PrepareForCudaFragments(f, ctx);
   // Fragment layouts must be known before copies are lowered: copies of register
   // fragments walk each thread's registers, the rest become shared-memory copies.
   out = RunPass("cuda-lower-fragments", out, ctx);

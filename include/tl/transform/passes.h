@@ -114,4 +114,8 @@ ir::PrimFunc CudaInsertBarriers(const ir::PrimFunc& f, PassContext& ctx);
 /// The CUDA pipeline (see pipeline_cuda.cc).
 ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx);
 
+/// The CUDA pipeline's first passes, up to (not including) cuda-lower-fragments: what layout
+/// inference sees (DescribeFragmentLayouts runs it too).
+ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx);
+
 }  // namespace tl::transform

@@ -16,12 +16,7 @@ namespace tl::transform {
 
 std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassContext& ctx) {
   using namespace ir;  // NOLINT: implementation file
-  // The same passes, in the same order, as LowerForCuda before cuda-lower-fragments.
-  PrimFunc g = f;
-  for (const char* pass : {"lower-buffer-views", "report-layout-annotations", "simplify", "check-tile-bounds",
-                           "guard-global-access", "cuda-bind-threads"}) {
-    g = RunPass(pass, g, ctx);
-  }
+  PrimFunc g = PrepareForCudaFragments(f, ctx);
   cuda::ThreadBinding tb = cuda::GetThreadBinding(g->body, "describe-fragment-layouts");
   auto arch = ctx.config.find("tl.target_arch");
   cuda::FragmentLayouts inferred =
