@@ -70,11 +70,7 @@ def _key_of(args, kwargs):
 _FALSE = ("0", "", "false", "no", "off")
 
 
-def _env_flag(name) -> bool:
-    return os.environ.get(name, "0").strip().lower() not in _FALSE
-
-
-def _env_flag_default(name, default: bool) -> bool:
+def _env_flag(name, default: bool = False) -> bool:
     v = os.environ.get(name)
     return default if v is None else v.strip().lower() not in _FALSE
 
@@ -194,7 +190,7 @@ class AutoTunedFunction:
         from .. import env
         from ..jit import cuda_backend
 
-        if not hasattr(os, "fork") or not env.is_cache_enabled() or not _env_flag_default(
+        if not hasattr(os, "fork") or not env.is_cache_enabled() or not _env_flag(
                 "TILELANG_AUTOTUNE_PROCESSES", True):
             return 0
         device = cuda_backend._current_device()
