@@ -166,3 +166,66 @@ def test_reduce_along_rows_of_a_pipelined_tile():
     assert_close(r, np.abs(x).max(axis=0), "float64")
     # each thread folds one column over the tile's 5 rows
     assert "r[tx] = tl::max(r[tx], tl::abs(x[" in _cuda_source(main)
+
+
+def _cuda_remarks(func):
+    import tilelang
+
+    return tilelang.compile(func, target="cuda -arch=sm_90a").get_remarks()
+
+
+def test_pipelined_tile_smaller_than_a_tma_stage_alignment():
+    """fuzz seeds 2834, 3741, 3801 (CUDA, misaligned address): T.Pipelined stages of a
+    1 x 4 float32 tile (16 bytes) were loaded by TMA, which writes only to 128-byte aligned
+    shared addresses; stage 1 started at byte 16. Such tiles now stay on cp.async."""
+
+    @T.prim_func
+    def main(X: T.Tensor((11, 48), "float64"), W: T.Tensor((11, 48), "float32"),
+             Y: T.Tensor((11, 48), "float32"), Z: T.Tensor((11, 4), "float32")):
+        with T.Kernel(11, threads=128) as by:
+            ws = T.alloc_shared((1, 4), "float32")
+            acc = T.alloc_fragment((1, 4), "float32")
+            y = T.alloc_fragment((1, 4), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(12, num_stages=2):
+                T.copy(W[by, k * 4], ws)
+                for i, j in T.Parallel(1, 4):
+                    acc[i, j] = acc[i, j] + T.cast(X[by, k * 4 + j], "float32") * ws[i, j]
+                for i, j in T.Parallel(1, 4):
+                    y[i, j] = ws[i, j] + T.cast(k, "float32")
+                T.copy(y, Y[by, k * 4])
+            T.copy(acc, Z[by, 0])
+
+    rng = np.random.default_rng(2834)
+    x, w = rng.standard_normal((11, 48)), rng.standard_normal((11, 48)).astype(np.float32)
+    y, z = poison((11, 48)), poison((11, 4))
+    compile_cpu(main)(x, w, y, z)
+    assert_close(y, f64(w) + np.repeat(np.arange(12), 4)[None, :])
+    assert_close(z, (x.astype(np.float32).astype(np.float64) * f64(w)).reshape(11, 12, 4).sum(axis=1))
+    remarks = " ".join(_cuda_remarks(main))
+    assert "not a multiple of 128 bytes" in remarks and "cp.async pipeline" in remarks
+
+
+def test_gemm_on_a_window_whose_rows_are_not_16_byte_aligned():
+    """fuzz seeds 3737, 3947 (CUDA, misaligned address): T.gemm of B_s[2:18, 2:18], a
+    window of an 18 x 20 float16 tile, used ldmatrix, which reads 16-byte aligned rows; rows
+    of 40 bytes starting at byte 84 are not. Such GEMMs now take the element-wise path."""
+
+    @T.prim_func
+    def main(A: T.Tensor((16, 32), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((32, 16), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            A_s = T.alloc_shared((16, 32), "float16")
+            B_s = T.alloc_shared((18, 20), "float16")
+            C_f = T.alloc_fragment((32, 16), "float32")
+            T.clear(C_f)
+            T.copy(A, A_s)
+            T.copy(B, B_s[2:18, 2:18])
+            T.gemm(A_s, B_s[2:18, 2:18], C_f, transpose_A=True)
+            T.copy(C_f, C)
+
+    rng = np.random.default_rng(3737)
+    a, b = rng.standard_normal((16, 32)).astype(np.float16), rng.standard_normal((16, 16)).astype(np.float16)
+    c = poison((32, 16))
+    compile_cpu(main)(a, b, c)
+    assert_close(c, f64(a).T @ f64(b), "float16")
+    assert any("element-wise loops" in r and "16-byte" in r for r in _cuda_remarks(main))

@@ -2,6 +2,8 @@
 /// \file Fragment layout inference (see fragment_inference.h).
 #include "fragment_inference.h"
 
+#include "copy_lowering.h"
+
 #include "register_tiles.h"
 #include "tl/support/error.h"
 #include "wgmma_select.h"
@@ -103,6 +105,22 @@ class LayoutInference : public IRVisitor {
   }
 
  protected:
+  /// ldmatrix (the mma.sync path, and B of the register-A path) reads 8 consecutive 16-bit
+  /// elements per row at 16-byte aligned addresses: a window whose row length or start
+  /// column breaks that (a slice B_s[2:18, 2:18] of an 18 x 20 tile) faults on the GPU with a
+  /// misaligned address, so such GEMMs take the element-wise path. wgmma's own operand
+  /// checks are stricter (whole 2-D tiles), and other dtypes never use ldmatrix.
+  static bool LdmatrixRowsAligned(const GemmOp* op, bool reg_a) {
+    arith::Analyzer an;
+    for (const Region* r : {&op->a, &op->b}) {
+      if (r == &op->a && reg_a) continue;
+      int bytes = r->buffer->dtype.bytes();
+      if (bytes != 2 || r->buffer->scope != Scope::kShared) continue;
+      if (!cuda::VectorFits(*r, 16 / bytes, an)) return false;
+    }
+    return true;
+  }
+
   void Visit_(const GemmOp* op) override {
     int64_t m, n, ka = 0, kb = 0;
     std::string why;
@@ -114,6 +132,8 @@ class LayoutInference : public IRVisitor {
       why = "the thread count is not a multiple of 32";
     } else if (IsFragment(op->b.buffer)) {
       why = "operand B is a fragment";
+    } else if (!LdmatrixRowsAligned(op, reg_a)) {
+      why = "a shared operand's rows do not start on 16-byte boundaries (ldmatrix reads 16-byte rows)";
     } else if (reg_a) {
       // A in registers: each warp must own whole rows of A and C (warps along M only),
       // and A must hold 16-bit values laid out as an mma accumulator of M x K.

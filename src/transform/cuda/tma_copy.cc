@@ -80,6 +80,11 @@ std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Pa
   } else if (cols > kMaxBox || cols * bytes % 16) {
     return "the tile's rows must be at most 256 elements and a multiple of 16 bytes";
   }
+  // TMA writes only to 128-byte aligned shared addresses (1024 for a 128-byte swizzle, per
+  // 64-column panel), and the pipeline stacks its stages back to back: a 16-byte tile would
+  // put stage 1 at a misaligned address (a GPU fault).
+  if (panelled && rows % 8) return "a wgmma panel tile needs a multiple of 8 rows (1024-byte swizzle atoms)";
+  if (rows * cols * bytes % 128) return "the tile is not a multiple of 128 bytes (each stage must start 128-byte aligned)";
   return "";
 }
 
