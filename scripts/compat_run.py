@@ -131,6 +131,19 @@ def parse(xml: Path, rel, rc, text, collect_only):
     return out
 
 
+def _reused_side(path: Path, side: str, wanted_files):
+    """The runs of `side` recorded in an earlier results.json, for the files of this run."""
+    data = json.loads(path.read_text())
+    runs = []
+    for run in data["runs"]:
+        if run["side"] != side or run["file"] not in wanted_files:
+            continue
+        prefix = run["file"] + "::"
+        res = {t: tuple(v[side]) for t, v in data["tests"].items() if t.startswith(prefix) and side in v}
+        runs.append(dict(run, results=res))
+    return runs
+
+
 def which_package(python, env):
     r = subprocess.run([python, "-c", "import tilelang, sys; print(tilelang.__file__); "
                         "print(getattr(tilelang, '__version__', '?'))"],
@@ -222,6 +235,9 @@ def main():
     p.add_argument("--provide-tvm", action="store_true",
                    help="on our side, TILELANG_PROVIDE_TVM=1: `import tvm` gives tilelang's stand-in "
                         "(docs/tvm-compat.md)")
+    p.add_argument("--control-results", default=None,
+                   help="results.json of an earlier run whose upstream side is reused (same checkout and "
+                        "upstream package): only our side runs, the table compares against that control")
     p.add_argument("--sides", default=None, help="ours,upstream (default: ours, plus upstream when --upstream-pkg)")
     args = p.parse_args()
 
@@ -275,6 +291,10 @@ def main():
         print("[compat] warning: the control imports tilelang from the checkout itself", file=sys.stderr)
 
     runs = []
+    if args.control_results:
+        runs += _reused_side(Path(args.control_results), "upstream", {str(f.relative_to(root)) for _, f in files})
+        sides = [s for s in sides if s != "upstream"]
+        packages["upstream"] = f"(reused from {args.control_results})"
     for side in sides:  # one side at a time: the two packages never share a GPU run
         with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futs = [pool.submit(run_file, side, pythons[side], envs[side], root, suite, f, out, args.timeout,
