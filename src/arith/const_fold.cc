@@ -176,6 +176,9 @@ Expr FoldFloat(BinOp op, DType t, double x, double y) {
 
 bool ExactIn(DType t, double v) {
   if (!t.IsFloat()) return false;
+  // 8-bit floats: constants stay casts evaluated by the device library (which rounds and
+  // saturates); only zero and NaN, and E5M2's infinities, are known to be exact.
+  if (t.IsFloat8()) return v == 0 || std::isnan(v) || (t.code == DType::kFloat8E5M2 && std::isinf(v));
   if (std::isnan(v) || std::isinf(v) || v == 0) return true;
   if (t == DType::Float(64)) return true;
   if (t == DType::Float(32)) return static_cast<double>(static_cast<float>(v)) == v;

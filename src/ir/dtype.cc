@@ -12,6 +12,8 @@ std::string DType::str() const {
     case kUInt: return "uint" + std::to_string(bits);
     case kFloat: return "float" + std::to_string(bits);
     case kBFloat: return "bfloat16";
+    case kFloat8E4M3: return "float8_e4m3fn";
+    case kFloat8E5M2: return "float8_e5m2";
     case kBool: return "bool";
     case kHandle: return "handle";
     case kVoid: return "void";
@@ -27,6 +29,8 @@ DType DType::Parse(const std::string& name) {
       {"float32", Float(32)}, {"float64", Float(64)}, {"bfloat16", BFloat16()},
       {"bool", Bool()},       {"half", Float(16)},    {"float", Float(32)},
       {"double", Float(64)},  {"int", Int(32)},       {"handle", Handle()},
+      // float8_e4m3 is upstream's name for the same CUDA type (__nv_fp8_e4m3)
+      {"float8_e4m3fn", Float8E4M3()}, {"float8_e4m3", Float8E4M3()}, {"float8_e5m2", Float8E5M2()},
   };
   auto it = kNames.find(name);
   return it == kNames.end() ? Void() : it->second;

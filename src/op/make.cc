@@ -262,6 +262,12 @@ Stmt MakeReduce(RegionSpec src, RegionSpec dst, ReduceKind kind, int dim, bool c
 Stmt MakeAtomic(AtomicKind kind, RegionSpec dst, RegionSpec src, Expr value, const Span& span) {
   const char* name = kind == AtomicKind::kAdd ? "T.atomic_add"
                      : kind == AtomicKind::kMax ? "T.atomic_max" : "T.atomic_min";
+  if (dst.buffer->dtype.IsFloat8()) {
+    // No GPU has 8-bit float atomics, and a compare-and-swap loop on a byte would need
+    // the neighbouring bytes' word: refused rather than emulated.
+    TL_USER_ERROR(span) << name << ": " << dst.buffer->name << " is " << dst.buffer->dtype.str()
+                        << "; atomics on 8-bit floats are not supported (accumulate in float32 and cast)";
+  }
   if (!src.buffer) {
     // Element form: dst[i, j] op= value (or a region op= a broadcast value).
     Region d{dst.buffer, {}};

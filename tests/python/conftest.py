@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 NP = {
     "float16": np.dtype(np.float16),
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "int8": np.dtype(np.int8),
@@ -113,20 +115,26 @@ if os.environ.get("TILELANG_TEST_CUDA") == "1":
 
     _target_mod.parse = _parse_as_cuda
 
+    # ml_dtypes types torch.from_numpy does not know: moved as raw bits of the same width
+    _BITS = {"bfloat16": (np.int16, torch.bfloat16), "float8_e4m3fn": (np.uint8, torch.float8_e4m3fn),
+             "float8_e5m2": (np.uint8, torch.float8_e5m2)}
+
     def _to_torch(a):
         if not isinstance(a, np.ndarray):
             return a
         a = np.ascontiguousarray(a)
-        if a.dtype == NP["bfloat16"]:
-            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
+        if a.dtype.name in _BITS:
+            raw, tt = _BITS[a.dtype.name]
+            return torch.from_numpy(a.view(raw)).view(tt).cuda()
         return torch.from_numpy(a).cuda()
 
     def _to_numpy(t, like=None):
         if not isinstance(t, torch.Tensor):
             return t
         t = t.cpu()
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(NP["bfloat16"])
+        for name, (raw, tt) in _BITS.items():
+            if t.dtype == tt:
+                return t.view(getattr(torch, np.dtype(raw).name)).numpy().view(NP[name])
         return t.numpy()
 
     _call = _kernel_mod.JITKernel.__call__

@@ -9,7 +9,9 @@ namespace tl::ir {
 
 /// A scalar type: a code and a bit width. kHandle is an opaque pointer.
 struct DType {
-  enum Code : uint8_t { kInt, kUInt, kFloat, kBFloat, kBool, kHandle, kVoid };
+  /// kFloat8E4M3: OCP E4M3 "fn" (torch/ml_dtypes float8_e4m3fn: no infinities, max 448);
+  /// kFloat8E5M2: OCP E5M2. Both are storage types that compute in float (like kBFloat).
+  enum Code : uint8_t { kInt, kUInt, kFloat, kBFloat, kBool, kHandle, kVoid, kFloat8E4M3, kFloat8E5M2 };
   Code code = kVoid;
   int bits = 0;
 
@@ -17,6 +19,8 @@ struct DType {
   static DType UInt(int bits) { return {kUInt, bits}; }
   static DType Float(int bits) { return {kFloat, bits}; }
   static DType BFloat16() { return {kBFloat, 16}; }
+  static DType Float8E4M3() { return {kFloat8E4M3, 8}; }
+  static DType Float8E5M2() { return {kFloat8E5M2, 8}; }
   static DType Bool() { return {kBool, 8}; }
   static DType Handle() { return {kHandle, 64}; }
   static DType Void() { return {kVoid, 0}; }
@@ -25,7 +29,8 @@ struct DType {
 
   bool IsInt() const { return code == kInt || code == kUInt; }
   bool IsSigned() const { return code == kInt; }
-  bool IsFloat() const { return code == kFloat || code == kBFloat; }
+  bool IsFloat() const { return code == kFloat || code == kBFloat || IsFloat8(); }
+  bool IsFloat8() const { return code == kFloat8E4M3 || code == kFloat8E5M2; }
   bool IsBool() const { return code == kBool; }
   bool IsVoid() const { return code == kVoid; }
   int bytes() const { return (bits + 7) / 8; }

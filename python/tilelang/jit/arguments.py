@@ -13,7 +13,8 @@ from ..language.dtypes import canonical
 try:
     import ml_dtypes as _ml
 
-    _NP_DTYPES = {"bfloat16": np.dtype(_ml.bfloat16)}
+    _NP_DTYPES = {"bfloat16": np.dtype(_ml.bfloat16), "float8_e4m3fn": np.dtype(_ml.float8_e4m3fn),
+                  "float8_e5m2": np.dtype(_ml.float8_e5m2)}
 except ImportError:  # pragma: no cover - ml_dtypes is a dependency
     _NP_DTYPES = {}
 

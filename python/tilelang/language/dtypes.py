@@ -9,13 +9,13 @@ _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "
             "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 _NAMES = (
     "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
-    "float16 bfloat16 float32 float64"
+    "float16 bfloat16 float32 float64 float8_e4m3fn float8_e4m3 float8_e5m2"
 ).split()
 # Names TileLang programs mention that the compiler cannot compute with yet: they exist
 # (so programs import, and host code can convert tensors with .as_torch() / .as_numpy()),
 # and using one for a tensor, a tile or a value inside a kernel is an error at that line.
 _NAME_ONLY = (
-    "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float8_e3m4 float8_e4m3 "
+    "float8_e4m3fnuz float8_e5m2fnuz float8_e8m0fnu float8_e3m4 "
     "float8_e4m3b11fnuz float4_e2m1fn float4_e2m1_unpacked float6_e2m3fn float6_e3m2fn int4 uint4 int2 uint2 int1 uint1 tfloat32"
 ).split()
 _ALL_NAMES = _NAMES + _NAME_ONLY
@@ -27,12 +27,13 @@ _TORCH_NAMES = {
     "float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
     "float8_e4m3fn": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2": "float8_e5m2",
     "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e8m0fnu": "float8_e8m0fnu",
+    "float8_e4m3": "float8_e4m3fn",  # upstream's CUDA type for both is __nv_fp8_e4m3 (E4M3 fn)
     "float4_e2m1fn": "float4_e2m1fn_x2", "tfloat32": "float32",
     "int4": "int8", "uint4": "uint8",
 }
 # dtype name -> numpy / ml_dtypes type name.
 _NUMPY_NAMES = {
-    "float8_e4m3fn": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2": "float8_e5m2",
+    "float8_e4m3fn": "float8_e4m3fn", "float8_e4m3": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2": "float8_e5m2",
     "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e8m0fnu": "float8_e8m0fnu", "float4_e2m1fn": "float4_e2m1fn",
     "float6_e2m3fn": "float6_e2m3fn", "float6_e3m2fn": "float6_e3m2fn", "int4": "int4", "uint4": "uint4",
     "int2": "int2", "uint2": "uint2", "bfloat16": "bfloat16", "tfloat32": "float32",

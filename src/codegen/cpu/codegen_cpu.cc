@@ -31,6 +31,8 @@ std::string CType(DType t) {
       if (t.bits == 64) return "double";
       break;
     case DType::kBFloat: return "tl::bfloat16";
+    case DType::kFloat8E4M3: return "tl::float8_e4m3";
+    case DType::kFloat8E5M2: return "tl::float8_e5m2";
     case DType::kBool: return "bool";
     case DType::kHandle: return "void*";
     case DType::kVoid: return "void";

@@ -89,6 +89,15 @@ class CudaCodegen : public CPrinter {
       if (p.buffer) {
         sig << CType(p.buffer->dtype) << "* __restrict__ " << Ident(p.buffer->name, p.buffer.get());
         out.arg_kinds.push_back("ptr");
+      } else if (p.var->dtype.IsFloat() && p.var->dtype.bits < 32) {
+        // The launch passes floats of 32 bits at least (arg kind f32); a 16- or 8-bit
+        // parameter would read only part of them. It arrives as a float and is rounded
+        // to its type once, at the top of the kernel.
+        std::string name = Ident(p.var->name, p.var.get());
+        sig << "float " << name << "_arg";
+        narrow_scalars_.push_back("const " + CType(p.var->dtype) + " " + name + " = " + CType(p.var->dtype) + "(" +
+                                  name + "_arg);\n");
+        out.arg_kinds.push_back("f32");
       } else {
         sig << CType(p.var->dtype) << " " << Ident(p.var->name, p.var.get());
         out.arg_kinds.push_back(ArgKind(p.var->dtype));
@@ -162,6 +171,7 @@ class CudaCodegen : public CPrinter {
   void EmitKernel(const KernelLaunch* op) override {
     static const char* kDims[] = {"x", "y", "z"};
     Line() << "extern __shared__ __align__(1024) unsigned char tl_smem[];\n";
+    for (const std::string& decl : narrow_scalars_) Line() << decl;
     int64_t panel = RasterPanel(op);
     for (size_t k = 0; k < op->block_vars.size(); ++k) {
       const VarRef& v = op->block_vars[k];
@@ -495,6 +505,7 @@ class CudaCodegen : public CPrinter {
   transform::cuda::SharedPlan plan_;
   std::vector<int64_t> threads_;
   int64_t shared_bytes_ = 0;   ///< the arena's peak
+  std::vector<std::string> narrow_scalars_;  ///< declarations rounding 16/8-bit float parameters
   int64_t unplanned_end_ = 0;  ///< end of the buffers placed here, after the plan
 };
 

@@ -121,8 +121,16 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
       MakeBool(op->trans_a), MakeBool(op->trans_b), ld(a), ld(b)};
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
   auto no = no_wgmma_.find(op);
+  // gemm_ss (tile_ops.h) takes the tensor cores for float16/bfloat16 into float32 only;
+  // other operand types run its per-thread multiply-add loop in the same warp layout.
+  DType ta = op->a.buffer->dtype;
+  bool tensor_cores = (ta == DType::Float(16) || ta == DType::BFloat16()) && ta == op->b.buffer->dtype &&
+                      rf.regs->dtype == DType::Float(32);
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
-                         op->c.buffer->name + ": ldmatrix + mma.sync m16n8k16, warps " +
+                         op->c.buffer->name + ": " +
+                         (tensor_cores ? std::string("ldmatrix + mma.sync m16n8k16")
+                                       : "multiply-add loops, no tensor cores for " + ta.str() + " operands") +
+                         ", warps " +
                          std::to_string(Mma(rf).warps().warps_m) + "x" +
                          std::to_string(Mma(rf).warps().warps_n) +
                          (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")"));

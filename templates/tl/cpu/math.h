@@ -32,11 +32,15 @@ template <>
 struct compute_type<bfloat16> {
   using type = float;
 };
+template <typename F>
+struct compute_type<float8<F>> {
+  using type = float;
+};
 
-/// True for built-in arithmetic types and the 16-bit float types.
+/// True for built-in arithmetic types and the 16- and 8-bit float types.
 template <typename T>
-inline constexpr bool is_number_v =
-    std::is_arithmetic<T>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value;
+inline constexpr bool is_number_v = std::is_arithmetic<T>::value || std::is_same<T, half>::value ||
+                                    std::is_same<T, bfloat16>::value || is_float8<T>::value;
 
 /// Common computation type of two different number types (half+bfloat16 -> float).
 template <typename A, typename B>
@@ -62,6 +66,9 @@ using enable_if_int_t = std::enable_if_t<std::is_integral<T>::value, int>;
   inline half name(half h) { return half(name(static_cast<float>(h))); }        \
   /** name() of a bfloat16, computed in float. */                               \
   inline bfloat16 name(bfloat16 h) { return bfloat16(name(static_cast<float>(h))); } \
+  /** name() of an 8-bit float, computed in float. */                           \
+  template <typename T, detail::enable_if_float8_t<T> = 0>                      \
+  inline T name(T h) { return T(name(static_cast<float>(h))); }                 \
   /** name() of an integer, computed in double. */                              \
   template <typename T, detail::enable_if_int_t<T> = 0>                         \
   inline double name(T x) { return name(static_cast<double>(x)); }
@@ -102,6 +109,9 @@ inline bfloat16 pow(bfloat16 a, bfloat16 b) {
 /// a raised to b for integers, computed in double (like the C library).
 template <typename T, detail::enable_if_int_t<T> = 0>
 inline double pow(T a, T b) { return std::pow(static_cast<double>(a), static_cast<double>(b)); }
+/// a raised to b for 8-bit floats, computed in float.
+template <typename T, detail::enable_if_float8_t<T> = 0>
+inline T pow(T a, T b) { return T(std::pow(static_cast<float>(a), static_cast<float>(b))); }
 /// Mixed-type pow: both operands are converted to their common computation type first.
 template <typename A, typename B, detail::enable_if_mixed_t<A, B> = 0>
 inline auto pow(A a, B b) {
@@ -198,6 +208,8 @@ inline T infinity() {
     return half_from_bits(0x7c00u);
   } else if constexpr (std::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0x7f80u);
+  } else if constexpr (detail::is_float8<T>::value) {
+    return T(std::numeric_limits<float>::infinity());  // e4m3 has none: saturates to 448
   } else if constexpr (std::numeric_limits<T>::has_infinity) {
     return std::numeric_limits<T>::infinity();
   } else {
@@ -212,6 +224,8 @@ inline T neg_infinity() {
     return half_from_bits(0xfc00u);
   } else if constexpr (std::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0xff80u);
+  } else if constexpr (detail::is_float8<T>::value) {
+    return T(-std::numeric_limits<float>::infinity());  // e4m3 has none: saturates to -448
   } else if constexpr (std::numeric_limits<T>::has_infinity) {
     return -std::numeric_limits<T>::infinity();
   } else {

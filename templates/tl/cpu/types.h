@@ -137,6 +137,19 @@ inline float to_float_for_narrowing(T v) {
 
 template <typename T>
 using enable_if_arith_t = std::enable_if_t<std::is_arithmetic<T>::value, int>;
+using std::enable_if_t;
+
+/// What float8.h narrows other arithmetic types with.
+template <typename T>
+inline float narrow_to_float(T v) {
+  return to_float_for_narrowing(v);
+}
+
+/// True for the 8-bit float types (specialised in float8.h).
+template <typename T>
+struct is_float8 {
+  static constexpr bool value = false;
+};
 
 }  // namespace detail
 
@@ -154,6 +167,9 @@ struct half {
   half(T v) : bits(detail::float_to_half_bits(detail::to_float_for_narrowing(v))) {}
   /// Rounds a bfloat16 value to the nearest half.
   inline half(bfloat16 v);
+  /// Rounds an 8-bit float (exact in float first).
+  template <typename T, std::enable_if_t<detail::is_float8<T>::value, int> = 0>
+  half(T v) : bits(detail::float_to_half_bits(static_cast<float>(v))) {}
   /// Wraps a raw bit pattern.
   constexpr half(uint16_t raw, from_bits_t) : bits(raw) {}
 
@@ -194,6 +210,9 @@ struct bfloat16 {
   bfloat16(T v) : bits(detail::float_to_bfloat16_bits(detail::to_float_for_narrowing(v))) {}
   /// Rounds a half value to the nearest bfloat16.
   bfloat16(half v) : bits(detail::float_to_bfloat16_bits(static_cast<float>(v))) {}
+  /// Rounds an 8-bit float (exact in float first).
+  template <typename T, std::enable_if_t<detail::is_float8<T>::value, int> = 0>
+  bfloat16(T v) : bits(detail::float_to_bfloat16_bits(static_cast<float>(v))) {}
   /// Wraps a raw bit pattern.
   constexpr bfloat16(uint16_t raw, from_bits_t) : bits(raw) {}
 
@@ -236,3 +255,11 @@ static_assert(std::is_trivially_copyable<bfloat16>::value && std::is_trivial<bfl
               "bfloat16 must be POD-like");
 
 }  // namespace tl
+
+#define TL_F8_FN inline
+#include "../float8.h"  // the CPU include path is templates/tl/cpu
+#undef TL_F8_FN
+
+static_assert(sizeof(tl::float8_e4m3) == 1 && sizeof(tl::float8_e5m2) == 1, "8-bit floats must be one byte");
+static_assert(std::is_trivial<tl::float8_e4m3>::value && std::is_trivial<tl::float8_e5m2>::value,
+              "8-bit floats must be POD-like");

@@ -37,11 +37,16 @@ template <>
 struct compute_type<bfloat16> {
   using type = float;
 };
+template <typename F>
+struct compute_type<float8<F>> {
+  using type = float;
+};
 
-/// True for built-in arithmetic types and the 16-bit float types.
+/// True for built-in arithmetic types and the 16- and 8-bit float types.
 template <typename T>
 struct is_number {
-  static constexpr bool value = is_arithmetic<T>::value || is_same<T, half>::value || is_same<T, bfloat16>::value;
+  static constexpr bool value = is_arithmetic<T>::value || is_same<T, half>::value || is_same<T, bfloat16>::value ||
+                                is_float8<T>::value;
 };
 
 /// Common computation type of two different number types (half + bfloat16 -> float),
@@ -129,6 +134,11 @@ TL_DEVICE float fast_tanh(float x) {
   TL_DEVICE half name(half h) { return half(name(static_cast<float>(h))); }             \
   /** name() of a bfloat16, computed in float. */                                       \
   TL_DEVICE bfloat16 name(bfloat16 h) { return bfloat16(name(static_cast<float>(h))); } \
+  /** name() of an 8-bit float, computed in float. */                                   \
+  template <typename T, detail::enable_if_float8_t<T> = 0>                              \
+  TL_DEVICE T name(T h) {                                                               \
+    return T(name(static_cast<float>(h)));                                              \
+  }                                                                                     \
   /** name() of an integer, computed in double. */                                      \
   template <typename T, detail::enable_if_int_t<T> = 0>                                 \
   TL_DEVICE double name(T x) {                                                          \
@@ -187,6 +197,11 @@ TL_DEVICE bfloat16 pow(bfloat16 a, bfloat16 b) { return bfloat16(pow(static_cast
 template <typename T, detail::enable_if_int_t<T> = 0>
 TL_DEVICE double pow(T a, T b) {
   return ::pow(static_cast<double>(a), static_cast<double>(b));
+}
+/// a raised to b for 8-bit floats, computed in float.
+template <typename T, detail::enable_if_float8_t<T> = 0>
+TL_DEVICE T pow(T a, T b) {
+  return T(pow(static_cast<float>(a), static_cast<float>(b)));
 }
 /// Mixed-type pow: both operands are converted to their common computation type first.
 template <typename A, typename B, detail::enable_if_mixed_t<A, B> = 0>
@@ -316,6 +331,8 @@ TL_DEVICE T infinity() {
     return half_from_bits(0x7c00u);
   } else if constexpr (detail::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0x7f80u);
+  } else if constexpr (detail::is_float8<T>::value) {
+    return T(__uint_as_float(0x7f800000u));  // e4m3 has none: saturates to 448
   } else if constexpr (detail::is_same<T, float>::value) {
     return __uint_as_float(0x7f800000u);
   } else if constexpr (detail::is_same<T, double>::value) {
@@ -333,6 +350,8 @@ TL_DEVICE T neg_infinity() {
     return half_from_bits(0xfc00u);
   } else if constexpr (detail::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0xff80u);
+  } else if constexpr (detail::is_float8<T>::value) {
+    return T(__uint_as_float(0xff800000u));  // e4m3 has none: saturates to -448
   } else if constexpr (detail::is_same<T, float>::value) {
     return __uint_as_float(0xff800000u);
   } else if constexpr (detail::is_same<T, double>::value) {

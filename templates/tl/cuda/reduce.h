@@ -56,6 +56,10 @@ template <>
 struct reduce_type<bfloat16> {
   using type = float;
 };
+template <typename F>
+struct reduce_type<float8<F>> {
+  using type = float;
+};
 template <>
 struct reduce_type<bool> {
   using type = int;

@@ -97,6 +97,16 @@ __host__ __device__ T declval_() noexcept;
 
 // --- Conversions -----------------------------------------------------------
 
+/// Bit pattern of a float, and the float of a bit pattern (float8.h's names).
+TL_DEVICE unsigned int float_bits(float f) { return __float_as_uint(f); }
+TL_DEVICE float bits_float(unsigned int u) { return __uint_as_float(u); }
+
+/// True for the 8-bit float types (specialised in float8.h).
+template <typename T>
+struct is_float8 {
+  static constexpr bool value = false;
+};
+
 /// Float with the lowest mantissa bit forced to 1 (the "sticky" bit of round-to-odd).
 TL_DEVICE float set_lsb(float f) { return __uint_as_float(__float_as_uint(f) | 1u); }
 
@@ -195,6 +205,9 @@ struct half {
   TL_DEVICE half(T v) : bits(detail::float_to_half_bits(detail::to_float_round_odd(v))) {}
   /// Rounds a bfloat16 value to the nearest half.
   TL_DEVICE half(bfloat16 v);
+  /// Rounds an 8-bit float (exact in float first).
+  template <typename T, detail::enable_if_t<detail::is_float8<T>::value, int> = 0>
+  TL_DEVICE half(T v) : bits(detail::float_to_half_bits(static_cast<float>(v))) {}
   /// Wraps a raw bit pattern (usable on the host too).
   __host__ __device__ constexpr half(unsigned short raw, from_bits_t) : bits(raw) {}
 
@@ -251,6 +264,9 @@ struct bfloat16 {
   TL_DEVICE bfloat16(T v) : bits(detail::float_to_bfloat16_bits(detail::to_float_round_odd(v))) {}
   /// Rounds a half value to the nearest bfloat16.
   TL_DEVICE bfloat16(half v) : bits(detail::float_to_bfloat16_bits(static_cast<float>(v))) {}
+  /// Rounds an 8-bit float (exact in float first).
+  template <typename T, detail::enable_if_t<detail::is_float8<T>::value, int> = 0>
+  TL_DEVICE bfloat16(T v) : bits(detail::float_to_bfloat16_bits(static_cast<float>(v))) {}
   /// Wraps a raw bit pattern (usable on the host too).
   __host__ __device__ constexpr bfloat16(unsigned short raw, from_bits_t) : bits(raw) {}
 
@@ -306,6 +322,24 @@ static_assert(sizeof(half) == 2 && alignof(half) == 2, "half must match binary16
 static_assert(sizeof(bfloat16) == 2 && alignof(bfloat16) == 2, "bfloat16 must match ml_dtypes layout");
 static_assert(__is_trivially_copyable(half) && __is_trivially_copyable(bfloat16),
               "16-bit floats must be trivially copyable");
+
+namespace detail {
+/// What float8.h narrows other arithmetic types with.
+template <typename T>
+TL_DEVICE float narrow_to_float(T v) {
+  return to_float_round_odd(v);
+}
+}  // namespace detail
+
+}  // namespace tl
+
+#define TL_F8_FN TL_DEVICE
+#include "tl/float8.h"
+#undef TL_F8_FN
+
+namespace tl {
+
+static_assert(sizeof(float8_e4m3) == 1 && sizeof(float8_e5m2) == 1, "8-bit floats must be one byte");
 
 // --- Pairs of 16-bit values in one 32-bit register -------------------------
 // mma.sync and ldmatrix fragments hold two 16-bit elements per register: the
