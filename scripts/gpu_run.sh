@@ -82,6 +82,33 @@ if [ "${GPU_RUN_FUZZ:-0}" -gt 0 ] 2>/dev/null; then
     --count "${GPU_RUN_FUZZ}" --batch 12 --jobs 14 --timeout 150 --quiet-rejected 2>&1 \
     | tee "${OUT:-/tmp}/fuzz_cuda_${GPU_RUN_FUZZ_SEED:-0}.log" | tail -60
 fi
+# GPU_RUN_FUZZ_REPLAY="2832-2843 3732-3743": seed ranges run again on CUDA (e.g. the batches
+# that held programs a fix is for).
+for range_ in ${GPU_RUN_FUZZ_REPLAY:-}; do
+  lo=${range_%-*}; hi=${range_#*-}
+  echo "== fuzz replay on CUDA: seeds $lo-$hi"
+  timeout 200 "$PY" -m tools.fuzz --target cuda --seed "$lo" --count $((hi - lo + 1)) --batch 12 --jobs 4 \
+    --timeout 150 --quiet-rejected 2>&1 | grep -E "^programs|^====" | head -20
+done
+# GPU_RUN_LOAD_CYCLES=10000: distinct kernels compiled, loaded, run and dropped in one process
+# (benchmarks/load_cycles.py), host and device memory tracked.
+if [ "${GPU_RUN_LOAD_CYCLES:-0}" -gt 0 ] 2>/dev/null; then
+  echo "== compile-and-load cycles: ${GPU_RUN_LOAD_CYCLES}"
+  timeout "${GPU_RUN_LOAD_CYCLES_TIMEOUT:-300}" "$PY" benchmarks/load_cycles.py --cycles "$GPU_RUN_LOAD_CYCLES" \
+    --uncached "${GPU_RUN_LOAD_UNCACHED:-500}" --workers 15 2>&1 | tee "${OUT:-/tmp}/load_cycles.log" | tail -8
+fi
+# GPU_RUN_COMPAT_CONTROL=.peer/compat_control.json: upstream's suites on our package only, compared
+# with the upstream side of an earlier run (scripts/compat_run.py --control-results).
+if [ -n "${GPU_RUN_COMPAT_CONTROL:-}" ] && [ -f "$GPU_RUN_COMPAT_CONTROL" ] && [ -f .peer/upstream-src.tar.gz ]; then
+  echo "== compatibility run, our side against the recorded control"
+  mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
+  timeout "${GPU_RUN_COMPAT_TIMEOUT:-240}" bash scripts/compat_run.sh /tmp/upstream-src \
+    --control-results "$GPU_RUN_COMPAT_CONTROL" --out /tmp/compat-ours --jobs 15 --timeout 120 \
+    > /tmp/compat-ours.txt 2> /tmp/compat-ours.progress
+  cp /tmp/compat-ours/summary.md "${OUT:-/tmp}/compat_summary.md" 2>/dev/null
+  cp /tmp/compat-ours/results.json "${OUT:-/tmp}/compat_results.json" 2>/dev/null
+  head -32 /tmp/compat-ours/summary.md 2>/dev/null || tail -5 /tmp/compat-ours.progress
+fi
 # Side by side with upstream TileLang on the same sources, when its wheel was packed into
 # .peer/ (../shared/tools/upstream-tilelang-pack.sh) and named in the call's carry.
 if [ -f .peer/upstream-tilelang.tar.xz ] && [ "${GPU_RUN_SKIP_PEER:-0}" != "1" ]; then

@@ -470,3 +470,34 @@ def test_func_attr_is_accepted_and_noted():
     b = np.zeros(4, np.float32)
     k(np.arange(4, dtype=np.float32), b)
     np.testing.assert_array_equal(b, np.arange(4) + 1)
+
+
+@T.macro
+def _copy_out(A):
+    M, N = A.shape
+    B = T.empty(M, N, dtype=A.dtype)
+    with T.Kernel(T.ceildiv(M, 32), T.ceildiv(N, 32), threads=64) as (bx, by):
+        T.copy(A[bx * 32:bx * 32 + 32, by * 32:by * 32 + 32], B[bx * 32:bx * 32 + 32, by * 32:by * 32 + 32])
+    return B
+
+
+def test_strided_tensor_subscript_annotation(rng):
+    """`A: T.StridedTensor[[N, M], [sN, sM], dtype]`, the eager style's subscripted form, binds
+    the shape and the strides like the call form."""
+
+    @tilelang.jit(target="cpu")
+    def copy(A):
+        N, M, sN, sM = T.const("N, M, sN, sM")
+        A: T.StridedTensor[[N, M], [sN, sM], T.float32]
+        return _copy_out(A)
+
+    a = rng.standard_normal((64, 96)).astype(np.float32)
+    assert np.array_equal(copy(a), a)
+    with pytest.raises(TileLangCompileError, match=r"T.StridedTensor\[shape, strides, dtype\]"):
+
+        @tilelang.jit(target="cpu")
+        def bad(A):
+            A: T.StridedTensor[[64, 96]]
+            return _copy_out(A)
+
+        bad(a)

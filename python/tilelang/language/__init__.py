@@ -96,8 +96,20 @@ Tensor = _TensorFactory()
 Buffer = Tensor  # the older spelling, T.Buffer(shape, dtype)
 
 
-def StridedTensor(shape, strides, dtype="float32", scope=None):
-    return TensorSpec(shape, dtype, strides)
+class _StridedTensorFactory:
+    """``T.StridedTensor(shape, strides, dtype)``, or subscripted as upstream's eager style
+    writes it: ``T.StridedTensor[[M, N], [sM, sN], T.float32]``."""
+
+    def __call__(self, shape, strides, dtype="float32", scope=None):
+        return TensorSpec(shape, dtype, strides)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple) or len(key) not in (2, 3):
+            raise _b._UserError("T.StridedTensor[shape, strides, dtype] takes a shape, the strides and a dtype")
+        return TensorSpec(key[0], key[2] if len(key) == 3 else "float32", key[1])
+
+
+StridedTensor = _StridedTensorFactory()
 
 
 def dynamic(name: str, dtype="int32"):
