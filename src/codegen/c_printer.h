@@ -252,6 +252,9 @@ class CPrinter {
     if (op->op == "infinity" || op->op == "neg_infinity") {
       return "tl::" + op->op + "<" + CType(op->dtype) + ">()";
     }
+    if (op->op == "reinterpret") return "tl::bit_cast<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ")";
+    // A read-only-cache load is a plain load here; the CUDA printer overrides it.
+    if (op->op == "ldg") return Print(op->args[0]);
     if (op->op == "address_of") {
       const auto* load = As<BufferLoad>(op->args[0]);
       TL_ICHECK(load) << "address_of needs a buffer element";

@@ -981,6 +981,8 @@ class Var(metaclass=_VarType):
 from .tileops_extra import cummax, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
+from .bits import (  # noqa: E402,F401
+    __ldg, ldg32, ldg64, ldg128, ldg256, reinterpret, stg32, stg64, stg128, stg256)
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)

@@ -414,6 +414,13 @@ class CudaCodegen : public CPrinter {
     if (op->op == "syncthreads") return "__syncthreads()";
     if (HasEffect(op, kVote)) return PrintVote(op);
     if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
+    if (op->op == "ldg") {
+      // __ldg reads global memory only (tl_cuda.h adds overloads for the 16- and 8-bit floats).
+      const auto* load = As<BufferLoad>(op->args[0]);
+      TL_ICHECK(load) << "ldg needs a buffer element";
+      if (load->buffer->scope == Scope::kGlobal) return "__ldg(&(" + Print(op->args[0]) + "))";
+      return Print(op->args[0]);
+    }
     if (op->op == "fns") {
       return "__fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +
              Print(op->args[2]) + "))";

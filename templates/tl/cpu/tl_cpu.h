@@ -17,6 +17,7 @@
 #include "math.h"
 #include "atomic.h"
 #include "gemm.h"
+#include "memory.h"
 
 #include <cstdlib>
 

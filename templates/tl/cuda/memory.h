@@ -168,3 +168,46 @@ TL_DEVICE void cp_async_wait() {
 TL_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 }  // namespace tl
+
+// --- Bits and explicit 32-bit global accesses (T.reinterpret, T.ldg32 / T.stg32) ----------
+
+namespace tl {
+
+/// The bits of `from` as a To of the same size (a register move; NVRTC has no memcpy
+/// builtin, and CUDA defines reading the other member of a union of trivial types).
+template <typename To, typename From>
+TL_DEVICE To bit_cast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast needs types of one size");
+  union {
+    From from;
+    To to;
+  } u;
+  u.from = from;
+  return u.to;
+}
+
+/// The 32 bits at a (4-byte aligned) global address.
+TL_DEVICE uint32_t load_global_32(const void* p) { return *static_cast<const uint32_t*>(p); }
+/// The 32 bits at p where pred holds, else 0 (the load is not made).
+TL_DEVICE uint32_t load_global_32_conditional(const void* p, bool pred) { return pred ? load_global_32(p) : 0u; }
+/// Stores 32 bits at a (4-byte aligned) global address.
+TL_DEVICE void store_global_32(void* p, uint32_t v) { *static_cast<uint32_t*>(p) = v; }
+/// Stores 32 bits at p where pred holds.
+TL_DEVICE void store_global_32_conditional(void* p, uint32_t v, bool pred) {
+  if (pred) store_global_32(p, v);
+}
+
+}  // namespace tl
+
+// __ldg (the read-only data cache) for the library's own 16- and 8-bit floats, beside the
+// CUDA overloads for the built-in types.
+TL_DEVICE tl::half __ldg(const tl::half* p) {
+  return tl::half_from_bits(__ldg(reinterpret_cast<const unsigned short*>(p)));
+}
+TL_DEVICE tl::bfloat16 __ldg(const tl::bfloat16* p) {
+  return tl::bfloat16_from_bits(__ldg(reinterpret_cast<const unsigned short*>(p)));
+}
+template <typename F>
+TL_DEVICE tl::float8<F> __ldg(const tl::float8<F>* p) {
+  return tl::float8<F>::from_bits(__ldg(reinterpret_cast<const unsigned char*>(p)));
+}

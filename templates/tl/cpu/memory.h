@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Bits and explicit 32-bit accesses for generated CPU kernels (T.reinterpret,
+/// T.ldg32 / T.stg32): the same functions as the CUDA library's memory.h, done plainly.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace tl {
+
+/// The bits of `from` as a To of the same size.
+template <typename To, typename From>
+inline To bit_cast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast needs types of one size");
+  To to;
+  std::memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+/// The 32 bits at p.
+inline uint32_t load_global_32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+/// The 32 bits at p where pred holds, else 0 (the load is not made).
+inline uint32_t load_global_32_conditional(const void* p, bool pred) { return pred ? load_global_32(p) : 0u; }
+/// Stores 32 bits at p.
+inline void store_global_32(void* p, uint32_t v) { std::memcpy(p, &v, sizeof v); }
+/// Stores 32 bits at p where pred holds.
+inline void store_global_32_conditional(void* p, uint32_t v, bool pred) {
+  if (pred) store_global_32(p, v);
+}
+
+}  // namespace tl

@@ -1,0 +1,67 @@
+"""T.reinterpret, T.ldg32 / T.stg32 (predicated too) and T.__ldg on both targets, checked
+bit for bit; the vector forms and width mismatches are errors at the user's line."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import compile_cpu
+from tilelang.errors import TileLangCompileError
+
+N = 128
+
+
+@T.prim_func
+def _bits(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"), Z: T.Tensor((N,), "float32"),
+          U: T.Tensor((N,), "uint32"), H: T.Tensor((N,), "float16"), H2: T.Tensor((N,), "float16"),
+          W: T.Tensor((N,), "int32")):
+    with T.Kernel(N, threads=32) as pid:
+        T.stg32(Y[pid], T.reinterpret(X[pid], T.uint32))
+        Z[pid] = T.reinterpret(T.ldg32(X[pid], pred=pid < N // 2), T.float32)
+        U[pid] = T.reinterpret(X[pid], "uint32") ^ T.uint32(1)
+        H2[pid] = T.__ldg(H[pid]) + T.float16(1.0)
+        T.stg32(W[pid], X[pid], pred=pid % 3 == 0)  # a float32 value keeps its bits
+
+
+def test_reinterpret_and_32_bit_accesses(rng):
+    x = rng.standard_normal(N).astype(np.float32)
+    h = rng.standard_normal(N).astype(np.float16)
+    y, z, u = np.zeros(N, np.float32), np.full(N, 7.0, np.float32), np.zeros(N, np.uint32)
+    h2, w = np.zeros(N, np.float16), np.full(N, -5, np.int32)
+    compile_cpu(_bits)(x, y, z, u, h, h2, w)
+    assert np.array_equal(y.view(np.uint32), x.view(np.uint32))
+    assert np.array_equal(z[:N // 2], x[:N // 2]) and (z[N // 2:] == 0).all(), "masked-off loads give 0"
+    assert np.array_equal(u, x.view(np.uint32) ^ 1)
+    assert np.array_equal(h2, h + np.float16(1))
+    third = np.arange(N) % 3 == 0
+    assert np.array_equal(w[third], x.view(np.int32)[third]) and (w[~third] == -5).all()
+
+
+def test_cuda_source_names_the_accesses():
+    src = tilelang.lower(_bits, target="cuda -arch=sm_90a").kernel_source
+    assert "tl::store_global_32((&Y[pid])" in src and "tl::load_global_32_conditional(" in src
+    assert "__ldg(&(H[pid]))" in src and "tl::bit_cast<uint32_t>(X[pid])" in src
+    assert "tl::store_global_32_conditional(" in src
+
+
+@pytest.mark.parametrize("body, message", [
+    ("Y[i] = T.reinterpret(X[i], T.float16)", "differ in width"),
+    ("T.stg32(Y[i], T.ldg64(X[i:i + 2]))", "vector value"),
+    ("T.stg32(Y[i], T.float16(1.0))", "stores 32 bits"),
+])
+def test_refusals_point_at_the_line(tmp_path, body, message):
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import tilelang.language as T\n\n"
+        "@T.prim_func\n"
+        "def k(X: T.Tensor((8,), 'float32'), Y: T.Tensor((8,), 'float32')):\n"
+        "    with T.Kernel(1, threads=8) as bx:\n"
+        "        for i in T.Parallel(8):\n"
+        f"            {body}\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("k", src)
+    mod = importlib.util.module_from_spec(spec)
+    with pytest.raises(TileLangCompileError, match=message) as info:
+        spec.loader.exec_module(mod)
+    assert info.value.line == 7
