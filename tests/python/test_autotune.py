@@ -69,3 +69,20 @@ def test_configs_from_a_function_and_the_object_form():
     result = AutoTuner.from_kernel(program, [{"block_M": 16}, {"block_M": 32}]).set_compile_args(
         out_idx=[-1], target="cpu").set_profile_args(warmup=1, rep=2, ref_prog=matmul_ref).run()
     assert result.config in ({"block_M": 16}, {"block_M": 32}) and result.latency > 0
+
+
+def test_configurations_share_one_set_of_inputs(monkeypatch):
+    """Random inputs are made once per tuning, not per configuration (for large operands
+    their generation, not the timing, was most of a tuning's time)."""
+    from tilelang.profiler import Profiler
+
+    made = []
+    real = Profiler._make_inputs
+    monkeypatch.setattr(Profiler, "_make_inputs", lambda self: made.append(1) or real(self))
+    tuned = tilelang.autotune(configs=[{"block_M": 16, "block_N": 16}, {"block_M": 32, "block_N": 16},
+                                       {"block_M": 16, "block_N": 32}],
+                              warmup=1, rep=2, ref_prog=matmul_ref, rtol=1e-4, atol=1e-4,
+                              cache_results=False, verbose=False)(matmul.jitted)
+    kernel = tuned(32, 32, 24)
+    assert kernel.config in tuned.configs
+    assert len(made) == 1, f"inputs were made {len(made)} times for 3 configurations"
