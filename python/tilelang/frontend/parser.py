@@ -76,12 +76,15 @@ def _as_runtime(v) -> PrimExpr:
 class PrimFunc:
     """A parsed kernel: the C++ function plus what the runtime needs about parameters."""
 
-    def __init__(self, node, params, name, file, out_params=()):
+    def __init__(self, node, params, name, file, out_params=(), workspace_params=()):
         self.node = node
         self.params = params          # list of Buffer (tensors) or PrimExpr (scalar vars)
         self.name = name
         self.file = file
         self.out_params = list(out_params)  # indices of parameters that are eager outputs
+        # indices of T.alloc_global buffers: the last parameters, allocated per call, never
+        # passed by the caller nor returned
+        self.workspace_params = list(workspace_params)
 
     def script(self) -> str:
         return self.node.script()
@@ -213,8 +216,10 @@ class Parser:
             else:
                 self.implicit_kernel(self.fdef)
             body = self.builder.close(self.span(self.fdef))
+            workspaces = list(range(len(params), len(params) + len(self.builder.workspaces)))
+            params = params + self.builder.workspaces
             node = _tl.prim_func(self.fdef.name, [p.node for p in params], body, self.span(self.fdef))
-            return PrimFunc(node, params, self.fdef.name, self.file)
+            return PrimFunc(node, params, self.fdef.name, self.file, workspace_params=workspaces)
         finally:
             _b.set_builder(prev)
 
@@ -257,8 +262,10 @@ class Parser:
             out_params = list(range(len(ctx.tensor_params), len(params)))
             if ctx.outputs and self.returned is None:
                 raise self.error(self.fdef, "the kernel creates outputs with T.empty but never returns them")
+            workspaces = list(range(len(params), len(params) + len(self.builder.workspaces)))
+            params = params + self.builder.workspaces
             node = _tl.prim_func(self.fdef.name, [p.node for p in params], body, self.span(self.fdef))
-            return PrimFunc(node, params, self.fdef.name, self.file, out_params)
+            return PrimFunc(node, params, self.fdef.name, self.file, out_params, workspaces)
         finally:
             _eager.set_context(prev_ctx)
             _b.set_builder(prev)

@@ -106,9 +106,10 @@ class CudaBackend:
                      tuple(k.params[i].dims) if all(isinstance(d, int) for d in k.params[i].dims) else None)
                     for i in k.in_idx]
         # (index, torch dtype, shape when static, dims) of each output allocated per call.
+        # (T.alloc_global workspaces are allocated the same way, and not returned.)
         self._out = [(i, self._dtypes[i],
                       tuple(k.params[i].dims) if all(isinstance(d, int) for d in k.params[i].dims) else None,
-                      k.params[i].dims) for i in k.out_idx]
+                      k.params[i].dims, i in k.out_idx) for i in k.alloc_idx]
         # One letter per launch argument (launch_packed): parameters, then dynamic sizes.
         letters = {"ptr": "p", "i32": "i", "i64": "l", "f32": "f", "f64": "d"}
         self._kinds = "".join(letters[kind] for kind in self.src.arg_kinds)
@@ -167,14 +168,17 @@ class CudaBackend:
             values[i] = ptr
         outputs = []
         device = self._device
-        for i, dtype, shape, p_dims in self._out:
+        for i, dtype, shape, p_dims, returned in self._out:
             if shape is None:
                 shape = tuple(_kernel.dim_value(d, dims) for d in p_dims)
             # Sizes as separate arguments: measured on the H200 machine, torch.empty(*shape,
             # ...) takes 2.3 us where torch.empty(shape_tuple, ...) takes 5.4 us.
             out = torch.empty(*shape, dtype=dtype, device=device) if shape else \
                 torch.empty((), dtype=dtype, device=device)
-            outputs.append(out)
+            if returned:
+                outputs.append(out)
+            # A workspace is freed when this call returns: torch's caching allocator keeps
+            # its memory for the stream, so the kernels queued on it still own it.
             values[i] = out.data_ptr()
         dyn = [dims[name] for name in self._dyn_names]
         values.extend(dyn)

@@ -68,7 +68,9 @@ def _paths(path: str):
 def _param_lines(kernel):
     lines = []
     for i, p in enumerate(kernel.params):
-        role = "output" if i in kernel.out_idx else "input"
+        role = ("output" if i in kernel.out_idx else
+                "workspace: T.alloc_global, the caller allocates it" if i in getattr(kernel, "workspace_idx", ())
+                else "input")
         if p.is_tensor:
             lines.append(f" *   {p.name}: {p.dtype}[{', '.join(map(str, p.dims))}] ({role}, contiguous row-major)")
         else:
@@ -514,9 +516,10 @@ def host_description(kernel) -> str:
     for name, pi, d in kernel.dynamic_dims:
         lines.append(f"// {step}. bind dynamic dimension {name} = {kernel.params[pi].name}.shape[{d}]")
         step += 1
-    for i in kernel.out_idx:
+    for i in kernel.alloc_idx:
         p = kernel.params[i]
-        lines.append(f"// {step}. allocate output {p.name}: {p.dtype}{p.shape_str()}")
+        what = "output" if i in kernel.out_idx else "workspace (T.alloc_global, freed after the call)"
+        lines.append(f"// {step}. allocate {what} {p.name}: {p.dtype}{p.shape_str()}")
         step += 1
     args = [p.name for p in kernel.params] + [n for n, _, _ in kernel.dynamic_dims]
     if kernel.target == "cpu":

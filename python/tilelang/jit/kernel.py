@@ -101,11 +101,16 @@ class JITKernel:
         self.target = resolved.kind
         self.target_arch = resolved.arch
         self.params = [_ParamInfo(p) for p in func.params]
-        self.out_idx = sorted(set(_normalize_out_idx(out_idx, len(self.params)) + list(func.out_params)))
+        # T.alloc_global buffers come last; out_idx (negative ones too) counts the others.
+        self.workspace_idx = list(getattr(func, "workspace_params", ()))
+        n_user = len(self.params) - len(self.workspace_idx)
+        self.out_idx = sorted(set(_normalize_out_idx(out_idx, n_user) + list(func.out_params)))
         for i in self.out_idx:
             if not self.params[i].is_tensor:
                 raise ValueError(f"out_idx names the scalar parameter {self.params[i].name!r}")
-        self.in_idx = [i for i in range(len(self.params)) if i not in self.out_idx]
+        # allocated per call: the outputs (returned) and the workspaces (not)
+        self.alloc_idx = sorted(self.out_idx + self.workspace_idx)
+        self.in_idx = [i for i in range(len(self.params)) if i not in self.alloc_idx]
         self._check_output_dims()
         self.pass_configs = {getattr(k, "value", str(k)): str(v) for k, v in (pass_configs or {}).items()}
         self.compile_flags = list(compile_flags or [])
@@ -213,11 +218,12 @@ class JITKernel:
     def _check_output_dims(self):
         known = {(d.var if isinstance(d, AffineDim) else d) for i in self.in_idx for d in self.params[i].dims
                  if isinstance(d, str)}
-        for i in self.out_idx:
+        for i in self.alloc_idx:
             for d in self.params[i].dims:
                 if isinstance(d, str) and (d.var if isinstance(d, AffineDim) else d) not in known:
+                    what = "output" if i in self.out_idx else "T.alloc_global buffer"
                     raise TileLangRuntimeError(
-                        f"output {self.params[i].name!r} has the dynamic dimension {d!r}, which no input "
+                        f"{what} {self.params[i].name!r} has the dynamic dimension {d!r}, which no input "
                         "determines; the runtime cannot size it")
 
     # ------------------------------------------------------------------ introspection
@@ -395,12 +401,12 @@ class JITKernel:
                     use_torch = t.obj if t.is_torch else False
             else:
                 values[i] = arguments.scalar_arg(a, p.name, p.dtype, self.name)
-        outputs = []
-        for i in self.out_idx:
+        outputs, workspaces = [], []  # workspaces stay referenced until the run returns
+        for i in self.alloc_idx:
             p = self.params[i]
             shape = tuple(dim_value(d, dims) for d in p.dims)
             out = _allocate(shape, p.dtype, use_torch)
-            outputs.append(out)
+            (outputs if i in self.out_idx else workspaces).append(out)
             values[i] = out.data_ptr() if use_torch is not None and use_torch is not False else \
                 out.__array_interface__["data"][0]
         for name, _, _ in self.dynamic_dims:

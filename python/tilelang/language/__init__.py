@@ -203,6 +203,23 @@ def alloc_local(shape, dtype, scope="local"):
     return _alloc(shape, dtype, "local")
 
 
+def alloc_global(shape, dtype, scope="global"):
+    """A global-memory buffer for the kernels of this function (e.g. the partial results
+    one T.Kernel writes and the next combines). It becomes a hidden parameter: each call
+    allocates it (uninitialised, on the arguments' device) and drops it afterwards."""
+    b = _b.current()
+    if b.in_kernel:
+        raise _b._UserError("T.alloc_global allocates device memory for the whole call: use it in the function body, "
+                            "outside `with T.Kernel(...)`")
+    if isinstance(shape, (numbers.Integral, PrimExpr)):
+        shape = (shape,)
+    name = b.pending_name or f"workspace{len(b.workspaces)}"
+    b.pending_name = None
+    buf = _Buffer(_tl.buffer(name, _dt(dtype), [as_expr(d, "int32").node for d in shape], "global", []))
+    b.workspaces.append(buf)
+    return buf
+
+
 def alloc_var(dtype, init=None, scope="local.var"):
     """A scalar variable; read and assign it by name."""
     if init is None and not isinstance(dtype, str) and isinstance(dtype, (numbers.Number, PrimExpr)):

@@ -26,6 +26,7 @@ class Builder:
         self.span = None  # (file, line, col, end_line, end_col) of the node being built
         self.in_kernel = False
         self.pending_name = None  # the name an allocation on this line is assigned to
+        self.workspaces = []  # T.alloc_global buffers: parameters the runtime allocates per call
 
     def open(self):
         self.frames.append(Frame())
