@@ -344,3 +344,25 @@ def test_env_object_forwards_module_attributes(monkeypatch):
     assert module.cache_dir() == "/tmp/elsewhere" and tilelang.env.cache_dir() == "/tmp/elsewhere"
     monkeypatch.undo()
     assert module.cache_dir() != "/tmp/elsewhere"
+
+
+def test_profiler_assert_allclose_allows_upstreams_mismatch_ratio():
+    """As upstream's, Profiler.assert_allclose lets up to max_mismatched_ratio (default 1%)
+    of the elements miss; more fail, and 0 makes it exact."""
+    import tilelang.language as T
+
+    n = 1000
+
+    @T.prim_func
+    def off_by_one_element(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                if bx * 128 + i < n:
+                    B[bx * 128 + i] = A[bx * 128 + i] + T.if_then_else(bx * 128 + i == 3, 1.0, 0.0)
+
+    prof = tilelang.compile(off_by_one_element, out_idx=[1], target="cpu").get_profiler()
+    prof.assert_allclose(lambda a: a)  # 1 of 1000 differs
+    with pytest.raises(AssertionError, match="1 of 1000 elements differ"):
+        prof.assert_allclose(lambda a: a, max_mismatched_ratio=0.0)
+    with pytest.raises(AssertionError):
+        prof.assert_allclose(lambda a: a * 2)

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "types.h"
@@ -359,8 +360,22 @@ inline constexpr bool is_f32_operand_v =
 template <bool kTransA, bool kTransB, typename TA, typename TB, typename TC>
 inline void gemm(const TA* A, const TB* B, TC* C, int M, int N, int K, int lda, int ldb, int ldc) {
   if (M <= 0 || N <= 0 || K <= 0) return;
-  if constexpr (std::is_same<TC, float>::value && gemm_detail::is_f32_operand_v<TA> &&
-                gemm_detail::is_f32_operand_v<TB>) {
+  if constexpr (std::is_same<TC, half>::value || std::is_same<TC, bfloat16>::value || detail::is_float8<TC>::value) {
+    // A 16- or 8-bit accumulator: the call's K products are summed in float and rounded
+    // into C once (as the CUDA library does, and as a tensor core rounds once per
+    // instruction), not after every multiply-add.
+    std::unique_ptr<float[]> acc(new float[static_cast<std::size_t>(M) * N]);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) acc[static_cast<std::size_t>(i) * N + j] = static_cast<float>(C[i * ldc + j]);
+    if constexpr (gemm_detail::is_f32_operand_v<TA> && gemm_detail::is_f32_operand_v<TB>) {
+      gemm_detail::gemm_f32<kTransA, kTransB>(A, B, acc.get(), M, N, K, lda, ldb, N);
+    } else {
+      gemm_detail::gemm_generic<kTransA, kTransB>(A, B, acc.get(), M, N, K, lda, ldb, N);
+    }
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) C[i * ldc + j] = TC(acc[static_cast<std::size_t>(i) * N + j]);
+  } else if constexpr (std::is_same<TC, float>::value && gemm_detail::is_f32_operand_v<TA> &&
+                       gemm_detail::is_f32_operand_v<TB>) {
     gemm_detail::gemm_f32<kTransA, kTransB>(A, B, C, M, N, K, lda, ldb, ldc);
   } else {
     gemm_detail::gemm_generic<kTransA, kTransB>(A, B, C, M, N, K, lda, ldb, ldc);

@@ -163,13 +163,16 @@ TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
     const int reg = l & 3, tile = l >> 2;
     const int i = m0 + (tile / kTilesN) * 16 + (lane >> 2) + (reg >> 1) * 8;
     const int j = n0 + (tile % kTilesN) * 8 + (lane & 3) * 2 + (reg & 1);
-    TC sum = TC(0);
+    // A 16- or 8-bit accumulator sums the call's K products in float and is rounded once
+    // (as a tensor core rounds once per instruction), not after every multiply-add.
+    using Acc = typename detail::compute_type<TC>::type;
+    Acc sum = static_cast<Acc>(C[l]);
     for (int k = 0; k < K; ++k) {
       const TA a = A[swizzle<sizeof(TA), SwzA, LdA>(TransA ? k * LdA + i : i * LdA + k)];
       const TB b = B[swizzle<sizeof(TB), SwzB, LdB>(TransB ? j * LdB + k : k * LdB + j)];
-      sum += static_cast<TC>(a) * static_cast<TC>(b);
+      sum += static_cast<Acc>(static_cast<TC>(a)) * static_cast<Acc>(static_cast<TC>(b));
     }
-    C[l] += sum;
+    C[l] = static_cast<TC>(sum);
   }
 }
 
