@@ -3,7 +3,11 @@
 /// the tensor are made safe, as T.copy's are: an out-of-range read gives zero and an
 /// out-of-range write is skipped. Accesses proven in range (from loop and block ranges)
 /// are left alone. Runs before tile ops are lowered, so it sees only the user's own
-/// element accesses (tile-op lowering guards its own).
+/// element accesses (tile-op lowering guards its own). T.annotate_safe_value (an attribute
+/// "tl.safe_value" naming a tensor and a value) sets what later out-of-range reads of that
+/// tensor give; the attribute is consumed here.
+#include <unordered_map>
+
 #include "tl/arith/simplify.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
@@ -35,8 +39,18 @@ class GlobalAccessGuard : public IRMutator {
     if (op->buffer->scope != Scope::kGlobal) return e;
     Expr cond = Unproven(op->buffer, As<BufferLoad>(e)->indices);
     if (!cond) return e;
+    auto safe = safe_values_.find(op->buffer.get());
+    if (safe != safe_values_.end()) return Select::Make(cond, e, safe->second);
     Expr zero = e->dtype.IsFloat() ? MakeFloat(0, e->dtype) : MakeInt(0, e->dtype);
     return Select::Make(cond, e, zero);
+  }
+
+  Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
+    if (op->key != "tl.safe_value") return IRMutator::Mutate_(op, self);
+    const auto* first = op->values.size() == 2 ? As<BufferLoad>(op->values[0]) : nullptr;
+    TL_ICHECK(first) << "tl.safe_value names a tensor element and a value";
+    safe_values_[first->buffer.get()] = op->values[1];
+    return Seq::Make({}, op->span);
   }
 
   /// An element whose address a call takes (an atomic, T.atomic_load): the element is not
@@ -95,6 +109,7 @@ class GlobalAccessGuard : public IRMutator {
 
   arith::Analyzer an_;
   Expr pending_;    ///< range conditions of the addresses taken inside the current call
+  std::unordered_map<const BufferNode*, Expr> safe_values_;  ///< T.annotate_safe_value, per tensor
   Expr stmt_cond_;  ///< conditions the current Evaluate must be guarded by
 };
 

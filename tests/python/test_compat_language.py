@@ -139,7 +139,7 @@ def test_accepted_hints_become_remarks_not_code():
     k(a, b)
     np.testing.assert_array_equal(b, a + 1)
     text = "\n".join(k.get_remarks())
-    for name in ("T.annotate_safe_value(A)", "T.disable_warp_group_reg_alloc()", "T.pdl_sync()",
+    for name in ("T.disable_warp_group_reg_alloc()", "T.pdl_sync()",
                  "T.pdl_trigger()", "T.annotate_min_blocks_per_sm(2)"):
         assert name in text, text
     assert "remark" not in k.get_kernel_source()
@@ -501,3 +501,27 @@ def test_strided_tensor_subscript_annotation(rng):
             return _copy_out(A)
 
         bad(a)
+
+
+def test_annotate_safe_value_is_what_out_of_range_reads_give(rng):
+    """T.annotate_safe_value({A: v}): the user's element reads of A outside the tensor give v
+    (0 without it), on both targets."""
+    M = N = 64
+
+    @T.prim_func
+    def shifted(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            for i, j in T.Parallel(M, N):
+                C[i, j] = A[i - 5, j]  # before the annotation: 0
+            T.annotate_safe_value({A: -3.5})
+            for i, j in T.Parallel(M, N):
+                B[i, j] = A[i - 5, j]
+
+    a = rng.standard_normal((M, N)).astype(np.float16)
+    b, c = np.zeros((M, N), np.float16), np.ones((M, N), np.float16)
+    compile_cpu(shifted)(a, b, c)
+    want = np.full_like(a, -3.5)
+    want[5:] = a[:-5]
+    assert np.array_equal(b, want)
+    want[:5] = 0
+    assert np.array_equal(c, want)

@@ -861,13 +861,16 @@ def func_attr(attrs):
 
 
 def annotate_safe_value(safe_value_map):
-    """Upstream: the value loads of out-of-range elements give. This compiler guards
-    out-of-range global accesses itself (loads give 0); accepted and noted in the remarks."""
+    """The value that out-of-range element reads of each global tensor give (instead of 0),
+    for the element accesses after this statement: ``T.annotate_safe_value({A: -inf})``."""
     if not isinstance(safe_value_map, dict):
         raise _b._UserError(f"T.annotate_safe_value takes a dict {{tensor: value}}, got "
                             f"{type(safe_value_map).__name__}")
-    names = ", ".join(getattr(k, "name", "?") for k in safe_value_map)
-    _remark(f"T.annotate_safe_value({names}): accepted, not applied (out-of-range loads give 0)")
+    for buf, value in safe_value_map.items():
+        if not isinstance(buf, _Buffer):
+            raise _b._UserError(f"T.annotate_safe_value: the keys are tensors, got {buf!r}")
+        first = buf[tuple(0 for _ in buf.shape)].load()  # names the tensor in the IR
+        _b.emit(_tl.attr("tl.safe_value", [first.node, as_expr(value, buf.dtype).node], _b.current_span()))
 
 
 def disable_warp_group_reg_alloc():

@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../thread_range.h"
+
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/op/make.h"
@@ -69,6 +71,14 @@ class ThreadEmulator {
       if (const auto* v = As<Var>(x)) found |= v == t_.get() || varying_vars_.count(v);
     });
     return found;
+  }
+
+  /// The (1-D) thread index itself: T.get_thread_binding(0) or a let bound to it.
+  bool IsThreadIndex(const Expr& e) const {
+    if (const auto* v = As<Var>(e)) return index_aliases_.count(v) > 0;
+    const auto* c = As<Call>(e);
+    int64_t dim = -1;
+    return c && HasEffect(c, kThreadIndex) && !c->args.empty() && AsConstInt(c->args[0], &dim) && dim == 0;
   }
 
   bool VaryingStmt(const Stmt& s) const {
@@ -325,6 +335,7 @@ class ThreadEmulator {
       return;
     }
     if (const auto* let = As<LetStmt>(s)) {
+      if (IsThreadIndex(let->value)) index_aliases_.insert(let->var.get());  // tx = T.get_thread_binding()
       Expr value = ExtractCollectives(let->value, mask, s->span, out);
       if (!Varying(value)) {
         out->push_back(value == let->value ? s : LetStmt::Make(let->var, value, s->span));
@@ -385,16 +396,29 @@ class ThreadEmulator {
       Buffer taken = NewArray("taken", DType::Bool(), s->span, out);
       out->push_back(ThreadLoop(BufferStore::Make(taken, {t_}, At(cond), s->span), mask, s->span));
       Expr on = BufferLoad::Make(taken, {t_});
+      // A first condition that selects a range of threads: block-level work under it is
+      // done once by those threads together (thread_range.h), as on CUDA.
+      std::optional<ThreadRange> range, other;
+      if (!mask && dims_.size() == 1) {
+        range = ThreadRangeOf(cond, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
+        if (range) other = ComplementRange(*range, threads_);
+      }
+      std::optional<ThreadRange> prev = range_;
+      range_ = range;
       Emit(br->then_case, And(mask, on), out);
+      range_ = other;
       Emit(br->else_case, And(mask, Not::Make(on)), out);
+      range_ = prev;
       return;
     }
     if (const auto* loop = As<For>(s)) {
       if (Varying(loop->min) || Varying(loop->extent)) Unsupported(s->span, "a loop whose bounds depend on the thread");
       if (loop->for_kind == ForKind::kParallel) {
         if (!VaryingStmt(s)) {
-          if (mask) Unsupported(s->span, "T.Parallel under a thread-dependent condition");
-          out->push_back(s);
+          if (mask && !range_) {
+            Unsupported(s->span, "T.Parallel under a thread-dependent condition that is not a range of threads");
+          }
+          if (!mask || !range_->Empty()) out->push_back(s);  // once, by the range's threads together
           return;
         }
         bool collective = false;
@@ -426,17 +450,24 @@ class ThreadEmulator {
     const auto* atomic = As<AtomicOp>(s);
     if (As<CopyOp>(s) || As<FillOp>(s) || (atomic && !atomic->src.buffer)) {
       // On per-thread storage (or thread-dependent regions) each thread does its own.
-      if (VaryingStmt(s) || mask) {
+      if (VaryingStmt(s)) {
         out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));
         return;
       }
-      out->push_back(s);
+      // Block-level work under a thread-dependent branch: once, by a range of threads
+      // together; under another condition only part of it would run on CUDA.
+      if (mask && !range_ && !atomic) Unsupported(s->span, "a tile copy or fill under a thread-dependent condition that is not a range of threads");
+      if (mask && !range_) {
+        out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));  // an element atomic: per taking thread
+        return;
+      }
+      if (!mask || !range_->Empty()) out->push_back(s);
       return;
     }
     if (As<ReduceOp>(s) || As<GemmOp>(s) || As<AtomicOp>(s)) {
       if (VaryingStmt(s)) Unsupported(s->span, "a tile operation on per-thread storage or thread-dependent regions");
-      if (mask) Unsupported(s->span, "a tile operation under a thread-dependent condition");
-      out->push_back(s);
+      if (mask && !range_) Unsupported(s->span, "a tile operation under a thread-dependent condition");
+      if (!mask || !range_->Empty()) out->push_back(s);
       return;
     }
     if (const auto* attr = As<AttrStmt>(s)) {
@@ -455,6 +486,8 @@ class ThreadEmulator {
   VarRef t_ = Var::Make("t");
   std::unordered_map<const BufferNode*, Buffer> per_thread_;  ///< locals and vars -> [threads, ...]
   std::unordered_map<const Var*, Buffer> varying_vars_;        ///< thread-dependent lets -> [threads]
+  std::unordered_set<const Var*> index_aliases_;               ///< lets bound to exactly the thread index
+  std::optional<ThreadRange> range_;  ///< the threads taking the branch being emitted, when a range
   std::unordered_set<const BufferNode*> arrays_;                ///< arrays indexed by t
 };
 

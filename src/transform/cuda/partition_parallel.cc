@@ -3,12 +3,18 @@
 /// shared or global memory) is spread over the block's threads, iteration
 /// f = it * threads + tx of the flattened nest. Parallel loops nested inside an already
 /// partitioned loop run in order within their thread.
+///
+/// Under a condition that selects a range of threads (`if tx < 128:`; thread_range.h) a
+/// nest is spread over those threads only, numbered from the range's first; under any
+/// other thread-dependent condition a nest is refused (only part of it would run).
 #include "copy_lowering.h"
+#include "../thread_range.h"
 #include <algorithm>
 #include <functional>
 #include <unordered_set>
 
 #include "tl/ir/intrinsics.h"
+#include "tl/support/error.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -21,13 +27,16 @@ class Partitioner : public IRMutator {
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind == ForKind::kThreadBinding) {
-      VarRef prev = tx_;
-      int64_t prev_threads = threads_;
-      tx_ = op->var;
+      VarRef prev = tx_, prev_part = part_tx_;
+      int64_t prev_threads = threads_, prev_part_threads = part_threads_;
+      tx_ = part_tx_ = op->var;
       AsConstInt(op->extent, &threads_);
+      part_threads_ = threads_;
       Stmt out = IRMutator::Mutate_(op, self);
       tx_ = prev;
+      part_tx_ = prev_part;
       threads_ = prev_threads;
+      part_threads_ = prev_part_threads;
       return out;
     }
     if (op->annotations.count(cuda::kPartitioned) || op->annotations.count(cuda::kRegisterWalk)) {
@@ -43,6 +52,12 @@ class Partitioner : public IRMutator {
       Stmt body = Mutate(op->body);
       return For::Make(op->var, op->min, op->extent, ForKind::kSerial, body, {}, op->span);
     }
+    if (unranged_branch_ > 0) {
+      TL_USER_ERROR(op->span) << "T.Parallel under a condition on the thread index that does not select a range "
+                                 "of threads (tx < c, tx >= c, and their conjunctions): the loop's iterations "
+                                 "are shared by all threads, so only part of it would run; test a range, or "
+                                 "move the loop out of the condition";
+    }
     // Collect the nest of directly nested parallel loops.
     std::vector<const For*> loops = {op};
     while (const auto* inner = As<For>(loops.back()->body)) {
@@ -54,7 +69,8 @@ class Partitioner : public IRMutator {
     --inside_;
     std::vector<Expr> extents;
     for (const For* l : loops) extents.push_back(l->extent);
-    return cuda::PartitionOverThreads(extents, tx_, threads_, op->span, [&](const std::vector<Expr>& idx) {
+    sub_used_ |= part_tx_.get() != tx_.get();
+    return cuda::PartitionOverThreads(extents, part_tx_, part_threads_, op->span, [&](const std::vector<Expr>& idx) {
       return Substitute(body, [&](const Var* v) -> Expr {
         for (size_t k = 0; k < loops.size(); ++k) {
           if (loops[k]->var.get() == v) return Cast::Make(v->dtype, loops[k]->min + idx[k]);
@@ -79,6 +95,7 @@ class Partitioner : public IRMutator {
 
   Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
     if (OnThread(op->value)) thread_vars_.insert(op->var.get());  // e.g. tx = T.get_thread_binding()
+    if (IsThreadIndex(op->value)) aliases_.insert(op->var.get());  // exactly the thread index
     if (inside_ == 0 && tx_ && thread_branch_ == 0 && HasAtomicUpdate(op->value) && !OnThread(op->value)) {
       TL_USER_ERROR(op->span) << "the old value of an atomic (return_prev=True) bound outside T.Parallel: "
                                  "on CUDA the block's threads would each update once; store it into a "
@@ -108,10 +125,57 @@ class Partitioner : public IRMutator {
 
   Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
     bool on_thread = OnThread(op->cond);
-    thread_branch_ += on_thread;
-    Stmt out = IRMutator::Mutate_(op, self);
-    thread_branch_ -= on_thread;
+    if (!on_thread || inside_ > 0) {
+      thread_branch_ += on_thread;
+      Stmt out = IRMutator::Mutate_(op, self);
+      thread_branch_ -= on_thread;
+      return out;
+    }
+    ++thread_branch_;
+    auto range = ThreadRangeOf(op->cond, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
+    std::optional<ThreadRange> other;
+    if (range) other = ComplementRange(*range, threads_);
+    Stmt then_case = InRange(range, op->then_case);
+    Stmt else_case = op->else_case ? InRange(other, op->else_case) : nullptr;
+    --thread_branch_;
+    return IfThenElse::Make(op->cond, then_case, else_case, op->span);
+  }
+
+  /// A branch taken by the threads of `range` (or by an unknown subset, when nullopt).
+  Stmt InRange(const std::optional<ThreadRange>& range, const Stmt& body) {
+    VarRef prev = part_tx_;
+    int64_t prev_threads = part_threads_;
+    int prev_unranged = unranged_branch_;
+    // Inside a range already narrowed, partitioning keeps the outer range (a nested
+    // condition is one more mask): ranges are only honoured on the first condition.
+    bool narrow = range && part_tx_.get() == tx_.get() && part_threads_ == threads_;
+    VarRef sub;
+    if (narrow && range->lo > 0) sub = Var::Make(tx_->name + "_in_range", tx_->dtype);
+    if (narrow) {
+      if (sub) part_tx_ = sub;
+      part_threads_ = std::max<int64_t>(range->hi - range->lo, 1);
+    } else if (!range) {
+      ++unranged_branch_;
+    }
+    bool prev_used = sub_used_;
+    sub_used_ = false;
+    Stmt out = Mutate(body);
+    if (!sub_used_) sub = nullptr;  // nothing was spread over the range: no let
+    sub_used_ = prev_used;
+    part_tx_ = prev;
+    part_threads_ = prev_threads;
+    unranged_branch_ = prev_unranged;
+    // tx - lo, the thread's number within the range
+    if (sub) {
+      Stmt let = LetStmt::Make(sub, Binary::Make(BinOp::kSub, tx_, MakeInt(range->lo, tx_->dtype)), body->span);
+      out = Seq::Make({let, out}, body->span);
+    }
     return out;
+  }
+
+  bool IsThreadIndex(const Expr& e) const {
+    const auto* v = As<Var>(e);
+    return v && tx_ && (v == tx_.get() || aliases_.count(v) > 0);
   }
 
  private:
@@ -166,6 +230,11 @@ class Partitioner : public IRMutator {
 
   VarRef tx_;
   int64_t threads_ = 0;
+  VarRef part_tx_;  ///< what nests are spread over: tx_, or its number within a range
+  int64_t part_threads_ = 0;
+  int unranged_branch_ = 0;  ///< depth of thread-dependent branches that are not a range
+  bool sub_used_ = false;    ///< a nest was spread over a range's own thread numbers
+  std::unordered_set<const Var*> aliases_;  ///< lets bound to exactly the thread index
   int inside_ = 0;
   int thread_branch_ = 0;  ///< depth of branches whose condition depends on the thread
   std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Which threads a condition selects, when it is a range of the thread index.
+///
+/// Upstream's semantics for tile work under a condition on the thread index
+/// (`if tx < 128: T.copy(...)`, or a T.Parallel there) is that the threads the condition
+/// selects do the whole work between them. When the condition is a conjunction of
+/// comparisons of the thread index with constants, those threads are a range [lo, hi), and
+/// both targets can honour that: CUDA spreads the work over hi - lo threads numbered
+/// tx - lo, the CPU's lockstep emulation runs it once. Any other thread-dependent
+/// condition around tile work is refused at its line (it would run only part of the work).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "tl/ir/expr.h"
+
+namespace tl::transform {
+
+struct ThreadRange {
+  int64_t lo = 0, hi = 0;  ///< threads lo .. hi - 1
+  bool Empty() const { return hi <= lo; }
+};
+
+/// The range `cond` selects out of [0, threads), or nullopt when `cond` is not a
+/// conjunction of `t < c`, `t <= c`, `t > c`, `t >= c`, `t == c` (either operand order)
+/// where `is_thread(t)` says t is the thread index.
+std::optional<ThreadRange> ThreadRangeOf(const ir::Expr& cond, const std::function<bool(const ir::Expr&)>& is_thread,
+                                         int64_t threads);
+
+/// The threads of [0, threads) outside `r`, when they form one range.
+std::optional<ThreadRange> ComplementRange(const ThreadRange& r, int64_t threads);
+
+}  // namespace tl::transform

@@ -1,0 +1,80 @@
+"""Tile work under a condition on the thread index (upstream's semantics, upstream's
+mask_op tests): when the condition selects a range of threads (tx < c, tx >= c, ...), the
+threads of the range do the whole T.Parallel loop or T.copy between them; any other
+thread-dependent condition around such work is refused at its line (only part of the work
+would run). Both targets."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import compile_cpu, poison
+from tilelang.errors import TileLangCompileError
+
+M = N = 256
+BM = BN = 128
+
+
+def _masked(kind):
+    @T.prim_func
+    def masked(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=256) as (bx, by):
+            A_shared = T.alloc_shared((BM, BN), "float16")
+            C_shared = T.alloc_shared((BM, BN), "float16")
+            tx = T.get_thread_binding(0)
+            if kind == "parallel":
+                if tx < 128:
+                    for i, k in T.Parallel(BM, BN):
+                        A_shared[i, k] = A[by * BM + i, bx * BN + k]
+                else:  # threads 128..255: numbered from 0 for this loop
+                    for i, k in T.Parallel(BM, BN):
+                        C_shared[i, k] = A[by * BM + i, bx * BN + k] * 2.0
+            else:
+                if tx >= 64 and tx < 96:
+                    T.copy(A[by * BM, bx * BN], A_shared)
+                if 200 <= tx:
+                    T.fill(C_shared, 3.0)
+            T.copy(A_shared, B[by * BM, bx * BN])
+            T.copy(C_shared, C[by * BM, bx * BN])
+
+    return masked
+
+
+@pytest.mark.parametrize("kind", ["parallel", "copy"])
+def test_the_selected_threads_do_the_whole_work(kind, rng):
+    a = rng.standard_normal((M, N)).astype(np.float16)
+    b, c = poison((M, N), "float16"), poison((M, N), "float16")
+    compile_cpu(_masked(kind))(a, b, c)
+    assert np.array_equal(b, a)
+    want_c = a * np.float16(2) if kind == "parallel" else np.full((M, N), 3, np.float16)
+    assert np.array_equal(c, want_c)
+
+
+def test_cuda_spreads_the_loop_over_the_range():
+    src = tilelang.lower(_masked("parallel"), target="cuda -arch=sm_90a").kernel_source
+    # 128 x 128 elements over 128 threads: 128 iterations each, in both branches
+    import re
+
+    assert len(re.findall(r"it(_\d+)? < 128;", src)) == 2 and not re.search(r"it(_\d+)? < 64;", src)
+    src = tilelang.lower(_masked("copy"), target="cuda -arch=sm_90a").kernel_source
+    assert "tx_in_range = (tx - 64)" in src, "threads 64..95 are numbered 0..31 for the copy"
+    assert "tx_in_range_1 = (tx - 200)" in src, "threads 200..255 for the fill"
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a"])
+def test_other_thread_conditions_around_tile_work_are_refused(target):
+    @T.prim_func
+    def odd_threads(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            S = T.alloc_shared((64,), "float32")
+            tx = T.get_thread_binding(0)
+            if tx % 2 == 0:
+                for i in T.Parallel(64):  # ERR-HERE
+                    S[i] = A[i]
+            if tx < 16 or tx > 40:
+                T.fill(S, 1.0)
+            T.copy(S, B)
+
+    with pytest.raises(TileLangCompileError, match="not a range of threads|does not select a range") as info:
+        tilelang.compile(odd_threads, target=target)
+    assert "for i in T.Parallel(64)" in str(info.value)
