@@ -525,3 +525,28 @@ def test_annotate_safe_value_is_what_out_of_range_reads_give(rng):
     assert np.array_equal(b, want)
     want[:5] = 0
     assert np.array_equal(c, want)
+
+
+def test_const_used_before_the_annotation_that_binds_it(rng):
+    """`splitK = K // split_k` before `A: T.Tensor((M, K), ...)`: the annotation's names bind
+    from the arguments' shapes before the body runs (upstream's gemm_splitk example)."""
+
+    @tilelang.jit(target="cpu")
+    def row_chunks(A, B, chunks):
+        M, K = T.const("M, K")
+        chunk = K // chunks
+        A: T.Tensor((M, K), T.float32)
+        B: T.Tensor((M, chunks), T.float32)
+        with T.Kernel(M, threads=32) as m:
+            for c in T.serial(chunks):
+                acc = T.alloc_var(T.float32, 0.0)
+                for k in T.serial(chunk):
+                    acc += A[m, c * chunk + k]
+                B[m, c] = acc
+
+    a = rng.standard_normal((5, 12)).astype(np.float32)
+    b = np.zeros((5, 3), np.float32)
+    row_chunks(a, b, 3)
+    np.testing.assert_allclose(b, a.reshape(5, 3, 4).sum(axis=2), rtol=1e-5)
+    with pytest.raises(Exception, match="shape"):
+        row_chunks(a, np.zeros((4, 3), np.float32), 3)  # B disagrees with A's M: still checked

@@ -63,6 +63,40 @@ def set_context(ctx):
     return prev
 
 
+def shape_bindings(fdef, args: dict) -> dict:
+    """Dimension names bound by the tensor annotations of a function body, read from the
+    syntax alone: `A: T.Tensor((M, K), dtype)` (or `T.Tensor[[M, K], dtype]`,
+    `T.StridedTensor(...)`) with A given a tensor binds M and K to its shape, whatever the
+    order of the statements, so `splitK = K // split_k` may come before the annotation, as
+    upstream's examples write it. Only bare names bind; the annotations still check every
+    shape when they run."""
+    import ast
+
+    found = {}
+    for st in fdef.body:
+        if not (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)):
+            continue
+        value = args.get(st.target.id)
+        shape = getattr(value, "shape", None)
+        ann = st.annotation
+        if shape is None:
+            continue
+        spec = None
+        if isinstance(ann, ast.Call) and ann.args:
+            spec = ann.args[0]
+        elif isinstance(ann, ast.Subscript):
+            spec = ann.slice.elts[0] if isinstance(ann.slice, ast.Tuple) and ann.slice.elts else ann.slice
+        head = ann.func if isinstance(ann, ast.Call) else getattr(ann, "value", None)
+        if not (isinstance(head, ast.Attribute) and head.attr in ("Tensor", "StridedTensor", "Buffer")):
+            continue
+        if not isinstance(spec, (ast.Tuple, ast.List)) or len(spec.elts) != len(shape):
+            continue
+        for dim, e in zip(shape, spec.elts):
+            if isinstance(e, ast.Name):
+                found.setdefault(e.id, int(dim))
+    return found
+
+
 def declare_consts(names: str):
     ctx = current()
     out = []

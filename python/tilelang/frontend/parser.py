@@ -245,6 +245,9 @@ class Parser:
         try:
             for name, value in defaults.items():
                 self.bind(name, value)
+            # T.const dimensions the annotations will bind, known before any statement runs
+            for name, value in _eager.shape_bindings(self.fdef, self.eager.args).items():
+                self.eager.const_values.setdefault(name, value)
             self.builder.open()
             self.visit_body(self.fdef.body)
             body = self.builder.close(self.span(self.fdef))

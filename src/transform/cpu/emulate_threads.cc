@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../region_util.h"
 #include "../thread_range.h"
 
 #include "tl/ir/intrinsics.h"
@@ -454,12 +455,21 @@ class ThreadEmulator {
         out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));
         return;
       }
-      // Block-level work under a thread-dependent branch: once, by a range of threads
-      // together; under another condition only part of it would run on CUDA.
-      if (mask && !range_ && !atomic) Unsupported(s->span, "a tile copy or fill under a thread-dependent condition that is not a range of threads");
-      if (mask && !range_) {
-        out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));  // an element atomic: per taking thread
+      // An element atomic under a thread-dependent branch: once per thread that takes it
+      // (as on CUDA). Block-level work there (a copy, a fill, a region atomic): once, by a
+      // range of threads together; under another condition only part of it would run on CUDA.
+      bool element_atomic = false;
+      if (atomic) {
+        element_atomic = true;
+        for (const Range& r : atomic->dst.ranges) element_atomic = element_atomic && IsOne(r.extent);
+      }
+      if (mask && element_atomic) {
+        out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));
         return;
+      }
+      if (mask && !range_) {
+        Unsupported(s->span, "a tile copy, fill or region atomic under a thread-dependent condition that is not a "
+                             "range of threads");
       }
       if (!mask || !range_->Empty()) out->push_back(s);
       return;
