@@ -15,33 +15,18 @@ own objects (see docs/tvm-compat.md for what is provided and what is out of scop
 from __future__ import annotations
 
 from ..language.dtypes import dtype as DataType  # noqa: F401
-from . import error, ir, target, testing, tirx, transform  # noqa: F401
+from . import error, ir, script, target, testing, tirx, transform  # noqa: F401
 from .error import TVMError  # noqa: F401
 
 tir = tirx
 
 
-def _register_top_level_if_asked():
-    """With TILELANG_PROVIDE_TVM=1 and no real TVM installed, `import tvm` (and tvm.target,
-    tvm.tir, ...) give this stand-in."""
-    import importlib.util
-    import os
-    import sys
+def _install_top_level_alias():
+    """After `import tilelang`, `import tvm` gives this stand-in when no real TVM is
+    importable; TILELANG_PROVIDE_TVM=0 turns that off (see _alias.py)."""
+    from . import _alias
 
-    if os.environ.get("TILELANG_PROVIDE_TVM", "0").strip().lower() in ("0", "", "false", "no", "off"):
-        return
-    if "tvm" in sys.modules:
-        return
-    try:
-        real = importlib.util.find_spec("tvm")
-    except (ImportError, ValueError):
-        real = None
-    if real is not None:
-        return
-    me = sys.modules[__name__]
-    sys.modules["tvm"] = me
-    for sub in ("error", "ir", "target", "testing", "tirx", "transform"):
-        sys.modules[f"tvm.{sub}"] = getattr(me, sub)
-    sys.modules["tvm.tir"] = tirx
+    _alias.install()
 
-__all__ = ["DataType", "TVMError", "error", "ir", "target", "testing", "tir", "tirx", "transform"]
+
+__all__ = ["DataType", "TVMError", "error", "ir", "script", "target", "testing", "tir", "tirx", "transform"]
