@@ -21,6 +21,7 @@ from .dtypes import (  # noqa: F401
     float6_e2m3fn, float6_e3m2fn, int4, uint4, int2, uint2, int1, uint1, tfloat32,
     float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float4_e2m1_unpacked,
 )
+from .kernel import _normalize_threads
 from .values import Buffer as _Buffer, BufferRef, PrimExpr, as_expr, binary, call_math, cast as _cast, const as _vconst, to_region
 
 half = float16
@@ -136,14 +137,12 @@ class KernelSpec:
         if not 1 <= len(grid) <= 3:
             raise _b._UserError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
         self.grid = grid
-        if threads is None:
-            threads = 128
-        if isinstance(threads, numbers.Integral):
-            threads = [int(threads)]
-        threads = [int(t) for t in threads]
-        if not 1 <= len(threads) <= 3 or any(t <= 0 and t != -1 for t in threads):
-            raise _b._UserError(f"T.Kernel: threads must be 1 to 3 positive ints, got {threads}")
-        self.threads = threads
+        given = 1 if threads is None or isinstance(threads, numbers.Integral) else len(threads)
+        try:
+            # Checked and padded to 3-d as upstream does; the kernel keeps the dimensions given.
+            self.threads = _normalize_threads(threads)[:max(given, 1)]
+        except ValueError as e:
+            raise _b._UserError(str(e)) from None
 
 
 class WhileSpec:
@@ -642,8 +641,7 @@ def min_value(dtype_):
     return _vconst(int(np.iinfo(t).min), t)
 
 
-def cast(value, dtype_, **kwargs):
-    return _cast(value, dtype_)
+from .tir.ir import cast  # noqa: E402,F401  (with upstream's round / sat / rbits checks)
 
 
 def Cast(dtype_, value):  # noqa: N802  (TIR's spelling: the dtype comes first)
@@ -981,6 +979,10 @@ def __getattr__(name):
     # the builtins int() etc. stay what this module's own code calls.
     if name in _C_NAMES:
         return _C_NAMES[name]
+    from .dtypes import _split_lanes
+
+    if _split_lanes(name)[1] > 1:  # T.float32x2, T.float4_e2m1fnx2: vector dtypes
+        return dtype(name)
     raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}")
 
 
