@@ -470,3 +470,42 @@ def test_func_attr_is_accepted_and_noted():
     b = np.zeros(4, np.float32)
     k(np.arange(4, dtype=np.float32), b)
     np.testing.assert_array_equal(b, np.arange(4) + 1)
+
+
+# --------------------------------------------------------------------------- negative indices,
+# and stores at the top of a kernel-less @T.prim_func (upstream's negative_index tests)
+
+def test_negative_indices_count_from_the_end():
+    @T.prim_func
+    def f(A: T.Buffer((16,), T.float32), B: T.Buffer((16,), T.float32)):
+        T.func_attr({"tir.noalias": True})
+        B[0] = A[T.int32(-1)]
+        B[1] = A[-2]
+        B[-1] += A[3]
+        for i in T.serial(4):
+            B[2 + i] = A[-i - 1]       # negative for every i: 15 - i
+        for i in T.serial(2, 4):
+            B[6 + i] = A[2 * i - 9]    # -5, -3 -> 11, 13
+
+    a = np.arange(16, dtype=np.float32)
+    b = np.ones(16, dtype=np.float32)
+    compile_cpu(f)(a, b)
+    want = np.ones(16, dtype=np.float32)
+    want[0], want[1], want[15] = 15, 14, 1 + 3
+    want[2:6] = [15, 14, 13, 12]
+    want[8:10] = [11, 13]
+    np.testing.assert_array_equal(b, want)
+
+
+def test_possibly_non_negative_indices_are_left_alone():
+    @T.prim_func
+    def f(shift: T.int32, A: T.Buffer((16,), T.float32), B: T.Buffer((8,), T.float32)):
+        for i in T.serial(8):
+            B[i] = A[shift + i]        # symbolic: as written
+        for i in T.serial(1, 8):
+            B[i] += A[i - 1]           # i - 1 >= 0 for every i here
+
+    a = np.arange(16, dtype=np.float32)
+    b = np.zeros(8, dtype=np.float32)
+    compile_cpu(f)(3, a, b)
+    np.testing.assert_array_equal(b, a[3:11] + np.concatenate([[0], a[:7]]))

@@ -26,6 +26,9 @@ class Builder:
         self.span = None  # (file, line, col, end_line, end_col) of the node being built
         self.in_kernel = False
         self.pending_name = None  # the name an allocation on this line is assigned to
+        # loop variable name -> [(min, extent)] of the enclosing loops with constant bounds,
+        # innermost last (for the negative-index rule, negative_index.py)
+        self.loop_ranges: dict = {}
 
     def open(self):
         self.frames.append(Frame())
