@@ -271,3 +271,41 @@ def test_cuda_postproc_callback_reaches_the_compiled_kernel(monkeypatch):
 
     src = tilelang.compile(f, target="cuda").get_kernel_source()
     assert src.startswith("// marker-from-callback")
+
+
+# --------------------------------------------------------------------------- fast math, dtype bits
+
+def test_dtype_bits():
+    assert [T.dtype(n).bits for n in ("float64", "float8_e4m3fn", "float6_e2m3fn", "float4_e2m1fn",
+                                      "float4_e2m1_unpacked", "int4", "bool", "tfloat32")] == [64, 8, 6, 4, 8, 4, 8, 32]
+
+
+@pytest.mark.parametrize("name", ["__exp", "__exp10", "__log", "__log2", "__log10", "__sin", "__cos", "__tan"])
+def test_fastmath_names_take_floats_only(name):
+    f = getattr(T, name)
+    for dt in ("float16", "bfloat16", "float32", "float64"):
+        assert f(T.Var("x", dt)).dtype == dt
+    for dt in ("int32", "uint8", "bool"):
+        with pytest.raises(TypeError, match=rf"T\.{name} only supports floating-point inputs, but got {dt}"):
+            f(T.Var("x", dt))
+
+
+def test_fastmath_values():
+    @T.prim_func
+    def f(A: T.Tensor((8,), "float32"), B: T.Tensor((8, 8), "float32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                B[0, i] = T.__exp(A[i])
+                B[1, i] = T.__exp10(A[i])
+                B[2, i] = T.__log(A[i])
+                B[3, i] = T.__log2(A[i])
+                B[4, i] = T.__log10(A[i])
+                B[5, i] = T.__sin(A[i])
+                B[6, i] = T.__cos(A[i])
+                B[7, i] = T.__tan(A[i])
+
+    a = np.linspace(0.25, 2.0, 8, dtype=np.float32)
+    b = np.zeros((8, 8), dtype=np.float32)
+    compile_cpu(f)(a, b)
+    want = [np.exp(a), 10.0 ** a, np.log(a), np.log2(a), np.log10(a), np.sin(a), np.cos(a), np.tan(a)]
+    np.testing.assert_allclose(b, np.stack(want), rtol=1e-5)

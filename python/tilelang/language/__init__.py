@@ -964,6 +964,7 @@ class Var(metaclass=_VarType):
         return dynamic(name, dtype)
 
 
+from .fastmath import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan  # noqa: E402,F401
 from .tileops_extra import cummax, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401

@@ -72,7 +72,9 @@ class dtype(str):
             return 8
         if self == "tfloat32":
             return 32
-        if self.startswith(("float8", "float4", "float6")):
+        if self == "float4_e2m1_unpacked":  # one fp4 value in a byte: the byte is its size
+            return 8
+        if self.startswith(("float8_", "float4_", "float6_")):  # float8_e4m3fn: 8 (not float64)
             return int(self[5])
         return int("".join(c for c in self if c.isdigit()))
 
