@@ -309,3 +309,42 @@ def test_fastmath_values():
     compile_cpu(f)(a, b)
     want = [np.exp(a), 10.0 ** a, np.log(a), np.log2(a), np.log10(a), np.sin(a), np.cos(a), np.tan(a)]
     np.testing.assert_allclose(b, np.stack(want), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- autotuner.param
+
+def test_autotuner_param_records():
+    from dataclasses import replace
+
+    from tilelang.autotuner import AutoTuner
+    from tilelang.autotuner.param import AutotuneResult, CompileArgs, ProfileArgs  # noqa: F401
+
+    t = AutoTuner(lambda block=8: None, configs=[{"block": 8}])
+    assert t.compile_args == CompileArgs() and t.profile_args == ProfileArgs()
+    t.set_compile_args(out_idx=[-1], target="cpu").set_profile_args(warmup=1, rep=2, skip_check=True)
+    assert t.compile_args.out_idx == [-1] and t.compile_args.target == "cpu"
+    assert t.profile_args.warmup == 1 and t.profile_args.skip_check
+    assert replace(t.compile_args, out_idx=[0]).out_idx == [0] and t.compile_args.out_idx == [-1]
+
+
+def test_autotuner_runs_with_replaced_records():
+    from dataclasses import replace
+
+    from tilelang.autotuner import AutoTuner
+    from tilelang.autotuner.param import CompileArgs, ProfileArgs
+
+    def program(block=8):
+        @T.prim_func
+        def f(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
+            with T.Kernel(32 // block, threads=block) as bx:
+                for i in T.Parallel(block):
+                    B[bx * block + i] = A[bx * block + i] * 2.0
+        return f
+
+    t = AutoTuner(program, configs=[{"block": 8}, {"block": 16}])
+    t.compile_args = replace(CompileArgs(), out_idx=[-1], target="cpu")
+    t.profile_args = replace(ProfileArgs(), warmup=1, rep=2, skip_check=True)
+    res = t.run()
+    assert res.config in ({"block": 8}, {"block": 16})
+    a = np.arange(32, dtype=np.float32)
+    np.testing.assert_array_equal(res.kernel(a), a * 2)
