@@ -348,3 +348,28 @@ def test_autotuner_runs_with_replaced_records():
     assert res.config in ({"block": 8}, {"block": 16})
     a = np.arange(32, dtype=np.float32)
     np.testing.assert_array_equal(res.kernel(a), a * 2)
+
+
+# --------------------------------------------------------------------------- tilelang.transform.simplify
+
+def test_apply_simplify_and_simplify_prim_func():
+    from tilelang.transform import simplify_prim_func
+    from tilelang.transform.simplify import apply_simplify
+
+    @simplify_prim_func
+    def program(n):
+        @T.prim_func
+        def f(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=16):
+                for i in T.Parallel(16):
+                    B[i] = A[(i * 4 + 0) // 4 + n - n] * (1.0 + 0.0)
+        return f
+
+    f = program(3)
+    assert "i * 4" not in f.script()
+    b = np.zeros(16, dtype=np.float32)
+    compile_cpu(f)(np.arange(16, dtype=np.float32), b)
+    np.testing.assert_array_equal(b, np.arange(16, dtype=np.float32))
+    assert apply_simplify(f).script() == f.script()
+    with pytest.raises(TypeError):
+        apply_simplify(lambda: None)
