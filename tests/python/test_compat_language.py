@@ -509,3 +509,29 @@ def test_possibly_non_negative_indices_are_left_alone():
     b = np.zeros(8, dtype=np.float32)
     compile_cpu(f)(3, a, b)
     np.testing.assert_array_equal(b, a[3:11] + np.concatenate([[0], a[:7]]))
+
+
+def test_a_variable_named_i_with_an_initial_value():
+    # The initialising loop of T.alloc_var(..., init) once used the C name `i` itself.
+    @T.prim_func
+    def f(A: T.Tensor((1,), "int32")):
+        with T.Kernel(1) as _:
+            i = T.alloc_var(T.int32, 0)
+            s = T.alloc_var(T.int32)
+            while i < 10:
+                s += i
+                i += 1
+            A[0] = s
+
+    a = np.zeros(1, dtype=np.int32)
+    compile_cpu(f)(a)
+    assert a[0] == 45
+    assert "init_i" in tilelang.lower(f, target="cuda -arch=sm_90a").kernel_source
+
+
+def test_calling_a_name_only_dtype_is_a_type_error():
+    for t in (T.float8_e4m3fn, T.float32x2, T.int4):
+        with pytest.raises(TypeError, match="not supported inside kernels"):
+            t(1.0)
+        with pytest.raises(ValueError):  # and a ValueError, for callers that catch that
+            t()

@@ -42,6 +42,10 @@ _NUMPY_NAMES = {
 }
 
 
+class UnsupportedDTypeError(ValueError, TypeError):
+    """A value of a dtype that kernels cannot compute with (fp8, fp4, vector types, ...)."""
+
+
 class dtype(str):
     """A TileLang scalar type, e.g. ``T.float16``."""
 
@@ -52,11 +56,16 @@ class dtype(str):
     def __call__(self, value=None):
         from . import values
 
+        if not self.supported:
+            # Calling a type that cannot make values here: a TypeError (as Python raises for
+            # a call a type does not accept), and a ValueError for callers that catch that.
+            raise UnsupportedDTypeError(f"T.{self}(...): dtype {self} is known but not supported inside kernels "
+                                        f"by this compiler yet (supported: {', '.join(_NAMES)}); see COMPATIBILITY.md")
         if value is None:
             # TIR's spelling of a scalar variable to bind with T.let(var, value)
             from .. import _tl
 
-            return values.UnboundVar(_tl.var("v", require_supported(self, f"T.{self}()")))
+            return values.UnboundVar(_tl.var("v", str(self)))
         return values.cast(value, self)
 
     @property
