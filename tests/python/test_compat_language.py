@@ -535,3 +535,24 @@ def test_calling_a_name_only_dtype_is_a_type_error():
             t(1.0)
         with pytest.raises(ValueError):  # and a ValueError, for callers that catch that
             t()
+
+
+def test_alloc_buffer_by_scope():
+    @T.prim_func
+    def f(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            S = T.alloc_buffer((8,), "float32", scope="shared")
+            F = T.alloc_buffer((8,), "float32", scope="local.fragment")
+            T.copy(A, S)
+            for i in T.Parallel(8):
+                F[i] = S[i] + 1.0
+            T.copy(F, B)
+
+    b = np.zeros(8, dtype=np.float32)
+    compile_cpu(f)(np.arange(8, dtype=np.float32), b)
+    np.testing.assert_array_equal(b, np.arange(8) + 1)
+    with pytest.raises(tilelang.TileLangCompileError, match="scope 'global' is not supported"):
+        @T.prim_func
+        def g(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1):
+                G = T.alloc_buffer((8,), "float32")  # noqa: F841

@@ -190,6 +190,21 @@ def alloc_local(shape, dtype, scope="local"):
     return _alloc(shape, dtype, "local")
 
 
+_BUFFER_SCOPES = {"shared": "shared", "shared.dyn": "shared", "local.fragment": "fragment", "local": "local"}
+
+
+def alloc_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=-1,
+                 offset_factor=0, buffer_type="default", axis_separators=None, annotations=None):
+    """TIR's allocation by scope name: "shared" / "shared.dyn" (T.alloc_shared),
+    "local.fragment" (T.alloc_fragment), "local" (T.alloc_local). Global buffers inside a
+    kernel are not supported here (as T.alloc_global)."""
+    kind = _BUFFER_SCOPES.get(scope)
+    if kind is None:
+        raise _b._UserError(f"T.alloc_buffer: scope {scope!r} is not supported here "
+                            f"(supported: {', '.join(_BUFFER_SCOPES)})")
+    return _alloc(shape, dtype, kind)
+
+
 def alloc_var(dtype, init=None, scope="local.var"):
     """A scalar variable; read and assign it by name."""
     if init is None and not isinstance(dtype, str) and isinstance(dtype, (numbers.Number, PrimExpr)):
