@@ -556,3 +556,22 @@ def test_alloc_buffer_by_scope():
         def g(A: T.Tensor((8,), "float32")):
             with T.Kernel(1):
                 G = T.alloc_buffer((8,), "float32")  # noqa: F841
+
+
+def test_strided_tensor_subscript_and_evaluate():
+    @T.prim_func
+    def f(A: T.StridedTensor[(4, 4), (4, 1), T.float32], B: T.Tensor((4, 4), "float32")):
+        with T.Kernel(1, threads=4):
+            T.evaluate(0)  # a no-op statement
+            for i, j in T.Parallel(4, 4):
+                B[i, j] = A[i, j] + 1.0
+
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    b = np.zeros((4, 4), dtype=np.float32)
+    compile_cpu(f)(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    assert T.StridedTensor((4, 4), (4, 1), "float16").strides == (4, 1)
+    with pytest.raises(Exception, match="T.evaluate must be used inside"):
+        @T.prim_func
+        def g(A: T.Tensor((4,), "float32")):
+            T.evaluate(0)

@@ -97,8 +97,25 @@ Tensor = _TensorFactory()
 Buffer = Tensor  # the older spelling, T.Buffer(shape, dtype)
 
 
-def StridedTensor(shape, strides, dtype="float32", scope=None):
-    return TensorSpec(shape, dtype, strides)
+def evaluate(value):
+    """An expression evaluated for its effect (TIR's Evaluate): ``T.evaluate(0)`` is a no-op."""
+    _b.require_kernel("T.evaluate")
+    _b.emit(_tl.evaluate(as_expr(value).node, _b.current_span()))
+
+
+class _StridedTensorFactory:
+    """``T.StridedTensor(shape, strides, dtype)``, also written ``T.StridedTensor[shape, strides, dtype]``."""
+
+    def __call__(self, shape, strides, dtype="float32", scope=None):
+        return TensorSpec(shape, dtype, strides)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple) or len(key) not in (2, 3):
+            raise _b._UserError("T.StridedTensor[shape, strides, dtype] takes a shape, strides and a dtype")
+        return self(*key)
+
+
+StridedTensor = _StridedTensorFactory()
 
 
 def dynamic(name: str, dtype="int32"):
