@@ -59,10 +59,12 @@ def test_make_mma_swizzle_layout_is_an_accepted_hint():
 
 
 def test_cuda_emitters_import_and_say_they_are_not_provided():
+    from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter as MMA
     from tilelang.cuda.intrinsics.macro.wgmma_macro_generator import compute_gmma_descriptor
     from tilelang.cuda.language.intrinsics import (
         TCGEN05TensorCoreIntrinEmitter, TensorCoreIntrinEmitter, WGMMATensorCoreIntrinEmitter)
 
+    assert MMA is TensorCoreIntrinEmitter
     for cls in (TensorCoreIntrinEmitter, WGMMATensorCoreIntrinEmitter, TCGEN05TensorCoreIntrinEmitter):
         with pytest.raises(NotImplementedError, match=cls.__name__):
             cls(a_dtype="float16")
