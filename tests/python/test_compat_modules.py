@@ -375,3 +375,15 @@ def test_apply_simplify_and_simplify_prim_func():
     assert apply_simplify(f).script() == f.script()
     with pytest.raises(TypeError):
         apply_simplify(lambda: None)
+
+
+def test_eager_ast_names_say_they_are_not_provided():
+    from tilelang.language.eager.ast import BaseBuilder, mutate
+
+    class Sub(BaseBuilder):  # subclassing at import time works, as upstream's tests do it
+        pass
+
+    with pytest.raises(NotImplementedError, match="mutate"):
+        mutate(lambda: None)
+    with pytest.raises(NotImplementedError, match="BaseBuilder"):
+        Sub()
