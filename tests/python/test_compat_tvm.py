@@ -154,7 +154,8 @@ def test_tirx_expressions():
     assert isinstance(a, Var) and isinstance(a, tvm.tirx.Var) and not isinstance(a, IntImm)
     one = IntImm(T.int32, 1)
     assert isinstance(one, IntImm) and one.dtype == "int32" and not isinstance(one, FloatImm)
-    assert isinstance(FloatImm("float32", 0.5), FloatImm)
+    assert isinstance(FloatImm("float32", 0.5), FloatImm) and not isinstance(FloatImm("float32", 0.5), IntImm)
+    assert isinstance(tvm.tirx.const(True), IntImm)  # as in TIR: IntImm("bool", 1)
     cond = Or(Not(tvm.tirx.all(a < b, b < a + 1)), a == b)
     assert cond.dtype == "bool"
     assert "not" in repr(cond) and " or " in repr(cond)

@@ -15,9 +15,8 @@ class _ConstKind(type):
     def __instancecheck__(cls, x):
         if not isinstance(x, PrimExpr):
             return False
-        v = x.node.const_value
-        return isinstance(v, cls._py) and not isinstance(v, bool) and not x.node.dtype == "bool" \
-            if cls._py is int else isinstance(v, cls._py)
+        v = x.node.const_value  # an int, a float, a bool (a bool constant is an IntImm in TIR too)
+        return isinstance(v, int) if cls._py is int else isinstance(v, float)
 
 
 class IntImm(metaclass=_ConstKind):
