@@ -1,6 +1,7 @@
 """A small stand-in for the names upstream TileLang programs reach through
-``from tilelang import tvm``. This compiler has no TVM inside; the names here map onto its
-own objects (see docs/tvm-compat.md for what is provided and what is out of scope):
+``from tilelang import tvm`` (and, after ``import tilelang``, through ``import tvm`` when no
+real TVM is importable: _alias.py). This compiler has no TVM inside; the names here map onto
+its own objects (see docs/tvm-compat.md for what is provided and what is out of scope):
 
 - ``tvm.target.Target("cuda")``: a target, usable as ``with Target("c"):`` around
   tilelang.lower / tilelang.compile with no explicit target;
@@ -10,7 +11,9 @@ own objects (see docs/tvm-compat.md for what is provided and what is out of scop
 - ``tvm.transform.PassContext(config={...})``: pass configs applied to the compilations
   inside the block;
 - ``tvm.testing.requires_package`` etc. (tilelang.testing);
-- ``tvm.ir.assert_structural_equal`` on @T.prim_func kernels.
+- ``tvm.ir.assert_structural_equal`` on @T.prim_func kernels;
+- ``tvm.tirx.Var`` / ``tvm.tirx.expr.IntImm`` / ``Or`` / ``Not`` ..., ``tvm.tirx.all``, and
+  ``tvm.script.ir_builder.base.IRBuilderFrame`` for isinstance checks on loops.
 """
 from __future__ import annotations
 
