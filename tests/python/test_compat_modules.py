@@ -387,3 +387,54 @@ def test_eager_ast_names_say_they_are_not_provided():
         mutate(lambda: None)
     with pytest.raises(NotImplementedError, match="BaseBuilder"):
         Sub()
+
+
+# --------------------------------------------------------------------------- tilelang.tools.Analyzer
+
+def _gemm(M, N, K, bm, bn, bk):
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // bn, M // bm, threads=128) as (bx, by):
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cf = T.alloc_fragment((bm, bn), "float32")
+            T.clear(Cf)
+            for k in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[by * bm, k * bk], As)
+                T.copy(B[k * bk, bx * bn], Bs)
+                T.gemm(As, Bs, Cf)
+            T.copy(Cf, C[by * bm, bx * bn])
+    return f
+
+
+def test_analyzer_counts_gemm_flops_and_global_bytes():
+    from tilelang.tools import AnalysisResult, Analyzer
+
+    M, N, K, bm, bn, bk = 256, 128, 512, 64, 64, 32
+    blocks = (M // bm) * (N // bn)
+
+    class H200:
+        name = "NVIDIA H200"
+
+    r = Analyzer.analysis(_gemm(M, N, K, bm, bn, bk), H200())
+    assert isinstance(r, AnalysisResult)
+    assert r.total_flops == 2 * M * N * K
+    # per block and k step: an A tile and a B tile (fp16); per block: the C tile
+    assert r.total_global_bytes == blocks * ((K // bk) * (bm * bk + bk * bn) * 2 + bm * bn * 2)
+    assert r.expected_tflops == 989.4 and r.expected_bandwidth_GBps == 4800.0
+    assert r.estimated_time == max(r.total_flops / 989.4e12, r.total_global_bytes / 4800e9)
+
+    class Unknown:
+        name = "some GPU"
+
+    r = Analyzer.analysis(_gemm(M, N, K, bm, bn, bk), Unknown())
+    assert r.total_flops == 2 * M * N * K and r.estimated_time is None and r.expected_tflops is None
+    with pytest.raises(TypeError):
+        Analyzer.analysis(lambda: None, H200())
+
+
+def test_carver_cdna_says_there_is_no_hip_backend():
+    from tilelang.carver.arch import CDNA
+
+    with pytest.raises(NotImplementedError, match="HIP"):
+        CDNA("hip")
