@@ -233,8 +233,9 @@ def main():
     p.add_argument("--collect-only", action="store_true", help="only import and collect (no GPU needed)")
     p.add_argument("--examples", type=int, default=5, help="test ids listed per error group")
     p.add_argument("--provide-tvm", action="store_true",
-                   help="on our side, TILELANG_PROVIDE_TVM=1: `import tvm` gives tilelang's stand-in "
-                        "(docs/tvm-compat.md)")
+                   help="(the default now) `import tvm` gives tilelang's stand-in on our side (docs/tvm-compat.md)")
+    p.add_argument("--no-provide-tvm", action="store_true",
+                   help="on our side, TILELANG_PROVIDE_TVM=0: no `import tvm` stand-in")
     p.add_argument("--control-results", default=None,
                    help="results.json of an earlier run whose upstream side is reused (same checkout and "
                         "upstream package): only our side runs, the table compares against that control")
@@ -279,7 +280,7 @@ def main():
     base_env.setdefault("TILELANG_PRINT_ON_COMPILATION", "0")
     envs = {
         "ours": dict(base_env, TILELANG_CACHE_DIR=str(out / "cache-ours"),
-                     **({"TILELANG_PROVIDE_TVM": "1"} if args.provide_tvm else {})),
+                     **({"TILELANG_PROVIDE_TVM": "0"} if args.no_provide_tvm else {})),
         "upstream": dict(base_env, PYTHONPATH=str(Path(args.upstream_pkg).resolve()) if args.upstream_pkg else "",
                          TILELANG_CACHE_DIR=str(out / "cache-upstream")),
     }

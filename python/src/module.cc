@@ -197,6 +197,55 @@ NB_MODULE(_tl, m) {
   m.def("load", [](const PyBuffer& b, const std::vector<PyExpr>& idx) {
     return PyExpr{BufferLoad::Make(b.b, Unwrap(idx))};
   });
+  m.def("tile_op_counts", [](const PyFunc& fn) {
+    // The GEMMs and global-memory copies of a kernel as written (before lowering), each with
+    // how many times it runs: the product of the grid and of the enclosing loops' extents
+    // (-1 when one of them is not a constant). For tilelang.tools.Analyzer.
+    struct Count : IRVisitor {
+      std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>> out;
+      int64_t times = 1;
+      static int64_t Extent(const Range& r) {
+        int64_t v;
+        return AsConstInt(r.extent, &v) ? v : -1;
+      }
+      static std::vector<int64_t> Shape(const Region& r) {
+        std::vector<int64_t> s;
+        for (const Range& rg : r.ranges) s.push_back(Extent(rg));
+        return s;
+      }
+      void Scaled(const std::vector<Expr>& extents, const std::function<void()>& body) {
+        int64_t saved = times;
+        for (const Expr& e : extents) {
+          int64_t v;
+          times = (times < 0 || !AsConstInt(e, &v)) ? -1 : times * v;
+        }
+        body();
+        times = saved;
+      }
+      void Visit_(const KernelLaunch* op) override { Scaled(op->grid, [&] { IRVisitor::Visit_(op); }); }
+      void Visit_(const For* op) override {
+        if (op->for_kind == ForKind::kThreadBinding) return IRVisitor::Visit_(op);
+        Scaled({op->extent}, [&] { IRVisitor::Visit_(op); });
+      }
+      void Visit_(const GemmOp* op) override {
+        std::vector<int64_t> a = Shape(op->a), c = Shape(op->c);
+        if (a.size() < 2 || c.size() < 2) return;
+        int64_t k = op->trans_a ? a[a.size() - 2] : a.back();
+        out.emplace_back("gemm", c[c.size() - 2], c.back(), k, times);
+      }
+      void Visit_(const CopyOp* op) override {
+        // The global side of the copy (the source when both are global).
+        const Region* g = op->src.buffer->scope == Scope::kGlobal ? &op->src
+                          : op->dst.buffer->scope == Scope::kGlobal ? &op->dst : nullptr;
+        if (!g) return;
+        int64_t n = 1;
+        for (int64_t e : Shape(*g)) n = (n < 0 || e < 0) ? -1 : n * e;
+        out.emplace_back("copy", n, g->buffer->dtype.bytes(), 0, times);
+      }
+    } c;
+    c.Visit(fn.f->body);
+    return c.out;
+  });
   m.def("affine_in_one_var", [](const PyExpr& e) -> nb::object {
     // a * v + b for the one variable v of `e` (integer a != 0, b), as (v's name, a, b); None
     // when e has another form (several variables, division, a constant).

@@ -36,6 +36,7 @@ from ._environment import env  # noqa: E402,F401  (tilelang.env.TILELANG_CACHE_D
 from .lower import lower  # noqa: E402,F401
 from . import tvm  # noqa: E402,F401  (the stand-in for `from tilelang import tvm`, docs/tvm-compat.md)
 
-# Opt-in: TILELANG_PROVIDE_TVM=1 makes the stand-in importable as the top-level module `tvm`
-# (`from tvm import DataType`), unless a real TVM is installed (docs/tvm-compat.md).
-tvm._register_top_level_if_asked()
+# `import tvm` gives the stand-in when no real TVM is importable (a real one always wins;
+# TILELANG_PROVIDE_TVM=0 turns it off): upstream's programs write `import tvm` after
+# `import tilelang` (docs/tvm-compat.md).
+tvm._install_top_level_alias()

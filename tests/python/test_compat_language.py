@@ -550,3 +550,109 @@ def test_const_used_before_the_annotation_that_binds_it(rng):
     np.testing.assert_allclose(b, a.reshape(5, 3, 4).sum(axis=2), rtol=1e-5)
     with pytest.raises(Exception, match="shape"):
         row_chunks(a, np.zeros((4, 3), np.float32), 3)  # B disagrees with A's M: still checked
+
+
+# --------------------------------------------------------------------------- negative indices,
+# and stores at the top of a kernel-less @T.prim_func (upstream's negative_index tests)
+
+def test_negative_indices_count_from_the_end():
+    @T.prim_func
+    def f(A: T.Buffer((16,), T.float32), B: T.Buffer((16,), T.float32)):
+        T.func_attr({"tir.noalias": True})
+        B[0] = A[T.int32(-1)]
+        B[1] = A[-2]
+        B[-1] += A[3]
+        for i in T.serial(4):
+            B[2 + i] = A[-i - 1]       # negative for every i: 15 - i
+        for i in T.serial(2, 4):
+            B[6 + i] = A[2 * i - 9]    # -5, -3 -> 11, 13
+
+    a = np.arange(16, dtype=np.float32)
+    b = np.ones(16, dtype=np.float32)
+    compile_cpu(f)(a, b)
+    want = np.ones(16, dtype=np.float32)
+    want[0], want[1], want[15] = 15, 14, 1 + 3
+    want[2:6] = [15, 14, 13, 12]
+    want[8:10] = [11, 13]
+    np.testing.assert_array_equal(b, want)
+
+
+def test_possibly_non_negative_indices_are_left_alone():
+    @T.prim_func
+    def f(shift: T.int32, A: T.Buffer((16,), T.float32), B: T.Buffer((8,), T.float32)):
+        for i in T.serial(8):
+            B[i] = A[shift + i]        # symbolic: as written
+        for i in T.serial(1, 8):
+            B[i] += A[i - 1]           # i - 1 >= 0 for every i here
+
+    a = np.arange(16, dtype=np.float32)
+    b = np.zeros(8, dtype=np.float32)
+    compile_cpu(f)(3, a, b)
+    np.testing.assert_array_equal(b, a[3:11] + np.concatenate([[0], a[:7]]))
+
+
+def test_a_variable_named_i_with_an_initial_value():
+    # The initialising loop of T.alloc_var(..., init) once used the C name `i` itself.
+    @T.prim_func
+    def f(A: T.Tensor((1,), "int32")):
+        with T.Kernel(1) as _:
+            i = T.alloc_var(T.int32, 0)
+            s = T.alloc_var(T.int32)
+            while i < 10:
+                s += i
+                i += 1
+            A[0] = s
+
+    a = np.zeros(1, dtype=np.int32)
+    compile_cpu(f)(a)
+    assert a[0] == 45
+    assert "init_i" in tilelang.lower(f, target="cuda -arch=sm_90a").kernel_source
+
+
+def test_calling_a_name_only_dtype_is_a_type_error():
+    for t in (T.float8_e8m0fnu, T.float32x2, T.int4):
+        with pytest.raises(TypeError, match="not supported inside kernels"):
+            t(1.0)
+        with pytest.raises(ValueError):  # and a ValueError, for callers that catch that
+            t()
+
+
+def test_alloc_buffer_by_scope():
+    @T.prim_func
+    def f(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            S = T.alloc_buffer((8,), "float32", scope="shared")
+            F = T.alloc_buffer((8,), "float32", scope="local.fragment")
+            T.copy(A, S)
+            for i in T.Parallel(8):
+                F[i] = S[i] + 1.0
+            T.copy(F, B)
+
+    b = np.zeros(8, dtype=np.float32)
+    compile_cpu(f)(np.arange(8, dtype=np.float32), b)
+    np.testing.assert_array_equal(b, np.arange(8) + 1)
+    # scope "global" is T.alloc_global: outside the kernels only
+    with pytest.raises(tilelang.TileLangCompileError, match="outside `with T.Kernel"):
+        @T.prim_func
+        def g(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1):
+                G = T.alloc_buffer((8,), "float32")  # noqa: F841
+
+
+def test_strided_tensor_subscript_and_evaluate():
+    @T.prim_func
+    def f(A: T.StridedTensor[(4, 4), (4, 1), T.float32], B: T.Tensor((4, 4), "float32")):
+        with T.Kernel(1, threads=4):
+            T.evaluate(0)  # a no-op statement
+            for i, j in T.Parallel(4, 4):
+                B[i, j] = A[i, j] + 1.0
+
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    b = np.zeros((4, 4), dtype=np.float32)
+    compile_cpu(f)(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    assert T.StridedTensor((4, 4), (4, 1), "float16").strides == (4, 1)
+    with pytest.raises(Exception, match="T.evaluate must be used inside"):
+        @T.prim_func
+        def g(A: T.Tensor((4,), "float32")):
+            T.evaluate(0)

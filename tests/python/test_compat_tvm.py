@@ -85,21 +85,121 @@ def test_tvm_testing_decorators_are_tilelangs():
     assert tvm.testing.requires_package is tilelang.testing.requires_package
 
 
-def test_top_level_tvm_is_opt_in():
-    import importlib.util
+def _run(prog, env_extra=None, pythonpath=None):
     import os
     import subprocess
     import sys
 
-    if importlib.util.find_spec("tvm") is not None:
+    env = {k: v for k, v in os.environ.items() if k not in ("TILELANG_PROVIDE_TVM", "PYTHONPATH")}
+    env.update(env_extra or {})
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=120)
+    return r.stdout.strip() + r.stderr[-2000:]
+
+
+_PROBE = ("import tilelang, sys\ntry:\n    import tvm\n    from tvm import DataType\n    from tvm.target import Target\n"
+          "    print('tvm', DataType('float16').bits, Target('c').kind.name, tvm is tilelang.tvm)\n"
+          "except ImportError:\n    print('no tvm')\n")
+
+
+def _real_tvm_installed():
+    import importlib.machinery
+
+    return importlib.machinery.PathFinder.find_spec("tvm") is not None
+
+
+def test_import_tvm_after_tilelang_gives_the_stand_in():
+    if _real_tvm_installed():
         pytest.skip("a real TVM is installed; the stand-in never replaces it")
-    prog = "import tilelang, sys\ntry:\n    from tvm import DataType\n    from tvm.target import Target\n" \
-           "    print('tvm', DataType('float16').bits, Target('c').kind.name, sys.modules['tvm'] is tilelang.tvm)\n" \
-           "except ImportError:\n    print('no tvm')\n"
-    env = dict(os.environ)
-    env.pop("TILELANG_PROVIDE_TVM", None)
-    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=120)
-    assert r.stdout.strip() == "no tvm", r.stdout + r.stderr
-    env["TILELANG_PROVIDE_TVM"] = "1"
-    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env, timeout=120)
-    assert r.stdout.strip() == "tvm 16 c True", r.stdout + r.stderr
+    assert _run(_PROBE) == "tvm 16 c True"
+    # without `import tilelang` first, there is no tvm (as with upstream, whose TVM is put
+    # on the path by `import tilelang`)
+    assert _run("try:\n    import tvm\n    print('tvm')\nexcept ImportError:\n    print('no tvm')\n") == "no tvm"
+
+
+def test_provide_tvm_0_opts_out():
+    if _real_tvm_installed():
+        pytest.skip("a real TVM is installed; the stand-in never replaces it")
+    assert _run(_PROBE, {"TILELANG_PROVIDE_TVM": "0"}) == "no tvm"
+
+
+def test_a_real_tvm_wins(tmp_path):
+    (tmp_path / "tvm").mkdir()
+    (tmp_path / "tvm" / "__init__.py").write_text("REAL = True\n")
+    out = _run("import tilelang, tvm\nprint(getattr(tvm, 'REAL', False), tvm is tilelang.tvm)", pythonpath=str(tmp_path))
+    assert out == "True False"
+
+
+def test_submodules_are_the_same_objects():
+    import importlib
+
+    import tvm as top
+
+    assert top is tvm
+    assert importlib.import_module("tvm.tirx") is tvm.tirx
+    assert importlib.import_module("tvm.tir") is tvm.tirx
+    assert importlib.import_module("tvm.tirx.expr") is tvm.tirx.expr
+    from tvm.script.ir_builder.base import IRBuilderFrame
+
+    assert IRBuilderFrame is tvm.script.ir_builder.base.IRBuilderFrame
+    with pytest.raises(ImportError):
+        importlib.import_module("tvm.relax")  # not provided: a clear ImportError
+
+
+def test_tirx_expressions():
+    from tvm.tirx.expr import FloatImm, IntImm, Not, Or, Var
+
+    a, b = Var("a", T.int32), Var("b", T.int32)
+    assert isinstance(a, Var) and isinstance(a, tvm.tirx.Var) and not isinstance(a, IntImm)
+    one = IntImm(T.int32, 1)
+    assert isinstance(one, IntImm) and one.dtype == "int32" and not isinstance(one, FloatImm)
+    assert isinstance(FloatImm("float32", 0.5), FloatImm) and not isinstance(FloatImm("float32", 0.5), IntImm)
+    assert isinstance(tvm.tirx.const(True), IntImm)  # as in TIR: IntImm("bool", 1)
+    cond = Or(Not(tvm.tirx.all(a < b, b < a + 1)), a == b)
+    assert cond.dtype == "bool"
+    assert "not" in repr(cond) and " or " in repr(cond)
+    assert tvm.tirx.any(a < b, b < a).dtype == "bool"
+    with pytest.raises(ValueError):
+        tvm.tirx.all()
+
+
+def test_tirx_expressions_compile_into_a_kernel():
+    from tvm.tirx.expr import Not, Or
+
+    @T.prim_func
+    def f(A: T.Tensor((8,), "int32"), B: T.Tensor((8,), "int32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                B[i] = T.if_then_else(Or(Not(tvm.tirx.all(i > 1, i < 6)), i == 3), A[i], 0)
+
+    k = compile_cpu(f)
+    a = np.arange(10, 18, dtype=np.int32)
+    b = np.zeros(8, dtype=np.int32)
+    k(a, b)
+    want = np.where((~((np.arange(8) > 1) & (np.arange(8) < 6))) | (np.arange(8) == 3), a, 0)
+    np.testing.assert_array_equal(b, want)
+
+
+def test_ir_builder_frame_is_a_unit_step_loop():
+    from tvm.script.ir_builder.base import IRBuilderFrame
+    from tvm.tirx.expr import IntImm, Var
+
+    assert isinstance(T.serial(1, 10, 1), IRBuilderFrame)
+    assert isinstance(T.serial(4), IRBuilderFrame)
+    assert isinstance(T.serial(1, 10, IntImm(T.int32, 1)), IRBuilderFrame)
+    assert not isinstance(T.serial(1, 10, 2), IRBuilderFrame)
+    assert not isinstance(T.serial(1, 10, Var("s", T.int32)), IRBuilderFrame)
+    assert not isinstance(3, IRBuilderFrame)
+    with pytest.raises(TypeError):
+        IRBuilderFrame()
+
+
+def test_unprovided_tirx_names_say_so_when_called():
+    for name in ("call_extern", "decl_buffer"):
+        with pytest.raises(NotImplementedError, match=f"tvm.tirx.{name}"):
+            getattr(tvm.tirx, name)("void", "f")
+
+
+def test_vector_dtypes_are_datatypes():
+    assert isinstance(T.float32x2, tvm.DataType) and T.float32x2.lanes == 2 and T.float32x2.bits == 32

@@ -572,26 +572,33 @@ class AutoTuner:
     .set_profile_args(...).run() -> AutotuneResult."""
 
     def __init__(self, fn, configs):
+        from .param import CompileArgs, ProfileArgs
+
         self.fn, self.configs = fn, configs
-        self.compile_args, self.profile_args = {}, {}
+        self.compile_args, self.profile_args = CompileArgs(), ProfileArgs()
 
     @classmethod
     def from_kernel(cls, kernel, configs):
         return cls(kernel, configs)
 
-    def set_compile_args(self, out_idx=None, target="auto", execution_backend=None, target_host=None,
+    def set_compile_args(self, out_idx=None, target="auto", execution_backend="auto", target_host=None,
                          verbose=False, pass_configs=None):
-        self.compile_args = dict(out_idx=out_idx, target=None if target == "auto" else target,
-                                 pass_configs=pass_configs)
+        from .param import CompileArgs
+
+        self.compile_args = CompileArgs(out_idx=out_idx, execution_backend=execution_backend, target=target,
+                                        target_host=target_host, verbose=verbose, pass_configs=pass_configs)
         return self
 
     def set_profile_args(self, warmup=25, rep=100, timeout=30, supply_type=TensorSupplyType.Auto, ref_prog=None,
                          supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, skip_check=False,
                          manual_check_prog=None, cache_input_tensors=False, backend="event"):
-        self.profile_args = dict(warmup=warmup, rep=rep, timeout=timeout, supply_type=supply_type, ref_prog=ref_prog,
-                                 supply_prog=supply_prog, rtol=rtol, atol=atol,
-                                 max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
-                                 manual_check_prog=manual_check_prog)
+        from .param import ProfileArgs
+
+        self.profile_args = ProfileArgs(warmup=warmup, rep=rep, timeout=timeout, backend=backend,
+                                        supply_type=supply_type, ref_prog=ref_prog, supply_prog=supply_prog,
+                                        rtol=rtol, atol=atol, max_mismatched_ratio=max_mismatched_ratio,
+                                        skip_check=skip_check, manual_check_prog=manual_check_prog,
+                                        cache_input_tensors=cache_input_tensors)
         return self
 
     def run(self, warmup=None, rep=None, timeout=None, use_pipeline=False, enable_grouped_compile=False,
@@ -599,19 +606,14 @@ class AutoTuner:
             early_stop_factor=2.0, time_budget=None, max_workers=None) -> AutotuneResult:
         """Tunes and returns the AutotuneResult. The grouped-compile and multi-GPU options are
         accepted for upstream's callers; compilation is always parallel here."""
-        jitted = self.fn if isinstance(self.fn, JITImpl) else _jit(self.fn, **{
-            k: v for k, v in self.compile_args.items() if v is not None})
-        profile = dict(self.profile_args)
-        if warmup is not None:
-            profile["warmup"] = warmup
-        if rep is not None:
-            profile["rep"] = rep
-        tuned = AutoTunedFunction(jitted, self.configs, profile.get("warmup", 25), profile.get("rep", 100),
-                                  profile.get("supply_type", TensorSupplyType.Auto), profile.get("ref_prog"),
-                                  profile.get("supply_prog"), profile.get("rtol", 1e-2), profile.get("atol", 1e-2),
-                                  profile.get("max_mismatched_ratio", 0.01), profile.get("skip_check", False),
-                                  profile.get("manual_check_prog"), True,
-                                  timeout=timeout if timeout is not None else profile.get("timeout", 30),
+        c, p = self.compile_args, self.profile_args
+        jit_kwargs = {k: v for k, v in (("out_idx", c.out_idx), ("pass_configs", c.pass_configs),
+                                        ("target", None if c.target == "auto" else c.target)) if v is not None}
+        jitted = self.fn if isinstance(self.fn, JITImpl) else _jit(self.fn, **jit_kwargs)
+        tuned = AutoTunedFunction(jitted, self.configs, p.warmup if warmup is None else warmup,
+                                  p.rep if rep is None else rep, p.supply_type, p.ref_prog, p.supply_prog, p.rtol,
+                                  p.atol, p.max_mismatched_ratio, p.skip_check, p.manual_check_prog, True,
+                                  timeout=p.timeout if timeout is None else timeout,
                                   early_stop=early_stop, early_stop_factor=early_stop_factor,
                                   time_budget=time_budget, max_workers=max_workers)
         self.tuned = tuned

@@ -46,6 +46,15 @@ _MISSING = object()
 _RUNTIME_SCOPE = "\0runtime"  # a key (never a Python name) marking run-time loop/branch scopes
 
 
+def _runs_as_code(st) -> bool:
+    """A top-level statement that makes a kernel-less @T.prim_func run as one thread: a loop,
+    or a store to a buffer element (`B[0] = A[15]`, as TIR functions write them)."""
+    if isinstance(st, ast.For):
+        return True
+    targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, (ast.AugAssign, ast.AnnAssign)) else []
+    return any(isinstance(t, ast.Subscript) for t in targets)
+
+
 def _has_kernel(fdef) -> bool:
     """Whether the function's body (not nested functions) has a `with ...Kernel(...)`."""
     todo = list(fdef.body)
@@ -211,7 +220,7 @@ class Parser:
                 params.append(self._guard(arg, self.make_param, arg.arg, spec))
                 self.bind(arg.arg, params[-1])
             self.builder.open()
-            if _has_kernel(self.fdef) or not any(isinstance(st, ast.For) for st in self.fdef.body):
+            if _has_kernel(self.fdef) or not any(_runs_as_code(st) for st in self.fdef.body):
                 self.visit_body(self.fdef.body)
             else:
                 self.implicit_kernel(self.fdef)
@@ -224,9 +233,10 @@ class Parser:
             _b.set_builder(prev)
 
     def implicit_kernel(self, fdef):
-        """A @T.prim_func without `with T.Kernel` whose body has loops: the body is one block
-        of one thread (what upstream's CPU target runs as plain host code), so its loops and
-        stores work. (Without loops, tile operations outside a kernel stay an error.)"""
+        """A @T.prim_func without `with T.Kernel` whose body has loops or buffer stores: the
+        body is one block of one thread (what upstream's CPU target runs as plain host code),
+        so its loops and stores work. (Without those, tile operations outside a kernel stay
+        an error.)"""
         span = self.span(fdef)
         bx = _tl.var("bx", "int32")
         self.builder.in_kernel = True
@@ -616,12 +626,19 @@ class Parser:
                 self.bind(name.id, PrimExpr(var))
             else:
                 self.bind(name.id, st + PrimExpr(var) * step)
+        ranges = self.builder.loop_ranges
+        for var, st, ext in zip(loop_vars, mins, extents):
+            lo, n = st.node.const_value, ext.node.const_value
+            known = isinstance(lo, int) and isinstance(n, int) and step in (None, 1)
+            ranges.setdefault(var.var_name, []).append((lo, n) if known else None)
         self.builder.open()
         try:
             self.visit_body(node.body)
             body = self.builder.close(self.span(node))
         finally:
             self.scopes.pop()
+            for var in loop_vars:
+                ranges[var.var_name].pop()
         ann = {k: as_expr(v, "int32").node for k, v in spec.annotations.items()}
         for i in reversed(range(len(loop_vars))):
             mn = mins[i] if step in (None, 1) else as_expr(0, str(extents[i].dtype))

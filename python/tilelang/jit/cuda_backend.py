@@ -55,6 +55,9 @@ class CudaBackend:
             self.remarks.append(f"{len(parts)} T.Kernel blocks: {len(parts)} CUDA kernels launched in order "
                                 "on one stream")
         self.source = "\n".join(src.code for src in self.srcs)
+        from ..engine.callback import postprocess
+
+        self.source = postprocess("cuda", self.source, f"cuda -arch={arch}")
         self.shared_bytes = max(src.shared_bytes for src in self.srcs)
         limit = _SHARED_LIMITS.get(arch.rstrip("a"))
         if limit is not None and self.shared_bytes > limit:

@@ -21,6 +21,7 @@ from .dtypes import (  # noqa: F401
     float6_e2m3fn, float6_e3m2fn, int4, uint4, int2, uint2, int1, uint1, tfloat32,
     float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float4_e2m1_unpacked,
 )
+from .kernel import _normalize_threads
 from .values import Buffer as _Buffer, BufferRef, PrimExpr, as_expr, binary, call_math, cast as _cast, const as _vconst, to_region
 
 half = float16
@@ -96,17 +97,22 @@ Tensor = _TensorFactory()
 Buffer = Tensor  # the older spelling, T.Buffer(shape, dtype)
 
 
+def evaluate(value):
+    """An expression evaluated for its effect (TIR's Evaluate): ``T.evaluate(0)`` is a no-op."""
+    _b.require_kernel("T.evaluate")
+    _b.emit(_tl.evaluate(as_expr(value).node, _b.current_span()))
+
+
 class _StridedTensorFactory:
-    """``T.StridedTensor(shape, strides, dtype)``, or subscripted as upstream's eager style
-    writes it: ``T.StridedTensor[[M, N], [sM, sN], T.float32]``."""
+    """``T.StridedTensor(shape, strides, dtype)``, also written ``T.StridedTensor[shape, strides, dtype]``."""
 
     def __call__(self, shape, strides, dtype="float32", scope=None):
         return TensorSpec(shape, dtype, strides)
 
     def __getitem__(self, key):
         if not isinstance(key, tuple) or len(key) not in (2, 3):
-            raise _b._UserError("T.StridedTensor[shape, strides, dtype] takes a shape, the strides and a dtype")
-        return TensorSpec(key[0], key[2] if len(key) == 3 else "float32", key[1])
+            raise _b._UserError("T.StridedTensor[shape, strides, dtype] takes a shape, strides and a dtype")
+        return self(*key)
 
 
 StridedTensor = _StridedTensorFactory()
@@ -148,14 +154,12 @@ class KernelSpec:
         if not 1 <= len(grid) <= 3:
             raise _b._UserError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
         self.grid = grid
-        if threads is None:
-            threads = 128
-        if isinstance(threads, numbers.Integral):
-            threads = [int(threads)]
-        threads = [int(t) for t in threads]
-        if not 1 <= len(threads) <= 3 or any(t <= 0 and t != -1 for t in threads):
-            raise _b._UserError(f"T.Kernel: threads must be 1 to 3 positive ints, got {threads}")
-        self.threads = threads
+        given = 1 if threads is None or isinstance(threads, numbers.Integral) else len(threads)
+        try:
+            # Checked and padded to 3-d as upstream does; the kernel keeps the dimensions given.
+            self.threads = _normalize_threads(threads)[:max(given, 1)]
+        except ValueError as e:
+            raise _b._UserError(str(e)) from None
 
 
 class WhileSpec:
@@ -218,6 +222,23 @@ def alloc_global(shape, dtype, scope="global"):
     buf = _Buffer(_tl.buffer(name, _dt(dtype), [as_expr(d, "int32").node for d in shape], "global", []))
     b.workspaces.append(buf)
     return buf
+
+
+_BUFFER_SCOPES = {"shared": "shared", "shared.dyn": "shared", "local.fragment": "fragment", "local": "local"}
+
+
+def alloc_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=-1,
+                 offset_factor=0, buffer_type="default", axis_separators=None, annotations=None):
+    """TIR's allocation by scope name: "shared" / "shared.dyn" (T.alloc_shared),
+    "local.fragment" (T.alloc_fragment), "local" (T.alloc_local), and "global" outside the
+    kernels (T.alloc_global)."""
+    if scope == "global":
+        return alloc_global(shape, dtype)
+    kind = _BUFFER_SCOPES.get(scope)
+    if kind is None:
+        raise _b._UserError(f"T.alloc_buffer: scope {scope!r} is not supported here "
+                            f"(supported: {', '.join(_BUFFER_SCOPES)})")
+    return _alloc(shape, dtype, kind)
 
 
 def alloc_var(dtype, init=None, scope="local.var"):
@@ -671,8 +692,7 @@ def min_value(dtype_):
     return _vconst(int(np.iinfo(t).min), t)
 
 
-def cast(value, dtype_, **kwargs):
-    return _cast(value, dtype_)
+from .tir.ir import cast  # noqa: E402,F401  (with upstream's round / sat / rbits checks)
 
 
 def Cast(dtype_, value):  # noqa: N802  (TIR's spelling: the dtype comes first)
@@ -998,6 +1018,7 @@ class Var(metaclass=_VarType):
         return dynamic(name, dtype)
 
 
+from .fastmath import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan  # noqa: E402,F401
 from .tileops_extra import cummax, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
@@ -1015,6 +1036,10 @@ def __getattr__(name):
     # the builtins int() etc. stay what this module's own code calls.
     if name in _C_NAMES:
         return _C_NAMES[name]
+    from .dtypes import _split_lanes
+
+    if _split_lanes(name)[1] > 1:  # T.float32x2, T.float4_e2m1fnx2: vector dtypes
+        return dtype(name)
     raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}")
 
 

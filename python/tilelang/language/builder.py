@@ -27,6 +27,9 @@ class Builder:
         self.in_kernel = False
         self.pending_name = None  # the name an allocation on this line is assigned to
         self.workspaces = []  # T.alloc_global buffers: parameters the runtime allocates per call
+        # loop variable name -> [(min, extent)] of the enclosing loops with constant bounds,
+        # innermost last (for the negative-index rule, negative_index.py)
+        self.loop_ranges: dict = {}
 
     def open(self):
         self.frames.append(Frame())

@@ -19,6 +19,9 @@ _NAME_ONLY = (
     "float8_e4m3b11fnuz float4_e2m1fn float4_e2m1_unpacked float6_e2m3fn float6_e3m2fn int4 uint4 int2 uint2 int1 uint1 tfloat32"
 ).split()
 _ALL_NAMES = _NAMES + _NAME_ONLY
+# Vector types ("float32x2": 2 lanes of float32) are names only too: kernels here compute on
+# scalars and vectorize loops themselves; a vector dtype's lanes and bits are readable.
+_VECTOR_LANES = (2, 4, 8, 16, 32, 64)
 
 # dtype name -> torch attribute name (None: torch has no such type).
 _TORCH_NAMES = {
@@ -29,7 +32,7 @@ _TORCH_NAMES = {
     "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e8m0fnu": "float8_e8m0fnu",
     "float8_e4m3": "float8_e4m3fn",  # upstream's CUDA type for both is __nv_fp8_e4m3 (E4M3 fn)
     "float4_e2m1fn": "float4_e2m1fn_x2", "tfloat32": "float32",
-    "int4": "int8", "uint4": "uint8",
+    "int4": "int8", "uint4": "uint8", "float4_e2m1fnx2": "float4_e2m1fn_x2",
 }
 # dtype name -> numpy / ml_dtypes type name.
 _NUMPY_NAMES = {
@@ -38,6 +41,10 @@ _NUMPY_NAMES = {
     "float6_e2m3fn": "float6_e2m3fn", "float6_e3m2fn": "float6_e3m2fn", "int4": "int4", "uint4": "uint4",
     "int2": "int2", "uint2": "uint2", "bfloat16": "bfloat16", "tfloat32": "float32",
 }
+
+
+class UnsupportedDTypeError(ValueError, TypeError):
+    """A value of a dtype that kernels cannot compute with (fp8, fp4, vector types, ...)."""
 
 
 class dtype(str):
@@ -50,20 +57,34 @@ class dtype(str):
     def __call__(self, value=None):
         from . import values
 
+        if not self.supported:
+            # Calling a type that cannot make values here: a TypeError (as Python raises for
+            # a call a type does not accept), and a ValueError for callers that catch that.
+            raise UnsupportedDTypeError(f"T.{self}(...): dtype {self} is known but not supported inside kernels "
+                                        f"by this compiler yet (supported: {', '.join(_NAMES)}); see COMPATIBILITY.md")
         if value is None:
             # TIR's spelling of a scalar variable to bind with T.let(var, value)
             from .. import _tl
 
-            return values.UnboundVar(_tl.var("v", require_supported(self, f"T.{self}()")))
+            return values.UnboundVar(_tl.var("v", str(self)))
         return values.cast(value, self)
 
     @property
+    def element(self) -> "dtype":
+        """The scalar type of one lane (the dtype itself for scalars)."""
+        return dtype(_split_lanes(self)[0])
+
+    @property
     def bits(self) -> int:
+        if self.lanes > 1:
+            return self.element.bits
         if self == "bool":
             return 8
         if self == "tfloat32":
             return 32
-        if self.startswith(("float8", "float4", "float6")):
+        if self == "float4_e2m1_unpacked":  # one fp4 value in a byte: the byte is its size
+            return 8
+        if self.startswith(("float8_", "float4_", "float6_")):  # float8_e4m3fn: 8 (not float64)
             return int(self[5])
         return int("".join(c for c in self if c.isdigit()))
 
@@ -99,7 +120,7 @@ class dtype(str):
 
     @property
     def lanes(self) -> int:
-        return 1
+        return _split_lanes(self)[1]
 
     @property
     def itemsize(self) -> int:
@@ -144,9 +165,17 @@ def canonical(name) -> str:
     elif name.startswith("torch."):  # "torch.float16", as str(torch.float16) reads
         name = name[len("torch."):]
     name = _ALIASES.get(name, name)
-    if name not in _ALL_NAMES:
+    if name not in _ALL_NAMES and _split_lanes(name)[1] == 1:
         raise ValueError(f"unknown dtype {name!r}; expected one of {', '.join(_ALL_NAMES)}")
     return name
+
+
+def _split_lanes(name: str) -> tuple:
+    """("float32", 2) for "float32x2"; (name, 1) for a scalar or an unknown name."""
+    base, sep, lanes = str(name).rpartition("x")
+    if sep and lanes.isdigit() and int(lanes) in _VECTOR_LANES and _ALIASES.get(base, base) in _ALL_NAMES:
+        return _ALIASES.get(base, base), int(lanes)
+    return str(name), 1
 
 
 def require_supported(t, what="") -> str:
@@ -172,3 +201,56 @@ int4, uint4, int2, uint2, int1, uint1 = (dtype(n) for n in ("int4", "uint4", "in
 tfloat32 = dtype("tfloat32")
 
 DataType = dtype
+
+# Every dtype name upstream's `T` exports (C names, scalars, vector types), as upstream's
+# dtypes module lists them; each is an attribute of tilelang.language.
+_all_dtypes = (
+    ["bool", "short", "int", "uint", "long", "half", "float", "double"]
+    + [n for n in _ALL_NAMES if n not in ("bool",)]
+    + [f"{b}x{n}" for b in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                           "float16", "float32", "float64", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+                           "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                           "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "tfloat32")
+       for n in _VECTOR_LANES]
+    + ["bfloat16x2"]
+)
+
+
+def resolve_torch_storage_dtype(value) -> dtype:
+    """The dtype of the torch tensor that stores values of type `value`: the type itself when
+    torch has it, the packed or byte type of sub-byte types (int4 -> int8; float4_e2m1fn ->
+    float4_e2m1fnx2, or int8 on a torch without float4_e2m1fn_x2)."""
+    import torch
+
+    t = dtype(value)
+    name = _TORCH_NAMES.get(str(t))
+    if name is None or not hasattr(torch, name):
+        if t.bits < 8 or t.lanes > 1 and t.element.bits < 8:
+            return int8
+        raise ValueError(f"resolve_torch_storage_dtype: torch {torch.__version__} has no storage type for {t}")
+    return dtype(_torch_to_name(getattr(torch, name)))
+
+
+def _torch_to_name(torch_dtype) -> str:
+    text = str(torch_dtype).removeprefix("torch.")
+    return "float4_e2m1fnx2" if text == "float4_e2m1fn_x2" else canonical(text)
+
+
+def _build_torch_dtype_to_str() -> dict:
+    import torch
+
+    out = {}
+    for ours in _ALL_NAMES + ["float4_e2m1fnx2"]:
+        name = _TORCH_NAMES.get(ours)
+        if name == ours.replace("fnx2", "fn_x2") and hasattr(torch, name):
+            out[getattr(torch, name)] = ours
+    return out
+
+
+def __getattr__(name):
+    # torch is optional: the torch-keyed table is built (importing torch) on first use.
+    if name == "_TORCH_DTYPE_TO_STR":
+        table = _build_torch_dtype_to_str()
+        globals()[name] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

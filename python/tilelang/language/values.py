@@ -10,6 +10,7 @@ import numbers
 
 from .. import _tl
 from . import builder
+from .negative_index import from_end
 from .dtypes import dtype, require_supported
 
 
@@ -229,7 +230,7 @@ class BufferRef:
             if isinstance(it, slice) and it.step not in (None, 1):
                 raise IndexError(f"{buffer.name}: slices with a step are not supported")
         self.buffer = buffer
-        self.items = items
+        self.items = [it if isinstance(it, slice) else from_end(it, dim) for it, dim in zip(items, buffer.shape)]
 
     @property
     def is_point(self) -> bool:

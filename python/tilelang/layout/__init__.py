@@ -39,6 +39,65 @@ class Fragment(Layout):
         self.forward_thread_fn = forward_thread_fn
         self.replicate = replicate
 
+    def thread_extent(self) -> int:
+        """How many threads hold the fragment (the largest thread index + 1, times replicas)."""
+        import itertools
+
+        top = max(int(self.forward_thread_fn(*at)) for at in itertools.product(*(range(d) for d in self.shape)))
+        return (top + 1) * self.replicate
+
+    def repeat(self, repeats, repeat_on_thread: bool = False, lower_dim_first: bool = True) -> "Fragment":
+        """The fragment tiled `repeats[d]` times along each dimension d: the copies go to new
+        threads (repeat_on_thread) or to more registers of the same threads; the copies are
+        numbered with the last dimension fastest when lower_dim_first."""
+        if isinstance(repeats, int):
+            repeats = [repeats]
+        repeats = [int(r) for r in repeats]
+        if len(repeats) != len(self.shape):
+            raise ValueError(f"Fragment.repeat: {len(repeats)} repeats for a {len(self.shape)}-d fragment")
+        base, base_thread, base_index = self.shape, self.forward_thread_fn, self.forward_fn
+        order = range(len(base) - 1, -1, -1) if lower_dim_first else range(len(base))
+        frag_len = max(int(base_index(*at)[0]) for at in _all_indices(base)) + 1
+        threads = self.thread_extent() // self.replicate
+
+        def copy_number(idx):
+            n, stride = 0, 1
+            for d in order:
+                n += stride * (idx[d] // base[d])
+                stride *= repeats[d]
+            return n
+
+        def inner(idx):
+            return [i % b for i, b in zip(idx, base)]
+
+        def thread(*idx):
+            t = base_thread(*inner(idx))
+            return t + threads * copy_number(idx) if repeat_on_thread else t
+
+        def index(*idx):
+            i = base_index(*inner(idx))
+            return i if repeat_on_thread else [i[0] + frag_len * copy_number(idx)]
+
+        return Fragment([b * r for b, r in zip(base, repeats)], forward_fn=index, forward_thread_fn=thread,
+                        replicate=self.replicate)
+
+
+def _all_indices(shape):
+    import itertools
+
+    return itertools.product(*(range(d) for d in shape))
+
+
+def make_gemm_fragment_8x8() -> Fragment:
+    """The 8x8 register tile of an MMA / ldmatrix: thread 4*i + j//2 holds element (i, j) in
+    register j % 2."""
+    return Fragment((8, 8), forward_fn=lambda i, j: [j % 2], forward_thread_fn=lambda i, j: j // 2 + 4 * i)
+
+
+def make_gemm_fragment_8x8_transposed() -> Fragment:
+    """The transposed 8x8 MMA register tile: thread 4*j + i//2 holds (i, j) in register i % 2."""
+    return Fragment((8, 8), forward_fn=lambda i, j: [i % 2], forward_thread_fn=lambda i, j: i // 2 + 4 * j)
+
 
 def _shape_of(buf):
     shape = getattr(buf, "shape", None)
@@ -65,6 +124,9 @@ make_half_bank_swizzled_layout = _factory("half_bank_swizzled")
 make_quarter_bank_swizzled_layout = _factory("quarter_bank_swizzled")
 make_linear_layout = _factory("linear")
 
+from .swizzle_mode import SwizzleMode  # noqa: E402,F401
+from . import swizzle  # noqa: E402,F401
+
 __all__ = ["Layout", "Fragment", "make_swizzled_layout", "make_wgmma_swizzled_layout", "make_volta_swizzled_layout",
            "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout", "make_quarter_bank_swizzled_layout",
-           "make_linear_layout"]
+           "make_linear_layout", "make_gemm_fragment_8x8", "make_gemm_fragment_8x8_transposed", "SwizzleMode"]

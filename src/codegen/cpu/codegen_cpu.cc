@@ -112,7 +112,10 @@ class CpuCodegen : public CPrinter {
       Line() << ty << "* __restrict__ " << name << " = " << name << "_storage.get();\n";
     }
     if (op->init) {
-      Line() << "for (int64_t i = 0; i < " << Print(n) << "; ++i) " << name << "[i] = " << Print(op->init) << ";\n";
+      // A fresh loop variable: a user variable (or buffer) may be called `i`.
+      std::string k = Ident("init_i", nullptr);
+      Line() << "for (int64_t " << k << " = 0; " << k << " < " << Print(n) << "; ++" << k << ") " << name << "[" << k
+             << "] = " << Print(op->init) << ";\n";
     }
   }
 

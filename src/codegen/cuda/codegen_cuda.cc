@@ -329,7 +329,10 @@ class CudaCodegen : public CPrinter {
     if (op->init) {
       TL_ICHECK(b->scope != Scope::kShared) << "initialised shared buffer";
       Line() << "#pragma unroll\n";
-      Line() << "for (int i = 0; i < " << count << "; ++i) " << name << "[i] = " << Print(op->init) << ";\n";
+      // A fresh loop variable: a user variable (or buffer) may be called `i`.
+      std::string k = Ident("init_i", nullptr);
+      Line() << "for (int " << k << " = 0; " << k << " < " << count << "; ++" << k << ") " << name << "[" << k
+             << "] = " << Print(op->init) << ";\n";
     }
   }
 

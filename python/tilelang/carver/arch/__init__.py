@@ -130,6 +130,14 @@ class CPU(TileDevice):
         return f"CPU({self.target})"
 
 
+class CDNA(TileDevice):
+    """AMD CDNA GPUs (upstream's "hip" target): this compiler has no HIP backend, so the
+    name imports and building one raises."""
+
+    def __init__(self, target="hip"):
+        raise NotImplementedError("carver.arch.CDNA: this compiler has no HIP / ROCm backend (CPU and CUDA only)")
+
+
 def get_arch(target="cuda") -> TileDevice:
     """The description of `target` ("cuda...", "cpu", "llvm", "c", or "auto")."""
     from ...jit.target import resolve

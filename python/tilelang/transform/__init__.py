@@ -105,3 +105,6 @@ def config_remarks(pass_configs) -> list:
         what = "an upstream TileLang key" if name in known else "not a key upstream TileLang defines"
         out.append(f"pass config {name}={v}: accepted, no effect in this compiler ({what})")
     return out
+
+
+from .simplify import apply_simplify, simplify_prim_func  # noqa: E402,F401  (upstream's names)

@@ -1,0 +1,7 @@
+"""Upstream's MMA emitter classes: they import, and raise NotImplementedError when built."""
+from .._unsupported import EMITTER_WHY, unsupported_class
+from ..intrinsics import TensorCoreIntrinEmitter, TensorCoreIntrinEmitterSM120  # noqa: F401
+from ..intrinsics.layout.mma_layout import get_swizzle_layout  # noqa: F401
+from ..intrinsics.macro.wgmma_macro_generator import WGMMATensorCoreIntrinEmitter  # noqa: F401
+
+TCGEN05TensorCoreIntrinEmitter = unsupported_class("TCGEN05TensorCoreIntrinEmitter", EMITTER_WHY)

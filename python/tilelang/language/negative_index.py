@@ -1,0 +1,46 @@
+"""Negative indices count from the end, as in Python and in upstream TileLang: `A[-1]` is
+`A[n - 1]`, and in `for i in T.serial(4)`, `A[-i - 1]` is `A[n - 1 - i]`.
+
+The rule applies to an index that is negative for *every* value it can take: a constant, or
+`a * v + b` of one enclosing loop variable with constant bounds. Other indices (a symbolic
+shift, say) are left as written, since they may be non-negative at run time. Upstream
+rewrites the same cases in its LegalizeNegativeIndex pass; here the front end does it when
+the access is built, so every later pass sees the in-bounds index."""
+from __future__ import annotations
+
+import numbers
+
+from .. import _tl
+from . import builder
+
+
+def _static(x):
+    v = getattr(getattr(x, "node", None), "const_value", x)
+    return v if isinstance(v, numbers.Integral) and not isinstance(v, bool) else None
+
+
+def _always_negative(node) -> bool:
+    aff = _tl.affine_in_one_var(node)
+    b = builder.active()
+    if aff is None or b is None:
+        return False
+    name, a, c = aff
+    ranges = b.loop_ranges.get(name)
+    if not ranges or ranges[-1] is None:
+        return False
+    lo, n = ranges[-1]
+    return n > 0 and max(a * lo + c, a * (lo + n - 1) + c) < 0
+
+
+def from_end(index, extent):
+    """`index`, or `extent + index` when index is negative for all its values."""
+    n = _static(extent)
+    if n is None:
+        return index
+    c = _static(index)
+    if c is not None:
+        return index + n if c < 0 else index
+    node = getattr(index, "node", None)
+    if isinstance(node, _tl.Expr) and node.dtype.startswith(("int", "uint")) and _always_negative(node):
+        return index + n
+    return index

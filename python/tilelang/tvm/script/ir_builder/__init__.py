@@ -1,0 +1,1 @@
+from . import base  # noqa: F401
