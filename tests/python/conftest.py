@@ -138,6 +138,9 @@ if os.environ.get("TILELANG_TEST_CUDA") == "1":
         return t.numpy()
 
     _call = _kernel_mod.JITKernel.__call__
+    # the call without the numpy conversion, for tests of what a CUDA kernel does with a
+    # numpy array (tests/python/test_bad_input_gpu.py)
+    _kernel_mod.JITKernel._call_unconverted = _call
 
     def _call_on_gpu(self, *args):
         if self.target != "cuda" or not any(isinstance(a, np.ndarray) for a in args):

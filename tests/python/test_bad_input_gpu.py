@@ -74,7 +74,9 @@ def test_gpu_bad_argument(cuda_saxpy, case):
     args, expected = _gpu_cases(torch)[case]
     y = args[1] if len(args) > 1 else None
     before = y.clone() if isinstance(y, torch.Tensor) else None
-    assert _message(TileLangArgumentError, cuda_saxpy, *args) == expected
+    # the public call, without the suite's CUDA mode moving numpy arrays to the GPU first
+    call = getattr(type(cuda_saxpy), "_call_unconverted", type(cuda_saxpy).__call__)
+    assert _message(TileLangArgumentError, call, cuda_saxpy, *args) == expected
     _documented(expected)
     if before is not None:  # refused before the launch: nothing was written
         torch.cuda.synchronize()
@@ -125,9 +127,12 @@ _FAULT = textwrap.dedent('''
     import tilelang.language as T
     from tilelang import TileLangRuntimeError
 
+    # Every element access to a tensor is guarded, so an out-of-range index cannot fault;
+    # a failed run-time assert traps, which loses the context as a real fault does.
     @T.prim_func
     def wild(I: T.Tensor((1,), "int64"), A: T.Tensor((4,), "float32")):
         with T.Kernel(1, threads=32) as bx:
+            assert I[0] < 4, "index in range"
             A[I[0]] = 1.0
 
     k = tilelang.compile(wild, target="cuda")
@@ -146,8 +151,8 @@ _FAULT = textwrap.dedent('''
 
 
 def test_gpu_faulting_kernel_names_itself_and_the_lost_context(tmp_path):
-    """An out-of-bounds write through a data-dependent index faults on the GPU. The fault
-    is asynchronous; our next launch in that process reports it: the kernel's name, the
+    """A kernel that traps (a failed run-time assert) loses the context. The fault is
+    asynchronous; our next launch in that process reports it: the kernel's name, the
     driver's error, and that the context cannot be used again. In a subprocess: the
     context really is lost."""
     _cuda_torch()
@@ -157,7 +162,7 @@ def test_gpu_faulting_kernel_names_itself_and_the_lost_context(tmp_path):
                        env=dict(os.environ, TILELANG_PRINT_ON_COMPILATION="0"))
     out = r.stdout + r.stderr
     assert "OURS: CUDA kernel 'wild' failed" in out, out
-    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in out and "The CUDA context is no longer usable" in out, out
+    assert "CUDA_ERROR_" in out and "The CUDA context is no longer usable" in out, out
     assert "Segmentation fault" not in out and r.returncode in (0, 1), out
 
 

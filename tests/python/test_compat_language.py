@@ -597,7 +597,7 @@ def test_a_variable_named_i_with_an_initial_value():
     def f(A: T.Tensor((1,), "int32")):
         with T.Kernel(1) as _:
             i = T.alloc_var(T.int32, 0)
-            s = T.alloc_var(T.int32)
+            s = T.alloc_var(T.int32, 0)  # (without an initial value it is uninitialised, as on CUDA)
             while i < 10:
                 s += i
                 i += 1

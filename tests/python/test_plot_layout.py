@@ -51,6 +51,7 @@ def test_fragment_layouts_follow_the_mma_accumulator_layout():
         assert m.replicas_of(i) == len(row_threads[i])
 
 
+@pytest.mark.cpu_target  # the suite's CUDA mode reads target "cpu" as CUDA
 def test_fragment_layouts_needs_a_cuda_target():
     with pytest.raises(ValueError, match="CUDA target"):
         fragment_layouts(_gemm_with_row_max(), "cpu")

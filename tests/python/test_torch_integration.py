@@ -285,3 +285,33 @@ def test_dlpack_arrays_on_the_cpu_target():
     z = np.full(333, np.nan, np.float32)
     k(_ForeignCpuArray(x), _ForeignCpuArray(y), z)
     np.testing.assert_allclose(z.astype(np.float64), x.astype(np.float64) * 2 + y, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.cpu_target
+def test_dropping_a_kernel_unregisters_its_automatic_op():
+    """The op registered when a kernel is compiled (with torch loaded) lives as long as the
+    kernel: dropping the kernel frees it and its module (a server that builds thousands of
+    kernels kept every one of them: 126 KiB and a loaded module per kernel on the H200). An
+    op asked for with as_torch_op() keeps its kernel alive."""
+    import gc
+    import weakref
+
+    torch = _torch()
+    k = tilelang.compile(_axpy(64, block=64), out_idx=[2], target="cpu")
+    name = k._torch_op[0]
+    ns, op = name.split("::")
+    assert hasattr(getattr(torch.ops, ns), op)
+    ref = weakref.ref(k)
+    del k
+    gc.collect()
+    assert ref() is None, "the kernel is freed"
+    with pytest.raises((AttributeError, RuntimeError)):
+        getattr(getattr(torch.ops, ns), op)  # and its op is gone
+    k2 = tilelang.compile(_axpy(64, block=64), out_idx=[2], target="cpu")
+    kept = k2.as_torch_op()
+    ref2 = weakref.ref(k2)
+    del k2
+    gc.collect()
+    assert ref2() is not None, "as_torch_op() keeps the kernel"
+    x, y = torch.randn(64), torch.randn(64)
+    torch.testing.assert_close(kept(x, y), x * 2 + y)

@@ -140,7 +140,9 @@ class JITKernel:
         global _torch_compiling
         _torch_compiling = torch.compiler.is_compiling
         try:
-            self.as_torch_op()
+            from .torch_op import register
+
+            register(self)  # the op lives as long as this kernel (see torch_op.py)
         except Exception as e:  # noqa: BLE001 - a kernel that torch cannot describe still runs eagerly
             self.remarks.append(f"not registered as a torch custom op ({e}); inside torch.compile a call "
                                 "to it breaks the graph")

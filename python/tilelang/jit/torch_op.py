@@ -14,14 +14,20 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+import weakref
 
 from .. import _tl
 from ..errors import TileLangRuntimeError
 
 _LOCK = threading.Lock()
 _COUNTER = itertools.count()
-# Library objects must stay alive for their ops to stay registered.
+# Library objects must stay alive for their ops to stay registered. An op the user asked
+# for (as_torch_op) keeps its kernel alive here; the ones registered automatically when a
+# kernel is compiled (JITKernel._register_with_torch) have a Library of their own that the
+# kernel holds, so dropping the kernel unregisters its op and frees its module (a server
+# that builds thousands of kernels would otherwise keep every one of them).
 _LIBRARIES = {}
+_KEPT = {}
 
 
 def _schema_type(dtype: str) -> str:
@@ -71,7 +77,16 @@ def _output_shapes(kernel, args):
 def as_torch_op(kernel, name=None):
     """Registers `kernel` as a torch custom operator and returns it (an OpOverloadPacket,
     callable like the kernel). `name` is "namespace::op" (default tilelang::<kernel>_<n>).
-    Registering the same kernel again returns the same op."""
+    Registering the same kernel again returns the same op. The op keeps the kernel alive."""
+    op = register(kernel, name, owned_by_kernel=False)
+    with _LOCK:
+        _KEPT[kernel._torch_op[0]] = kernel
+    return op
+
+
+def register(kernel, name=None, owned_by_kernel=True):
+    """as_torch_op's registration; with owned_by_kernel the op lives as long as the kernel
+    (its Library is the kernel's, and the op's implementations reach the kernel weakly)."""
     try:
         import torch
     except ImportError:
@@ -90,28 +105,42 @@ def as_torch_op(kernel, name=None):
         namespace, opname = name.split("::", 1)
         written = set(_tl.written_params(kernel.func.node))
         written -= {kernel.params[i].name for i in kernel.out_idx}
-        lib = _LIBRARIES.get(namespace)
-        if lib is None:
-            lib = _LIBRARIES[namespace] = torch.library.Library(namespace, "FRAGMENT")
+        if owned_by_kernel:
+            lib = kernel._torch_library = torch.library.Library(namespace, "FRAGMENT")
+        else:
+            lib = _LIBRARIES.get(namespace)
+            if lib is None:
+                lib = _LIBRARIES[namespace] = torch.library.Library(namespace, "FRAGMENT")
         lib.define(opname + _schema(kernel, written))
         n_out = len(kernel.out_idx)
+        target = kernel.target
+        out_dtypes = [getattr(torch, kernel.params[i].dtype) for i in kernel.out_idx]
+        ref = weakref.ref(kernel)
+
+        def live():
+            k = ref()
+            if k is None:
+                raise TileLangRuntimeError(f"torch op {name}: its kernel was released (keep the kernel, or the op "
+                                           "from kernel.as_torch_op(), alive while calling it)")
+            return k
 
         def impl(*args):
-            out = kernel._call_direct(args)
+            out = live()._call_direct(args)
             if n_out == 0:
                 return None
             return out if n_out == 1 else tuple(out)
 
         def fake(*args):
+            kernel = live()
             device = next((a.device for a in args if isinstance(a, torch.Tensor)),
-                          torch.device("cuda" if kernel.target == "cuda" else "cpu"))
-            outs = [torch.empty(shape, dtype=getattr(torch, kernel.params[i].dtype), device=device)
-                    for shape, i in zip(_output_shapes(kernel, args), kernel.out_idx)]
+                          torch.device("cuda" if target == "cuda" else "cpu"))
+            outs = [torch.empty(shape, dtype=dt, device=device)
+                    for shape, dt in zip(_output_shapes(kernel, args), out_dtypes)]
             if n_out == 0:
                 return None
             return outs[0] if n_out == 1 else tuple(outs)
 
-        lib.impl(opname, impl, "CUDA" if kernel.target == "cuda" else "CPU")
+        lib.impl(opname, impl, "CUDA" if target == "cuda" else "CPU")
         torch.library.register_fake(name, fake, lib=lib)
         op = getattr(getattr(torch.ops, namespace), opname)
         kernel._torch_op = (name, op)
