@@ -656,3 +656,30 @@ def test_strided_tensor_subscript_and_evaluate():
         @T.prim_func
         def g(A: T.Tensor((4,), "float32")):
             T.evaluate(0)
+
+
+def test_tuple_assignment_reads_every_value_first():
+    """`a, b = b, a` and `A[0], A[1] = A[1], A[0]` swap, as in Python (upstream's
+    frontend_v2 test_swap_logic): every right-hand value is read before the first store."""
+
+    @tilelang.jit(target="cpu")
+    def swap_vars(A):
+        A: T.Tensor[(2,), T.float32]
+        with T.Kernel(1, threads=1) as _:
+            a = T.alloc_var(T.float32, A[0])
+            b = T.alloc_var(T.float32, A[1])
+            a, b = b, a
+            A[0], A[1] = a, b
+
+    @tilelang.jit(target="cpu")
+    def swap_elements(A):
+        A: T.Tensor[(3,), T.float32]
+        with T.Kernel(1, threads=1) as _:
+            A[0], A[1], A[2] = A[2], A[0], A[1]
+
+    d = np.array([1.0, 2.0], np.float32)
+    swap_vars(d)
+    assert list(d) == [2.0, 1.0]
+    d = np.array([1.0, 2.0, 3.0], np.float32)
+    swap_elements(d)
+    assert list(d) == [3.0, 1.0, 2.0]

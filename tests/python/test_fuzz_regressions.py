@@ -229,3 +229,37 @@ def test_gemm_on_a_window_whose_rows_are_not_16_byte_aligned():
     compile_cpu(main)(a, b, c)
     assert_close(c, f64(a).T @ f64(b), "float16")
     assert any("element-wise loops" in r and "16-byte" in r for r in _cuda_remarks(main))
+
+
+def test_gemm_on_a_column_window_of_a_swizzled_tile():
+    """upstream's kernel/test_tilelang_kernel_gemm_with_stride (a wrong result on the H200):
+    T.gemm(A_s[:, 32:], ...) read a window starting at byte 64 of an XOR-swizzled tile; the
+    GEMM swizzles offsets relative to the window, which is the tile's own swizzle only on a
+    1024-byte atom. Such tiles are now left unswizzled."""
+    M, N, K, bm, bn, bk = 64, 64, 64, 32, 32, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // bn, M // bm, threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk * 2), "float16")
+            B_s = T.alloc_shared((bk, bn * 2), "float16")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_f)
+            T.clear(A_s)
+            T.clear(B_s)
+            for ko in T.serial(K // bk):
+                for i, k in T.Parallel(bm, bk):
+                    A_s[i, k + bk] = A[by * bm + i, ko * bk + k]
+                for i, k in T.Parallel(bk, bn):
+                    B_s[i, k] = B[ko * bk + i, bx * bn + k]
+                T.gemm(A_s[:, bk:], B_s[0:bk, 0:bn], C_f)
+            T.copy(C_f, C[by * bm, bx * bn])
+
+    rng = np.random.default_rng(64)
+    a, b = rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+    c = poison((M, N))
+    compile_cpu(main)(a, b, c)
+    assert_close(c, f64(a) @ f64(b), "float16")
+    src = _cuda_source(main)
+    assert "A_s = reinterpret_cast<tl::half*>(tl_smem + 0);  // XOR-swizzled" not in src
+    assert "false, true>((&A_s[32])" in src, "A_s unswizzled; B_s (windows at 0) keeps its swizzle"

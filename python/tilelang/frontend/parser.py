@@ -356,8 +356,25 @@ class Parser:
                 value = self.eval(node.value)
         finally:
             self.builder.pending_name = None
+        if self.builder.in_kernel and any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets) \
+                and isinstance(value, tuple):
+            # `a, b = b, a` / `A[0], A[1] = A[1], A[0]`: Python takes every right-hand value
+            # before the first store; run-time values are read into fresh lets first.
+            value = tuple(self.snapshot(v, node) for v in value)
         for target in node.targets:
             self.assign(target, value, node)
+
+    def snapshot(self, value, node):
+        """A run-time value read now, into a let (later stores cannot change it)."""
+        if isinstance(value, BufferRef) and value.is_point:
+            value = value.load()
+        elif isinstance(value, Buffer) and value.scope == "var":
+            value = value[0].load()
+        if not (_is_runtime(value) and isinstance(value, PrimExpr)):
+            return value
+        var = _tl.var("tl_tuple_value", value.dtype)
+        _b.emit(_tl.let(var, value.node, self.span(node)))
+        return PrimExpr(var)
 
     def stmt_AnnAssign(self, node):
         if not isinstance(node.target, ast.Name):

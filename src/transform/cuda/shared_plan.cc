@@ -14,8 +14,26 @@ namespace tl::transform::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
+namespace {
+
+/// Whether a GEMM operand window starts on a 1024-byte swizzle atom of its buffer. The GEMM
+/// library swizzles offsets relative to the window's start, which equals swizzling the
+/// buffer's own offsets only when the start is a multiple of the atom (the XOR mixes bits
+/// 4-9 of the byte offset): `A_s[:, 32:]` of a 32 x 64 float16 tile starts at byte 64.
+bool StartsOnSwizzleAtom(const BufferLoad* load) {
+  const Buffer& b = load->buffer;
+  Expr offset = MakeInt(0);
+  for (size_t i = 0; i < load->indices.size(); ++i) offset = offset + load->indices[i] * b->StrideOf(i);
+  arith::Analyzer an;
+  Expr rem = an.Simplify(FloorMod(offset * MakeInt(b->dtype.bytes()), MakeInt(1024)));
+  int64_t r = -1;
+  return AsConstInt(rem, &r) && r == 0;
+}
+
+}  // namespace
+
 std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
-  std::unordered_set<const BufferNode*> out;
+  std::unordered_set<const BufferNode*> out, unaligned;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
     if (!HasEffect(call, kGemm)) return;
@@ -23,9 +41,15 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
     bool reg_a = HasEffect(call, kRegisterA);
     for (int k = reg_a ? 1 : 0; k < 2; ++k) {
       const auto* addr = As<Call>(call->args[k]);
-      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
+      const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr;
+      if (!load) continue;
+      out.insert(load->buffer.get());
+      if (!StartsOnSwizzleAtom(load)) unaligned.insert(load->buffer.get());
     }
   });
+  // A buffer with a window that does not start on an atom is left unswizzled (every GEMM
+  // on it reads plain row-major offsets).
+  for (const BufferNode* b : unaligned) out.erase(b);
   return out;
 }
 
