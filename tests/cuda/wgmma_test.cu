@@ -374,6 +374,12 @@ static void run_extra(std::mt19937& rng) {
   run_case<64, 24, 64, true, true, tl::half>(rng);
   run_case<128, 136, 128, false, true, tl::half>(rng);
   run_all_trans<64, 64, 192, tl::bfloat16>(rng);
+  // The GEMMs of upstream's GQA backward at head dims 192 / 128 (examples/flash_attention,
+  // wrong on the H200 in this project's third session, cause not yet found): N = 192 from
+  // shared and with A in registers.
+  run_all_trans<128, 192, 64, tl::half>(rng);
+  run_rs_both_b<128, 192, 64, tl::half>(rng);
+  run_rs_both_b<64, 192, 128, tl::half>(rng);
 }
 
 // ---------------------------------------------------------------------------

@@ -683,3 +683,16 @@ def test_tuple_assignment_reads_every_value_first():
     d = np.array([1.0, 2.0, 3.0], np.float32)
     swap_elements(d)
     assert list(d) == [3.0, 1.0, 2.0]
+
+
+def test_kernel_without_a_grid_is_one_block(rng):
+    @T.prim_func
+    def one_block(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(threads=64):
+            for i in T.Parallel(64):
+                B[i] = A[i] * 3.0
+
+    a = rng.standard_normal(64).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    compile_cpu(one_block)(a, b)
+    np.testing.assert_allclose(b, a * 3, rtol=1e-6)

@@ -151,6 +151,8 @@ def empty(*shape, dtype="float32"):
 
 class KernelSpec:
     def __init__(self, grid, threads, prelude=None):
+        if not grid:
+            grid = (1,)  # T.Kernel(threads=128): one block, as upstream
         if not 1 <= len(grid) <= 3:
             raise _b._UserError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
         self.grid = grid
