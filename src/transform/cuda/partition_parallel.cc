@@ -8,7 +8,7 @@
 /// nest is spread over those threads only, numbered from the range's first; under any
 /// other thread-dependent condition a nest is refused (only part of it would run).
 #include "copy_lowering.h"
-#include "../thread_range.h"
+#include "thread_share.h"
 #include <algorithm>
 #include <functional>
 #include <unordered_set>
@@ -27,16 +27,12 @@ class Partitioner : public IRMutator {
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind == ForKind::kThreadBinding) {
-      VarRef prev = tx_, prev_part = part_tx_;
-      int64_t prev_threads = threads_, prev_part_threads = part_threads_;
-      tx_ = part_tx_ = op->var;
-      AsConstInt(op->extent, &threads_);
-      part_threads_ = threads_;
+      cuda::ThreadShare saved = share_;
+      int64_t threads = 0;
+      AsConstInt(op->extent, &threads);
+      share_.Bind(op->var, threads);
       Stmt out = IRMutator::Mutate_(op, self);
-      tx_ = prev;
-      part_tx_ = prev_part;
-      threads_ = prev_threads;
-      part_threads_ = prev_part_threads;
+      share_ = saved;
       return out;
     }
     if (op->annotations.count(cuda::kPartitioned) || op->annotations.count(cuda::kRegisterWalk)) {
@@ -46,13 +42,13 @@ class Partitioner : public IRMutator {
       return out;
     }
     if (op->for_kind != ForKind::kParallel) return IRMutator::Mutate_(op, self);
-    if (inside_ > 0 || !tx_ || WalksLocalStorage(op)) {
+    if (inside_ > 0 || !share_.Bound() || WalksLocalStorage(op)) {
       // Already inside a thread's share, or a walk over per-thread storage (T.alloc_local,
       // T.alloc_var, e.g. a T.copy into a thread's own registers): every thread runs it all.
       Stmt body = Mutate(op->body);
       return For::Make(op->var, op->min, op->extent, ForKind::kSerial, body, {}, op->span);
     }
-    if (unranged_branch_ > 0) {
+    if (share_.Unranged()) {
       TL_USER_ERROR(op->span) << "T.Parallel under a condition on the thread index that does not select a range "
                                  "of threads (tx < c, tx >= c, and their conjunctions): the loop's iterations "
                                  "are shared by all threads, so only part of it would run; test a range, or "
@@ -69,8 +65,8 @@ class Partitioner : public IRMutator {
     --inside_;
     std::vector<Expr> extents;
     for (const For* l : loops) extents.push_back(l->extent);
-    sub_used_ |= part_tx_.get() != tx_.get();
-    return cuda::PartitionOverThreads(extents, part_tx_, part_threads_, op->span, [&](const std::vector<Expr>& idx) {
+    const VarRef& tx = share_.Spread();
+    return cuda::PartitionOverThreads(extents, tx, share_.SpreadThreads(), op->span, [&](const std::vector<Expr>& idx) {
       return Substitute(body, [&](const Var* v) -> Expr {
         for (size_t k = 0; k < loops.size(); ++k) {
           if (loops[k]->var.get() == v) return Cast::Make(v->dtype, loops[k]->min + idx[k]);
@@ -85,18 +81,17 @@ class Partitioner : public IRMutator {
     // performs it, not every thread of the block.
     const auto* call = As<Call>(op->value);
     bool atomic = call && IsAtomicUpdate(call->op);
-    if (!atomic || inside_ > 0 || !tx_) return IRMutator::Mutate_(op, self);
+    if (!atomic || inside_ > 0 || !share_.Bound()) return IRMutator::Mutate_(op, self);
     // Per-thread atomics (their address or value depends on the thread) stay per thread.
     // So do atomics under a thread-dependent branch: each thread that takes it updates.
     bool per_thread = thread_branch_ > 0 || OnThread(op->value);
     if (per_thread) return IRMutator::Mutate_(op, self);
-    return IfThenElse::Make(EQ(tx_, MakeInt(0, tx_->dtype)), self, nullptr, op->span);
+    return IfThenElse::Make(EQ(share_.Tx(), MakeInt(0, share_.Tx()->dtype)), self, nullptr, op->span);
   }
 
   Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
-    if (OnThread(op->value)) thread_vars_.insert(op->var.get());  // e.g. tx = T.get_thread_binding()
-    if (IsThreadIndex(op->value)) aliases_.insert(op->var.get());  // exactly the thread index
-    if (inside_ == 0 && tx_ && thread_branch_ == 0 && HasAtomicUpdate(op->value) && !OnThread(op->value)) {
+    share_.NoteLet(op);
+    if (inside_ == 0 && share_.Bound() && thread_branch_ == 0 && HasAtomicUpdate(op->value) && !OnThread(op->value)) {
       TL_USER_ERROR(op->span) << "the old value of an atomic (return_prev=True) bound outside T.Parallel: "
                                  "on CUDA the block's threads would each update once; store it into a "
                                  "tensor (P[i] = T.atomic_add(..., return_prev=True)) or use it inside "
@@ -109,7 +104,7 @@ class Partitioner : public IRMutator {
   /// the CPU, so one thread runs it (a store to per-thread storage would leave the other
   /// threads without the value: refused).
   Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
-    if (inside_ > 0 || !tx_ || thread_branch_ > 0 || !HasAtomicUpdate(op->value)) {
+    if (inside_ > 0 || !share_.Bound() || thread_branch_ > 0 || !HasAtomicUpdate(op->value)) {
       return IRMutator::Mutate_(op, self);
     }
     bool per_thread = OnThread(op->value);
@@ -120,62 +115,16 @@ class Partitioner : public IRMutator {
                               << op->buffer->name << " outside T.Parallel: on CUDA one thread performs the "
                               << "update, so the others would not have it; store it into a shared or global tensor";
     }
-    return IfThenElse::Make(EQ(tx_, MakeInt(0, tx_->dtype)), self, nullptr, op->span);
+    return IfThenElse::Make(EQ(share_.Tx(), MakeInt(0, share_.Tx()->dtype)), self, nullptr, op->span);
   }
 
   Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
     bool on_thread = OnThread(op->cond);
-    if (!on_thread || inside_ > 0) {
-      thread_branch_ += on_thread;
-      Stmt out = IRMutator::Mutate_(op, self);
-      thread_branch_ -= on_thread;
-      return out;
-    }
-    ++thread_branch_;
-    auto range = ThreadRangeOf(op->cond, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
-    std::optional<ThreadRange> other;
-    if (range) other = ComplementRange(*range, threads_);
-    Stmt then_case = InRange(range, op->then_case);
-    Stmt else_case = op->else_case ? InRange(other, op->else_case) : nullptr;
-    --thread_branch_;
-    return IfThenElse::Make(op->cond, then_case, else_case, op->span);
-  }
-
-  /// A branch taken by the threads of `range` (or by an unknown subset, when nullopt).
-  Stmt InRange(const std::optional<ThreadRange>& range, const Stmt& body) {
-    VarRef prev = part_tx_;
-    int64_t prev_threads = part_threads_;
-    int prev_unranged = unranged_branch_;
-    // Inside a range already narrowed, partitioning keeps the outer range (a nested
-    // condition is one more mask): ranges are only honoured on the first condition.
-    bool narrow = range && part_tx_.get() == tx_.get() && part_threads_ == threads_;
-    VarRef sub;
-    if (narrow && range->lo > 0) sub = Var::Make(tx_->name + "_in_range", tx_->dtype);
-    if (narrow) {
-      if (sub) part_tx_ = sub;
-      part_threads_ = std::max<int64_t>(range->hi - range->lo, 1);
-    } else if (!range) {
-      ++unranged_branch_;
-    }
-    bool prev_used = sub_used_;
-    sub_used_ = false;
-    Stmt out = Mutate(body);
-    if (!sub_used_) sub = nullptr;  // nothing was spread over the range: no let
-    sub_used_ = prev_used;
-    part_tx_ = prev;
-    part_threads_ = prev_threads;
-    unranged_branch_ = prev_unranged;
-    // tx - lo, the thread's number within the range
-    if (sub) {
-      Stmt let = LetStmt::Make(sub, Binary::Make(BinOp::kSub, tx_, MakeInt(range->lo, tx_->dtype)), body->span);
-      out = Seq::Make({let, out}, body->span);
-    }
+    thread_branch_ += on_thread;
+    Stmt out = on_thread && inside_ == 0 ? share_.Branches(op, [&](const Stmt& s) { return Mutate(s); })
+                                         : IRMutator::Mutate_(op, self);
+    thread_branch_ -= on_thread;
     return out;
-  }
-
-  bool IsThreadIndex(const Expr& e) const {
-    const auto* v = As<Var>(e);
-    return v && tx_ && (v == tx_.get() || aliases_.count(v) > 0);
   }
 
  private:
@@ -197,9 +146,7 @@ class Partitioner : public IRMutator {
   }
 
   /// Whether `e` depends on the thread index (directly or through a let bound to it).
-  bool OnThread(const Expr& e) const {
-    return tx_ && UsesVar(e, [&](const Var* v) { return v == tx_.get() || thread_vars_.count(v) > 0; });
-  }
+  bool OnThread(const Expr& e) const { return share_.OnThread(e); }
 
   /// Whether the nest indexes per-thread storage by one of its own loop variables.
   static bool WalksLocalStorage(const For* op) {
@@ -228,16 +175,9 @@ class Partitioner : public IRMutator {
     return found;
   }
 
-  VarRef tx_;
-  int64_t threads_ = 0;
-  VarRef part_tx_;  ///< what nests are spread over: tx_, or its number within a range
-  int64_t part_threads_ = 0;
-  int unranged_branch_ = 0;  ///< depth of thread-dependent branches that are not a range
-  bool sub_used_ = false;    ///< a nest was spread over a range's own thread numbers
-  std::unordered_set<const Var*> aliases_;  ///< lets bound to exactly the thread index
+  cuda::ThreadShare share_;  ///< the thread index, and the threads work is spread over here
   int inside_ = 0;
   int thread_branch_ = 0;  ///< depth of branches whose condition depends on the thread
-  std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread
 };
 
 }  // namespace
