@@ -380,6 +380,10 @@ static void run_extra(std::mt19937& rng) {
   run_all_trans<128, 192, 64, tl::half>(rng);
   run_rs_both_b<128, 192, 64, tl::half>(rng);
   run_rs_both_b<64, 192, 128, tl::half>(rng);
+  // ... and its wgmma shapes: dsT = V_s (128 x 128) * do_s^T (32 x 128), N = 32 on two
+  // warpgroups; dv += P (128 x 32, registers) * do_s (32 x 128), K = 32.
+  run_case<128, 32, 128, false, true, tl::half>(rng);
+  run_rs_case<128, 128, 32, false, tl::half>(rng);
 }
 
 // ---------------------------------------------------------------------------
