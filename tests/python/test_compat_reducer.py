@@ -96,13 +96,49 @@ def test_reducer_misuse_is_an_error_at_its_line():
                 T.reducer_init(acc)
                 for i in T.Parallel(8):
                     acc[0] = A[i]
-    with pytest.raises(TileLangCompileError, match="op='bitand'\\) is not supported yet"):
+    with pytest.raises(AssertionError, match="needs an integer dtype"):
         @T.prim_func
-        def bad2(A: T.Tensor((8,), "int32")):
+        def bad2(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32):
-                acc = T.alloc_reducer((1,), "int32", op="bitand")
+                acc = T.alloc_reducer((1,), "float32", op="bitand")
     with pytest.raises(TileLangCompileError, match="is not a reducer"):
         @T.prim_func
         def bad3(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32):
                 T.reducer_update(A[0], 1.0)
+
+
+@pytest.mark.parametrize("op", ["bitand", "bitor", "bitxor"])
+def test_bitwise_reducers(op, rng):
+    """Integer reducers combining with and / or / xor (T.reducer_update and the augmented
+    assignments), checked against numpy."""
+    M, K = 16, 64
+
+    @T.prim_func
+    def rows(A: T.Tensor((M, K), "int32"), B: T.Tensor((M,), "int32"), C: T.Tensor((M,), "int32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((M, K), "int32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((M,), "int32", op=op)
+            acc2 = T.alloc_reducer((M,), "int32", op=op)
+            T.reducer_init(acc)
+            T.reducer_init(acc2)
+            for i, k in T.Parallel(M, K):
+                T.reducer_update(acc[i], src[i, k])
+                if op == "bitand":
+                    acc2[i] &= src[i, k]
+                elif op == "bitor":
+                    acc2[i] |= src[i, k]
+                else:
+                    acc2[i] ^= src[i, k]
+            result = T.alloc_fragment((M,), "int32")
+            T.finalize_reducer(acc, result)
+            T.copy(result, B)
+            T.finalize_reducer(acc2, C)
+
+    a = rng.integers(0, 2**31 - 1, (M, K)).astype(np.int32)
+    b, c = np.zeros(M, np.int32), np.zeros(M, np.int32)
+    compile_cpu(rows)(a, b, c)
+    fold = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[op]
+    want = fold.reduce(a, axis=1)
+    assert np.array_equal(b, want) and np.array_equal(c, want)

@@ -1,17 +1,19 @@
 """Reducers (``T.alloc_reducer``): a tile that many T.Parallel iterations combine into.
 
-    acc = T.alloc_reducer((M,), T.float32, op="sum")    # op: "sum", "max" or "min"
+    acc = T.alloc_reducer((M,), T.float32, op="sum")    # "sum", "max", "min"; ints: "bitand", "bitor", "bitxor"
     T.reducer_init(acc)                                # or T.clear(acc) / T.fill(acc, v)
     for i, j in T.Parallel(M, N):
         acc[i] += A_frag[i, j]                         # or T.reducer_update(acc[i], A_frag[i, j])
     T.finalize_reducer(acc, dst)                       # dst optional: then read acc itself
 
 Here a reducer is a block-shared tile whose updates are atomic (an add for "sum", a max or
-min for "max"/"min"), so every logical contribution is combined exactly once however the
-loop is spread over threads; finalize_reducer is a block barrier (plus the copy into dst).
+min for "max"/"min", an and/or/xor for the bitwise ops of integer reducers), so every
+logical contribution is combined exactly once however the loop is spread over threads;
+finalize_reducer is a block barrier (plus the copy into dst).
 For "max"/"min", ``acc[i] = T.max(acc[i], v)`` is also an update (an atomic max with a value
 that is never smaller than what it replaces gives the same result). Any other store to a
-reducer is an error at its line. The bitwise ops upstream offers are not supported yet."""
+reducer is an error at its line (bitwise reducers take T.reducer_update or `acc[i] &= v` /
+`|=` / `^=`)."""
 from __future__ import annotations
 
 import numbers
@@ -19,7 +21,8 @@ import numbers
 from . import builder as _b
 from .values import Buffer, BufferRef, as_expr
 
-_OPS = ("sum", "max", "min")
+_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
+_BITWISE = {"bitand": "and", "bitor": "or", "bitxor": "xor"}
 
 
 def _registry():
@@ -43,9 +46,10 @@ def alloc_reducer(shape, dtype, op="sum", replication=None):
 
     _b.require_kernel("T.alloc_reducer")
     if op not in _OPS:
-        if op in ("bitand", "bitor", "bitxor"):
-            raise _b._UserError(f"T.alloc_reducer(op={op!r}) is not supported yet; supported: {', '.join(_OPS)}")
         raise _b._UserError(f"T.alloc_reducer: op must be one of {', '.join(_OPS)}, got {op!r}")
+    if op in _BITWISE and not str(dtype).startswith(("int", "uint")):
+        # (upstream raises an AssertionError here too)
+        raise AssertionError(f"T.alloc_reducer(op={op!r}) needs an integer dtype, got {dtype}")
     if replication not in (None, "all", "none"):
         raise _b._UserError(f"T.alloc_reducer: replication must be None, 'all' or 'none', got {replication!r}")
     buf = _alloc(shape, dtype, "shared")
@@ -56,8 +60,10 @@ def alloc_reducer(shape, dtype, op="sum", replication=None):
 def _identity(op, dtype):
     from . import infinity, max_value, min_value
 
-    if op == "sum":
+    if op in ("sum", "bitor", "bitxor"):
         return 0
+    if op == "bitand":
+        return -1 if not str(dtype).startswith("uint") else max_value(str(dtype))  # all bits set
     t = str(dtype)
     if op == "max":
         return -infinity(t) if t.startswith(("float", "bfloat")) else min_value(t)
@@ -75,8 +81,11 @@ def reducer_init(reducer, init=None):
 
 
 def _atomic_update(ref, op, value):
-    from . import _atomic
+    from . import _atomic, _atomic_bitwise
 
+    if op in _BITWISE:
+        _atomic_bitwise(_BITWISE[op], ref, as_expr(value, ref.buffer.dtype), None, False)
+        return
     _atomic({"sum": "add", "max": "max", "min": "min"}[op], ref, as_expr(value, ref.buffer.dtype), False)
 
 
@@ -98,14 +107,16 @@ def store_to_reducer(ref, value, aug_op) -> bool:
         return False
     if not ref.is_point:
         raise _b._UserError(f"assigning to a slice of the reducer {ref.buffer.name} is not supported")
-    if aug_op == "add" and op == "sum":
+    aug = aug_op.lower() if isinstance(aug_op, str) else aug_op  # the parser's "add", "BitAnd", ...
+    if (aug, op) in (("add", "sum"), ("bitand", "bitand"), ("bitor", "bitor"), ("bitxor", "bitxor")):
         _atomic_update(ref, op, value)
         return True
     if aug_op is None and op in ("max", "min"):
         _atomic_update(ref, op, value)
         return True
-    want = f"{ref.buffer.name}[...] += value" if op == "sum" else \
-        f"{ref.buffer.name}[...] = T.{op}({ref.buffer.name}[...], value)"
+    name = ref.buffer.name
+    want = {"sum": f"{name}[...] += value", "bitand": f"{name}[...] &= value", "bitor": f"{name}[...] |= value",
+            "bitxor": f"{name}[...] ^= value"}.get(op, f"{name}[...] = T.{op}({name}[...], value)")
     raise _b._UserError(f"{ref.buffer.name} is a {op!r} reducer: update it with `{want}` or T.reducer_update")
 
 
