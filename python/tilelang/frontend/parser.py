@@ -573,12 +573,15 @@ class Parser:
         for i, n in enumerate(names):
             self.bind(n, PrimExpr(vars_[i]))
         self.builder.in_kernel = True
+        # what T.rng_init's default sequence (the thread's number in the grid) is made of
+        self.builder.launch = (vars_, grid, list(spec.threads))
         self.builder.open()
         try:
             self.visit_body(node.body)
             body = self.builder.close(self.span(node))
         finally:
             self.builder.in_kernel = False
+            self.builder.launch = None
             self.scopes.pop()
         _b.emit(_tl.kernel(grid, vars_, spec.threads, body, self.span(node)))
 

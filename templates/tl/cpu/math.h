@@ -234,3 +234,7 @@ inline T neg_infinity() {
 }
 
 }  // namespace tl
+
+#define TL_RNG_FN inline
+#include "../philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
+#undef TL_RNG_FN

@@ -363,3 +363,7 @@ TL_DEVICE T neg_infinity() {
 }
 
 }  // namespace tl
+
+#define TL_RNG_FN TL_DEVICE
+#include "tl/philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
+#undef TL_RNG_FN
