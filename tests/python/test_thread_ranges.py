@@ -78,3 +78,26 @@ def test_other_thread_conditions_around_tile_work_are_refused(target):
     with pytest.raises(TileLangCompileError, match="not a range of threads|does not select a range") as info:
         tilelang.compile(odd_threads, target=target)
     assert "for i in T.Parallel(64)" in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a"])
+def test_fragment_work_under_a_thread_condition_is_refused(target):
+    """A register fragment is spread over all the block's threads, so a tile op on one (or a
+    GEMM) under a condition on the thread index, even a range, would run only part of it."""
+
+    @T.prim_func
+    def half_gemm(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            C_f = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            tx = T.get_thread_binding(0)
+            if tx < 64:
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    with pytest.raises(TileLangCompileError, match="thread"):
+        tilelang.compile(half_gemm, target=target)

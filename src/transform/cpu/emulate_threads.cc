@@ -74,6 +74,19 @@ class ThreadEmulator {
     return found;
   }
 
+  /// Whether a tile op reads or writes a register fragment (T.alloc_fragment).
+  static bool TouchesFragment(const Stmt& s) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void VisitRegion(const Region& r) override {
+        found |= r.buffer && r.buffer->scope == Scope::kFragment;
+        IRVisitor::VisitRegion(r);
+      }
+    } f;
+    f.Visit(s);
+    return f.found;
+  }
+
   /// The (1-D) thread index itself: T.get_thread_binding(0) or a let bound to it.
   bool IsThreadIndex(const Expr& e) const {
     if (const auto* v = As<Var>(e)) return index_aliases_.count(v) > 0;
@@ -467,6 +480,10 @@ class ThreadEmulator {
         out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));
         return;
       }
+      if (mask && TouchesFragment(s)) {
+        // As on CUDA: a fragment is spread over all the block's threads.
+        Unsupported(s->span, "a tile operation on a register fragment under a thread-dependent condition");
+      }
       if (mask && !range_) {
         Unsupported(s->span, "a tile copy, fill or region atomic under a thread-dependent condition that is not a "
                              "range of threads");
@@ -476,7 +493,11 @@ class ThreadEmulator {
     }
     if (As<ReduceOp>(s) || As<GemmOp>(s) || As<AtomicOp>(s)) {
       if (VaryingStmt(s)) Unsupported(s->span, "a tile operation on per-thread storage or thread-dependent regions");
-      if (mask && !range_) Unsupported(s->span, "a tile operation under a thread-dependent condition");
+      // Under a range, a reduction or region atomic of shared tiles runs once (CUDA spreads
+      // it over the range); GEMMs and fragments are spread over the whole block on CUDA.
+      if (mask && (!range_ || As<GemmOp>(s) || TouchesFragment(s))) {
+        Unsupported(s->span, "a tile operation under a thread-dependent condition");
+      }
       if (!mask || !range_->Empty()) out->push_back(s);
       return;
     }

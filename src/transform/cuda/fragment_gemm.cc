@@ -90,6 +90,7 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
 Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   auto simt = simt_gemms_.find(op);
   if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
+  RefuseUnderThreadBranch(self, "T.gemm");  // every warp of the block issues its part
   if (rs_gemms_.count(op)) return RegisterAGemm(op, wgmma_gemms_.count(op) > 0);
   if (wgmma_gemms_.count(op)) return WgmmaGemm(op);
   auto it = regs_.find(op->c.buffer.get());

@@ -22,6 +22,7 @@ namespace tl::transform::fragments {
 Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   auto it = regs_.find(op->src.buffer.get());
   auto dst_regs = regs_.find(op->dst.buffer.get());
+  if (it != regs_.end() || dst_regs != regs_.end()) RefuseUnderThreadBranch(self, "T.reduce_*");
   if (it != regs_.end() && op->dim == 1) return ReduceRows(op, it->second);
   if (dst_regs != regs_.end()) {
     TL_USER_ERROR(op->span) << "the destination of this reduction (" << op->dst.buffer->name

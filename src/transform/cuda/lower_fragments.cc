@@ -136,9 +136,32 @@ Stmt FragmentRewriter::PrintRegisterTile(const For* op) {
   return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, print, {}, op->span);
 }
 
+Stmt FragmentRewriter::Mutate_(const IfThenElse* op, const Stmt& self) {
+  bool on_thread = UsesVar(op->cond, [&](const Var* v) { return v == tx_.get() || thread_vars_.count(v) > 0; });
+  thread_branch_ += on_thread;
+  Stmt out = IRMutator::Mutate_(op, self);
+  thread_branch_ -= on_thread;
+  return out;
+}
+
+Stmt FragmentRewriter::Mutate_(const LetStmt* op, const Stmt& self) {
+  if (UsesVar(op->value, [&](const Var* v) { return v == tx_.get() || thread_vars_.count(v) > 0; })) {
+    thread_vars_.insert(op->var.get());
+  }
+  return IRMutator::Mutate_(op, self);
+}
+
+void FragmentRewriter::RefuseUnderThreadBranch(const Stmt& op, const char* what) {
+  if (thread_branch_ == 0) return;
+  TL_USER_ERROR(op->span) << what << " on a register fragment under a condition on the thread index: a fragment is "
+                          << "spread over all the block's threads, so the threads that take the branch hold only "
+                          << "part of it; move the operation out of the condition";
+}
+
 Stmt FragmentRewriter::Mutate_(const CopyOp* op, const Stmt& self) {
   auto s = regs_.find(op->src.buffer.get()), d = regs_.find(op->dst.buffer.get());
   if (s == regs_.end() && d == regs_.end()) return IRMutator::Mutate_(op, self);
+  RefuseUnderThreadBranch(self, "T.copy");
   if (s != regs_.end() && d != regs_.end() && !(*s->second.layout == *d->second.layout)) {
     // Different layouts: through a shared scratch tile (written in the source layout,
     // read back in the destination's; the barrier pass orders the two).
@@ -257,6 +280,7 @@ Stmt FragmentRewriter::TileToRegs(const RegFragment& rf, const Region& tile, con
 Stmt FragmentRewriter::Mutate_(const FillOp* op, const Stmt& self) {
   auto it = regs_.find(op->dst.buffer.get());
   if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+  RefuseUnderThreadBranch(self, "T.fill");
   int64_t m, n;
   bool whole = it->second.layout->is_rows() ? op->dst.ranges.size() == 1 : IsWhole2D(op->dst, &m, &n);
   if (!whole) {
@@ -268,6 +292,7 @@ Stmt FragmentRewriter::Mutate_(const FillOp* op, const Stmt& self) {
 Stmt FragmentRewriter::Mutate_(const AtomicOp* op, const Stmt& self) {
   auto it = op->src.buffer ? regs_.find(op->src.buffer.get()) : regs_.end();
   if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+  RefuseUnderThreadBranch(self, "T.atomic_*");
   const RegFragment& rf = it->second;
   Region dst = MutateRegion(op->dst);
   std::vector<size_t> dims;

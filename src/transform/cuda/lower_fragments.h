@@ -70,6 +70,12 @@ class FragmentRewriter : public IRMutator {
   /// C. The operands' shared layout follows (cuda::WgmmaOperandOffset, in codegen).
   Stmt WgmmaGemm(const GemmOp* op);
   Stmt Mutate_(const FillOp* op, const Stmt& self) override;
+  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override;
+  Stmt Mutate_(const LetStmt* op, const Stmt& self) override;
+  /// A tile op on register fragments (or a tensor-core GEMM) under a condition on the
+  /// thread index is refused: a fragment is spread over all the block's threads, so the
+  /// threads that take the branch hold only part of it.
+  void RefuseUnderThreadBranch(const Stmt& op, const char* what);
   Stmt Mutate_(const GemmOp* op, const Stmt& self) override;
   Stmt Mutate_(const ReduceOp* op, const Stmt& self) override;
   Stmt Mutate_(const AtomicOp* op, const Stmt& self) override;
@@ -125,6 +131,8 @@ class FragmentRewriter : public IRMutator {
   const std::unordered_map<const GemmOp*, std::string>& no_wgmma_;
   VarRef tx_;
   PassContext& ctx_;
+  int thread_branch_ = 0;                       ///< depth of branches on the thread index
+  std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread
   std::unordered_map<const BufferNode*, RegFragment> regs_;
   std::unordered_map<const BufferNode*, Buffer> demoted_;
   /// Inside a T.Parallel nest over registers: each register fragment's expected indices
