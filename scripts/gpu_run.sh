@@ -2,6 +2,11 @@
 # The one GPU script: on the GPU machine, in a single call, builds the package offline,
 # runs the test suite with GPU tests enabled, then benchmarks side by side with torch.
 #   bash scripts/gpu_run.sh [--quick]
+# Steps by environment (each 0/unset by default unless said): GPU_RUN_SKIP_CPU, _SKIP_SUITE,
+# _SKIP_BENCH, _SKIP_OVERHEAD, _SKIP_PEER; GPU_RUN_REUSE_BUILD=1 (a warm machine's build);
+# GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED); GPU_RUN_FUZZ_REPLAY="a-b c-d";
+# GPU_RUN_LOAD_CYCLES=N; GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
+# (our side against a recorded control). Logs of the long steps go under $OUT.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
