@@ -122,13 +122,11 @@ std::string RowStripLayout::ToString() const {
          ")";
 }
 
-namespace {
 int SwizzleShift(int64_t row_bytes) {
   int shift = 7;
   while ((int64_t{1} << shift) < row_bytes) ++shift;
   return shift;
 }
-}  // namespace
 
 Expr SwizzleOffset(const Expr& elem_offset, int elem_bytes, int64_t row_bytes) {
   Expr bytes = elem_offset * C(elem_bytes);

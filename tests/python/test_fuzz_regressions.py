@@ -263,3 +263,28 @@ def test_gemm_on_a_column_window_of_a_swizzled_tile():
     src = _cuda_source(main)
     assert "A_s = reinterpret_cast<tl::half*>(tl_smem + 0);  // XOR-swizzled" not in src
     assert "false, true>((&A_s[32])" in src, "A_s unswizzled; B_s (windows at 0) keeps its swizzle"
+
+
+def test_gemm_on_a_row_window_of_a_tile_with_long_rows():
+    """The swizzle atom of a tile with 256-byte rows is 8 rows of 256 bytes: a window starting
+    at row 4 (byte 1024) is not on one, so the tile stays unswizzled."""
+    M, N, K = 16, 32, 128
+
+    @T.prim_func
+    def main(A: T.Tensor((24, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            A_s = T.alloc_shared((24, K), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.gemm(A_s[4:20, :], B_s, C_f)
+            T.copy(C_f, C)
+
+    rng = np.random.default_rng(24)
+    a, b = rng.standard_normal((24, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+    c = poison((M, N))
+    compile_cpu(main)(a, b, c)
+    assert_close(c, f64(a)[4:20] @ f64(b), "float16")
+    assert "A_s = reinterpret_cast<tl::half*>(tl_smem + 0);  // XOR-swizzled" not in _cuda_source(main)

@@ -141,6 +141,9 @@ class RowStripLayout : public FragmentLayout {
 /// bank groups, so ldmatrix reads and 16-byte cp.async writes are free of bank conflicts.
 /// A bijection on every block of 8 * L bytes. Offsets are in elements of `elem_bytes`.
 ir::Expr SwizzleOffset(const ir::Expr& elem_offset, int elem_bytes, int64_t row_bytes);
+/// log2 of the bytes above which SwizzleOffset takes its row bits: 7 for rows up to 128
+/// bytes, else log2 of the row (a swizzle atom is 8 << SwizzleShift bytes).
+int SwizzleShift(int64_t row_bytes);
 /// Whether a tile with these rows can be swizzled (see SwizzleOffset).
 bool CanSwizzle(int64_t row_bytes, int64_t tile_bytes);
 

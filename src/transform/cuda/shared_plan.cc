@@ -16,16 +16,20 @@ using namespace ir;  // NOLINT: implementation file
 
 namespace {
 
-/// Whether a GEMM operand window starts on a 1024-byte swizzle atom of its buffer. The GEMM
-/// library swizzles offsets relative to the window's start, which equals swizzling the
-/// buffer's own offsets only when the start is a multiple of the atom (the XOR mixes bits
-/// 4-9 of the byte offset): `A_s[:, 32:]` of a 32 x 64 float16 tile starts at byte 64.
+/// Whether a GEMM operand window starts on a swizzle atom of its buffer (8 rows of 128
+/// bytes, or of the row when longer: layout::SwizzleOffset XORs the 16-byte chunk with the
+/// row bits above log2 of that). The GEMM library swizzles offsets relative to the window's
+/// start, which equals swizzling the buffer's own offsets only when the start is a multiple
+/// of the atom: `A_s[:, 32:]` of a 32 x 64 float16 tile starts at byte 64.
 bool StartsOnSwizzleAtom(const BufferLoad* load) {
   const Buffer& b = load->buffer;
+  int64_t cols = 0;
+  if (b->shape.empty() || !AsConstInt(b->shape.back(), &cols)) return false;
+  const int64_t atom = 8 * (int64_t{1} << layout::SwizzleShift(cols * b->dtype.bytes()));
   Expr offset = MakeInt(0);
   for (size_t i = 0; i < load->indices.size(); ++i) offset = offset + load->indices[i] * b->StrideOf(i);
   arith::Analyzer an;
-  Expr rem = an.Simplify(FloorMod(offset * MakeInt(b->dtype.bytes()), MakeInt(1024)));
+  Expr rem = an.Simplify(FloorMod(offset * MakeInt(b->dtype.bytes()), MakeInt(atom)));
   int64_t r = -1;
   return AsConstInt(rem, &r) && r == 0;
 }
