@@ -5,13 +5,14 @@
 /// are left alone. Runs before tile ops are lowered, so it sees only the user's own
 /// element accesses (tile-op lowering guards its own). T.annotate_safe_value (an attribute
 /// "tl.safe_value" naming a tensor and a value) sets what later out-of-range reads of that
-/// tensor give; the attribute is consumed here.
+/// tensor give, its T.copy sources too; the attribute is consumed here.
 #include <unordered_map>
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
+#include "region_util.h"
 
 namespace tl::transform {
 namespace {
@@ -43,6 +44,14 @@ class GlobalAccessGuard : public IRMutator {
     if (safe != safe_values_.end()) return Select::Make(cond, e, safe->second);
     Expr zero = e->dtype.IsFloat() ? MakeFloat(0, e->dtype) : MakeInt(0, e->dtype);
     return Select::Make(cond, e, zero);
+  }
+
+  /// A T.copy from a tensor with a safe value: a loop nest whose out-of-range reads give it
+  /// (the copy lowerings pad with 0), so it loses vectorized and TMA copies, not the value.
+  Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
+    auto safe = safe_values_.find(op->src.buffer.get());
+    if (op->src.buffer->scope != Scope::kGlobal || safe == safe_values_.end()) return IRMutator::Mutate_(op, self);
+    return CopyAsLoops(op, safe->second);
   }
 
   Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {

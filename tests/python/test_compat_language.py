@@ -696,3 +696,30 @@ def test_kernel_without_a_grid_is_one_block(rng):
     b = np.zeros(64, np.float32)
     compile_cpu(one_block)(a, b)
     np.testing.assert_allclose(b, a * 3, rtol=1e-6)
+
+
+def test_annotate_safe_value_pads_tile_copies(rng):
+    """A T.copy whose source window leaves the tensor pads with the annotated safe value
+    (upstream's copy tests), on both targets; without the annotation, with 0."""
+    M, N, BM = 40, 16, 32
+
+    @T.prim_func
+    def padded(A: T.Tensor((M, N), "float32"), B: T.Tensor((2 * BM, N), "float32"),
+               C: T.Tensor((2 * BM, N), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            S = T.alloc_shared((BM, N), "float32")
+            S2 = T.alloc_shared((BM, N), "float32")
+            T.copy(A[bx * BM, 0], S2)  # rows 40.. of block 1: zeros
+            T.annotate_safe_value({A: 7.5})
+            T.copy(A[bx * BM, 0], S)  # rows 40.. of block 1: 7.5
+            T.copy(S, B[bx * BM, 0])
+            T.copy(S2, C[bx * BM, 0])
+
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b, c = np.zeros((2 * BM, N), np.float32), np.ones((2 * BM, N), np.float32)
+    compile_cpu(padded)(a, b, c)
+    want = np.full((2 * BM, N), 7.5, np.float32)
+    want[:M] = a
+    assert np.array_equal(b, want)
+    want[M:] = 0
+    assert np.array_equal(c, want)

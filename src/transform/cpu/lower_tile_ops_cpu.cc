@@ -15,53 +15,7 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-/// Indices into `r` for tile coordinates `vars` (one per tile dim, in order).
-std::vector<Expr> RegionIndices(const Region& r, const std::vector<Expr>& vars) {
-  std::vector<Expr> idx;
-  size_t next = 0;
-  for (const Range& rg : r.ranges) {
-    idx.push_back(IsOne(rg.extent) ? rg.min : rg.min + vars[next++]);
-  }
-  return idx;
-}
-
-/// Nest of loops over `extents`, innermost last; `body(vars)` builds the innermost body.
-Stmt LoopNest(const std::vector<Expr>& extents, const std::string& prefix, ForKind kind,
-              const Span& span, const std::function<Stmt(const std::vector<Expr>&)>& body) {
-  std::vector<VarRef> vars;
-  std::vector<Expr> var_exprs;
-  for (size_t i = 0; i < extents.size(); ++i) {
-    vars.push_back(Var::Make(prefix + std::to_string(i), extents[i]->dtype));
-    var_exprs.push_back(vars.back());
-  }
-  Stmt s = body(var_exprs);
-  for (size_t i = extents.size(); i-- > 0;) {
-    s = For::Make(vars[i], MakeInt(0, extents[i]->dtype), extents[i], kind, s, {}, span);
-  }
-  return s;
-}
-
-Stmt Guard(Expr cond, Stmt s, const Span& span) {
-  return cond ? IfThenElse::Make(cond, s, nullptr, span) : s;
-}
-
-std::vector<Expr> TileExtents(const Region& r) {
-  std::vector<Expr> e;
-  for (size_t d : TileDims(r)) e.push_back(r.ranges[d].extent);
-  return e;
-}
-
-Stmt LowerCopy(const CopyOp* op) {
-  return LoopNest(TileExtents(op->dst), "i", ForKind::kParallel, op->span, [&](auto& v) {
-    auto si = RegionIndices(op->src, v), di = RegionIndices(op->dst, v);
-    Expr value = Cast::Make(op->dst.buffer->dtype, BufferLoad::Make(op->src.buffer, si));
-    Expr src_ok = InBounds(op->src.buffer, si);
-    // Out-of-range reads give zero; the select keeps the load from being evaluated.
-    if (src_ok) value = Select::Make(src_ok, value, Zero(op->dst.buffer->dtype));
-    return Guard(InBounds(op->dst.buffer, di), BufferStore::Make(op->dst.buffer, di, value, op->span),
-                 op->span);
-  });
-}
+Stmt LowerCopy(const CopyOp* op) { return CopyAsLoops(op, nullptr); }
 
 Stmt LowerFill(const FillOp* op) {
   return LoopNest(TileExtents(op->dst), "i", ForKind::kParallel, op->span, [&](auto& v) {
