@@ -723,3 +723,16 @@ def test_annotate_safe_value_pads_tile_copies(rng):
     assert np.array_equal(b, want)
     want[M:] = 0
     assert np.array_equal(c, want)
+
+
+def test_reduce_nan_propagate_is_refused_not_ignored():
+    with pytest.raises(TileLangCompileError, match=r"nan_propagate=True\) is not supported yet"):
+
+        @T.prim_func
+        def f(A: T.Tensor((64,), "float16"), B: T.Tensor((1,), "float16")):
+            with T.Kernel(1, threads=32):
+                frag = T.alloc_fragment((64,), "float16")
+                out = T.alloc_fragment((1,), "float16")
+                T.copy(A, frag)
+                T.reduce_max(frag, out, nan_propagate=True)
+                T.copy(out, B)

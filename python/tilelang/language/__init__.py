@@ -382,16 +382,21 @@ def clear(buffer):
 
 def reduce(buffer, out, reduce_type, dim=-1, clear=True, batch=1, nan_propagate=False):
     _b.require_kernel(f"T.reduce_{reduce_type}")
+    if nan_propagate:
+        # Refused rather than ignored: the reductions here follow fmax/fmin (a NaN element
+        # is skipped), so accepting the flag would give a different answer than asked for.
+        raise _b._UserError(f"T.reduce_{reduce_type}(nan_propagate=True) is not supported yet: max/min "
+                            "reductions skip NaN elements here (fmax's rule)")
     _b.emit(_tl.reduce(to_region(buffer, "reduce source"), to_region(out, "reduce destination"),
                        reduce_type, int(dim), _static_bool(clear, "clear"), _b.current_span()))
 
 
-def reduce_max(buffer, out, dim=-1, clear=True, **kw):
-    reduce(buffer, out, "max", dim, clear)
+def reduce_max(buffer, out, dim=-1, clear=True, nan_propagate=False, **kw):
+    reduce(buffer, out, "max", dim, clear, nan_propagate=nan_propagate)
 
 
-def reduce_min(buffer, out, dim=-1, clear=True, **kw):
-    reduce(buffer, out, "min", dim, clear)
+def reduce_min(buffer, out, dim=-1, clear=True, nan_propagate=False, **kw):
+    reduce(buffer, out, "min", dim, clear, nan_propagate=nan_propagate)
 
 
 def reduce_sum(buffer, out, dim=-1, clear=True, **kw):
@@ -402,8 +407,8 @@ def reduce_abssum(buffer, out, dim=-1, clear=True, **kw):
     reduce(buffer, out, "abssum", dim, clear)
 
 
-def reduce_absmax(buffer, out, dim=-1, clear=True, **kw):
-    reduce(buffer, out, "absmax", dim, clear)
+def reduce_absmax(buffer, out, dim=-1, clear=True, nan_propagate=False, **kw):
+    reduce(buffer, out, "absmax", dim, clear, nan_propagate=nan_propagate)
 
 
 def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
