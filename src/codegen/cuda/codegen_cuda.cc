@@ -16,12 +16,17 @@
 #include "../../transform/cuda/shared_plan.h"
 #include "../../transform/cuda/wgmma_select.h"
 #include "../c_printer.h"
+#include "launch_facts.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
 
 namespace tl::codegen {
 
 using namespace ir;  // NOLINT: implementation file
+using cuda::FindLaunch;
+using cuda::ProducerThreads;
+using cuda::RasterPanel;
+using cuda::UnrollPragma;
 
 namespace {
 
@@ -42,25 +47,6 @@ int TmaDataType(DType t) {
     case 32: return t.IsSigned() ? 3 : 2;
     default: return t.IsSigned() ? 5 : 4;
   }
-}
-
-/// The producer threads a warp-specialized kernel adds to the launch, 0 for none.
-int64_t ProducerThreads(const Stmt& body) {
-  int64_t threads = 0;
-  std::function<void(const Stmt&)> find = [&](const Stmt& s) {
-    if (const auto* attr = As<AttrStmt>(s)) {
-      if (attr->key == transform::cuda::kWarpSpecializedAttr) AsConstInt(attr->values[0], &threads);
-    }
-    if (const auto* seq = As<Seq>(s)) {
-      for (const Stmt& c : seq->stmts) find(c);
-    }
-    if (const auto* f = As<For>(s)) {
-      if (f->for_kind == ForKind::kThreadBinding) find(f->body);
-    }
-    if (const auto* k = As<KernelLaunch>(s)) find(k->body);
-  };
-  find(body);
-  return threads;
 }
 
 class CudaCodegen : public CPrinter {
@@ -149,16 +135,6 @@ class CudaCodegen : public CPrinter {
   }
 
  protected:
-  static const KernelLaunch* FindLaunch(const Stmt& s) {
-    if (const auto* k = As<KernelLaunch>(s)) return k;
-    if (const auto* seq = As<Seq>(s)) {
-      for (const Stmt& c : seq->stmts) {
-        if (const auto* k = FindLaunch(c)) return k;
-      }
-    }
-    return nullptr;
-  }
-
   /// The warp-specialization attribute is a launch fact (ProducerThreads), not code.
   void EmitAttr(const AttrStmt* op) override {
     if (op->key == transform::cuda::kWarpSpecializedAttr) {
@@ -195,82 +171,6 @@ class CudaCodegen : public CPrinter {
     }
     threads_ = op->threads;
     EmitStmt(op->body);
-  }
-
-  /// Panel width for block rasterization: T.use_swizzle's, else 8 for 2-D grids that are
-  /// wide enough to profit; 0 for none.
-  static int64_t RasterPanel(const KernelLaunch* op) {
-    int64_t panel = -1;
-    std::function<void(const Stmt&)> find = [&](const Stmt& s) {
-      if (const auto* attr = As<AttrStmt>(s)) {
-        if (attr->key == "threadblock_swizzle" && !attr->values.empty()) AsConstInt(attr->values[0], &panel);
-      }
-      if (const auto* seq = As<Seq>(s)) {
-        for (const Stmt& c : seq->stmts) find(c);
-      }
-      if (const auto* f = As<For>(s)) {
-        if (f->for_kind == ForKind::kThreadBinding) find(f->body);
-      }
-    };
-    find(op->body);
-    if (op->grid.size() < 2) return 0;
-    if (panel > 0) return panel;
-    int64_t gx = 0;
-    return AsConstInt(op->grid[0], &gx) && gx <= 8 ? 0 : 8;
-  }
-
-  /// Full unrolling, except for long loops (over 256 iterations, or 2048 counting the
-  /// loops inside) that index no register array by their variable: a tile spread over very few
-  /// threads, where 512 iterations of a 32-step dot product took NVRTC 90 s to compile. Register arrays need constant indices, so
-  /// loops over them always unroll fully.
-  static std::string UnrollPragma(const For* op) {
-    // Iterations times the trip counts of the loops nested inside (which the compiler
-    // unrolls too when they are short).
-    constexpr int64_t kFullUnrollTrips = 256, kFullUnrollWork = 2048;
-    int64_t extent = 0;
-    if (!AsConstInt(op->extent, &extent) ||
-        (extent <= kFullUnrollTrips && extent * InnerTrips(op->body) <= kFullUnrollWork)) {
-      return "#pragma unroll";
-    }
-    bool indexes_registers = false;
-    const Var* var = op->var.get();
-    ForEachExpr(op->body, [&](const Expr& e) {
-      const auto* load = As<BufferLoad>(e);
-      if (!load || load->buffer->scope != Scope::kLocal) return;
-      for (const Expr& i : load->indices) indexes_registers |= UsesVar(i, [&](const Var* v) { return v == var; });
-    });
-    struct Stores : IRVisitor {
-      const Var* var;
-      bool* found;
-      void Visit_(const BufferStore* st) override {
-        if (st->buffer->scope == Scope::kLocal) {
-          for (const Expr& i : st->indices) *found |= UsesVar(i, [&](const Var* v) { return v == var; });
-        }
-        IRVisitor::Visit_(st);
-      }
-    } stores;
-    stores.var = var;
-    stores.found = &indexes_registers;
-    stores.Visit(op->body);
-    return indexes_registers ? "#pragma unroll" : "#pragma unroll 4";
-  }
-
-  /// The largest product of constant trip counts along a chain of loops nested in `s`.
-  static int64_t InnerTrips(const Stmt& s) {
-    struct Walker : IRVisitor {
-      int64_t best = 1, current = 1;
-      void Visit_(const For* f) override {
-        int64_t e = 1;
-        if (!AsConstInt(f->extent, &e)) e = 1;
-        int64_t saved = current;
-        current *= std::max<int64_t>(e, 1);
-        best = std::max(best, current);
-        IRVisitor::Visit_(f);
-        current = saved;
-      }
-    } w;
-    w.Visit(s);
-    return w.best;
   }
 
   void EmitFor(const For* op) override {

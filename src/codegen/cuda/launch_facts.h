@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Facts the CUDA code generator reads off the lowered IR (launch_facts.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::codegen::cuda {
+
+/// The producer threads a warp-specialized kernel adds to the launch, 0 for none.
+int64_t ProducerThreads(const ir::Stmt& body);
+/// The (first) kernel launch of a function body, or null.
+const ir::KernelLaunch* FindLaunch(const ir::Stmt& s);
+/// Panel width for block rasterization: T.use_swizzle's, else 8 for wide 2-D grids; 0 for none.
+int64_t RasterPanel(const ir::KernelLaunch* op);
+/// The unroll pragma of a serial loop (full, or by 4 for long loops over no register array).
+std::string UnrollPragma(const ir::For* op);
+/// The largest product of constant trip counts along a chain of loops nested in `s`.
+int64_t InnerTrips(const ir::Stmt& s);
+
+}  // namespace tl::codegen::cuda
