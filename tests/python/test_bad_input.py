@@ -215,14 +215,15 @@ def test_cuda_failure_messages():
     assert "no longer usable" not in msg and "CUDA_ERROR_INVALID_VALUE" in msg
 
 
-def test_cuda_shared_memory_beyond_the_device_at_compile_time():
-    @T.prim_func
-    def huge(A: T.Tensor((256, 256), "float32"), B: T.Tensor((256, 256), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            S = T.alloc_shared((256, 256), "float32")  # 256 KiB
-            T.copy(A, S)
-            T.copy(S, B)
+@T.prim_func
+def huge(A: T.Tensor((256, 256), "float32"), B: T.Tensor((256, 256), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        S = T.alloc_shared((256, 256), "float32")  # 256 KiB: more than any GPU's block has
+        T.copy(A, S)
+        T.copy(S, B)
 
+
+def test_cuda_shared_memory_beyond_the_device_at_compile_time():
     msg = _message(TileLangRuntimeError, tilelang.compile, huge, None, "cuda -arch=sm_80")
     assert msg == ("kernel 'huge' needs 262144 bytes of shared memory, the device (sm_80) has 166912; use smaller "
                    "tiles or fewer pipeline stages")

@@ -14,7 +14,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang import TileLangArgumentError, TileLangRuntimeError
-from test_bad_input import _documented, _message, mat, saxpy
+from test_bad_input import _documented, _message, huge, mat, saxpy
 
 
 def _cuda_torch():
@@ -107,14 +107,6 @@ def test_gpu_good_call_after_refusals(cuda_saxpy):
 
 def test_gpu_shared_memory_beyond_the_device():
     torch = _cuda_torch()
-
-    @T.prim_func
-    def huge(A: T.Tensor((256, 256), "float32"), B: T.Tensor((256, 256), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            S = T.alloc_shared((256, 256), "float32")  # 256 KiB
-            T.copy(A, S)
-            T.copy(S, B)
-
     with pytest.raises(TileLangRuntimeError, match=r"^kernel 'huge' needs 262144 bytes of shared memory, the "
                                                    r"device( \(sm_\w+\))? has \d+; use smaller tiles"):
         k = tilelang.compile(huge, target="cuda")

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from .. import _tl
 from . import builder as _b
-from .dtypes import canonical
+from .dtypes import _NAMES, canonical, dtype
 from .values import Buffer, BufferRef, PrimExpr, as_expr
 
-_BYTES = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2, "int32": 4,
-          "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8, "float8_e4m3fn": 1, "float8_e4m3": 1,
-          "float8_e5m2": 1}
+# bytes of each dtype kernels compute with (scalars only: no vector types here)
+_BYTES = {n: dtype(n).bits // 8 for n in _NAMES}
 
 
 def reinterpret(value, dtype, span=None):
