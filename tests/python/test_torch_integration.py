@@ -315,3 +315,27 @@ def test_dropping_a_kernel_unregisters_its_automatic_op():
     assert ref2() is not None, "as_torch_op() keeps the kernel"
     x, y = torch.randn(64), torch.randn(64)
     torch.testing.assert_close(kept(x, y), x * 2 + y)
+
+
+@pytest.mark.cpu_target
+def test_a_dropped_kernels_op_name_is_reused_and_the_namespace_stays_listable():
+    """torch keeps bookkeeping per op name for the life of the process, so a dropped kernel's
+    name goes to the next kernel of the same name (memory bounded by the kernels alive, not
+    the kernels ever built). torch before 2.12 also left the dropped op cached in torch.ops,
+    and listing the namespace (inductor does, on its first compile) then failed."""
+    import gc
+
+    torch = _torch()
+    k = tilelang.compile(_axpy(64, block=64), out_idx=[2], target="cpu")
+    name = k._torch_op[0]
+    del k
+    gc.collect()
+    ns = getattr(torch.ops, name.split("::")[0])
+    for op in list(ns):  # what torch.export / inductor do when they list custom ops
+        getattr(ns, op)
+    k2 = tilelang.compile(_axpy(96, block=32), out_idx=[2], target="cpu")
+    assert k2._torch_op[0] == name
+    x, y = torch.randn(96), torch.randn(96)
+    torch.testing.assert_close(torch.compile(lambda a, b: k2(a, b), backend="aot_eager", fullgraph=True)(x, y),
+                               x * 2 + y)
+    torch.testing.assert_close(k2._torch_op[1](x, y), x * 2 + y)

@@ -19,7 +19,9 @@ import weakref
 from .. import _tl
 from ..errors import TileLangRuntimeError
 
-_LOCK = threading.Lock()
+# Re-entrant: a kernel dropped by the garbage collector while this thread registers
+# another runs _release_name, which takes the lock too.
+_LOCK = threading.RLock()
 _COUNTER = itertools.count()
 # Library objects must stay alive for their ops to stay registered. An op the user asked
 # for (as_torch_op) keeps its kernel alive here; the ones registered automatically when a
@@ -28,6 +30,11 @@ _COUNTER = itertools.count()
 # that builds thousands of kernels would otherwise keep every one of them).
 _LIBRARIES = {}
 _KEPT = {}
+# Names of automatic ops whose kernels were dropped, for the next kernel of the same name:
+# torch keeps a little bookkeeping per op name for the life of the process (about 4 KiB),
+# so fresh names for every kernel would grow memory with the number of kernels ever built
+# rather than the number alive.
+_FREE_NAMES = {}
 
 
 def _schema_type(dtype: str) -> str:
@@ -98,7 +105,10 @@ def register(kernel, name=None, owned_by_kernel=True):
         cached = getattr(kernel, "_torch_op", None)
         if cached is not None and (name is None or cached[0] == name):
             return cached[1]
-        if name is None:
+        reused = name is None and owned_by_kernel and _FREE_NAMES.get(_identifier(kernel.name))
+        if reused:
+            name = reused.pop()
+        elif name is None:
             name = f"tilelang::{_identifier(kernel.name)}_{next(_COUNTER)}"
         if "::" not in name:
             raise ValueError(f"as_torch_op: name must be 'namespace::op', got {name!r}")
@@ -144,4 +154,24 @@ def register(kernel, name=None, owned_by_kernel=True):
         torch.library.register_fake(name, fake, lib=lib)
         op = getattr(getattr(torch.ops, namespace), opname)
         kernel._torch_op = (name, op)
+        if owned_by_kernel:
+            weakref.finalize(kernel, _release_name, name, _identifier(kernel.name), lib)
         return op
+
+
+def _release_name(name, identifier, lib):
+    """A dropped kernel's op: unregistered now, its name free for the next kernel. torch
+    before 2.12 left the op cached in torch.ops.<namespace> after its Library went, and the
+    next enumeration of the namespace (torch.compile's inductor listing custom ops) then
+    failed with "'CustomDecompTable' object is not a mapping"; the cache entry goes here."""
+    import torch
+
+    lib._destroy()
+    namespace, opname = name.split("::", 1)
+    ops = vars(torch.ops).get(namespace)
+    if ops is not None:
+        vars(ops).pop(opname, None)
+        if opname in getattr(ops, "_dir", ()):
+            ops._dir.remove(opname)
+    with _LOCK:
+        _FREE_NAMES.setdefault(identifier, []).append(name)
