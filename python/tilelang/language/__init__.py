@@ -901,9 +901,11 @@ def annotate_safe_value(safe_value_map):
 
 
 def disable_warp_group_reg_alloc():
-    """Upstream: no setmaxnreg register reallocation between warp groups. This compiler does
-    not reallocate registers, so there is nothing to disable; noted in the remarks."""
-    _remark("T.disable_warp_group_reg_alloc(): accepted; registers are never reallocated between warp groups")
+    """Upstream: no setmaxnreg register reallocation between warp groups. Accepted and not
+    applied here (warp-specialized loops always reallocate, 24 producer / up to 240 consumer
+    registers); noted in the remarks."""
+    _remark("T.disable_warp_group_reg_alloc(): accepted, not applied; warp-specialized loops still reallocate "
+            "registers between the producer and consumer warp groups")
 
 
 def set_max_nreg(reg_count, is_inc):

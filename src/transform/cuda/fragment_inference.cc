@@ -319,23 +319,30 @@ FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const st
   }
   Propagate(inference, body);
   // A shared tile read by a wgmma and by another GEMM would need two layouts: those
-  // wgmma GEMMs use mma.sync instead (with the same accumulator layout).
+  // wgmma GEMMs use mma.sync instead (with the same accumulator layout). Repeated until
+  // nothing changes: a GEMM moved to mma.sync makes its other operand a non-wgmma operand
+  // too (K x q moved because K is also read by an mma.sync GEMM, then dS x q must move, or
+  // q would be laid out in wgmma panels for one reader and XOR rows for the other).
   struct Gemms : IRVisitor {
     std::vector<const GemmOp*> found;
     void Visit_(const GemmOp* op) override { found.push_back(op); }
   } collect;
   collect.Visit(body);
   const std::vector<const GemmOp*>& gemms = collect.found;
-  std::unordered_set<const BufferNode*> other_operands;
-  for (const GemmOp* g : gemms) {
-    if (!inference.wgmma_gemms.count(g)) other_operands.insert({g->a.buffer.get(), g->b.buffer.get()});
-  }
-  for (const GemmOp* g : gemms) {
-    bool shared_a = g->a.buffer->scope == Scope::kShared;
-    if (inference.wgmma_gemms.count(g) &&
-        ((shared_a && other_operands.count(g->a.buffer.get())) || other_operands.count(g->b.buffer.get()))) {
-      inference.wgmma_gemms.erase(g);
-      inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma";
+  for (bool moved = true; moved;) {
+    moved = false;
+    std::unordered_set<const BufferNode*> other_operands;
+    for (const GemmOp* g : gemms) {
+      if (!inference.wgmma_gemms.count(g)) other_operands.insert({g->a.buffer.get(), g->b.buffer.get()});
+    }
+    for (const GemmOp* g : gemms) {
+      bool shared_a = g->a.buffer->scope == Scope::kShared;
+      if (inference.wgmma_gemms.count(g) &&
+          ((shared_a && other_operands.count(g->a.buffer.get())) || other_operands.count(g->b.buffer.get()))) {
+        inference.wgmma_gemms.erase(g);
+        inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma";
+        moved = true;
+      }
     }
   }
   FragmentLayouts out;

@@ -453,7 +453,9 @@ class Specializer {
       Stmt x = Substitute(s, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
       body.push_back(select.Mutate(x));
       for (size_t g = 0; g < groups_.size(); ++g) {
-        if (groups_[g].last == i) body.push_back(Release(Empty(bars, g, stage)));
+        if (groups_[g].last != i) continue;
+        if (ReadThroughGenericProxy(groups_[g])) body.push_back(CallStmt("fence_proxy_async", {}, span));
+        body.push_back(Release(Empty(bars, g, stage)));
       }
     }
     // A body without consumers still takes and releases its stages (the copies are dead,
@@ -494,6 +496,25 @@ class Specializer {
   };
   std::vector<Stmt> consumers_;
   std::vector<Group> groups_;
+
+  /// Whether a consumer statement reads the group's tiles with ordinary loads (ldmatrix,
+  /// element reads) rather than wgmma descriptors. The producer's next TMA into the stage
+  /// writes through the async proxy, which the mbarrier's release and acquire do not order
+  /// after those loads: without a proxy fence before the release, the TMA overwrote tiles an
+  /// mma.sync GEMM was still reading (nondeterministic dK in upstream's example_gqa_bwd, 2
+  /// stages, on the H200). wgmma reads through the async proxy itself and needs none.
+  bool ReadThroughGenericProxy(const Group& group) {
+    for (size_t i = group.first; i <= group.last && i < consumers_.size(); ++i) {
+      const auto* ev = As<Evaluate>(consumers_[i]);
+      const auto* call = ev ? As<Call>(ev->value) : nullptr;
+      if (HasEffect(call, kWgmmaPanels)) continue;
+      auto used = BuffersOf(consumers_[i]);
+      for (const CopyOp* c : group.copies) {
+        if (used.count(c->dst.buffer.get())) return true;
+      }
+    }
+    return false;
+  }
   std::unordered_set<const BufferNode*> written_in_loop_;  ///< by the consumer statements
 
  public:

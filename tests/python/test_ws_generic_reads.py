@@ -1,0 +1,102 @@
+"""Warp-specialized loops whose staged tiles are read with ordinary loads (element reads,
+ldmatrix for mma.sync) fence the proxies before releasing the stage: the producer's next
+TMA into that stage writes through the async proxy, which the mbarrier's release/acquire
+alone does not order after those loads (upstream's example_gqa_bwd gave a different wrong
+dK on every run on the H200 with 2 stages). Loops read only by wgmma need no fence."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+
+
+def staged_tile_sum(M=64, bk=64, K=1024, stages=2):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), C: T.Tensor((M, bk), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a_s = T.alloc_shared((M, bk), "float16")
+            acc = T.alloc_fragment((M, bk), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // bk, num_stages=stages):
+                T.copy(A[0, k * bk], a_s)
+                for i, j in T.Parallel(M, bk):
+                    acc[i, j] += T.cast(a_s[i, j], "float32") * (k + 1)
+            T.copy(acc, C)
+
+    return main
+
+
+def staged_mma_sync_gemm(M=128, N=192, K=32, steps=8, stages=2):
+    """dK += dS @ q over steps as attention backward has it: dS in registers, q staged by
+    TMA; 192 columns cannot take wgmma panels, so q is read by ldmatrix for mma.sync."""
+    @T.prim_func
+    def main(S: T.Tensor((steps, M, K), "float16"), Q: T.Tensor((steps * K, N), "float16"),
+             D: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            s_f = T.alloc_fragment((M, K), "float16")
+            q_s = T.alloc_shared((K, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(steps, num_stages=stages):
+                T.copy(Q[k * K, 0], q_s)
+                T.copy(S[k, 0, 0], s_f)
+                T.gemm(s_f, q_s, acc)
+            T.copy(acc, D)
+
+    return main
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_staged_tiles_read_element_wise(stages):
+    rng = np.random.default_rng(stages)
+    a = rng.standard_normal((64, 1024)).astype(np.float16)
+    c = np.full((64, 64), np.nan, np.float32)
+    tilelang.compile(staged_tile_sum(stages=stages))(a, c)
+    weights = np.repeat(np.arange(1, 17, dtype=np.float64), 64)
+    ref = (a.astype(np.float64) * weights).reshape(64, 16, 64).sum(axis=1)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
+
+
+def test_staged_tile_read_by_mma_sync_gemm():
+    rng = np.random.default_rng(11)
+    s = rng.standard_normal((8, 128, 32)).astype(np.float16)
+    q = rng.standard_normal((256, 192)).astype(np.float16)
+    d = np.full((128, 192), np.nan, np.float32)
+    tilelang.compile(staged_mma_sync_gemm())(s, q, d)
+    ref = sum(s[k].astype(np.float64) @ q[32 * k:32 * (k + 1)].astype(np.float64) for k in range(8))
+    np.testing.assert_allclose(d, ref, rtol=1e-3, atol=1e-2)
+
+
+def _release_lines(kernel):
+    lines = [line.strip() for line in kernel.get_kernel_source().splitlines()]
+    return [lines[i - 1] for i, line in enumerate(lines) if line.startswith("tl::mbarrier_arrive(")]
+
+
+def test_generic_reads_fence_the_proxies_before_the_release():
+    for func in (staged_tile_sum(), staged_mma_sync_gemm()):
+        k = tilelang.compile(func, target="cuda -arch=sm_90a")
+        assert any("warp-specialized" in r for r in k.get_remarks()), k.get_remarks()
+        before = _release_lines(k)
+        assert before and all(b == "tl::fence_proxy_async_shared();" for b in before), before
+
+
+def test_wgmma_only_loops_release_without_a_fence():
+    @T.prim_func
+    def gemm(A: T.Tensor((64, 512), "float16"), B: T.Tensor((512, 128), "float16"),
+             C: T.Tensor((64, 128), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a_s = T.alloc_shared((64, 64), "float16")
+            b_s = T.alloc_shared((64, 128), "float16")
+            acc = T.alloc_fragment((64, 128), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(8, num_stages=3):
+                T.copy(A[0, k * 64], a_s)
+                T.copy(B[k * 64, 0], b_s)
+                T.gemm(a_s, b_s, acc)
+            T.copy(acc, C)
+
+    k = tilelang.compile(gemm, target="cuda -arch=sm_90a")
+    assert any("warp-specialized" in r for r in k.get_remarks()), k.get_remarks()
+    src = k.get_kernel_source()
+    assert "mbarrier_arrive(" in src, src
+    assert "fence_proxy_async_shared" not in "\n".join(_release_lines(k))
