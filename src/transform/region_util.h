@@ -26,6 +26,19 @@ inline std::vector<size_t> TileDims(const ir::Region& r) {
   return dims;
 }
 
+/// Whether `r` is its whole buffer (every range from 0 over the full, constant extent).
+inline bool CoversWholeBuffer(const ir::Region& r) {
+  if (r.ranges.size() != r.buffer->shape.size()) return false;
+  for (size_t k = 0; k < r.ranges.size(); ++k) {
+    int64_t lo = -1, e = -1, full = -2;
+    if (!ir::AsConstInt(r.ranges[k].min, &lo) || !ir::AsConstInt(r.ranges[k].extent, &e) ||
+        !ir::AsConstInt(r.buffer->shape[k], &full) || lo != 0 || e != full) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// 0 <= idx < shape for every dimension (null when there are no indices).
 inline ir::Expr InBounds(const ir::Buffer& b, const std::vector<ir::Expr>& idx) {
   ir::Expr cond;

@@ -2,6 +2,8 @@
 /// \file Fragment layout inference (see fragment_inference.h).
 #include "fragment_inference.h"
 
+#include "../region_util.h"
+
 #include "copy_lowering.h"
 
 #include "register_tiles.h"
@@ -256,7 +258,14 @@ class LayoutInference : public IRVisitor {
     if (IsFragment(op->src.buffer) && IsFragment(op->dst.buffer)) {
       // Only fills in a missing layout: a copy between two different layouts converts
       // (through shared memory, see FragmentRewriter).
+      // Whole fragment to whole fragment of one shape only: one row of a 2-D fragment copied
+      // into a per-row vector says nothing about the 2-D fragment's layout.
       auto s = layouts.find(op->src.buffer.get()), d = layouts.find(op->dst.buffer.get());
+      bool whole = CoversWholeBuffer(op->src) && CoversWholeBuffer(op->dst) &&
+                   op->src.buffer->shape.size() == op->dst.buffer->shape.size();
+      if (!whole) {
+        s = d = layouts.end();
+      }
       if (s != layouts.end() && d == layouts.end()) {
         Assign(op->dst.buffer, s->second.layout, "T.copy from " + op->src.buffer->name, op->span);
       } else if (d != layouts.end() && s == layouts.end()) {

@@ -162,17 +162,27 @@ Stmt FragmentRewriter::Mutate_(const CopyOp* op, const Stmt& self) {
   auto s = regs_.find(op->src.buffer.get()), d = regs_.find(op->dst.buffer.get());
   if (s == regs_.end() && d == regs_.end()) return IRMutator::Mutate_(op, self);
   RefuseUnderThreadBranch(self, "T.copy");
-  if (s != regs_.end() && d != regs_.end() && !(*s->second.layout == *d->second.layout)) {
-    // Different layouts: through a shared scratch tile (written in the source layout,
-    // read back in the destination's; the barrier pass orders the two).
+  if (s != regs_.end() && d != regs_.end() && !CoversWholeBuffer(op->dst)) {
+    TL_USER_ERROR(op->span) << "T.copy into part of register fragment " << op->dst.buffer->name
+                            << " is not supported (a fragment is spread over the threads as a whole); copy "
+                            << "into the whole fragment, or write the part element-wise in a T.Parallel loop";
+  }
+  bool whole_src = s != regs_.end() && CoversWholeBuffer(op->src);
+  if (s != regs_.end() && d != regs_.end() && (!(*s->second.layout == *d->second.layout) || !whole_src)) {
+    // Different layouts, or a part of the source (one row of a 2-D fragment into a per-row
+    // vector): through a shared scratch tile, written whole in the source layout and read
+    // back from the source's region in the destination's (the barrier pass orders the two).
     Buffer scratch = BufferNode::Make(op->src.buffer->name + "_relayout", op->dst.buffer->dtype,
                                       op->src.buffer->shape, Scope::kShared);
-    ctx_.remarks.push_back("T.copy " + op->src.buffer->name + " -> " + op->dst.buffer->name +
-                           ": layouts differ (" + s->second.layout->ToString() + " vs " +
-                           d->second.layout->ToString() + "), converted through shared memory");
+    ctx_.remarks.push_back("T.copy " + op->src.buffer->name + " -> " + op->dst.buffer->name + ": " +
+                           (whole_src ? "layouts differ (" + s->second.layout->ToString() + " vs " +
+                                            d->second.layout->ToString() + ")"
+                                      : std::string("a part of the source fragment")) +
+                           ", converted through shared memory");
+    Region part = MutateRegion(op->src);
+    part.buffer = scratch;
     return Seq::Make({Allocate::Make(scratch, nullptr, op->span),
-                      RegsToTile(s->second, Region::Full(scratch), op->span),
-                      TileToRegs(d->second, Region::Full(scratch), op->span)},
+                      RegsToTile(s->second, Region::Full(scratch), op->span), TileToRegs(d->second, part, op->span)},
                      op->span);
   }
   if (s != regs_.end() && d != regs_.end()) {
@@ -213,7 +223,8 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
     dims.clear();
     for (size_t k = tile.ranges.size() - want; k < tile.ranges.size(); ++k) dims.push_back(k);
   }
-  TL_ICHECK(dims.size() == want) << "copy between a register fragment and a tile of another rank";
+  TL_ICHECK(dims.size() == want) << "copy between register fragment " << rf.regs->name << " ("
+                                 << rf.layout->ToString() << ") and tile " << tile.buffer->name << " of another rank";
   int64_t v = rf.layout->vec();
   arith::Analyzer an;
   // Shared tiles may be swizzled in 16-byte chunks: a vector must not cross one.
