@@ -552,6 +552,35 @@ def test_const_used_before_the_annotation_that_binds_it(rng):
         row_chunks(a, np.zeros((4, 3), np.float32), 3)  # B disagrees with A's M: still checked
 
 
+def test_const_bound_through_a_named_shape(rng):
+    """`s_shape = (M, T.ceildiv(K, 4))` and then `S: T.Tensor(s_shape, ...)`, with the
+    dimensions bound by an annotation that names its shape through a variable as well
+    (upstream's deepgemm and NSA examples)."""
+
+    @tilelang.jit(target="cpu")
+    def group_sums(A, S):
+        M, K = T.const("M, K")
+        a_shape = (M, K)
+        s_shape = (M, T.ceildiv(K, 4))
+        A: T.Tensor(a_shape, T.float32)
+        S: T.Tensor(s_shape, T.float32)
+        with T.Kernel(M, threads=32) as m:
+            for g in T.serial(T.ceildiv(K, 4)):
+                acc = T.alloc_var(T.float32, 0.0)
+                for k in T.serial(4):
+                    if g * 4 + k < K:
+                        acc += A[m, g * 4 + k]
+                S[m, g] = acc
+
+    a = rng.standard_normal((3, 10)).astype(np.float32)
+    s = np.full((3, 3), np.nan, np.float32)
+    group_sums(a, s)
+    padded = np.concatenate([a, np.zeros((3, 2), np.float32)], axis=1)
+    np.testing.assert_allclose(s, padded.reshape(3, 3, 4).sum(axis=2), rtol=1e-5)
+    with pytest.raises(Exception, match="shape"):
+        group_sums(a, np.zeros((3, 2), np.float32))  # S disagrees with ceildiv(K, 4): still checked
+
+
 # --------------------------------------------------------------------------- negative indices,
 # and stores at the top of a kernel-less @T.prim_func (upstream's negative_index tests)
 

@@ -73,6 +73,13 @@ def shape_bindings(fdef, args: dict) -> dict:
     import ast
 
     found = {}
+    # Shapes named first and annotated later (`q_shape = [batch, seq_len, heads, dim]`, then
+    # `Q: T.Tensor(q_shape, dtype)`): the last plain assignment of a tuple or list to the name.
+    named_shapes = {}
+    for st in fdef.body:
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                and isinstance(st.value, (ast.Tuple, ast.List))):
+            named_shapes[st.targets[0].id] = st.value
     for st in fdef.body:
         if not (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)):
             continue
@@ -89,6 +96,8 @@ def shape_bindings(fdef, args: dict) -> dict:
         head = ann.func if isinstance(ann, ast.Call) else getattr(ann, "value", None)
         if not (isinstance(head, ast.Attribute) and head.attr in ("Tensor", "StridedTensor", "Buffer")):
             continue
+        if isinstance(spec, ast.Name):
+            spec = named_shapes.get(spec.id, spec)
         if not isinstance(spec, (ast.Tuple, ast.List)) or len(spec.elts) != len(shape):
             continue
         for dim, e in zip(shape, spec.elts):
