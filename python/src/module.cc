@@ -270,6 +270,29 @@ NB_MODULE(_tl, m) {
     return nb::make_tuple(v->name, a, b);
   });
   m.def("simplify", [](const PyExpr& e) { return PyExpr{arith::Analyzer().Simplify(e.e)}; });
+  // The constant `e` equals once the given let-bound variables are replaced by their values
+  // (kv_end - kv_start with both bound in the kernel body), or None.
+  m.def("constant_through_lets", [](const PyExpr& e, const std::vector<PyExpr>& vars,
+                                    const std::vector<PyExpr>& values) -> nb::object {
+    std::unordered_map<const Var*, Expr> bound;
+    for (size_t k = 0; k < vars.size() && k < values.size(); ++k) {
+      if (const auto* v = As<Var>(vars[k].e)) bound[v] = values[k].e;
+    }
+    Expr at = e.e;
+    for (int depth = 0; depth < 8; ++depth) {  // values may name earlier let variables
+      bool hit = false;
+      at = Substitute(at, [&](const Var* v) -> Expr {
+        auto it = bound.find(v);
+        if (it == bound.end()) return nullptr;
+        hit = true;
+        return it->second;
+      });
+      if (!hit) break;
+    }
+    int64_t c = 0;
+    if (!AsConstInt(arith::Analyzer().Simplify(at), &c)) return nb::none();
+    return nb::int_(c);
+  });
 
   // ---- buffers
   m.def("buffer", [](const std::string& name, const std::string& t, const std::vector<PyExpr>& shape,

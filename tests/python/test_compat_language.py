@@ -581,6 +581,27 @@ def test_const_bound_through_a_named_shape(rng):
         group_sums(a, np.zeros((3, 2), np.float32))  # S disagrees with ceildiv(K, 4): still checked
 
 
+def test_slice_between_two_bound_names_has_their_constant_difference(rng):
+    """`kv_start = base + k * 16; kv_end = base + (k + 1) * 16; T.copy(KV[kv_start:kv_end], s)`:
+    both names are bound in the kernel body, and the slice is 16 long (upstream's MLA decode)."""
+
+    @T.prim_func
+    def f(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(2, threads=16) as bx:
+            s = T.alloc_shared((16,), T.float32)
+            for k in T.serial(4):
+                kv_start = bx * 64 + k * 16
+                kv_end = bx * 64 + (k + 1) * 16
+                T.copy(A[kv_start:kv_end], s)
+                for i in T.Parallel(16):
+                    B[kv_start + i] = s[i] * 2.0
+
+    a = rng.standard_normal(128).astype(np.float32)
+    b = np.full(128, np.nan, np.float32)
+    compile_cpu(f)(a, b)
+    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+
+
 # --------------------------------------------------------------------------- negative indices,
 # and stores at the top of a kernel-less @T.prim_func (upstream's negative_index tests)
 

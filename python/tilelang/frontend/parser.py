@@ -502,6 +502,8 @@ class Parser:
                 return
             var = _tl.var(name, expr.dtype)
             _b.emit(_tl.let(var, expr.node, self.span(node)))
+            self.builder.let_vars.append(var)
+            self.builder.let_values.append(expr.node)
             self.bind(name, PrimExpr(var))
             return
         self.bind(name, value)

@@ -30,6 +30,10 @@ class Builder:
         # loop variable name -> [(min, extent)] of the enclosing loops with constant bounds,
         # innermost last (for the negative-index rule, negative_index.py)
         self.loop_ranges: dict = {}
+        # Variables bound by `name = expr` in the kernel body and their values: a slice
+        # A[start:stop] between two of them has the constant extent they differ by.
+        self.let_vars = []
+        self.let_values = []
 
     def open(self):
         self.frames.append(Frame())

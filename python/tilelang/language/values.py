@@ -254,7 +254,13 @@ class BufferRef:
                 stop = self.buffer.shape[dim] if it.stop is None else it.stop
                 mins.append(as_expr(start, "int32").node)
                 # A[bx * 1:(bx + 1) * 1] is one row: simplify, so the extent is the constant 1.
-                extents.append(_tl.simplify(as_expr(stop - start, "int32").node))
+                extent = _tl.simplify(as_expr(stop - start, "int32").node)
+                active = builder.active()
+                if active is not None and active.let_vars:
+                    known = _tl.constant_through_lets(extent, active.let_vars, active.let_values)
+                    if known is not None:
+                        extent = _tl.const_int(known, "int32")
+                extents.append(extent)
             else:
                 mins.append(as_expr(it, "int32").node)
                 extents.append(None)

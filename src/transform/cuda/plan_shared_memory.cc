@@ -4,7 +4,9 @@
 /// Liveness is counted in barrier units: the statements cuda-insert-barriers can put a
 /// __syncthreads between (see BarriersGoInside), numbered in program order. A buffer is
 /// live from the first unit that touches it to the last; a touch inside a loop counts for
-/// the whole outermost loop around it, since the next iteration comes back to it. Buffers
+/// the whole outermost loop around it that is inside the buffer's own scope, since the next
+/// iteration comes back to it (a buffer allocated in a loop body, such as a reduction's
+/// workspace, is new in every iteration: two of them in one body can share bytes). Buffers
 /// touched by one unit are live together, so every reuse of bytes crosses a unit boundary,
 /// where cuda-insert-barriers (which treats overlapping planned ranges as one memory) puts
 /// the barrier ordering the old buffer's last reads before the new buffer's first writes.
@@ -94,6 +96,7 @@ class Liveness {
       if (alloc->buffer->scope == Scope::kShared) {
         allocs.push_back(alloc);
         declared_[alloc->buffer.get()] = pos_;
+        declared_depth_[alloc->buffer.get()] = loop_depth_;
       }
       return;
     }
@@ -148,8 +151,10 @@ class Liveness {
     async_.insert(t.async.begin(), t.async.end());
     pinned_.insert(t.pinned.begin(), t.pinned.end());
     for (const BufferNode* b : t.buffers) {
-      if (loop_depth_ > 0) {
-        in_loop_.insert(b);
+      auto d = declared_depth_.find(b);
+      int scope_depth = d == declared_depth_.end() ? 0 : d->second;
+      if (loop_depth_ > scope_depth) {
+        in_loop_[scope_depth].insert(b);  // the loop at depth scope_depth + 1 holds it live
       } else {
         Extend(b, pos_, pos_);
       }
@@ -157,15 +162,15 @@ class Liveness {
   }
 
   void Loop(const std::function<void()>& walk_body) {
-    bool outermost = loop_depth_ == 0;
     int64_t start = pos_ + 1;
-    if (outermost) in_loop_.clear();
+    int depth = loop_depth_;  // this loop is at depth + 1
+    if (in_loop_.size() <= static_cast<size_t>(depth)) in_loop_.resize(depth + 1);
+    in_loop_[depth].clear();
     ++loop_depth_;
     walk_body();
     --loop_depth_;
-    if (!outermost) return;
-    for (const BufferNode* b : in_loop_) Extend(b, start, pos_);
-    in_loop_.clear();
+    for (const BufferNode* b : in_loop_[depth]) Extend(b, start, pos_);
+    in_loop_[depth].clear();
   }
 
   void Extend(const BufferNode* b, int64_t first, int64_t last) {
@@ -177,7 +182,10 @@ class Liveness {
   const Var* tx_;
   int64_t pos_ = 0;
   int loop_depth_ = 0, branch_depth_ = 0;
-  std::unordered_set<const BufferNode*> in_loop_;  ///< touched inside the current outermost loop
+  /// in_loop_[d]: buffers declared at loop depth d touched inside the current loop at depth
+  /// d + 1 (deeper down), live for that whole loop
+  std::vector<std::unordered_set<const BufferNode*>> in_loop_;
+  std::unordered_map<const BufferNode*, int> declared_depth_;
   std::unordered_map<const BufferNode*, Interval> live_;
   std::unordered_map<const BufferNode*, int64_t> declared_;
   std::unordered_set<const BufferNode*> async_, pinned_;
