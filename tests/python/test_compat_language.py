@@ -241,6 +241,30 @@ def test_name_only_dtypes_import_and_convert():
     assert T.dtype("torch.float8_e4m3fn") == "float8_e4m3fn"
 
 
+def test_tfloat32_tensors_and_tiles_are_float32(rng):
+    """T.tfloat32 (upstream's TF32 GEMM operands, e.g. the DeepSeek mHC example): float32
+    storage, so float32 tensors bind; the GEMM multiplies in full float32 (said in the remarks)."""
+
+    @T.prim_func
+    def f(A: T.Tensor((32, 16), T.tfloat32), B: T.Tensor((16, 32), T.float32), C: T.Tensor((32, 32), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a_s = T.alloc_shared((32, 16), T.tfloat32)
+            b_s = T.alloc_shared((16, 32), T.tfloat32)
+            acc = T.alloc_fragment((32, 32), T.float32)
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.gemm(a_s, b_s, acc, clear_accum=True)
+            T.copy(acc, C)
+
+    a = rng.standard_normal((32, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 32)).astype(np.float32)
+    c = np.full((32, 32), np.nan, np.float32)
+    k = compile_cpu(f)
+    k(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
+    assert any("tfloat32 is held and multiplied as float32" in r for r in k.get_remarks()), k.get_remarks()
+
+
 def test_name_only_dtype_in_a_kernel_is_an_error_at_its_line():
     with pytest.raises(TileLangCompileError, match="float8_e8m0fnu is known but not supported") as e:
         @T.prim_func

@@ -178,9 +178,25 @@ def _split_lanes(name: str) -> tuple:
     return str(name), 1
 
 
+def _note_tfloat32():
+    """tfloat32 (TF32: float32 storage, 10-bit mantissa products on tensor cores) is float32
+    here; said once per kernel line in the remarks, since the results are more precise than
+    TF32 ones, not bit-identical to them."""
+    from . import builder as _b
+    from .. import _tl
+
+    active = _b.active()
+    if active is not None and active.frames:
+        _b.emit(_tl.attr("tl.remark:tfloat32 is held and multiplied as float32 here (full float32 products, "
+                         "no TF32 rounding)", [], _b.current_span()))
+
+
 def require_supported(t, what="") -> str:
     """The canonical name of t, or a ValueError when kernels cannot compute with it yet."""
     name = canonical(t)
+    if name == "tfloat32":
+        _note_tfloat32()
+        return "float32"
     if name not in _NAMES:
         where = f"{what}: " if what else ""
         raise ValueError(f"{where}dtype {name} is known but not supported inside kernels by this compiler yet "

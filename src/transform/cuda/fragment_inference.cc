@@ -2,6 +2,8 @@
 /// \file Fragment layout inference (see fragment_inference.h).
 #include "fragment_inference.h"
 
+#include <sstream>
+
 #include "../region_util.h"
 
 #include "copy_lowering.h"
@@ -65,11 +67,23 @@ bool IndicesAreVars(const std::vector<Expr>& idx, const ParallelNest& nest) {
 namespace {
 
 /// Layout inference over one kernel body.
+/// A warp split a T.Parallel asks of a GEMM accumulator, with the conflict it resolves.
+struct SplitRequest {
+  layout::WarpPartition warps;
+  std::string why;
+  Span span;
+};
+
 class LayoutInference : public IRVisitor {
  public:
   LayoutInference(int64_t num_threads, std::string arch) : num_threads_(num_threads), arch_(std::move(arch)) {}
 
   std::unordered_map<const BufferNode*, Assigned> layouts;
+  /// Warp splits asked of GEMM accumulators by an earlier attempt (see InferFragmentLayouts),
+  /// and those this attempt asks for: a T.Parallel that ties two GEMM accumulators of one
+  /// shape needs them split alike.
+  std::unordered_map<const BufferNode*, layout::WarpPartition> preferred_split;
+  std::unordered_map<const BufferNode*, SplitRequest> split_requests;
   /// Fragments that must stay in shared memory (operands of GEMMs, accumulators of GEMMs
   /// that cannot use the tensor-core layout).
   std::unordered_set<const BufferNode*> forced_shared;
@@ -100,6 +114,17 @@ class LayoutInference : public IRVisitor {
       return;
     }
     if (!(*it->second.layout == *l)) {
+      const auto* have = dynamic_cast<const MmaAccumulatorLayout*>(it->second.layout.get());
+      const auto* want = dynamic_cast<const MmaAccumulatorLayout*>(l.get());
+      if (have && want && have->m() == want->m() && have->n() == want->n() &&
+          it->second.origin.rfind("T.gemm", 0) == 0 && !preferred_split.count(b.get())) {
+        std::ostringstream why;
+        why << "layout conflict for fragment " << b->name << ": " << it->second.origin << " (line "
+            << it->second.span.line << ") gives it " << have->ToString() << " but " << origin << " needs "
+            << want->ToString();
+        split_requests[b.get()] = SplitRequest{want->warps(), why.str(), span};
+        return;
+      }
       TL_USER_ERROR(span) << "layout conflict for fragment " << b->name << ": " << it->second.origin
                           << " (line " << it->second.span.line << ") gives it " << it->second.layout->ToString()
                           << " but " << origin << " needs " << l->ToString();
@@ -165,6 +190,18 @@ class LayoutInference : public IRVisitor {
             }
           }
         }
+      }
+    } else if (const auto* held = HeldMmaLayout(op->c.buffer, op)) {
+      // The accumulator already has an mma layout (from another T.gemm into it, or one a
+      // T.Parallel ties it to): this GEMM takes the same warp split, on mma.sync unless that
+      // split is the wgmma one.
+      warps = held->warps();
+      bool wgmma_split = warps.warps_n == 1 && warps.warps_m == num_threads_ / 32;
+      if (!wgmma_split && arch_.rfind("sm_90", 0) == 0) {
+        wgmma_gemms.erase(op);
+        no_wgmma[op] = "its accumulator is laid out as " + held->ToString() + " by another use";
+      } else if (wgmma_split) {
+        UseWgmma(op);  // records the reason when it cannot
       }
     } else if (UseWgmma(op)) {
       // One warp per 16 rows: the mma.sync accumulator layout with warps M/16 x 1 is
@@ -238,6 +275,29 @@ class LayoutInference : public IRVisitor {
     IRVisitor::Visit_(op);
   }
 
+  /// The mma accumulator layout `c` already holds from a use other than `op` itself, when
+  /// this GEMM's tiles fit its warp split (16 x 8 tiles per warp); else null.
+  const MmaAccumulatorLayout* HeldMmaLayout(const Buffer& c, const GemmOp* op) {
+    auto pref = preferred_split.find(c.get());
+    int64_t m = 0, n = 0;
+    if (pref != preferred_split.end() && IsWhole2D(op->c, &m, &n)) {
+      const layout::WarpPartition& w = pref->second;
+      if (w.warps_m * w.warps_n * 32 == num_threads_ && m % (16 * w.warps_m) == 0 && n % (8 * w.warps_n) == 0) {
+        preferred_layouts_.push_back(std::make_shared<MmaAccumulatorLayout>(m, n, w));
+        return preferred_layouts_.back().get();
+      }
+    }
+    auto it = layouts.find(c.get());
+    if (it == layouts.end() || it->second.span.line == op->span.line) return nullptr;
+    const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(it->second.layout.get());
+    if (!mma) return nullptr;
+    const layout::WarpPartition& w = mma->warps();
+    if (w.warps_m * w.warps_n * 32 != num_threads_ || mma->m() % (16 * w.warps_m) || mma->n() % (8 * w.warps_n)) {
+      return nullptr;
+    }
+    return mma;
+  }
+
   bool UseWgmma(const GemmOp* op) {
     if (arch_.rfind("sm_90", 0) != 0) return false;
     std::string why = cuda::WgmmaUnfit(op, num_threads_, arch_);
@@ -278,6 +338,7 @@ class LayoutInference : public IRVisitor {
  private:
   int64_t num_threads_;
   std::string arch_;
+  std::vector<std::shared_ptr<MmaAccumulatorLayout>> preferred_layouts_;  ///< keeps HeldMmaLayout's results
 };
 
 /// Propagates the layouts known so far to a fixed point; per-row vectors caught between
@@ -302,8 +363,13 @@ void Propagate(LayoutInference& inference, const ir::Stmt& body) {
 
 }  // namespace
 
-FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch) {
+namespace {
+
+FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& arch,
+                          std::unordered_map<const BufferNode*, layout::WarpPartition>* preferred,
+                          std::unordered_map<const BufferNode*, SplitRequest>* requests) {
   LayoutInference inference(threads, arch);
+  inference.preferred_split = *preferred;
   // First what the GEMMs fix. Conflicts wait: a per-row vector that no tile reaches yet
   // may still meet one of the tiles seeded below.
   for (int sweep = 0; sweep < 8; ++sweep) {
@@ -360,7 +426,24 @@ FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const st
   out.rs_gemms = std::move(inference.rs_gemms);
   out.wgmma_gemms = std::move(inference.wgmma_gemms);
   out.no_wgmma = std::move(inference.no_wgmma);
+  *requests = std::move(inference.split_requests);
   return out;
+}
+
+}  // namespace
+
+FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch) {
+  // A T.Parallel over two GEMM accumulators of one shape needs them split over the warps
+  // alike; when their GEMMs chose differently, inference runs again with the split the loop
+  // asked for given to the GEMM (on mma.sync when it is not the wgmma split).
+  std::unordered_map<const BufferNode*, layout::WarpPartition> preferred;
+  std::unordered_map<const BufferNode*, SplitRequest> requests;
+  for (int attempt = 0;; ++attempt) {
+    FragmentLayouts out = InferOnce(body, threads, arch, &preferred, &requests);
+    if (requests.empty()) return out;
+    if (attempt == 3) TL_USER_ERROR(requests.begin()->second.span) << requests.begin()->second.why;
+    for (auto& [b, req] : requests) preferred[b] = req.warps;
+  }
 }
 
 }  // namespace tl::transform::cuda
