@@ -221,7 +221,14 @@ Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans
 }
 
 Stmt MakeFill(RegionSpec dst, Expr value, const Span& span) {
-  Region r = Whole(dst, "T.fill", "destination", span);
+  // T.fill(s[0], v): a single element is a region of extent 1 in every dimension.
+  Region r = dst.IsPoint() && dst.mins.size() == dst.buffer->shape.size()
+                 ? Region{dst.buffer, [&] {
+                     std::vector<Range> rs;
+                     for (const Expr& m : dst.mins) rs.push_back({m, MakeInt(1)});
+                     return rs;
+                   }()}
+                 : Whole(dst, "T.fill", "destination", span);
   return FillOp::Make(r, Cast::Make(r.buffer->dtype, value), span);
 }
 

@@ -265,6 +265,22 @@ def test_tfloat32_tensors_and_tiles_are_float32(rng):
     assert any("tfloat32 is held and multiplied as float32" in r for r in k.get_remarks()), k.get_remarks()
 
 
+def test_fill_of_one_element():
+    """T.fill(counter[0], 0) sets that one element (upstream's top-k selector)."""
+
+    @T.prim_func
+    def f(A: T.Tensor((4,), T.int32)):
+        with T.Kernel(1, threads=32) as bx:
+            c = T.alloc_shared((4,), T.int32)
+            T.fill(c, 7)
+            T.fill(c[2], -3)
+            T.copy(c, A)
+
+    a = np.zeros(4, np.int32)
+    compile_cpu(f)(a)
+    np.testing.assert_array_equal(a, [7, 7, -3, 7])
+
+
 def test_name_only_dtype_in_a_kernel_is_an_error_at_its_line():
     with pytest.raises(TileLangCompileError, match="float8_e8m0fnu is known but not supported") as e:
         @T.prim_func
