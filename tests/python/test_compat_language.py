@@ -281,6 +281,24 @@ def test_fill_of_one_element():
     np.testing.assert_array_equal(a, [7, 7, -3, 7])
 
 
+def test_tensor_over_another_buffers_data_is_a_view(rng):
+    """T.Tensor((h * w, c), dtype, X.data) in a kernel: X's elements with another shape
+    (upstream's convolution examples flatten the kernel and output this way)."""
+
+    @T.prim_func
+    def f(X: T.Tensor((2, 3, 8), T.float32), Y: T.Tensor((2, 3, 8), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            x_flat = T.Tensor((6, 8), T.float32, X.data)
+            y_flat = T.Tensor((6, 8), T.float32, Y.data)
+            for r, c in T.Parallel(6, 8):
+                y_flat[r, c] = x_flat[r, c] * (r + 1)
+
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    y = np.full((2, 3, 8), np.nan, np.float32)
+    compile_cpu(f)(x, y)
+    np.testing.assert_allclose(y, (x.reshape(6, 8) * np.arange(1, 7)[:, None]).reshape(2, 3, 8), rtol=1e-6)
+
+
 def test_name_only_dtype_in_a_kernel_is_an_error_at_its_line():
     with pytest.raises(TileLangCompileError, match="float8_e8m0fnu is known but not supported") as e:
         @T.prim_func

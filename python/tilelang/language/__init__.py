@@ -86,6 +86,14 @@ class TensorSpec:
 
 class _TensorFactory:
     def __call__(self, shape, dtype="float32", data=None, scope=None):
+        if data is not None:
+            # T.Tensor(shape, dtype, A.data) in a kernel: A seen with another shape.
+            from .values import BufferData
+            from .views import view
+
+            if not isinstance(data, BufferData):
+                raise _b._UserError(f"T.Tensor(shape, dtype, data): data is a buffer's .data (A.data), got {data!r}")
+            return view(data.buffer, shape, dtype)
         return TensorSpec(shape, dtype)
 
     def __getitem__(self, key):

@@ -174,6 +174,12 @@ class Buffer:
         self.shape = [_py_or_expr(e) for e in node.shape]
 
     @property
+    def data(self) -> "BufferData":
+        """The buffer's storage, for a view of it with another shape:
+        ``T.Tensor((m * n, k), dtype, A.data)`` (upstream's spelling of a reshape)."""
+        return BufferData(self)
+
+    @property
     def ndim(self) -> int:
         return len(self.shape)
 
@@ -213,6 +219,16 @@ class UnboundVar(PrimExpr):
 def _py_or_expr(node):
     v = node.const_value
     return v if isinstance(v, int) and not isinstance(v, bool) else PrimExpr(node)
+
+
+class BufferData:
+    """`A.data`: what ``T.Tensor(shape, dtype, A.data)`` views with another shape."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __repr__(self):
+        return f"{self.buffer.name}.data"
 
 
 class BufferRef:
