@@ -22,7 +22,7 @@ import textwrap
 
 from .. import _tl
 from ..errors import TileLangCompileError
-from ..language import KernelSpec, LoopSpec, TensorSpec, WhileSpec
+from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, WhileSpec
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
@@ -297,6 +297,9 @@ class Parser:
                 return PrimExpr(_tl.var(name, _require_supported(spec, f"parameter {name!r}")))
             except ValueError as e:
                 raise _b._UserError(str(e)) from None
+        if isinstance(spec, ScopedBufferSpec):
+            raise _b._UserError(f"parameter {name!r}: {spec!r} annotates @T.macro parameters (tiles); a kernel's "
+                                f"parameters are global tensors, T.Tensor(shape, dtype)")
         raise _b._UserError(f"parameter {name!r}: expected T.Tensor(shape, dtype) or a dtype, got {spec!r}")
 
     # ------------------------------------------------------------------ statements
@@ -938,6 +941,17 @@ class Parser:
         sub.builder = self.builder
         sub.in_macro = True
         sub.scopes = [dict(bound.arguments)]
+        # T.SharedBuffer / FragmentBuffer / LocalBuffer annotations check their arguments
+        # (a string annotation, under `from __future__ import annotations`, is read here)
+        for arg in sub.fdef.args.args + sub.fdef.args.kwonlyargs:
+            ann = macro.func.__annotations__.get(arg.arg)
+            if isinstance(ann, str) and arg.annotation is not None and "Buffer" in ann:
+                try:
+                    ann = sub.eval(arg.annotation)
+                except Exception:  # noqa: BLE001 - an annotation this front end cannot read checks nothing
+                    ann = None
+            if isinstance(ann, ScopedBufferSpec) and arg.arg in bound.arguments:
+                ann.check(arg.arg, bound.arguments[arg.arg], macro.func.__name__)
         prev_span = self.builder.span
         try:
             sub.visit_body(sub.fdef.body)

@@ -118,6 +118,67 @@ class _StridedTensorFactory:
 StridedTensor = _StridedTensorFactory()
 
 
+class ScopedBufferSpec:
+    """The annotation ``T.SharedBuffer(shape, dtype)`` (also FragmentBuffer, LocalBuffer) of a
+    @T.macro parameter: the argument must be a tile of that memory, rank, shape and dtype.
+    Kernel parameters are global tensors (T.Tensor) and do not take it."""
+
+    def __init__(self, spelling, scope, shape, dtype_="float32"):
+        if isinstance(shape, (numbers.Integral, PrimExpr)):
+            shape = (shape,)
+        self.spelling, self.scope = spelling, scope
+        self.shape = tuple(shape)
+        try:
+            self.dtype = dtype(dtype_)
+        except ValueError as e:
+            raise _b._UserError(f"{spelling}: {e}") from None
+
+    def check(self, name, arg, where):
+        """A clear error naming parameter `name` of macro `where` if `arg` does not fit."""
+        if not isinstance(arg, _Buffer):
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated {self!r} and takes a "
+                                f"{self.scope} tile, got {arg!r}")
+        scope = "local" if arg.scope == "var" else arg.scope
+        if scope != self.scope:
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated {self!r} but receives the "
+                                f"{arg.scope} buffer {arg.name!r}")
+        if len(arg.shape) != len(self.shape) or any(
+                isinstance(a, numbers.Integral) and isinstance(e, numbers.Integral) and int(a) != int(e)
+                for a, e in zip(arg.shape, self.shape)):
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated with shape {list(self.shape)} but "
+                                f"receives {arg.name!r} of shape {list(arg.shape)}")
+        if arg.dtype != self.dtype:
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated {self.dtype} but receives "
+                                f"{arg.name!r} of dtype {arg.dtype}")
+
+    def __repr__(self):
+        return f"T.{self.spelling}({list(self.shape)}, {self.dtype})"
+
+
+class _ScopedBufferFactory:
+    def __init__(self, spelling, scope):
+        self.spelling, self.scope = spelling, scope
+
+    def __call__(self, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope=None, align=None,
+                 offset_factor=None, buffer_type="", axis_separators=None):
+        return ScopedBufferSpec(self.spelling, self.scope, shape, dtype)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
+            return self(*key)
+        return self(key)
+
+    def __repr__(self):
+        return f"T.{self.spelling}"
+
+
+# Upstream's annotations for tiles passed to a @T.macro (its scopes "shared.dyn",
+# "local.fragment" and "local").
+SharedBuffer = _ScopedBufferFactory("SharedBuffer", "shared")
+FragmentBuffer = _ScopedBufferFactory("FragmentBuffer", "fragment")
+LocalBuffer = _ScopedBufferFactory("LocalBuffer", "local")
+
+
 def dynamic(name: str, dtype="int32"):
     """A dimension known only at run time: one compiled kernel serves every size."""
     names = [n for n in name.replace(",", " ").split() if n]
@@ -1038,7 +1099,7 @@ from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)
 
-_C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32}
+_C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32, "ulong": uint64}
 
 
 def __getattr__(name):
