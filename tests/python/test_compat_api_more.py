@@ -106,3 +106,107 @@ def test_scoped_buffer_is_not_a_kernel_parameter_annotation():
         def kern(A: T.SharedBuffer((8,), "float32")):
             with T.Kernel(1) as _:
                 T.evaluate(0)
+
+
+# --------------------------------------------------------------------------- the autotuner
+
+_CONFIGS = [{"block": 8}, {"block": 16}]
+
+
+def _scale_ref(a):
+    return a * 2.0
+
+
+@tilelang.autotune(configs=_CONFIGS, warmup=1, rep=2, do_not_specialize=["N"], verbose=False, cache_results=False,
+                   ref_prog=_scale_ref)
+@tilelang.jit(out_idx=[-1], target="cpu")
+def _scale(M, N, block=32):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block)) as bx:
+            for i, j in T.Parallel(block, N):
+                if bx * block + i < M:
+                    B[bx * block + i, j] = A[bx * block + i, j] * 2.0
+
+    return main
+
+
+@pytest.fixture
+def scale():
+    _scale._tuner_cache.clear()
+    return _scale
+
+
+def _check_scale(kernel, M, N, rng):
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), a * 2.0, rtol=1e-6)
+
+
+def test_tuner_cache_and_do_not_specialize(scale, rng):
+    k1 = scale(40, 8)
+    assert len(scale._tuner_cache) == 1 and k1.config in _CONFIGS and k1.latency > 0
+    _check_scale(k1, 40, 8, rng)
+    # N is not specialized on: no new tuning, the same configuration, a kernel for N=24
+    k2 = scale(40, 24)
+    assert len(scale._tuner_cache) == 1
+    assert k2.config == k1.config and k2 is not k1
+    _check_scale(k2, 40, 24, rng)
+    assert scale(40, 24) is k2 and scale(40, 8) is k1
+    # keyword and positional forms are one key
+    assert scale(M=40, N=16).config == k1.config and len(scale._tuner_cache) == 1
+    # M is: a new tuning
+    k3 = scale(M=24, N=8)
+    assert len(scale._tuner_cache) == 2
+    _check_scale(k3, 24, 8, rng)
+
+
+def test_given_tunable_is_compiled_as_given(scale, rng):
+    k = scale(40, 8, block=8)
+    assert len(scale._tuner_cache) == 1
+    assert k.config == {"block": 8} and k.latency is None and scale.stats["timed"] == 0
+    _check_scale(k, 40, 8, rng)
+    k16 = scale(40, 8, 16)  # positionally too
+    assert len(scale._tuner_cache) == 2 and k16.config == {"block": 16}
+    _check_scale(k16, 40, 8, rng)
+
+
+def test_compile_returns_the_tuned_kernel(scale, rng):
+    k = scale.compile(32, 8)
+    assert k is scale(32, 8) and k.config in _CONFIGS
+    _check_scale(k, 32, 8, rng)
+    assert scale.jit_impl is scale.jitted
+
+
+def test_do_not_specialize_names_must_be_parameters():
+    with pytest.raises(ValueError, match="do_not_specialize names 'Q'"):
+        tilelang.autotune(configs=_CONFIGS, do_not_specialize=["Q"])(_scale.jitted)
+    with pytest.raises(TypeError, match="do_not_specialize takes parameter names"):
+        tilelang.autotune(configs=_CONFIGS, do_not_specialize=[3])(_scale.jitted)
+
+
+@tilelang.autotune(configs=_CONFIGS, warmup=1, rep=2, verbose=False, cache_results=False)
+@tilelang.jit(target="cpu")
+def _eager_add(A, B, block=32):
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), "float32")
+    B: T.Tensor((M, N), "float32")
+    C = T.empty((M, N), "float32")
+    with T.Kernel(T.ceildiv(M, block)) as bx:
+        for i, j in T.Parallel(block, N):
+            if bx * block + i < M:
+                C[bx * block + i, j] = A[bx * block + i, j] + B[bx * block + i, j]
+    return C
+
+
+def test_compile_of_an_eager_kernel_with_const_sizes(rng):
+    _eager_add._tuner_cache.clear()
+    kernel = _eager_add.compile(M=40, N=8)
+    assert kernel.config in _CONFIGS and kernel.latency > 0
+    a, b = (rng.standard_normal((40, 8)).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(kernel(a, b), a + b, rtol=1e-6)
+    # with every tunable given: compiled as given, not tuned
+    k8 = _eager_add.compile(M=40, N=8, block=8)
+    assert k8.config == {"block": 8} and k8.latency is None
+    np.testing.assert_allclose(k8(a, b), a + b, rtol=1e-6)
+    # an eager call runs the tuned kernel on the tensors
+    np.testing.assert_allclose(_eager_add(a, b), a + b, rtol=1e-6)
