@@ -210,3 +210,125 @@ def test_compile_of_an_eager_kernel_with_const_sizes(rng):
     np.testing.assert_allclose(k8(a, b), a + b, rtol=1e-6)
     # an eager call runs the tuned kernel on the tensors
     np.testing.assert_allclose(_eager_add(a, b), a + b, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- body annotations in @T.prim_func
+
+def test_prim_func_parameters_annotated_in_the_body(rng):
+    @T.prim_func
+    def plus_one(A):
+        A: T.Tensor[[16, 8], T.float32]
+        B = T.empty([16, 8], T.float32)
+        with T.Kernel(1):
+            for i in T.serial(16):
+                for j in T.serial(8):
+                    B[i, j] = A[i, j] + 1.0
+        return B
+
+    assert plus_one.attrs["tilelang_out_idx"] == [-1]
+    assert plus_one.attrs["global_symbol"] == "plus_one"
+    assert "tilelang_pass_configs" not in plus_one.attrs
+    k = tilelang.compile(plus_one, target="cpu")
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    np.testing.assert_allclose(k(a), a + 1.0, rtol=1e-6)
+    with pytest.raises(ValueError, match="Out index conflict"):
+        tilelang.compile(plus_one, out_idx=[-1], target="cpu")
+
+
+def test_prim_func_mixed_annotations_and_two_outputs(rng):
+    @T.prim_func
+    def two(A, s: T.float32, C):
+        C: T.Tensor((8,), "float32")
+        A: T.Tensor((8,), "float32")
+        X = T.empty((8,), "float32")
+        Y = T.empty((8,), "float32")
+        with T.Kernel(1):
+            for i in T.serial(8):
+                X[i] = A[i] * s
+                Y[i] = A[i] + C[i]
+        return X, Y
+
+    assert two.attrs["tilelang_out_idx"] == [-2, -1]
+    k = tilelang.compile(two, target="cpu")
+    a, c = (rng.standard_normal(8).astype(np.float32) for _ in range(2))
+    x, y = k(a, 3.0, c)  # the parameters keep the signature's order
+    np.testing.assert_allclose(x, a * 3.0, rtol=1e-6)
+    np.testing.assert_allclose(y, a + c, rtol=1e-6)
+
+
+def test_prim_func_annotate_pass_configs_and_compile_flags(rng):
+    from tilelang.transform import PassConfigKey
+
+    @T.prim_func
+    def kern(A, B):
+        T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})
+        T.annotate_compile_flags(["-DTL_COMPAT_TEST_FLAG=1"])
+        A: T.Tensor[[32], T.float32]
+        B: T.Tensor[[32], T.float32]
+        with T.Kernel(1):
+            for i in T.serial(32):
+                B[i] = A[i] * 2.0
+
+    attrs = kern.attrs
+    assert attrs["tilelang_pass_configs"] == {PassConfigKey.TL_ENABLE_FAST_MATH: True}
+    assert attrs["tilelang_compile_flags"] == ["-DTL_COMPAT_TEST_FLAG=1"]
+    assert "tilelang_out_idx" not in attrs
+    k = tilelang.compile(kern, out_idx=[-1], target="cpu")
+    assert k.pass_configs["tl.enable_fast_math"] == "True"
+    assert k.compile_flags == ["-DTL_COMPAT_TEST_FLAG=1"]
+    a = rng.standard_normal(32).astype(np.float32)
+    np.testing.assert_allclose(k(a), a * 2.0, rtol=1e-6)
+    # the call's own pass configs win, its flags are added
+    k2 = tilelang.compile(kern, out_idx=[-1], target="cpu", pass_configs={"tl.enable_fast_math": False},
+                          compile_flags="-DTL_COMPAT_OTHER=2")
+    assert k2.pass_configs["tl.enable_fast_math"] == "False"
+    assert k2.compile_flags == ["-DTL_COMPAT_TEST_FLAG=1", "-DTL_COMPAT_OTHER=2"]
+    np.testing.assert_allclose(k2(a), a * 2.0, rtol=1e-6)
+
+
+def test_eager_kernel_annotate_pass_configs(rng):
+    @tilelang.jit(target="cpu")
+    def inc(A):
+        M, N = T.const("M N")
+        A: T.Tensor[[M, N], T.float32]
+        B = T.empty([M, N], T.float32)
+        T.annotate_pass_configs({"tl.enable_fast_math": True})
+        with T.Kernel(1):
+            for i in T.serial(M):
+                for j in T.serial(N):
+                    B[i, j] = A[i, j] + 1.0
+        return B
+
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(inc(a), a + 1.0, rtol=1e-6)
+    assert inc.compile(a).pass_configs["tl.enable_fast_math"] == "True"
+
+
+def test_prim_func_unannotated_parameter_errors():
+    with pytest.raises(TileLangCompileError, match="parameter 'B' needs an annotation"):
+        @T.prim_func
+        def never(A, B):
+            A: T.Tensor((4,), "float32")
+            with T.Kernel(1):
+                A[0] = 1.0
+
+    with pytest.raises(TileLangCompileError, match="parameter 'A' needs an annotation .* before it is used"):
+        @T.prim_func
+        def too_late(A):
+            with T.Kernel(1):
+                A[0] = 1.0
+            A: T.Tensor((4,), "float32")
+
+    with pytest.raises(TileLangCompileError, match="T.annotate_pass_configs takes a dict"):
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            T.annotate_pass_configs(["tl.enable_fast_math"])
+            with T.Kernel(1):
+                A[0] = 1.0
+
+    with pytest.raises(TileLangCompileError, match="T.annotate_compile_flags takes a list of strings"):
+        @T.prim_func
+        def bad_flags(A: T.Tensor((4,), "float32")):
+            T.annotate_compile_flags([3])
+            with T.Kernel(1):
+                A[0] = 1.0

@@ -940,6 +940,31 @@ def _remark(text):
     _b.emit(_tl.attr("tl.remark:" + text, [], _b.current_span()))
 
 
+def annotate_pass_configs(configs):
+    """Pass configurations the function is compiled with (as tilelang.compile's
+    pass_configs=, which override them): ``T.annotate_pass_configs({PassConfigKey.X: v})``.
+    Read in the function body; they become its attrs["tilelang_pass_configs"]."""
+    if not isinstance(configs, dict):
+        raise _b._UserError(f"T.annotate_pass_configs takes a dict {{key: value}}, got {type(configs).__name__}")
+    for k in configs:
+        if not isinstance(k, str):
+            raise _b._UserError(f"T.annotate_pass_configs: keys are PassConfigKey members or strings, got {k!r}")
+    b = _b.current()
+    b.pass_configs = dict(b.pass_configs or {}, **configs)
+
+
+def annotate_compile_flags(flags):
+    """Flags for the device compiler, added to tilelang.compile's compile_flags=:
+    ``T.annotate_compile_flags(["--use_fast_math"])`` (one string is one flag). They become
+    the function's attrs["tilelang_compile_flags"]."""
+    if isinstance(flags, str):
+        flags = [flags]
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise _b._UserError(f"T.annotate_compile_flags takes a list of strings, got {flags!r}")
+    b = _b.current()
+    b.compile_flags = list(b.compile_flags or []) + list(flags)
+
+
 def func_attr(attrs):
     """Upstream: attributes of the function (TVM's, e.g. {"tir.noalias": True}). Nothing here
     reads them; accepted and named in the remarks."""

@@ -30,6 +30,9 @@ class Builder:
         # loop variable name -> [(min, extent)] of the enclosing loops with constant bounds,
         # innermost last (for the negative-index rule, negative_index.py)
         self.loop_ranges: dict = {}
+        # T.annotate_pass_configs / T.annotate_compile_flags: the function's own
+        self.pass_configs = None
+        self.compile_flags = None
 
     def open(self):
         self.frames.append(Frame())
