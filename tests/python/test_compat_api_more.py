@@ -332,3 +332,26 @@ def test_prim_func_unannotated_parameter_errors():
             T.annotate_compile_flags([3])
             with T.Kernel(1):
                 A[0] = 1.0
+
+
+# --------------------------------------------------------------------------- T.attr
+
+def test_tvm_allreduce_is_a_clear_error_not_a_dropped_reduction():
+    with pytest.raises(TileLangCompileError, match="reduce_scope.*not supported.*T.reduce_sum"):
+        @T.prim_func
+        def red(A: T.Tensor((32,), "float32"), B: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=32):
+                tx = T.get_thread_binding(0)
+                acc = T.alloc_local((1,), "float32")
+                out = T.alloc_local((1,), "float32")
+                acc[0] = A[tx]
+                with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope",
+                            T.reinterpret(T.uint64(0), dtype="handle")):
+                    T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tx, dtype="handle"))
+                B[0] = out[0]
+    with pytest.raises(TileLangCompileError, match="'kWarpSpecializationScope'.*not supported"):
+        @T.prim_func
+        def ws(A: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32):
+                with T.attr([128, 128], "kWarpSpecializationScope", 0):
+                    A[0] = 1.0

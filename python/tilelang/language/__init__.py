@@ -965,6 +965,41 @@ def annotate_compile_flags(flags):
     b.compile_flags = list(b.compile_flags or []) + list(flags)
 
 
+class CommReducer:
+    """``T.comm_reducer(combiner, identities)``: TVM's description of a reduction, read by
+    T.attr(..., "reduce_scope", ...)."""
+
+    def __init__(self, combiner, identities):
+        self.combiner, self.identities = combiner, list(identities)
+
+
+def comm_reducer(combiner, identities):
+    if not callable(combiner):
+        raise _b._UserError(f"T.comm_reducer takes a combining function (e.g. lambda x, y: x + y), got {combiner!r}")
+    return CommReducer(combiner, identities)
+
+
+_ALLREDUCE_HELP = ("reduce across a block's threads with tile operations instead: write each thread's value into "
+                   "a T.alloc_fragment tile and T.reduce_sum / T.reduce_max it, or use T.warp_reduce_sum / "
+                   "T.warp_reduce_max within a warp")
+
+
+def attr(node, key, value):
+    """TVM's attribute statement. Not supported: its one use in upstream's kernels,
+    ``with T.attr(T.comm_reducer(...), "reduce_scope", ...)`` around T.tvm_thread_allreduce,
+    is a cross-thread reduction that must not be dropped; other keys are TVM pass internals."""
+    if key == "reduce_scope":
+        raise _b._UserError("T.attr(..., \"reduce_scope\", ...) with T.tvm_thread_allreduce (TVM's low-level "
+                            "cross-thread reduction) is not supported by this compiler; " + _ALLREDUCE_HELP)
+    raise _b._UserError(f"T.attr(..., {key!r}, ...): TVM attribute statements are not supported by this compiler "
+                        "(they are TVM pass internals)")
+
+
+def tvm_thread_allreduce(*args, **kwargs):
+    raise _b._UserError("T.tvm_thread_allreduce (TVM's low-level cross-thread reduction) is not supported by this "
+                        "compiler; " + _ALLREDUCE_HELP)
+
+
 def func_attr(attrs):
     """Upstream: attributes of the function (TVM's, e.g. {"tir.noalias": True}). Nothing here
     reads them; accepted and named in the remarks."""
