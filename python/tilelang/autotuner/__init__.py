@@ -133,7 +133,8 @@ class AutoTunedFunction:
 
     def __init__(self, jitted: JITImpl, configs, warmup, rep, supply_type, ref_prog, supply_prog, rtol, atol,
                  max_mismatched_ratio, skip_check, manual_check_prog, verbose, timeout=100, early_stop=False,
-                 early_stop_factor=2.0, time_budget=None, max_workers=None, cache_results=True):
+                 early_stop_factor=2.0, time_budget=None, max_workers=None, cache_results=True,
+                 do_not_specialize=None):
         self.jitted = jitted
         self.configs = configs
         self.warmup, self.rep = warmup, rep
@@ -149,9 +150,46 @@ class AutoTunedFunction:
         # What the last tune() did: configurations compiled and timed, whether the result
         # came from the disk cache, and the seconds spent compiling / timing.
         self.stats = {}
+        # the tuning results per call (argument tuple less `do_not_specialize`); upstream's
+        # name for it is _tuner_cache (its tests clear it and count its entries)
         self._best = {}
         self.__name__ = getattr(jitted, "__name__", getattr(jitted.func, "__name__", "kernel"))
         self.__doc__ = getattr(jitted.func, "__doc__", None)
+        self.do_not_specialize = _names_of(do_not_specialize, self)
+
+    @property
+    def _tuner_cache(self):
+        return self._best
+
+    @property
+    def jit_impl(self):  # upstream's attribute name for the @tilelang.jit object
+        return self.jitted
+
+    def _tuning_key(self, args, kwargs):
+        """What one tuning is remembered by: the call's arguments, positional and keyword
+        forms alike when `do_not_specialize` names some, less those."""
+        if not self.do_not_specialize:
+            return _key_of(args, kwargs)
+        sig = self.jitted.signature
+        known = {k: v for k, v in kwargs.items() if k in sig.parameters}
+        try:
+            bound = sig.bind_partial(*args, **known)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        bound.apply_defaults()
+        values = dict(bound.arguments, **{k: v for k, v in kwargs.items() if k not in sig.parameters})
+        return _key_of((), {k: v for k, v in values.items() if k not in self.do_not_specialize})
+
+    def _given_tunables(self, args, kwargs, configs):
+        """The tunable parameters (keys of the configurations) the call gives itself:
+        then nothing is tuned, the call's values are compiled as they are (as upstream)."""
+        names = {k for c in configs for k in c if k != "pass_configs"}
+        params = list(self.jitted.signature.parameters)
+        given = {k: v for k, v in kwargs.items() if k in names}
+        for i, v in enumerate(args[:len(params)]):
+            if params[i] in names:
+                given[params[i]] = v
+        return given
 
     def _configs_for(self, args, kwargs):
         configs = self.configs(*args, **kwargs) if callable(self.configs) else self.configs
@@ -365,13 +403,28 @@ class AutoTunedFunction:
     def _eager_inputs(self, args, kwargs):
         if self.jitted.is_lazy_mode():
             return None
-        return [a for a in args if hasattr(a, "shape")] + [v for v in kwargs.values() if hasattr(v, "shape")]
+        tensors = [a for a in args if hasattr(a, "shape")] + [v for v in kwargs.values() if hasattr(v, "shape")]
+        # .compile(M=..., N=...) of an eager kernel gives no tensors: the profiler makes them
+        return tensors or None
 
     def tune(self, *args, **kwargs) -> AutotuneResult:
-        key = _key_of(args, kwargs)
+        key = self._tuning_key(args, kwargs)
         if key in self._best:
             return self._best[key]
         configs = self._configs_for(args, kwargs)
+        given = self._given_tunables(args, kwargs, configs)
+        if given:
+            # The call fixes tunable parameters: compiled with its values, not tuned.
+            self._say(f"tunable parameter(s) {', '.join(sorted(given))} given by the call: compiled as given, "
+                      "not tuned")
+            kernel = self._compile(args, kwargs, {})
+            result = AutotuneResult(None, dict(given), None, kernel.get_kernel_source(),
+                                    getattr(kernel, "func", None), kernel)
+            kernel.latency, kernel.config, kernel.ref_latency = None, result.config, None
+            self.stats = {"compiled": 1, "timed": 0, "from_cache": False, "given": sorted(given)}
+            result._per_call = {_key_of(args, kwargs): kernel}
+            self._best[key] = result
+            return result
         eager = not self.jitted.is_lazy_mode()
         t0 = time.perf_counter()
         disk_key = self._cache_key(args, kwargs, configs, eager) if self._cache_enabled() else None
@@ -385,9 +438,11 @@ class AutoTunedFunction:
                 self.stats["pick_seconds"] = time.perf_counter() - t0
                 self._say(f"best {result.config}: {result.latency:.4f} ms (cached result, "
                           f"{self.stats['pick_seconds'] * 1000:.0f} ms to pick)")
+                result._per_call = {_key_of(args, kwargs): result.kernel}
                 self._best[key] = result
                 return result
         result = self._tune(args, kwargs, configs, disk_key, t0)
+        result._per_call = {_key_of(args, kwargs): result.kernel}
         self._best[key] = result
         return result
 
@@ -503,16 +558,54 @@ class AutoTunedFunction:
             self._cache_store(disk_key, configs, best_index, best, sorted(results))
         return best
 
-    def __call__(self, *args, **kwargs):
+    def _kernel_for(self, args, kwargs):
+        """The tuned (or given) configuration's kernel for these very arguments. A tuning
+        reused across `do_not_specialize` values keeps its configuration, and the kernel is
+        compiled for the call's values (a kernel built for other shapes is never returned)."""
         result = self.tune(*args, **kwargs)
+        per_call = result.__dict__.setdefault("_per_call", {})
+        call_key = _key_of(args, kwargs)
+        if not per_call:
+            per_call[call_key] = result.kernel
+        if not self.do_not_specialize or call_key in per_call:
+            return result, per_call.get(call_key, result.kernel)
+        given = self._given_tunables(args, kwargs, self._configs_for(args, kwargs))
+        kernel = self._compile(args, kwargs, {} if given else dict(result.config or {}))
+        kernel.latency, kernel.config, kernel.ref_latency = result.latency, result.config, result.ref_latency
+        per_call[call_key] = kernel
+        return result, kernel
+
+    def compile(self, *args, **kwargs):
+        """Tunes (once per argument tuple, as a call does) and returns the best kernel, in
+        either style: for an eager kernel, `.compile(M=..., N=...)` names its T.const sizes."""
+        return self._kernel_for(args, kwargs)[1]
+
+    def __call__(self, *args, **kwargs):
+        result, kernel = self._kernel_for(args, kwargs)
         if self.jitted.is_lazy_mode():
-            return result.kernel
-        # Eager style: run the winner on the given tensors.
-        return self.jitted(*args, **dict(kwargs, **{k: v for k, v in result.config.items() if k != "pass_configs"}))
+            return kernel
+        # Eager style: run the winner (or the call's own tunable values) on the given tensors.
+        if self._given_tunables(args, kwargs, self._configs_for(args, kwargs)):
+            return self.jitted(*args, **kwargs)
+        return self.jitted(*args, **dict(kwargs, **{k: v for k, v in (result.config or {}).items()
+                                                    if k != "pass_configs"}))
 
     def _say(self, line):
         if self.verbose:
             print(f"[tilelang.autotune] {self.__name__}: {line}", file=sys.stderr, flush=True)
+
+
+def _names_of(do_not_specialize, tuned) -> tuple:
+    if do_not_specialize is None:
+        return ()
+    names = (do_not_specialize,) if isinstance(do_not_specialize, str) else tuple(do_not_specialize)
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"autotune of {tuned.__name__}: do_not_specialize takes parameter names, got {n!r}")
+        if tuned.jitted.is_lazy_mode() and n not in tuned.jitted.signature.parameters:
+            raise ValueError(f"autotune of {tuned.__name__}: do_not_specialize names {n!r}, which is not a "
+                             f"parameter (parameters: {', '.join(tuned.jitted.signature.parameters)})")
+    return names
 
 
 def _reason(e) -> str:
@@ -562,7 +655,8 @@ def autotune(func=None, *, configs=None, warmup=25, rep=100, timeout=100, supply
         return AutoTunedFunction(jitted, configs, warmup, rep, supply_type, ref_prog, supply_prog, rtol, atol,
                                  max_mismatched_ratio, skip_check, manual_check_prog, verbose, timeout=timeout,
                                  early_stop=early_stop, early_stop_factor=early_stop_factor, time_budget=time_budget,
-                                 max_workers=max_workers, cache_results=cache_results)
+                                 max_workers=max_workers, cache_results=cache_results,
+                                 do_not_specialize=do_not_specialize)
 
     return wrap(func) if func is not None else wrap
 

@@ -22,7 +22,7 @@ import textwrap
 
 from .. import _tl
 from ..errors import TileLangCompileError
-from ..language import KernelSpec, LoopSpec, TensorSpec, WhileSpec
+from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, WhileSpec
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
@@ -94,6 +94,29 @@ class PrimFunc:
         # indices of T.alloc_global buffers: the last parameters, allocated per call, never
         # passed by the caller nor returned
         self.workspace_params = list(workspace_params)
+        # T.annotate_pass_configs / T.annotate_compile_flags in the body
+        self.pass_configs = None
+        self.compile_flags = None
+
+    @property
+    def attrs(self) -> dict:
+        """Upstream's function attributes: global_symbol, and where the body set them,
+        tilelang_out_idx (the T.empty outputs, counted from the end of the parameters),
+        tilelang_pass_configs and tilelang_compile_flags."""
+        attrs = {"global_symbol": self.name}
+        n = len(self.params) - len(self.workspace_params)
+        if self.out_params:
+            attrs["tilelang_out_idx"] = [i - n for i in self.out_params]
+        if self.pass_configs:
+            attrs["tilelang_pass_configs"] = dict(self.pass_configs)
+        if self.compile_flags:
+            attrs["tilelang_compile_flags"] = list(self.compile_flags)
+        return attrs
+
+    def _take_annotations(self, builder):
+        self.pass_configs = dict(builder.pass_configs) if builder.pass_configs else None
+        self.compile_flags = list(builder.compile_flags) if builder.compile_flags else None
+        return self
 
     def script(self) -> str:
         return self.node.script()
@@ -209,6 +232,12 @@ class Parser:
     # ------------------------------------------------------------------ entry points
 
     def parse_prim_func(self) -> PrimFunc:
+        if any(a.annotation is None for a in self.fdef.args.args):
+            # `def kernel(A, B):` with `A: T.Tensor(...)` in the body (and maybe T.empty
+            # outputs that it returns), as upstream writes it: the eager style's parsing, with
+            # no arguments to bind T.const sizes from.
+            self.eager = _eager.EagerContext({a.arg: None for a in self.fdef.args.args}, {})
+            return self.parse_eager({}, signature=True)
         prev = _b.set_builder(self.builder)
         try:
             params = []
@@ -228,7 +257,8 @@ class Parser:
             workspaces = list(range(len(params), len(params) + len(self.builder.workspaces)))
             params = params + self.builder.workspaces
             node = _tl.prim_func(self.fdef.name, [p.node for p in params], body, self.span(self.fdef))
-            return PrimFunc(node, params, self.fdef.name, self.file, workspace_params=workspaces)
+            return PrimFunc(node, params, self.fdef.name, self.file,
+                            workspace_params=workspaces)._take_annotations(self.builder)
         finally:
             _b.set_builder(prev)
 
@@ -248,13 +278,21 @@ class Parser:
             self.builder.in_kernel = False
         _b.emit(_tl.kernel([_tl.const_int(1, "int32")], [bx], [1], body, span))
 
-    def parse_eager(self, defaults: dict) -> PrimFunc:
-        """Parses an eager-style body; parameters get their values from the eager context."""
+    def parse_eager(self, defaults: dict, signature=False) -> PrimFunc:
+        """Parses an eager-style body; parameters get their values from the eager context.
+        signature: a @T.prim_func's, whose parameters the signature or the body annotates."""
         prev = _b.set_builder(self.builder)
         prev_ctx = _eager.set_context(self.eager)
         try:
             for name, value in defaults.items():
                 self.bind(name, value)
+            if signature:
+                for arg in self.fdef.args.args:
+                    if arg.annotation is None:
+                        self.bind(arg.arg, _Undeclared(arg.arg))
+                        continue
+                    spec = self._guard(arg.annotation, self.eval, arg.annotation)
+                    self._guard(arg, self.declare_signature_param, arg.arg, spec)
             # T.const dimensions the annotations will bind, known before any statement runs
             for name, value in _eager.shape_bindings(self.fdef, self.eager.args).items():
                 self.eager.const_values.setdefault(name, value)
@@ -263,6 +301,12 @@ class Parser:
             body = self.builder.close(self.span(self.fdef))
             ctx = self.eager
             declared = {n for n, _ in ctx.tensor_params}
+            if signature:
+                for arg in self.fdef.args.args:
+                    if arg.arg not in declared:
+                        raise self.error(arg, f"parameter {arg.arg!r} needs an annotation such as "
+                                              f"T.Tensor((M, N), \"float16\"), in the signature or in the body "
+                                              f"(`{arg.arg}: T.Tensor(...)`)")
             for name, value in ctx.args.items():
                 if _looks_like_tensor(value) and name not in declared:
                     raise self.error(self.fdef, f"parameter {name!r} receives a tensor but the body never "
@@ -278,7 +322,8 @@ class Parser:
             workspaces = list(range(len(params), len(params) + len(self.builder.workspaces)))
             params = params + self.builder.workspaces
             node = _tl.prim_func(self.fdef.name, [p.node for p in params], body, self.span(self.fdef))
-            return PrimFunc(node, params, self.fdef.name, self.file, out_params, workspaces)
+            return PrimFunc(node, params, self.fdef.name, self.file, out_params,
+                            workspaces)._take_annotations(self.builder)
         finally:
             _eager.set_context(prev_ctx)
             _b.set_builder(prev)
@@ -297,6 +342,9 @@ class Parser:
                 return PrimExpr(_tl.var(name, _require_supported(spec, f"parameter {name!r}")))
             except ValueError as e:
                 raise _b._UserError(str(e)) from None
+        if isinstance(spec, ScopedBufferSpec):
+            raise _b._UserError(f"parameter {name!r}: {spec!r} annotates @T.macro parameters (tiles); a kernel's "
+                                f"parameters are global tensors, T.Tensor(shape, dtype)")
         raise _b._UserError(f"parameter {name!r}: expected T.Tensor(shape, dtype) or a dtype, got {spec!r}")
 
     # ------------------------------------------------------------------ statements
@@ -402,6 +450,15 @@ class Parser:
         elif isinstance(ann, str) and self.builder.in_kernel:
             value = cast(value, ann)
         self.assign(node.target, value, node)
+
+    def declare_signature_param(self, name, spec):
+        """A @T.prim_func parameter annotated in the signature, next to others annotated in
+        the body."""
+        param = self.make_param(name, spec)
+        self.eager.tensor_params.append((name, param))
+        if not isinstance(param, Buffer):
+            self.eager.scalar_params.add(name)
+        self.bind(name, param)
 
     def declare_tensor_param(self, name, spec: TensorSpec, node):
         ctx = self.eager
@@ -940,12 +997,39 @@ class Parser:
         sub.builder = self.builder
         sub.in_macro = True
         sub.scopes = [dict(bound.arguments)]
+        # T.SharedBuffer / FragmentBuffer / LocalBuffer annotations check their arguments
+        # (a string annotation, under `from __future__ import annotations`, is read here)
+        for arg in sub.fdef.args.args + sub.fdef.args.kwonlyargs:
+            ann = macro.func.__annotations__.get(arg.arg)
+            if isinstance(ann, str) and arg.annotation is not None and "Buffer" in ann:
+                try:
+                    ann = sub.eval(arg.annotation)
+                except Exception:  # noqa: BLE001 - an annotation this front end cannot read checks nothing
+                    ann = None
+            if isinstance(ann, ScopedBufferSpec) and arg.arg in bound.arguments:
+                ann.check(arg.arg, bound.arguments[arg.arg], macro.func.__name__)
         prev_span = self.builder.span
         try:
             sub.visit_body(sub.fdef.body)
         finally:
             self.builder.span = prev_span
         return sub.returned
+
+
+class _Undeclared:
+    """A @T.prim_func parameter whose annotation (`A: T.Tensor(...)`) is still to come."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def _error(self, *args, **kwargs):
+        raise _b._UserError(f"parameter {self.name!r} needs an annotation such as T.Tensor((M, N), \"float16\") "
+                            f"before it is used: in the signature, or `{self.name}: T.Tensor(...)` in the body")
+
+    __getitem__ = __setitem__ = __add__ = __radd__ = __mul__ = __rmul__ = __call__ = _error
+
+    def __repr__(self):
+        return f"<undeclared parameter {self.name}>"
 
 
 def _runtime_builtin(func, args):

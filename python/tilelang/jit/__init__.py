@@ -25,6 +25,13 @@ def compile(func, out_idx=None, target=None, execution_backend=None, target_host
     scoped = current_config()  # `with tilelang.tvm.transform.PassContext(config=...)`
     if scoped:
         pass_configs = dict(scoped, **(pass_configs or {}))
+    # the function's own (T.annotate_pass_configs / T.annotate_compile_flags in its body);
+    # the arguments here override its pass configs and add to its flags
+    if getattr(func, "pass_configs", None):
+        pass_configs = dict(func.pass_configs, **(pass_configs or {}))
+    if getattr(func, "compile_flags", None):
+        compile_flags = list(func.compile_flags) + (
+            [compile_flags] if isinstance(compile_flags, str) else list(compile_flags or []))
     kernel = JITKernel(func, out_idx=out_idx, target=resolve(target), pass_configs=pass_configs,
                        compile_flags=compile_flags, verbose=verbose)
     # Pass-config keys the compiler does not act on (upstream ones among them) are accepted

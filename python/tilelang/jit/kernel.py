@@ -104,6 +104,10 @@ class JITKernel:
         # T.alloc_global buffers come last; out_idx (negative ones too) counts the others.
         self.workspace_idx = list(getattr(func, "workspace_params", ()))
         n_user = len(self.params) - len(self.workspace_idx)
+        if out_idx is not None and func.out_params:
+            raise ValueError(f"Out index conflict: {func.name} returns the tensors it creates with T.empty "
+                             f"(out_idx {[i - n_user for i in func.out_params]}); do not also pass "
+                             f"out_idx={out_idx!r}")
         self.out_idx = sorted(set(_normalize_out_idx(out_idx, n_user) + list(func.out_params)))
         for i in self.out_idx:
             if not self.params[i].is_tensor:
@@ -113,7 +117,7 @@ class JITKernel:
         self.in_idx = [i for i in range(len(self.params)) if i not in self.alloc_idx]
         self._check_output_dims()
         self.pass_configs = {getattr(k, "value", str(k)): str(v) for k, v in (pass_configs or {}).items()}
-        self.compile_flags = list(compile_flags or [])
+        self.compile_flags = [compile_flags] if isinstance(compile_flags, str) else list(compile_flags or [])
         self.remarks = []
         try:
             self._compile(verbose)

@@ -126,6 +126,67 @@ class _StridedTensorFactory:
 StridedTensor = _StridedTensorFactory()
 
 
+class ScopedBufferSpec:
+    """The annotation ``T.SharedBuffer(shape, dtype)`` (also FragmentBuffer, LocalBuffer) of a
+    @T.macro parameter: the argument must be a tile of that memory, rank, shape and dtype.
+    Kernel parameters are global tensors (T.Tensor) and do not take it."""
+
+    def __init__(self, spelling, scope, shape, dtype_="float32"):
+        if isinstance(shape, (numbers.Integral, PrimExpr)):
+            shape = (shape,)
+        self.spelling, self.scope = spelling, scope
+        self.shape = tuple(shape)
+        try:
+            self.dtype = dtype(dtype_)
+        except ValueError as e:
+            raise _b._UserError(f"{spelling}: {e}") from None
+
+    def check(self, name, arg, where):
+        """A clear error naming parameter `name` of macro `where` if `arg` does not fit."""
+        if not isinstance(arg, _Buffer):
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated {self!r} and takes a "
+                                f"{self.scope} tile, got {arg!r}")
+        scope = "local" if arg.scope == "var" else arg.scope
+        if scope != self.scope:
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated {self!r} but receives the "
+                                f"{arg.scope} buffer {arg.name!r}")
+        if len(arg.shape) != len(self.shape) or any(
+                isinstance(a, numbers.Integral) and isinstance(e, numbers.Integral) and int(a) != int(e)
+                for a, e in zip(arg.shape, self.shape)):
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated with shape {list(self.shape)} but "
+                                f"receives {arg.name!r} of shape {list(arg.shape)}")
+        if arg.dtype != self.dtype:
+            raise _b._UserError(f"{where}(): parameter {name!r} is annotated {self.dtype} but receives "
+                                f"{arg.name!r} of dtype {arg.dtype}")
+
+    def __repr__(self):
+        return f"T.{self.spelling}({list(self.shape)}, {self.dtype})"
+
+
+class _ScopedBufferFactory:
+    def __init__(self, spelling, scope):
+        self.spelling, self.scope = spelling, scope
+
+    def __call__(self, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope=None, align=None,
+                 offset_factor=None, buffer_type="", axis_separators=None):
+        return ScopedBufferSpec(self.spelling, self.scope, shape, dtype)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
+            return self(*key)
+        return self(key)
+
+    def __repr__(self):
+        return f"T.{self.spelling}"
+
+
+# Upstream's annotations for tiles passed to a @T.macro (its scopes "shared.dyn",
+# "local.fragment" and "local").
+SharedBuffer = _ScopedBufferFactory("SharedBuffer", "shared")
+FragmentBuffer = _ScopedBufferFactory("FragmentBuffer", "fragment")
+LocalBuffer = _ScopedBufferFactory("LocalBuffer", "local")
+
+
 def dynamic(name: str, dtype="int32"):
     """A dimension known only at run time: one compiled kernel serves every size."""
     names = [n for n in name.replace(",", " ").split() if n]
@@ -887,6 +948,66 @@ def _remark(text):
     _b.emit(_tl.attr("tl.remark:" + text, [], _b.current_span()))
 
 
+def annotate_pass_configs(configs):
+    """Pass configurations the function is compiled with (as tilelang.compile's
+    pass_configs=, which override them): ``T.annotate_pass_configs({PassConfigKey.X: v})``.
+    Read in the function body; they become its attrs["tilelang_pass_configs"]."""
+    if not isinstance(configs, dict):
+        raise _b._UserError(f"T.annotate_pass_configs takes a dict {{key: value}}, got {type(configs).__name__}")
+    for k in configs:
+        if not isinstance(k, str):
+            raise _b._UserError(f"T.annotate_pass_configs: keys are PassConfigKey members or strings, got {k!r}")
+    b = _b.current()
+    b.pass_configs = dict(b.pass_configs or {}, **configs)
+
+
+def annotate_compile_flags(flags):
+    """Flags for the device compiler, added to tilelang.compile's compile_flags=:
+    ``T.annotate_compile_flags(["--use_fast_math"])`` (one string is one flag). They become
+    the function's attrs["tilelang_compile_flags"]."""
+    if isinstance(flags, str):
+        flags = [flags]
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise _b._UserError(f"T.annotate_compile_flags takes a list of strings, got {flags!r}")
+    b = _b.current()
+    b.compile_flags = list(b.compile_flags or []) + list(flags)
+
+
+class CommReducer:
+    """``T.comm_reducer(combiner, identities)``: TVM's description of a reduction, read by
+    T.attr(..., "reduce_scope", ...)."""
+
+    def __init__(self, combiner, identities):
+        self.combiner, self.identities = combiner, list(identities)
+
+
+def comm_reducer(combiner, identities):
+    if not callable(combiner):
+        raise _b._UserError(f"T.comm_reducer takes a combining function (e.g. lambda x, y: x + y), got {combiner!r}")
+    return CommReducer(combiner, identities)
+
+
+_ALLREDUCE_HELP = ("reduce across a block's threads with tile operations instead: write each thread's value into "
+                   "a T.alloc_fragment tile and T.reduce_sum / T.reduce_max it, or use T.warp_reduce_sum / "
+                   "T.warp_reduce_max within a warp")
+
+
+def attr(node, key, value):
+    """TVM's attribute statement. Not supported: its one use in upstream's kernels,
+    ``with T.attr(T.comm_reducer(...), "reduce_scope", ...)`` around T.tvm_thread_allreduce,
+    is a cross-thread reduction that must not be dropped; other keys are TVM pass internals."""
+    if key == "reduce_scope":
+        raise _b._UserError("T.attr(..., \"reduce_scope\", ...) with T.tvm_thread_allreduce (TVM's low-level "
+                            "cross-thread reduction) is not supported by this compiler; " + _ALLREDUCE_HELP)
+    raise _b._UserError(f"T.attr(..., {key!r}, ...): TVM attribute statements are not supported by this compiler "
+                        "(they are TVM pass internals)")
+
+
+def tvm_thread_allreduce(*args, **kwargs):
+    raise _b._UserError("T.tvm_thread_allreduce (TVM's low-level cross-thread reduction) is not supported by this "
+                        "compiler; " + _ALLREDUCE_HELP)
+
+
 def func_attr(attrs):
     """Upstream: attributes of the function (TVM's, e.g. {"tir.noalias": True}). Nothing here
     reads them; accepted and named in the remarks."""
@@ -1046,7 +1167,7 @@ from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)
 
-_C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32}
+_C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32, "ulong": uint64}
 
 
 def __getattr__(name):

@@ -34,6 +34,9 @@ class Builder:
         # A[start:stop] between two of them has the constant extent they differ by.
         self.let_vars = []
         self.let_values = []
+        # T.annotate_pass_configs / T.annotate_compile_flags: the function's own
+        self.pass_configs = None
+        self.compile_flags = None
 
     def open(self):
         self.frames.append(Frame())

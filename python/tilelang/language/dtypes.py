@@ -5,6 +5,8 @@ Calling a dtype makes a typed constant or a cast: ``T.float32(0)``, ``T.int32(x)
 from __future__ import annotations
 
 _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
+            # the other C names upstream's T.dtype() reads (TVM's defaults: 32 bits unless named)
+            "uint": "uint32", "long": "int64", "short": "int16", "ulong": "uint64",
             "e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2",
             "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 _NAMES = (
