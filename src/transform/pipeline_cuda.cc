@@ -9,6 +9,8 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // Layout annotations are reported, not applied: the passes below choose every layout.
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // Tiles a pipelined loop stages must exist before it (its prologue loads them).
+  out = RunPass("hoist-pipelined-allocations", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
   // Canonical regions first: layout inference matches fragment indices structurally.
   out = RunPass("simplify", out, ctx);

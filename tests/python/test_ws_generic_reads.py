@@ -100,3 +100,33 @@ def test_wgmma_only_loops_release_without_a_fence():
     src = k.get_kernel_source()
     assert "mbarrier_arrive(" in src, src
     assert "fence_proxy_async_shared" not in "\n".join(_release_lines(k))
+
+
+def tiles_allocated_in_the_loop(stages):
+    @T.prim_func
+    def main(A: T.Tensor((32, 512), "float16"), W: T.Tensor((64, 512), "float16"), C: T.Tensor((32, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            acc = T.alloc_fragment((32, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=stages):
+                a_s = T.alloc_shared((32, 128), "float16")  # allocated in the body, as upstream's mHC example
+                w_s = T.alloc_shared((64, 128), "float16")
+                T.copy(A[0, k * 128], a_s)
+                T.copy(W[0, k * 128], w_s)
+                T.gemm(a_s, w_s, acc, transpose_B=True)
+            T.copy(acc, C)
+
+    return main
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_tiles_allocated_inside_a_pipelined_body(stages):
+    """The pipeline loads a stage in a prologue before the loop: tiles allocated in the
+    body are allocated before it (an internal compiler error on CUDA before)."""
+    rng = np.random.default_rng(stages)
+    a = rng.standard_normal((32, 512)).astype(np.float16)
+    w = rng.standard_normal((64, 512)).astype(np.float16)
+    c = np.full((32, 64), np.nan, np.float32)
+    tilelang.compile(tiles_allocated_in_the_loop(stages))(a, w, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ w.astype(np.float64).T, rtol=1e-3, atol=1e-2)
+    assert tilelang.compile(tiles_allocated_in_the_loop(stages), target="cuda -arch=sm_90a").get_kernel_source()

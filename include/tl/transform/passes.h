@@ -63,6 +63,10 @@ std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassCo
 /// CompileError at its line. Global tensors are guarded instead (guard-global-access).
 ir::PrimFunc CheckTileBounds(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "hoist-pipelined-allocations": shared tiles allocated inside a T.Pipelined body are
+/// allocated once before the loop (pipelining loads a stage in a prologue outside it).
+ir::PrimFunc HoistPipelinedAllocations(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "report-layout-annotations": T.annotate_layout is not applied (the compiler chooses
 /// tile layouts); each annotated tile is named in a remark, and the annotation dropped.
 ir::PrimFunc ReportLayoutAnnotations(const ir::PrimFunc& f, PassContext& ctx);
