@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "copy_lowering.h"
+#include "pass_helpers.h"
 #include "pipeline_schedule.h"
 #include "thread_binding.h"
 #include "tl/arith/simplify.h"
@@ -30,6 +31,7 @@ namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
+using cuda::CallStmt;
 
 /// Finds the pipelined loops and decides which shared buffers get stages.
 struct Planner : IRVisitor {
@@ -45,10 +47,6 @@ struct Planner : IRVisitor {
     IRVisitor::Visit_(op);
   }
 };
-
-Stmt CallStmt(const std::string& name, std::vector<Expr> args, const Span& span) {
-  return Evaluate::Make(Call::Make(DType::Void(), name, std::move(args)), span);
-}
 
 class Pipeliner : public IRMutator {
  public:

@@ -22,8 +22,9 @@
 /// keep their meaning: cuda-insert-barriers synchronizes them with a named barrier over
 /// the consumer threads (never __syncthreads, which the producer would not reach), and
 /// leaves the staged tiles to the mbarriers. The consumer releases a stage after the last
-/// statement of the iteration; every wgmma here waits for its own completion, so no
-/// operand read is outstanding then.
+/// statement that uses it; every wgmma here waits for its own completion, so no operand
+/// read is outstanding then, and a stage read with ordinary loads (ldmatrix, element reads)
+/// gets a proxy fence before its release (the next TMA into it is an async-proxy write).
 ///
 /// Kernels that do not fit (another arch, a tile TMA cannot write, several pipelined
 /// loops, ...) are left to cuda-pipeline, and the remark says why.
@@ -32,6 +33,7 @@
 #include <unordered_set>
 
 #include "copy_lowering.h"
+#include "pass_helpers.h"
 #include "pipeline_schedule.h"
 #include "shared_plan.h"
 #include "tma_copy.h"
@@ -44,6 +46,11 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 using cuda::AddressOf;
+using cuda::AddWrites;
+using cuda::BuffersOf;
+using cuda::CallStmt;
+using cuda::ConfigTrue;
+using cuda::WgmmaOperands;
 
 /// Threads of the producer: one warpgroup (setmaxnreg acts per warpgroup).
 constexpr int64_t kProducerThreads = 128;
@@ -51,70 +58,6 @@ constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegisters = 24;
 /// The register file of one SM, shared by the block (one block per SM at these sizes).
 constexpr int64_t kRegisterFile = 65536;
-
-bool ConfigTrue(const PassContext& ctx, const std::string& key) {
-  auto it = ctx.config.find(key);
-  if (it == ctx.config.end()) return false;
-  std::string v = it->second;
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return v == "1" || v == "true" || v == "yes" || v == "on";
-}
-
-Stmt CallStmt(const std::string& name, std::vector<Expr> args, const Span& span) {
-  return Evaluate::Make(Call::Make(DType::Void(), name, std::move(args)), span);
-}
-
-/// Buffers a statement names: loads, stores and tile-op regions.
-std::unordered_set<const BufferNode*> BuffersOf(const Stmt& s) {
-  struct Collector : IRVisitor {
-    std::unordered_set<const BufferNode*> found;
-    void VisitRegion(const Region& r) override {
-      found.insert(r.buffer.get());
-      IRVisitor::VisitRegion(r);
-    }
-    void Visit_(const BufferLoad* op) override {
-      found.insert(op->buffer.get());
-      IRVisitor::Visit_(op);
-    }
-    void Visit_(const BufferStore* op) override {
-      found.insert(op->buffer.get());
-      IRVisitor::Visit_(op);
-    }
-  } c;
-  c.Visit(s);
-  return c.found;
-}
-
-/// Adds the buffers `s` writes (stores and tile-op destinations) to `out`.
-void AddWrites(const Stmt& s, std::unordered_set<const BufferNode*>* out) {
-  struct Writes : IRVisitor {
-    std::unordered_set<const BufferNode*>* out;
-    void Visit_(const BufferStore* op) override {
-      out->insert(op->buffer.get());
-      IRVisitor::Visit_(op);
-    }
-    void Visit_(const CopyOp* op) override { out->insert(op->dst.buffer.get()); }
-    void Visit_(const FillOp* op) override { out->insert(op->dst.buffer.get()); }
-    void Visit_(const ReduceOp* op) override { out->insert(op->dst.buffer.get()); }
-    void Visit_(const AtomicOp* op) override { out->insert(op->dst.buffer.get()); }
-  } w;
-  w.out = out;
-  w.Visit(s);
-}
-
-/// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset).
-std::unordered_set<const BufferNode*> WgmmaOperands(const Stmt& body) {
-  std::unordered_set<const BufferNode*> out;
-  ForEachExpr(body, [&](const Expr& e) {
-    const auto* call = As<Call>(e);
-    if (!HasEffect(call, kWgmmaPanels)) return;
-    for (int k = HasEffect(call, kRegisterA) ? 1 : 0; k < 2; ++k) {
-      const auto* addr = As<Call>(call->args[k]);
-      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
-    }
-  });
-  return out;
-}
 
 struct LoopCounter : IRVisitor {
   int pipelined = 0;

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Small statement helpers of the CUDA passes (see pass_helpers.h).
+#include "pass_helpers.h"
+
+#include <cctype>
+
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+bool ConfigTrue(const PassContext& ctx, const std::string& key) {
+  auto it = ctx.config.find(key);
+  if (it == ctx.config.end()) return false;
+  std::string v = it->second;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+Stmt CallStmt(const std::string& name, std::vector<Expr> args, const Span& span) {
+  return Evaluate::Make(Call::Make(DType::Void(), name, std::move(args)), span);
+}
+
+/// Buffers a statement names: loads, stores and tile-op regions.
+std::unordered_set<const BufferNode*> BuffersOf(const Stmt& s) {
+  struct Collector : IRVisitor {
+    std::unordered_set<const BufferNode*> found;
+    void VisitRegion(const Region& r) override {
+      found.insert(r.buffer.get());
+      IRVisitor::VisitRegion(r);
+    }
+    void Visit_(const BufferLoad* op) override {
+      found.insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const BufferStore* op) override {
+      found.insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+  } c;
+  c.Visit(s);
+  return c.found;
+}
+
+/// Adds the buffers `s` writes (stores and tile-op destinations) to `out`.
+void AddWrites(const Stmt& s, std::unordered_set<const BufferNode*>* out) {
+  struct Writes : IRVisitor {
+    std::unordered_set<const BufferNode*>* out;
+    void Visit_(const BufferStore* op) override {
+      out->insert(op->buffer.get());
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const CopyOp* op) override { out->insert(op->dst.buffer.get()); }
+    void Visit_(const FillOp* op) override { out->insert(op->dst.buffer.get()); }
+    void Visit_(const ReduceOp* op) override { out->insert(op->dst.buffer.get()); }
+    void Visit_(const AtomicOp* op) override { out->insert(op->dst.buffer.get()); }
+  } w;
+  w.out = out;
+  w.Visit(s);
+}
+
+/// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset).
+std::unordered_set<const BufferNode*> WgmmaOperands(const Stmt& body) {
+  std::unordered_set<const BufferNode*> out;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    if (!HasEffect(call, kWgmmaPanels)) return;
+    for (int k = HasEffect(call, kRegisterA) ? 1 : 0; k < 2; ++k) {
+      const auto* addr = As<Call>(call->args[k]);
+      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());
+    }
+  });
+  return out;
+}
+
+}  // namespace tl::transform::cuda

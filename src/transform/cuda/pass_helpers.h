@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Small statement helpers of the CUDA passes: pass-config flags, intrinsic call
+/// statements, and which buffers a statement names, writes or hands to wgmma.
+#pragma once
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "tl/ir/stmt.h"
+#include "tl/transform/pass.h"
+
+namespace tl::transform::cuda {
+
+/// Whether pass config `key` is set to a true value ("1", "true", "yes", "on").
+bool ConfigTrue(const PassContext& ctx, const std::string& key);
+
+/// Evaluate(Call(void, name, args)).
+ir::Stmt CallStmt(const std::string& name, std::vector<ir::Expr> args, const Span& span);
+
+/// Buffers a statement names: loads, stores and tile-op regions.
+std::unordered_set<const ir::BufferNode*> BuffersOf(const ir::Stmt& s);
+
+/// Adds the buffers `s` writes (stores and tile-op destinations) to `out`.
+void AddWrites(const ir::Stmt& s, std::unordered_set<const ir::BufferNode*>* out);
+
+/// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset).
+std::unordered_set<const ir::BufferNode*> WgmmaOperands(const ir::Stmt& body);
+
+}  // namespace tl::transform::cuda
