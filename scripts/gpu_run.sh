@@ -6,6 +6,7 @@
 # _SKIP_BENCH, _SKIP_OVERHEAD, _SKIP_PEER; GPU_RUN_REUSE_BUILD=1 (a warm machine's build);
 # GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED); GPU_RUN_FUZZ_REPLAY="a-b c-d";
 # GPU_RUN_LOAD_CYCLES=N; GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
+# GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH) upstream's regression_*.py side by side;
 # (our side against a recorded control). Logs of the long steps go under $OUT.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -101,6 +102,19 @@ if [ "${GPU_RUN_LOAD_CYCLES:-0}" -gt 0 ] 2>/dev/null; then
   echo "== compile-and-load cycles: ${GPU_RUN_LOAD_CYCLES}"
   timeout "${GPU_RUN_LOAD_CYCLES_TIMEOUT:-300}" "$PY" benchmarks/load_cycles.py --cycles "$GPU_RUN_LOAD_CYCLES" \
     --uncached "${GPU_RUN_LOAD_UNCACHED:-500}" --workers 15 2>&1 | tee "${OUT:-/tmp}/load_cycles.log" | tail -8
+fi
+# GPU_RUN_REGRESSION=1: upstream's performance-regression functions under both packages, one
+# process at a time (scripts/regression_perf.py); _SHARD=i/n, _MATCH=path part, results kept in
+# $OUT/regression across the shards of one machine.
+if [ "${GPU_RUN_REGRESSION:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .peer/upstream-tilelang.tar.xz ]; then
+  echo "== performance regression, ours and upstream's"
+  mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
+  [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
+  timeout "${GPU_RUN_REGRESSION_TIMEOUT:-540}" "$PY" scripts/regression_perf.py /tmp/upstream-src \
+    --upstream-pkg /tmp/upstream-tilelang --out /tmp/regression --shard "${GPU_RUN_REGRESSION_SHARD:-1/1}" \
+    ${GPU_RUN_REGRESSION_MATCH:+--match "$GPU_RUN_REGRESSION_MATCH"} --timeout 240 2>&1 | tail -40
+  cp /tmp/regression/results.json "${OUT:-/tmp}/regression_results.json" 2>/dev/null
+  cp /tmp/regression/summary.md "${OUT:-/tmp}/regression_summary.md" 2>/dev/null
 fi
 # GPU_RUN_COMPAT_CONTROL=.peer/compat_control.json: upstream's suites on our package only, compared
 # with the upstream side of an earlier run (scripts/compat_run.py --control-results).

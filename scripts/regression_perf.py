@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Upstream TileLang's performance-regression suite, side by side (project issue 11).
+
+Every `examples/**/regression_*.py` of a checkout of upstream's repository (fetched, never
+copied into this repo) runs as its own process, once with our package and once with
+upstream's (PYTHONPATH=--upstream-pkg, an unpacked wheel), one process at a time so that
+nothing else shares the GPU while it is timed. Each file's `regression_*` functions report
+latencies through `tilelang.testing.process_func` / `regression()`, read here from the JSON
+line `TL_PERF_REGRESSION_FORMAT=json` makes both packages print. The table gives, per
+function: ours, upstream, upstream / ours (above 1: ours is faster), and whether the
+family's example tests passed on both sides in a compatibility run (`--compat-results`, the
+results.json of scripts/compat_run.py), since the regression functions time kernels without
+checking them.
+
+The suite does not fit one 10-minute device call: `--shard i/n` runs every n-th file, and
+`--out` keeps the results of earlier calls (a file already measured on both sides is not run
+again), so successive calls fill one table. Compiled kernels are cached in each package's
+cache directory on the machine between the calls of one session.
+
+    python scripts/regression_perf.py /tmp/upstream-src --upstream-pkg /tmp/upstream-tilelang \\
+        --out /tmp/regression --shard 1/3 --timeout 240
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MARKER = "__TILELANG_PERF_RESULTS_JSON__="
+
+
+def find_files(root: Path, pattern: str | None):
+    files = sorted((root / "examples").rglob("regression_*.py"))
+    return [f for f in files if not pattern or pattern in str(f.relative_to(root))]
+
+
+def run_side(side: str, python: str, env: dict, path: Path, timeout: float):
+    """The latencies one package reports for one regression file, and why not when none."""
+    env = dict(env, TL_PERF_REGRESSION_FORMAT="json")
+    t0 = time.time()
+    try:
+        proc = subprocess.run([python, path.name], cwd=path.parent, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "seconds": round(time.time() - t0, 1), "results": {}}
+    results = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARKER):
+            for r in json.loads(line[len(MARKER):]):
+                results[f"{r.get('case') or ''}:{r['name']}"] = float(r["latency"])
+    status = "ok" if proc.returncode == 0 else "failed"
+    tail = "" if status == "ok" else (proc.stderr.strip().splitlines() or ["?"])[-1][:300]
+    return {"status": status, "seconds": round(time.time() - t0, 1), "results": results, "error": tail}
+
+
+def family_checked(compat: dict, rel: str) -> str:
+    """'yes' when every example test of the regression file's folder passed on both sides of
+    the compatibility run, 'no' when one failed, '?' without a run."""
+    if not compat:
+        return "?"
+    folder = "examples/" + str(Path(rel).parent) + "/"
+    tests = [v for k, v in compat.get("tests", {}).items() if k.startswith(folder)]
+    if not tests:
+        return "?"
+    both = all(v.get("ours", [""])[0] == "passed" and v.get("upstream", [""])[0] == "passed" for v in tests)
+    return "yes" if both else "no"
+
+
+def table(state: dict, compat: dict) -> str:
+    lines = ["| file | function | ours (ms) | upstream (ms) | upstream / ours | outputs checked |",
+             "|---|---|---|---|---|---|"]
+    ratios = []
+    for rel in sorted(state):
+        sides = state[rel]
+        ours, up = sides.get("ours", {}), sides.get("upstream", {})
+        names = sorted(set(ours.get("results", {})) | set(up.get("results", {})))
+        if not names:
+            why = "; ".join(f"{s}: {d.get('status')} {d.get('error', '')}".strip() for s, d in sides.items())
+            lines.append(f"| {rel} | (none reported) | | | | {why} |")
+            continue
+        for n in names:
+            a, b = ours.get("results", {}).get(n), up.get("results", {}).get(n)
+            ratio = f"{b / a:.2f}" if a and b else ""
+            if a and b:
+                ratios.append(b / a)
+            fmt = lambda v, d: f"{v:.4f}" if v else d.get("status", "-")  # noqa: E731
+            lines.append(f"| {rel} | {n.strip(':')} | {fmt(a, ours)} | {fmt(b, up)} | {ratio} | "
+                         f"{family_checked(compat, rel)} |")
+    if ratios:
+        lines.append("")
+        lines.append(f"{len(ratios)} functions timed on both sides: median upstream / ours "
+                     f"{statistics.median(ratios):.2f}, lowest {min(ratios):.2f}, highest {max(ratios):.2f}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("root", help="a checkout (or git archive) of upstream's repository, with examples/")
+    p.add_argument("--upstream-pkg", help="an unpacked upstream wheel (PYTHONPATH for the upstream side)")
+    p.add_argument("--python", default=sys.executable, help="the Python whose tilelang is ours (default: this one)")
+    p.add_argument("--out", default="regression-perf", help="folder for results.json and summary.md (kept)")
+    p.add_argument("--shard", default="1/1", help="i/n: run files i, i+n, i+2n, ... (1-based)")
+    p.add_argument("--match", default=None, help="only files whose path contains this")
+    p.add_argument("--timeout", type=float, default=300, help="seconds per file and side")
+    p.add_argument("--compat-results", default=None, help="results.json of scripts/compat_run.py")
+    p.add_argument("--rerun", action="store_true", help="run files already measured on both sides again")
+    args = p.parse_args(argv)
+
+    root = Path(args.root).resolve()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    state_path = out / "results.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    i, n = (int(x) for x in args.shard.split("/"))
+    files = find_files(root, args.match)[i - 1::n]
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    sides = {"ours": (args.python, base)}
+    if args.upstream_pkg:
+        sides["upstream"] = (sys.executable, dict(base, PYTHONPATH=str(Path(args.upstream_pkg).resolve())))
+    for f in files:
+        rel = str(f.relative_to(root / "examples"))
+        done = state.get(rel, {})
+        if not args.rerun and all(done.get(s, {}).get("status") == "ok" for s in sides):
+            continue
+        for side, (python, env) in sides.items():
+            print(f"[regression] {side}: {rel}", file=sys.stderr, flush=True)
+            done[side] = run_side(side, python, env, f, args.timeout)
+            print(f"[regression]   {done[side]['status']} in {done[side]['seconds']} s, "
+                  f"{len(done[side]['results'])} result(s)", file=sys.stderr, flush=True)
+        state[rel] = done
+        state_path.write_text(json.dumps(state, indent=1, sort_keys=True))  # after each file: a cut-off call keeps it
+    compat = json.loads(Path(args.compat_results).read_text()) if args.compat_results else {}
+    summary = table(state, compat)
+    (out / "summary.md").write_text(summary + "\n")
+    print(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
