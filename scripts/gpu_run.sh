@@ -6,8 +6,8 @@
 # _SKIP_BENCH, _SKIP_OVERHEAD, _SKIP_PEER; GPU_RUN_REUSE_BUILD=1 (a warm machine's build);
 # GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED); GPU_RUN_FUZZ_REPLAY="a-b c-d";
 # GPU_RUN_LOAD_CYCLES=N; GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
-# GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH) upstream's regression_*.py side by side;
-# (our side against a recorded control). Logs of the long steps go under $OUT.
+# (our side against a recorded control); GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH): upstream's
+# regression_*.py side by side. Logs of the long steps go under $OUT.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
