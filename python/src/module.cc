@@ -357,7 +357,8 @@ NB_MODULE(_tl, m) {
                      const PySpan& span) {
     static const std::unordered_map<std::string, ReduceKind> kKinds = {
         {"sum", ReduceKind::kSum}, {"abssum", ReduceKind::kAbsSum}, {"max", ReduceKind::kMax},
-        {"min", ReduceKind::kMin}, {"absmax", ReduceKind::kAbsMax}};
+        {"min", ReduceKind::kMin}, {"absmax", ReduceKind::kAbsMax}, {"max_nan", ReduceKind::kMaxNan},
+        {"min_nan", ReduceKind::kMinNan}, {"absmax_nan", ReduceKind::kAbsMaxNan}};
     auto it = kKinds.find(kind);
     if (it == kKinds.end()) throw nb::value_error(("unknown reduction '" + kind + "'").c_str());
     return PyStmt{op::MakeReduce(ToRegion(src), ToRegion(dst), it->second, dim, clear, ToSpan(span))};

@@ -130,7 +130,7 @@ class Printer {
         const auto* op = As<ReduceOp>(s);
         os_ << pad << "T.reduce_" << ReduceKindName(op->reduce_kind) << "(" << RegionStr(op->src) << ", "
             << RegionStr(op->dst) << ", dim=" << op->dim << ", clear=" << (op->clear ? "True" : "False")
-            << ")\n";
+            << (PropagatesNan(op->reduce_kind) ? ", nan_propagate=True" : "") << ")\n";
         return;
       }
       case NodeKind::kAtomicOp: {

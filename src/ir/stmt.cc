@@ -29,8 +29,24 @@ const char* ReduceKindName(ReduceKind k) {
     case ReduceKind::kMax: return "max";
     case ReduceKind::kMin: return "min";
     case ReduceKind::kAbsMax: return "absmax";
+    case ReduceKind::kMaxNan: return "max";
+    case ReduceKind::kMinNan: return "min";
+    case ReduceKind::kAbsMaxNan: return "absmax";
   }
   return "?";
+}
+
+bool PropagatesNan(ReduceKind k) {
+  return k == ReduceKind::kMaxNan || k == ReduceKind::kMinNan || k == ReduceKind::kAbsMaxNan;
+}
+
+ReduceKind WithoutNan(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::kMaxNan: return ReduceKind::kMax;
+    case ReduceKind::kMinNan: return ReduceKind::kMin;
+    case ReduceKind::kAbsMaxNan: return ReduceKind::kAbsMax;
+    default: return k;
+  }
 }
 
 const char* AtomicKindName(AtomicKind k) {

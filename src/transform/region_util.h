@@ -26,6 +26,15 @@ inline std::vector<size_t> TileDims(const ir::Region& r) {
   return dims;
 }
 
+/// combined, except NaN when acc or x is NaN (the NaN-propagating max / min reductions):
+/// acc + x is NaN exactly when one of them is.
+inline ir::Expr NanPropagating(const ir::Expr& acc, const ir::Expr& x, const ir::Expr& combined) {
+  using ir::BinOp;
+  ir::Expr nan = ir::Binary::Make(BinOp::kOr, ir::Binary::Make(BinOp::kNE, acc, acc),
+                                  ir::Binary::Make(BinOp::kNE, x, x));
+  return ir::Select::Make(nan, acc + x, combined);
+}
+
 /// Whether `r` is its whole buffer (every range from 0 over the full, constant extent).
 inline bool CoversWholeBuffer(const ir::Region& r) {
   if (r.ranges.size() != r.buffer->shape.size()) return false;

@@ -833,14 +833,70 @@ def test_annotate_safe_value_pads_tile_copies(rng):
     assert np.array_equal(c, want)
 
 
-def test_reduce_nan_propagate_is_refused_not_ignored():
-    with pytest.raises(TileLangCompileError, match=r"nan_propagate=True\) is not supported yet"):
+@pytest.mark.parametrize("kind", ["max", "min", "absmax"])
+def test_reduce_nan_propagate(kind):
+    """nan_propagate=True: a row with a NaN reduces to NaN; without it NaN is skipped (fmax's
+    rule). Rows of a 2-D tile (warp shuffles and a cross-warp workspace on CUDA) and the 1-D
+    case of upstream's test, float32 and float16."""
+    reducer = {"max": T.reduce_max, "min": T.reduce_min, "absmax": T.reduce_absmax}[kind]
+
+    def rows_kernel(nan, dtype):
+        @T.prim_func
+        def f(A: T.Tensor((16, 64), dtype), B: T.Tensor((16,), dtype)):
+            with T.Kernel(1, threads=128):
+                frag = T.alloc_fragment((16, 64), dtype)
+                out = T.alloc_fragment((16,), dtype)
+                T.copy(A, frag)
+                reducer(frag, out, dim=1, nan_propagate=nan)
+                T.copy(out, B)
+
+        return f
+
+    rng = np.random.default_rng(4)
+    for dtype in ("float32", "float16"):
+        a = rng.standard_normal((16, 64)).astype(dtype)
+        a[3, 17] = a[9, 63] = a[9, 0] = np.nan
+        ref = {"max": np.nanmax(a, axis=1), "min": np.nanmin(a, axis=1), "absmax": np.nanmax(np.abs(a), axis=1)}[kind]
+        for nan in (True, False):
+            b = np.full(16, 7.0, dtype)
+            compile_cpu(rows_kernel(nan, dtype))(a, b)
+            want = ref.copy()
+            if nan:
+                want[[3, 9]] = np.nan
+            np.testing.assert_array_equal(b, want)
+
+
+def test_reduce_nan_propagate_folds_an_old_nan_and_one_dimension():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            frag = T.alloc_fragment((64,), "float32")
+            out = T.alloc_fragment((1,), "float32")
+            T.copy(A, frag)
+            T.copy(B, out)
+            T.reduce_max(frag, out, clear=False, nan_propagate=True)
+            T.copy(out, B)
+
+    a = np.arange(64, dtype=np.float32)
+    b = np.array([np.nan], np.float32)  # the old value is NaN: it stays
+    compile_cpu(f)(a, b)
+    assert np.isnan(b[0])
+    b = np.array([100.0], np.float32)
+    compile_cpu(f)(a, b)
+    assert b[0] == 100.0
+    a[5] = np.nan
+    compile_cpu(f)(a, b)
+    assert np.isnan(b[0])
+
+
+def test_reduce_nan_propagate_is_for_max_and_min_only():
+    with pytest.raises(TileLangCompileError, match="nan_propagate applies to max, min and absmax only"):
 
         @T.prim_func
-        def f(A: T.Tensor((64,), "float16"), B: T.Tensor((1,), "float16")):
+        def f(A: T.Tensor((64,), "float32"), B: T.Tensor((1,), "float32")):
             with T.Kernel(1, threads=32):
-                frag = T.alloc_fragment((64,), "float16")
-                out = T.alloc_fragment((1,), "float16")
+                frag = T.alloc_fragment((64,), "float32")
+                out = T.alloc_fragment((1,), "float32")
                 T.copy(A, frag)
-                T.reduce_max(frag, out, nan_propagate=True)
+                T.reduce(frag, out, "sum", nan_propagate=True)
                 T.copy(out, B)

@@ -209,8 +209,14 @@ struct FillOp final : StmtNode {
   FillOp(Region d, Expr v, Span s) : StmtNode(kKind, std::move(s)), dst(std::move(d)), value(std::move(v)) {}
 };
 
-enum class ReduceKind : uint8_t { kSum, kAbsSum, kMax, kMin, kAbsMax };
+/// k*Nan: max / min / absmax that propagate NaN (T.reduce_max(..., nan_propagate=True)):
+/// a NaN anywhere in the reduced elements (or in dst, with clear=False) gives NaN.
+enum class ReduceKind : uint8_t { kSum, kAbsSum, kMax, kMin, kAbsMax, kMaxNan, kMinNan, kAbsMaxNan };
+/// "sum", "max", ...; the NaN-propagating kinds print as their plain name.
 const char* ReduceKindName(ReduceKind k);
+bool PropagatesNan(ReduceKind k);
+/// The kind with NaN propagation removed (kMaxNan -> kMax); others unchanged.
+ReduceKind WithoutNan(ReduceKind k);
 
 /// dst = reduce(src, dim); dst has src's shape without `dim` (or with it as 1).
 /// With clear=false the reduction folds into dst's existing values.

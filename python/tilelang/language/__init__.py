@@ -451,11 +451,12 @@ def clear(buffer):
 
 def reduce(buffer, out, reduce_type, dim=-1, clear=True, batch=1, nan_propagate=False):
     _b.require_kernel(f"T.reduce_{reduce_type}")
-    if nan_propagate:
-        # Refused rather than ignored: the reductions here follow fmax/fmin (a NaN element
-        # is skipped), so accepting the flag would give a different answer than asked for.
-        raise _b._UserError(f"T.reduce_{reduce_type}(nan_propagate=True) is not supported yet: max/min "
-                            "reductions skip NaN elements here (fmax's rule)")
+    if _static_bool(nan_propagate, "nan_propagate"):
+        # Without it max/min follow fmax/fmin (a NaN element is skipped); with it a NaN among
+        # the elements (or in `out`, when clear=False) gives NaN.
+        if reduce_type not in ("max", "min", "absmax"):
+            raise _b._UserError(f"T.reduce_{reduce_type}: nan_propagate applies to max, min and absmax only")
+        reduce_type += "_nan"
     _b.emit(_tl.reduce(to_region(buffer, "reduce source"), to_region(out, "reduce destination"),
                        reduce_type, int(dim), _static_bool(clear, "clear"), _b.current_span()))
 

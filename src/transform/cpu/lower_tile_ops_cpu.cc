@@ -26,24 +26,27 @@ Stmt LowerFill(const FillOp* op) {
 }
 
 Expr ReduceInit(ReduceKind k, DType t) {
-  switch (k) {
+  switch (WithoutNan(k)) {
     case ReduceKind::kSum:
     case ReduceKind::kAbsSum:
     case ReduceKind::kAbsMax: return Zero(t);
     case ReduceKind::kMax: return Call::Make(t, "neg_infinity", {});
     case ReduceKind::kMin: return Call::Make(t, "infinity", {});
+    default: break;
   }
   return Zero(t);
 }
 
 Expr ReduceCombine(ReduceKind k, Expr acc, Expr x) {
   auto abs = [](Expr e) { return Call::Make(e->dtype, "abs", {e}); };
+  if (PropagatesNan(k)) return NanPropagating(acc, x, ReduceCombine(WithoutNan(k), acc, x));
   switch (k) {
     case ReduceKind::kSum: return op::MakeBinary(BinOp::kAdd, acc, x);
     case ReduceKind::kAbsSum: return op::MakeBinary(BinOp::kAdd, acc, abs(x));
     case ReduceKind::kMax: return Max(acc, x);
     case ReduceKind::kMin: return Min(acc, x);
     case ReduceKind::kAbsMax: return Max(acc, abs(x));
+    default: break;
   }
   return acc;
 }

@@ -33,6 +33,12 @@ Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   // with shared-memory atomics; the barrier pass orders them after the initialisation
   // and before readers.
   const RegFragment& rf = it->second;
+  if (PropagatesNan(op->reduce_kind)) {
+    TL_USER_ERROR(op->span) << "T.reduce_" << ReduceKindName(op->reduce_kind) << "(nan_propagate=True) along "
+                            << "the columns of register fragment " << op->src.buffer->name << " is not supported "
+                            << "(it folds with shared-memory atomics, which skip NaN); reduce along dim=1, or "
+                            << "without nan_propagate";
+  }
   Region dst = MutateRegion(op->dst);
   DType t = dst.buffer->dtype;
   std::vector<Stmt> out;
@@ -79,16 +85,20 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   TL_ICHECK(!dst_regs || *dst_regs->layout == *rows)
       << "row reduction into " << dst_regs->layout->ToString() << ", expected " << rows->ToString();
   DType t = dst.buffer->dtype;
-  const ReduceKind kind = op->reduce_kind;
+  const ReduceKind kind = WithoutNan(op->reduce_kind);
+  const bool nan = PropagatesNan(op->reduce_kind);
   const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
   const bool is_abs = kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax;
   auto combine = [&](const Expr& a, const Expr& b) {
     if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
-    return kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
+    Expr m = kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
+    return nan ? NanPropagating(a, b, m) : m;
   };
   Expr init = sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
                   : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {});
-  const char* shuffle = sum ? "warp_reduce_sum" : kind == ReduceKind::kMin ? "warp_reduce_min" : "warp_reduce_max";
+  const char* shuffle = sum ? "warp_reduce_sum"
+                        : kind == ReduceKind::kMin ? (nan ? "warp_reduce_min_nan" : "warp_reduce_min")
+                                                   : (nan ? "warp_reduce_max_nan" : "warp_reduce_max");
   const int64_t lanes = lay.row_lanes(), wn = lay.row_warps();
   Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = FloorMod(FloorDiv(tx_, MakeInt(32)), MakeInt(wn));
   auto dst_at = [&](const Expr& row) {

@@ -109,6 +109,22 @@ struct MinOp {
     return tl::min(a, b);
   }
 };
+/// max / min that propagate NaN (T.reduce_max(..., nan_propagate=True)): NaN when either
+/// operand is (a + b is then NaN); R is float or double here (reduce_type of the value).
+struct MaxNanOp {
+  static constexpr bool kCommutative = false;
+  template <typename T>
+  TL_DEVICE T operator()(T a, T b) const {
+    return (a != a || b != b) ? a + b : tl::max(a, b);
+  }
+};
+struct MinNanOp {
+  static constexpr bool kCommutative = false;
+  template <typename T>
+  TL_DEVICE T operator()(T a, T b) const {
+    return (a != a || b != b) ? a + b : tl::min(a, b);
+  }
+};
 struct BitAndOp {
   static constexpr bool kCommutative = true;
   template <typename T>
@@ -216,6 +232,15 @@ TL_DEVICE T warp_reduce_max(T v) {
 template <int W = 32, typename T>
 TL_DEVICE T warp_reduce_min(T v) {
   return detail::warp_reduce<W>(v, detail::MinOp{});
+}
+/// warp_reduce_max / warp_reduce_min, NaN when any lane's value is NaN.
+template <int W = 32, typename T>
+TL_DEVICE T warp_reduce_max_nan(T v) {
+  return detail::warp_reduce<W>(v, detail::MaxNanOp{});
+}
+template <int W = 32, typename T>
+TL_DEVICE T warp_reduce_min_nan(T v) {
+  return detail::warp_reduce<W>(v, detail::MinNanOp{});
 }
 
 /// Shuffles over the whole warp (T.shfl_*): every lane must call. 16-bit and narrow
