@@ -1123,6 +1123,42 @@ void run_warp_reduce<tl::bfloat16>(const char* name) {
   check(std::string("warp_reduce_sum/max/min<W> for W=32..1, ") + name, check_warp_reduce(o));
 }
 
+// NaN-propagating warp max/min: lane `nan_lane` holds NaN (none when -1); every lane of
+// each W-group gets NaN exactly when the group holds the NaN lane.
+template <int W, typename T>
+__global__ void k_warp_reduce_nan(float* out, int nan_lane) {
+  const int lane = threadIdx.x;
+  const float v = lane == nan_lane ? __int_as_float(0x7fc00000) : static_cast<float>(reduce_value(lane));
+  out[lane * 2 + 0] = static_cast<float>(tl::warp_reduce_max_nan<W>(static_cast<T>(v)));
+  out[lane * 2 + 1] = static_cast<float>(tl::warp_reduce_min_nan<W>(static_cast<T>(v)));
+}
+
+template <int W, typename T>
+static void run_warp_reduce_nan(const char* name) {
+  bool ok = true;
+  for (int nan_lane : {-1, 0, 13, 31}) {
+    DevBuf<float> out(64);
+    k_warp_reduce_nan<W, T><<<1, 32>>>(out.ptr, nan_lane);
+    sync_check("k_warp_reduce_nan");
+    const auto o = out.download();
+    for (int lane = 0; lane < 32; ++lane) {
+      const int base = lane / W * W;
+      const bool has_nan = nan_lane >= base && nan_lane < base + W;
+      double mx = -1e9, mn = 1e9;
+      for (int i = base; i < base + W; ++i) {
+        mx = std::max(mx, static_cast<double>(reduce_value(i)));
+        mn = std::min(mn, static_cast<double>(reduce_value(i)));
+      }
+      if (has_nan) {
+        ok &= std::isnan(o[lane * 2]) && std::isnan(o[lane * 2 + 1]);
+      } else {
+        ok &= o[lane * 2] == static_cast<float>(static_cast<T>(mx)) && o[lane * 2 + 1] == static_cast<float>(static_cast<T>(mn));
+      }
+    }
+  }
+  check(std::string("warp_reduce_max_nan/min_nan<") + std::to_string(W) + ">, " + name, ok);
+}
+
 // Each thread writes [sum, max, min, sum of a second round] computed over threads 0..num_threads-1.
 template <typename T>
 __global__ void k_block_reduce(float* out, int num_threads) {
@@ -1170,6 +1206,10 @@ static void test_reduce() {
   run_warp_reduce<int64_t>("int64_t");
   run_warp_reduce<tl::half>("half");
   run_warp_reduce<tl::bfloat16>("bfloat16");
+  run_warp_reduce_nan<32, float>("float");
+  run_warp_reduce_nan<8, float>("float");
+  run_warp_reduce_nan<32, tl::half>("half");
+  run_warp_reduce_nan<4, tl::bfloat16>("bfloat16");
   for (int n : {1, 17, 32, 100, 128, 256, 384}) {
     run_block_reduce<float>("float", dim3(n), n);
     run_block_reduce<int>("int32", dim3(n), n);
