@@ -74,3 +74,27 @@ def test_misuse_is_an_error_at_the_line():
         def bad_generator(A: T.Tensor((4,), "uint32")):
             with T.Kernel(1, threads=1) as bx:
                 T.rng_init(1, 0, 0, generator="mt19937")
+
+
+def test_long_loops_of_draws_are_not_fully_unrolled_on_cuda():
+    """128 draws per thread in each of five loops (upstream's T.rng test, one thread per
+    block): fully unrolled, NVRTC took over a minute; a draw counts as 32 statements toward
+    the full-unroll limit, so these loops unroll by 4."""
+    import tilelang
+
+    @T.prim_func
+    def draws(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float64")):
+        with T.Kernel(8, threads=1) as bx:
+            T.rng_init(42, 0, bx * 128)
+            for i, j in T.Parallel(1, 128):
+                A[bx * 128 + j] = T.rng_rand_float(dist="normal")
+            for i, j in T.Parallel(1, 4):
+                B[bx * 128 + j] = T.rng_rand_float(bit=64)
+
+    src = tilelang.compile(draws, target="cuda -arch=sm_90a").get_kernel_source()
+    lines = [line.strip() for line in src.splitlines()]
+    loops = {lines[k + 1].split(";")[1].strip(): lines[k] for k in range(len(lines) - 1)
+             if lines[k].startswith("#pragma unroll") and lines[k + 1].startswith("for (")}
+    assert any("< 128" in cond and pragma == "#pragma unroll 4" for cond, pragma in loops.items()), loops
+    # four draws: short enough to unroll fully
+    assert all(pragma == "#pragma unroll" for cond, pragma in loops.items() if "< 4" in cond), loops

@@ -67,16 +67,26 @@ int64_t RasterPanel(const KernelLaunch* op) {
 }
 
 /// Full unrolling, except for long loops (over 256 iterations, or 2048 counting the
-/// loops inside) that index no register array by their variable: a tile spread over very few
+/// loops inside and random draws) that index no register array by their variable: a tile spread over very few
 /// threads, where 512 iterations of a 32-step dot product took NVRTC 90 s to compile. Register arrays need constant indices, so
 /// loops over them always unroll fully.
 std::string UnrollPragma(const For* op) {
   // Iterations times the trip counts of the loops nested inside (which the compiler
   // unrolls too when they are short).
   constexpr int64_t kFullUnrollTrips = 256, kFullUnrollWork = 2048;
+  // A random-number draw is a whole Philox round (and a normal draw logs and sines): it
+  // counts as that many plain statements. 5 x 128 unrolled draws per thread (upstream's
+  // T.rng test, one thread per block) took NVRTC over a minute.
+  constexpr int64_t kRandomDrawWork = 32;
+  int64_t draws = 0;
+  ForEachExpr(op->body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    draws += call && call->op.rfind("rng_", 0) == 0 && call->op != "rng_init";
+  });
   int64_t extent = 0;
   if (!AsConstInt(op->extent, &extent) ||
-      (extent <= kFullUnrollTrips && extent * InnerTrips(op->body) <= kFullUnrollWork)) {
+      (extent <= kFullUnrollTrips &&
+       extent * InnerTrips(op->body) * (1 + kRandomDrawWork * draws) <= kFullUnrollWork)) {
     return "#pragma unroll";
   }
   bool indexes_registers = false;
