@@ -4,7 +4,7 @@
 #   bash scripts/gpu_run.sh [--quick]
 # Steps by environment (each 0/unset by default unless said): GPU_RUN_SKIP_CPU, _SKIP_SUITE,
 # _SKIP_BENCH, _SKIP_OVERHEAD, _SKIP_PEER; GPU_RUN_REUSE_BUILD=1 (a warm machine's build);
-# GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED); GPU_RUN_FUZZ_REPLAY="a-b c-d";
+# GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED, _FUZZ_KINDS=hopper,...); GPU_RUN_FUZZ_REPLAY="a-b c-d";
 # GPU_RUN_LOAD_CYCLES=N; GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
 # (our side against a recorded control); GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH): upstream's
 # regression_*.py side by side. Logs of the long steps go under $OUT.
@@ -85,7 +85,8 @@ fi
 if [ "${GPU_RUN_FUZZ:-0}" -gt 0 ] 2>/dev/null; then
   echo "== differential fuzzing on CUDA: ${GPU_RUN_FUZZ} programs from seed ${GPU_RUN_FUZZ_SEED:-0}"
   timeout "${GPU_RUN_FUZZ_TIMEOUT:-420}" "$PY" -m tools.fuzz --target cuda --seed "${GPU_RUN_FUZZ_SEED:-0}" \
-    --count "${GPU_RUN_FUZZ}" --batch 12 --jobs 14 --timeout 150 --quiet-rejected 2>&1 \
+    --count "${GPU_RUN_FUZZ}" --batch 12 --jobs 14 --timeout 150 --quiet-rejected \
+    ${GPU_RUN_FUZZ_KINDS:+--kinds "$GPU_RUN_FUZZ_KINDS"} 2>&1 \
     | tee "${OUT:-/tmp}/fuzz_cuda_${GPU_RUN_FUZZ_SEED:-0}.log" | tail -60
 fi
 # GPU_RUN_FUZZ_REPLAY="2832-2843 3732-3743": seed ranges run again on CUDA (e.g. the batches

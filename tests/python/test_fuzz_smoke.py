@@ -30,3 +30,14 @@ def test_fuzz_smoke_cpu():
     report(summary, out=out)
     bad = summary["mismatch"] + summary["crash"] + summary["rejected"]
     assert not bad, out.getvalue()[:20000]
+
+
+@pytest.mark.cpu_target
+def test_fuzz_smoke_hopper_kind_cpu():
+    """The opt-in Hopper-sized kind (attention-backward GEMM chains over staged tiles), a few
+    programs: valid, and matching numpy on the CPU target."""
+    summary = fuzz(SEED, 8, target="cpu", batch=4, jobs=2, kinds=["hopper"])
+    out = io.StringIO()
+    report(summary, out=out, kinds=["hopper"])
+    bad = summary["mismatch"] + summary["crash"] + summary["rejected"]
+    assert not bad and len(summary["ok"]) == 8, out.getvalue()[:20000]

@@ -1402,19 +1402,114 @@ def gen_intops(r, prog):
     prog.ref = ref
 
 
+def gen_hopper(r, prog):
+    """Hopper-sized attention-backward chains (upstream's example_gqa_bwd found two wrong
+    answers the small-tile kinds never reach): a pipelined loop stages q, S = K q^T, P =
+    cast(S * scale), dK += P q (A from registers), dQ_k = P^T K through shared memory (M = bn
+    rows: too few for wgmma, so K is also an mma.sync operand), and optionally element reads
+    of the staged q. Tiles of 64/128 rows and 64-192 columns take wgmma, TMA and warp
+    specialization on sm_90a; opt-in (--kinds hopper), so the other kinds' seeds keep their
+    programs."""
+    P = prog.prefix
+    bm = r.choice([64, 128])
+    bn = r.choice([32, 64])
+    d = r.choice([64, 128, 192])
+    nk = r.choice([1, 2, 3, 5])
+    stages = r.choice([1, 2, 3])
+    threads = r.choice([128 * bm // 64, 128 * bm // 64, 128, 256])  # one warpgroup per 64 rows: wgmma
+    nb = r.choice([1, 2])
+    elem = r.random() < 0.5
+    with_dq = r.random() < 0.6  # without it K and q stay wgmma operands: TMA and warp specialization
+    dt = r.choice(["float16", "float16", "bfloat16"])
+    scale = round(1.0 / np.sqrt(d), 6)
+    M, N = nb * bm, nk * bn
+    K = Param(f"{P}K", (M, d), dt, "in")
+    Q = Param(f"{P}Q", (N, d), dt, "in")
+    DK = Param(f"{P}DK", (M, d), "float32", "out")
+    DQ = Param(f"{P}DQ", (nb, N, d), "float32", "out")
+    prog.params += [K, Q, DK] + ([DQ] if with_dq else [])
+    QS = None
+    if elem:
+        QS = Param(f"{P}QS", (nb, bn, d), "float32", "out")
+        prog.params.append(QS)
+    prog.touch(dt, "float32", factor=2)
+    prog.notes.append(f"hopper chain bm={bm} bn={bn} d={d} nk={nk} stages={stages} threads={threads} nb={nb} "
+                      f"elem={elem} dq={with_dq} dt={dt}")
+    b = Body()
+    b(f"with T.Kernel({nb}, threads={threads}) as by:")
+    with b.indent():
+        b(f'k_s = T.alloc_shared(({bm}, {d}), "{dt}")')
+        b(f'q_s = T.alloc_shared(({bn}, {d}), "{dt}")')
+        b(f'p_s = T.alloc_shared(({bm}, {bn}), "{dt}")')
+        b(f's_f = T.alloc_fragment(({bm}, {bn}), "float32")')
+        b(f'p_f = T.alloc_fragment(({bm}, {bn}), "{dt}")')
+        b(f'dk = T.alloc_fragment(({bm}, {d}), "float32")')
+        b(f'dq = T.alloc_fragment(({bn}, {d}), "float32")')
+        if elem:
+            b(f'qa = T.alloc_fragment(({bn}, {d}), "float32")')
+            b("T.clear(qa)")
+        b(f"T.copy({K.name}[by * {bm}, 0], k_s)")
+        b("T.clear(dk)")
+        b(f"for k in T.Pipelined({nk}, num_stages={stages}):")
+        with b.indent():
+            b(f"T.copy({Q.name}[k * {bn}, 0], q_s)")
+            b("T.gemm(k_s, q_s, s_f, transpose_B=True, clear_accum=True)")
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                b(f'p_f[i, j] = T.cast(s_f[i, j] * {scale}, "{dt}")')
+            b("T.gemm(p_f, q_s, dk)")
+            if elem:
+                b(f"for i, j in T.Parallel({bn}, {d}):")
+                with b.indent():
+                    b('qa[i, j] = qa[i, j] + T.cast(q_s[i, j], "float32")')
+            if with_dq:
+                b("T.copy(p_f, p_s)")
+                b("T.gemm(p_s, k_s, dq, transpose_A=True, clear_accum=True)")
+                b(f"T.copy(dq, {DQ.name}[by, k * {bn}, 0])")
+        b(f"T.copy(dk, {DK.name}[by * {bm}, 0])")
+        if elem:
+            b(f"T.copy(qa, {QS.name}[by, 0, 0])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        kk, qq = arr[K.name], arr[Q.name]
+        dk_out = np.zeros((M, d))
+        dq_out = np.zeros((nb, N, d))
+        out = {}
+        for blk in range(nb):
+            kb = kk[blk * bm:(blk + 1) * bm]
+            acc = np.zeros((bm, d))
+            for k in range(nk):
+                q = qq[k * bn:(k + 1) * bn]
+                p = rnd(rnd(kb @ q.T, "float32") * scale, dt)
+                acc = acc + p @ q
+                dq_out[blk, k * bn:(k + 1) * bn] = p.T @ kb
+            dk_out[blk * bm:(blk + 1) * bm] = acc
+        out[DK.name] = dk_out
+        if with_dq:
+            out[DQ.name] = dq_out
+        if elem:
+            out[QS.name] = np.broadcast_to(qq.reshape(nk, bn, d).sum(axis=0), (nb, bn, d)).copy()
+        return out
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
     "control": (gen_control, 2), "cumsum": (gen_cumsum, 1), "attention": (gen_attention, 2),
     "threads": (gen_threads, 1.5), "intops": (gen_intops, 2), "reject": (gen_reject, 0.2),
     "views": (gen_views, 1),
+    # opt-in (weight 0): added last, so every other seed draws the program it always did
+    "hopper": (gen_hopper, 0),
 }
 
 
 def generate(seed: int, prefix: str = "", kinds=None) -> Program:
     r = random.Random(seed)
     names = [k for k in KINDS if kinds is None or k in kinds]
-    kind = r.choices(names, weights=[KINDS[k][1] for k in names])[0]
+    weights = [KINDS[k][1] for k in names]
+    kind = r.choices(names, weights=weights if any(weights) else None)[0]
     prog = Program(seed=seed, prefix=prefix or f"p{seed}_", kind=kind)
     KINDS[kind][0](r, prog)
     prog.tol = max(prog.tol, 1e-9)
