@@ -96,8 +96,25 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   auto it = regs_.find(op->c.buffer.get());
   TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
   const RegFragment& rf = it->second;
-  Region a = MutateRegion(op->a), b = MutateRegion(op->b);
   std::vector<Stmt> out;
+  Region a;
+  auto a_regs = regs_.find(op->a.buffer.get());
+  if (a_regs != regs_.end()) {
+    // A register fragment the tensor cores cannot read in place (layout inference's
+    // StageA): written to a shared tile of its shape, which ldmatrix then reads (the
+    // barrier pass orders the two).
+    Buffer scratch = BufferNode::Make(op->a.buffer->name + "_staged", op->a.buffer->dtype,
+                                      {MakeInt(a_regs->second.layout->m()), MakeInt(a_regs->second.layout->n())},
+                                      Scope::kShared);
+    out.push_back(Allocate::Make(scratch, nullptr, op->span));
+    out.push_back(RegsToTile(a_regs->second, Region::Full(scratch), op->span));
+    a = Region::Full(scratch);
+    ctx_.remarks.push_back("T.gemm operand " + op->a.buffer->name + " (" + a_regs->second.layout->ToString() +
+                           ") staged through shared memory for ldmatrix");
+  } else {
+    a = MutateRegion(op->a);
+  }
+  Region b = MutateRegion(op->b);
   int64_t clr = 0;
   if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
     Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);

@@ -91,6 +91,8 @@ class LayoutInference : public IRVisitor {
   std::unordered_map<const GemmOp*, std::string> simt_gemms;
   /// GEMMs whose A operand stays in registers (gemm_rs).
   std::unordered_set<const GemmOp*> rs_gemms;
+  /// GEMMs whose register-fragment A is written to a shared tile for mma.sync (StageA).
+  std::unordered_set<const GemmOp*> staged_a_gemms;
   /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
   std::unordered_set<const GemmOp*> wgmma_gemms;
   std::unordered_map<const GemmOp*, std::string> no_wgmma;
@@ -171,12 +173,14 @@ class LayoutInference : public IRVisitor {
       if (op->trans_a || !IsWhole2D(op->a, &ka, &kb) || ka != m || !sixteen || m % (16 * w) || n % 8 || kb % 16) {
         why = "operand A is a fragment that the tensor-core path cannot read from registers (it needs "
               "16-bit A of M x K, not transposed, and M a multiple of 16 x warps)";
+        StageA(op, sixteen, m, n, &warps, &why);
       } else {
         auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, layout::WarpPartition{w, 1});
         auto it = layouts.find(op->a.buffer.get());
         if (it != layouts.end() && !(*it->second.layout == *a_layout)) {
           why = "operand A is held as " + it->second.layout->ToString() + " but the register path needs " +
                 a_layout->ToString();
+          StageA(op, sixteen, m, n, &warps, &why);
         } else {
           warps = layout::WarpPartition{w, 1};
           Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
@@ -296,6 +300,24 @@ class LayoutInference : public IRVisitor {
       return nullptr;
     }
     return mma;
+  }
+
+  /// A register fragment the tensor cores cannot read as A in place is written to a shared
+  /// tile and read from there by ldmatrix + mma.sync (instead of per-element loops): 16-bit
+  /// operands into float32, whole A with 16-byte rows, C split over the warps as usual.
+  /// Clears *why when it applies.
+  void StageA(const GemmOp* op, bool sixteen, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why) {
+    int64_t ra = 0, ca = 0;
+    if (!sixteen || !IsWhole2D(op->a, &ra, &ca) || ca % 8) return;
+    if (const auto* held = HeldMmaLayout(op->c.buffer, op)) {
+      *warps = held->warps();
+    } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, warps)) {
+      return;
+    }
+    staged_a_gemms.insert(op);
+    wgmma_gemms.erase(op);
+    if (arch_.rfind("sm_90", 0) == 0) no_wgmma[op] = "operand A is a register fragment, staged through shared memory";
+    why->clear();
   }
 
   bool UseWgmma(const GemmOp* op) {
@@ -424,6 +446,7 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
   out.layouts = std::move(inference.layouts);
   out.simt_gemms = std::move(inference.simt_gemms);
   out.rs_gemms = std::move(inference.rs_gemms);
+  out.staged_a_gemms = std::move(inference.staged_a_gemms);
   out.wgmma_gemms = std::move(inference.wgmma_gemms);
   out.no_wgmma = std::move(inference.no_wgmma);
   *requests = std::move(inference.split_requests);

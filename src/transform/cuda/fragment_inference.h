@@ -60,6 +60,8 @@ struct FragmentLayouts {
   std::unordered_map<const ir::GemmOp*, std::string> simt_gemms;
   /// GEMMs whose A operand stays in registers.
   std::unordered_set<const ir::GemmOp*> rs_gemms;
+  /// GEMMs whose register-fragment A goes through a shared tile to ldmatrix + mma.sync.
+  std::unordered_set<const ir::GemmOp*> staged_a_gemms;
   /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
   std::unordered_set<const ir::GemmOp*> wgmma_gemms;
   std::unordered_map<const ir::GemmOp*, std::string> no_wgmma;
