@@ -299,6 +299,29 @@ def test_tensor_over_another_buffers_data_is_a_view(rng):
     np.testing.assert_allclose(y, (x.reshape(6, 8) * np.arange(1, 7)[:, None]).reshape(2, 3, 8), rtol=1e-6)
 
 
+def test_thread_binding_value_is_the_thread_index():
+    """`kr = T.thread_binding(0, 8, thread="threadIdx.x")`, `ni = ...("threadIdx.y")`: the
+    thread's index along that block dimension (upstream's GEMV and top-k examples)."""
+
+    @T.prim_func
+    def f(A: T.Tensor((4, 8), T.int32)):
+        with T.Kernel(1, threads=(8, 4)) as bx:
+            kr = T.thread_binding(0, 8, thread="threadIdx.x")
+            ni = T.thread_binding(0, 4, thread="threadIdx.y")
+            A[ni, kr] = ni * 100 + kr
+
+    a = np.zeros((4, 8), np.int32)
+    compile_cpu(f)(a)
+    np.testing.assert_array_equal(a, np.arange(4)[:, None] * 100 + np.arange(8)[None, :])
+    with pytest.raises(TileLangCompileError, match="thread must be one of"):
+
+        @T.prim_func
+        def g(A: T.Tensor((4,), T.int32)):
+            with T.Kernel(1, threads=4) as bx:
+                t = T.thread_binding(0, 4, thread="blockIdx.x")
+                A[t] = 1
+
+
 def test_name_only_dtype_in_a_kernel_is_an_error_at_its_line():
     with pytest.raises(TileLangCompileError, match="float8_e8m0fnu is known but not supported") as e:
         @T.prim_func

@@ -809,6 +809,19 @@ def get_thread_binding(dim=0):
     return PrimExpr(_tl.call("int32", "thread_binding", [_tl.const_int(dim, "int32")]))
 
 
+def thread_binding(begin, end=None, thread="threadIdx.x", annotations=None):
+    """Upstream's TIR spelling, ``tx = T.thread_binding(0, n, thread="threadIdx.x")``: this
+    thread's index along that block dimension, plus `begin`. The block's thread count along
+    it comes from T.Kernel(threads=...); `end` is only a statement of it."""
+    _b.require_kernel("T.thread_binding")
+    dims = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
+    if thread not in dims:
+        raise _b._UserError(f"T.thread_binding: thread must be one of {', '.join(dims)}, got {thread!r} "
+                            "(blocks are T.Kernel's, not thread bindings)")
+    t = get_thread_binding(dims[thread])
+    return t if isinstance(begin, int) and begin == 0 else t + begin
+
+
 def get_lane_idx(warp_size=None):
     """This thread's lane in its warp: thread index % warp_size (32 by default)."""
     return get_thread_binding(0) % (32 if warp_size is None else warp_size)
