@@ -203,3 +203,23 @@ def test_unprovided_tirx_names_say_so_when_called():
 
 def test_vector_dtypes_are_datatypes():
     assert isinstance(T.float32x2, tvm.DataType) and T.float32x2.lanes == 2 and T.float32x2.bits == 32
+
+
+def test_tirx_reinterpret_and_cast_in_tirs_argument_order():
+    """tirx.reinterpret(dtype, x) and tirx.Cast(dtype, x), as upstream's quantization helpers
+    call them: the bits of a float read as uint32, shifted, read back as a float."""
+    from tilelang.tvm import tirx
+
+    @T.prim_func
+    def f(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "uint32"), C: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4) as bx:
+            for i in T.Parallel(4):
+                B[i] = tirx.reinterpret(T.uint32, A[i])
+                C[i] = tirx.reinterpret(T.float32, tirx.Cast(T.uint32, B[i]) >> tirx.const(16, T.uint32) << tirx.const(16, T.uint32))
+
+    a = np.array([1.5, -2.0, 3.1415927, 1e-3], np.float32)
+    b = np.zeros(4, np.uint32)
+    c = np.full(4, np.nan, np.float32)
+    compile_cpu(f)(a, b, c)
+    np.testing.assert_array_equal(b, a.view(np.uint32))
+    np.testing.assert_array_equal(c, (a.view(np.uint32) & 0xFFFF0000).view(np.float32))

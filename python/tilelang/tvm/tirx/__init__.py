@@ -30,6 +30,20 @@ def any(*conds, span=None):  # noqa: A001 - TIR's name
     return _reduce(Or, conds)
 
 
+def reinterpret(dtype, value, span=None):
+    """TIR's argument order, ``tirx.reinterpret(T.uint32, x)``: T.reinterpret(x, dtype)."""
+    from ...language.bits import reinterpret as _reinterpret
+
+    return _reinterpret(value, dtype)
+
+
+def Cast(dtype, value, span=None):  # noqa: N802 - TIR's name
+    """``tirx.Cast(T.uint32, x)``: T.cast(x, dtype)."""
+    from ...language.values import cast as _cast
+
+    return _cast(value, dtype)
+
+
 def _not_here(name, why):
     def f(*args, **kwargs):
         raise NotImplementedError(f"tvm.tirx.{name} is not provided by this compiler: {why} (docs/tvm-compat.md)")
