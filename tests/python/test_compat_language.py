@@ -662,6 +662,30 @@ def test_const_bound_through_a_named_shape(rng):
         group_sums(a, np.zeros((3, 2), np.float32))  # S disagrees with ceildiv(K, 4): still checked
 
 
+def test_const_bound_through_an_alias(rng):
+    """`KH, KW = K, K` and then `W: T.Tensor((KH, KW, C), ...)`: the annotation binds KH, and
+    so K (upstream's convolution example computes OH from K before the annotation)."""
+
+    @tilelang.jit(target="cpu")
+    def taps(W, O):
+        C, K = T.const("C, K")
+        KH, KW = K, K
+        n = K * K
+        W: T.Tensor((KH, KW, C), T.float32)
+        O: T.Tensor((n,), T.float32)
+        with T.Kernel(1, threads=32) as bx:
+            for t in T.serial(n):
+                acc = T.alloc_var(T.float32, 0.0)
+                for c in T.serial(C):
+                    acc += W[t // KW, t % KW, c]
+                O[t] = acc
+
+    w = rng.standard_normal((3, 3, 5)).astype(np.float32)
+    o = np.full(9, np.nan, np.float32)
+    taps(w, o)
+    np.testing.assert_allclose(o, w.reshape(9, 5).sum(axis=1), rtol=1e-5)
+
+
 def test_slice_between_two_bound_names_has_their_constant_difference(rng):
     """`kv_start = base + k * 16; kv_end = base + (k + 1) * 16; T.copy(KV[kv_start:kv_end], s)`:
     both names are bound in the kernel body, and the slice is 16 long (upstream's MLA decode)."""

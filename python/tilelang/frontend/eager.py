@@ -76,10 +76,19 @@ def shape_bindings(fdef, args: dict) -> dict:
     # Shapes named first and annotated later (`q_shape = [batch, seq_len, heads, dim]`, then
     # `Q: T.Tensor(q_shape, dtype)`): the last plain assignment of a tuple or list to the name.
     named_shapes = {}
+    aliases = {}  # `KH, KW = K, K`: a name bound to another bare name
     for st in fdef.body:
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
                 and isinstance(st.value, (ast.Tuple, ast.List))):
             named_shapes[st.targets[0].id] = st.value
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            t, v = st.targets[0], st.value
+            pairs = [(t, v)] if isinstance(t, ast.Name) else (
+                list(zip(t.elts, v.elts)) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
+                and len(t.elts) == len(v.elts) else [])
+            for a, b in pairs:
+                if isinstance(a, ast.Name) and isinstance(b, ast.Name):
+                    aliases[a.id] = b.id
     for st in fdef.body:
         if not (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)):
             continue
@@ -103,6 +112,10 @@ def shape_bindings(fdef, args: dict) -> dict:
         for dim, e in zip(shape, spec.elts):
             if isinstance(e, ast.Name):
                 found.setdefault(e.id, int(dim))
+    for _ in range(len(aliases)):  # the name an alias stands for is bound too (KH = K binds K)
+        for a, b in aliases.items():
+            if a in found and b not in found:
+                found[b] = found[a]
     return found
 
 

@@ -1171,7 +1171,7 @@ class Var(metaclass=_VarType):
 
 
 from .fastmath import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan  # noqa: E402,F401
-from .tileops_extra import cummax, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
+from .tileops_extra import c2d_im2col, cummax, im2col, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401

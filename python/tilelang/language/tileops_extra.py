@@ -188,3 +188,45 @@ def reduce_bitor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
 def reduce_bitxor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
     """out = bitwise xor of `buffer` along `dim` (integer tiles)."""
     _reduce_loop("bitxor", buffer, out, dim, clear)
+
+
+def im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_policy=None, annotations=None):
+    """The (block_M, block_K) tile `col` of the im2col matrix of an NHWC image `img` for a
+    square `kernel` x `kernel` convolution: row m = nhw_step * block_M + i is output pixel
+    (n, oh, ow) of the flattened N x OH x OW, column k = c_step * block_K + j is kernel tap
+    (kh, kw) and input channel c of the flattened KH x KW x C; taps that fall in the padding
+    read 0. Lowered as a T.Parallel nest (both targets)."""
+    from . import if_then_else
+
+    _b.require_kernel("T.im2col")
+    if not isinstance(img, Buffer) or len(img.shape) != 4:
+        raise _b._UserError("T.im2col: img must be a 4-D NHWC tensor")
+    C = _Tile(col, "T.im2col destination")
+    if str(C.buffer.dtype) != str(img.dtype):
+        raise _b._UserError(f"T.im2col: img is {img.dtype} but col {C.name} is {C.buffer.dtype}; they must match")
+    for name, v in (("kernel", kernel), ("stride", stride), ("dilation", dilation), ("pad", pad)):
+        if not isinstance(v, numbers.Integral) or v < 0 or (name != "pad" and v == 0):
+            raise _b._UserError(f"T.im2col: {name} must be a positive int (pad: >= 0), got {v!r}")
+    block_m, block_k = C.extents[-2], C.extents[-1]
+    _, h, w, c = img.shape
+    out_h = (h + 2 * pad - (kernel - 1) * dilation - 1) // stride + 1
+    out_w = (w + 2 * pad - (kernel - 1) * dilation - 1) // stride + 1
+    lead = [0] * (len(C.extents) - 2)
+
+    def body(v):
+        i, j = v
+        m = nhw_step * block_m + i
+        k = c_step * block_k + j
+        row = (m % (out_h * out_w)) // out_w * stride + k // (kernel * c) * dilation - pad
+        colw = m % out_w * stride + (k // c) % kernel * dilation - pad
+        inside = binary("and", binary("and", binary("ge", as_expr(row, "int32"), as_expr(0, "int32")),
+                                      binary("ge", as_expr(colw, "int32"), as_expr(0, "int32"))),
+                        binary("and", binary("lt", as_expr(row, "int32"), as_expr(h, "int32")),
+                               binary("lt", as_expr(colw, "int32"), as_expr(w, "int32"))))
+        value = img[m // (out_h * out_w), row, colw, k % c].load()
+        C.store(lead + [i, j], if_then_else(inside, value, 0))
+
+    _nest([block_m, block_k], ["parallel", "parallel"], body)
+
+
+c2d_im2col = im2col
