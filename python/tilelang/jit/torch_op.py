@@ -155,7 +155,8 @@ def register(kernel, name=None, owned_by_kernel=True):
         op = getattr(getattr(torch.ops, namespace), opname)
         kernel._torch_op = (name, op)
         if owned_by_kernel:
-            weakref.finalize(kernel, _release_name, name, _identifier(kernel.name), lib)
+            release = weakref.finalize(kernel, _release_name, name, _identifier(kernel.name), lib)
+            release.atexit = False  # at interpreter exit torch tears its registry down itself
         return op
 
 
