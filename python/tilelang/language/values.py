@@ -272,7 +272,7 @@ class BufferRef:
                 # A[bx * 1:(bx + 1) * 1] is one row: simplify, so the extent is the constant 1.
                 extent = _tl.simplify(as_expr(stop - start, "int32").node)
                 active = builder.active()
-                if active is not None and active.let_vars:
+                if active is not None and active.let_vars and extent.const_value is None:
                     known = _tl.constant_through_lets(extent, active.let_vars, active.let_values)
                     if known is not None:
                         extent = _tl.const_int(known, "int32")

@@ -97,23 +97,11 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
   const RegFragment& rf = it->second;
   std::vector<Stmt> out;
-  Region a;
+  // A register fragment the tensor cores cannot read in place (layout inference's StageA)
+  // is read by ldmatrix from a shared copy.
   auto a_regs = regs_.find(op->a.buffer.get());
-  if (a_regs != regs_.end()) {
-    // A register fragment the tensor cores cannot read in place (layout inference's
-    // StageA): written to a shared tile of its shape, which ldmatrix then reads (the
-    // barrier pass orders the two).
-    Buffer scratch = BufferNode::Make(op->a.buffer->name + "_staged", op->a.buffer->dtype,
-                                      {MakeInt(a_regs->second.layout->m()), MakeInt(a_regs->second.layout->n())},
-                                      Scope::kShared);
-    out.push_back(Allocate::Make(scratch, nullptr, op->span));
-    out.push_back(RegsToTile(a_regs->second, Region::Full(scratch), op->span));
-    a = Region::Full(scratch);
-    ctx_.remarks.push_back("T.gemm operand " + op->a.buffer->name + " (" + a_regs->second.layout->ToString() +
-                           ") staged through shared memory for ldmatrix");
-  } else {
-    a = MutateRegion(op->a);
-  }
+  Region a = a_regs != regs_.end() ? StageOperand(op->a.buffer, a_regs->second, " for ldmatrix", op->span, &out)
+                                   : MutateRegion(op->a);
   Region b = MutateRegion(op->b);
   int64_t clr = 0;
   if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) {
@@ -155,6 +143,17 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   return Seq::Make(out, op->span);
 }
 
+Region FragmentRewriter::StageOperand(const Buffer& operand, const RegFragment& rf, const std::string& reader,
+                                      const Span& span, std::vector<Stmt>* out) {
+  Buffer tile = BufferNode::Make(operand->name + "_staged", operand->dtype,
+                                 {MakeInt(rf.layout->m()), MakeInt(rf.layout->n())}, Scope::kShared);
+  out->push_back(Allocate::Make(tile, nullptr, span));
+  out->push_back(RegsToTile(rf, Region::Full(tile), span));  // the barrier pass orders the readers after it
+  ctx_.remarks.push_back("T.gemm operand " + operand->name + " (" + rf.layout->ToString() +
+                         ") staged through shared memory" + reader);
+  return Region::Full(tile);
+}
+
 /// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
 /// later), for GEMMs that cannot use the tensor-core path.
 Stmt FragmentRewriter::SimtGemm(const GemmOp* op, const std::string& why) {
@@ -163,16 +162,9 @@ Stmt FragmentRewriter::SimtGemm(const GemmOp* op, const std::string& why) {
   Region a = MutateRegion(op->a), b = MutateRegion(op->b), c = MutateRegion(op->c);
   std::vector<Stmt> staged;
   for (Region* r : {&a, &b}) {
-    auto it = regs_.find(r->buffer.get());
-    if (it == regs_.end()) continue;
     // An operand in registers: other threads need its elements, so it goes through shared.
-    Buffer scratch = BufferNode::Make(r->buffer->name + "_staged", r->buffer->dtype,
-                                      {MakeInt(it->second.layout->m()), MakeInt(it->second.layout->n())},
-                                      Scope::kShared);
-    staged.push_back(Allocate::Make(scratch, nullptr, op->span));
-    staged.push_back(RegsToTile(it->second, Region::Full(scratch), op->span));
-    *r = Region::Full(scratch);
-    ctx_.remarks.push_back("T.gemm operand " + op->a.buffer->name + " staged through shared memory");
+    auto it = regs_.find(r->buffer.get());
+    if (it != regs_.end()) *r = StageOperand(r->buffer, it->second, "", op->span, &staged);
   }
   auto dims2 = [](const Region& r) {
     std::vector<size_t> d;

@@ -2,6 +2,7 @@
 /// \file Fragment layout inference (see fragment_inference.h).
 #include "fragment_inference.h"
 
+#include <optional>
 #include <sstream>
 
 #include "../region_util.h"
@@ -195,15 +196,16 @@ class LayoutInference : public IRVisitor {
           }
         }
       }
-    } else if (const auto* held = HeldMmaLayout(op->c.buffer, op)) {
+    } else if (auto held = HeldSplit(op->c.buffer, op)) {
       // The accumulator already has an mma layout (from another T.gemm into it, or one a
       // T.Parallel ties it to): this GEMM takes the same warp split, on mma.sync unless that
       // split is the wgmma one.
-      warps = held->warps();
+      warps = *held;
       bool wgmma_split = warps.warps_n == 1 && warps.warps_m == num_threads_ / 32;
       if (!wgmma_split && arch_.rfind("sm_90", 0) == 0) {
         wgmma_gemms.erase(op);
-        no_wgmma[op] = "its accumulator is laid out as " + held->ToString() + " by another use";
+        no_wgmma[op] = "its accumulator is laid out as " + MmaAccumulatorLayout(m, n, warps).ToString() +
+                       " by another use";
       } else if (wgmma_split) {
         UseWgmma(op);  // records the reason when it cannot
       }
@@ -279,27 +281,22 @@ class LayoutInference : public IRVisitor {
     IRVisitor::Visit_(op);
   }
 
-  /// The mma accumulator layout `c` already holds from a use other than `op` itself, when
-  /// this GEMM's tiles fit its warp split (16 x 8 tiles per warp); else null.
-  const MmaAccumulatorLayout* HeldMmaLayout(const Buffer& c, const GemmOp* op) {
-    auto pref = preferred_split.find(c.get());
+  /// The warp split `c` must take: one asked of it by an earlier attempt, or that of the mma
+  /// accumulator layout it already holds from a use other than `op` itself; null when there
+  /// is none, or when this GEMM's tiles do not fit it (16 x 8 tiles per warp).
+  std::optional<layout::WarpPartition> HeldSplit(const Buffer& c, const GemmOp* op) {
     int64_t m = 0, n = 0;
-    if (pref != preferred_split.end() && IsWhole2D(op->c, &m, &n)) {
-      const layout::WarpPartition& w = pref->second;
-      if (w.warps_m * w.warps_n * 32 == num_threads_ && m % (16 * w.warps_m) == 0 && n % (8 * w.warps_n) == 0) {
-        preferred_layouts_.push_back(std::make_shared<MmaAccumulatorLayout>(m, n, w));
-        return preferred_layouts_.back().get();
-      }
-    }
+    auto fits = [&](const layout::WarpPartition& w) {
+      return IsWhole2D(op->c, &m, &n) && w.warps_m * w.warps_n * 32 == num_threads_ && m % (16 * w.warps_m) == 0 &&
+             n % (8 * w.warps_n) == 0;
+    };
+    auto pref = preferred_split.find(c.get());
+    if (pref != preferred_split.end() && fits(pref->second)) return pref->second;
     auto it = layouts.find(c.get());
-    if (it == layouts.end() || it->second.span.line == op->span.line) return nullptr;
+    if (it == layouts.end() || it->second.span.line == op->span.line) return std::nullopt;
     const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(it->second.layout.get());
-    if (!mma) return nullptr;
-    const layout::WarpPartition& w = mma->warps();
-    if (w.warps_m * w.warps_n * 32 != num_threads_ || mma->m() % (16 * w.warps_m) || mma->n() % (8 * w.warps_n)) {
-      return nullptr;
-    }
-    return mma;
+    if (mma && fits(mma->warps())) return mma->warps();
+    return std::nullopt;
   }
 
   /// A register fragment the tensor cores cannot read as A in place is written to a shared
@@ -309,8 +306,8 @@ class LayoutInference : public IRVisitor {
   void StageA(const GemmOp* op, bool sixteen, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why) {
     int64_t ra = 0, ca = 0;
     if (!sixteen || !IsWhole2D(op->a, &ra, &ca) || ca % 8) return;
-    if (const auto* held = HeldMmaLayout(op->c.buffer, op)) {
-      *warps = held->warps();
+    if (auto held = HeldSplit(op->c.buffer, op)) {
+      *warps = *held;
     } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, warps)) {
       return;
     }
@@ -360,7 +357,6 @@ class LayoutInference : public IRVisitor {
  private:
   int64_t num_threads_;
   std::string arch_;
-  std::vector<std::shared_ptr<MmaAccumulatorLayout>> preferred_layouts_;  ///< keeps HeldMmaLayout's results
 };
 
 /// Propagates the layouts known so far to a fixed point; per-row vectors caught between

@@ -86,6 +86,11 @@ class FragmentRewriter : public IRMutator {
   /// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
   /// later), for GEMMs that cannot use the tensor-core path.
   Stmt SimtGemm(const GemmOp* op, const std::string& why);
+  /// A GEMM operand held in registers, written to a shared tile of its shape (appended to
+  /// `out`, with the tile's allocation) for readers in other threads; the tile's region.
+  /// `reader` ends the remark (" for ldmatrix").
+  Region StageOperand(const Buffer& operand, const RegFragment& rf, const std::string& reader, const Span& span,
+                      std::vector<Stmt>* out);
 
  private:
   /// Indices into `tile` of register element (i, j): the region's corner plus i along its
