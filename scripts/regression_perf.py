@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -32,6 +33,8 @@ import time
 from pathlib import Path
 
 MARKER = "__TILELANG_PERF_RESULTS_JSON__="
+FAILED = "__TILELANG_REGRESSION_FAILED__="
+DRIVER = Path(__file__).resolve().parent / "regression_driver.py"
 
 
 def find_files(root: Path, pattern: str | None):
@@ -39,23 +42,43 @@ def find_files(root: Path, pattern: str | None):
     return [f for f in files if not pattern or pattern in str(f.relative_to(root))]
 
 
+def first_error_line(stderr: str) -> str:
+    """The line of a traceback that names the exception (the last one that looks like it)."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    named = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b", ln)]
+    return (named or lines or ["?"])[-1][:300]
+
+
 def run_side(side: str, python: str, env: dict, path: Path, timeout: float):
-    """The latencies one package reports for one regression file, and why not when none."""
+    """The latencies one package reports for one regression file (each function on its own,
+    through scripts/regression_driver.py), and why not for those that failed."""
     env = dict(env, TL_PERF_REGRESSION_FORMAT="json")
     t0 = time.time()
     try:
-        proc = subprocess.run([python, path.name], cwd=path.parent, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "seconds": round(time.time() - t0, 1), "results": {}}
-    results = {}
-    for line in proc.stdout.splitlines():
+        proc = subprocess.run([python, str(DRIVER), path.name], cwd=path.parent, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        results, errors = parse(out)
+        return {"status": "timeout", "seconds": round(time.time() - t0, 1), "results": results, "errors": errors}
+    results, errors = parse(proc.stdout)
+    status = "ok" if proc.returncode == 0 else "failed"
+    tail = "" if status == "ok" else first_error_line(proc.stderr)
+    return {"status": status, "seconds": round(time.time() - t0, 1), "results": results, "errors": errors,
+            "error": tail}
+
+
+def parse(stdout: str):
+    """Latencies by 'case:name' and errors by case from the driver's marker lines."""
+    results, errors = {}, {}
+    for line in stdout.splitlines():
         if line.startswith(MARKER):
             for r in json.loads(line[len(MARKER):]):
                 results[f"{r.get('case') or ''}:{r['name']}"] = float(r["latency"])
-    status = "ok" if proc.returncode == 0 else "failed"
-    tail = "" if status == "ok" else (proc.stderr.strip().splitlines() or ["?"])[-1][:300]
-    return {"status": status, "seconds": round(time.time() - t0, 1), "results": results, "error": tail}
+        elif line.startswith(FAILED):
+            e = json.loads(line[len(FAILED):])
+            errors[e["case"]] = e["error"]
+    return results, errors
 
 
 def family_checked(compat: dict, rel: str) -> str:
@@ -71,6 +94,14 @@ def family_checked(compat: dict, rel: str) -> str:
     return "yes" if both else "no"
 
 
+def failure(side: dict, case: str) -> str:
+    """What a table cell says for a function a side did not time: its error when it raised."""
+    err = side.get("errors", {}).get(case)
+    if err:
+        return "failed: " + err.replace("|", "/")[:160]
+    return side.get("status", "-") if side.get("status") != "ok" else "-"
+
+
 def table(state: dict, compat: dict) -> str:
     lines = ["| file | function | ours (ms) | upstream (ms) | upstream / ours | outputs checked |",
              "|---|---|---|---|---|---|"]
@@ -78,7 +109,9 @@ def table(state: dict, compat: dict) -> str:
     for rel in sorted(state):
         sides = state[rel]
         ours, up = sides.get("ours", {}), sides.get("upstream", {})
-        names = sorted(set(ours.get("results", {})) | set(up.get("results", {})))
+        names = set(ours.get("results", {})) | set(up.get("results", {}))
+        named_cases = {k.split(":")[0] for k in names}
+        names = sorted(names | {f"{c}:" for d in (ours, up) for c in d.get("errors", {}) if c not in named_cases})
         if not names:
             why = "; ".join(f"{s}: {d.get('status')} {d.get('error', '')}".strip() for s, d in sides.items())
             lines.append(f"| {rel} | (none reported) | | | | {why} |")
@@ -88,7 +121,8 @@ def table(state: dict, compat: dict) -> str:
             ratio = f"{b / a:.2f}" if a and b else ""
             if a and b:
                 ratios.append(b / a)
-            fmt = lambda v, d: f"{v:.4f}" if v else d.get("status", "-")  # noqa: E731
+            case = n.split(":")[0]
+            fmt = lambda v, d: f"{v:.4f}" if v else failure(d, case)  # noqa: E731
             lines.append(f"| {rel} | {n.strip(':')} | {fmt(a, ours)} | {fmt(b, up)} | {ratio} | "
                          f"{family_checked(compat, rel)} |")
     if ratios:

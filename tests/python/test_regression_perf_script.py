@@ -35,6 +35,19 @@ def test_side_by_side_table_from_a_made_up_checkout(tmp_path):
         if __name__ == "__main__":
             tilelang.testing.regression()
         """)
+    # one function raising does not cost the file's other functions their rows
+    _write(checkout / "examples/mixed/regression_mixed.py", """
+        import tilelang.testing
+
+        def regression_mixed_fails():
+            raise NotImplementedError("T.something is not provided")
+
+        def regression_mixed_runs():
+            tilelang.testing.process_func(lambda: 2.0, "mixed_kernel")
+
+        if __name__ == "__main__":
+            tilelang.testing.regression()
+        """)
     _write(checkout / "examples/broken/regression_broken.py", """
         raise ImportError("no such kernel here")
         """)
@@ -43,9 +56,9 @@ def test_side_by_side_table_from_a_made_up_checkout(tmp_path):
     _write(tmp_path / "fake_pkg/tilelang/testing/__init__.py", """
         import json, sys
         _names = []
-        def process_func(func, *a, **kw):
+        def process_func(func, name=None, **kw):
             func(**kw)
-            _names.append((sys._getframe(1).f_code.co_name[len("regression_"):], func.__module__))
+            _names.append((sys._getframe(1).f_code.co_name[len("regression_"):], name or func.__module__))
         def regression():
             caller = sys._getframe(1).f_globals
             for k in sorted(caller):
@@ -66,9 +79,13 @@ def test_side_by_side_table_from_a_made_up_checkout(tmp_path):
             for line in first.stdout.splitlines() if line.startswith("| fam/")}
     assert rows["fam_small:example_fam"][2:] == ["0.2500", "0.5000", "2.00", "yes"], rows
     assert rows["fam_large:example_fam"][2:] == ["1.0000", "0.5000", "0.50", "yes"], rows
+    mixed = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[1:-1]]
+             for line in first.stdout.splitlines() if line.startswith("| mixed/")}
+    assert mixed["mixed_runs:mixed_kernel"][2:5] == ["2.0000", "0.5000", "0.25"], mixed
+    assert mixed["mixed_fails"][2].startswith("failed: NotImplementedError: T.something"), mixed
     broken = [line for line in first.stdout.splitlines() if line.startswith("| broken/")]
     assert broken and "no such kernel here" in broken[0], first.stdout
-    assert "median upstream / ours 1.25" in first.stdout, first.stdout
+    assert "3 functions timed on both sides: median upstream / ours 0.50" in first.stdout, first.stdout
     # a second call keeps the measured file and retries only the failed one
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr

@@ -24,6 +24,9 @@ Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   auto dst_regs = regs_.find(op->dst.buffer.get());
   if (it != regs_.end() || dst_regs != regs_.end()) RefuseUnderThreadBranch(self, "T.reduce_*");
   if (it != regs_.end() && op->dim == 1) return ReduceRows(op, it->second);
+  if (it == regs_.end() && dst_regs != regs_.end() && dst_regs->second.layout->is_rows()) {
+    return ReduceIntoRows(op, dst_regs->second);
+  }
   if (dst_regs != regs_.end()) {
     TL_USER_ERROR(op->span) << "the destination of this reduction (" << op->dst.buffer->name
                             << ") is held in registers, which only row reductions of a register tile support";
@@ -71,6 +74,57 @@ Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
                          ": shared-memory atomics (no warp-shuffle reduction yet)");
   return Seq::Make(out, op->span);
+}
+
+/// A tile every thread can read (shared or global memory) reduced into a per-row register
+/// vector: each thread folds the whole of each row it holds. Threads that share a row repeat
+/// the same fold, which costs loads but no communication; this is what a register vector
+/// tied to a GEMM accumulator's rows gets when the reduced tile itself could not be split
+/// over the warps (a 16 x 16 tile on 4 warps).
+Stmt FragmentRewriter::ReduceIntoRows(const ReduceOp* op, const RegFragment& dst_rf) {
+  Region src = MutateRegion(op->src);
+  std::vector<size_t> wide;  // the source's non-unit dimensions: (row, reduced) or (reduced, row)
+  for (size_t d = 0; d < src.ranges.size(); ++d) {
+    int64_t e = 0;
+    if (!(AsConstInt(src.ranges[d].extent, &e) && e == 1)) wide.push_back(d);
+  }
+  if (wide.size() != 2 || (op->dim != 0 && op->dim != 1) || !CoversWholeBuffer(op->dst)) {
+    TL_USER_ERROR(op->span) << "the destination of this reduction (" << op->dst.buffer->name
+                            << ") is held in registers; reducing " << op->src.buffer->name
+                            << " into it needs a 2-D source tile and the whole destination";
+  }
+  DType t = op->dst.buffer->dtype;
+  const ReduceKind kind = WithoutNan(op->reduce_kind);
+  const bool nan = PropagatesNan(op->reduce_kind);
+  const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
+  const bool is_abs = kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax;
+  auto combine = [&](const Expr& a, const Expr& b) {
+    if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
+    Expr m = kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
+    return nan ? NanPropagating(a, b, m) : m;
+  };
+  Expr init = sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
+                  : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {});
+  const size_t reduced_dim = wide[op->dim], row_dim = wide[1 - op->dim];
+  VarRef lr = Var::Make("lr"), j = Var::Make("j");
+  Expr row = dst_rf.layout->Inverse(tx_, lr).first;
+  std::vector<Expr> si;
+  for (size_t d = 0; d < src.ranges.size(); ++d) {
+    si.push_back(d == row_dim ? src.ranges[d].min + row
+                 : d == reduced_dim ? src.ranges[d].min + j : src.ranges[d].min);
+  }
+  Expr x = Cast::Make(t, BufferLoad::Make(src.buffer, si));
+  if (is_abs) x = Call::Make(t, "abs", {x});
+  Buffer acc = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+  Stmt fold = BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span);
+  fold = For::Make(j, MakeInt(0), src.ranges[reduced_dim].extent, ForKind::kSerial, fold, {}, op->span);
+  Expr v = BufferLoad::Make(acc, {MakeInt(0)});
+  if (!op->clear) v = combine(BufferLoad::Make(dst_rf.regs, {lr}), v);
+  Stmt body = Seq::Make({Allocate::Make(acc, init, op->span), fold, BufferStore::Make(dst_rf.regs, {lr}, v, op->span)},
+                        op->span);
+  ctx_.remarks.push_back("T.reduce of " + op->src.buffer->name + " into register vector " + op->dst.buffer->name +
+                         " (" + dst_rf.layout->ToString() + "): each thread folds the rows it holds");
+  return For::Make(lr, MakeInt(0), MakeInt(dst_rf.layout->num_local()), ForKind::kUnrolled, body, {}, op->span);
 }
 
 /// Row reduction of a register tile: each thread folds the registers of each of its

@@ -83,6 +83,7 @@ class FragmentRewriter : public IRMutator {
   /// rows, the lanes that share a row combine with warp shuffles, and when several warps
   /// split a row their partials meet in a small shared workspace.
   Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf);
+  Stmt ReduceIntoRows(const ReduceOp* op, const RegFragment& dst_rf);
   /// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
   /// later), for GEMMs that cannot use the tensor-core path.
   Stmt SimtGemm(const GemmOp* op, const std::string& why);
