@@ -469,9 +469,17 @@ NB_MODULE(_tl, m) {
         for (const Expr& e : s.grid) out.push_back(ToString(e));
         return out;
       })
-      .def("grid", [](const codegen::CudaSource& s, const std::vector<int64_t>& dyn_values) {
+      .def_ro("grid_params", &codegen::CudaSource::grid_params)
+      .def("grid", [](const codegen::CudaSource& s, const std::vector<int64_t>& values) {
+        // values: the dynamic dimensions, then the scalar parameters of grid_params.
+        std::vector<VarRef> vars = s.dynamic_vars;
+        vars.insert(vars.end(), s.grid_param_vars.begin(), s.grid_param_vars.end());
+        if (values.size() != vars.size()) {
+          throw nb::value_error(("grid(): " + std::to_string(vars.size()) + " values expected, got " +
+                                 std::to_string(values.size())).c_str());
+        }
         std::vector<int64_t> g;
-        for (const Expr& e : s.grid) g.push_back(codegen::EvalWithBindings(e, s.dynamic_vars, dyn_values));
+        for (const Expr& e : s.grid) g.push_back(codegen::EvalWithBindings(e, vars, values));
         return g;
       });
   m.def("codegen_cuda", [](const PyFunc& f) { return codegen::GenerateCuda(f.f); });

@@ -220,3 +220,29 @@ def test_dynamic_size_tile(rng):
     kernel = compile_cpu(k, out_idx=-1)
     a = rand(rng, (16,))
     np.testing.assert_allclose(kernel(a, 5), np.where(np.arange(16) < 5, a * 2, -1.0))
+
+
+@tilelang.jit(out_idx=[-1], target="c")
+def varlen_scale(block):
+    total = T.dynamic("total")
+
+    @T.prim_func
+    def main(A: T.Tensor((total,), "float32"), cu: T.Tensor((3,), "int32"), max_len: T.int32,
+             Out: T.Tensor((total,), "float32")):
+        # the grid reads a scalar argument, as upstream's varlen attention does with max_seqlen_q
+        with T.Kernel(T.ceildiv(max_len, block), 2, threads=block) as (bx, by):
+            start, end = cu[by], cu[by + 1]
+            for i in T.Parallel(block):
+                if start + bx * block + i < end:
+                    Out[start + bx * block + i] = A[start + bx * block + i] * (by + 2)
+    return main
+
+
+def test_grid_from_a_scalar_argument(rng):
+    kernel = varlen_scale(16)
+    for lens in [(5, 40), (33, 1), (16, 16)]:
+        cu = np.array([0, lens[0], lens[0] + lens[1]], "int32")
+        a = rand(rng, (int(cu[-1]),))
+        out = kernel(a, cu, max(lens))
+        want = np.concatenate([f64(a[:lens[0]]) * 2, f64(a[lens[0]:]) * 3])
+        assert_close(out, want, rtol=1e-6)

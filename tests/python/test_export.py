@@ -347,3 +347,20 @@ def test_cuda_arch_from_the_environment(monkeypatch):
     monkeypatch.setenv("TILELANG_CUDA_ARCH", "sm_80")
     kernel = tilelang.compile(scaled_matmul(), out_idx=[-1], target="cuda")
     assert kernel._cuda.arch == "sm_80" and ".target sm_80" in kernel.get_ptx()
+
+
+@needs_nvrtc
+def test_cuda_grid_from_a_scalar_argument_is_exported(tmp_path):
+    @T.prim_func
+    def rows(A: T.Tensor((1024,), "float32"), n: T.int32):
+        with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                if bx * 128 + i < n:
+                    A[bx * 128 + i] = A[bx * 128 + i] * 2
+
+    kernel = tilelang.compile(rows, target="cuda -arch=sm_90a")
+    src = kernel._cuda.src
+    assert list(src.grid_params) == [1] and list(src.grid([300])) == [3, 1, 1]
+    header = open(kernel.export_library(str(tmp_path / "rows.cubin"))["header"]).read()
+    assert "#define TL_ROWS_K0_GRID_IS_DYNAMIC 1" in header and "TL_ROWS_K0_GRID_X(n)" in header
+    assert "<<<grid(" in kernel.get_host_source() and "(A, n) on the current torch stream" in kernel.get_host_source()

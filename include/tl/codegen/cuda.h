@@ -29,8 +29,12 @@ struct CudaSource {
   /// Kernel arguments after the parameters: one per dynamic dimension.
   std::vector<DynamicDim> dynamic_dims;
   std::vector<ir::VarRef> dynamic_vars;
-  /// Grid extents (x, y, z), in terms of dynamic_vars.
+  /// Grid extents (x, y, z), in terms of dynamic_vars and the scalar parameters of
+  /// grid_params (e.g. T.ceildiv(max_seqlen, block_M) of a varlen kernel).
   std::vector<ir::Expr> grid;
+  /// Indices of the scalar parameters the grid reads, and their variables.
+  std::vector<int> grid_params;
+  std::vector<ir::VarRef> grid_param_vars;
   std::vector<int64_t> block;
   int64_t shared_bytes = 0;
   /// Per launch argument: "ptr", "i32", "i64", "f32" or "f64".

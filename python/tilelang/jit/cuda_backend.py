@@ -118,6 +118,8 @@ class CudaBackend:
         self._kinds = "".join(letters[kind] for kind in self.src.arg_kinds)
         # What the launches read, converted from the C++ side once rather than per call.
         self._dyn_names = [name for name, _, _ in self.src.dynamic_dims]
+        # Scalar parameters a launch's grid reads (T.ceildiv(max_seqlen, block_M)).
+        self._grid_params = [list(getattr(src, "grid_params", [])) for src in self.srcs]
         self._block, self._shared = list(self.src.block), self.src.shared_bytes
         self._more_launches = [(src, more, list(src.block), src.shared_bytes)
                                for src, more in zip(self.srcs[1:], self._more_modules)]
@@ -185,11 +187,12 @@ class CudaBackend:
             values[i] = out.data_ptr()
         dyn = [dims[name] for name in self._dyn_names]
         values.extend(dyn)
-        grid = self.src.grid(dyn) if dyn else self._static_grid()
+        gp = self._grid_params
+        grid = self.src.grid(dyn + [values[i] for i in gp[0]]) if dyn or gp[0] else self._static_grid()
         if min(grid) > 0:
             module.launch_packed(grid, self._block, self._shared, self._stream(), self._kinds, values)
-        for src, more, block, shared in self._more_launches:
-            grid = src.grid(dyn)
+        for n, (src, more, block, shared) in enumerate(self._more_launches, 1):
+            grid = src.grid(dyn + [values[i] for i in gp[n]])
             if min(grid) > 0:
                 more.launch_packed(grid, block, shared, self._stream(), self._kinds, values)
         if not outputs:

@@ -213,15 +213,15 @@ def export_cuda(kernel, path, symbol=None):
     any_tma = False
     for k, src in enumerate(backend.srcs):
         p = f"{symbol}_K{k}"
-        dyn = bool(src.dynamic_dims)
+        dyn = bool(src.dynamic_dims) or bool(src.grid_params)
         lines += ["", f"/* kernel {k}: {_kernel_signature(src.code, src.entry)} */",
                   f"#define {p}_ENTRY \"{src.entry}\"",
                   f"#define {p}_ARG_KINDS \"{' '.join(src.arg_kinds)}\"  /* {', '.join(_KIND_C[a] for a in src.arg_kinds)} */"]
         if dyn:
-            names = [d[0] for d in src.dynamic_dims]
+            names = grid_names(kernel, src)
             args = ", ".join(names)
             texts = grid_text(src) + ["1"] * (3 - len(grid_text(src)))
-            lines.append(f"/* grid depends on the dynamic dimensions: {', '.join(texts)} */")
+            lines.append(f"/* grid depends on the dynamic dimensions or scalar arguments: {', '.join(texts)} */")
             lines.append(f"#define {p}_GRID_IS_DYNAMIC 1")
             for axis, text in zip("XYZ", texts):
                 expr = grid_c_expr(text, names)
@@ -286,6 +286,11 @@ def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
             if not re.fullmatch(r"[A-Za-z_]\w*", dim):
                 raise RuntimeError(f"export_library: dynamic dimension {dim!r} is not a C identifier")
             body.append(f"  const int64_t {dim} = {cname};")
+    # scalar arguments a grid reads, under their own names too
+    for pi in sorted({pi for src in backend.srcs for pi in src.grid_params}):
+        pname = kernel.params[pi].name
+        if pname != names[pi] and re.fullmatch(r"[A-Za-z_]\w*", pname):
+            body.append(f"  const int64_t {pname} = (int64_t){names[pi]};")
     kinds = backend.srcs[0].arg_kinds
     ctype = {"ptr": "void*", "i32": "int32_t", "i64": "int64_t", "f32": "float", "f64": "double"}
     for j, kind in enumerate(kinds):
@@ -314,11 +319,11 @@ def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
                 "    if (r != CUDA_SUCCESS) return (int)r;",
             ]
             params.append(f"&tma{t}")
-        if src.dynamic_dims:
+        if src.dynamic_dims or src.grid_params:
             texts = grid_text(src) + ["1"] * (3 - len(grid_text(src)))
             grid = []
             for text in texts[:3]:
-                expr = grid_c_expr(text, [d[0] for d in src.dynamic_dims])
+                expr = grid_c_expr(text, grid_names(kernel, src))
                 if expr is None:
                     raise RuntimeError(f"export_library: the grid extent {text} of {src.entry} has no C form")
                 grid.append(f"(unsigned int)({expr})")
@@ -409,6 +414,11 @@ def grid_c_expr(text: str, dims):
         return None
     # each dimension is a macro argument: parenthesize it
     return re.sub(r"\b(" + "|".join(map(re.escape, dims)) + r")\b", r"(\1)", out) if dims else out
+
+
+def grid_names(kernel, src):
+    """The names a grid extent may use: the dynamic dimensions, then the scalar parameters it reads."""
+    return [d[0] for d in src.dynamic_dims] + [kernel.params[pi].name for pi in src.grid_params]
 
 
 def grid_text(src):
@@ -528,7 +538,7 @@ def host_description(kernel) -> str:
     else:
         b = kernel._cuda
         for k, src in enumerate(b.srcs):
-            grid = src.grid([]) if not src.dynamic_dims else grid_text(src)
+            grid = src.grid([]) if not (src.dynamic_dims or src.grid_params) else grid_text(src)
             tma = f", plus {len(src.tma_specs)} TMA descriptor(s) encoded from the tensors" if src.tma_specs else ""
             lines.append(f"// {step}. launch {src.entry}<<<grid({', '.join(map(str, grid))}), block("
                          f"{', '.join(map(str, src.block))}), {src.shared_bytes} B dynamic shared>>>"

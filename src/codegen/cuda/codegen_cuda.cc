@@ -113,6 +113,21 @@ class CudaCodegen : public CPrinter {
     for (int64_t t : launch->threads) threads *= t;
     out.grid = launch->grid;
     while (out.grid.size() < 3) out.grid.push_back(MakeInt(1));
+    for (size_t pi = 0; pi < f->params.size(); ++pi) {
+      const Param& p = f->params[pi];
+      if (p.buffer || !p.var) continue;
+      bool used = false;
+      for (const Expr& g : out.grid) {
+        Substitute(g, [&](const Var* v) -> Expr {
+          used |= v == p.var.get();
+          return nullptr;
+        });
+      }
+      if (used) {
+        out.grid_params.push_back(static_cast<int>(pi));
+        out.grid_param_vars.push_back(p.var);
+      }
+    }
     out.block = launch->threads;
     while (out.block.size() < 3) out.block.push_back(1);
     // A warp-specialized kernel's producer warpgroup comes on top of the source's threads;
