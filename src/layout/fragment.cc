@@ -31,11 +31,18 @@ bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, GemmPolicy policy, 
 }
 
 MmaAccumulatorLayout::MmaAccumulatorLayout(int64_t m, int64_t n, WarpPartition warps)
-    : m_(m), n_(n), warps_(warps), tile_m_(m / warps.warps_m), tile_n_(n / warps.warps_n) {}
+    : m_(m), n_(n), warps_(warps.Normalized()), tile_m_(m / warps.warps_m), tile_n_(n / warps.warps_n) {}
 
 namespace {
 Expr C(int64_t v) { return MakeInt(v); }
 }  // namespace
+
+Expr FragmentLayout::RowWarp(const Expr& thread) const { return FloorMod(FloorDiv(thread, C(32)), C(row_warps())); }
+
+Expr MmaAccumulatorLayout::RowWarp(const Expr& thread) const {
+  Expr warp = FloorDiv(thread, C(32));
+  return warps_.m_fastest ? FloorDiv(warp, C(warps_.warps_m)) : FloorMod(warp, C(warps_.warps_n));
+}
 
 FragmentLayoutRef MmaAccumulatorLayout::Rows() const {
   auto rows = std::make_shared<MmaAccumulatorLayout>(*this);
@@ -58,7 +65,8 @@ Expr MmaAccumulatorLayout::RowReg(const Expr& row_local, const Expr& q) const {
 
 std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Expr& local) const {
   Expr warp = FloorDiv(thread, C(32)), lane = FloorMod(thread, C(32));
-  Expr warp_m = FloorDiv(warp, C(warps_.warps_n)), warp_n = FloorMod(warp, C(warps_.warps_n));
+  Expr warp_m = warps_.m_fastest ? FloorMod(warp, C(warps_.warps_m)) : FloorDiv(warp, C(warps_.warps_n));
+  Expr warp_n = RowWarp(thread);
   if (rows_) {
     Expr row = FloorDiv(local, C(2)) * C(16) + FloorMod(local, C(2)) * C(8) + FloorDiv(lane, C(4));
     return {warp_m * C(tile_m_) + row, MakeInt(0)};
@@ -71,12 +79,10 @@ std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Ex
 }
 
 std::string MmaAccumulatorLayout::ToString() const {
-  if (rows_) {
-    return "mma_rows(" + std::to_string(m_) + ", warps " + std::to_string(warps_.warps_m) + "x" +
-           std::to_string(warps_.warps_n) + ")";
-  }
-  return "mma_acc(" + std::to_string(m_) + "x" + std::to_string(n_) + ", warps " +
-         std::to_string(warps_.warps_m) + "x" + std::to_string(warps_.warps_n) + ")";
+  std::string warps = "warps " + std::to_string(warps_.warps_m) + "x" + std::to_string(warps_.warps_n) +
+                      (warps_.m_fastest ? " m-fastest" : "");
+  if (rows_) return "mma_rows(" + std::to_string(m_) + ", " + warps + ")";
+  return "mma_acc(" + std::to_string(m_) + "x" + std::to_string(n_) + ", " + warps + ")";
 }
 
 std::shared_ptr<const RowStripLayout> RowStripLayout::Choose(int64_t m, int64_t n, int64_t threads) {

@@ -96,6 +96,15 @@ __host__ __device__ inline void acc_coord(int tid, int reg, int* row, int* col) 
   *col = nt * 8 + 2 * (lane % 4) + c;
 }
 
+/// acc_coord when WgN warpgroups per 64 rows split N: warpgroup g owns rows 64 (g % (M/64))
+/// and columns (g / (M/64)) N/WgN, in the layout acc_coord gives one warpgroup.
+template <int M, int N, int WgN>
+__host__ __device__ inline void acc_coord_split(int tid, int reg, int* row, int* col) {
+  const int wg = tid / 128, wg_m = wg % (M / 64), wg_n = wg / (M / 64);
+  acc_coord(wg_m * 128 + tid % 128, reg, row, col);
+  *col += wg_n * (N / WgN);
+}
+
 /// Initial accumulator of element (i, j) in the "C +=" runs: small multiples of 1/8.
 __host__ __device__ inline float c_init(int i, int j) { return static_cast<float>((i * 7 + j * 3) % 11 - 5) * 0.125f; }
 
@@ -117,8 +126,9 @@ __device__ inline unsigned char* aligned_smem(unsigned char* raw) {
 /// One block, M/16 warps: a (M x K) and b (K x N) row-major in global memory are stored into
 /// shared memory as gemm_ss_wgmma<M, N, K, TransA, TransB> expects; c (M x N) receives the
 /// result, starting from zero or from c_init when `accumulate`.
-template <int M, int N, int K, bool TransA, bool TransB, typename T>
-__global__ void __launch_bounds__(M * 2) gemm_case_kernel(const T* a, const T* b, float* c, int accumulate) {
+/// With WgN > 1 the block has WgN warpgroups per 64 rows, which split N (acc_coord_split).
+template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1>
+__global__ void __launch_bounds__(M * 2 * WgN) gemm_case_kernel(const T* a, const T* b, float* c, int accumulate) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = aligned_smem(smem_raw);
   T* sa = reinterpret_cast<T*>(smem);
@@ -134,18 +144,18 @@ __global__ void __launch_bounds__(M * 2) gemm_case_kernel(const T* a, const T* b
     sb[TransB ? sw128_offset(n, k, N) : sw128_offset(k, n, K)] = b[i];
   }
   __syncthreads();
-  float acc[N / 2];
+  float acc[N / WgN / 2];
 #pragma unroll
-  for (int r = 0; r < N / 2; ++r) {
+  for (int r = 0; r < N / WgN / 2; ++r) {
     int row, col;
-    acc_coord(tid, r, &row, &col);
+    acc_coord_split<M, N, WgN>(tid, r, &row, &col);
     acc[r] = accumulate ? c_init(row, col) : 0.0f;
   }
-  tl::gemm_ss_wgmma<M, N, K, TransA, TransB>(sa, sb, acc);
+  tl::gemm_ss_wgmma<M, N, K, TransA, TransB, true, WgN>(sa, sb, acc);
 #pragma unroll
-  for (int r = 0; r < N / 2; ++r) {
+  for (int r = 0; r < N / WgN / 2; ++r) {
     int row, col;
-    acc_coord(tid, r, &row, &col);
+    acc_coord_split<M, N, WgN>(tid, r, &row, &col);
     c[row * N + col] = acc[r];
   }
 }
@@ -274,7 +284,7 @@ static void check_case(const char* name, const std::vector<float>& c, const std:
   }
 }
 
-template <int M, int N, int K, bool TransA, bool TransB, typename T>
+template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1>
 static void run_case(std::mt19937& rng) {
   std::vector<T> a(M * K), b(K * N);
   std::vector<double> av(M * K), bv(K * N);
@@ -282,15 +292,15 @@ static void run_case(std::mt19937& rng) {
   for (int i = 0; i < K * N; ++i) b[i] = Gen<T>::make(rng, &bv[i]);
   DevBuf<T> da(a), db(b);
   constexpr int kSmem = case_smem_bytes<M, N, K>();
-  auto kernel = gemm_case_kernel<M, N, K, TransA, TransB, T>;
+  auto kernel = gemm_case_kernel<M, N, K, TransA, TransB, T, WgN>;
   CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   for (int accumulate = 0; accumulate < 2; ++accumulate) {
     char name[160];
-    std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A %s B %s %s", Gen<T>::name(), M, N, K,
+    std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A %s B %s %s%s", Gen<T>::name(), M, N, K,
                   TransA ? "KxM (M-major)" : "MxK (K-major)", TransB ? "NxK (K-major)" : "KxN (N-major)",
-                  accumulate ? "C+=" : "C=0");
+                  accumulate ? "C+=" : "C=0", WgN > 1 ? (WgN == 2 ? " N over 2 warpgroups" : " N over 4 warpgroups") : "");
     DevBuf<float> dc(static_cast<size_t>(M) * N);
-    kernel<<<1, M * 2, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
+    kernel<<<1, M * 2 * WgN, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
     check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0);
   }
@@ -384,6 +394,14 @@ static void run_extra(std::mt19937& rng) {
   // warpgroups; dv += P (128 x 32, registers) * do_s (32 x 128), K = 32.
   run_case<128, 32, 128, false, true, tl::half>(rng);
   run_rs_case<128, 128, 32, false, tl::half>(rng);
+  // Warpgroups splitting N (upstream's DeepSeek MLA decode: a 64-row tile on 256 threads):
+  // Q K^T with K-major B (32 columns each), P V with N-major B (whole 64-column panels).
+  run_case<64, 64, 64, false, true, tl::half, 2>(rng);
+  run_case<64, 64, 512, false, true, tl::half, 2>(rng);
+  run_case<64, 512, 64, false, false, tl::half, 2>(rng);
+  run_case<64, 128, 64, true, false, tl::bfloat16, 2>(rng);
+  run_case<128, 256, 64, false, true, tl::half, 2>(rng);
+  run_case<64, 256, 64, true, true, tl::bfloat16, 4>(rng);
 }
 
 // ---------------------------------------------------------------------------

@@ -16,9 +16,15 @@
 namespace tl::layout {
 
 /// The warp grid of a tile GEMM: warps_m x warps_n warps, each owning a
-/// (M / warps_m) x (N / warps_n) part of C.
+/// (M / warps_m) x (N / warps_n) part of C. Warps are numbered row-major over the grid
+/// (warp w at (w / warps_n, w % warps_n)), or, with m_fastest, column-major (at
+/// (w % warps_m, w / warps_m)): the order of wgmma, whose warpgroups (4 consecutive warps,
+/// 64 rows) split N between them when there are more warpgroups than 64-row blocks.
 struct WarpPartition {
   int64_t warps_m = 1, warps_n = 1;
+  bool m_fastest = false;
+  /// The two orders coincide with one warp column; m_fastest is kept only when it matters.
+  WarpPartition Normalized() const { return {warps_m, warps_n, m_fastest && warps_n > 1}; }
 };
 
 /// Splits `num_warps` over an M x N accumulator as the policy asks (Square balances the
@@ -33,7 +39,7 @@ bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, ir::GemmPolicy poli
 ///
 /// Row reductions rely on one shape shared by every layout here: the threads that hold
 /// parts of one row are row_lanes() consecutive lanes (an aligned group) of each of
-/// row_warps() warps, and the warp's index along the row is (tx / 32) % row_warps().
+/// row_warps() warps, and RowWarp(tx) is the warp's index along the row.
 class FragmentLayout {
  public:
   virtual ~FragmentLayout() = default;
@@ -51,6 +57,8 @@ class FragmentLayout {
   virtual std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const = 0;
   virtual int64_t row_lanes() const = 0;
   virtual int64_t row_warps() const = 0;
+  /// The index along its row of the warp holding thread `thread`: (tx / 32) % row_warps().
+  virtual ir::Expr RowWarp(const ir::Expr& thread) const;
   /// How many registers of each of its rows a thread holds (for a tile layout), and the
   /// register of the q-th of them in the thread's row `row_local` (a register of Rows()).
   virtual int64_t regs_per_row() const = 0;
@@ -84,6 +92,7 @@ class MmaAccumulatorLayout : public FragmentLayout {
   std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
   int64_t row_lanes() const override { return 4; }
   int64_t row_warps() const override { return warps_.warps_n; }
+  ir::Expr RowWarp(const ir::Expr& thread) const override;
   int64_t regs_per_row() const override { return tile_n_ / 8 * 2; }
   ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override;
   /// Registers 2k and 2k+1 hold columns 2*(lane%4) and 2*(lane%4)+1 of one row.

@@ -408,7 +408,9 @@ class CudaCodegen : public CPrinter {
       };
       std::string s = "tl::gemm_ss<";
       for (int k = 3; k < 12; ++k) s += Print(op->args[k]) + ", ";
-      s += std::string(swz(0)) + ", " + swz(1) + ">(";
+      s += std::string(swz(0)) + ", " + swz(1);
+      if (op->args.size() > 12) s += ", " + Print(op->args[12]);  // MFastest: the wgmma warp order
+      s += ">(";
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }

@@ -76,14 +76,20 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
   };
   Region a = MutateRegion(op->a), b = MutateRegion(op->b);
   Expr k = op->trans_a ? a.ranges[0].extent : a.ranges[1].extent;
+  // Warpgroups beyond one per 64 rows split N (the accumulator's m-fastest warp order).
+  const int64_t wg_n = Mma(rf).warps().warps_n, n_per_wg = rf.layout->n() / wg_n;
+  // (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups along N)
   std::vector<Expr> args = {base(a.buffer), base(b.buffer),
                             Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
                             MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
-                            MakeBool(op->trans_a), MakeBool(op->trans_b)};
+                            MakeBool(op->trans_a), MakeBool(op->trans_b), MakeBool(true), MakeInt(wg_n)};
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss_wgmma", args), op->span));
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
-                         op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(rf.layout->n(), 256)) +
-                         "k16 from shared memory, " + std::to_string(rf.layout->m() / 64) + " warpgroup(s)");
+                         op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(n_per_wg, 256)) +
+                         "k16 from shared memory, " + std::to_string(rf.layout->m() / 64 * wg_n) + " warpgroup(s)" +
+                         (wg_n > 1 ? " (" + std::to_string(wg_n) + " along N, " + std::to_string(n_per_wg) +
+                                         " columns each)"
+                                   : ""));
   return Seq::Make(out, op->span);
 }
 
@@ -125,6 +131,7 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
       MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
       MakeInt(Mma(rf).warps().warps_m), MakeInt(Mma(rf).warps().warps_n),
       MakeBool(op->trans_a), MakeBool(op->trans_b), ld(a), ld(b)};
+  if (Mma(rf).warps().m_fastest) args.push_back(MakeBool(true));
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
   auto no = no_wgmma_.find(op);
   // gemm_ss (tile_ops.h) takes the tensor cores for float16/bfloat16 into float32 only;

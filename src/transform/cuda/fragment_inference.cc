@@ -201,7 +201,8 @@ class LayoutInference : public IRVisitor {
       // T.Parallel ties it to): this GEMM takes the same warp split, on mma.sync unless that
       // split is the wgmma one.
       warps = *held;
-      bool wgmma_split = warps.warps_n == 1 && warps.warps_m == num_threads_ / 32;
+      layout::WarpPartition wg;
+      bool wgmma_split = WgmmaPartition(m, &wg) && SameSplit(warps, wg);
       if (!wgmma_split && arch_.rfind("sm_90", 0) == 0) {
         wgmma_gemms.erase(op);
         no_wgmma[op] = "its accumulator is laid out as " + MmaAccumulatorLayout(m, n, warps).ToString() +
@@ -211,8 +212,8 @@ class LayoutInference : public IRVisitor {
       }
     } else if (UseWgmma(op)) {
       // One warp per 16 rows: the mma.sync accumulator layout with warps M/16 x 1 is
-      // exactly the wgmma m64nNk16 layout of each warpgroup.
-      warps = layout::WarpPartition{num_threads_ / 32, 1};
+      // exactly the wgmma m64nNk16 layout of each warpgroup; further warpgroups split N.
+      WgmmaPartition(m, &warps);
     } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
       why = "a " + std::to_string(m) + "x" + std::to_string(n) + " accumulator cannot be split over " +
             std::to_string(num_threads_ / 32) + " warps in 16x8 tiles";
@@ -315,6 +316,20 @@ class LayoutInference : public IRVisitor {
     wgmma_gemms.erase(op);
     if (arch_.rfind("sm_90", 0) == 0) no_wgmma[op] = "operand A is a register fragment, staged through shared memory";
     why->clear();
+  }
+
+  /// The accumulator split of a wgmma GEMM with M rows: warps M/16 x (warpgroups per
+  /// 64-row block), in the m-fastest order (warpgroup g at rows 64 (g % (M/64)), columns
+  /// part g / (M/64)); false when the block's warpgroups do not divide over the rows.
+  bool WgmmaPartition(int64_t m, layout::WarpPartition* out) const {
+    if (m % 64 || num_threads_ % 128 || (num_threads_ / 128) % (m / 64)) return false;
+    *out = layout::WarpPartition{m / 16, num_threads_ / 128 / (m / 64), true}.Normalized();
+    return true;
+  }
+
+  static bool SameSplit(const layout::WarpPartition& a, const layout::WarpPartition& b) {
+    auto x = a.Normalized(), y = b.Normalized();
+    return x.warps_m == y.warps_m && x.warps_n == y.warps_n && x.m_fastest == y.m_fastest;
   }
 
   bool UseWgmma(const GemmOp* op) {

@@ -154,7 +154,7 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
                         : kind == ReduceKind::kMin ? (nan ? "warp_reduce_min_nan" : "warp_reduce_min")
                                                    : (nan ? "warp_reduce_max_nan" : "warp_reduce_max");
   const int64_t lanes = lay.row_lanes(), wn = lay.row_warps();
-  Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = FloorMod(FloorDiv(tx_, MakeInt(32)), MakeInt(wn));
+  Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = lay.RowWarp(tx_);
   auto dst_at = [&](const Expr& row) {
     std::vector<Expr> di;
     bool used = false;

@@ -29,7 +29,8 @@ bool Sixteen(DType t) { return t == DType::Float(16) || t == DType::BFloat16(); 
 
 }  // namespace
 
-std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers) {
+std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers,
+                       int64_t* warpgroups_n) {
   if (arch != "sm_90a") return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
   const Buffer &a = op->a.buffer, &b = op->b.buffer, &c = op->c.buffer;
   if ((!a_in_registers && a->scope != Scope::kShared) || b->scope != Scope::kShared) {
@@ -46,11 +47,24 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   int64_t k = op->trans_a ? ar : ac;
   // Registers have no panels: only B's shared layout constrains a register A.
   if (a_in_registers) ar = ac = 64;
-  if (m % 64 || threads != m / 16 * 32) {
-    return "wgmma needs one warp per 16 rows of C (block_M = 64 x warpgroups; here M = " + std::to_string(m) +
-           " with " + std::to_string(threads) + " threads)";
+  if (m % 64 || threads % 128 || (threads / 128) % (m / 64)) {
+    return "wgmma needs 64 x warpgroups rows of C (here M = " + std::to_string(m) + " with " +
+           std::to_string(threads) + " threads)";
   }
   if (n % 8 || k % 16) return "N must be a multiple of 8 and K of 16";
+  const int64_t wg_n = threads / 128 / (m / 64);
+  if (wg_n > 1) {
+    // The extra warpgroups split N.
+    std::string split = std::to_string(threads / 128) + " warpgroups for " + std::to_string(m) + " rows";
+    if (a_in_registers) return split + " would split N, which a register operand A does not support here";
+    if (op->policy == GemmPolicy::kFullRow) return split + " would split N, which GemmWarpPolicy.FullRow forbids";
+    int64_t cols = n / wg_n;
+    if (n % wg_n || cols % 8 || (!op->trans_b && cols % 64)) {
+      return split + " split N = " + std::to_string(n) + " into parts that are not " +
+             (op->trans_b ? "multiples of 8" : "whole 64-column panels of B");
+    }
+  }
+  if (warpgroups_n) *warpgroups_n = wg_n;
   // Power-of-two rows also make the buffers "swizzled" GEMM operands for the planner,
   // which aligns them to 1024 bytes as the swizzle pattern needs.
   auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };

@@ -437,7 +437,11 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
 /// Issues the block's tile GEMM and commits it as one wgmma group without waiting: C's
 /// registers stay in flight until wgmma_wait_hold (a warp-specialized main loop keeps one
 /// k-tile's group in flight while it issues the next).
-template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, typename T>
+///
+/// WgN > 1: the block has WgN warpgroups per 64-row block, which split N: warpgroup g
+/// computes rows 64 (g % (M/64)) and columns (g / (M/64)) N/WgN of C (the compiler's
+/// m-fastest warp order), and C holds that part's N/WgN/2 registers.
+template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, typename T>
 TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "gemm_ss_wgmma: T must be tl::half or tl::bfloat16");
@@ -447,27 +451,34 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(TransA || K % 64 == 0, "gemm_ss_wgmma: K-major A (M x K) needs K a multiple of 64 (128-byte rows)");
   static_assert(!TransB || K % 64 == 0, "gemm_ss_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows)");
   static_assert(TransB || N % 64 == 0, "gemm_ss_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
+  static_assert(WgN >= 1 && N % WgN == 0 && (N / WgN) % 8 == 0, "gemm_ss_wgmma: N/WgN must be a multiple of 8");
+  static_assert(TransB || (N / WgN) % 64 == 0, "gemm_ss_wgmma: N-major B split over warpgroups needs N/WgN a "
+                                               "multiple of 64 (whole panels)");
 #if TL_WGMMA_AVAILABLE
   constexpr uint32_t kRow = detail::kWgmmaRowBytes;
+  constexpr int kN = N / WgN;  // this warpgroup's columns
   const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
   const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
+  const int wg_m = warpgroup % (M / 64), wg_n = warpgroup / (M / 64);
   // Rows 64g of A: K-major (M x K) 64g rows down; M-major (K x M) panel g.
   const uint32_t a_start =
-      smem_addr(A) + (TransA ? uint32_t(warpgroup) * uint32_t(K) * kRow : uint32_t(warpgroup) * 64u * kRow);
+      smem_addr(A) + (TransA ? uint32_t(wg_m) * uint32_t(K) * kRow : uint32_t(wg_m) * 64u * kRow);
   const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, detail::kWgmmaAtomBytes);
-  const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
+  // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64.
+  const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * kRow : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
+  const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B) + (b_col >> 4);
 
   if constexpr (ProxyFence) fence_proxy_async_shared();
-  wgmma_hold<N / 2>(C);
+  wgmma_hold<kN / 2>(C);
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += 16) {
     // k16 step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
-    // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset).
+    // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset, panels of all N rows).
     const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / 64) * M * kRow + uint32_t(k % 64) * 2u;
     const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
-    detail::wgmma_k16_chunks<0, N, K, TransA, TransB, T>(C, desc_a0 + (a_off >> 4), desc_b0 + (b_off >> 4));
+    detail::wgmma_k16_chunks<0, kN, K, TransA, TransB, T>(C, desc_a0 + (a_off >> 4), desc_b0 + (b_off >> 4));
   }
   wgmma_commit_group();
 #elif defined(__CUDA_ARCH__)
@@ -493,10 +504,10 @@ TL_DEVICE void wgmma_wait_hold(float* C) {
 
 /// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and
 /// the ordering). All threads of the block (exactly M/16 warps) must call it.
-template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, typename T>
+template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, typename T>
 TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
-  gemm_ss_wgmma_issue<M, N, K, TransA, TransB, ProxyFence>(A, B, C);
-  wgmma_wait_hold<0, N / 2>(C);
+  gemm_ss_wgmma_issue<M, N, K, TransA, TransB, ProxyFence, WgN>(A, B, C);
+  wgmma_wait_hold<0, N / WgN / 2>(C);
 }
 
 /// The block's tile GEMM with A in registers (see gemm_rs_wgmma in the file comment): A

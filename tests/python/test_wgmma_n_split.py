@@ -1,0 +1,142 @@
+"""wgmma with more warpgroups than 64-row blocks: the extra warpgroups split N (a 64-row
+tile on 256 threads, as upstream's DeepSeek MLA decode writes it with
+GemmWarpPolicy.FullCol). The accumulator and its row vectors take the m-fastest warp order
+(warpgroup g owns columns part g), row reductions meet across the warpgroups in shared
+memory. On the CPU target the same programs check the arithmetic against float64 numpy;
+the GPU suite runs them on CUDA."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+
+SM90 = "cuda -arch=sm_90a"
+
+
+def decode_attention(heads=64, dim=256, pe=64, seq=256, block_N=64, threads=256, stages=2):
+    """One block of MLA-style decode attention: scores from two GEMMs (Q KV^T + Q_pe K_pe^T)
+    into one accumulator, online softmax over KV blocks, P (through shared memory) times KV."""
+    scale = (dim + pe) ** -0.5 * 1.44269504
+
+    @T.prim_func
+    def main(Q: T.Tensor((heads, dim), "float16"), Q_pe: T.Tensor((heads, pe), "float16"),
+             KV: T.Tensor((seq, dim), "float16"), K_pe: T.Tensor((seq, pe), "float16"),
+             O: T.Tensor((heads, dim), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            q_s = T.alloc_shared((heads, dim), "float16")
+            q_pe_s = T.alloc_shared((heads, pe), "float16")
+            kv_s = T.alloc_shared((block_N, dim), "float16")
+            k_pe_s = T.alloc_shared((block_N, pe), "float16")
+            p_s = T.alloc_shared((heads, block_N), "float16")
+            acc_s = T.alloc_fragment((heads, block_N), "float32")
+            acc_o = T.alloc_fragment((heads, dim), "float32")
+            m = T.alloc_fragment((heads,), "float32")
+            m_prev = T.alloc_fragment((heads,), "float32")
+            r = T.alloc_fragment((heads,), "float32")
+            s_sum = T.alloc_fragment((heads,), "float32")
+            l = T.alloc_fragment((heads,), "float32")
+            T.copy(Q, q_s)
+            T.copy(Q_pe, q_pe_s)
+            T.fill(acc_o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float32"))
+            for k in T.Pipelined(seq // block_N, num_stages=stages):
+                T.copy(KV[k * block_N, 0], kv_s)
+                T.copy(K_pe[k * block_N, 0], k_pe_s)
+                T.clear(acc_s)
+                T.gemm(q_s, kv_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                T.gemm(q_pe_s, k_pe_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                T.copy(m, m_prev)
+                T.reduce_max(acc_s, m, dim=1, clear=False)
+                for i in T.Parallel(heads):
+                    r[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
+                for i, j in T.Parallel(heads, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m[i] * scale)
+                T.reduce_sum(acc_s, s_sum, dim=1)
+                T.copy(acc_s, p_s)
+                for i in T.Parallel(heads):
+                    l[i] = l[i] * r[i] + s_sum[i]
+                for i, j in T.Parallel(heads, dim):
+                    acc_o[i, j] *= r[i]
+                T.gemm(p_s, kv_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
+            for i, j in T.Parallel(heads, dim):
+                acc_o[i, j] /= l[i]
+            T.copy(acc_o, O)
+
+    return main
+
+
+def gemm_64_rows(N=256, K=128, threads=256, policy=T.GemmWarpPolicy.Square, trans_b=False):
+    @T.prim_func
+    def main(A: T.Tensor((64, K), "float16"), B: T.Tensor((N, K) if trans_b else (K, N), "float16"),
+             C: T.Tensor((64, N), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            a_s = T.alloc_shared((64, 64), "float16")
+            b_s = T.alloc_shared((N, 64) if trans_b else (64, N), "float16")
+            acc = T.alloc_fragment((64, N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // 64, num_stages=2):
+                T.copy(A[0, k * 64], a_s)
+                if trans_b:
+                    T.copy(B[0, k * 64], b_s)
+                else:
+                    T.copy(B[k * 64, 0], b_s)
+                T.gemm(a_s, b_s, acc, transpose_B=trans_b, policy=policy)
+            for i, j in T.Parallel(64, N):  # a row-dependent epilogue in the accumulator's layout
+                acc[i, j] = acc[i, j] * (i + 1)
+            T.copy(acc, C)
+
+    return main
+
+
+def test_decode_attention_matches_float64():
+    rng = np.random.default_rng(7)
+    heads, dim, pe, seq = 64, 256, 64, 256
+    q, q_pe = rng.standard_normal((heads, dim)), rng.standard_normal((heads, pe))
+    kv, k_pe = rng.standard_normal((seq, dim)), rng.standard_normal((seq, pe))
+    q, q_pe, kv, k_pe = (x.astype(np.float16) for x in (q, q_pe, kv, k_pe))
+    o = np.full((heads, dim), np.nan, np.float32)
+    tilelang.compile(decode_attention(heads, dim, pe, seq))(q, q_pe, kv, k_pe, o)
+    s = (q.astype(np.float64) @ kv.astype(np.float64).T + q_pe.astype(np.float64) @ k_pe.astype(np.float64).T)
+    s *= (dim + pe) ** -0.5
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    # P goes through a float16 tile before the second GEMM, as in the kernel
+    ref = (p / p.sum(axis=1, keepdims=True)) @ kv.astype(np.float64)
+    np.testing.assert_allclose(o, ref, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_gemm_with_64_rows_on_256_threads(trans_b):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 128)).astype(np.float16)
+    b = rng.standard_normal((256, 128) if trans_b else (128, 256)).astype(np.float16)
+    c = np.full((64, 256), np.nan, np.float32)
+    tilelang.compile(gemm_64_rows(trans_b=trans_b))(a, b, c)
+    bb = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+    ref = (a.astype(np.float64) @ bb) * np.arange(1, 65)[:, None]
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-2)
+
+
+def test_sm90_splits_n_over_warpgroups():
+    k = tilelang.compile(decode_attention(), target=SM90)
+    remarks = "\n".join(k.get_remarks())
+    assert remarks.count("2 warpgroup(s) (2 along N") == 3, remarks
+    assert "mma_acc(64x256, warps 4x2 m-fastest)" in remarks and "warp-specialized" in remarks, remarks
+    assert "0 bytes spilled" in remarks, remarks
+    src = k.get_kernel_source()
+    assert "tl::gemm_ss_wgmma<64, 256, 64, false, false, false, 2>" in src, src
+    # 4 warpgroups over 64 rows: 64 columns each
+    k4 = tilelang.compile(gemm_64_rows(threads=512), target=SM90)
+    assert any("4 along N, 64 columns each" in r for r in k4.get_remarks()), k4.get_remarks()
+
+
+def test_sm90_n_split_refused_where_it_does_not_fit():
+    # FullRow asks for every warp along M: mma.sync, and the remark says why not wgmma
+    k = tilelang.compile(gemm_64_rows(policy=T.GemmWarpPolicy.FullRow), target=SM90)
+    assert any("GemmWarpPolicy.FullRow forbids" in r for r in k.get_remarks()), k.get_remarks()
+    # N-major B split into 96-column parts is not whole 64-column panels
+    k = tilelang.compile(gemm_64_rows(N=192), target=SM90)
+    assert any("not whole 64-column panels of B" in r for r in k.get_remarks()), k.get_remarks()
+    # ... but K-major B is split at any multiple of 8 columns
+    k = tilelang.compile(gemm_64_rows(N=192, trans_b=True), target=SM90)
+    assert any("2 along N, 96 columns each" in r for r in k.get_remarks()), k.get_remarks()
