@@ -39,7 +39,8 @@ DRIVER = Path(__file__).resolve().parent / "regression_driver.py"
 
 def find_files(root: Path, pattern: str | None):
     files = sorted((root / "examples").rglob("regression_*.py"))
-    return [f for f in files if not pattern or pattern in str(f.relative_to(root))]
+    patterns = [x for x in (pattern or "").split("|") if x]  # 'a|b': files matching either
+    return [f for f in files if not patterns or any(x in str(f.relative_to(root)) for x in patterns)]
 
 
 def first_error_line(stderr: str) -> str:
@@ -139,10 +140,12 @@ def main(argv=None):
     p.add_argument("--python", default=sys.executable, help="the Python whose tilelang is ours (default: this one)")
     p.add_argument("--out", default="regression-perf", help="folder for results.json and summary.md (kept)")
     p.add_argument("--shard", default="1/1", help="i/n: run files i, i+n, i+2n, ... (1-based)")
-    p.add_argument("--match", default=None, help="only files whose path contains this")
+    p.add_argument("--match", default=None, help="only files whose path contains this ('a|b': either)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per file and side")
     p.add_argument("--compat-results", default=None, help="results.json of scripts/compat_run.py")
     p.add_argument("--rerun", action="store_true", help="run files already measured on both sides again")
+    p.add_argument("--sides", default="ours,upstream",
+                   help="which packages to run (e.g. 'ours' after a fix: the other side's kept results stay)")
     args = p.parse_args(argv)
 
     root = Path(args.root).resolve()
@@ -156,12 +159,15 @@ def main(argv=None):
     sides = {"ours": (args.python, base)}
     if args.upstream_pkg:
         sides["upstream"] = (sys.executable, dict(base, PYTHONPATH=str(Path(args.upstream_pkg).resolve())))
+    wanted = {x.strip() for x in args.sides.split(",") if x.strip()}
     for f in files:
         rel = str(f.relative_to(root / "examples"))
         done = state.get(rel, {})
         if not args.rerun and all(done.get(s, {}).get("status") == "ok" for s in sides):
             continue
         for side, (python, env) in sides.items():
+            if side not in wanted:
+                continue
             print(f"[regression] {side}: {rel}", file=sys.stderr, flush=True)
             done[side] = run_side(side, python, env, f, args.timeout)
             print(f"[regression]   {done[side]['status']} in {done[side]['seconds']} s, "

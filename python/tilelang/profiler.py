@@ -36,11 +36,11 @@ def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flu
 
     backend "event": CUDA events around each run, L2 flushed in between; "cudagraph": fn is
     captured once in a CUDA graph and the graph replayed (no launch overhead); "cupti"
-    (upstream's kernel-only timing) is measured as "event" here. Without a GPU (or before
-    CUDA is used), wall-clock time. With `quantiles` (e.g. [0.5, 0.2, 0.8]), the list of
-    those quantiles of the run times instead."""
-    if backend == "cupti":
-        backend = "event"
+    (upstream's kernel-only timing): the device time of the kernels fn launches, from
+    torch.profiler's CUPTI records, averaged over `rep` runs (the flush excluded), so host
+    overhead between kernels does not count. Without a GPU (or before CUDA is used),
+    wall-clock time. With `quantiles` (e.g. [0.5, 0.2, 0.8]), the list of those quantiles
+    of the run times instead (not with "cupti", which has one figure: the mean)."""
     if quantiles is not None:
         return_mode = ("quantiles", tuple(float(q) for q in quantiles))
     if not _cuda_ready():
@@ -65,11 +65,13 @@ def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flu
                 fn()
         torch.cuda.synchronize()
         run = graph.replay
-    elif backend != "event":
+    elif backend not in ("event", "cupti"):
         raise ValueError(f"do_bench: backend must be 'event', 'cupti' or 'cudagraph', got {backend!r}")
     for _ in range(warmup):
         run()
     torch.cuda.synchronize()
+    if backend == "cupti":
+        return _kernel_time_ms(run, flush, rep)
     times = []
     for _ in range(rep):
         flush.zero_()
@@ -80,6 +82,34 @@ def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flu
         end.synchronize()
         times.append(start.elapsed_time(end))
     return _reduce(times, return_mode)
+
+
+_FLUSH_RANGE = "tilelang.profiler.flush"
+
+
+def _kernel_time_ms(run, flush, rep):
+    """Mean device time (ms) of the CUDA kernels one run() launches: every kernel's duration
+    from the profiler's CUPTI activity records, less those launched inside the flush's
+    annotated range (the flush may be the same fill kernel as a torch.zeros of fn's)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(rep):
+            with record_function(_FLUSH_RANGE):
+                flush.zero_()
+            run()
+        torch.cuda.synchronize()
+    kernels = flushed = 0.0
+    for e in prof.events():
+        if getattr(getattr(e, "device_type", None), "name", "") != "CUDA":
+            continue
+        if getattr(e, "is_user_annotation", False):
+            if e.key == _FLUSH_RANGE:
+                flushed += e.self_device_time_total
+        else:
+            kernels += e.self_device_time_total
+    return (kernels - flushed) / rep * 1e-3  # microseconds -> ms
 
 
 def _reduce(times, mode):

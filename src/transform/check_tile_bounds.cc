@@ -7,7 +7,14 @@
 /// unconditional (not under an `if`, a `while` or one arm of a select), and each index is
 /// a linear combination of variables whose ranges are exact (loops and block indices with
 /// constant bounds), so its interval is attained.
+///
+/// One exception, for upstream TileLang's programs: a register fragment indexed past its
+/// declared end (never below 0), e.g. `sinks = T.alloc_fragment([heads])` written by a
+/// T.Parallel(block_M) loop with block_M > heads in upstream's attention-sink examples.
+/// Upstream sizes a fragment by the loops that use it, so those programs work there; here
+/// the fragment is allocated with the extent its accesses need, as a remark that names it.
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "../arith/arith_internal.h"
@@ -97,6 +104,13 @@ class BoundsChecker : public IRVisitor {
       Range64 r{0, 0};
       if (!AsConstInt(b->shape[d], &extent) || !ExactRange(indices[d], &r)) continue;
       if (r.lo >= 0 && r.hi < extent) continue;
+      if (b->scope == Scope::kFragment && r.lo >= 0) {
+        auto& need = grown[b.get()];
+        if (need.empty()) need = std::vector<int64_t>(indices.size(), 0);
+        need[d] = std::max(need[d], r.hi + 1);
+        grown_lines.emplace(b.get(), span_.line);  // the first such access
+        continue;
+      }
       TL_USER_ERROR(span_) << "out-of-bounds access to " << b->name << ": index " << ToString(indices[d])
                            << " of dimension " << d << " takes values in [" << r.lo << ", " << r.hi << "], but "
                            << b->name << " has " << extent << " elements there";
@@ -121,6 +135,14 @@ class BoundsChecker : public IRVisitor {
     return true;
   }
 
+
+ public:
+  /// Fragments indexed past their end: the extent each dimension needs (0: as declared),
+  /// and a line of such an access.
+  std::map<const BufferNode*, std::vector<int64_t>> grown;
+  std::map<const BufferNode*, int> grown_lines;
+
+ private:
   std::unordered_map<const Var*, Range64> exact_;
   int conditional_ = 0;
   Span span_;
@@ -129,9 +151,41 @@ class BoundsChecker : public IRVisitor {
 
 }  // namespace
 
+/// Every reference to a grown fragment goes to its larger copy.
+class GrowFragments : public IRMutator {
+ public:
+  explicit GrowFragments(std::unordered_map<const BufferNode*, Buffer> to) : to_(std::move(to)) {}
+  Buffer MutateBuffer(const Buffer& b) override {
+    auto it = to_.find(b.get());
+    return it == to_.end() ? b : it->second;
+  }
+
+ private:
+  std::unordered_map<const BufferNode*, Buffer> to_;
+};
+
 ir::PrimFunc CheckTileBounds(const ir::PrimFunc& f, PassContext& ctx) {
-  BoundsChecker().Visit(f->body);
-  return f;
+  BoundsChecker checker;
+  checker.Visit(f->body);
+  if (checker.grown.empty()) return f;
+  std::unordered_map<const BufferNode*, Buffer> to;
+  for (const auto& [b, need] : checker.grown) {
+    std::vector<Expr> shape = b->shape;
+    std::string from, into;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t old = 0;
+      AsConstInt(shape[d], &old);
+      if (need[d] > old) shape[d] = MakeInt(need[d], shape[d]->dtype);
+      from += (d ? ", " : "") + std::to_string(old);
+      into += (d ? ", " : "") + std::to_string(std::max(old, need[d]));
+    }
+    to[b] = BufferNode::Make(b->name, b->dtype, shape, b->scope, b->strides);
+    ctx.remarks.push_back("warning: fragment " + b->name + " is declared [" + from + "] but line " +
+                          std::to_string(checker.grown_lines[b]) + " indexes it as one of [" + into +
+                          "] elements: allocated with that shape (upstream sizes fragments by their loops); "
+                          "declare it with the larger shape to silence this");
+  }
+  return ir::PrimFuncNode::Make(f->name, f->params, GrowFragments(std::move(to)).Mutate(f->body), f->span);
 }
 
 TL_REGISTER_PASS("check-tile-bounds", CheckTileBounds);

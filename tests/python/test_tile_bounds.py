@@ -16,18 +16,42 @@ def too_long_parallel():
         with T.Kernel(1, threads=128) as bx:
             f = T.alloc_fragment((128,), "float32")
             for i in T.Parallel(256):
-                f[i] = X[i]  # ERR-HERE
-            for i in T.Parallel(128):
+                f[i] = X[i] * 2  # MARK-HERE: past f's declared 128 elements
+            for i in T.Parallel(256):
                 Y[i] = f[i]
     return main
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_parallel_loop_longer_than_its_fragment(target):
-    with pytest.raises(tilelang.TileLangCompileError, match=r"f: index i of dimension 0 takes values in \[0, 255\], "
-                                                            r"but f has 128 elements") as info:
-        tilelang.compile(too_long_parallel(), target=target)
-    assert info.value.line == marker_line(too_long_parallel)
+def test_fragment_indexed_past_its_end_grows_with_a_warning(target, rng):
+    """Upstream sizes a fragment by the loops that use it (its attention-sink examples rely
+    on it): the fragment gets the extent its accesses need, and a warning remark says so."""
+    kernel = tilelang.compile(too_long_parallel(), target=target)
+    warn = [r for r in kernel.get_remarks() if r.startswith("warning: fragment f")]
+    assert warn and "declared [128]" in warn[0] and "[256] elements" in warn[0], kernel.get_remarks()
+    assert f"line {marker_line(too_long_parallel, '# MARK-HERE')}" in warn[0], warn
+    if target == "cpu":
+        x, y = rand(rng, (256,)), np.full(256, np.nan, np.float32)
+        kernel(x, y)
+        assert_close(y, f64(x) * 2, "float32")
+
+
+def negative_fragment_index():
+    @T.prim_func
+    def main(X: T.Tensor((128,), "float32"), Y: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(128):
+                f[i - 1] = X[i]  # ERR-HERE
+            for i in T.Parallel(128):
+                Y[i] = f[i]
+    return main
+
+
+def test_fragment_index_below_zero_is_an_error():
+    with pytest.raises(tilelang.TileLangCompileError, match=r"takes values in \[-1, 126\]") as info:
+        tilelang.compile(negative_fragment_index(), target="cpu")
+    assert info.value.line == marker_line(negative_fragment_index)
 
 
 def shifted_shared_read():

@@ -393,9 +393,14 @@ class CudaCodegen : public CPrinter {
       return "tl::wgmma_wait_hold<" + Print(op->args[1]) + ", " + Print(op->args[2]) + ">(" + Print(op->args[0]) + ")";
     }
     if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" || op->op == "gemm_ss_wgmma_issue") {
-      // (A, B, C, M, N, K, [trans_a,] trans_b): the template arguments follow the pointers.
+      // (A, B, C, M, N, K, [trans_a,] trans_b, [proxy_fence, [warpgroups_n]]): the template
+      // arguments follow the pointers; trailing ones at their defaults (true, 1) are left out.
+      size_t end = op->args.size();
+      int64_t v = 0;
+      if (op->op != "gemm_rs_wgmma" && end == 10 && AsConstInt(op->args[9], &v) && v == 1) --end;
+      if (op->op != "gemm_rs_wgmma" && end == 9 && AsConstInt(op->args[8], &v) && v == 1) --end;
       std::string s = "tl::" + op->op + "<";
-      for (size_t k = 3; k < op->args.size(); ++k) s += Print(op->args[k]) + (k + 1 < op->args.size() ? ", " : "");
+      for (size_t k = 3; k < end; ++k) s += Print(op->args[k]) + (k + 1 < end ? ", " : "");
       s += ">(";
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";

@@ -48,8 +48,8 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   // Registers have no panels: only B's shared layout constrains a register A.
   if (a_in_registers) ar = ac = 64;
   if (m % 64 || threads % 128 || (threads / 128) % (m / 64)) {
-    return "wgmma needs 64 x warpgroups rows of C (here M = " + std::to_string(m) + " with " +
-           std::to_string(threads) + " threads)";
+    return "wgmma needs one warp per 16 rows of C, or warpgroups along N as well (block_M = 64 x warpgroups "
+           "along M; here M = " + std::to_string(m) + " with " + std::to_string(threads) + " threads)";
   }
   if (n % 8 || k % 16) return "N must be a multiple of 8 and K of 16";
   const int64_t wg_n = threads / 128 / (m / 64);
