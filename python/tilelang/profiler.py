@@ -141,6 +141,9 @@ class Profiler:
                 raise TypeError(f"the profiler cannot invent the scalar argument {p.name!r}")
             if any(isinstance(d, str) for d in p.dims):
                 raise TypeError(f"the profiler cannot size the dynamic tensor {p.name!r}")
+            if self.kernel.target == "cuda":
+                inputs.append(self._torch_input(p))
+                continue
             if self.supply == TensorSupplyType.Zero:
                 a = np.zeros(p.dims)
             elif self.supply == TensorSupplyType.One:
@@ -151,17 +154,28 @@ class Profiler:
                 a = rng.uniform(-1, 1, size=p.dims)
             else:
                 a = rng.standard_normal(size=p.dims)
-            a = a.astype(numpy_dtype(p.dtype))
-            if self.kernel.target == "cuda":
-                import torch
-
-                if p.dtype == "bfloat16":
-                    a = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-                else:
-                    a = torch.from_numpy(a)
-                a = a.cuda()
-            inputs.append(a)
+            inputs.append(a.astype(numpy_dtype(p.dtype)))
         return inputs
+
+    def _torch_input(self, p):
+        """A CUDA tensor for parameter p, made by torch on the device (numpy has no float8,
+        and torch.from_numpy no bfloat16), with the supply's distribution."""
+        import torch
+
+        if not hasattr(self, "_gen"):
+            self._gen = torch.Generator(device="cuda").manual_seed(0)
+        dtype, shape, dev = getattr(torch, p.dtype), tuple(p.dims), "cuda"
+        if self.supply == TensorSupplyType.Zero:
+            return torch.zeros(shape, dtype=dtype, device=dev)
+        if self.supply == TensorSupplyType.One:
+            return torch.ones(shape, dtype=dtype, device=dev)
+        if self.supply == TensorSupplyType.Integer or p.dtype.startswith(("int", "uint", "bool")):
+            x = torch.randint(-2, 3, shape, generator=self._gen, device=dev)
+        elif self.supply == TensorSupplyType.Uniform:
+            x = torch.rand(shape, generator=self._gen, device=dev) * 2 - 1
+        else:
+            x = torch.randn(shape, generator=self._gen, device=dev)
+        return x.to(dtype)
 
     def inputs(self):
         if self._inputs is None:

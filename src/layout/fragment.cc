@@ -31,7 +31,9 @@ bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, GemmPolicy policy, 
 }
 
 MmaAccumulatorLayout::MmaAccumulatorLayout(int64_t m, int64_t n, WarpPartition warps)
-    : m_(m), n_(n), warps_(warps.Normalized()), tile_m_(m / warps.warps_m), tile_n_(n / warps.warps_n) {}
+    : m_(m), n_(n), warps_(warps.Normalized()), tile_m_(m / warps.warps_m), tile_n_(n / warps.warps_n) {
+  if (tile_m_ == 16) warps_.interleave_m = false;  // one slice per warp: both orders agree
+}
 
 namespace {
 Expr C(int64_t v) { return MakeInt(v); }
@@ -67,20 +69,24 @@ std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Ex
   Expr warp = FloorDiv(thread, C(32)), lane = FloorMod(thread, C(32));
   Expr warp_m = warps_.m_fastest ? FloorMod(warp, C(warps_.warps_m)) : FloorDiv(warp, C(warps_.warps_n));
   Expr warp_n = RowWarp(thread);
+  // First row of the warp's 16-row slice mt.
+  auto slice = [&](const Expr& mt) {
+    return warps_.interleave_m ? (mt * C(warps_.warps_m) + warp_m) * C(16) : warp_m * C(tile_m_) + mt * C(16);
+  };
   if (rows_) {
-    Expr row = FloorDiv(local, C(2)) * C(16) + FloorMod(local, C(2)) * C(8) + FloorDiv(lane, C(4));
-    return {warp_m * C(tile_m_) + row, MakeInt(0)};
+    Expr in_slice = FloorMod(local, C(2)) * C(8) + FloorDiv(lane, C(4));
+    return {slice(FloorDiv(local, C(2))) + in_slice, MakeInt(0)};
   }
   Expr reg = FloorMod(local, C(4)), tile = FloorDiv(local, C(4));
   Expr mt = FloorDiv(tile, C(tile_n_ / 8)), nt = FloorMod(tile, C(tile_n_ / 8));
   Expr r = FloorDiv(lane, C(4)) + FloorDiv(reg, C(2)) * C(8);
   Expr c = FloorMod(lane, C(4)) * C(2) + FloorMod(reg, C(2));
-  return {warp_m * C(tile_m_) + mt * C(16) + r, warp_n * C(tile_n_) + nt * C(8) + c};
+  return {slice(mt) + r, warp_n * C(tile_n_) + nt * C(8) + c};
 }
 
 std::string MmaAccumulatorLayout::ToString() const {
   std::string warps = "warps " + std::to_string(warps_.warps_m) + "x" + std::to_string(warps_.warps_n) +
-                      (warps_.m_fastest ? " m-fastest" : "");
+                      (warps_.m_fastest ? " m-fastest" : "") + (warps_.interleave_m ? " interleaved" : "");
   if (rows_) return "mma_rows(" + std::to_string(m_) + ", " + warps + ")";
   return "mma_acc(" + std::to_string(m_) + "x" + std::to_string(n_) + ", " + warps + ")";
 }

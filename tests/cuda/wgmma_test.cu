@@ -98,10 +98,15 @@ __host__ __device__ inline void acc_coord(int tid, int reg, int* row, int* col) 
 
 /// acc_coord when WgN warpgroups per 64 rows split N: warpgroup g owns rows 64 (g % (M/64))
 /// and columns (g / (M/64)) N/WgN, in the layout acc_coord gives one warpgroup.
-template <int M, int N, int WgN>
+/// With MReps > 1 each warpgroup owns MReps 64-row blocks (block r of warpgroup g: rows
+/// 64 (r M/64/MReps + g)), its registers block after block, N/2 each.
+template <int M, int N, int WgN, int MReps = 1>
 __host__ __device__ inline void acc_coord_split(int tid, int reg, int* row, int* col) {
-  const int wg = tid / 128, wg_m = wg % (M / 64), wg_n = wg / (M / 64);
-  acc_coord(wg_m * 128 + tid % 128, reg, row, col);
+  constexpr int kWgM = M / 64 / MReps;
+  const int wg = tid / 128, wg_m = wg % kWgM, wg_n = wg / kWgM;
+  const int rep = reg / (N / WgN / 2), block = rep * kWgM + wg_m;
+  acc_coord(tid % 128, reg % (N / WgN / 2), row, col);
+  *row += block * 64;
   *col += wg_n * (N / WgN);
 }
 
@@ -127,8 +132,9 @@ __device__ inline unsigned char* aligned_smem(unsigned char* raw) {
 /// shared memory as gemm_ss_wgmma<M, N, K, TransA, TransB> expects; c (M x N) receives the
 /// result, starting from zero or from c_init when `accumulate`.
 /// With WgN > 1 the block has WgN warpgroups per 64 rows, which split N (acc_coord_split).
-template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1>
-__global__ void __launch_bounds__(M * 2 * WgN) gemm_case_kernel(const T* a, const T* b, float* c, int accumulate) {
+template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1, int MReps = 1>
+__global__ void __launch_bounds__(M * 2 * WgN / MReps) gemm_case_kernel(const T* a, const T* b, float* c,
+                                                                        int accumulate) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = aligned_smem(smem_raw);
   T* sa = reinterpret_cast<T*>(smem);
@@ -144,18 +150,18 @@ __global__ void __launch_bounds__(M * 2 * WgN) gemm_case_kernel(const T* a, cons
     sb[TransB ? sw128_offset(n, k, N) : sw128_offset(k, n, K)] = b[i];
   }
   __syncthreads();
-  float acc[N / WgN / 2];
+  float acc[N / WgN / 2 * MReps];
 #pragma unroll
-  for (int r = 0; r < N / WgN / 2; ++r) {
+  for (int r = 0; r < N / WgN / 2 * MReps; ++r) {
     int row, col;
-    acc_coord_split<M, N, WgN>(tid, r, &row, &col);
+    acc_coord_split<M, N, WgN, MReps>(tid, r, &row, &col);
     acc[r] = accumulate ? c_init(row, col) : 0.0f;
   }
-  tl::gemm_ss_wgmma<M, N, K, TransA, TransB, true, WgN>(sa, sb, acc);
+  tl::gemm_ss_wgmma<M, N, K, TransA, TransB, true, WgN, MReps>(sa, sb, acc);
 #pragma unroll
-  for (int r = 0; r < N / WgN / 2; ++r) {
+  for (int r = 0; r < N / WgN / 2 * MReps; ++r) {
     int row, col;
-    acc_coord_split<M, N, WgN>(tid, r, &row, &col);
+    acc_coord_split<M, N, WgN, MReps>(tid, r, &row, &col);
     c[row * N + col] = acc[r];
   }
 }
@@ -163,8 +169,9 @@ __global__ void __launch_bounds__(M * 2 * WgN) gemm_case_kernel(const T* a, cons
 /// One block, M/16 warps: each thread loads its K/2 values of a (M x K, row-major) into
 /// registers in the accumulator layout (register kt*4 + h*2 + c: row 16w + lane/4 + 8h, column
 /// kt*8 + 2*(lane%4) + c, the acc_coord mapping with K for N); b as in gemm_case_kernel.
-template <int M, int N, int K, bool TransB, typename T>
-__global__ void __launch_bounds__(M * 2) gemm_rs_case_kernel(const T* a, const T* b, float* c, int accumulate) {
+template <int M, int N, int K, bool TransB, typename T, int MReps = 1>
+__global__ void __launch_bounds__(M * 2 / MReps) gemm_rs_case_kernel(const T* a, const T* b, float* c,
+                                                                     int accumulate) {
   extern __shared__ unsigned char smem_raw[];
   T* sb = reinterpret_cast<T*>(aligned_smem(smem_raw));
   const int tid = threadIdx.x;
@@ -172,26 +179,27 @@ __global__ void __launch_bounds__(M * 2) gemm_rs_case_kernel(const T* a, const T
     const int k = i / N, n = i % N;
     sb[TransB ? sw128_offset(n, k, N) : sw128_offset(k, n, K)] = b[i];
   }
-  T a_regs[K / 2];
+  // A in the accumulator layout of M x K, blocks per warpgroup as C's (acc_coord_split)
+  T a_regs[K / 2 * MReps];
 #pragma unroll
-  for (int r = 0; r < K / 2; ++r) {
+  for (int r = 0; r < K / 2 * MReps; ++r) {
     int row, col;
-    acc_coord(tid, r, &row, &col);
+    acc_coord_split<M, K, 1, MReps>(tid, r, &row, &col);
     a_regs[r] = a[row * K + col];
   }
   __syncthreads();
-  float acc[N / 2];
+  float acc[N / 2 * MReps];
 #pragma unroll
-  for (int r = 0; r < N / 2; ++r) {
+  for (int r = 0; r < N / 2 * MReps; ++r) {
     int row, col;
-    acc_coord(tid, r, &row, &col);
+    acc_coord_split<M, N, 1, MReps>(tid, r, &row, &col);
     acc[r] = accumulate ? c_init(row, col) : 0.0f;
   }
-  tl::gemm_rs_wgmma<M, N, K, TransB>(a_regs, sb, acc);
+  tl::gemm_rs_wgmma<M, N, K, TransB, true, MReps>(a_regs, sb, acc);
 #pragma unroll
-  for (int r = 0; r < N / 2; ++r) {
+  for (int r = 0; r < N / 2 * MReps; ++r) {
     int row, col;
-    acc_coord(tid, r, &row, &col);
+    acc_coord_split<M, N, 1, MReps>(tid, r, &row, &col);
     c[row * N + col] = acc[r];
   }
 }
@@ -284,7 +292,7 @@ static void check_case(const char* name, const std::vector<float>& c, const std:
   }
 }
 
-template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1>
+template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1, int MReps = 1>
 static void run_case(std::mt19937& rng) {
   std::vector<T> a(M * K), b(K * N);
   std::vector<double> av(M * K), bv(K * N);
@@ -292,22 +300,24 @@ static void run_case(std::mt19937& rng) {
   for (int i = 0; i < K * N; ++i) b[i] = Gen<T>::make(rng, &bv[i]);
   DevBuf<T> da(a), db(b);
   constexpr int kSmem = case_smem_bytes<M, N, K>();
-  auto kernel = gemm_case_kernel<M, N, K, TransA, TransB, T, WgN>;
+  auto kernel = gemm_case_kernel<M, N, K, TransA, TransB, T, WgN, MReps>;
   CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   for (int accumulate = 0; accumulate < 2; ++accumulate) {
     char name[160];
     std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A %s B %s %s%s", Gen<T>::name(), M, N, K,
                   TransA ? "KxM (M-major)" : "MxK (K-major)", TransB ? "NxK (K-major)" : "KxN (N-major)",
-                  accumulate ? "C+=" : "C=0", WgN > 1 ? (WgN == 2 ? " N over 2 warpgroups" : " N over 4 warpgroups") : "");
+                  accumulate ? "C+=" : "C=0",
+                  WgN > 1 ? (WgN == 2 ? " N over 2 warpgroups" : " N over 4 warpgroups")
+                          : MReps > 1 ? (MReps == 2 ? " 2 blocks per warpgroup" : " 4 blocks per warpgroup") : "");
     DevBuf<float> dc(static_cast<size_t>(M) * N);
-    kernel<<<1, M * 2 * WgN, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
+    kernel<<<1, M * 2 * WgN / MReps, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
     check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0);
   }
 }
 
 /// gemm_rs_wgmma: A from registers, B from shared memory.
-template <int M, int N, int K, bool TransB, typename T>
+template <int M, int N, int K, bool TransB, typename T, int MReps = 1>
 static void run_rs_case(std::mt19937& rng) {
   std::vector<T> a(M * K), b(K * N);
   std::vector<double> av(M * K), bv(K * N);
@@ -315,14 +325,15 @@ static void run_rs_case(std::mt19937& rng) {
   for (int i = 0; i < K * N; ++i) b[i] = Gen<T>::make(rng, &bv[i]);
   DevBuf<T> da(a), db(b);
   constexpr int kSmem = round_up_1024(K * N * 2) + 1024;
-  auto kernel = gemm_rs_case_kernel<M, N, K, TransB, T>;
+  auto kernel = gemm_rs_case_kernel<M, N, K, TransB, T, MReps>;
   CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   for (int accumulate = 0; accumulate < 2; ++accumulate) {
     char name[160];
-    std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A regs          B %s %s", Gen<T>::name(), M, N, K,
-                  TransB ? "NxK (K-major)" : "KxN (N-major)", accumulate ? "C+=" : "C=0");
+    std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A regs          B %s %s%s", Gen<T>::name(), M, N,
+                  K, TransB ? "NxK (K-major)" : "KxN (N-major)", accumulate ? "C+=" : "C=0",
+                  MReps > 1 ? " blocks per warpgroup" : "");
     DevBuf<float> dc(static_cast<size_t>(M) * N);
-    kernel<<<1, M * 2, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
+    kernel<<<1, M * 2 / MReps, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
     check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0);
   }
@@ -402,6 +413,14 @@ static void run_extra(std::mt19937& rng) {
   run_case<64, 128, 64, true, false, tl::bfloat16, 2>(rng);
   run_case<128, 256, 64, false, true, tl::half, 2>(rng);
   run_case<64, 256, 64, true, true, tl::bfloat16, 4>(rng);
+  // Fewer warpgroups than 64-row blocks (upstream's default GEMM tile: 128 x 128 on 128
+  // threads): each warpgroup issues one m64 wgmma per block it owns.
+  run_case<128, 128, 64, false, false, tl::half, 1, 2>(rng);
+  run_case<128, 128, 64, true, true, tl::bfloat16, 1, 2>(rng);
+  run_case<256, 64, 128, false, true, tl::half, 1, 4>(rng);
+  run_case<256, 128, 64, true, false, tl::half, 1, 2>(rng);
+  run_rs_case<128, 128, 64, false, tl::half, 2>(rng);
+  run_rs_case<256, 64, 32, false, tl::bfloat16, 2>(rng);
 }
 
 // ---------------------------------------------------------------------------

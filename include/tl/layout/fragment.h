@@ -20,11 +20,22 @@ namespace tl::layout {
 /// (warp w at (w / warps_n, w % warps_n)), or, with m_fastest, column-major (at
 /// (w % warps_m, w / warps_m)): the order of wgmma, whose warpgroups (4 consecutive warps,
 /// 64 rows) split N between them when there are more warpgroups than 64-row blocks.
+///
+/// interleave_m: a warp's rows are 16-row slices spaced 16 x warps_m apart (slice t of warp
+/// row wm holds rows (t warps_m + wm) 16 ..), not one contiguous block: the layout of a
+/// wgmma accumulator with fewer warpgroups than 64-row blocks, each warpgroup issuing one
+/// m64 wgmma per block it owns (a 128-row tile on 128 threads).
 struct WarpPartition {
   int64_t warps_m = 1, warps_n = 1;
   bool m_fastest = false;
+  bool interleave_m = false;
   /// The two orders coincide with one warp column; m_fastest is kept only when it matters.
-  WarpPartition Normalized() const { return {warps_m, warps_n, m_fastest && warps_n > 1}; }
+  WarpPartition Normalized() const { return {warps_m, warps_n, m_fastest && warps_n > 1, interleave_m}; }
+  bool operator==(const WarpPartition& o) const {
+    WarpPartition a = Normalized(), b = o.Normalized();
+    return a.warps_m == b.warps_m && a.warps_n == b.warps_n && a.m_fastest == b.m_fastest &&
+           a.interleave_m == b.interleave_m;
+  }
 };
 
 /// Splits `num_warps` over an M x N accumulator as the policy asks (Square balances the

@@ -393,12 +393,13 @@ class CudaCodegen : public CPrinter {
       return "tl::wgmma_wait_hold<" + Print(op->args[1]) + ", " + Print(op->args[2]) + ">(" + Print(op->args[0]) + ")";
     }
     if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" || op->op == "gemm_ss_wgmma_issue") {
-      // (A, B, C, M, N, K, [trans_a,] trans_b, [proxy_fence, [warpgroups_n]]): the template
-      // arguments follow the pointers; trailing ones at their defaults (true, 1) are left out.
+      // ss: (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups_n, m_blocks);
+      // rs: (A, B, C, M, N, K, trans_b, proxy_fence, m_blocks). The template arguments follow
+      // the pointers; trailing ones at their defaults (true, 1, 1) are left out.
+      const size_t first_default = op->op == "gemm_rs_wgmma" ? 7 : 8;
       size_t end = op->args.size();
       int64_t v = 0;
-      if (op->op != "gemm_rs_wgmma" && end == 10 && AsConstInt(op->args[9], &v) && v == 1) --end;
-      if (op->op != "gemm_rs_wgmma" && end == 9 && AsConstInt(op->args[8], &v) && v == 1) --end;
+      while (end > first_default && AsConstInt(op->args[end - 1], &v) && v == 1) --end;
       std::string s = "tl::" + op->op + "<";
       for (size_t k = 3; k < end; ++k) s += Print(op->args[k]) + (k + 1 < end ? ", " : "");
       s += ">(";
@@ -414,7 +415,8 @@ class CudaCodegen : public CPrinter {
       std::string s = "tl::gemm_ss<";
       for (int k = 3; k < 12; ++k) s += Print(op->args[k]) + ", ";
       s += std::string(swz(0)) + ", " + swz(1);
-      if (op->args.size() > 12) s += ", " + Print(op->args[12]);  // MFastest: the wgmma warp order
+      // MFastest, InterleaveM: the accumulator's warp order, when it is a wgmma one
+      for (size_t k = 12; k < op->args.size(); ++k) s += ", " + Print(op->args[k]);
       s += ">(";
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";

@@ -43,12 +43,16 @@ Stmt FragmentRewriter::RegisterAGemm(const GemmOp* op, bool wgmma) {
   if (wgmma) {
     // tl::gemm_rs_wgmma(A regs, B tile base, C regs) reads B in its panelled layout.
     std::vector<Expr> zeros(b.buffer->shape.size(), MakeInt(0));
+    // (A, B, C, M, N, K, trans_b, proxy_fence, 64-row blocks per warpgroup)
+    const int64_t reps = MBlocksPerWarpgroup(c);
     std::vector<Expr> wargs = {args[0], Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, zeros)}),
-                               args[2], args[3], args[4], args[5], MakeBool(op->trans_b)};
+                               args[2], args[3], args[4], args[5], MakeBool(op->trans_b), MakeBool(true),
+                               MakeInt(reps)};
     out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs_wgmma", wargs), op->span));
     ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                            op->c.buffer->name + ": A from registers, wgmma m64n" +
-                           std::to_string(std::min<int64_t>(c.layout->n(), 256)) + "k16 with B from shared memory");
+                           std::to_string(std::min<int64_t>(c.layout->n(), 256)) + "k16 with B from shared memory" +
+                           (reps > 1 ? ", " + std::to_string(reps) + " 64-row blocks per warpgroup" : ""));
     return Seq::Make(out, op->span);
   }
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs", args), op->span));
@@ -76,20 +80,25 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
   };
   Region a = MutateRegion(op->a), b = MutateRegion(op->b);
   Expr k = op->trans_a ? a.ranges[0].extent : a.ranges[1].extent;
-  // Warpgroups beyond one per 64 rows split N (the accumulator's m-fastest warp order).
+  // Warpgroups beyond one per 64 rows split N (the accumulator's m-fastest warp order);
+  // fewer own several 64-row blocks each (its interleaved rows).
   const int64_t wg_n = Mma(rf).warps().warps_n, n_per_wg = rf.layout->n() / wg_n;
-  // (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups along N)
+  const int64_t reps = MBlocksPerWarpgroup(rf);
+  // (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups along N, blocks per warpgroup)
   std::vector<Expr> args = {base(a.buffer), base(b.buffer),
                             Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
                             MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
-                            MakeBool(op->trans_a), MakeBool(op->trans_b), MakeBool(true), MakeInt(wg_n)};
+                            MakeBool(op->trans_a), MakeBool(op->trans_b), MakeBool(true), MakeInt(wg_n),
+                            MakeInt(reps)};
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss_wgmma", args), op->span));
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                          op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(n_per_wg, 256)) +
-                         "k16 from shared memory, " + std::to_string(rf.layout->m() / 64 * wg_n) + " warpgroup(s)" +
+                         "k16 from shared memory, " + std::to_string(rf.layout->m() / 64 / reps * wg_n) +
+                         " warpgroup(s)" +
                          (wg_n > 1 ? " (" + std::to_string(wg_n) + " along N, " + std::to_string(n_per_wg) +
                                          " columns each)"
-                                   : ""));
+                                   : "") +
+                         (reps > 1 ? " (" + std::to_string(reps) + " 64-row blocks each)" : ""));
   return Seq::Make(out, op->span);
 }
 
@@ -131,7 +140,9 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
       MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
       MakeInt(Mma(rf).warps().warps_m), MakeInt(Mma(rf).warps().warps_n),
       MakeBool(op->trans_a), MakeBool(op->trans_b), ld(a), ld(b)};
-  if (Mma(rf).warps().m_fastest) args.push_back(MakeBool(true));
+  // MFastest, InterleaveM: the accumulator's warp order when it is not the default one.
+  if (Mma(rf).warps().m_fastest || Mma(rf).warps().interleave_m) args.push_back(MakeBool(Mma(rf).warps().m_fastest));
+  if (Mma(rf).warps().interleave_m) args.push_back(MakeBool(true));
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
   auto no = no_wgmma_.find(op);
   // gemm_ss (tile_ops.h) takes the tensor cores for float16/bfloat16 into float32 only;

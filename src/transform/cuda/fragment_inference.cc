@@ -176,14 +176,21 @@ class LayoutInference : public IRVisitor {
               "16-bit A of M x K, not transposed, and M a multiple of 16 x warps)";
         StageA(op, sixteen, m, n, &warps, &why);
       } else {
-        auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, layout::WarpPartition{w, 1});
+        // On Hopper, fewer warpgroups than 64-row blocks: the rows wgmma's blocks interleave
+        // (mma.sync's gemm_rs reads A and C alike, in either row order).
+        layout::WarpPartition rs_split{w, 1};
+        layout::WarpPartition wg;
+        if (arch_.rfind("sm_90", 0) == 0 && WgmmaPartition(m, &wg) && wg.warps_n == 1 && wg.warps_m == w) {
+          rs_split = wg;
+        }
+        auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, rs_split);
         auto it = layouts.find(op->a.buffer.get());
         if (it != layouts.end() && !(*it->second.layout == *a_layout)) {
           why = "operand A is held as " + it->second.layout->ToString() + " but the register path needs " +
                 a_layout->ToString();
           StageA(op, sixteen, m, n, &warps, &why);
         } else {
-          warps = layout::WarpPartition{w, 1};
+          warps = rs_split;
           Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
           rs_gemms.insert(op);
           if (arch_.rfind("sm_90", 0) == 0) {
@@ -321,16 +328,22 @@ class LayoutInference : public IRVisitor {
   /// The accumulator split of a wgmma GEMM with M rows: warps M/16 x (warpgroups per
   /// 64-row block), in the m-fastest order (warpgroup g at rows 64 (g % (M/64)), columns
   /// part g / (M/64)); false when the block's warpgroups do not divide over the rows.
+  /// Fewer warpgroups than 64-row blocks each own several blocks: warps 4 x warpgroups,
+  /// with interleaved rows (block r of warpgroup g is rows 64 (r warpgroups + g)).
   bool WgmmaPartition(int64_t m, layout::WarpPartition* out) const {
-    if (m % 64 || num_threads_ % 128 || (num_threads_ / 128) % (m / 64)) return false;
-    *out = layout::WarpPartition{m / 16, num_threads_ / 128 / (m / 64), true}.Normalized();
+    const int64_t wgs = num_threads_ / 128, blocks = m / 64;
+    if (m % 64 || num_threads_ % 128) return false;
+    if (wgs % blocks == 0) {
+      *out = layout::WarpPartition{m / 16, wgs / blocks, true}.Normalized();
+    } else if (blocks % wgs == 0) {
+      *out = layout::WarpPartition{4 * wgs, 1, false, true};
+    } else {
+      return false;
+    }
     return true;
   }
 
-  static bool SameSplit(const layout::WarpPartition& a, const layout::WarpPartition& b) {
-    auto x = a.Normalized(), y = b.Normalized();
-    return x.warps_m == y.warps_m && x.warps_n == y.warps_n && x.m_fastest == y.m_fastest;
-  }
+  static bool SameSplit(const layout::WarpPartition& a, const layout::WarpPartition& b) { return a == b; }
 
   bool UseWgmma(const GemmOp* op) {
     if (arch_.rfind("sm_90", 0) != 0) return false;

@@ -115,6 +115,12 @@ class FragmentRewriter : public IRMutator {
     TL_ICHECK(mma) << "T.gemm register operand without an mma layout: " << rf.layout->ToString();
     return *mma;
   }
+  /// 64-row blocks each warpgroup owns in a wgmma accumulator: more than one when its rows
+  /// are interleaved (fewer warpgroups than blocks).
+  static int64_t MBlocksPerWarpgroup(const RegFragment& rf) {
+    const MmaAccumulatorLayout& l = Mma(rf);
+    return l.warps().interleave_m ? l.m() / (16 * l.warps().warps_m) : 1;
+  }
 
   static bool IndicesMatch(const std::vector<Expr>& idx, const std::vector<const Var*>& vars) {
     if (idx.size() != vars.size()) return false;

@@ -360,10 +360,11 @@ class Specializer {
     const Span& span = loop_->span;
     VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
     Expr stage = Stage(k);
-    int64_t n = 0, wg_n = 1;
+    int64_t n = 0, wg_n = 1, reps = 1;
     AsConstInt(gemm->args[4], &n);
     AsConstInt(gemm->args[9], &wg_n);
-    Expr acc = gemm->args[2], regs = MakeInt(n / wg_n / 2);
+    AsConstInt(gemm->args[10], &reps);
+    Expr acc = gemm->args[2], regs = MakeInt(n / wg_n / 2 * reps);
     std::vector<Expr> args = gemm->args;
     args[8] = MakeBool(false);  // TMA fills both operands: no proxy fence
     Stmt issue = Evaluate::Make(Call::Make(gemm->dtype, "gemm_ss_wgmma_issue", args), consumers_[0]->span);
@@ -430,13 +431,8 @@ class Specializer {
       if (written_in_loop_.count(load->buffer.get())) return s;
     }
     std::vector<Expr> args = call->args;
-    // gemm_ss_wgmma carries (proxy_fence, warpgroups along N) after its 8 arguments;
-    // gemm_rs_wgmma takes proxy_fence as an optional last one.
-    if (call->op == "gemm_ss_wgmma") {
-      args[8] = MakeBool(false);
-    } else {
-      args.push_back(MakeBool(false));
-    }
+    // proxy_fence: argument 8 of gemm_ss_wgmma, 7 of gemm_rs_wgmma (fragment_gemm.cc).
+    args[call->op == "gemm_ss_wgmma" ? 8 : 7] = MakeBool(false);
     return Evaluate::Make(Call::Make(call->dtype, call->op, args), s->span);
   }
 

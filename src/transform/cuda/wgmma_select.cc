@@ -47,12 +47,14 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   int64_t k = op->trans_a ? ar : ac;
   // Registers have no panels: only B's shared layout constrains a register A.
   if (a_in_registers) ar = ac = 64;
-  if (m % 64 || threads % 128 || (threads / 128) % (m / 64)) {
+  const int64_t wgs = threads / 128;
+  if (m % 64 || threads % 128 || (wgs % (m / 64) && (m / 64) % wgs)) {
     return "wgmma needs one warp per 16 rows of C, or warpgroups along N as well (block_M = 64 x warpgroups "
            "along M; here M = " + std::to_string(m) + " with " + std::to_string(threads) + " threads)";
   }
   if (n % 8 || k % 16) return "N must be a multiple of 8 and K of 16";
-  const int64_t wg_n = threads / 128 / (m / 64);
+  // More warpgroups than 64-row blocks split N; fewer each own several blocks.
+  const int64_t wg_n = wgs % (m / 64) == 0 ? wgs / (m / 64) : 1;
   if (wg_n > 1) {
     // The extra warpgroups split N.
     std::string split = std::to_string(threads / 128) + " warpgroups for " + std::to_string(m) + " rows";

@@ -16,7 +16,8 @@ namespace tl::transform::cuda {
 /// which keeps the mma.sync accumulator layout with warps M/16 x 1); N and K multiples of
 /// 8 and 16. With `a_in_registers`, A is a register fragment in that accumulator layout
 /// (tl::gemm_rs_wgmma) and only B's shared layout is constrained.
-/// More warpgroups than 64-row blocks split N between them (*warpgroups_n of them, each
+/// Fewer warpgroups than 64-row blocks each take several (interleaved rows, one m64 wgmma
+/// per block); more warpgroups than 64-row blocks split N between them (*warpgroups_n of them, each
 /// with N / *warpgroups_n columns, whole 64-column panels of an N-major B); not with a
 /// register A, nor under GemmWarpPolicy.FullRow.
 std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false,

@@ -9,7 +9,9 @@
 ///   chunks by row (the compiler's layout::SwizzleOffset).
 ///   The block's warps form a WM x WN grid; warp w owns rows (w / WN) * M/WM and columns
 ///   (w % WN) * N/WN, or with MFastest (the order of a wgmma accumulator whose warpgroups
-///   split N) rows (w % WM) * M/WM and columns (w / WM) * N/WN. Within a warp, mma tiles (16 x 8) are numbered row-major and each
+///   split N) rows (w % WM) * M/WM and columns (w / WM) * N/WN. With InterleaveM a warp's
+///   16-row slices are spaced 16 WM apart (slice t of warp row wm: rows (t WM + wm) 16..),
+///   the layout of a wgmma accumulator whose warpgroups each own several 64-row blocks. Within a warp, mma tiles (16 x 8) are numbered row-major and each
 ///   holds 4 registers of C, in the mma.sync m16n8 accumulator layout (mma.h). This is
 ///   the layout the compiler gives the accumulator fragment (layout::MmaAccumulatorLayout).
 #pragma once
@@ -79,7 +81,7 @@ namespace detail {
 
 /// Tensor-core path for 16-bit inputs: ldmatrix + mma.sync m16n8k16, f32 accumulate.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
-          bool MFastest, typename T>
+          bool MFastest, bool InterleaveM, typename T>
 TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
   constexpr int kWarpM = M / WM, kWarpN = N / WN;
   constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
@@ -87,7 +89,9 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
   static_assert(K % 16 == 0, "K must be a multiple of 16 for the tensor-core path");
   const int tid = flat_thread_index();
   const int lane = tid & 31, warp = tid >> 5;
-  const int m0 = (MFastest ? warp % WM : warp / WN) * kWarpM, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
+  const int wm = MFastest ? warp % WM : warp / WN, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
+  // First row of the warp's 16-row slice mt.
+  auto slice = [&](int mt) { return InterleaveM ? (mt * WM + wm) * 16 : wm * kWarpM + mt * 16; };
   float(*acc)[kTilesN][4] = reinterpret_cast<float(*)[kTilesN][4]>(C);
   // Fragments of step kk + 16 are loaded before the mma of step kk, so shared-memory
   // latency overlaps tensor-core work (two register buffers, selected at compile time).
@@ -96,7 +100,7 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
   auto load = [&](int kk, uint32_t (&fa)[kTilesM][4], uint32_t (&fb)[kTilesN][2]) {
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
-      const int m = m0 + mt * 16;
+      const int m = slice(mt);
       if constexpr (!TransA) {
         const int row = m + (lane & 15), col = kk + (lane >> 4) * 8;
         ldmatrix_x4(fa[mt], A + swizzle<sizeof(T), SwzA, LdA>(row * LdA + col));
@@ -152,17 +156,17 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
 
 /// Any other types: each thread computes its own accumulator elements from shared memory.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
-          bool MFastest, typename TA, typename TB, typename TC>
+          bool MFastest, bool InterleaveM, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
   constexpr int kWarpM = M / WM, kWarpN = N / WN, kTilesN = kWarpN / 8;
   constexpr int kLocal = M * N / (32 * WM * WN);
   const int tid = flat_thread_index();
   const int lane = tid & 31, warp = tid >> 5;
-  const int m0 = (MFastest ? warp % WM : warp / WN) * kWarpM, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
+  const int wm = MFastest ? warp % WM : warp / WN, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
 #pragma unroll 1
   for (int l = 0; l < kLocal; ++l) {
-    const int reg = l & 3, tile = l >> 2;
-    const int i = m0 + (tile / kTilesN) * 16 + (lane >> 2) + (reg >> 1) * 8;
+    const int reg = l & 3, tile = l >> 2, mt = tile / kTilesN;
+    const int i = (InterleaveM ? (mt * WM + wm) * 16 : wm * kWarpM + mt * 16) + (lane >> 2) + (reg >> 1) * 8;
     const int j = n0 + (tile % kTilesN) * 8 + (lane & 3) * 2 + (reg & 1);
     // A 16- or 8-bit accumulator sums the call's K products in float and is rounded once
     // (as a tensor core rounds once per instruction), not after every multiply-add.
@@ -243,15 +247,15 @@ TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
 
 /// The block's tile GEMM (see the file comment). All threads of the block must call it.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
-          bool MFastest = false, typename TA, typename TB, typename TC>
+          bool MFastest = false, bool InterleaveM = false, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
   constexpr bool kTensorCore = detail::is_same<TA, TB>::value && detail::is_same<TC, float>::value &&
                                (detail::is_same<TA, half>::value || detail::is_same<TA, bfloat16>::value) &&
                                K % 16 == 0;
   if constexpr (kTensorCore) {
-    detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest>(A, B, C);
+    detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM>(A, B, C);
   } else {
-    detail::gemm_ss_simt<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest>(A, B, C);
+    detail::gemm_ss_simt<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM>(A, B, C);
   }
 }
 

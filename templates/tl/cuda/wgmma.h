@@ -441,7 +441,11 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
 /// WgN > 1: the block has WgN warpgroups per 64-row block, which split N: warpgroup g
 /// computes rows 64 (g % (M/64)) and columns (g / (M/64)) N/WgN of C (the compiler's
 /// m-fastest warp order), and C holds that part's N/WgN/2 registers.
-template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, typename T>
+/// MReps > 1: each warpgroup owns MReps 64-row blocks, block r of warpgroup g being rows
+/// 64 (r M/64/MReps + g) (the compiler's interleaved rows), one m64 wgmma per block per k16
+/// step; C holds the blocks' registers one after the other (N/2 each).
+template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, int MReps = 1,
+          typename T>
 TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "gemm_ss_wgmma: T must be tl::half or tl::bfloat16");
@@ -454,31 +458,38 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(WgN >= 1 && N % WgN == 0 && (N / WgN) % 8 == 0, "gemm_ss_wgmma: N/WgN must be a multiple of 8");
   static_assert(TransB || (N / WgN) % 64 == 0, "gemm_ss_wgmma: N-major B split over warpgroups needs N/WgN a "
                                                "multiple of 64 (whole panels)");
+  static_assert(MReps >= 1 && M % (64 * MReps) == 0 && (MReps == 1 || WgN == 1),
+                "gemm_ss_wgmma: M must be MReps 64-row blocks per warpgroup, and not with WgN > 1");
 #if TL_WGMMA_AVAILABLE
   constexpr uint32_t kRow = detail::kWgmmaRowBytes;
-  constexpr int kN = N / WgN;  // this warpgroup's columns
+  constexpr int kN = N / WgN;             // this warpgroup's columns
+  constexpr int kWgM = M / 64 / MReps;    // warpgroups along M
   const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
   const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
-  const int wg_m = warpgroup % (M / 64), wg_n = warpgroup / (M / 64);
-  // Rows 64g of A: K-major (M x K) 64g rows down; M-major (K x M) panel g.
-  const uint32_t a_start =
-      smem_addr(A) + (TransA ? uint32_t(wg_m) * uint32_t(K) * kRow : uint32_t(wg_m) * 64u * kRow);
-  const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, detail::kWgmmaAtomBytes);
+  const int wg_m = warpgroup % kWgM, wg_n = warpgroup / kWgM;
   // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64.
   const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * kRow : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
   const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B) + (b_col >> 4);
 
   if constexpr (ProxyFence) fence_proxy_async_shared();
-  wgmma_hold<kN / 2>(C);
+  wgmma_hold<kN / 2 * MReps>(C);
   wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < K; k += 16) {
-    // k16 step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
-    // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset, panels of all N rows).
-    const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / 64) * M * kRow + uint32_t(k % 64) * 2u;
-    const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
-    detail::wgmma_k16_chunks<0, kN, K, TransA, TransB, T>(C, desc_a0 + (a_off >> 4), desc_b0 + (b_off >> 4));
+  for (int r = 0; r < MReps; ++r) {
+    // Rows 64b of A for block b: K-major (M x K) 64b rows down; M-major (K x M) panel b.
+    const uint32_t block = uint32_t(r * kWgM + wg_m);
+    const uint32_t a_start = smem_addr(A) + (TransA ? block * uint32_t(K) * kRow : block * 64u * kRow);
+    const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, detail::kWgmmaAtomBytes);
+#pragma unroll
+    for (int k = 0; k < K; k += 16) {
+      // k16 step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
+      // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset, panels of all N rows).
+      const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / 64) * M * kRow + uint32_t(k % 64) * 2u;
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
+      detail::wgmma_k16_chunks<0, kN, K, TransA, TransB, T>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
+                                                           desc_b0 + (b_off >> 4));
+    }
   }
   wgmma_commit_group();
 #elif defined(__CUDA_ARCH__)
@@ -504,16 +515,19 @@ TL_DEVICE void wgmma_wait_hold(float* C) {
 
 /// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and
 /// the ordering). All threads of the block (exactly M/16 warps) must call it.
-template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, typename T>
+template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, int MReps = 1,
+          typename T>
 TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
-  gemm_ss_wgmma_issue<M, N, K, TransA, TransB, ProxyFence, WgN>(A, B, C);
-  wgmma_wait_hold<0, N / WgN / 2>(C);
+  gemm_ss_wgmma_issue<M, N, K, TransA, TransB, ProxyFence, WgN, MReps>(A, B, C);
+  wgmma_wait_hold<0, N / WgN / 2 * MReps>(C);
 }
 
 /// The block's tile GEMM with A in registers (see gemm_rs_wgmma in the file comment): A
 /// holds this thread's K/2 values in the accumulator layout, B is the shared tile of
 /// gemm_ss_wgmma. All threads of the block (exactly M/16 warps) must call it.
-template <int M, int N, int K, bool TransB, bool ProxyFence = true, typename T>
+/// MReps > 1: each warpgroup owns MReps 64-row blocks (see gemm_ss_wgmma_issue); A and C
+/// hold the blocks' registers one after the other (K/2 and N/2 each).
+template <int M, int N, int K, bool TransB, bool ProxyFence = true, int MReps = 1, typename T>
 TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "gemm_rs_wgmma: T must be tl::half or tl::bfloat16");
@@ -526,26 +540,30 @@ TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
   // Register j of the k16 step s packs A[8s + 2j] (bits 0..15) and A[8s + 2j + 1]: tile
   // kt = 2s regs 0, 1 and 2, 3, then tile 2s + 1 regs 0, 1 and 2, 3. All steps are packed
   // before the fence, since the wgmmas read these registers while they run.
-  uint32_t a[K / 16][4];
+  static_assert(MReps >= 1 && M % (64 * MReps) == 0, "gemm_rs_wgmma: M must be MReps 64-row blocks per warpgroup");
+  uint32_t a[MReps][K / 16][4];
 #pragma unroll
-  for (int i = 0; i < K / 4; ++i) {
-    a[i / 4][i % 4] = uint32_t(A[2 * i].bits) | (uint32_t(A[2 * i + 1].bits) << 16);
+  for (int i = 0; i < MReps * K / 4; ++i) {
+    a[i / (K / 4)][(i % (K / 4)) / 4][i % 4] = uint32_t(A[2 * i].bits) | (uint32_t(A[2 * i + 1].bits) << 16);
   }
   const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
 
   if constexpr (ProxyFence) fence_proxy_async_shared();
-  wgmma_hold<K / 4>(&a[0][0]);
-  wgmma_hold<N / 2>(C);
+  wgmma_hold<MReps * K / 4>(&a[0][0][0]);
+  wgmma_hold<MReps * N / 2>(C);
   wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < K; k += 16) {
-    const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
-    detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C, a[k / 16], desc_b0 + (b_off >> 4));
+  for (int r = 0; r < MReps; ++r) {
+#pragma unroll
+    for (int k = 0; k < K; k += 16) {
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
+      detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C + r * (N / 2), a[r][k / 16], desc_b0 + (b_off >> 4));
+    }
   }
   wgmma_commit_group();
   wgmma_wait_group<0>();
-  wgmma_hold<N / 2>(C);
-  wgmma_hold<K / 4>(&a[0][0]);
+  wgmma_hold<MReps * N / 2>(C);
+  wgmma_hold<MReps * K / 4>(&a[0][0][0]);
 #elif defined(__CUDA_ARCH__)
   static_assert(detail::wgmma_unavailable<T>::value, "gemm_rs_wgmma needs sm_90a (compile for compute_90a)");
 #else

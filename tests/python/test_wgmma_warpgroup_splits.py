@@ -1,9 +1,15 @@
-"""wgmma with more warpgroups than 64-row blocks: the extra warpgroups split N (a 64-row
-tile on 256 threads, as upstream's DeepSeek MLA decode writes it with
-GemmWarpPolicy.FullCol). The accumulator and its row vectors take the m-fastest warp order
-(warpgroup g owns columns part g), row reductions meet across the warpgroups in shared
-memory. On the CPU target the same programs check the arithmetic against float64 numpy;
-the GPU suite runs them on CUDA."""
+"""wgmma when the block's warpgroups do not match its 64-row blocks one to one.
+
+More warpgroups than blocks: the extra warpgroups split N (a 64-row tile on 256 threads, as
+upstream's DeepSeek MLA decode writes it with GemmWarpPolicy.FullCol). The accumulator and
+its row vectors take the m-fastest warp order (warpgroup g owns columns part g), and row
+reductions meet across the warpgroups in shared memory.
+
+Fewer warpgroups than blocks: each warpgroup issues one m64 wgmma per block it owns (a
+128-row tile on 128 threads, upstream's default GEMM), the accumulator's rows interleaved.
+
+On the CPU target the same programs check the arithmetic against float64 numpy; the GPU
+suite runs them on CUDA."""
 import numpy as np
 import pytest
 
@@ -140,3 +146,110 @@ def test_sm90_n_split_refused_where_it_does_not_fit():
     # ... but K-major B is split at any multiple of 8 columns
     k = tilelang.compile(gemm_64_rows(N=192, trans_b=True), target=SM90)
     assert any("2 along N, 96 columns each" in r for r in k.get_remarks()), k.get_remarks()
+
+
+def attention_128_rows(seq=256, dim=64, block_N=64, threads=128):
+    """Flash-attention forward on one 128-row tile: Q K^T from shared memory, P from
+    registers times V; 128 threads own the two 64-row blocks of both GEMMs."""
+    scale = dim ** -0.5 * 1.44269504
+
+    @T.prim_func
+    def main(Q: T.Tensor((128, dim), "float16"), K: T.Tensor((seq, dim), "float16"),
+             V: T.Tensor((seq, dim), "float16"), O: T.Tensor((128, dim), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            q_s = T.alloc_shared((128, dim), "float16")
+            k_s = T.alloc_shared((block_N, dim), "float16")
+            v_s = T.alloc_shared((block_N, dim), "float16")
+            s = T.alloc_fragment((128, block_N), "float32")
+            p = T.alloc_fragment((128, block_N), "float16")
+            o = T.alloc_fragment((128, dim), "float32")
+            m = T.alloc_fragment((128,), "float32")
+            m_prev = T.alloc_fragment((128,), "float32")
+            l = T.alloc_fragment((128,), "float32")
+            s_sum = T.alloc_fragment((128,), "float32")
+            T.copy(Q, q_s)
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float32"))
+            for k in T.Pipelined(seq // block_N, num_stages=2):
+                T.copy(K[k * block_N, 0], k_s)
+                T.copy(V[k * block_N, 0], v_s)
+                T.clear(s)
+                T.gemm(q_s, k_s, s, transpose_B=True)
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i, j in T.Parallel(128, block_N):
+                    s[i, j] = T.exp2(s[i, j] * scale - m[i] * scale)
+                T.reduce_sum(s, s_sum, dim=1)
+                for i in T.Parallel(128):
+                    l[i] = l[i] * T.exp2(m_prev[i] * scale - m[i] * scale) + s_sum[i]
+                for i, j in T.Parallel(128, dim):
+                    o[i, j] *= T.exp2(m_prev[i] * scale - m[i] * scale)
+                T.copy(s, p)
+                T.gemm(p, v_s, o)
+            for i, j in T.Parallel(128, dim):
+                o[i, j] /= l[i]
+            T.copy(o, O)
+
+    return main
+
+
+def gemm_128_rows(N=128, K=256, threads=128, trans_a=False, trans_b=False):
+    @T.prim_func
+    def main(A: T.Tensor((K, 128) if trans_a else (128, K), "float16"),
+             B: T.Tensor((N, K) if trans_b else (K, N), "float16"), C: T.Tensor((128, N), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            a_s = T.alloc_shared((64, 128) if trans_a else (128, 64), "float16")
+            b_s = T.alloc_shared((N, 64) if trans_b else (64, N), "float16")
+            acc = T.alloc_fragment((128, N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // 64, num_stages=3):
+                if trans_a:
+                    T.copy(A[k * 64, 0], a_s)
+                else:
+                    T.copy(A[0, k * 64], a_s)
+                if trans_b:
+                    T.copy(B[0, k * 64], b_s)
+                else:
+                    T.copy(B[k * 64, 0], b_s)
+                T.gemm(a_s, b_s, acc, transpose_A=trans_a, transpose_B=trans_b)
+            for i, j in T.Parallel(128, N):
+                acc[i, j] = acc[i, j] * (i + 1)
+            T.copy(acc, C)
+
+    return main
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, True)])
+def test_gemm_with_128_rows_on_128_threads(trans_a, trans_b):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((256, 128) if trans_a else (128, 256)).astype(np.float16)
+    b = rng.standard_normal((128, 256) if trans_b else (256, 128)).astype(np.float16)
+    c = np.full((128, 128), np.nan, np.float32)
+    tilelang.compile(gemm_128_rows(trans_a=trans_a, trans_b=trans_b))(a, b, c)
+    aa = a.astype(np.float64).T if trans_a else a.astype(np.float64)
+    bb = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+    np.testing.assert_allclose(c, (aa @ bb) * np.arange(1, 129)[:, None], rtol=1e-3, atol=1e-2)
+
+
+def test_attention_with_128_rows_on_128_threads():
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal(s).astype(np.float16) for s in ((128, 64), (256, 64), (256, 64)))
+    o = np.full((128, 64), np.nan, np.float32)
+    tilelang.compile(attention_128_rows())(q, k, v, o)
+    s = q.astype(np.float64) @ k.astype(np.float64).T / 8
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(o, (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64), rtol=2e-2, atol=2e-2)
+
+
+def test_sm90_warpgroups_own_several_row_blocks():
+    k = tilelang.compile(gemm_128_rows(), target=SM90)
+    remarks = "\n".join(k.get_remarks())
+    assert "mma_acc(128x128, warps 4x1 interleaved)" in remarks, remarks
+    assert "1 warpgroup(s) (2 64-row blocks each)" in remarks and "warp-specialized" in remarks, remarks
+    assert "tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false, 1, 2>" in k.get_kernel_source()
+    k = tilelang.compile(attention_128_rows(), target=SM90)
+    remarks = "\n".join(k.get_remarks())
+    assert "A from registers, wgmma m64n64k16 with B from shared memory, 2 64-row blocks per warpgroup" in remarks, \
+        remarks
+    assert "0 bytes spilled" in remarks, remarks
