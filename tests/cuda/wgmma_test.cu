@@ -87,6 +87,14 @@ __host__ __device__ inline int sw128_offset(int r, int c, int rows) {
   return (b ^ (((b >> 7) & 7) << 4)) / 2;
 }
 
+/// The wgmma layout of element (r, c) of a tile with `cols` columns: sw128_offset, or for a
+/// 32-column tile (a K-major operand of K = 32) rows of 64 bytes in the 64-byte swizzle.
+__host__ __device__ inline int sw_offset(int r, int c, int rows, int cols) {
+  if (cols != 32) return sw128_offset(r, c, rows);
+  const int b = (r * 32 + c) * 2;
+  return (b ^ (((b >> 7) & 3) << 4)) / 2;
+}
+
 /// Row and column of accumulator register `reg` of thread `tid`: warp w owns rows 16w..16w+15,
 /// register nt*4 + h*2 + c holds row 16w + lane/4 + 8h, column nt*8 + 2*(lane%4) + c.
 __host__ __device__ inline void acc_coord(int tid, int reg, int* row, int* col) {
@@ -143,11 +151,11 @@ __global__ void __launch_bounds__(M * 2 * WgN / MReps) gemm_case_kernel(const T*
   // A is stored M x K (K-major), or K x M when TransA; B K x N (N-major), or N x K when TransB.
   for (int i = tid; i < M * K; i += blockDim.x) {
     const int m = i / K, k = i % K;
-    sa[TransA ? sw128_offset(k, m, K) : sw128_offset(m, k, M)] = a[i];
+    sa[TransA ? sw_offset(k, m, K, M) : sw_offset(m, k, M, K)] = a[i];
   }
   for (int i = tid; i < K * N; i += blockDim.x) {
     const int k = i / N, n = i % N;
-    sb[TransB ? sw128_offset(n, k, N) : sw128_offset(k, n, K)] = b[i];
+    sb[TransB ? sw_offset(n, k, N, K) : sw_offset(k, n, K, N)] = b[i];
   }
   __syncthreads();
   float acc[N / WgN / 2 * MReps];
@@ -177,7 +185,7 @@ __global__ void __launch_bounds__(M * 2 / MReps) gemm_rs_case_kernel(const T* a,
   const int tid = threadIdx.x;
   for (int i = tid; i < K * N; i += blockDim.x) {
     const int k = i / N, n = i % N;
-    sb[TransB ? sw128_offset(n, k, N) : sw128_offset(k, n, K)] = b[i];
+    sb[TransB ? sw_offset(n, k, N, K) : sw_offset(k, n, K, N)] = b[i];
   }
   // A in the accumulator layout of M x K, blocks per warpgroup as C's (acc_coord_split)
   T a_regs[K / 2 * MReps];
@@ -420,6 +428,11 @@ static void run_extra(std::mt19937& rng) {
   run_case<256, 64, 128, false, true, tl::half, 1, 4>(rng);
   run_case<256, 128, 64, true, false, tl::half, 1, 2>(rng);
   run_rs_case<128, 128, 64, false, tl::half, 2>(rng);
+  // K = 32: K-major operands in the 64-byte swizzle (one 32-element panel per row).
+  run_all_trans<64, 128, 32, tl::half>(rng);
+  run_case<128, 128, 32, false, false, tl::bfloat16, 1, 2>(rng);
+  run_case<64, 256, 32, false, true, tl::half, 2>(rng);
+  run_rs_case<64, 64, 32, true, tl::half>(rng);
   run_rs_case<256, 64, 32, false, tl::bfloat16, 2>(rng);
 }
 

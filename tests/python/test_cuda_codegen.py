@@ -81,8 +81,14 @@ def test_gemm_compiles_without_spills(arch, dtype, trans):
     assert usage["registers"] > 0
     assert usage["spill_stores_bytes"] == 0 and usage["spill_loads_bytes"] == 0
     src = k.get_kernel_source()
-    assert "tl::gemm_ss<" in src and "cp_async_zfill_16" in src
-    assert any("mma.sync" in r for r in k.get_remarks())
+    if arch == "sm_80":
+        assert "tl::gemm_ss<" in src and "cp_async_zfill_16" in src
+        assert any("mma.sync" in r for r in k.get_remarks())
+    else:
+        # 128 rows on one warpgroup: two m64 wgmmas per k16 step, K = 32 K-major tiles in the
+        # 64-byte swizzle, TMA loads in a warp-specialized pipeline
+        assert "tl::gemm_ss_wgmma" in src and "tl::tma_load" in src, src
+        assert any("2 64-row blocks each" in r for r in k.get_remarks()), k.get_remarks()
 
 
 @pytest.mark.parametrize("arch", ARCHES)
@@ -101,11 +107,15 @@ def test_other_kernels_compile(arch):
 
 
 def test_remarks_and_rasterization():
-    k = compile_for(gemm(4096, 4096, 4096), "sm_90a")
+    k = compile_for(gemm(4096, 4096, 4096), "sm_80")
     remarks = "\n".join(k.get_remarks())
     assert "3-stage cp.async pipeline" in remarks
     assert "registers, layout mma_acc(128x128, warps 2x2)" in remarks
     assert "tl_linear" in k.get_kernel_source()  # blocks launched in panels for L2 reuse
+    k = compile_for(gemm(4096, 4096, 4096), "sm_90a")
+    remarks = "\n".join(k.get_remarks())
+    assert "warp-specialized, 3 stages" in remarks and "mma_acc(128x128, warps 4x1 interleaved)" in remarks, remarks
+    assert "tl_linear" in k.get_kernel_source()
 
 
 def test_call_without_gpu_is_a_clear_error():
@@ -119,7 +129,8 @@ def test_call_without_gpu_is_a_clear_error():
 
 
 def test_shared_memory_over_the_limit_is_a_clear_error():
-    needed = 4 * (256 * 64 + 64 * 256) * 2
+    # the tiles' stages, plus the warp-specialized pipeline's mbarriers (8 bytes per stage and kind)
+    needed = 4 * (256 * 64 + 64 * 256) * 2 + 4 * 2 * 8
     with pytest.raises(tilelang.TileLangRuntimeError, match=f"needs {needed} bytes of shared memory, the device "
                                                             r"\(sm_90a\) has 232448"):
         compile_for(gemm(4096, 4096, 4096, bm=256, bn=256, bk=64, stages=4, threads=256), "sm_90a")
@@ -179,10 +190,13 @@ def test_hopper_tile_shapes_select_wgmma(trans):
 
 
 def test_gemm_that_cannot_use_wgmma_says_why():
-    # 128 threads for 128 rows: two warps would share 16-row slices, which wgmma's layout
-    # does not allow here.
-    k = compile_for(gemm(256, 256, 256), "sm_90a")
+    # 192 rows on 256 threads: neither one 64-row block per warpgroup, nor whole blocks
+    # per warpgroup, nor warpgroups splitting N.
+    k = compile_for(gemm(384, 256, 256, bm=192, threads=256), "sm_90a")
     assert any("not wgmma: wgmma needs one warp per 16 rows" in r for r in k.get_remarks()), k.get_remarks()
+    # a 32-column tile is the 64-byte swizzle only along K: M-major A with 32 rows of M is not
+    k = compile_for(gemm(256, 256, 256, bm=32, bk=64, trans_a=True, threads=128), "sm_90a")
+    assert any("not wgmma" in r for r in k.get_remarks()), k.get_remarks()
 
 
 def test_attention_on_hopper_takes_wgmma_for_both_gemms():

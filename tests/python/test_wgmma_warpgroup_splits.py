@@ -194,24 +194,24 @@ def attention_128_rows(seq=256, dim=64, block_N=64, threads=128):
     return main
 
 
-def gemm_128_rows(N=128, K=256, threads=128, trans_a=False, trans_b=False):
+def gemm_128_rows(N=128, K=256, threads=128, trans_a=False, trans_b=False, bk=64):
     @T.prim_func
     def main(A: T.Tensor((K, 128) if trans_a else (128, K), "float16"),
              B: T.Tensor((N, K) if trans_b else (K, N), "float16"), C: T.Tensor((128, N), "float32")):
         with T.Kernel(1, threads=threads) as bx:
-            a_s = T.alloc_shared((64, 128) if trans_a else (128, 64), "float16")
-            b_s = T.alloc_shared((N, 64) if trans_b else (64, N), "float16")
+            a_s = T.alloc_shared((bk, 128) if trans_a else (128, bk), "float16")
+            b_s = T.alloc_shared((N, bk) if trans_b else (bk, N), "float16")
             acc = T.alloc_fragment((128, N), "float32")
             T.clear(acc)
-            for k in T.Pipelined(K // 64, num_stages=3):
+            for k in T.Pipelined(K // bk, num_stages=3):
                 if trans_a:
-                    T.copy(A[k * 64, 0], a_s)
+                    T.copy(A[k * bk, 0], a_s)
                 else:
-                    T.copy(A[0, k * 64], a_s)
+                    T.copy(A[0, k * bk], a_s)
                 if trans_b:
-                    T.copy(B[0, k * 64], b_s)
+                    T.copy(B[0, k * bk], b_s)
                 else:
-                    T.copy(B[k * 64, 0], b_s)
+                    T.copy(B[k * bk, 0], b_s)
                 T.gemm(a_s, b_s, acc, transpose_A=trans_a, transpose_B=trans_b)
             for i, j in T.Parallel(128, N):
                 acc[i, j] = acc[i, j] * (i + 1)
@@ -220,13 +220,15 @@ def gemm_128_rows(N=128, K=256, threads=128, trans_a=False, trans_b=False):
     return main
 
 
-@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, True)])
-def test_gemm_with_128_rows_on_128_threads(trans_a, trans_b):
+# bk = 32: K-major tiles of 32 columns, in wgmma's 64-byte swizzle on Hopper
+@pytest.mark.parametrize("trans_a,trans_b,bk", [(False, False, 64), (True, True, 64), (False, True, 32),
+                                                (True, False, 32), (False, False, 32)])
+def test_gemm_with_128_rows_on_128_threads(trans_a, trans_b, bk):
     rng = np.random.default_rng(5)
     a = rng.standard_normal((256, 128) if trans_a else (128, 256)).astype(np.float16)
     b = rng.standard_normal((128, 256) if trans_b else (256, 128)).astype(np.float16)
     c = np.full((128, 128), np.nan, np.float32)
-    tilelang.compile(gemm_128_rows(trans_a=trans_a, trans_b=trans_b))(a, b, c)
+    tilelang.compile(gemm_128_rows(trans_a=trans_a, trans_b=trans_b, bk=bk))(a, b, c)
     aa = a.astype(np.float64).T if trans_a else a.astype(np.float64)
     bb = b.astype(np.float64).T if trans_b else b.astype(np.float64)
     np.testing.assert_allclose(c, (aa @ bb) * np.arange(1, 129)[:, None], rtol=1e-3, atol=1e-2)
@@ -248,6 +250,10 @@ def test_sm90_warpgroups_own_several_row_blocks():
     assert "mma_acc(128x128, warps 4x1 interleaved)" in remarks, remarks
     assert "1 warpgroup(s) (2 64-row blocks each)" in remarks and "warp-specialized" in remarks, remarks
     assert "tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false, 1, 2>" in k.get_kernel_source()
+    # K = 32: both K-major operands in the 64-byte swizzle, loaded by TMA with SWIZZLE_64B (2)
+    k = tilelang.compile(gemm_128_rows(trans_b=True, bk=32), target=SM90)
+    assert any("warp-specialized" in r for r in k.get_remarks()), k.get_remarks()
+    assert [s[-1] for s in k._cuda.src.tma_specs] == [2, 2], k._cuda.src.tma_specs
     k = tilelang.compile(attention_128_rows(), target=SM90)
     remarks = "\n".join(k.get_remarks())
     assert "A from registers, wgmma m64n64k16 with B from shared memory, 2 64-row blocks per warpgroup" in remarks, \

@@ -2,6 +2,8 @@
 /// \file TMA box loads for global -> shared copies (see tma_copy.h).
 #include "tma_copy.h"
 
+#include "wgmma_select.h"
+
 #include "copy_lowering.h"
 #include "tl/ir/expr.h"
 
@@ -76,7 +78,9 @@ std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Pa
   }
   if (outer != rows || non_unit > 1) return "the copied region does not line up with the tile's rows";
   if (panelled) {
-    if (bytes != 2 || cols % kPanelElems) return "a wgmma panel tile needs 16-bit elements in rows of 64";
+    if (bytes != 2 || (cols % kPanelElems && cols != 32)) {
+      return "a wgmma panel tile needs 16-bit elements in rows of 64 (or one row of 32)";
+    }
   } else if (cols > kMaxBox || cols * bytes % 16) {
     return "the tile's rows must be at most 256 elements and a multiple of 16 bytes";
   }
@@ -94,8 +98,10 @@ Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* b
   std::vector<int64_t> ext;
   ConstExtents(copy->src, &ext);
   int64_t cols = ext.back();
-  int64_t box_inner = panelled ? kPanelElems : cols;
-  TmaSwizzle swizzle = panelled ? TmaSwizzle::kB128 : TmaSwizzle::kNone;
+  // wgmma panels: 64 columns in SWIZZLE_128B, or a 32-column tile in SWIZZLE_64B
+  // (cuda::WgmmaOperandOffset).
+  int64_t box_inner = panelled ? WgmmaPanelElems(cols) : cols;
+  TmaSwizzle swizzle = !panelled ? TmaSwizzle::kNone : box_inner == 32 ? TmaSwizzle::kB64 : TmaSwizzle::kB128;
   // The descriptor: the tensor, the swizzle, then the box innermost first.
   std::vector<Expr> desc_args{AddressOf(src, std::vector<Expr>(rank, MakeInt(0))),
                               MakeInt(static_cast<int64_t>(swizzle))};

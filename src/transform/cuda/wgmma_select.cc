@@ -70,20 +70,30 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   // Power-of-two rows also make the buffers "swizzled" GEMM operands for the planner,
   // which aligns them to 1024 bytes as the swizzle pattern needs.
   auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
-  if (ac % 64 || bc % 64 || !pow2(ac) || !pow2(bc) || ar % 8 || br % 8) {
+  // A K-major operand of K = 32 takes the 64-byte swizzle (one 32-element panel).
+  auto cols_fit = [&](int64_t c, bool k_major) { return (c % 64 == 0 && pow2(c)) || (k_major && c == 32 && k == 32); };
+  if (!cols_fit(ac, !op->trans_a) || !cols_fit(bc, op->trans_b) || ar % 8 || br % 8) {
     return "the contiguous dimension of each shared operand must be 64, 128, 256... elements (128-byte "
-           "swizzle panels) and the other one a multiple of 8";
+           "swizzle panels), or 32 along K when K is 32 (64-byte swizzle), and the other one a multiple of 8";
   }
   return "";
 }
 
 Expr WgmmaOperandOffset(const Expr& off, int64_t rows, int64_t cols, int elem_bytes) {
   auto C = [](int64_t v) { return MakeInt(v); };
+  const int64_t pw = WgmmaPanelElems(cols);
   Expr tile = FloorDiv(off, C(rows * cols)), in_tile = FloorMod(off, C(rows * cols));
   Expr r = FloorDiv(in_tile, C(cols)), col = FloorMod(in_tile, C(cols));
-  Expr panelled = tile * C(rows * cols) + FloorDiv(col, C(64)) * C(rows * 64) + r * C(64) + FloorMod(col, C(64));
+  Expr panelled = tile * C(rows * cols) + FloorDiv(col, C(pw)) * C(rows * pw) + r * C(pw) + FloorMod(col, C(pw));
   // Rows of 64 16-bit elements are 128 bytes: the 128-byte swizzle of layout::SwizzleOffset.
-  return layout::SwizzleOffset(panelled, elem_bytes, 64 * elem_bytes);
+  if (pw == 64) return layout::SwizzleOffset(panelled, elem_bytes, 64 * elem_bytes);
+  // Rows of 32 are 64 bytes, in the 64-byte swizzle: the 16-byte chunk index (bits 4-5 of
+  // the byte offset) XOR bits 7-8 (the pair of rows), repeating every 512 bytes.
+  Expr bytes = panelled * C(elem_bytes);
+  Expr bits = Binary::Make(BinOp::kBitAnd, Binary::Make(BinOp::kShr, bytes, C(7)), C(3));
+  return FloorDiv(Binary::Make(BinOp::kBitXor, bytes, Binary::Make(BinOp::kShl, bits, C(4))), C(elem_bytes));
 }
+
+int64_t WgmmaPanelElems(int64_t cols) { return cols == 32 ? 32 : 64; }
 
 }  // namespace tl::transform::cuda

@@ -28,6 +28,12 @@ std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string&
 /// stages): each tile is stored as column panels of 64 elements, [cols / 64][rows][64],
 /// and its 128-byte rows are XOR-swizzled (16-byte chunk ^= row % 8). This is the layout
 /// tl::gemm_ss_wgmma reads (templates/tl/cuda/wgmma.h).
+/// A tile of 32 columns (a K-major operand of K = 32) is one panel of 32 elements in the
+/// 64-byte swizzle instead (16-byte chunk ^= (row / 2) % 4).
 ir::Expr WgmmaOperandOffset(const ir::Expr& off, int64_t rows, int64_t cols, int elem_bytes);
+
+/// Elements per panel row of a wgmma operand tile with `cols` columns: 64 (128-byte
+/// swizzle), or 32 for a 32-column tile (64-byte swizzle).
+int64_t WgmmaPanelElems(int64_t cols);
 
 }  // namespace tl::transform::cuda

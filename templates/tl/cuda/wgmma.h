@@ -67,6 +67,9 @@
 ///   MN-major: SBO = 1024, the distance between 8-row groups along K; LBO = the distance
 ///             between 64-element panels along M (or N) = (stored rows) * 128 = K * 128. A
 ///             k16 step is 16 stored rows: the start address moves by k * 128 bytes.
+/// K = 32 exception: a K-major operand of 32 columns is one 32-element panel (64-byte rows) in
+/// the 64-byte swizzling mode (swizzle mode 2, b ^ (((b >> 7) & 3) << 4), 512-byte atoms of
+/// 8 rows): SBO = 512, and rows are 64 bytes where the text says 128.
 /// Warpgroup g starts at row 64g of A (K-major: + 64g * 128 bytes; M-major: panel g,
 /// + g * K * 128 bytes); the B chunk at column n0 starts at row n0 (K-major: + n0 * 128) or
 /// at panel n0/64 (N-major: + (n0/64) * K * 128).
@@ -150,9 +153,9 @@ TL_DEVICE void wgmma_wait_group() {
 
 /// Descriptor of a wgmma operand in the 128-byte swizzling mode (see the file comment):
 /// start = .shared address of the first element, lbo / sbo in bytes (multiples of 16).
-TL_DEVICE uint64_t wgmma_desc_sw128(uint32_t start, uint32_t lbo, uint32_t sbo) {
+TL_DEVICE uint64_t wgmma_desc_sw128(uint32_t start, uint32_t lbo, uint32_t sbo, uint32_t mode = 1) {
   return static_cast<uint64_t>((start & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((lbo & 0x3FFFFu) >> 4) << 16) |
-         (static_cast<uint64_t>((sbo & 0x3FFFFu) >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+         (static_cast<uint64_t>((sbo & 0x3FFFFu) >> 4) << 32) | (static_cast<uint64_t>(mode) << 62);
 }
 
 /// Keeps the R floats of d in registers at this point of the program: no access to them
@@ -397,17 +400,28 @@ namespace detail {
 constexpr uint32_t kWgmmaRowBytes = 128;                   ///< one stored row of a 64-element panel
 constexpr uint32_t kWgmmaAtomBytes = 8 * kWgmmaRowBytes;  ///< one swizzle atom: 8 rows; SBO in every case
 
+/// Bytes of a stored row of a K-major operand of this K: 128 (64-element panels, 128-byte
+/// swizzle), or 64 when K is 32 (one 32-element panel, 64-byte swizzle).
+template <int K>
+constexpr uint32_t kKmajorRowBytes = K == 32 ? 64u : kWgmmaRowBytes;
+/// The descriptor's swizzle mode of a K-major operand: 1 (128-byte) or 2 (64-byte).
+template <int K>
+constexpr uint32_t kKmajorSwizzleMode = K == 32 ? 2u : 1u;
+
 /// Descriptor of B (K x N N-major, or N x K K-major when TransB) at column 0, k = 0.
 template <int K, bool TransB, typename T>
 TL_DEVICE uint64_t wgmma_desc_b(const T* B) {
-  return wgmma_desc_sw128(smem_addr(B), TransB ? 16u : uint32_t(K) * kWgmmaRowBytes, kWgmmaAtomBytes);
+  if constexpr (TransB) return wgmma_desc_sw128(smem_addr(B), 16u, 8 * kKmajorRowBytes<K>, kKmajorSwizzleMode<K>);
+  return wgmma_desc_sw128(smem_addr(B), uint32_t(K) * kWgmmaRowBytes, kWgmmaAtomBytes);
 }
 
 /// Byte offset of B's k16 step at k: K-major B (N x K) moves k/64 panels and (k%64)*2 bytes
-/// along the row; N-major B (K x N) moves k rows of 128 bytes.
-template <int N, bool TransB>
+/// along the row (one 32-element panel when K is 32); N-major B (K x N) moves k rows of 128
+/// bytes.
+template <int N, int K, bool TransB>
 TL_DEVICE uint32_t wgmma_b_k_offset(int k) {
-  return TransB ? uint32_t(k / 64) * uint32_t(N) * kWgmmaRowBytes + uint32_t(k % 64) * 2u
+  constexpr uint32_t kRow = kKmajorRowBytes<K>, kPanel = kRow / 2;
+  return TransB ? uint32_t(k / kPanel) * uint32_t(N) * kRow + uint32_t(k % kPanel) * 2u
                 : uint32_t(k) * kWgmmaRowBytes;
 }
 
@@ -421,7 +435,7 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
   // Byte offset of column n0: K-major B (N x K) moves down n0 rows of 128 bytes, N-major B
   // (K x N) moves right n0/64 panels of K rows.
   constexpr uint32_t kOffset =
-      TransB ? uint32_t(N0) * kWgmmaRowBytes : uint32_t(N0 / 64) * uint32_t(K) * kWgmmaRowBytes;
+      TransB ? uint32_t(N0) * kKmajorRowBytes<K> : uint32_t(N0 / 64) * uint32_t(K) * kWgmmaRowBytes;
   if constexpr (is_same<AOperand, uint64_t>::value) {
     wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
   } else {
@@ -452,8 +466,10 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(M >= 64 && M % 64 == 0, "gemm_ss_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
   static_assert(N >= 8 && N % 8 == 0, "gemm_ss_wgmma: N must be a multiple of 8");
   static_assert(K >= 16 && K % 16 == 0, "gemm_ss_wgmma: K must be a multiple of 16");
-  static_assert(TransA || K % 64 == 0, "gemm_ss_wgmma: K-major A (M x K) needs K a multiple of 64 (128-byte rows)");
-  static_assert(!TransB || K % 64 == 0, "gemm_ss_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows)");
+  static_assert(TransA || K % 64 == 0 || K == 32,
+                "gemm_ss_wgmma: K-major A (M x K) needs K a multiple of 64 (128-byte rows) or 32 (64-byte rows)");
+  static_assert(!TransB || K % 64 == 0 || K == 32,
+                "gemm_ss_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows) or 32 (64-byte rows)");
   static_assert(TransB || N % 64 == 0, "gemm_ss_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
   static_assert(WgN >= 1 && N % WgN == 0 && (N / WgN) % 8 == 0, "gemm_ss_wgmma: N/WgN must be a multiple of 8");
   static_assert(TransB || (N / WgN) % 64 == 0, "gemm_ss_wgmma: N-major B split over warpgroups needs N/WgN a "
@@ -468,8 +484,9 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
   const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
   const int wg_m = warpgroup % kWgM, wg_n = warpgroup / kWgM;
+  constexpr uint32_t kKRow = detail::kKmajorRowBytes<K>, kKPanel = kKRow / 2;  // K-major rows
   // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64.
-  const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * kRow : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
+  const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * kKRow : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
   const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B) + (b_col >> 4);
 
   if constexpr (ProxyFence) fence_proxy_async_shared();
@@ -479,14 +496,16 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   for (int r = 0; r < MReps; ++r) {
     // Rows 64b of A for block b: K-major (M x K) 64b rows down; M-major (K x M) panel b.
     const uint32_t block = uint32_t(r * kWgM + wg_m);
-    const uint32_t a_start = smem_addr(A) + (TransA ? block * uint32_t(K) * kRow : block * 64u * kRow);
-    const uint64_t desc_a0 = wgmma_desc_sw128(a_start, TransA ? uint32_t(K) * kRow : 16u, detail::kWgmmaAtomBytes);
+    const uint32_t a_start = smem_addr(A) + (TransA ? block * uint32_t(K) * kRow : block * 64u * kKRow);
+    const uint64_t desc_a0 =
+        TransA ? wgmma_desc_sw128(a_start, uint32_t(K) * kRow, detail::kWgmmaAtomBytes)
+               : wgmma_desc_sw128(a_start, 16u, 8 * kKRow, detail::kKmajorSwizzleMode<K>);
 #pragma unroll
     for (int k = 0; k < K; k += 16) {
       // k16 step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
       // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset, panels of all N rows).
-      const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / 64) * M * kRow + uint32_t(k % 64) * 2u;
-      const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
+      const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / kKPanel) * M * kKRow + uint32_t(k % kKPanel) * 2u;
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB>(k);
       detail::wgmma_k16_chunks<0, kN, K, TransA, TransB, T>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
                                                            desc_b0 + (b_off >> 4));
     }
@@ -534,7 +553,8 @@ TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
   static_assert(M >= 64 && M % 64 == 0, "gemm_rs_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
   static_assert(N >= 8 && N % 8 == 0, "gemm_rs_wgmma: N must be a multiple of 8");
   static_assert(K >= 16 && K % 16 == 0, "gemm_rs_wgmma: K must be a multiple of 16");
-  static_assert(!TransB || K % 64 == 0, "gemm_rs_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows)");
+  static_assert(!TransB || K % 64 == 0 || K == 32,
+                "gemm_rs_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows) or 32 (64-byte rows)");
   static_assert(TransB || N % 64 == 0, "gemm_rs_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
 #if TL_WGMMA_AVAILABLE
   // Register j of the k16 step s packs A[8s + 2j] (bits 0..15) and A[8s + 2j + 1]: tile
@@ -556,7 +576,7 @@ TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
   for (int r = 0; r < MReps; ++r) {
 #pragma unroll
     for (int k = 0; k < K; k += 16) {
-      const uint32_t b_off = detail::wgmma_b_k_offset<N, TransB>(k);
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB>(k);
       detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C + r * (N / 2), a[r][k / 16], desc_b0 + (b_off >> 4));
     }
   }
