@@ -130,3 +130,48 @@ def test_tiles_allocated_inside_a_pipelined_body(stages):
     tilelang.compile(tiles_allocated_in_the_loop(stages))(a, w, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ w.astype(np.float64).T, rtol=1e-3, atol=1e-2)
     assert tilelang.compile(tiles_allocated_in_the_loop(stages), target="cuda -arch=sm_90a").get_kernel_source()
+
+
+def gemm_on_a_tile_the_loop_writes(bn=64):
+    """dQ = P^T K with P written to shared memory by the consumers in each iteration (from a
+    register fragment: a lowered cast_copy, not a BufferStore): the wgmma reading it needs
+    its proxy fence (the H200 fuzz run found dQ wrong without it)."""
+    @T.prim_func
+    def main(K: T.Tensor((128, 128), "float16"), Q: T.Tensor((2 * bn, 128), "float16"),
+             DQ: T.Tensor((2 * bn, 128), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            k_s = T.alloc_shared((128, 128), "float16")
+            q_s = T.alloc_shared((bn, 128), "float16")
+            p_s = T.alloc_shared((128, bn), "float16")
+            s_f = T.alloc_fragment((128, bn), "float32")
+            p_f = T.alloc_fragment((128, bn), "float16")
+            dq = T.alloc_fragment((bn, 128), "float32")
+            T.copy(K, k_s)
+            for k in T.Pipelined(2, num_stages=2):
+                T.copy(Q[k * bn, 0], q_s)
+                T.gemm(k_s, q_s, s_f, transpose_B=True, clear_accum=True)
+                for i, j in T.Parallel(128, bn):
+                    p_f[i, j] = T.cast(s_f[i, j] * 0.125, "float16")
+                T.copy(p_f, p_s)
+                T.gemm(p_s, k_s, dq, transpose_A=True, clear_accum=True)
+                T.copy(dq, DQ[k * bn, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("bn", [64, 128])
+def test_wgmma_on_a_tile_written_in_the_loop_keeps_its_proxy_fence(bn):
+    rng = np.random.default_rng(bn)
+    kk = rng.standard_normal((128, 128)).astype(np.float16)
+    q = rng.standard_normal((2 * bn, 128)).astype(np.float16)
+    dq = np.full((2 * bn, 128), np.nan, np.float32)
+    tilelang.compile(gemm_on_a_tile_the_loop_writes(bn))(kk, q, dq)
+    for k in range(2):
+        p = (kk.astype(np.float64) @ q[k * bn:(k + 1) * bn].astype(np.float64).T * 0.125).astype(np.float16)
+        np.testing.assert_allclose(dq[k * bn:(k + 1) * bn], p.astype(np.float64).T @ kk.astype(np.float64),
+                                   rtol=2e-2, atol=5e-2)
+    src = tilelang.compile(gemm_on_a_tile_the_loop_writes(bn), target="cuda -arch=sm_90a").get_kernel_source()
+    calls = [line.strip() for line in src.splitlines() if "tl::gemm_ss_wgmma<" in line and "p_s[0]" in line]
+    # <M, N, K, trans_a, trans_b, proxy_fence, ...>: the fence is kept (true, or left at its default)
+    assert calls and all(", false, false>" not in c and "false, false, 2>" not in c for c in calls), calls
+    assert all(c.split("<")[1].split(">")[0].split(", ")[5:6] in ([], ["true"]) for c in calls), calls

@@ -52,6 +52,15 @@ void AddWrites(const Stmt& s, std::unordered_set<const BufferNode*>* out) {
       out->insert(op->buffer.get());
       IRVisitor::Visit_(op);
     }
+    // Lowered stores through an address (cast_copy, vec_copy, ...: kWritesArg0), e.g. a
+    // T.copy from a register fragment into a shared tile.
+    void Visit_(const Call* op) override {
+      if ((HasEffect(op, kWritesArg0) || HasEffect(op, kAsyncWritesArg0)) && !op->args.empty()) {
+        const auto* addr = As<Call>(op->args[0]);
+        if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out->insert(load->buffer.get());
+      }
+      IRVisitor::Visit_(op);
+    }
     void Visit_(const CopyOp* op) override { out->insert(op->dst.buffer.get()); }
     void Visit_(const FillOp* op) override { out->insert(op->dst.buffer.get()); }
     void Visit_(const ReduceOp* op) override { out->insert(op->dst.buffer.get()); }
