@@ -180,7 +180,7 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
             write_trace(records, folder, func.name, "cpu")
         if profile is not None:
             _print_profile(records, func.name, "cpu", profile)
-        return CompiledArtifact(source, "cpu", params, list(remarks) + config_remarks(pass_configs), source,
+        return CompiledArtifact(source, "cpu", params, list(remarks) + config_remarks(pass_configs, "cpu"), source,
                                 records)
     arch = t.arch
     if arch is None:
@@ -203,5 +203,5 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
         write_trace(records, folder, func.name, arch)
     if profile is not None:
         _print_profile(records, func.name, arch, profile)
-    return CompiledArtifact("\n".join(sources), f"cuda -arch={arch}", params, remarks + config_remarks(pass_configs),
+    return CompiledArtifact("\n".join(sources), f"cuda -arch={arch}", params, remarks + config_remarks(pass_configs, "cuda"),
                             "", records)

@@ -4,6 +4,7 @@
 /// and their own intrinsic calls.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -262,7 +263,33 @@ class CPrinter {
     }
     // A failed run-time assert (after its message is printed); the CPU printer overrides it.
     if (op->op == "trap") return "__trap()";
+    // T.call_extern: the function by its own name (declared by T.import_source or a header).
+    if (op->op.rfind(kExternCallPrefix, 0) == 0) return op->op.substr(kExternCallPrefix.size()) + "(" + args(0) + ")";
     return "";
+  }
+
+  /// The IR call op of T.call_extern: this prefix, then the function's name.
+  static inline const std::string kExternCallPrefix = "call_extern:";
+  /// The AttrStmt key of T.import_source: this prefix, then the source text.
+  static inline const std::string kImportSourcePrefix = "tl.import_source:";
+
+  /// The texts of the T.import_source statements of `body`, each once, in program order:
+  /// they go at the top of the generated file, before the kernel.
+  static std::string ImportedSources(const Stmt& body) {
+    struct Collect : IRVisitor {
+      std::vector<std::string> seen;
+      void Visit_(const AttrStmt* a) override {
+        if (a->key.rfind(kImportSourcePrefix, 0) == 0) {
+          std::string text = a->key.substr(kImportSourcePrefix.size());
+          if (std::find(seen.begin(), seen.end(), text) == seen.end()) seen.push_back(text);
+        }
+        IRVisitor::Visit_(a);
+      }
+    } c;
+    c.Visit(body);
+    std::string out;
+    for (const std::string& t : c.seen) out += "// T.import_source\n" + t + "\n";
+    return out;
   }
 
   /// Comma-separated printed arguments of a call, from index `from`.
@@ -332,6 +359,7 @@ class CPrinter {
   /// each "{}" of the label is one of the values) becomes a printf; other attributes are
   /// hints that leave a comment.
   virtual void EmitAttr(const AttrStmt* op) {
+    if (op->key.rfind(kImportSourcePrefix, 0) == 0) return;  // at the top of the file (ImportedSources)
     bool once = op->key.rfind("tl.print1:", 0) == 0;
     if (!once && op->key.rfind("tl.print:", 0) != 0) {
       Line() << "// attr " << op->key << " (a hint)\n";

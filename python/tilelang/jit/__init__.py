@@ -38,7 +38,7 @@ def compile(func, out_idx=None, target=None, execution_backend=None, target_host
     # and named in the remarks.
     from ..transform import config_remarks
 
-    extra = config_remarks(pass_configs)
+    extra = config_remarks(pass_configs, kernel.target)
     if extra:
         kernel.remarks = list(kernel.remarks) + extra
         if os.environ.get("TILELANG_REMARKS", "0") not in ("0", "", "false"):

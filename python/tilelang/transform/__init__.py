@@ -80,6 +80,7 @@ ACTED_ON = {
     "tl.enable_fast_math": "CUDA: NVRTC --use_fast_math",
     "tl.config_index_bitwidth": "index width of global offsets (legalize-index-width)",
     "tl.target_arch": "the CUDA arch (set by the JIT)",
+
     # tilelang/lower.py (docs/export.md)
     "tl.enable_dump_ir": "the IR after each pass, one numbered file each",
     "tl.dump_ir_path": "the folder for tl.enable_dump_ir",
@@ -88,18 +89,27 @@ ACTED_ON = {
 }
 
 
+# Keys only the CUDA target reads (src/transform/cuda/warp_specialize.cc): on the CPU they
+# have no effect, and the remark says so.
+ACTED_ON_CUDA = {
+    "tl.disable_warp_specialized": "no producer warpgroup (cp.async pipelines)",
+    "tl.disable_tma_lower": "no TMA loads, hence no warp specialization",
+}
+
+
 def key_name(key) -> str:
     """The string form of a pass-config key (a PassConfigKey member or a str)."""
     return getattr(key, "value", None) or str(key)
 
 
-def config_remarks(pass_configs) -> list:
-    """One remark per pass-config key the compiler does not act on."""
+def config_remarks(pass_configs, target_kind=None) -> list:
+    """One remark per pass-config key the compiler does not act on for this target kind
+    ("cuda" or "cpu"; None: either)."""
     out = []
     known = {m.value for m in PassConfigKey}
     for k, v in (pass_configs or {}).items():
         name = key_name(k)
-        if name in ACTED_ON:
+        if name in ACTED_ON or (name in ACTED_ON_CUDA and target_kind != "cpu"):
             continue
         name = _ALIASES.get(name, name)
         what = "an upstream TileLang key" if name in known else "not a key upstream TileLang defines"

@@ -121,6 +121,20 @@ class AccessCollector : public IRVisitor {
       }
       return;
     }
+    // T.call_extern: the compiler does not see inside, so every shared tile whose address it
+    // receives counts as read and written.
+    if (op->op.rfind("call_extern:", 0) == 0) {
+      for (const Expr& a : op->args) {
+        const auto* addr = As<Call>(a);
+        const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
+        if (load && IsShared(load->buffer)) {
+          reads.insert(load->buffer.get());
+          writes.insert(load->buffer.get());
+        }
+      }
+      IRVisitor::Visit_(op);
+      return;
+    }
     // Calls that write through their first argument (an address_of); atomics read it too.
     bool atomic = HasEffect(op, kWritesArg0 | kReadsArg0);
     bool writes_first = HasEffect(op, kWritesArg0);

@@ -54,7 +54,14 @@ def _not_here(name, why):
 
 # Names that upstream's programs use but that have no truthful mapping onto our IR: they
 # import, and say why when called.
-call_extern = _not_here("call_extern", "calls to arbitrary device functions are not part of our IR; "
-                                       "use the T.* intrinsic for the operation")
+
+
+def call_extern(dtype, func_name, *args, span=None):
+    """TIR's call_extern(dtype, func_name, *args): T.call_extern (tilelang.language.extern)."""
+    from ...language.extern import call_extern as _call_extern
+
+    return _call_extern(dtype, func_name, *args)
+
+
 decl_buffer = _not_here("decl_buffer", "TIR buffers outside a kernel do not exist here; "
                                        "declare buffers with T.Tensor / T.alloc_* in a @T.prim_func")

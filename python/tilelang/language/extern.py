@@ -1,0 +1,104 @@
+"""Code from outside the compiler, in upstream's names: T.import_source puts C/C++/CUDA text
+at the top of the generated kernel file, T.call_extern calls a function by name (one the
+imported source, the device headers or the target's runtime defines), and T.access_ptr
+gives the address of a tile's element to pass to it (upstream's dequantization examples
+decode packed 4-bit values with PTX helpers this way).
+
+The compiler does not look inside the called function: it assumes the call may read and
+write every tile whose address it receives (so barriers around shared tiles stay right) and
+has no other effect. On the CPU target the imported text is compiled as C++, with CUDA's
+__device__ / __host__ / __forceinline__ qualifiers defined away, so portable helpers run
+there too; CUDA-only code (inline PTX) is a C++ compile error there, with the compiler's
+message."""
+from __future__ import annotations
+
+import numbers
+
+from .. import _tl
+from . import builder as _b
+from .dtypes import canonical
+from .values import Buffer, BufferRef, PrimExpr, as_expr
+
+EXTERN_PREFIX = "call_extern:"  # the IR call's op: this prefix, then the function name
+
+
+def import_source(source=None):
+    """Adds `source` (a string of C/C++/CUDA) to the kernel's file, once, before the kernel."""
+    if source is None:
+        return None
+    _b.require_kernel("T.import_source")
+    if not isinstance(source, str):
+        raise _b._UserError(f"T.import_source takes the source text as a str, got {type(source).__name__}")
+    _b.emit(_tl.attr("tl.import_source:" + source, [], _b.current_span()))
+    return None
+
+
+def call_extern(*args, dtype=None, span=None):
+    """A call of the function named `func_name` with `args`, of type `dtype`.
+
+    Both of upstream's spellings: ``T.call_extern(dtype, func_name, *args)`` (TIR's order)
+    and ``T.call_extern(func_name, *args, dtype=...)``."""
+    _b.require_kernel("T.call_extern")
+    if dtype is None:
+        if len(args) < 2:
+            raise _b._UserError("T.call_extern(dtype, func_name, *args): the result dtype and the function name "
+                                f"are required, got {len(args)} argument(s)")
+        dtype, name, rest = args[0], args[1], args[2:]
+    else:
+        if not args:
+            raise _b._UserError("T.call_extern(func_name, *args, dtype=...): the function name is required")
+        name, rest = args[0], args[1:]
+    if not isinstance(name, str) or not name.replace("_", "a").replace("::", "a").isalnum() or name[0].isdigit():
+        raise _b._UserError(f"T.call_extern: func_name must be a C identifier (optionally qualified with ::), "
+                            f"got {name!r}")
+    dt = "handle" if str(dtype) in ("handle", "void") else canonical(dtype)
+    nodes = []
+    for k, a in enumerate(rest):
+        if isinstance(a, str):
+            raise _b._UserError(f"T.call_extern({name}): argument {k + 1} is a string; pass numbers, values or "
+                                "T.access_ptr(tile) addresses")
+        if isinstance(a, Buffer):
+            a = access_ptr(a)
+        nodes.append(as_expr(a).node)
+    return PrimExpr(_tl.call(dt, EXTERN_PREFIX + name, nodes))
+
+
+def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_last_ndim=0):
+    """The address of a tile's (or tensor's) element: its first element, `offset` elements
+    further (row-major), or the element `base` names (``A[i, j]``). `access_type` ("r",
+    "w", "rw" or upstream's mask 1/2/3) documents the use; calls are assumed to read and
+    write what they receive."""
+    if isinstance(access_type, str) and access_type not in ("r", "w", "rw"):
+        raise _b._UserError(f"T.access_ptr: access_type must be 'r', 'w' or 'rw' (or 1, 2, 3), got {access_type!r}")
+    if isinstance(base, BufferRef):
+        if not base.is_point:
+            base = base.buffer[tuple(it.start or 0 if isinstance(it, slice) else it for it in base.items)]
+        load = base.load()
+    elif isinstance(base, Buffer):
+        load = base[_unravel(base, offset)].load()
+        offset = 0
+    else:
+        raise _b._UserError(f"T.access_ptr: base must be a tile or tensor (or one of its elements), got "
+                            f"{type(base).__name__}")
+    addr = PrimExpr(_tl.call("handle", "address_of", [load.node]))
+    if not (isinstance(offset, numbers.Integral) and offset == 0):
+        raise _b._UserError("T.access_ptr: an offset with an element base (A[i, j]) is not supported; index the "
+                            "element instead")
+    return addr
+
+
+def _unravel(buf: Buffer, offset):
+    """Row-major indices of element `offset` of `buf` (a constant offset needs static dims
+    past the first; a run-time one is split the same way)."""
+    shape = list(buf.shape)
+    if len(shape) == 1:
+        return (offset,)
+    idx = []
+    rest = offset
+    for d in reversed(shape[1:]):
+        if not isinstance(d, numbers.Integral):
+            raise _b._UserError(f"T.access_ptr({buf.name}, offset=...): dimensions past the first must be static")
+        idx.append(rest % d)
+        rest = rest // d
+    idx.append(rest)
+    return tuple(reversed(idx))
