@@ -1174,12 +1174,15 @@ def gen_attention(r, prog):
 
 def gen_reject(r, prog):
     """Programs the front end must refuse with a clear error (never drop silently):
-    `for ... else` and `while ... else`."""
+    `for ... else` and `while ... else`. And one it must not truncate: a T.Parallel larger
+    than its register fragment (upstream #2957 dropped the extra iterations), which is
+    grown to the loop's extent with a warning remark and must compute every element."""
     P = prog.prefix
     X = Param(f"{P}X", (8,), "float32", "inout")
     prog.params.append(X)
     form = r.choice(["for", "while", "parallel_oob"])
-    prog.notes.append(f"{form}-else (must be rejected)")
+    prog.notes.append("parallel past the fragment's end (must be grown, not truncated)" if form == "parallel_oob"
+                      else f"{form}-else (must be rejected)")
     b = Body()
     b("with T.Kernel(1, threads=1) as bx:")
     with b.indent():
@@ -1191,10 +1194,14 @@ def gen_reject(r, prog):
             b(f"for i, j in T.Parallel({em}, {en}):")
             with b.indent():
                 b("f[i, j] = 1.0")
-            b(f"{X.name}[0] = f[0, 0]")
+            b(f"{X.name}[0] = f[{em - 1}, {en - 1}]")  # an element past the declared end
+
+            def ref(arr, run, name=X.name):
+                out = arr[name].astype(np.float64).copy()
+                out[0] = 1.0
+                return {name: out}
             prog.body = b.lines
-            prog.expect_reject = True
-            prog.ref = lambda arr, run: {}
+            prog.ref = ref
             return
         if form == "for":
             b("for i in T.serial(8):")
