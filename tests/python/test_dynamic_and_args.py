@@ -246,3 +246,57 @@ def test_grid_from_a_scalar_argument(rng):
         out = kernel(a, cu, max(lens))
         want = np.concatenate([f64(a[:lens[0]]) * 2, f64(a[lens[0]:]) * 3])
         assert_close(out, want, rtol=1e-6)
+
+
+def dynamic_k_gemm():
+    M, N, K = T.dynamic("m"), T.dynamic("n"), T.dynamic("k")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 64), threads=128) as (bx, by):
+            a_s = T.alloc_shared((64, 32), "float16")
+            b_s = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
+                T.copy(A[by * 64, k * 32], a_s)
+                T.copy(B[k * 32, bx * 64], b_s)
+                T.gemm(a_s, b_s, acc)
+            T.copy(acc, C[by * 64, bx * 64])
+
+    return main
+
+
+def test_dynamic_row_lengths_aligned_and_not(rng):
+    """On CUDA the kernel is compiled for row lengths that are multiples of 16 (vector
+    copies, TMA) and a call with others (K = 40, 100; N = 72) runs the general variant; the
+    CPU target has one variant. Every size must be right."""
+    kernel = compile_cpu(dynamic_k_gemm())
+    for m, n, k in [(64, 64, 64), (96, 128, 160), (70, 72, 40), (64, 64, 100)]:
+        a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (k, n)))
+        c = poison((m, n))
+        kernel(a, b, c)
+        assert_close(c, f64(a) @ f64(b), rtol=1e-3)
+
+
+def test_dynamic_row_lengths_get_an_aligned_cuda_variant():
+    k = tilelang.compile(dynamic_k_gemm(), target="cuda -arch=sm_90a")
+    remarks = "\n".join(k.get_remarks())
+    assert "dynamic size(s) k, n: compiled for multiples of 16 elements" in remarks, remarks
+    assert "warp-specialized" in remarks, remarks  # TMA can take the rows now
+    general = k._cuda.general()
+    assert general is not k._cuda and general.general() is general
+    g = "\n".join(general.remarks)
+    assert "innermost dimension is not static" in g and "compiled for multiples" not in g, g
+    # dynamic rows only (static row length): no promise, one variant
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def rows(A: T.Tensor((m, 64), "float32"), B: T.Tensor((m, 64), "float32")):
+        with T.Kernel(T.ceildiv(m, 4), threads=64) as bx:
+            for i, j in T.Parallel(4, 64):
+                B[bx * 4 + i, j] = A[bx * 4 + i, j] * 2
+
+    static = tilelang.compile(rows, target="cuda -arch=sm_90a")
+    assert static._cuda.general() is static._cuda
+    assert not any("compiled for multiples" in r for r in static.get_remarks())

@@ -33,12 +33,40 @@ def _templates_root() -> str:
     return os.path.dirname(os.path.dirname(env.template_dir()))  # .../templates
 
 
+# Dynamic row lengths (a T.dynamic K as a tensor's innermost size) stop the compiler from
+# proving 16-byte rows: no vector copies, no TMA. A kernel with such sizes is compiled for
+# calls where each is a multiple of this many elements ("tl.dynamic_alignment" = "16:k,n",
+# the promise the compiler may rely on for exactly those sizes; checked per call), and a
+# call with other sizes runs a general variant, compiled when first needed.
+DYNAMIC_ALIGNMENT = 16
+
+
+def _innermost_dynamic_dims(kernel):
+    """The dynamic size variables in some tensor parameter's innermost dimension (`k`, or
+    the variable of an affine size such as `4 * k`): the ones the promise is about."""
+    names = []
+    for p in kernel.params:
+        d = p.dims[-1] if p.is_tensor and p.dims else None
+        var = getattr(d, "var", d) if isinstance(d, str) else None  # an AffineDim is a str too
+        if var is not None and var not in names:
+            names.append(var)
+    return names
+
+
 class CudaBackend:
     def __init__(self, kernel, arch, pass_configs, flags, verbose):
         self.kernel = kernel
         if arch is None:
             arch = default_arch()
         self.arch = arch
+        self._args = (dict(pass_configs), flags, verbose)
+        self._general = None
+        self._align_dims = _innermost_dynamic_dims(kernel)
+        self._align = 1
+        if self._align_dims and "tl.dynamic_alignment" not in pass_configs:
+            self._align = DYNAMIC_ALIGNMENT
+            promise = f"{DYNAMIC_ALIGNMENT}:{','.join(self._align_dims)}"
+            pass_configs = dict(pass_configs, **{"tl.dynamic_alignment": promise})
         t0 = time.perf_counter()
         # One CUDA kernel per T.Kernel: launched in order on one stream, they run in order.
         parts = _tl.split_kernels(kernel.func.node)
@@ -74,6 +102,10 @@ class CudaBackend:
             usage = {k: None for k in ("registers", "spill_stores_bytes", "spill_loads_bytes")}
         self.resource_usage = usage
         self.compile_seconds = time.perf_counter() - t0
+        if self._align > 1:
+            self.remarks.append(
+                f"dynamic size(s) {', '.join(self._align_dims)}: compiled for multiples of {self._align} elements "
+                "(vector copies, TMA); a call with other sizes runs a general variant, compiled when first needed")
         self.remarks.append(f"compiled by {compiler} for {arch}: {usage.get('registers') or '?'} registers, "
                             f"{usage.get('spill_stores_bytes') if usage.get('registers') else '?'} bytes spilled, "
                             f"{self.shared_bytes} bytes of dynamic shared memory")
@@ -81,6 +113,16 @@ class CudaBackend:
             print(f"[tilelang] compiled kernel {kernel.name!r} for cuda ({arch}) in {self.compile_seconds:.2f} s",
                   file=sys.stderr)
         self._module = None
+
+    def general(self):
+        """The variant for any sizes: this one when it makes no alignment promise."""
+        if self._align == 1:
+            return self
+        if self._general is None:
+            configs, flags, verbose = self._args
+            self._general = CudaBackend(self.kernel, self.arch, dict(configs, **{"tl.dynamic_alignment": "1"}),
+                                        flags, verbose)
+        return self._general
 
     def _load(self):
         if self._module is None:
@@ -171,6 +213,10 @@ class CudaBackend:
                             continue
                         k._check_tensor(p, _TensorView(a), dims)
             values[i] = ptr
+        if self._align > 1:
+            for name in self._align_dims:
+                if dims.get(name, 0) % self._align:
+                    return self.general().call(args)
         outputs = []
         device = self._device
         for i, dtype, shape, p_dims, returned in self._out:

@@ -183,7 +183,8 @@ def _kernel_signature(code: str, entry: str) -> str:
 
 
 def export_cuda(kernel, path, symbol=None):
-    backend = kernel._cuda
+    # A C program may launch it with any sizes: the variant without an alignment promise.
+    backend = kernel._cuda.general()
     cubin_path, header_path, stem = _paths(path)
     symbol_given = symbol
     symbol = c_identifier(symbol or f"tl_{kernel.name}").upper()
@@ -273,7 +274,7 @@ def cuda_launcher_params(kernel):
 def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
     """C source of `function`: the driver-API launch of the kernel's CUDA kernels in order,
     as the JIT's call does (same arguments, grids, blocks, shared memory, TMA maps)."""
-    backend = kernel._cuda
+    backend = kernel._cuda.general()  # for any sizes, as export_cuda
     decl = cuda_launcher_params(kernel)
     names = [d.split()[-1] for d in decl]  # C names: params, then dynamic dims
     n_params = len(kernel.params)

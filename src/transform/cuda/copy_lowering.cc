@@ -2,7 +2,9 @@
 /// \file Vectorized, thread-partitioned copies between global and shared memory.
 #include "copy_lowering.h"
 
+#include "../../arith/arith_internal.h"
 #include "../region_util.h"
+#include "pass_helpers.h"
 
 #include "tl/arith/simplify.h"
 
@@ -17,7 +19,21 @@ using namespace ir;  // NOLINT: implementation file
 
 }  // namespace
 
-bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an) {
+/// Whether v divides a row of `len` elements: provably, or by the promise, when `len` is
+/// linear in sizes it covers (each such size s read as promise.elems * s).
+static bool RowLengthFits(const Expr& len, int64_t v, arith::Analyzer& an, const AlignmentPromise& promise) {
+  int64_t a = 0;
+  if (AsConstInt(an.Simplify(FloorMod(len, MakeInt(v, len->dtype))), &a) && a == 0) return true;
+  if (promise.elems <= 1) return false;
+  arith::detail::LinearForm f = arith::detail::ParseLinear(an.Simplify(len));
+  if (f.overflow || f.constant % v) return false;
+  for (const auto& [term, coef] : f.terms) {
+    if (!promise.Covers(As<Var>(term)) || (coef * promise.elems) % v) return false;
+  }
+  return true;
+}
+
+bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an, const AlignmentPromise& promise) {
   if (v == 1) return true;
   const Buffer& b = r.buffer;
   size_t last = r.ranges.size() - 1;
@@ -26,10 +42,9 @@ bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an) {
   int64_t e;
   if (!AsConstInt(r.ranges[last].extent, &e) || e % v) return false;
   // The row length and the tile's column start must be multiples of v.
-  Expr row = an.Simplify(FloorMod(b->shape[last], MakeInt(v, b->shape[last]->dtype)));
   Expr col = an.Simplify(FloorMod(r.ranges[last].min, MakeInt(v, r.ranges[last].min->dtype)));
-  int64_t a, c;
-  return AsConstInt(row, &a) && a == 0 && AsConstInt(col, &c) && c == 0;
+  int64_t c;
+  return RowLengthFits(b->shape[last], v, an, promise) && AsConstInt(col, &c) && c == 0;
 }
 
 Stmt PartitionOverThreads(const std::vector<Expr>& extents, const VarRef& tx, int64_t threads, const Span& span,
@@ -69,10 +84,11 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
   if (sd.size() != dd.size() || sd.empty()) return nullptr;
   int bytes = src.buffer->dtype.bytes();
   arith::Analyzer an;
+  const AlignmentPromise promise = DynamicAlignment(ctx);
   int64_t vec = 1;
   for (int64_t width : {16, 8, 4}) {
     int64_t v = width / bytes;
-    if (v >= 1 && VectorFits(src, v, an) && VectorFits(dst, v, an)) {
+    if (v >= 1 && VectorFits(src, v, an, promise) && VectorFits(dst, v, an, promise)) {
       vec = v;
       break;
     }

@@ -3,6 +3,7 @@
 /// memory (shared by cuda-lower-copies and cuda-pipeline).
 #pragma once
 
+#include "pass_helpers.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/stmt.h"
 #include "tl/transform/pass.h"
@@ -30,7 +31,9 @@ ir::Stmt LowerCopyPartitioned(const ir::CopyOp* op, const ir::VarRef& tx, int64_
 /// Whether a vector of `v` elements starting at any tile position of `r` (a multiple of
 /// v along its last dimension) is contiguous and aligned to its size, and either wholly
 /// inside or wholly outside the buffer.
-bool VectorFits(const ir::Region& r, int64_t v, arith::Analyzer& an);
+/// `promise` (DynamicAlignment): dynamic sizes promised to be multiples of some number of
+/// elements, so that e.g. a row of K elements fits vectors of v when v divides that number.
+bool VectorFits(const ir::Region& r, int64_t v, arith::Analyzer& an, const AlignmentPromise& promise = {});
 
 /// Spreads a loop nest over extents across threads: iteration f = it * threads + tx.
 ir::Stmt PartitionOverThreads(const std::vector<ir::Expr>& extents, const ir::VarRef& tx, int64_t threads,

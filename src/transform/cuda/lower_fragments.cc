@@ -19,6 +19,7 @@
 #include "tl/transform/passes.h"
 #include "../region_util.h"
 #include "copy_lowering.h"
+#include "pass_helpers.h"
 #include "fragment_inference.h"
 #include "lower_fragments.h"
 #include "thread_binding.h"
@@ -230,7 +231,7 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
   // Shared tiles may be swizzled in 16-byte chunks: a vector must not cross one.
   bool chunked = tile.buffer->scope != Scope::kShared || v * tile.buffer->dtype.bytes() <= 16;
   if (v > 1 && want == 2 && dims[1] + 1 == tile.ranges.size() && tile.buffer->scope != Scope::kLocal && chunked &&
-      cuda::VectorFits(tile, v, an)) {
+      cuda::VectorFits(tile, v, an, cuda::DynamicAlignment(ctx_))) {
     return {VectorRegTileLoop(rf, tile, dims, to_tile, span), nullptr};
   }
   VarRef l = Var::Make("l");

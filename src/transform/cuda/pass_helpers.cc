@@ -2,6 +2,7 @@
 /// \file Small statement helpers of the CUDA passes (see pass_helpers.h).
 #include "pass_helpers.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "tl/ir/functor.h"
@@ -17,6 +18,26 @@ bool ConfigTrue(const PassContext& ctx, const std::string& key) {
   std::string v = it->second;
   for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+AlignmentPromise DynamicAlignment(const PassContext& ctx) {
+  AlignmentPromise out;
+  auto it = ctx.config.find("tl.dynamic_alignment");
+  if (it == ctx.config.end()) return out;
+  const std::string& text = it->second;
+  size_t colon = text.find(':');
+  try {
+    out.elems = std::max<int64_t>(1, std::stoll(text.substr(0, colon)));
+  } catch (const std::exception&) {
+    return AlignmentPromise{};
+  }
+  for (size_t at = colon == std::string::npos ? text.size() : colon + 1; at < text.size();) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > at) out.vars.insert(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
 }
 
 Stmt CallStmt(const std::string& name, std::vector<Expr> args, const Span& span) {

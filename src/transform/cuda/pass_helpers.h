@@ -15,6 +15,16 @@ namespace tl::transform::cuda {
 /// Whether pass config `key` is set to a true value ("1", "true", "yes", "on").
 bool ConfigTrue(const PassContext& ctx, const std::string& key);
 
+/// "tl.dynamic_alignment" = "16:k,n": the JIT's promise, for the variant of a kernel it
+/// compiles for calls where the dynamic sizes k and n are multiples of 16 elements (it
+/// checks them at each call). Vector widths and TMA may rely on it; nothing else does.
+struct AlignmentPromise {
+  int64_t elems = 1;                      ///< 1: no promise
+  std::unordered_set<std::string> vars;   ///< the size variables it covers, by name
+  bool Covers(const ir::Var* v) const { return elems > 1 && v && vars.count(v->name) > 0; }
+};
+AlignmentPromise DynamicAlignment(const PassContext& ctx);
+
 /// Evaluate(Call(void, name, args)).
 ir::Stmt CallStmt(const std::string& name, std::vector<ir::Expr> args, const Span& span);
 

@@ -44,7 +44,8 @@ bool TileShape(const Buffer& b, int64_t* rows, int64_t* cols) {
 
 }  // namespace
 
-std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params) {
+std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,
+                         const AlignmentPromise& promise) {
   const Buffer &src = copy->src.buffer, &dst = copy->dst.buffer;
   bool is_param = false;
   for (const Param& p : params) is_param |= p.buffer.get() == src.get();
@@ -55,9 +56,14 @@ std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Pa
   if (src->dtype != dst->dtype) return "the copy converts between dtypes";
   int64_t bytes = src->dtype.bytes();
   if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return "the element type has no TMA encoding";
+  // The tensor map's row pitch must be a multiple of 16 bytes: a static innermost size, or
+  // a dynamic one the call promises to be a multiple of enough elements.
   int64_t inner = 0;
-  if (!AsConstInt(src->shape.back(), &inner)) return "the tensor's innermost dimension is not static";
-  if (inner * bytes % 16) return "the tensor's rows are not a multiple of 16 bytes";
+  if (AsConstInt(src->shape.back(), &inner)) {
+    if (inner * bytes % 16) return "the tensor's rows are not a multiple of 16 bytes";
+  } else if (!promise.Covers(As<Var>(src->shape.back())) || promise.elems * bytes % 16) {
+    return "the tensor's innermost dimension is not static";
+  }
   std::vector<int64_t> ext, dst_ext;
   if (!ConstExtents(copy->src, &ext) || !ConstExtents(copy->dst, &dst_ext)) return "the copied extents are not static";
   int64_t rows = 0, cols = 0;

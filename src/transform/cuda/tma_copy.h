@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "pass_helpers.h"
 #include "tl/ir/stmt.h"
 
 namespace tl::transform::cuda {
@@ -26,7 +27,10 @@ enum class TmaSwizzle : int { kNone = 0, kB32 = 1, kB64 = 2, kB128 = 3 };
 
 /// Why `copy` cannot be TMA box loads into its destination tile, or "" when it can.
 /// `panelled`: the destination is a wgmma operand in panel layout.
-std::string TmaLoadUnfit(const ir::CopyOp* copy, bool panelled, const std::vector<ir::Param>& params);
+/// `promise` (DynamicAlignment): dynamic sizes promised to be multiples of some number of
+/// elements; a dynamic innermost dimension it covers gives rows of whole 16-byte units.
+std::string TmaLoadUnfit(const ir::CopyOp* copy, bool panelled, const std::vector<ir::Param>& params,
+                         const AlignmentPromise& promise = {});
 
 /// The loads of `copy` (whose destination region may select a stage of a staged tile)
 /// completing on the mbarrier at `bar` (an address_of expression); adds their bytes to

@@ -137,7 +137,7 @@ class Specializer {
         Fail("tile " + dst->name + " is an ldmatrix-swizzled operand, which TMA does not write");
         return false;
       }
-      std::string why = cuda::TmaLoadUnfit(c, panelled, f_->params);
+      std::string why = cuda::TmaLoadUnfit(c, panelled, f_->params, cuda::DynamicAlignment(ctx_));
       if (!why.empty()) {
         Fail("T.copy into " + dst->name + " cannot use TMA: " + why);
         return false;
