@@ -264,12 +264,10 @@ class CPrinter {
     // A failed run-time assert (after its message is printed); the CPU printer overrides it.
     if (op->op == "trap") return "__trap()";
     // T.call_extern: the function by its own name (declared by T.import_source or a header).
-    if (op->op.rfind(kExternCallPrefix, 0) == 0) return op->op.substr(kExternCallPrefix.size()) + "(" + args(0) + ")";
+    if (IsExternCall(op)) return ExternCallee(op) + "(" + args(0) + ")";
     return "";
   }
 
-  /// The IR call op of T.call_extern: this prefix, then the function's name.
-  static inline const std::string kExternCallPrefix = "call_extern:";
   /// The AttrStmt key of T.import_source: this prefix, then the source text.
   static inline const std::string kImportSourcePrefix = "tl.import_source:";
 

@@ -44,4 +44,11 @@ const IntrinsicInfo* LookupIntrinsic(const std::string& name);
 bool HasEffect(const std::string& name, uint32_t effects);
 inline bool HasEffect(const Call* call, uint32_t effects) { return call && HasEffect(call->op, effects); }
 
+/// T.call_extern: a call of a function the compiler does not know, its op this prefix and
+/// the function's name. It is assumed to read and write every tile whose address it gets.
+inline const std::string kExternCallPrefix = "call_extern:";
+inline bool IsExternCall(const Call* call) { return call && call->op.rfind(kExternCallPrefix, 0) == 0; }
+/// The function name of an extern call.
+inline std::string ExternCallee(const Call* call) { return call->op.substr(kExternCallPrefix.size()); }
+
 }  // namespace tl::ir

@@ -19,7 +19,7 @@ from . import builder as _b
 from .dtypes import canonical
 from .values import Buffer, BufferRef, PrimExpr, as_expr
 
-EXTERN_PREFIX = "call_extern:"  # the IR call's op: this prefix, then the function name
+EXTERN_PREFIX = "call_extern:"  # the IR call op: this prefix, then the function name (kExternCallPrefix in tl/ir/intrinsics.h)
 
 
 def import_source(source=None):

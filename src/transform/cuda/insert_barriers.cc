@@ -123,7 +123,7 @@ class AccessCollector : public IRVisitor {
     }
     // T.call_extern: the compiler does not see inside, so every shared tile whose address it
     // receives counts as read and written.
-    if (op->op.rfind("call_extern:", 0) == 0) {
+    if (IsExternCall(op)) {
       for (const Expr& a : op->args) {
         const auto* addr = As<Call>(a);
         const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
