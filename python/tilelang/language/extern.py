@@ -19,7 +19,9 @@ from . import builder as _b
 from .dtypes import canonical
 from .values import Buffer, BufferRef, PrimExpr, as_expr
 
-EXTERN_PREFIX = "call_extern:"  # the IR call op: this prefix, then the function name (kExternCallPrefix in tl/ir/intrinsics.h)
+# The IR call op of an extern call: this prefix, then the function name (tl/ir/intrinsics.h:
+# kExternCallPrefix).
+EXTERN_PREFIX = "call_extern:"
 
 
 def import_source(source=None):
