@@ -336,8 +336,50 @@ def test_prim_func_unannotated_parameter_errors():
 
 # --------------------------------------------------------------------------- T.attr
 
-def test_tvm_allreduce_is_a_clear_error_not_a_dropped_reduction():
-    with pytest.raises(TileLangCompileError, match="reduce_scope.*not supported.*T.reduce_sum"):
+def _allreduce_gemv(N, K, block_n, reduce_threads, combine):
+    """Upstream's GEMV shape: threads (block_n, reduce_threads), each thread a partial dot
+    product over its K slice, TVM's allreduce over threadIdx.y."""
+    ident = 0.0 if combine == "sum" else -3.0e38
+
+    @T.prim_func
+    def gemv(A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(N // block_n, threads=(block_n, reduce_threads)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.thread_binding(0, reduce_threads, thread="threadIdx.y")
+            acc = T.alloc_local((1,), "float32")
+            out = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for k in T.serial(K // reduce_threads):
+                if combine == "sum":
+                    acc[0] += A[tk * (K // reduce_threads) + k] * B[bn * block_n + tn, tk * (K // reduce_threads) + k]
+                else:
+                    acc[0] = T.max(acc[0], A[tk * (K // reduce_threads) + k])
+            with T.attr(T.comm_reducer((lambda x, y: x + y) if combine == "sum" else (lambda x, y: T.max(x, y)),
+                                       [T.cast(ident, "float32")]),
+                        "reduce_scope", T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tk, dtype="handle"))
+            C[bn * block_n + tn] = out[0]
+
+    return gemv
+
+
+@pytest.mark.parametrize("combine", ["sum", "max"])
+def test_tvm_allreduce_over_a_thread_index(combine):
+    """T.attr(T.comm_reducer(...), "reduce_scope", ...) + T.tvm_thread_allreduce (upstream's
+    GEMV and dequantization kernels): every thread gets its group's combined value."""
+    rng = np.random.default_rng(4)
+    N, K = 64, 256
+    a, b = rng.standard_normal(K).astype(np.float32), rng.standard_normal((N, K)).astype(np.float32)
+    c = np.full(N, np.nan, np.float32)
+    tilelang.compile(_allreduce_gemv(N, K, 8, 16, combine))(a, b, c)
+    ref = b.astype(np.float64) @ a.astype(np.float64) if combine == "sum" else np.full(N, a.max())
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+    src = tilelang.compile(_allreduce_gemv(N, K, 8, 16, combine), target="cuda -arch=sm_90a").get_kernel_source()
+    assert "__syncthreads()" in src  # the workspace's writes are ordered before the folds
+
+
+def test_tvm_allreduce_misuse_is_a_clear_error():
+    def prog(call):
         @T.prim_func
         def red(A: T.Tensor((32,), "float32"), B: T.Tensor((1,), "float32")):
             with T.Kernel(1, threads=32):
@@ -345,10 +387,21 @@ def test_tvm_allreduce_is_a_clear_error_not_a_dropped_reduction():
                 acc = T.alloc_local((1,), "float32")
                 out = T.alloc_local((1,), "float32")
                 acc[0] = A[tx]
-                with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope",
-                            T.reinterpret(T.uint64(0), dtype="handle")):
-                    T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tx, dtype="handle"))
+                call(acc, out, tx)
                 B[0] = out[0]
+        return red
+
+    with pytest.raises(TileLangCompileError, match="must be inside `with T.attr"):
+        prog(lambda acc, out, tx: T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tx))
+
+    def outside_index(acc, out, tx):
+        with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope", 0):
+            T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tx + 1)
+    with pytest.raises(TileLangCompileError, match="the reduced index must be a thread index"):
+        prog(outside_index)
+
+
+def test_other_tvm_attrs_are_clear_errors():
     with pytest.raises(TileLangCompileError, match="'kWarpSpecializationScope'.*not supported"):
         @T.prim_func
         def ws(A: T.Tensor((32,), "float32")):

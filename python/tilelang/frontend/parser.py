@@ -26,6 +26,7 @@ from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, While
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
+from ..language.allreduce import ReduceScope
 from ..language.reducer import store_to_reducer
 from ..language.values import UnboundVar
 from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
@@ -610,6 +611,16 @@ class Parser:
                 raise _b._UserError("T.While needs a run-time condition")
             body = self.block(node.body, node)
             _b.emit(_tl.while_(_as_runtime(cond).node, body, self.span(node)))
+            return
+        if isinstance(spec, ReduceScope):  # `with T.attr(T.comm_reducer(...), "reduce_scope", ...):`
+            if item.optional_vars is not None or not self.builder.in_kernel:
+                raise _b._UserError("`with T.attr(..., \"reduce_scope\", ...)` binds no names and goes inside a kernel")
+            saved = getattr(self.builder, "reduce_scope", None)
+            self.builder.reduce_scope = spec.reducer
+            try:
+                _b.emit(self.block(node.body, node))
+            finally:
+                self.builder.reduce_scope = saved
             return
         if not isinstance(spec, KernelSpec):
             raise _b._UserError("inside a kernel, `with` is only used as `with T.Kernel(...) as ...`")

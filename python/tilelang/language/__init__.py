@@ -106,8 +106,11 @@ Buffer = Tensor  # the older spelling, T.Buffer(shape, dtype)
 
 
 def evaluate(value):
-    """An expression evaluated for its effect (TIR's Evaluate): ``T.evaluate(0)`` is a no-op."""
+    """An expression evaluated for its effect (TIR's Evaluate): ``T.evaluate(0)`` is a no-op;
+    ``T.evaluate(T.tvm_thread_allreduce(...))`` has emitted its statements already (None)."""
     _b.require_kernel("T.evaluate")
+    if value is None:
+        return
     _b.emit(_tl.evaluate(as_expr(value).node, _b.current_span()))
 
 
@@ -1007,19 +1010,34 @@ _ALLREDUCE_HELP = ("reduce across a block's threads with tile operations instead
 
 
 def attr(node, key, value):
-    """TVM's attribute statement. Not supported: its one use in upstream's kernels,
+    """TVM's attribute statement. Its one use in upstream's kernels,
     ``with T.attr(T.comm_reducer(...), "reduce_scope", ...)`` around T.tvm_thread_allreduce,
-    is a cross-thread reduction that must not be dropped; other keys are TVM pass internals."""
+    is a cross-thread reduction (tilelang/language/allreduce.py); other keys are TVM pass
+    internals, refused."""
     if key == "reduce_scope":
-        raise _b._UserError("T.attr(..., \"reduce_scope\", ...) with T.tvm_thread_allreduce (TVM's low-level "
-                            "cross-thread reduction) is not supported by this compiler; " + _ALLREDUCE_HELP)
+        from .allreduce import ReduceScope
+
+        if not isinstance(node, CommReducer):
+            raise _b._UserError("T.attr(reducer, \"reduce_scope\", ...): the first argument must be a "
+                                "T.comm_reducer(...)")
+        return ReduceScope(node)
     raise _b._UserError(f"T.attr(..., {key!r}, ...): TVM attribute statements are not supported by this compiler "
                         "(they are TVM pass internals)")
 
 
-def tvm_thread_allreduce(*args, **kwargs):
-    raise _b._UserError("T.tvm_thread_allreduce (TVM's low-level cross-thread reduction) is not supported by this "
-                        "compiler; " + _ALLREDUCE_HELP)
+def tvm_thread_allreduce(size, value, cond, out, *reduce_vars, dtype=None):
+    """TVM's cross-thread reduction, inside ``with T.attr(T.comm_reducer(...), "reduce_scope",
+    ...)``: `out` gets the reducer's combination of `value` over the threads that differ only
+    in the thread index `reduce_vars[0]` (tilelang/language/allreduce.py)."""
+    from .allreduce import thread_allreduce
+
+    _b.require_kernel("T.tvm_thread_allreduce")
+    reducer = getattr(_b.current(), "reduce_scope", None)
+    if reducer is None:
+        raise _b._UserError("T.tvm_thread_allreduce must be inside `with T.attr(T.comm_reducer(...), "
+                            "\"reduce_scope\", ...)`; " + _ALLREDUCE_HELP)
+    thread_allreduce(reducer, size, value, cond, out, reduce_vars)
+    return None
 
 
 def func_attr(attrs):

@@ -19,12 +19,11 @@ _BYTES = {n: dtype(n).bits // 8 for n in _NAMES}
 def reinterpret(value, dtype, span=None):
     """The bits of `value` read as `dtype` (same width; e.g. float32 <-> uint32)."""
     if isinstance(dtype, str) and dtype == "handle":
-        from . import _ALLREDUCE_HELP
+        # Upstream's one use: the (ignored) value of T.attr(..., "reduce_scope", ...) around
+        # T.tvm_thread_allreduce. Pointer values have no other use in this IR.
+        from .allreduce import ScopeHandle
 
-        raise _b._UserError("T.reinterpret(..., dtype=\"handle\"): pointer values are not supported (upstream "
-                            "writes one as the value of T.attr(..., \"reduce_scope\", ...) around "
-                            "T.tvm_thread_allreduce, TVM's low-level cross-thread reduction, which is not supported "
-                            "either); " + _ALLREDUCE_HELP)
+        return ScopeHandle()
     to = canonical(dtype)
     v = as_expr(value)
     frm = str(v.dtype)
