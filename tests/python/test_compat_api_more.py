@@ -408,3 +408,11 @@ def test_other_tvm_attrs_are_clear_errors():
             with T.Kernel(1, threads=32):
                 with T.attr([128, 128], "kWarpSpecializationScope", 0):
                     A[0] = 1.0
+
+
+def test_a_handle_value_outside_reduce_scope_is_a_clear_error():
+    with pytest.raises(TileLangCompileError, match="opaque pointer, only accepted as the value of T.attr"):
+        @T.prim_func
+        def f(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                A[0] = T.reinterpret(T.uint64(0), dtype="handle")

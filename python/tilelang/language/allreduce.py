@@ -22,6 +22,9 @@ class ScopeHandle:
     """``T.reinterpret(x, dtype="handle")``: an opaque pointer value, which only T.attr's
     "reduce_scope" takes (and ignores); anywhere else it is an error at the line."""
 
+    not_a_value = ("T.reinterpret(..., dtype=\"handle\") is an opaque pointer, only accepted as the value of "
+                   "T.attr(reducer, \"reduce_scope\", ...); pointer values are not supported elsewhere")
+
     def __repr__(self):
         return "<handle>"
 

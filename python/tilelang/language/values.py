@@ -128,6 +128,9 @@ def as_expr(value, like: str | None = None) -> PrimExpr:
         if like is not None and dtype(like).is_float:
             return const(float(value), like)
         return const(float(value), "float32")
+    why = getattr(value, "not_a_value", None)  # objects that say what they are for instead
+    if why:
+        raise TypeError(why)
     raise TypeError(f"expected a number or a run-time expression, got {type(value).__name__}: {value!r}")
 
 
