@@ -54,16 +54,19 @@ def _innermost_dynamic_dims(kernel):
 
 
 class CudaBackend:
-    def __init__(self, kernel, arch, pass_configs, flags, verbose):
+    def __init__(self, kernel, arch, pass_configs, flags, verbose, general=False):
+        """general=True: the variant without an alignment promise (see general())."""
         self.kernel = kernel
         if arch is None:
             arch = default_arch()
         self.arch = arch
+        # The promise is the JIT's alone: it checks it at each call.
+        pass_configs = {k: v for k, v in pass_configs.items() if k != "tl.dynamic_alignment"}
         self._args = (dict(pass_configs), flags, verbose)
         self._general = None
-        self._align_dims = _innermost_dynamic_dims(kernel)
+        self._align_dims = [] if general else _innermost_dynamic_dims(kernel)
         self._align = 1
-        if self._align_dims and "tl.dynamic_alignment" not in pass_configs:
+        if self._align_dims:
             self._align = DYNAMIC_ALIGNMENT
             promise = f"{DYNAMIC_ALIGNMENT}:{','.join(self._align_dims)}"
             pass_configs = dict(pass_configs, **{"tl.dynamic_alignment": promise})
@@ -120,8 +123,7 @@ class CudaBackend:
             return self
         if self._general is None:
             configs, flags, verbose = self._args
-            self._general = CudaBackend(self.kernel, self.arch, dict(configs, **{"tl.dynamic_alignment": "1"}),
-                                        flags, verbose)
+            self._general = CudaBackend(self.kernel, self.arch, configs, flags, verbose, general=True)
         return self._general
 
     def _load(self):
@@ -215,7 +217,7 @@ class CudaBackend:
             values[i] = ptr
         if self._align > 1:
             for name in self._align_dims:
-                if dims.get(name, 0) % self._align:
+                if dims.get(name, 1) % self._align:  # (a size not read from the arguments: not promised)
                     return self.general().call(args)
         outputs = []
         device = self._device
