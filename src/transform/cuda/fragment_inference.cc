@@ -332,7 +332,7 @@ class LayoutInference : public IRVisitor {
   /// with interleaved rows (block r of warpgroup g is rows 64 (r warpgroups + g)).
   bool WgmmaPartition(int64_t m, layout::WarpPartition* out) const {
     const int64_t wgs = num_threads_ / 128, blocks = m / 64;
-    if (m % 64 || num_threads_ % 128) return false;
+    if (m <= 0 || m % 64 || num_threads_ % 128) return false;
     if (wgs % blocks == 0) {
       *out = layout::WarpPartition{m / 16, wgs / blocks, true}.Normalized();
     } else if (blocks % wgs == 0) {

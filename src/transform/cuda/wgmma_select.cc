@@ -48,7 +48,7 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   // Registers have no panels: only B's shared layout constrains a register A.
   if (a_in_registers) ar = ac = 64;
   const int64_t wgs = threads / 128;
-  if (m % 64 || threads % 128 || (wgs % (m / 64) && (m / 64) % wgs)) {
+  if (m <= 0 || m % 64 || threads % 128 || (wgs % (m / 64) && (m / 64) % wgs)) {
     return "wgmma needs one warp per 16 rows of C, or warpgroups along N as well (block_M = 64 x warpgroups "
            "along M; here M = " + std::to_string(m) + " with " + std::to_string(threads) + " threads)";
   }
