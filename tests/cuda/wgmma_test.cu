@@ -95,6 +95,17 @@ __host__ __device__ inline int sw_offset(int r, int c, int rows, int cols) {
   return (b ^ (((b >> 7) & 3) << 4)) / 2;
 }
 
+/// The same for elements of any width: panels of 128 bytes (64-byte rows of a 64-byte tile
+/// in the 64-byte swizzle), what gemm_ss_wgmma reads for T (float8 among them).
+template <typename T>
+__host__ __device__ inline int sw_offset_t(int r, int c, int rows, int cols) {
+  constexpr int eb = sizeof(T);
+  const bool sw64 = cols * eb == 64;
+  const int pw = (sw64 ? 64 : 128) / eb;  // elements per panel row
+  const int b = ((c / pw) * (rows * pw) + r * pw + c % pw) * eb;
+  return (b ^ (((b >> 7) & (sw64 ? 3 : 7)) << 4)) / eb;
+}
+
 /// Row and column of accumulator register `reg` of thread `tid`: warp w owns rows 16w..16w+15,
 /// register nt*4 + h*2 + c holds row 16w + lane/4 + 8h, column nt*8 + 2*(lane%4) + c.
 __host__ __device__ inline void acc_coord(int tid, int reg, int* row, int* col) {
@@ -151,11 +162,11 @@ __global__ void __launch_bounds__(M * 2 * WgN / MReps) gemm_case_kernel(const T*
   // A is stored M x K (K-major), or K x M when TransA; B K x N (N-major), or N x K when TransB.
   for (int i = tid; i < M * K; i += blockDim.x) {
     const int m = i / K, k = i % K;
-    sa[TransA ? sw_offset(k, m, K, M) : sw_offset(m, k, M, K)] = a[i];
+    sa[TransA ? sw_offset_t<T>(k, m, K, M) : sw_offset_t<T>(m, k, M, K)] = a[i];
   }
   for (int i = tid; i < K * N; i += blockDim.x) {
     const int k = i / N, n = i % N;
-    sb[TransB ? sw_offset(n, k, N, K) : sw_offset(k, n, K, N)] = b[i];
+    sb[TransB ? sw_offset_t<T>(n, k, N, K) : sw_offset_t<T>(k, n, K, N)] = b[i];
   }
   __syncthreads();
   float acc[N / WgN / 2 * MReps];
@@ -257,6 +268,39 @@ struct Gen<tl::bfloat16> {
     std::memcpy(&back, &u, 4);
     *v = back;
     return tl::bfloat16_from_bits(bits);
+  }
+};
+
+/// The 8-bit pattern of v (a normal number exact in the format: MBits mantissa bits, the
+/// exponent bias Bias) or of zero, built on the host (tl::float8's conversions are device code).
+template <typename T, int MBits, int Bias>
+static T exact_fp8(double v) {
+  unsigned char bits = 0;
+  if (v != 0.0) {
+    const double a = std::fabs(v);
+    const int e = static_cast<int>(std::floor(std::log2(a)));
+    const int m = static_cast<int>(std::lround((a / std::ldexp(1.0, e) - 1.0) * (1 << MBits)));
+    bits = static_cast<unsigned char>((v < 0 ? 0x80 : 0) | ((e + Bias) << MBits) | m);
+  }
+  T out;
+  std::memcpy(&out, &bits, 1);
+  return out;
+}
+/// Float8 operands: multiples of 1/8 (e4m3) or 1/4 (e5m2) below 2, exact in the format.
+template <>
+struct Gen<tl::float8_e4m3> {
+  static const char* name() { return "e4m3"; }
+  static tl::float8_e4m3 make(std::mt19937& rng, double* v) {
+    *v = (static_cast<int>(rng() % 31) - 15) / 8.0;
+    return exact_fp8<tl::float8_e4m3, 3, 7>(*v);
+  }
+};
+template <>
+struct Gen<tl::float8_e5m2> {
+  static const char* name() { return "e5m2"; }
+  static tl::float8_e5m2 make(std::mt19937& rng, double* v) {
+    *v = (static_cast<int>(rng() % 15) - 7) / 4.0;
+    return exact_fp8<tl::float8_e5m2, 2, 15>(*v);
   }
 };
 
@@ -433,6 +477,11 @@ static void run_extra(std::mt19937& rng) {
   run_case<128, 128, 32, false, false, tl::bfloat16, 1, 2>(rng);
   run_case<64, 256, 32, false, true, tl::half, 2>(rng);
   run_rs_case<64, 64, 32, true, tl::half>(rng);
+  // Float8 (k32 steps, K-major A and B only): 64-byte rows (K = 64) and 128-byte rows.
+  run_case<64, 128, 64, false, true, tl::float8_e4m3>(rng);
+  run_case<64, 64, 256, false, true, tl::float8_e5m2>(rng);
+  run_case<128, 128, 128, false, true, tl::float8_e4m3, 1, 2>(rng);
+  run_case<64, 256, 128, false, true, tl::float8_e5m2, 2>(rng);
   run_rs_case<256, 64, 32, false, tl::bfloat16, 2>(rng);
 }
 

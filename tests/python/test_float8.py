@@ -183,3 +183,60 @@ def test_cuda_narrow_float_scalar_parameters_arrive_as_float():
     x = np.ones(64, np.float16)
     compile_cpu(scale)(x, 1.5, 0.25)
     assert (x == np.float16(1.75)).all()
+
+
+def _fp8_gemm(dtype, M=256, N=256, K=256, bk=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):
+            a_s = T.alloc_shared((128, bk), dtype)
+            b_s = T.alloc_shared((128, bk), dtype)
+            acc = T.alloc_fragment((128, 128), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // bk, num_stages=3):
+                T.copy(A[by * 128, k * bk], a_s)
+                T.copy(B[bx * 128, k * bk], b_s)
+                T.gemm(a_s, b_s, acc, transpose_B=True)
+            T.copy(acc, C[by * 128, bx * 128])
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_wgmma_is_opt_in_until_checked_on_a_gpu(dtype):
+    """float8 GEMMs on Hopper's k32 wgmma (K-major A and B, the 64-byte swizzle for K = 64
+    float8 rows): behind tl.enable_wgmma_fp8 until a GPU run has checked them; by default
+    the multiply-add loops, with the remark saying why."""
+    off = tilelang.compile(_fp8_gemm(dtype), target="cuda -arch=sm_90a")
+    assert any("float8 wgmma is off by default" in r for r in off.get_remarks()), off.get_remarks()
+    on = tilelang.compile(_fp8_gemm(dtype), target="cuda -arch=sm_90a", pass_configs={"tl.enable_wgmma_fp8": True})
+    remarks = "\n".join(on.get_remarks())
+    assert "k32 (float8) from shared memory" in remarks and "warp-specialized" in remarks, remarks
+    assert [spec[-1] for spec in on._cuda.src.tma_specs] == [2, 2]  # SWIZZLE_64B: 64-byte rows
+    # ... and transposed operands are refused with a reason
+    @T.prim_func
+    def nt(A: T.Tensor((64, 64), dtype), B: T.Tensor((64, 128), dtype), C: T.Tensor((64, 128), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a_s = T.alloc_shared((64, 64), dtype)
+            b_s = T.alloc_shared((64, 128), dtype)
+            acc = T.alloc_fragment((64, 128), "float32")
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.gemm(a_s, b_s, acc, clear_accum=True)
+            T.copy(acc, C)
+
+    k = tilelang.compile(nt, target="cuda -arch=sm_90a", pass_configs={"tl.enable_wgmma_fp8": True})
+    assert any("float8 wgmma reads K-major tiles only" in r for r in k.get_remarks()), k.get_remarks()
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_gemm_with_wgmma_enabled_matches_float64(dtype):
+    """The numbers of the opt-in path: on the CPU target the pass config changes nothing;
+    the GPU suite (TILELANG_TEST_CUDA=1) runs it on Hopper's float8 wgmma."""
+    rng = np.random.default_rng(8)
+    np_dt = ml_dtypes.float8_e4m3fn if dtype == "float8_e4m3fn" else ml_dtypes.float8_e5m2
+    a = (rng.integers(-8, 9, size=(256, 256)) / 4).astype(np_dt)
+    b = (rng.integers(-8, 9, size=(256, 256)) / 4).astype(np_dt)
+    c = np.full((256, 256), np.nan, np.float32)
+    tilelang.compile(_fp8_gemm(dtype), pass_configs={"tl.enable_wgmma_fp8": True})(a, b, c)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-6)

@@ -94,6 +94,8 @@ ACTED_ON = {
 ACTED_ON_CUDA = {
     "tl.disable_warp_specialized": "no producer warpgroup (cp.async pipelines)",
     "tl.disable_tma_lower": "no TMA loads, hence no warp specialization",
+    # ours (src/transform/cuda/wgmma_select.cc): off until a GPU run has checked it
+    "tl.enable_wgmma_fp8": "float8 GEMMs on Hopper's k32 wgmma",
 }
 
 

@@ -93,7 +93,8 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss_wgmma", args), op->span));
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                          op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(n_per_wg, 256)) +
-                         "k16 from shared memory, " + std::to_string(rf.layout->m() / 64 / reps * wg_n) +
+                         (op->a.buffer->dtype.bits == 8 ? "k32 (float8)" : "k16") + " from shared memory, " +
+                         std::to_string(rf.layout->m() / 64 / reps * wg_n) +
                          " warpgroup(s)" +
                          (wg_n > 1 ? " (" + std::to_string(wg_n) + " along N, " + std::to_string(n_per_wg) +
                                          " columns each)"

@@ -10,6 +10,7 @@
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 #include "fragment_inference.h"
+#include "pass_helpers.h"
 #include "thread_binding.h"
 
 namespace tl::transform {
@@ -20,7 +21,8 @@ std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassCo
   cuda::ThreadBinding tb = cuda::GetThreadBinding(g->body, "describe-fragment-layouts");
   auto arch = ctx.config.find("tl.target_arch");
   cuda::FragmentLayouts inferred =
-      cuda::InferFragmentLayouts(g->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second);
+      cuda::InferFragmentLayouts(g->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
+                                 cuda::ConfigTrue(ctx, "tl.enable_wgmma_fp8"));
   std::map<std::string, FragmentTable> by_name;  // sorted, so the order is stable
   arith::Analyzer an;
   for (const auto& [buffer, assigned] : inferred.layouts) {

@@ -334,7 +334,8 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-lower-fragments");
   auto arch = ctx.config.find("tl.target_arch");
   cuda::FragmentLayouts inference =
-      cuda::InferFragmentLayouts(f->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second);
+      cuda::InferFragmentLayouts(f->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
+                                 cuda::ConfigTrue(ctx, "tl.enable_wgmma_fp8"));
   fragments::FragmentRewriter rewriter(inference, tb.tx, ctx);
   ir::Stmt body = rewriter.Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);

@@ -13,8 +13,6 @@ using namespace ir;  // NOLINT: implementation file
 
 namespace {
 
-/// Elements per box row of a panelled tile: one 128-byte swizzle row of 16-bit values.
-constexpr int64_t kPanelElems = 64;
 /// The largest box extent TMA takes in any dimension.
 constexpr int64_t kMaxBox = 256;
 
@@ -84,8 +82,8 @@ std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Pa
   }
   if (outer != rows || non_unit > 1) return "the copied region does not line up with the tile's rows";
   if (panelled) {
-    if (bytes != 2 || (cols % kPanelElems && cols != 32)) {
-      return "a wgmma panel tile needs 16-bit elements in rows of 64 (or one row of 32)";
+    if ((bytes != 2 && bytes != 1) || ((cols * bytes) % 128 && cols * bytes != 64)) {
+      return "a wgmma panel tile needs 16- or 8-bit elements in rows of a multiple of 128 bytes (or of 64)";
     }
   } else if (cols > kMaxBox || cols * bytes % 16) {
     return "the tile's rows must be at most 256 elements and a multiple of 16 bytes";
@@ -106,8 +104,10 @@ Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* b
   int64_t cols = ext.back();
   // wgmma panels: 64 columns in SWIZZLE_128B, or a 32-column tile in SWIZZLE_64B
   // (cuda::WgmmaOperandOffset).
-  int64_t box_inner = panelled ? WgmmaPanelElems(cols) : cols;
-  TmaSwizzle swizzle = !panelled ? TmaSwizzle::kNone : box_inner == 32 ? TmaSwizzle::kB64 : TmaSwizzle::kB128;
+  int64_t box_inner = panelled ? WgmmaPanelElems(cols, src->dtype.bytes()) : cols;
+  TmaSwizzle swizzle = !panelled                              ? TmaSwizzle::kNone
+                       : box_inner * src->dtype.bytes() == 64 ? TmaSwizzle::kB64
+                                                              : TmaSwizzle::kB128;
   // The descriptor: the tensor, the swizzle, then the box innermost first.
   std::vector<Expr> desc_args{AddressOf(src, std::vector<Expr>(rank, MakeInt(0))),
                               MakeInt(static_cast<int64_t>(swizzle))};

@@ -30,16 +30,27 @@ bool Sixteen(DType t) { return t == DType::Float(16) || t == DType::BFloat16(); 
 }  // namespace
 
 std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers,
-                       int64_t* warpgroups_n) {
+                       int64_t* warpgroups_n, bool allow_fp8) {
   if (arch != "sm_90a") return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
   const Buffer &a = op->a.buffer, &b = op->b.buffer, &c = op->c.buffer;
   if ((!a_in_registers && a->scope != Scope::kShared) || b->scope != Scope::kShared) {
     return "an operand is not in shared memory";
   }
   if (a_in_registers && op->trans_a) return "a register operand A cannot be transposed";
-  if (!Sixteen(a->dtype) || a->dtype != b->dtype || c->dtype != DType::Float(32)) {
-    return "wgmma here takes float16/bfloat16 operands into a float32 accumulator";
+  const bool fp8 = a->dtype.IsFloat() && a->dtype.bits == 8;
+  if (fp8) {
+    // float8 wgmma (k32 steps) reads K-major A and B only: no transpose immediates.
+    if (!allow_fp8) return "float8 wgmma is off by default until checked on a GPU (tl.enable_wgmma_fp8)";
+    if (a->dtype != b->dtype || c->dtype != DType::Float(32)) {
+      return "float8 wgmma here takes A and B of one float8 type into a float32 accumulator";
+    }
+    if (a_in_registers || op->trans_a || !op->trans_b) {
+      return "float8 wgmma reads K-major tiles only: A as M x K from shared memory, B as N x K (transpose_B=True)";
+    }
+  } else if (!Sixteen(a->dtype) || a->dtype != b->dtype || c->dtype != DType::Float(32)) {
+    return "wgmma here takes float16/bfloat16 (or float8) operands into a float32 accumulator";
   }
+  const int64_t eb = a->dtype.bytes(), kstep = fp8 ? 32 : 16;
   int64_t ar, ac, br, bc, m, n;
   if (!WholeTile(op->a, &ar, &ac) || !WholeTile(op->b, &br, &bc) || !WholeTile(op->c, &m, &n)) {
     return "an operand is not a whole 2-D tile";
@@ -52,7 +63,7 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
     return "wgmma needs one warp per 16 rows of C, or warpgroups along N as well (block_M = 64 x warpgroups "
            "along M; here M = " + std::to_string(m) + " with " + std::to_string(threads) + " threads)";
   }
-  if (n % 8 || k % 16) return "N must be a multiple of 8 and K of 16";
+  if (n % 8 || k % kstep) return "N must be a multiple of 8 and K of " + std::to_string(kstep);
   // More warpgroups than 64-row blocks split N; fewer each own several blocks.
   const int64_t wg_n = wgs % (m / 64) == 0 ? wgs / (m / 64) : 1;
   if (wg_n > 1) {
@@ -70,30 +81,34 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   // Power-of-two rows also make the buffers "swizzled" GEMM operands for the planner,
   // which aligns them to 1024 bytes as the swizzle pattern needs.
   auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
-  // A K-major operand of K = 32 takes the 64-byte swizzle (one 32-element panel).
-  auto cols_fit = [&](int64_t c, bool k_major) { return (c % 64 == 0 && pow2(c)) || (k_major && c == 32 && k == 32); };
+  // Rows of 128-byte multiples take 128-byte panels; a K-major operand whose whole K is 64
+  // bytes (K = 32 of 16-bit, K = 64 of float8) takes the 64-byte swizzle instead.
+  auto cols_fit = [&](int64_t c, bool k_major) {
+    return ((c * eb) % 128 == 0 && pow2(c)) || (k_major && c * eb == 64 && k * eb == 64);
+  };
   if (!cols_fit(ac, !op->trans_a) || !cols_fit(bc, op->trans_b) || ar % 8 || br % 8) {
-    return "the contiguous dimension of each shared operand must be 64, 128, 256... elements (128-byte "
-           "swizzle panels), or 32 along K when K is 32 (64-byte swizzle), and the other one a multiple of 8";
+    return "the contiguous dimension of each shared operand must be 128, 256, 512... bytes (128-byte "
+           "swizzle panels), or 64 bytes along K when that is all of K (64-byte swizzle), and the other one a "
+           "multiple of 8";
   }
   return "";
 }
 
 Expr WgmmaOperandOffset(const Expr& off, int64_t rows, int64_t cols, int elem_bytes) {
   auto C = [](int64_t v) { return MakeInt(v); };
-  const int64_t pw = WgmmaPanelElems(cols);
+  const int64_t pw = WgmmaPanelElems(cols, elem_bytes);
   Expr tile = FloorDiv(off, C(rows * cols)), in_tile = FloorMod(off, C(rows * cols));
   Expr r = FloorDiv(in_tile, C(cols)), col = FloorMod(in_tile, C(cols));
   Expr panelled = tile * C(rows * cols) + FloorDiv(col, C(pw)) * C(rows * pw) + r * C(pw) + FloorMod(col, C(pw));
-  // Rows of 64 16-bit elements are 128 bytes: the 128-byte swizzle of layout::SwizzleOffset.
-  if (pw == 64) return layout::SwizzleOffset(panelled, elem_bytes, 64 * elem_bytes);
-  // Rows of 32 are 64 bytes, in the 64-byte swizzle: the 16-byte chunk index (bits 4-5 of
-  // the byte offset) XOR bits 7-8 (the pair of rows), repeating every 512 bytes.
+  // Panel rows of 128 bytes: the 128-byte swizzle of layout::SwizzleOffset.
+  if (pw * elem_bytes == 128) return layout::SwizzleOffset(panelled, elem_bytes, 128);
+  // Rows of 64 bytes, in the 64-byte swizzle: the 16-byte chunk index (bits 4-5 of the byte
+  // offset) XOR bits 7-8 (the pair of rows), repeating every 512 bytes.
   Expr bytes = panelled * C(elem_bytes);
   Expr bits = Binary::Make(BinOp::kBitAnd, Binary::Make(BinOp::kShr, bytes, C(7)), C(3));
   return FloorDiv(Binary::Make(BinOp::kBitXor, bytes, Binary::Make(BinOp::kShl, bits, C(4))), C(elem_bytes));
 }
 
-int64_t WgmmaPanelElems(int64_t cols) { return cols == 32 ? 32 : 64; }
+int64_t WgmmaPanelElems(int64_t cols, int64_t elem_bytes) { return (cols * elem_bytes == 64 ? 64 : 128) / elem_bytes; }
 
 }  // namespace tl::transform::cuda

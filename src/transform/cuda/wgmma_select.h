@@ -20,8 +20,10 @@ namespace tl::transform::cuda {
 /// per block); more warpgroups than 64-row blocks split N between them (*warpgroups_n of them, each
 /// with N / *warpgroups_n columns, whole 64-column panels of an N-major B); not with a
 /// register A, nor under GemmWarpPolicy.FullRow.
+/// float8 operands (k32 steps, K-major A and B only) only with `allow_fp8`
+/// ("tl.enable_wgmma_fp8"): off by default until checked on a GPU.
 std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false,
-                       int64_t* warpgroups_n = nullptr);
+                       int64_t* warpgroups_n = nullptr, bool allow_fp8 = false);
 
 /// The element offset of (flat row-major offset `off`) in a wgmma operand tile of
 /// `rows` x `cols` (cols contiguous), possibly one of several stacked tiles (pipeline
@@ -32,8 +34,8 @@ std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string&
 /// 64-byte swizzle instead (16-byte chunk ^= (row / 2) % 4).
 ir::Expr WgmmaOperandOffset(const ir::Expr& off, int64_t rows, int64_t cols, int elem_bytes);
 
-/// Elements per panel row of a wgmma operand tile with `cols` columns: 64 (128-byte
-/// swizzle), or 32 for a 32-column tile (64-byte swizzle).
-int64_t WgmmaPanelElems(int64_t cols);
+/// Elements per panel row of a wgmma operand tile with `cols` columns: 128 bytes of them
+/// (128-byte swizzle), or 64 bytes for a tile whose rows are 64 bytes (64-byte swizzle).
+int64_t WgmmaPanelElems(int64_t cols, int64_t elem_bytes);
 
 }  // namespace tl::transform::cuda

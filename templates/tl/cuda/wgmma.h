@@ -312,6 +312,40 @@ TL_DEVICE void wgmma_hold(uint32_t* r) {
 #define TL_WGMMA_RS_IN248 "{%124, %125, %126, %127}, %128, p, 1, 1, %129"
 #define TL_WGMMA_RS_IN256 "{%128, %129, %130, %131}, %132, p, 1, 1, %133"
 
+// The float8 form (k32, K-major A and B only): a-desc, b-desc, p, imm-scale-a, imm-scale-b.
+#define TL_WGMMA_FP8_IN8 "%4, %5, p, 1, 1"
+#define TL_WGMMA_FP8_IN16 "%8, %9, p, 1, 1"
+#define TL_WGMMA_FP8_IN24 "%12, %13, p, 1, 1"
+#define TL_WGMMA_FP8_IN32 "%16, %17, p, 1, 1"
+#define TL_WGMMA_FP8_IN40 "%20, %21, p, 1, 1"
+#define TL_WGMMA_FP8_IN48 "%24, %25, p, 1, 1"
+#define TL_WGMMA_FP8_IN56 "%28, %29, p, 1, 1"
+#define TL_WGMMA_FP8_IN64 "%32, %33, p, 1, 1"
+#define TL_WGMMA_FP8_IN72 "%36, %37, p, 1, 1"
+#define TL_WGMMA_FP8_IN80 "%40, %41, p, 1, 1"
+#define TL_WGMMA_FP8_IN88 "%44, %45, p, 1, 1"
+#define TL_WGMMA_FP8_IN96 "%48, %49, p, 1, 1"
+#define TL_WGMMA_FP8_IN104 "%52, %53, p, 1, 1"
+#define TL_WGMMA_FP8_IN112 "%56, %57, p, 1, 1"
+#define TL_WGMMA_FP8_IN120 "%60, %61, p, 1, 1"
+#define TL_WGMMA_FP8_IN128 "%64, %65, p, 1, 1"
+#define TL_WGMMA_FP8_IN136 "%68, %69, p, 1, 1"
+#define TL_WGMMA_FP8_IN144 "%72, %73, p, 1, 1"
+#define TL_WGMMA_FP8_IN152 "%76, %77, p, 1, 1"
+#define TL_WGMMA_FP8_IN160 "%80, %81, p, 1, 1"
+#define TL_WGMMA_FP8_IN168 "%84, %85, p, 1, 1"
+#define TL_WGMMA_FP8_IN176 "%88, %89, p, 1, 1"
+#define TL_WGMMA_FP8_IN184 "%92, %93, p, 1, 1"
+#define TL_WGMMA_FP8_IN192 "%96, %97, p, 1, 1"
+#define TL_WGMMA_FP8_IN200 "%100, %101, p, 1, 1"
+#define TL_WGMMA_FP8_IN208 "%104, %105, p, 1, 1"
+#define TL_WGMMA_FP8_IN216 "%108, %109, p, 1, 1"
+#define TL_WGMMA_FP8_IN224 "%112, %113, p, 1, 1"
+#define TL_WGMMA_FP8_IN232 "%116, %117, p, 1, 1"
+#define TL_WGMMA_FP8_IN240 "%120, %121, p, 1, 1"
+#define TL_WGMMA_FP8_IN248 "%124, %125, p, 1, 1"
+#define TL_WGMMA_FP8_IN256 "%128, %129, p, 1, 1"
+
 // CASE(8) else CASE(16) else ... CASE(256): one `if constexpr` per instruction width.
 #define TL_WGMMA_EACH_N(CASE)                                                               \
   CASE(8) else CASE(16) else CASE(24) else CASE(32) else CASE(40) else CASE(48)             \
@@ -393,6 +427,50 @@ TL_DEVICE void wgmma_m64k16_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b
 }
 
 #undef TL_WGMMA_RS_CASE
+
+namespace detail {
+/// The PTX type name of a float8 operand type.
+template <typename T>
+struct fp8_ptx;
+template <>
+struct fp8_ptx<float8_e4m3> {
+  static constexpr bool e4m3 = true;
+};
+template <>
+struct fp8_ptx<float8_e5m2> {
+  static constexpr bool e4m3 = false;
+};
+template <typename T>
+constexpr bool is_fp8_v = is_same<T, float8_e4m3>::value || is_same<T, float8_e5m2>::value;
+}  // namespace detail
+
+#define TL_WGMMA_FP8_ASM(NN, TA, TB)                                                        \
+  "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"                                          \
+  "wgmma.mma_async.sync.aligned.m64n" #NN "k32.f32." TA "." TB " {" TL_WGMMA_D##NN "}, " \
+  TL_WGMMA_FP8_IN##NN ";\n}\n"
+#define TL_WGMMA_FP8_CASE(NN)                                                                              \
+  if constexpr (N == NN) {                                                                                 \
+    if constexpr (detail::fp8_ptx<T>::e4m3) {                                                              \
+      asm volatile(TL_WGMMA_FP8_ASM(NN, "e4m3", "e4m3") : TL_WGMMA_OPS##NN(d) : "l"(desc_a), "l"(desc_b)); \
+    } else {                                                                                               \
+      asm volatile(TL_WGMMA_FP8_ASM(NN, "e5m2", "e5m2") : TL_WGMMA_OPS##NN(d) : "l"(desc_a), "l"(desc_b)); \
+    }                                                                                                      \
+  }
+
+/// d (as in wgmma_m64k16) += A (64 x 32, float8) * B (32 x N, float8), both K-major in
+/// shared memory (float8 wgmma has no transpose immediates), one k32 step.
+template <int N, typename T>
+TL_DEVICE void wgmma_m64k32_fp8(float* d, uint64_t desc_a, uint64_t desc_b) {
+  static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma_m64k32_fp8: N must be 8, 16, ..., 256");
+  static_assert(detail::is_fp8_v<T>, "wgmma_m64k32_fp8: T must be tl::float8_e4m3 or tl::float8_e5m2");
+#if TL_WGMMA_AVAILABLE
+  TL_WGMMA_EACH_N(TL_WGMMA_FP8_CASE)
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::wgmma_unavailable<T>::value, "wgmma_m64k32_fp8 needs sm_90a (compile for compute_90a)");
+#endif
+}
+
+#undef TL_WGMMA_FP8_CASE
 #undef TL_WGMMA_ASM
 
 namespace detail {
@@ -402,26 +480,29 @@ constexpr uint32_t kWgmmaAtomBytes = 8 * kWgmmaRowBytes;  ///< one swizzle atom:
 
 /// Bytes of a stored row of a K-major operand of this K: 128 (64-element panels, 128-byte
 /// swizzle), or 64 when K is 32 (one 32-element panel, 64-byte swizzle).
-template <int K>
-constexpr uint32_t kKmajorRowBytes = K == 32 ? 64u : kWgmmaRowBytes;
+template <int K, typename T>
+constexpr uint32_t kKmajorRowBytes = K * sizeof(T) == 64 ? 64u : kWgmmaRowBytes;
 /// The descriptor's swizzle mode of a K-major operand: 1 (128-byte) or 2 (64-byte).
-template <int K>
-constexpr uint32_t kKmajorSwizzleMode = K == 32 ? 2u : 1u;
+template <int K, typename T>
+constexpr uint32_t kKmajorSwizzleMode = K * sizeof(T) == 64 ? 2u : 1u;
+/// Elements of one wgmma k step: 16 for 16-bit types, 32 for float8.
+template <typename T>
+constexpr int kWgmmaKStep = sizeof(T) == 1 ? 32 : 16;
 
 /// Descriptor of B (K x N N-major, or N x K K-major when TransB) at column 0, k = 0.
 template <int K, bool TransB, typename T>
 TL_DEVICE uint64_t wgmma_desc_b(const T* B) {
-  if constexpr (TransB) return wgmma_desc_sw128(smem_addr(B), 16u, 8 * kKmajorRowBytes<K>, kKmajorSwizzleMode<K>);
+  if constexpr (TransB) return wgmma_desc_sw128(smem_addr(B), 16u, 8 * kKmajorRowBytes<K, T>, kKmajorSwizzleMode<K, T>);
   return wgmma_desc_sw128(smem_addr(B), uint32_t(K) * kWgmmaRowBytes, kWgmmaAtomBytes);
 }
 
 /// Byte offset of B's k16 step at k: K-major B (N x K) moves k/64 panels and (k%64)*2 bytes
 /// along the row (one 32-element panel when K is 32); N-major B (K x N) moves k rows of 128
 /// bytes.
-template <int N, int K, bool TransB>
+template <int N, int K, bool TransB, typename T>
 TL_DEVICE uint32_t wgmma_b_k_offset(int k) {
-  constexpr uint32_t kRow = kKmajorRowBytes<K>, kPanel = kRow / 2;
-  return TransB ? uint32_t(k / kPanel) * uint32_t(N) * kRow + uint32_t(k % kPanel) * 2u
+  constexpr uint32_t kRow = kKmajorRowBytes<K, T>, kPanel = kRow / sizeof(T);
+  return TransB ? uint32_t(k / kPanel) * uint32_t(N) * kRow + uint32_t(k % kPanel) * uint32_t(sizeof(T))
                 : uint32_t(k) * kWgmmaRowBytes;
 }
 
@@ -435,8 +516,10 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
   // Byte offset of column n0: K-major B (N x K) moves down n0 rows of 128 bytes, N-major B
   // (K x N) moves right n0/64 panels of K rows.
   constexpr uint32_t kOffset =
-      TransB ? uint32_t(N0) * kKmajorRowBytes<K> : uint32_t(N0 / 64) * uint32_t(K) * kWgmmaRowBytes;
-  if constexpr (is_same<AOperand, uint64_t>::value) {
+      TransB ? uint32_t(N0) * kKmajorRowBytes<K, T> : uint32_t(N0 / 64) * uint32_t(K) * kWgmmaRowBytes;
+  if constexpr (is_fp8_v<T>) {
+    wgmma_m64k32_fp8<kChunk, T>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+  } else if constexpr (is_same<AOperand, uint64_t>::value) {
     wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
   } else {
     wgmma_m64k16_rs<kChunk, T, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
@@ -461,15 +544,18 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
 template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, int MReps = 1,
           typename T>
 TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
-  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
-                "gemm_ss_wgmma: T must be tl::half or tl::bfloat16");
+  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value || detail::is_fp8_v<T>,
+                "gemm_ss_wgmma: T must be tl::half, tl::bfloat16 or a float8 type");
+  static_assert(!detail::is_fp8_v<T> || (!TransA && TransB),
+                "gemm_ss_wgmma: float8 wgmma reads K-major A (M x K) and K-major B (N x K) only");
   static_assert(M >= 64 && M % 64 == 0, "gemm_ss_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
   static_assert(N >= 8 && N % 8 == 0, "gemm_ss_wgmma: N must be a multiple of 8");
-  static_assert(K >= 16 && K % 16 == 0, "gemm_ss_wgmma: K must be a multiple of 16");
-  static_assert(TransA || K % 64 == 0 || K == 32,
-                "gemm_ss_wgmma: K-major A (M x K) needs K a multiple of 64 (128-byte rows) or 32 (64-byte rows)");
-  static_assert(!TransB || K % 64 == 0 || K == 32,
-                "gemm_ss_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows) or 32 (64-byte rows)");
+  static_assert(K >= detail::kWgmmaKStep<T> && K % detail::kWgmmaKStep<T> == 0,
+                "gemm_ss_wgmma: K must be a multiple of the k step (16, or 32 for float8)");
+  static_assert(TransA || (K * sizeof(T)) % 128 == 0 || K * sizeof(T) == 64,
+                "gemm_ss_wgmma: K-major A (M x K) needs rows of a multiple of 128 bytes, or of 64");
+  static_assert(!TransB || (K * sizeof(T)) % 128 == 0 || K * sizeof(T) == 64,
+                "gemm_ss_wgmma: K-major B (N x K) needs rows of a multiple of 128 bytes, or of 64");
   static_assert(TransB || N % 64 == 0, "gemm_ss_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
   static_assert(WgN >= 1 && N % WgN == 0 && (N / WgN) % 8 == 0, "gemm_ss_wgmma: N/WgN must be a multiple of 8");
   static_assert(TransB || (N / WgN) % 64 == 0, "gemm_ss_wgmma: N-major B split over warpgroups needs N/WgN a "
@@ -484,7 +570,7 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
   const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
   const int wg_m = warpgroup % kWgM, wg_n = warpgroup / kWgM;
-  constexpr uint32_t kKRow = detail::kKmajorRowBytes<K>, kKPanel = kKRow / 2;  // K-major rows
+  constexpr uint32_t kKRow = detail::kKmajorRowBytes<K, T>, kKPanel = kKRow / sizeof(T);  // K-major rows
   // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64.
   const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * kKRow : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
   const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B) + (b_col >> 4);
@@ -499,13 +585,14 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
     const uint32_t a_start = smem_addr(A) + (TransA ? block * uint32_t(K) * kRow : block * 64u * kKRow);
     const uint64_t desc_a0 =
         TransA ? wgmma_desc_sw128(a_start, uint32_t(K) * kRow, detail::kWgmmaAtomBytes)
-               : wgmma_desc_sw128(a_start, 16u, 8 * kKRow, detail::kKmajorSwizzleMode<K>);
+               : wgmma_desc_sw128(a_start, 16u, 8 * kKRow, detail::kKmajorSwizzleMode<K, T>);
 #pragma unroll
-    for (int k = 0; k < K; k += 16) {
-      // k16 step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
+    for (int k = 0; k < K; k += detail::kWgmmaKStep<T>) {
+      // k step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
       // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset, panels of all N rows).
-      const uint32_t a_off = TransA ? uint32_t(k) * kRow : uint32_t(k / kKPanel) * M * kKRow + uint32_t(k % kKPanel) * 2u;
-      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB>(k);
+      const uint32_t a_off = TransA ? uint32_t(k) * kRow
+                                    : uint32_t(k / kKPanel) * M * kKRow + uint32_t(k % kKPanel) * uint32_t(sizeof(T));
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB, T>(k);
       detail::wgmma_k16_chunks<0, kN, K, TransA, TransB, T>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
                                                            desc_b0 + (b_off >> 4));
     }
@@ -576,7 +663,7 @@ TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
   for (int r = 0; r < MReps; ++r) {
 #pragma unroll
     for (int k = 0; k < K; k += 16) {
-      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB>(k);
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB, T>(k);
       detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C + r * (N / 2), a[r][k / 16], desc_b0 + (b_off >> 4));
     }
   }
