@@ -267,11 +267,14 @@ def dynamic_k_gemm():
     return main
 
 
+ALIGNED = {"tl.enable_dynamic_alignment": True}
+
+
 def test_dynamic_row_lengths_aligned_and_not(rng):
-    """On CUDA the kernel is compiled for row lengths that are multiples of 16 (vector
-    copies, TMA) and a call with others (K = 40, 100; N = 72) runs the general variant; the
-    CPU target has one variant. Every size must be right."""
-    kernel = compile_cpu(dynamic_k_gemm())
+    """With tl.enable_dynamic_alignment, on CUDA the kernel is compiled for row lengths that
+    are multiples of 16 (vector copies, TMA) and a call with others (K = 40, 100; N = 72)
+    runs the general variant; the CPU target has one variant. Every size must be right."""
+    kernel = compile_cpu(dynamic_k_gemm(), pass_configs=ALIGNED)
     for m, n, k in [(64, 64, 64), (96, 128, 160), (70, 72, 40), (64, 64, 100)]:
         a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (k, n)))
         c = poison((m, n))
@@ -280,7 +283,11 @@ def test_dynamic_row_lengths_aligned_and_not(rng):
 
 
 def test_dynamic_row_lengths_get_an_aligned_cuda_variant():
-    k = tilelang.compile(dynamic_k_gemm(), target="cuda -arch=sm_90a")
+    # off by default (until a GPU run has checked the aligned variant): one variant, no promise
+    plain = tilelang.compile(dynamic_k_gemm(), target="cuda -arch=sm_90a")
+    assert plain._cuda.general() is plain._cuda
+    assert not any("compiled for multiples" in r for r in plain.get_remarks())
+    k = tilelang.compile(dynamic_k_gemm(), target="cuda -arch=sm_90a", pass_configs=ALIGNED)
     remarks = "\n".join(k.get_remarks())
     assert "dynamic size(s) k, n: compiled for multiples of 16 elements" in remarks, remarks
     assert "warp-specialized" in remarks, remarks  # TMA can take the rows now
@@ -297,6 +304,6 @@ def test_dynamic_row_lengths_get_an_aligned_cuda_variant():
             for i, j in T.Parallel(4, 64):
                 B[bx * 4 + i, j] = A[bx * 4 + i, j] * 2
 
-    static = tilelang.compile(rows, target="cuda -arch=sm_90a")
+    static = tilelang.compile(rows, target="cuda -arch=sm_90a", pass_configs=ALIGNED)
     assert static._cuda.general() is static._cuda
     assert not any("compiled for multiples" in r for r in static.get_remarks())

@@ -34,11 +34,16 @@ def _templates_root() -> str:
 
 
 # Dynamic row lengths (a T.dynamic K as a tensor's innermost size) stop the compiler from
-# proving 16-byte rows: no vector copies, no TMA. A kernel with such sizes is compiled for
+# proving 16-byte rows: no vector copies, no TMA. With "tl.enable_dynamic_alignment" (off
+# until a GPU run has checked the aligned variant), a kernel with such sizes is compiled for
 # calls where each is a multiple of this many elements ("tl.dynamic_alignment" = "16:k,n",
 # the promise the compiler may rely on for exactly those sizes; checked per call), and a
 # call with other sizes runs a general variant, compiled when first needed.
 DYNAMIC_ALIGNMENT = 16
+
+
+def _enabled(configs, key):
+    return str(configs.get(key, "")).lower() in ("1", "true", "yes", "on")
 
 
 def _innermost_dynamic_dims(kernel):
@@ -64,7 +69,8 @@ class CudaBackend:
         pass_configs = {k: v for k, v in pass_configs.items() if k != "tl.dynamic_alignment"}
         self._args = (dict(pass_configs), flags, verbose)
         self._general = None
-        self._align_dims = [] if general else _innermost_dynamic_dims(kernel)
+        wanted = _enabled(pass_configs, "tl.enable_dynamic_alignment")
+        self._align_dims = _innermost_dynamic_dims(kernel) if wanted and not general else []
         self._align = 1
         if self._align_dims:
             self._align = DYNAMIC_ALIGNMENT
