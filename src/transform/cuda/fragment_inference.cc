@@ -210,7 +210,7 @@ class LayoutInference : public IRVisitor {
       // split is the wgmma one.
       warps = *held;
       layout::WarpPartition wg;
-      bool wgmma_split = WgmmaPartition(m, &wg) && SameSplit(warps, wg);
+      bool wgmma_split = WgmmaPartition(m, &wg) && warps == wg;
       if (!wgmma_split && arch_.rfind("sm_90", 0) == 0) {
         wgmma_gemms.erase(op);
         no_wgmma[op] = "its accumulator is laid out as " + MmaAccumulatorLayout(m, n, warps).ToString() +
@@ -344,7 +344,6 @@ class LayoutInference : public IRVisitor {
     return true;
   }
 
-  static bool SameSplit(const layout::WarpPartition& a, const layout::WarpPartition& b) { return a == b; }
 
   bool UseWgmma(const GemmOp* op) {
     if (arch_.rfind("sm_90", 0) != 0) return false;

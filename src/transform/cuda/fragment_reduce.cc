@@ -18,6 +18,29 @@
 #include "thread_binding.h"
 
 namespace tl::transform::fragments {
+namespace {
+
+/// How a T.reduce_* folds values of type t: its identity and its combining step (sum, min,
+/// max, NaN-propagating min/max), and whether elements enter as their absolute value.
+struct RowFold {
+  RowFold(ReduceKind k, DType t)
+      : kind(WithoutNan(k)),
+        nan(PropagatesNan(k)),
+        sum(kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum),
+        is_abs(kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax),
+        init(sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
+                 : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {})) {}
+  Expr Combine(const Expr& a, const Expr& b) const {
+    if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
+    Expr m = kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
+    return nan ? NanPropagating(a, b, m) : m;
+  }
+  const ReduceKind kind;  ///< without the NaN flavour
+  const bool nan, sum, is_abs;
+  const Expr init;
+};
+
+}  // namespace
 
 Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   auto it = regs_.find(op->src.buffer.get());
@@ -94,17 +117,10 @@ Stmt FragmentRewriter::ReduceIntoRows(const ReduceOp* op, const RegFragment& dst
                             << " into it needs a 2-D source tile and the whole destination";
   }
   DType t = op->dst.buffer->dtype;
-  const ReduceKind kind = WithoutNan(op->reduce_kind);
-  const bool nan = PropagatesNan(op->reduce_kind);
-  const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
-  const bool is_abs = kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax;
-  auto combine = [&](const Expr& a, const Expr& b) {
-    if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
-    Expr m = kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
-    return nan ? NanPropagating(a, b, m) : m;
-  };
-  Expr init = sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
-                  : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {});
+  const RowFold fold_kind(op->reduce_kind, t);
+  auto combine = [&](const Expr& a, const Expr& b) { return fold_kind.Combine(a, b); };
+  const Expr init = fold_kind.init;
+  const bool is_abs = fold_kind.is_abs;
   const size_t reduced_dim = wide[op->dim], row_dim = wide[1 - op->dim];
   VarRef lr = Var::Make("lr"), j = Var::Make("j");
   Expr row = dst_rf.layout->Inverse(tx_, lr).first;
@@ -139,17 +155,11 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   TL_ICHECK(!dst_regs || *dst_regs->layout == *rows)
       << "row reduction into " << dst_regs->layout->ToString() << ", expected " << rows->ToString();
   DType t = dst.buffer->dtype;
-  const ReduceKind kind = WithoutNan(op->reduce_kind);
-  const bool nan = PropagatesNan(op->reduce_kind);
-  const bool sum = kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum;
-  const bool is_abs = kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax;
-  auto combine = [&](const Expr& a, const Expr& b) {
-    if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
-    Expr m = kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
-    return nan ? NanPropagating(a, b, m) : m;
-  };
-  Expr init = sum ? (t.IsFloat() ? MakeFloat(0, t) : MakeInt(0, t))
-                  : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {});
+  const RowFold fold_kind(op->reduce_kind, t);
+  auto combine = [&](const Expr& a, const Expr& b) { return fold_kind.Combine(a, b); };
+  const Expr init = fold_kind.init;
+  const bool is_abs = fold_kind.is_abs, sum = fold_kind.sum, nan = fold_kind.nan;
+  const ReduceKind kind = fold_kind.kind;
   const char* shuffle = sum ? "warp_reduce_sum"
                         : kind == ReduceKind::kMin ? (nan ? "warp_reduce_min_nan" : "warp_reduce_min")
                                                    : (nan ? "warp_reduce_max_nan" : "warp_reduce_max");
