@@ -45,6 +45,8 @@ def test_tirx_const_and_datatype(rng):
     assert tvm.tir.const(7).dtype == "int32" and tvm.tirx.const(1.5).dtype == "float32"
 
 
+# which keys are listed as having no effect depends on the target: these remarks are the CPU target's
+@pytest.mark.cpu_target
 def test_pass_context_configs_apply_inside_the_block():
     f = _kernel(1.0)
     with tvm.transform.PassContext(config={tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True}):

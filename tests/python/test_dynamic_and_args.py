@@ -267,14 +267,16 @@ def dynamic_k_gemm():
     return main
 
 
-ALIGNED = {"tl.enable_dynamic_alignment": True}
+ALIGNED = {}  # the default: tl.enable_dynamic_alignment is on unless set to False
+UNALIGNED = {"tl.enable_dynamic_alignment": False}
 
 
-def test_dynamic_row_lengths_aligned_and_not(rng):
-    """With tl.enable_dynamic_alignment, on CUDA the kernel is compiled for row lengths that
+@pytest.mark.parametrize("configs", [ALIGNED, UNALIGNED], ids=["aligned_variant", "turned_off"])
+def test_dynamic_row_lengths_aligned_and_not(rng, configs):
+    """By default, on CUDA the kernel is compiled for row lengths that
     are multiples of 16 (vector copies, TMA) and a call with others (K = 40, 100; N = 72)
     runs the general variant; the CPU target has one variant. Every size must be right."""
-    kernel = compile_cpu(dynamic_k_gemm(), pass_configs=ALIGNED)
+    kernel = compile_cpu(dynamic_k_gemm(), pass_configs=configs)
     for m, n, k in [(64, 64, 64), (96, 128, 160), (70, 72, 40), (64, 64, 100)]:
         a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (k, n)))
         c = poison((m, n))
@@ -283,8 +285,8 @@ def test_dynamic_row_lengths_aligned_and_not(rng):
 
 
 def test_dynamic_row_lengths_get_an_aligned_cuda_variant():
-    # off by default (until a GPU run has checked the aligned variant): one variant, no promise
-    plain = tilelang.compile(dynamic_k_gemm(), target="cuda -arch=sm_90a")
+    # turned off: one variant, no promise
+    plain = tilelang.compile(dynamic_k_gemm(), target="cuda -arch=sm_90a", pass_configs=UNALIGNED)
     assert plain._cuda.general() is plain._cuda
     assert not any("compiled for multiples" in r for r in plain.get_remarks())
     k = tilelang.compile(dynamic_k_gemm(), target="cuda -arch=sm_90a", pass_configs=ALIGNED)

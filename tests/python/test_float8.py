@@ -202,13 +202,13 @@ def _fp8_gemm(dtype, M=256, N=256, K=256, bk=64):
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
-def test_fp8_wgmma_is_opt_in_until_checked_on_a_gpu(dtype):
+def test_fp8_gemm_takes_wgmma_unless_turned_off(dtype):
     """float8 GEMMs on Hopper's k32 wgmma (K-major A and B, the 64-byte swizzle for K = 64
-    float8 rows): behind tl.enable_wgmma_fp8 until a GPU run has checked them; by default
-    the multiply-add loops, with the remark saying why."""
-    off = tilelang.compile(_fp8_gemm(dtype), target="cuda -arch=sm_90a")
-    assert any("float8 wgmma is off by default" in r for r in off.get_remarks()), off.get_remarks()
-    on = tilelang.compile(_fp8_gemm(dtype), target="cuda -arch=sm_90a", pass_configs={"tl.enable_wgmma_fp8": True})
+    float8 rows) by default; tl.enable_wgmma_fp8=False gives the multiply-add loops, with
+    the remark saying why."""
+    off = tilelang.compile(_fp8_gemm(dtype), target="cuda -arch=sm_90a", pass_configs={"tl.enable_wgmma_fp8": False})
+    assert any("float8 wgmma is turned off" in r for r in off.get_remarks()), off.get_remarks()
+    on = tilelang.compile(_fp8_gemm(dtype), target="cuda -arch=sm_90a")
     remarks = "\n".join(on.get_remarks())
     assert "k32 (float8) from shared memory" in remarks and "warp-specialized" in remarks, remarks
     assert [spec[-1] for spec in on._cuda.src.tma_specs] == [2, 2]  # SWIZZLE_64B: 64-byte rows
@@ -224,19 +224,19 @@ def test_fp8_wgmma_is_opt_in_until_checked_on_a_gpu(dtype):
             T.gemm(a_s, b_s, acc, clear_accum=True)
             T.copy(acc, C)
 
-    k = tilelang.compile(nt, target="cuda -arch=sm_90a", pass_configs={"tl.enable_wgmma_fp8": True})
+    k = tilelang.compile(nt, target="cuda -arch=sm_90a")
     assert any("float8 wgmma reads K-major tiles only" in r for r in k.get_remarks()), k.get_remarks()
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
-def test_fp8_gemm_with_wgmma_enabled_matches_float64(dtype):
-    """The numbers of the opt-in path: on the CPU target the pass config changes nothing;
-    the GPU suite (TILELANG_TEST_CUDA=1) runs it on Hopper's float8 wgmma."""
+def test_fp8_gemm_matches_float64(dtype):
+    """On the CPU target, multiply-add loops; the GPU suite (TILELANG_TEST_CUDA=1) runs it on
+    Hopper's float8 wgmma."""
     rng = np.random.default_rng(8)
     np_dt = ml_dtypes.float8_e4m3fn if dtype == "float8_e4m3fn" else ml_dtypes.float8_e5m2
     a = (rng.integers(-8, 9, size=(256, 256)) / 4).astype(np_dt)
     b = (rng.integers(-8, 9, size=(256, 256)) / 4).astype(np_dt)
     c = np.full((256, 256), np.nan, np.float32)
-    tilelang.compile(_fp8_gemm(dtype), pass_configs={"tl.enable_wgmma_fp8": True})(a, b, c)
+    tilelang.compile(_fp8_gemm(dtype))(a, b, c)
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-6)

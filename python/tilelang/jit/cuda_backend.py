@@ -34,16 +34,18 @@ def _templates_root() -> str:
 
 
 # Dynamic row lengths (a T.dynamic K as a tensor's innermost size) stop the compiler from
-# proving 16-byte rows: no vector copies, no TMA. With "tl.enable_dynamic_alignment" (off
-# until a GPU run has checked the aligned variant), a kernel with such sizes is compiled for
+# proving 16-byte rows: no vector copies, no TMA. Unless "tl.enable_dynamic_alignment" is set
+# to False, a kernel with such sizes is compiled for
 # calls where each is a multiple of this many elements ("tl.dynamic_alignment" = "16:k,n",
 # the promise the compiler may rely on for exactly those sizes; checked per call), and a
 # call with other sizes runs a general variant, compiled when first needed.
 DYNAMIC_ALIGNMENT = 16
 
 
-def _enabled(configs, key):
-    return str(configs.get(key, "")).lower() in ("1", "true", "yes", "on")
+def _enabled(configs, key, default=False):
+    if key not in configs:
+        return default
+    return str(configs[key]).lower() in ("1", "true", "yes", "on")
 
 
 def _innermost_dynamic_dims(kernel):
@@ -69,7 +71,7 @@ class CudaBackend:
         pass_configs = {k: v for k, v in pass_configs.items() if k != "tl.dynamic_alignment"}
         self._args = (dict(pass_configs), flags, verbose)
         self._general = None
-        wanted = _enabled(pass_configs, "tl.enable_dynamic_alignment")
+        wanted = _enabled(pass_configs, "tl.enable_dynamic_alignment", default=True)
         self._align_dims = _innermost_dynamic_dims(kernel) if wanted and not general else []
         self._align = 1
         if self._align_dims:

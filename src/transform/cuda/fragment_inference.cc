@@ -385,7 +385,7 @@ class LayoutInference : public IRVisitor {
  private:
   int64_t num_threads_;
   std::string arch_;
-  bool wgmma_fp8_;  ///< tl.enable_wgmma_fp8
+  bool wgmma_fp8_;  ///< tl.enable_wgmma_fp8 (on unless set to False)
 };
 
 /// Propagates the layouts known so far to a fixed point; per-row vectors caught between

@@ -69,7 +69,7 @@ struct FragmentLayouts {
 
 /// Layout inference over a kernel body of `threads` threads compiled for `arch`
 /// ("" when unknown: no arch-specific instruction is chosen).
-/// wgmma_fp8: float8 GEMMs may take wgmma ("tl.enable_wgmma_fp8"; off until checked on a GPU).
+/// wgmma_fp8: float8 GEMMs may take wgmma ("tl.enable_wgmma_fp8"; on unless set to False).
 FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const std::string& arch,
                                      bool wgmma_fp8 = false);
 

@@ -20,6 +20,10 @@ bool ConfigTrue(const PassContext& ctx, const std::string& key) {
   return v == "1" || v == "true" || v == "yes" || v == "on";
 }
 
+bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on) {
+  return ctx.config.count(key) ? ConfigTrue(ctx, key) : default_on;
+}
+
 AlignmentPromise DynamicAlignment(const PassContext& ctx) {
   AlignmentPromise out;
   auto it = ctx.config.find("tl.dynamic_alignment");

@@ -15,6 +15,10 @@ namespace tl::transform::cuda {
 /// Whether pass config `key` is set to a true value ("1", "true", "yes", "on").
 bool ConfigTrue(const PassContext& ctx, const std::string& key);
 
+/// Whether switch `key` is on: `default_on` when unset, else whether it is set to a true value
+/// (so "tl.enable_wgmma_fp8": False turns off a path that is on by default).
+bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on);
+
 /// "tl.dynamic_alignment" = "16:k,n": the JIT's promise, for the variant of a kernel it
 /// compiles for calls where the dynamic sizes k and n are multiples of 16 elements (it
 /// checks them at each call). Vector widths and TMA may rely on it; nothing else does.

@@ -40,7 +40,7 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   const bool fp8 = a->dtype.IsFloat() && a->dtype.bits == 8;
   if (fp8) {
     // float8 wgmma (k32 steps) reads K-major A and B only: no transpose immediates.
-    if (!allow_fp8) return "float8 wgmma is off by default until checked on a GPU (tl.enable_wgmma_fp8)";
+    if (!allow_fp8) return "float8 wgmma is turned off (tl.enable_wgmma_fp8=False)";
     if (a->dtype != b->dtype || c->dtype != DType::Float(32)) {
       return "float8 wgmma here takes A and B of one float8 type into a float32 accumulator";
     }

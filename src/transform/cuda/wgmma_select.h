@@ -21,7 +21,7 @@ namespace tl::transform::cuda {
 /// with N / *warpgroups_n columns, whole 64-column panels of an N-major B); not with a
 /// register A, nor under GemmWarpPolicy.FullRow.
 /// float8 operands (k32 steps, K-major A and B only) only with `allow_fp8`
-/// ("tl.enable_wgmma_fp8"): off by default until checked on a GPU.
+/// ("tl.enable_wgmma_fp8", on unless set to False).
 std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false,
                        int64_t* warpgroups_n = nullptr, bool allow_fp8 = false);
 
