@@ -262,7 +262,7 @@ def test_gemm_on_a_column_window_of_a_swizzled_tile():
     assert_close(c, f64(a) @ f64(b), "float16")
     src = _cuda_source(main)
     assert "A_s = reinterpret_cast<tl::half*>(tl_smem + 0);  // XOR-swizzled" not in src
-    assert "false, true>((&A_s[32])" in src, "A_s unswizzled; B_s (windows at 0) keeps its swizzle"
+    assert "tl::kRowMajor, tl::kXorRows>((&A_s[32])" in src, "A_s unswizzled; B_s (windows at 0) keeps its swizzle"
 
 
 def test_gemm_on_a_row_window_of_a_tile_with_long_rows():

@@ -1,10 +1,12 @@
 """Three GEMMs sharing shared-memory operands, as attention backward has them: S = K q^T,
 dK = cast(S) q (q read again, as B) and dQ = S_s^T K (K read again, by a GEMM too small for
-wgmma). A shared tile has one layout, so on Hopper every GEMM reading a tile that an
-mma.sync GEMM reads uses mma.sync as well, transitively: K x q moves to mma.sync because of
-dQ, and then cast(S) x q must move too (q laid out in wgmma panels for one reader and in XOR
-rows for the other gave wrong dQ, dK and dV in upstream's example_gqa_bwd on the H200)."""
+wgmma). A shared tile has one layout: on Hopper a tile a wgmma GEMM reads is laid out in
+wgmma's panels, and an mma.sync GEMM reading it through a window on a panel atom (8 whole
+rows) reads the same panels (tl::kWgmmaPanels); one reading it off an atom moves the wgmma
+readers to mma.sync instead. (q in wgmma panels for one reader and XOR rows for the other
+gave wrong dQ, dK and dV in upstream's example_gqa_bwd on the H200.)"""
 import numpy as np
+import pytest
 
 import tilelang
 import tilelang.language as T
@@ -40,12 +42,13 @@ def three_gemms(m=128, n=32, d=64, threads=256):
     return main
 
 
-def test_three_gemms_sharing_operands_match_numpy():
+@pytest.mark.parametrize("d", [64, 192])  # 192: three 128-byte panels per row
+def test_three_gemms_sharing_operands_match_numpy(d):
     rng = np.random.default_rng(7)
-    k = rng.standard_normal((128, 64)).astype(np.float16)
-    q = rng.standard_normal((32, 64)).astype(np.float16)
-    outs = [np.full(shape, np.nan, np.float32) for shape in ((128, 32), (128, 64), (32, 64))]
-    tilelang.compile(three_gemms())(k, q, *outs)
+    k = rng.standard_normal((128, d)).astype(np.float16)
+    q = rng.standard_normal((32, d)).astype(np.float16)
+    outs = [np.full(shape, np.nan, np.float32) for shape in ((128, 32), (128, d), (32, d))]
+    tilelang.compile(three_gemms(d=d))(k, q, *outs)
     s = k.astype(np.float64) @ q.astype(np.float64).T
     s_h = (s * 0.125).astype(np.float16).astype(np.float64)
     np.testing.assert_allclose(outs[0], s, rtol=1e-3, atol=1e-2)
@@ -53,12 +56,54 @@ def test_three_gemms_sharing_operands_match_numpy():
     np.testing.assert_allclose(outs[2], s_h.T @ k.astype(np.float64), rtol=1e-3, atol=5e-2)
 
 
-def test_on_hopper_every_reader_of_an_mma_sync_operand_uses_mma_sync():
-    kernel = tilelang.compile(three_gemms(), target="cuda -arch=sm_90a")
+@pytest.mark.parametrize("d", [64, 192])
+def test_on_hopper_mma_sync_reads_the_wgmma_panels(d):
+    kernel = tilelang.compile(three_gemms(d=d), target="cuda -arch=sm_90a")
     gemms = [r for r in kernel.get_remarks() if r.startswith("T.gemm")]
     assert len(gemms) == 3, gemms
-    for r in gemms:
-        assert "mma.sync" in r, gemms  # q and k are each read by an mma.sync GEMM
+    assert "wgmma m64n32k16" in gemms[0] and f"wgmma m64n{d}k16" in gemms[1], gemms
+    assert "mma.sync" in gemms[2], gemms  # dQ: 32 rows on 256 threads
+    src = kernel.get_kernel_source()
+    # dQ = s_s^T k_s: s_s (no wgmma reads it) in XOR rows, k_s in the panels of its 128 rows
+    assert "tl::kXorRows, tl::kWgmmaPanels + 128>((&s_s[0]), (&k_s[0])" in src, src
+
+
+def misaligned_window(threads=128):
+    """a_s is read whole by a wgmma GEMM and from row 4 by an mma.sync GEMM: a window off
+    the panels' 8-row atoms, so both take mma.sync (XOR rows)."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32"),
+             D: T.Tensor((16, 64), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            a_s = T.alloc_shared((64, 64), "float16")
+            b_s = T.alloc_shared((64, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            d = T.alloc_fragment((16, 64), "float32")
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.gemm(a_s, b_s, c, clear_accum=True)
+            T.copy(c, C)
+            T.gemm(a_s[4:20, :], b_s, d, clear_accum=True)
+            T.copy(d, D)
+
+    return main
+
+
+def test_a_window_off_the_panel_atoms_matches_numpy():
+    rng = np.random.default_rng(11)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    c, d = np.full((64, 64), np.nan, np.float32), np.full((16, 64), np.nan, np.float32)
+    tilelang.compile(misaligned_window())(a, b, c, d)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(d, ref[4:20], rtol=1e-3, atol=1e-2)
+
+
+def test_a_window_off_the_panel_atoms_moves_wgmma_to_mma_sync():
+    remarks = tilelang.compile(misaligned_window(), target="cuda -arch=sm_90a").get_remarks()
+    gemms = [r for r in remarks if r.startswith("T.gemm")]
+    assert len(gemms) == 2 and all("mma.sync" in r for r in gemms), gemms
+    assert "does not start on a multiple of 8 rows" in gemms[0], gemms
 
 
 def register_a_with_another_split(m=64, n=64, d=64, threads=256):

@@ -26,9 +26,10 @@ def staged_tile_sum(M=64, bk=64, K=1024, stages=2):
     return main
 
 
-def staged_mma_sync_gemm(M=128, N=192, K=32, steps=8, stages=2):
+def staged_mma_sync_gemm(M=128, N=72, K=32, steps=8, stages=2):
     """dK += dS @ q over steps as attention backward has it: dS in registers, q staged by
-    TMA; 192 columns cannot take wgmma panels, so q is read by ldmatrix for mma.sync."""
+    TMA; rows of 72 columns (144 bytes) cannot take wgmma panels, so q is read by ldmatrix
+    for mma.sync."""
     @T.prim_func
     def main(S: T.Tensor((steps, M, K), "float16"), Q: T.Tensor((steps * K, N), "float16"),
              D: T.Tensor((M, N), "float32")):
@@ -60,8 +61,8 @@ def test_staged_tiles_read_element_wise(stages):
 def test_staged_tile_read_by_mma_sync_gemm():
     rng = np.random.default_rng(11)
     s = rng.standard_normal((8, 128, 32)).astype(np.float16)
-    q = rng.standard_normal((256, 192)).astype(np.float16)
-    d = np.full((128, 192), np.nan, np.float32)
+    q = rng.standard_normal((256, 72)).astype(np.float16)
+    d = np.full((128, 72), np.nan, np.float32)
     tilelang.compile(staged_mma_sync_gemm())(s, q, d)
     ref = sum(s[k].astype(np.float64) @ q[32 * k:32 * (k + 1)].astype(np.float64) for k in range(8))
     np.testing.assert_allclose(d, ref, rtol=1e-3, atol=1e-2)

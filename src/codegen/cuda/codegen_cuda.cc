@@ -13,6 +13,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "../../transform/cuda/pass_helpers.h"
 #include "../../transform/cuda/shared_plan.h"
 #include "../../transform/cuda/wgmma_select.h"
 #include "../c_printer.h"
@@ -56,15 +57,7 @@ class CudaCodegen : public CPrinter {
     // `main` cannot name a kernel in CUDA C++.
     out.entry = Ident(f->name.empty() || f->name == "main" ? std::string("main_kernel") : f->name, nullptr);
     gemm_operands_ = transform::cuda::GemmOperands(f->body);
-    ForEachExpr(f->body, [&](const Expr& e) {
-      const auto* call = As<Call>(e);
-      if (!call || (call->op != "gemm_ss_wgmma" && call->op != "gemm_rs_wgmma" && call->op != "gemm_ss_wgmma_issue")) {
-        return;
-      }
-      for (int k = call->op == "gemm_rs_wgmma" ? 1 : 0; k < 2; ++k) {
-        wgmma_operands_.insert(As<BufferLoad>(As<Call>(call->args[k])->args[0])->buffer.get());
-      }
-    });
+    wgmma_operands_ = transform::cuda::WgmmaOperands(f->body);
     plan_ = transform::cuda::ReadSharedPlan(f->body);
     for (const auto& [buffer, range] : plan_) shared_bytes_ = std::max(shared_bytes_, range.hi);
     // Shared buffers without a planned offset (IR that skipped the planner) go after the plan.
@@ -221,7 +214,9 @@ class CudaCodegen : public CPrinter {
                               << ToString(n);
     }
     if (b->scope == Scope::kShared) {
-      bool swz = transform::cuda::Swizzled(b, gemm_operands_);
+      bool swz = transform::cuda::Swizzled(b, gemm_operands_, wgmma_operands_);
+      TL_ICHECK(swz || !wgmma_operands_.count(b.get()))
+          << "wgmma operand " << b->name << " cannot take the panel layout (rows or window misaligned)";
       int64_t align = transform::cuda::SharedAlignment(swz);
       int64_t offset = 0;
       auto planned = plan_.find(b.get());
@@ -235,7 +230,8 @@ class CudaCodegen : public CPrinter {
         shared_bytes_ = std::max(shared_bytes_, unplanned_end_);
       }
       Line() << ty << "* " << name << " = reinterpret_cast<" << ty << "*>(tl_smem + " << offset << ");"
-             << (swz ? "  // XOR-swizzled (conflict-free ldmatrix)" : "") << "\n";
+             << (!swz ? "" : wgmma_operands_.count(b.get()) ? "  // wgmma panels" : "  // XOR-swizzled (conflict-free ldmatrix)")
+             << "\n";
       if (swz) swizzled_.insert(b.get());
     } else {
       // Aligned so that vector accesses (tl::cast_copy) may address register arrays too.
@@ -383,10 +379,9 @@ class CudaCodegen : public CPrinter {
     }
     if (op->op == "vec_zero") return "tl::vec_zero<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
     if (op->op == "gemm_rs") {
-      const auto* load = As<BufferLoad>(As<Call>(op->args[1])->args[0]);
       std::string s = "tl::gemm_rs<";
       for (int k = 3; k < 9; ++k) s += Print(op->args[k]) + ", ";
-      s += std::string(swizzled_.count(load->buffer.get()) ? "true" : "false") + ">(";
+      s += SharedLayoutCode(op->args[1]) + ">(";
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
@@ -408,14 +403,9 @@ class CudaCodegen : public CPrinter {
       return s + ")";
     }
     if (op->op == "gemm_ss") {
-      auto swz = [&](int k) {
-        const auto* addr = As<Call>(op->args[k]);
-        const auto* load = As<BufferLoad>(addr->args[0]);
-        return swizzled_.count(load->buffer.get()) ? "true" : "false";
-      };
       std::string s = "tl::gemm_ss<";
       for (int k = 3; k < 12; ++k) s += Print(op->args[k]) + ", ";
-      s += std::string(swz(0)) + ", " + swz(1);
+      s += SharedLayoutCode(op->args[0]) + ", " + SharedLayoutCode(op->args[1]);
       // MFastest, InterleaveM: the accumulator's warp order, when it is a wgmma one
       for (size_t k = 12; k < op->args.size(); ++k) s += ", " + Print(op->args[k]);
       s += ">(";
@@ -423,6 +413,17 @@ class CudaCodegen : public CPrinter {
       return s + ")";
     }
     return CPrinter::PrintCall(op);
+  }
+
+  /// The Swz* template argument of gemm_ss / gemm_rs for the shared operand at `address`
+  /// (tl::swizzle in tile_ops.h): plain, XOR rows, or wgmma's panels of the tile's rows.
+  std::string SharedLayoutCode(const Expr& address) const {
+    const Buffer& b = As<BufferLoad>(As<Call>(address)->args[0])->buffer;
+    if (!swizzled_.count(b.get())) return "tl::kRowMajor";
+    if (!wgmma_operands_.count(b.get())) return "tl::kXorRows";
+    int64_t rows = 0;
+    AsConstInt(b->shape[b->shape.size() - 2], &rows);
+    return "tl::kWgmmaPanels + " + std::to_string(rows);
   }
 
   /// T.import_source texts for the top of the file; CUDA code written for nvcc often uses

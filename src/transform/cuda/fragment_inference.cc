@@ -10,6 +10,7 @@
 #include "copy_lowering.h"
 
 #include "register_tiles.h"
+#include "shared_plan.h"
 #include "tl/support/error.h"
 #include "wgmma_select.h"
 
@@ -440,11 +441,12 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
     for (const Buffer& b : group) inference.Assign(b, strip, "element-wise use (no T.gemm)", Span{});
   }
   Propagate(inference, body);
-  // A shared tile read by a wgmma and by another GEMM would need two layouts: those
-  // wgmma GEMMs use mma.sync instead (with the same accumulator layout). Repeated until
-  // nothing changes: a GEMM moved to mma.sync makes its other operand a non-wgmma operand
-  // too (K x q moved because K is also read by an mma.sync GEMM, then dS x q must move, or
-  // q would be laid out in wgmma panels for one reader and XOR rows for the other).
+  // A shared tile read by a wgmma GEMM is laid out in wgmma panels; another GEMM (mma.sync
+  // through ldmatrix, or element-wise) reads the same panels (tl::kWgmmaPanels) when its
+  // window starts on a panel atom (8 rows, first column). Otherwise the tile would need two
+  // layouts: those wgmma GEMMs use mma.sync instead (with the same accumulator layout).
+  // Repeated until nothing changes: a GEMM moved to mma.sync may leave its other operand
+  // read by a misaligned window of a non-wgmma GEMM too.
   struct Gemms : IRVisitor {
     std::vector<const GemmOp*> found;
     void Visit_(const GemmOp* op) override { found.push_back(op); }
@@ -453,16 +455,22 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
   const std::vector<const GemmOp*>& gemms = collect.found;
   for (bool moved = true; moved;) {
     moved = false;
-    std::unordered_set<const BufferNode*> other_operands;
+    std::unordered_set<const BufferNode*> misread;  // read by a non-wgmma GEMM off a panel atom
     for (const GemmOp* g : gemms) {
-      if (!inference.wgmma_gemms.count(g)) other_operands.insert({g->a.buffer.get(), g->b.buffer.get()});
+      if (inference.wgmma_gemms.count(g)) continue;
+      for (const Region* r : {&g->a, &g->b}) {
+        std::vector<Expr> start;
+        for (const Range& range : r->ranges) start.push_back(range.min);
+        if (!StartsOnPanelAtom(r->buffer, start)) misread.insert(r->buffer.get());
+      }
     }
     for (const GemmOp* g : gemms) {
       bool shared_a = g->a.buffer->scope == Scope::kShared;
       if (inference.wgmma_gemms.count(g) &&
-          ((shared_a && other_operands.count(g->a.buffer.get())) || other_operands.count(g->b.buffer.get()))) {
+          ((shared_a && misread.count(g->a.buffer.get())) || misread.count(g->b.buffer.get()))) {
         inference.wgmma_gemms.erase(g);
-        inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma";
+        inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma, through a window "
+                                "that does not start on a multiple of 8 rows of the tile";
         moved = true;
       }
     }

@@ -24,6 +24,7 @@
 #include <functional>
 #include <sstream>
 
+#include "pass_helpers.h"
 #include "shared_plan.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
@@ -301,11 +302,12 @@ class Planner : public IRMutator {
     Liveness live(op->var.get());
     live.Walk(op->body);
     auto gemm_operands = cuda::GemmOperands(op->body);
+    auto wgmma_operands = cuda::WgmmaOperands(op->body);
     std::vector<Slot> slots;
     for (const Allocate* a : live.allocs) {
       int64_t bytes = cuda::ConstBytes(a->buffer);
       if (bytes < 0) return self;  // codegen reports the unknown size at the Allocate
-      int64_t align = cuda::SharedAlignment(cuda::Swizzled(a->buffer, gemm_operands));
+      int64_t align = cuda::SharedAlignment(cuda::Swizzled(a->buffer, gemm_operands, wgmma_operands));
       slots.push_back(Slot{a->buffer.get(), bytes, align, live.Of(a->buffer.get())});
     }
     std::vector<Slot> reused = slots;

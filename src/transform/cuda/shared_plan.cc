@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "copy_lowering.h"
+#include "pass_helpers.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
@@ -36,7 +37,17 @@ bool StartsOnSwizzleAtom(const BufferLoad* load) {
 
 }  // namespace
 
+bool StartsOnPanelAtom(const Buffer& b, const std::vector<Expr>& start) {
+  int64_t cols = 0;
+  if (b->shape.empty() || !AsConstInt(b->shape.back(), &cols) || start.size() != b->shape.size()) return false;
+  Expr offset = MakeInt(0);
+  for (size_t i = 0; i < start.size(); ++i) offset = offset + start[i] * b->StrideOf(i);
+  int64_t rem = -1;
+  return AsConstInt(arith::Analyzer().Simplify(FloorMod(offset, MakeInt(8 * cols))), &rem) && rem == 0;
+}
+
 std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
+  const auto panelled = WgmmaOperands(body);
   std::unordered_set<const BufferNode*> out, unaligned;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
@@ -48,7 +59,9 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
       const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr;
       if (!load) continue;
       out.insert(load->buffer.get());
-      if (!StartsOnSwizzleAtom(load)) unaligned.insert(load->buffer.get());
+      bool aligned = panelled.count(load->buffer.get()) ? StartsOnPanelAtom(load->buffer, load->indices)
+                                                        : StartsOnSwizzleAtom(load);
+      if (!aligned) unaligned.insert(load->buffer.get());
     }
   });
   // A buffer with a window that does not start on an atom is left unswizzled (every GEMM
@@ -57,10 +70,14 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
   return out;
 }
 
-bool Swizzled(const Buffer& b, const std::unordered_set<const BufferNode*>& gemm_operands) {
+bool Swizzled(const Buffer& b, const std::unordered_set<const BufferNode*>& gemm_operands,
+              const std::unordered_set<const BufferNode*>& wgmma_operands) {
   if (b->scope != Scope::kShared || !gemm_operands.count(b.get()) || b->shape.size() < 2) return false;
   int64_t cols, rows;
   if (!AsConstInt(b->shape.back(), &cols) || !AsConstInt(b->shape[b->shape.size() - 2], &rows)) return false;
+  // wgmma panels: 128-byte panels (or one 64-byte one) of 8-row atoms (WgmmaOperandOffset)
+  const int64_t row_bytes = cols * b->dtype.bytes();
+  if (wgmma_operands.count(b.get())) return rows % 8 == 0 && (row_bytes % 128 == 0 || row_bytes == 64);
   return layout::CanSwizzle(cols * b->dtype.bytes(), rows * cols * b->dtype.bytes());
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "tl/ir/stmt.h"
 
@@ -28,11 +29,19 @@ inline constexpr const char* kWarpSpecializedAttr = "tl.warp_specialized";
 /// Whether `s` is the warp-specialized split `if ws_is_producer(n): ... else: ...`.
 bool IsWarpSpecializedSplit(const ir::Stmt& s);
 
-/// Buffers read by gemm_ss (A and B) or gemm_rs (B) as shared operands.
+/// Buffers read by gemm_ss (A and B) or gemm_rs (B) as shared operands, each through
+/// windows that start on a swizzle atom of its layout (the others are left unswizzled).
 std::unordered_set<const ir::BufferNode*> GemmOperands(const ir::Stmt& body);
 
-/// Whether codegen XOR-swizzles `b`: a shared GEMM operand whose rows allow it.
-bool Swizzled(const ir::Buffer& b, const std::unordered_set<const ir::BufferNode*>& gemm_operands);
+/// Whether a window of `b` starting at `start` (one index per dimension) starts on an atom
+/// of wgmma's panel layout: a multiple of 8 whole rows, so that its offsets in the panels
+/// are the window's own plus a constant (tl::swizzle, tile_ops.h).
+bool StartsOnPanelAtom(const ir::Buffer& b, const std::vector<ir::Expr>& start);
+
+/// Whether codegen swizzles `b`: a shared GEMM operand whose rows allow it. Those wgmma
+/// reads (`wgmma_operands`, see WgmmaOperands) take wgmma's panel layout, the others XOR rows.
+bool Swizzled(const ir::Buffer& b, const std::unordered_set<const ir::BufferNode*>& gemm_operands,
+              const std::unordered_set<const ir::BufferNode*>& wgmma_operands);
 
 /// Arena alignment: 1024 for swizzled tiles (the swizzle pattern repeats every 1024
 /// bytes), else 128 (banks only see the address mod 128).

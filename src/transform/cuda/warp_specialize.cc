@@ -133,7 +133,7 @@ class Specializer {
     for (const CopyOp* c : producers_) {
       const Buffer& dst = c->dst.buffer;
       bool panelled = wgmma.count(dst.get()) > 0;
-      if (!panelled && cuda::Swizzled(dst, gemm_operands)) {
+      if (!panelled && cuda::Swizzled(dst, gemm_operands, wgmma)) {
         Fail("tile " + dst->name + " is an ldmatrix-swizzled operand, which TMA does not write");
         return false;
       }

@@ -78,16 +78,14 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
     }
   }
   if (warpgroups_n) *warpgroups_n = wg_n;
-  // Power-of-two rows also make the buffers "swizzled" GEMM operands for the planner,
-  // which aligns them to 1024 bytes as the swizzle pattern needs.
-  auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
-  // Rows of 128-byte multiples take 128-byte panels; a K-major operand whose whole K is 64
-  // bytes (K = 32 of 16-bit, K = 64 of float8) takes the 64-byte swizzle instead.
+  // Rows of 128-byte multiples take 128-byte panels (three for a head dimension of 192);
+  // a K-major operand whose whole K is 64 bytes (K = 32 of 16-bit, K = 64 of float8) takes
+  // the 64-byte swizzle instead. Either way the planner aligns the tile to 1024 bytes.
   auto cols_fit = [&](int64_t c, bool k_major) {
-    return ((c * eb) % 128 == 0 && pow2(c)) || (k_major && c * eb == 64 && k * eb == 64);
+    return (c * eb) % 128 == 0 || (k_major && c * eb == 64 && k * eb == 64);
   };
   if (!cols_fit(ac, !op->trans_a) || !cols_fit(bc, op->trans_b) || ar % 8 || br % 8) {
-    return "the contiguous dimension of each shared operand must be 128, 256, 512... bytes (128-byte "
+    return "the contiguous dimension of each shared operand must be a multiple of 128 bytes (128-byte "
            "swizzle panels), or 64 bytes along K when that is all of K (64-byte swizzle), and the other one a "
            "multiple of 8";
   }

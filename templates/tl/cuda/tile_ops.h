@@ -5,8 +5,8 @@
 /// gemm_ss<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB>(A, B, C):
 ///   C (M x N, in registers) += op(A) (M x K) * op(B) (K x N), A and B in shared memory.
 ///   A is stored M x K row-major with row stride LdA (K x M when TransA), B is K x N with
-///   stride LdB (N x K when TransB). Swz* says the operand is XOR-swizzled in 16-byte
-///   chunks by row (the compiler's layout::SwizzleOffset).
+///   stride LdB (N x K when TransB). Swz* is the operand's shared layout (kRowMajor,
+///   kXorRows or kWgmmaPanels + rows; see swizzle below).
 ///   The block's warps form a WM x WN grid; warp w owns rows (w / WN) * M/WM and columns
 ///   (w % WN) * N/WN, or with MFastest (the order of a wgmma accumulator whose warpgroups
 ///   split N) rows (w % WM) * M/WM and columns (w / WM) * N/WN. With InterleaveM a warp's
@@ -58,18 +58,39 @@ TL_DEVICE void cast_copy(D* dst, const S* src) {
   }
 }
 
-/// Element offset after the shared-memory swizzle of a tile with rows of RowElems
-/// elements (layout::SwizzleOffset): 16-byte chunks XORed with the row number (rows of
-/// 128 bytes or more) or the row pair (64-byte rows).
-template <int ElemBytes, bool Swizzle, int RowElems>
+/// Shared layouts of a GEMM operand (the Swz* template arguments of gemm_ss / gemm_rs):
+///   kRowMajor (false): plain row-major offsets;
+///   kXorRows (true): 16-byte chunks XORed with the row number (rows of 128 bytes or more)
+///     or the row pair (64-byte rows): the compiler's layout::SwizzleOffset;
+///   kWgmmaPanels + R: wgmma's panel layout of a tile of R rows (R a multiple of 8): columns
+///     in panels of 128 bytes (64 16-bit elements; one 64-byte panel when the row is 64
+///     bytes), each panel R rows stored back to back and swizzled as 128-byte (64-byte)
+///     rows: the compiler's cuda::WgmmaOperandOffset. ldmatrix reads it like any other, so
+///     an mma.sync GEMM can share a tile with a wgmma one. A window into such a tile must
+///     start on a row that is a multiple of 8 of its first column.
+constexpr int kRowMajor = 0, kXorRows = 1, kWgmmaPanels = 1 << 16;
+
+/// Element offset (relative to a window start on a swizzle atom) in shared layout Layout of
+/// a tile with rows of RowElems elements.
+template <int ElemBytes, int Layout, int RowElems>
 TL_DEVICE int swizzle(int elem_offset) {
-  if constexpr (!Swizzle) {
+  if constexpr (Layout == kRowMajor) {
     return elem_offset;
-  } else {
+  } else if constexpr (Layout == kXorRows) {
     constexpr int kRowBytes = RowElems * ElemBytes;
     constexpr int kShift = kRowBytes <= 128 ? 7 : kRowBytes <= 256 ? 8 : kRowBytes <= 512 ? 9 : kRowBytes <= 1024 ? 10 : 11;
     const int bytes = elem_offset * ElemBytes;
     return (bytes ^ (((bytes >> kShift) & 7) << 4)) / ElemBytes;
+  } else {
+    static_assert(Layout > kWgmmaPanels && (Layout - kWgmmaPanels) % 8 == 0, "wgmma panels: rows a multiple of 8");
+    constexpr int kRows = Layout - kWgmmaPanels;
+    constexpr bool kNarrow = RowElems * ElemBytes == 64;  // one 64-byte panel (64-byte swizzle)
+    static_assert(kNarrow || (RowElems * ElemBytes) % 128 == 0, "wgmma panels: rows of 64 or 128k bytes");
+    constexpr int kPanel = (kNarrow ? 64 : 128) / ElemBytes;
+    const int tile = elem_offset / (kRows * RowElems), in_tile = elem_offset % (kRows * RowElems);
+    const int r = in_tile / RowElems, c = in_tile % RowElems;
+    const int bytes = (tile * kRows * RowElems + (c / kPanel) * (kRows * kPanel) + r * kPanel + c % kPanel) * ElemBytes;
+    return (bytes ^ (((bytes >> 7) & (kNarrow ? 3 : 7)) << 4)) / ElemBytes;
   }
 }
 
@@ -80,7 +101,7 @@ TL_DEVICE int flat_thread_index() {
 namespace detail {
 
 /// Tensor-core path for 16-bit inputs: ldmatrix + mma.sync m16n8k16, f32 accumulate.
-template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
           bool MFastest, bool InterleaveM, typename T>
 TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
   constexpr int kWarpM = M / WM, kWarpN = N / WN;
@@ -155,7 +176,7 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
 }
 
 /// Any other types: each thread computes its own accumulator elements from shared memory.
-template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
           bool MFastest, bool InterleaveM, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
   constexpr int kWarpM = M / WM, kWarpN = N / WN, kTilesN = kWarpN / 8;
@@ -188,7 +209,7 @@ TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
 /// layout of an M x K mma tile grid (as the fragment of a previous GEMM, cast to 16 bits):
 /// two adjacent 16x8 accumulator tiles are exactly one m16n8k16 A operand, so A's
 /// registers are packed in place, with no trip through shared memory.
-template <int M, int N, int K, int WM, bool TransB, int LdB, bool SwzB, typename T>
+template <int M, int N, int K, int WM, bool TransB, int LdB, int SwzB, typename T>
 TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
   constexpr int kWarpM = M / WM, kTilesM = kWarpM / 16, kTilesN = N / 8, kTilesK = K / 8;
   static_assert(kWarpM % 16 == 0 && N % 8 == 0 && K % 16 == 0, "gemm_rs: tile shape");
@@ -246,7 +267,7 @@ TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
 }
 
 /// The block's tile GEMM (see the file comment). All threads of the block must call it.
-template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, bool SwzA, bool SwzB,
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
           bool MFastest = false, bool InterleaveM = false, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
   constexpr bool kTensorCore = detail::is_same<TA, TB>::value && detail::is_same<TC, float>::value &&
