@@ -110,6 +110,9 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     # k-tile's wgmmas stay in flight while the next is issued, and a stage is released
     # once the wgmmas reading it are done.
     assert "tl::gemm_ss_wgmma_issue<128, 256, 64, false, false, false>" in code
+    # the in-flight form reads wgmma's panels too: every access to its tiles goes through them
+    tiles = [line for line in code.splitlines() if "reinterpret_cast<tl::half*>(tl_smem" in line]
+    assert len(tiles) == 2 and all(line.endswith("// wgmma panels") for line in tiles), tiles
     loop = code[code.index("for (int32_t k_1"):]
     assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<1, 128>((&C_l[0]))") < \
         loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 3) % 4) + 4)]))") < \

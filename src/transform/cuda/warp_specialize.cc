@@ -431,8 +431,8 @@ class Specializer {
       if (written_in_loop_.count(load->buffer.get())) return s;
     }
     std::vector<Expr> args = call->args;
-    // proxy_fence: argument 8 of gemm_ss_wgmma, 7 of gemm_rs_wgmma (fragment_gemm.cc).
-    args[call->op == "gemm_ss_wgmma" ? 8 : 7] = MakeBool(false);
+    // proxy_fence: argument 8 of gemm_ss_wgmma(_issue), 7 of gemm_rs_wgmma (fragment_gemm.cc).
+    args[HasEffect(call, kRegisterA) ? 7 : 8] = MakeBool(false);
     return Evaluate::Make(Call::Make(call->dtype, call->op, args), s->span);
   }
 
