@@ -32,4 +32,4 @@ def test_reserved_names_on_the_cpu(rng):
 @pytest.mark.skipif(not HAVE_COMPILER, reason=f"no CUDA compiler: {COMPILER}")
 def test_reserved_names_compile_for_cuda():
     k = tilelang.compile(program(), target="cuda -arch=sm_90a")
-    assert "void __launch_bounds__(64) double_(" in k.get_kernel_source()
+    assert "void __launch_bounds__(64, 1) double_(" in k.get_kernel_source()
