@@ -16,10 +16,12 @@ bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, GemmPolicy policy, 
     if (num_warps % wm) continue;
     int64_t wn = num_warps / wm;
     if (m % (16 * wm) || n % (8 * wn)) continue;
-    if (policy == GemmPolicy::kFullRow && wn != 1) continue;
-    if (policy == GemmPolicy::kFullCol && wm != 1) continue;
-    // Square: the warp tile whose sides are closest (fewest fragment loads per mma).
-    int64_t cost = std::llabs(m / wm - n / wn);
+    // FullRow: as many warps along M as the rows allow, the rest along N (upstream's
+    // policy: 64 rows on 8 warps are 4 x 2); FullCol the same along N. Square: the warp
+    // tile whose sides are closest (fewest fragment loads per mma).
+    int64_t cost = policy == GemmPolicy::kFullRow   ? -wm
+                   : policy == GemmPolicy::kFullCol ? -wn
+                                                    : std::llabs(m / wm - n / wn);
     if (!found || cost < best_cost) {
       found = true;
       best_cost = cost;

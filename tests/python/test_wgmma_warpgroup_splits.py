@@ -137,10 +137,29 @@ def test_sm90_splits_n_over_warpgroups():
     assert any("4 along N, 64 columns each" in r for r in k4.get_remarks()), k4.get_remarks()
 
 
-def test_sm90_n_split_refused_where_it_does_not_fit():
-    # FullRow asks for every warp along M: mma.sync, and the remark says why not wgmma
+def test_full_row_splits_n_once_the_rows_run_out():
+    # FullRow puts as many warps along M as the 64 rows take (4, one warpgroup) and the rest
+    # along N, as upstream's policy does: wgmma with the second warpgroup on the other half
     k = tilelang.compile(gemm_64_rows(policy=T.GemmWarpPolicy.FullRow), target=SM90)
-    assert any("GemmWarpPolicy.FullRow forbids" in r for r in k.get_remarks()), k.get_remarks()
+    assert any("2 along N, 128 columns each" in r for r in k.get_remarks()), k.get_remarks()
+    # ... and mma.sync (sm_80) splits the same way: warps 4 x 2
+    k = tilelang.compile(gemm_64_rows(policy=T.GemmWarpPolicy.FullRow), target="cuda -arch=sm_80")
+    assert any("warps 4x2" in r for r in k.get_remarks()), k.get_remarks()
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_full_row_gemm_with_64_rows_on_256_threads(trans_b):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 128)).astype(np.float16)
+    b = rng.standard_normal((256, 128) if trans_b else (128, 256)).astype(np.float16)
+    c = np.full((64, 256), np.nan, np.float32)
+    tilelang.compile(gemm_64_rows(trans_b=trans_b, policy=T.GemmWarpPolicy.FullRow))(a, b, c)
+    bb = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+    ref = (a.astype(np.float64) @ bb) * np.arange(1, 65)[:, None]
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-2)
+
+
+def test_sm90_n_split_refused_where_it_does_not_fit():
     # N-major B split into 96-column parts is not whole 64-column panels
     k = tilelang.compile(gemm_64_rows(N=192), target=SM90)
     assert any("not whole 64-column panels of B" in r for r in k.get_remarks()), k.get_remarks()

@@ -70,7 +70,6 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
     // The extra warpgroups split N.
     std::string split = std::to_string(threads / 128) + " warpgroups for " + std::to_string(m) + " rows";
     if (a_in_registers) return split + " would split N, which a register operand A does not support here";
-    if (op->policy == GemmPolicy::kFullRow) return split + " would split N, which GemmWarpPolicy.FullRow forbids";
     int64_t cols = n / wg_n;
     if (n % wg_n || cols % 8 || (!op->trans_b && cols % 64)) {
       return split + " split N = " + std::to_string(n) + " into parts that are not " +

@@ -19,7 +19,7 @@ namespace tl::transform::cuda {
 /// Fewer warpgroups than 64-row blocks each take several (interleaved rows, one m64 wgmma
 /// per block); more warpgroups than 64-row blocks split N between them (*warpgroups_n of them, each
 /// with N / *warpgroups_n columns, whole 64-column panels of an N-major B); not with a
-/// register A, nor under GemmWarpPolicy.FullRow.
+/// register A. GemmWarpPolicy.FullRow splits N too once the rows run out, as upstream's does.
 /// float8 operands (k32 steps, K-major A and B only) only with `allow_fp8`
 /// ("tl.enable_wgmma_fp8", on unless set to False).
 std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false,
