@@ -28,7 +28,6 @@ bool PartitionWarps(int64_t m, int64_t n, int64_t num_warps, GemmPolicy policy, 
       *out = WarpPartition{wm, wn};
     }
   }
-  if (!found && policy != GemmPolicy::kSquare) return PartitionWarps(m, n, num_warps, GemmPolicy::kSquare, out);
   return found;
 }
 

@@ -445,34 +445,29 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
   // through ldmatrix, or element-wise) reads the same panels (tl::kWgmmaPanels) when its
   // window starts on a panel atom (8 rows, first column). Otherwise the tile would need two
   // layouts: those wgmma GEMMs use mma.sync instead (with the same accumulator layout).
-  // Repeated until nothing changes: a GEMM moved to mma.sync may leave its other operand
-  // read by a misaligned window of a non-wgmma GEMM too.
+  // One pass suffices: a wgmma GEMM reads whole tiles (WgmmaUnfit), so one moved to
+  // mma.sync reads from row 0 and misaligns no tile itself.
   struct Gemms : IRVisitor {
     std::vector<const GemmOp*> found;
     void Visit_(const GemmOp* op) override { found.push_back(op); }
   } collect;
   collect.Visit(body);
-  const std::vector<const GemmOp*>& gemms = collect.found;
-  for (bool moved = true; moved;) {
-    moved = false;
-    std::unordered_set<const BufferNode*> misread;  // read by a non-wgmma GEMM off a panel atom
-    for (const GemmOp* g : gemms) {
-      if (inference.wgmma_gemms.count(g)) continue;
-      for (const Region* r : {&g->a, &g->b}) {
-        std::vector<Expr> start;
-        for (const Range& range : r->ranges) start.push_back(range.min);
-        if (!StartsOnPanelAtom(r->buffer, start)) misread.insert(r->buffer.get());
-      }
+  std::unordered_set<const BufferNode*> misread;  // read by a non-wgmma GEMM off a panel atom
+  for (const GemmOp* g : collect.found) {
+    if (inference.wgmma_gemms.count(g)) continue;
+    for (const Region* r : {&g->a, &g->b}) {
+      std::vector<Expr> start;
+      for (const Range& range : r->ranges) start.push_back(range.min);
+      if (!StartsOnPanelAtom(r->buffer, start)) misread.insert(r->buffer.get());
     }
-    for (const GemmOp* g : gemms) {
-      bool shared_a = g->a.buffer->scope == Scope::kShared;
-      if (inference.wgmma_gemms.count(g) &&
-          ((shared_a && misread.count(g->a.buffer.get())) || misread.count(g->b.buffer.get()))) {
-        inference.wgmma_gemms.erase(g);
-        inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma, through a window "
-                                "that does not start on a multiple of 8 rows of the tile";
-        moved = true;
-      }
+  }
+  for (const GemmOp* g : collect.found) {
+    bool shared_a = g->a.buffer->scope == Scope::kShared;
+    if (inference.wgmma_gemms.count(g) &&
+        ((shared_a && misread.count(g->a.buffer.get())) || misread.count(g->b.buffer.get()))) {
+      inference.wgmma_gemms.erase(g);
+      inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma, through a window "
+                              "that does not start on a multiple of 8 rows of the tile";
     }
   }
   FragmentLayouts out;
