@@ -157,7 +157,7 @@ def test_sm90_n_split_refused_where_it_does_not_fit():
     assert any("2 along N, 96 columns each" in r for r in k.get_remarks()), k.get_remarks()
 
 
-def attention_128_rows(seq=256, dim=64, block_N=64, threads=128):
+def attention_128_rows(seq=256, dim=64, block_N=64, threads=128, stages=2):
     """Flash-attention forward on one 128-row tile: Q K^T from shared memory, P from
     registers times V; 128 threads own the two 64-row blocks of both GEMMs."""
     scale = dim ** -0.5 * 1.44269504
@@ -180,7 +180,7 @@ def attention_128_rows(seq=256, dim=64, block_N=64, threads=128):
             T.fill(o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
-            for k in T.Pipelined(seq // block_N, num_stages=2):
+            for k in T.Pipelined(seq // block_N, num_stages=stages):
                 T.copy(K[k * block_N, 0], k_s)
                 T.copy(V[k * block_N, 0], v_s)
                 T.clear(s)
@@ -243,11 +243,13 @@ def test_gemm_with_128_rows_on_128_threads(trans_a, trans_b, bk):
     np.testing.assert_allclose(c, (aa @ bb) * np.arange(1, 129)[:, None], rtol=1e-3, atol=1e-2)
 
 
-def test_attention_with_128_rows_on_128_threads():
+# one stage: warp-specialized on Hopper with a barrier pair for K and one for V
+@pytest.mark.parametrize("stages", [1, 2])
+def test_attention_with_128_rows_on_128_threads(stages):
     rng = np.random.default_rng(9)
     q, k, v = (rng.standard_normal(s).astype(np.float16) for s in ((128, 64), (256, 64), (256, 64)))
     o = np.full((128, 64), np.nan, np.float32)
-    tilelang.compile(attention_128_rows())(q, k, v, o)
+    tilelang.compile(attention_128_rows(stages=stages))(q, k, v, o)
     s = q.astype(np.float64) @ k.astype(np.float64).T / 8
     p = np.exp(s - s.max(axis=1, keepdims=True))
     np.testing.assert_allclose(o, (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64), rtol=2e-2, atol=2e-2)

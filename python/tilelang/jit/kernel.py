@@ -87,6 +87,19 @@ def _normalize_out_idx(out_idx, n):
     return sorted(set(out))
 
 
+def _environment_pass_configs():
+    """TILELANG_PASS_CONFIGS="key=value,key=value": defaults beneath every kernel's own
+    pass_configs, for trying a setting on programs one cannot edit (upstream's examples)."""
+    text = os.environ.get("TILELANG_PASS_CONFIGS", "")
+    out = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"TILELANG_PASS_CONFIGS: expected key=value items separated by commas, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 class JITKernel:
     """A kernel compiled for one target. Calling it runs it on arrays; parameters listed in
     ``out_idx`` are allocated and returned rather than passed."""
@@ -116,7 +129,8 @@ class JITKernel:
         self.alloc_idx = sorted(self.out_idx + self.workspace_idx)
         self.in_idx = [i for i in range(len(self.params)) if i not in self.alloc_idx]
         self._check_output_dims()
-        self.pass_configs = {getattr(k, "value", str(k)): str(v) for k, v in (pass_configs or {}).items()}
+        self.pass_configs = dict(_environment_pass_configs())
+        self.pass_configs.update({getattr(k, "value", str(k)): str(v) for k, v in (pass_configs or {}).items()})
         self.compile_flags = [compile_flags] if isinstance(compile_flags, str) else list(compile_flags or [])
         self.remarks = []
         try:

@@ -97,7 +97,10 @@ class Specializer {
       return Fail("the block's thread count is not a multiple of 128 (whole consumer warpgroups)");
     }
     stages_ = cuda::NumStages(loop_);
-    if (stages_ < 2) return Fail("num_stages is below 2");
+    if (stages_ < 1) return Fail("num_stages is below 1");
+    // One stage: the producer can only run ahead where the loads feed different statements
+    // (attention's K and V), each released after its own last use, so they get pairs of their own.
+    if (stages_ == 1) split_groups_ = true;
     LoopCounter in_loop;
     in_loop.Visit(loop_->body);
     if (in_loop.jumps) return Fail("the loop body breaks or continues");
@@ -196,6 +199,9 @@ class Specializer {
     if (needs_consumer_value) return Fail("the copies depend on values computed by the consumer threads");
 
     FormGroups();
+    if (stages_ == 1 && groups_.size() < 2) {
+      return Fail("one stage, and every load feeds the same statements: nothing to overlap");
+    }
     int64_t groups = static_cast<int64_t>(groups_.size());
     Buffer bars =
         BufferNode::Make("tl_ws_bars", DType::UInt(64), {MakeInt(2 * groups * stages_)}, Scope::kShared);
