@@ -40,6 +40,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cuda-partition-parallel", out, ctx);
   // Drop provably true edge predicates before barriers: fewer statements to analyse.
   out = RunPass("simplify", out, ctx);
+  // sm_90+: a register walk's float atomics into global memory, two or four at a time.
+  out = RunPass("cuda-vectorize-atomics", out, ctx);
   // Shared buffers never live together share bytes. Liveness needs the final statement
   // order, and the barriers that make reuse safe are placed next, from this plan.
   out = RunPass("cuda-plan-shared-memory", out, ctx);

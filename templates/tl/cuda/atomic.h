@@ -228,6 +228,34 @@ TL_DEVICE T atomic_add(T* addr, U val) {
   return detail::atomic_add_impl(addr, static_cast<T>(val));
 }
 
+/// Adds v0..v{N-1} to the N consecutive floats at `addr` in global memory (8-byte aligned
+/// for two, 16 for four), each element its own atomic add as with atomic_add, but one
+/// reduction request on sm_90+ (red.global.add.v2/v4.f32). Returns nothing: the compiler
+/// uses it only where the old values are not read (cuda-vectorize-atomics).
+TL_DEVICE void atomic_add_vec(float* addr, float v0, float v1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(__cvta_generic_to_global(addr)), "f"(v0),
+               "f"(v1)
+               : "memory");
+#else
+  atomicAdd(addr, v0);
+  atomicAdd(addr + 1, v1);
+#endif
+}
+
+TL_DEVICE void atomic_add_vec(float* addr, float v0, float v1, float v2, float v3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(addr)),
+               "f"(v0), "f"(v1), "f"(v2), "f"(v3)
+               : "memory");
+#else
+  atomicAdd(addr, v0);
+  atomicAdd(addr + 1, v1);
+  atomicAdd(addr + 2, v2);
+  atomicAdd(addr + 3, v3);
+#endif
+}
+
 /// *addr = max(*addr, val) atomically (tl::max semantics); returns the old value.
 /// val is first converted to T. A NaN already stored stays.
 template <typename T, typename U>

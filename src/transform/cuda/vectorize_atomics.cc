@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file cuda-vectorize-atomics: float atomic adds into global memory, issued by an unrolled
+/// register walk, become one vector reduction per 2 or 4 consecutive floats on sm_90+.
+///
+/// A fragment's atomic update of a global tensor (attention backward's
+/// `T.atomic_add(dQ[...], dq[i, j])`, split-K epilogues) lowers to one scalar atomic per
+/// register. mma accumulators hold column pairs, so registers 2m and 2m+1 of a thread land
+/// on neighbouring floats; sm_90's `red.global.add.v2.f32` adds both with one request (each
+/// element still its own atomic add, so no result changes), half the instructions and L2
+/// operations. The pass checks, for every register of the walk (the loop is unrolled with a
+/// constant trip count), that the group's addresses are consecutive and that the first is a
+/// multiple of the vector width from the tensor's start (tensors are 16-byte aligned: the
+/// runtime refuses others). Guarded updates and anything else are left as they are.
+#include <cstdlib>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/equal.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
+#include "tl/transform/pass.h"
+
+namespace tl::transform {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// The unrolled walk's update: atomic_add(address_of(G[idx]), value) on a global float tensor.
+struct Update {
+  const BufferLoad* target = nullptr;
+  Expr target_expr;  ///< the same load, as an expression
+  Expr value;
+};
+
+bool AsUpdate(const Stmt& body, Update* out) {
+  const auto* ev = As<Evaluate>(body);
+  const auto* call = ev ? As<Call>(ev->value) : nullptr;
+  if (!call || call->op != "atomic_add" || call->args.size() != 2) return false;
+  const auto* addr = As<Call>(call->args[0]);
+  const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
+  if (!load || load->buffer->scope != Scope::kGlobal || load->buffer->dtype != DType::Float(32)) return false;
+  if (!load->buffer->strides.empty() || call->args[1]->dtype != DType::Float(32)) return false;
+  out->target = load;
+  out->target_expr = addr->args[0];
+  out->value = call->args[1];
+  return true;
+}
+
+/// Whether `e` is a multiple of `d` for every value of its variables (structurally).
+bool Multiple(const Expr& e, int64_t d) {
+  int64_t c;
+  if (AsConstInt(e, &c)) return c % d == 0;
+  const auto* b = As<Binary>(e);
+  if (!b) return false;
+  switch (b->op) {
+    case BinOp::kAdd:
+    case BinOp::kSub:
+      return Multiple(b->a, d) && Multiple(b->b, d);
+    case BinOp::kMul:
+      return Multiple(b->a, d) || Multiple(b->b, d);
+    case BinOp::kFloorMod:  // x - q*m: a multiple when both x and m are
+      return Multiple(b->a, d) && Multiple(b->b, d);
+    default:
+      return false;
+  }
+}
+
+class Vectorizer : public IRMutator {
+ public:
+  int vectorized = 0;
+
+ protected:
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    Stmt body = Mutate(op->body);
+    int64_t n;
+    Update u;
+    if (op->for_kind == ForKind::kUnrolled && AsConstInt(op->min, &c0_) && c0_ == 0 && AsConstInt(op->extent, &n) &&
+        AsUpdate(body, &u)) {
+      for (int64_t width : {4, 2}) {
+        if (n % width == 0 && Consecutive(op->var.get(), u, n, width)) return Vectorize(op, u, n, width);
+      }
+    }
+    return body == op->body ? self
+                            : For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
+  }
+
+ private:
+  /// The element offset of the update at register `l` (a constant), simplified.
+  Expr OffsetAt(const Var* var, const Update& u, int64_t l) {
+    auto at = [&](const Var* v) -> Expr { return v == var ? MakeInt(l) : nullptr; };
+    Expr offset = MakeInt(0);
+    for (size_t k = 0; k < u.target->indices.size(); ++k) {
+      offset = offset + Substitute(u.target->indices[k], at) * u.target->buffer->StrideOf(k);
+    }
+    return arith_.Simplify(offset);
+  }
+
+  bool Consecutive(const Var* var, const Update& u, int64_t n, int64_t width) {
+    for (int64_t g = 0; g < n; g += width) {
+      Expr first = OffsetAt(var, u, g);
+      if (!Multiple(first, width)) return false;
+      for (int64_t e = 1; e < width; ++e) {
+        int64_t step;
+        if (!AsConstInt(arith_.Simplify(OffsetAt(var, u, g + e) - first), &step) || step != e) return false;
+      }
+    }
+    return true;
+  }
+
+  /// for m in unroll(n / width): atomic_add_vec(&G[idx(width*m)], v(width*m), ..., v(width*m + width-1))
+  Stmt Vectorize(const For* op, const Update& u, int64_t n, int64_t width) {
+    VarRef m = Var::Make(op->var->name, op->var->dtype);
+    auto lane = [&](int64_t e) {
+      Expr l = MakeInt(width) * m + MakeInt(e);
+      return [l, var = op->var.get()](const Var* v) -> Expr { return v == var ? l : nullptr; };
+    };
+    std::vector<Expr> args{Call::Make(DType::Handle(), "address_of", {Substitute(u.target_expr, lane(0))})};
+    for (int64_t e = 0; e < width; ++e) args.push_back(Substitute(u.value, lane(e)));
+    Stmt call = Evaluate::Make(Call::Make(DType::Void(), "atomic_add_vec", args), op->body->span);
+    ++vectorized;
+    return For::Make(m, MakeInt(0), MakeInt(n / width), ForKind::kUnrolled, call, op->annotations, op->span);
+  }
+
+  arith::Analyzer arith_;
+  int64_t c0_ = 0;
+};
+
+/// sm_90 and later: red.global.add.v2/v4.f32.
+bool HasVectorReductions(const PassContext& ctx) {
+  auto arch = ctx.config.find("tl.target_arch");
+  if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0) return false;
+  return std::atoi(arch->second.c_str() + 3) >= 90;
+}
+
+}  // namespace
+
+ir::PrimFunc CudaVectorizeAtomics(const ir::PrimFunc& f, PassContext& ctx) {
+  if (!HasVectorReductions(ctx)) return f;
+  Vectorizer v;
+  ir::Stmt body = v.Mutate(f->body);
+  if (!v.vectorized) return f;
+  ctx.remarks.push_back(std::to_string(v.vectorized) +
+                        " register walk(s) of float atomic adds into global memory: one vector reduction "
+                        "(red.global.add.v2/v4.f32) per group of consecutive floats");
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("cuda-vectorize-atomics", CudaVectorizeAtomics);
+
+}  // namespace tl::transform

@@ -1,0 +1,79 @@
+"""cuda-vectorize-atomics: a fragment's float atomic adds into a global tensor become one
+vector reduction per column pair on sm_90+ (checked from the generated code, no GPU), only
+where the pair's addresses are provably consecutive and aligned; the same kernels give the
+float64 answer on whichever target the suite runs."""
+import re
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _tl
+
+
+def accumulate(M=64, N=64, K=32, col_offset=0, transposed=False, threads=128):
+    """out[i, j (+ col_offset)] += (A @ B)[i, j], twice (two row blocks of A add into the same rows)."""
+    out_shape = (N, M) if transposed else (M, N + col_offset)
+
+    @T.prim_func
+    def main(A: T.Tensor((2 * M, K), "float16"), B: T.Tensor((K, N), "float16"), Out: T.Tensor(out_shape, "float32")):
+        with T.Kernel(2, threads=threads) as bx:
+            a_s = T.alloc_shared((M, K), "float16")
+            b_s = T.alloc_shared((K, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A[bx * M, 0], a_s)
+            T.copy(B, b_s)
+            T.clear(acc)
+            T.gemm(a_s, b_s, acc)
+            for i, j in T.Parallel(M, N):
+                if transposed:
+                    T.atomic_add(Out[j, i], acc[i, j])
+                else:
+                    T.atomic_add(Out[i, j + col_offset], acc[i, j])
+
+    return main
+
+
+def cuda_source(func, arch="sm_90a"):
+    lowered, remarks, _ = _tl.lower_cuda(func.node, {"tl.target_arch": arch}, False)
+    return _tl.codegen_cuda(lowered).code, list(remarks)
+
+
+def test_column_pairs_become_one_vector_reduction():
+    code, remarks = cuda_source(accumulate())
+    assert "tl::atomic_add_vec(" in code and "tl::atomic_add(" not in code
+    # 32 accumulator registers per thread: 16 pairs
+    walk = re.search(r"for \(int32_t (\w+) = 0; \1 < 16; \+\+\1\) \{\s*// [^\n]*\n\s*tl::atomic_add_vec\(.*\), "
+                     r"acc\[\(\1 \* 2\)\], acc\[\(\(\1 \* 2\) \+ 1\)\]\);", code)
+    assert walk, code
+    assert any("vector reduction" in r for r in remarks)
+
+
+@pytest.mark.parametrize("why, func, arch", [
+    ("sm_80 has no vector reductions", accumulate(), "sm_80"),
+    ("an odd column offset: pairs start at odd floats", accumulate(col_offset=1), "sm_90a"),
+    ("transposed: a pair's floats are a row apart", accumulate(transposed=True), "sm_90a"),
+])
+def test_scalar_atomics_where_pairs_do_not_qualify(why, func, arch):
+    code, remarks = cuda_source(func, arch)
+    assert "tl::atomic_add_vec(" not in code and "tl::atomic_add(" in code, why
+    assert not any("vector reduction" in r for r in remarks)
+
+
+@pytest.mark.parametrize("col_offset, transposed", [(0, False), (1, False), (0, True), (2, False)])
+def test_accumulated_sums_match_float64(col_offset, transposed):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((128, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    kernel = tilelang.compile(accumulate(col_offset=col_offset, transposed=transposed))
+    base = rng.standard_normal((64, 64) if transposed else (64, 64 + col_offset)).astype(np.float32)
+    out = base.copy()
+    kernel(a, b, out)
+    prod = a[:64].astype(np.float64) @ b.astype(np.float64) + a[64:].astype(np.float64) @ b.astype(np.float64)
+    want = base.astype(np.float64)
+    if transposed:
+        want += prod.T
+    else:
+        want[:, col_offset:] += prod
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
