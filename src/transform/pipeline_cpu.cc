@@ -8,6 +8,8 @@ namespace tl::transform {
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // A global tensor with an annotated storage order: its tile ops become element loops ...
+  out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
   // Thread-level code (the thread index, warp shuffles) runs its threads in lockstep.
   out = RunPass("cpu-emulate-threads", out, ctx);
@@ -17,6 +19,8 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("check-tile-bounds", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
   out = RunPass("guard-global-access", out, ctx);
+  // ... whose accesses, checked and guarded on logical indices, now address the storage.
+  out = RunPass("apply-global-layouts", out, ctx);
   // Tile ops become loops with edge guards; the guards are written naively ...
   out = RunPass("lower-tile-ops-cpu", out, ctx);
   // ... because this simplify proves most of them true (interior tiles) and drops them.

@@ -9,6 +9,8 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // Layout annotations are reported, not applied: the passes below choose every layout.
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // A global tensor with an annotated storage order: its tile ops become element loops ...
+  out = RunPass("expand-global-layout-tile-ops", out, ctx);
   // Tiles a pipelined loop stages must exist before it (its prologue loads them).
   out = RunPass("hoist-pipelined-allocations", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
@@ -18,6 +20,8 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("check-tile-bounds", out, ctx);
   // The user's own element accesses to global tensors: safe at the edges, as tile ops are.
   out = RunPass("guard-global-access", out, ctx);
+  // ... whose accesses, checked and guarded on logical indices, now address the storage.
+  out = RunPass("apply-global-layouts", out, ctx);
   // Every later pass spreads work over threads through the binding of `tx`.
   return RunPass("cuda-bind-threads", out, ctx);
 }

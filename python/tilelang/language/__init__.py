@@ -666,9 +666,13 @@ def use_swizzle(panel_size=8, order="row", enable=True):
 
 
 def annotate_layout(layout_map):
-    """Layout hints ({tile: layout}). The compiler chooses tile layouts itself (see
-    tilelang.layout); each annotated tile is named in the remarks as not applied."""
-    from ..layout import Layout
+    """Layouts ({buffer: layout}). On a tile they are hints: the compiler chooses tile
+    layouts itself (see tilelang.layout) and names each annotated tile in the remarks as not
+    applied. On a global tensor a `T.Layout` is the tensor's storage order, as upstream: the
+    element at (i, j, ...) lives at the row-major position of layout(i, j, ...) in an array
+    of the layout's output extents (attention backward's dQ, reordered for coalesced
+    atomics), so every kernel that annotates the tensor the same way reads it the same way."""
+    from ..layout import Fragment, Layout
 
     if not isinstance(layout_map, dict):
         raise _b._UserError(f"T.annotate_layout takes a dict {{tile: layout}}, got {type(layout_map).__name__}")
@@ -680,8 +684,36 @@ def annotate_layout(layout_map):
         if not (isinstance(lay, Layout) or callable(lay)):
             raise _b._UserError(f"T.annotate_layout: the layout of {buf.name} must be a Layout, a Fragment or a "
                                 f"function of the indices, got {type(lay).__name__}")
+        if buf.scope == "global":
+            if isinstance(lay, Fragment):
+                raise _b._UserError(f"T.annotate_layout: {buf.name} is a global tensor; a T.Fragment (registers of "
+                                    f"threads) describes a register tile, not a tensor's storage")
+            _emit_global_layout(buf, lay)
+            continue
         tiles.append(_tl.call("handle", "address_of", [buf[(0,) * len(buf.shape)].load().node]))
-    _b.emit(_tl.attr("layout_annotation", tiles, _b.current_span()))
+    if tiles:
+        _b.emit(_tl.attr("layout_annotation", tiles, _b.current_span()))
+
+
+def _emit_global_layout(buf, lay):
+    """"tl.global_layout"(address_of(buf[0, ...]), i0, ..., i{n-1}, out0, ...): the layout's
+    output indices as expressions of one variable per input dimension (see
+    src/transform/global_layouts.cc, which derives the output extents and re-indexes)."""
+    from ..layout import Layout
+
+    fn = lay.forward_fn if isinstance(lay, Layout) else lay
+    if fn is None:
+        raise _b._UserError(f"T.annotate_layout: the layout of global tensor {buf.name} has no index function")
+    shape = lay.get_input_shape() if isinstance(lay, Layout) else None
+    if shape is not None and [int(d) if isinstance(d, int) else d for d in shape] != list(buf.shape):
+        raise _b._UserError(f"T.annotate_layout: the layout of {buf.name} is for shape {list(shape)}, the tensor "
+                            f"has shape {list(buf.shape)}")
+    ivars = [PrimExpr(_tl.var(f"{buf.name}_i{k}", "int32")) for k in range(len(buf.shape))]
+    outs = fn(*ivars)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    nodes = [_tl.call("handle", "address_of", [buf[(0,) * len(buf.shape)].load().node])]
+    nodes += [v.node for v in ivars] + [as_expr(o, "int32").node for o in outs]
+    _b.emit(_tl.attr("tl.global_layout", nodes, _b.current_span()))
 
 
 def Layout(shape, forward_fn):  # noqa: N802 - TileLang's name
