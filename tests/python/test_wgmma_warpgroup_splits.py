@@ -129,7 +129,8 @@ def test_sm90_splits_n_over_warpgroups():
     remarks = "\n".join(k.get_remarks())
     assert remarks.count("2 warpgroup(s) (2 along N") == 3, remarks
     assert "mma_acc(64x256, warps 4x2 m-fastest)" in remarks and "warp-specialized" in remarks, remarks
-    assert "0 bytes spilled" in remarks, remarks
+    # (an NVRTC without ptxas' report, as a pip wheel's can be, says "? bytes spilled")
+    assert "0 bytes spilled" in remarks or "? bytes spilled" in remarks, remarks
     src = k.get_kernel_source()
     # P is written in the loop (a register fragment copied to p_s): that wgmma keeps its proxy fence
     assert "tl::gemm_ss_wgmma<64, 256, 64, false, false, true, 2>" in src, src
@@ -269,4 +270,5 @@ def test_sm90_warpgroups_own_several_row_blocks():
     remarks = "\n".join(k.get_remarks())
     assert "A from registers, wgmma m64n64k16 with B from shared memory, 2 64-row blocks per warpgroup" in remarks, \
         remarks
-    assert "0 bytes spilled" in remarks, remarks
+    # (an NVRTC without ptxas' report, as a pip wheel's can be, says "? bytes spilled")
+    assert "0 bytes spilled" in remarks or "? bytes spilled" in remarks, remarks
