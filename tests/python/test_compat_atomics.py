@@ -116,15 +116,17 @@ def test_an_out_of_range_element_atomic_does_nothing():
     assert_close(p, [0, 0, 0, 0, 0, 1])
 
 
-def test_unsupported_forms_fail_at_compile_time_at_their_line():
+def test_tma_reductions_are_atomic_adds_with_a_remark():
     @T.prim_func
     def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
         with T.Kernel(1, threads=32):
-            T.atomic_add(B, A, use_tma=True)  # ERR-HERE
+            T.atomic_add(B, A, use_tma=True)
 
-    with pytest.raises(TileLangCompileError, match="use_tma") as e:
-        tilelang.compile(main, target="cpu")
-    assert e.value.line == marker_line(test_unsupported_forms_fail_at_compile_time_at_their_line)
+    kernel = compile_cpu(main)
+    a, b = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    kernel(a, b)
+    assert_close(b, [1, 2, 3, 4])
+    assert any("use_tma=True): done with atomic instructions" in r for r in kernel.get_remarks())
 
 
 def test_bad_memory_order_and_non_integer_bitwise_are_clear_errors():

@@ -127,32 +127,44 @@ def test_gemm_gets_a_tma_producer_warpgroup():
 def test_attention_consumers_use_named_barriers():
     src, remarks, _ = lower(attention(2, 4, 1024, 128))
     code = src.code
-    assert any("warp-specialized, 2 stages" in r for r in remarks)
-    # K and V are 4-D tensors: boxes of 64 x 1 x 128 x 1, two panels each.
-    assert sorted(src.tma_specs) == [(1, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3),
-                                     (2, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3)]
+    assert any("warp-specialized, 2 stages" in r and "loads 1 tile(s) before the loop with TMA (Q_s)" in r
+               for r in remarks), remarks
+    # Q, K and V are 4-D tensors: boxes of 64 x 1 x 128 x 1, two panels each.
+    assert sorted(src.tma_specs) == [(i, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3) for i in range(3)]
     consumer = code[code.index("} else {"):]
     assert "__syncthreads" not in consumer
-    # By default K and V share one barrier pair: awaited before Q*K^T, released after P*V.
-    assert code.count("tl::mbarrier_arrive_expect_tx(") == 1 and "65536)" in code
-    # The staged tiles come from TMA and Q is fenced once before the loop: no wgmma in the
-    # loop needs its own proxy fence.
+    # By default K and V share one barrier pair: awaited before Q*K^T, released after P*V;
+    # the producer loads Q once, before its loop, through a barrier of its own.
+    producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {")]
+    assert producer.count("tl::mbarrier_arrive_expect_tx(") == 2 and "65536)" in producer
+    assert producer.index("tl::mbarrier_arrive_expect_tx((&tl_ws_bars[4]), 32768)") < producer.index("for (int32_t k")
+    # The staged tiles and Q come from TMA: no wgmma in the loop needs a proxy fence, and the
+    # consumers only wait for Q's barrier before the loop (no block-wide barrier).
     assert "tl::gemm_ss_wgmma<128, 128, 128, false, true, false>" in consumer
     assert "tl::gemm_rs_wgmma<128, 128, 128, false, false>" in consumer
-    assert consumer.index("tl::fence_proxy_async_shared()") < consumer.index("for (int32_t k_1")
-    # The Q tile the consumers stage before the loop is synchronized once, before the loop.
+    assert consumer.index("tl::mbarrier_wait_parity((&tl_ws_bars[4]), 0)") < consumer.index("for (int32_t k_1")
     loop = consumer[consumer.index("for (int32_t k_1"):]
     assert "named_barrier_sync" not in loop[:loop.index("tl::mbarrier_arrive(")]
+
+
+def test_consumers_stage_q_themselves_when_asked():
+    src, remarks, _ = lower(attention(2, 4, 1024, 128), **{"tl.ws_consumer_prologue": True})
+    consumer = src.code[src.code.index("} else {"):]
+    assert len(src.tma_specs) == 2 and not any("before the loop with TMA" in r for r in remarks)
+    # The Q tile the consumers stage before the loop is fenced and synchronized once.
+    assert consumer.index("tl::fence_proxy_async_shared()") < consumer.index("tl::named_barrier_sync(1, 256)") < \
+        consumer.index("for (int32_t k_1")
 
 
 def test_barrier_groups_release_k_early_when_asked():
     src, remarks, _ = lower(attention(2, 4, 1024, 128), **{"tl.ws_barrier_groups": True})
     consumer = src.code[src.code.index("} else {"):]
-    assert src.code.count("tl::mbarrier_arrive_expect_tx(") == 2
+    assert src.code.count("tl::mbarrier_arrive_expect_tx(") == 3  # K, V and (before the loop) Q
     qk = consumer.index("tl::gemm_ss_wgmma")
     pv = consumer.index("tl::gemm_rs_wgmma")
     releases = [m.start() for m in re.finditer(r"tl::mbarrier_arrive\(", consumer)]
-    waits = [m.start() for m in re.finditer(r"tl::mbarrier_wait_parity\(", consumer)]
+    loop = consumer.index("for (int32_t k_1")  # (before it: the wait for Q)
+    waits = [m.start() + loop for m in re.finditer(r"tl::mbarrier_wait_parity\(", consumer[loop:])]
     assert len(releases) == 2 and qk < releases[0] < pv < releases[1]
     assert len(waits) == 2 and waits[0] < qk < waits[1] < pv
     assert any("2 mbarrier full/empty pair(s)" in r for r in remarks)
@@ -166,7 +178,7 @@ def test_one_stage_attention_loads_v_while_the_softmax_runs():
     assert list(src.block) == [256, 1, 1]
     assert any("warp-specialized, 1 stages" in r and "2 mbarrier full/empty pair(s)" in r for r in remarks)
     producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {")]
-    assert producer.count("tl::mbarrier_arrive_expect_tx(") == 2
+    assert producer.count("tl::mbarrier_arrive_expect_tx(") == 3  # K, V and (before the loop) Q
     # each pair's parity flips every iteration: one stage, so the round is k itself
     assert "tl::mbarrier_wait_parity((&tl_ws_bars[2]), ((k + 1) % 2))" in producer
     consumer = code[code.index("} else {"):]

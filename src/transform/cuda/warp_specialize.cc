@@ -197,14 +197,15 @@ class Specializer {
       }
     }
     if (needs_consumer_value) return Fail("the copies depend on values computed by the consumer threads");
+    consumer_before = TakePrologueLoads(consumer_before, consumer_lets);
 
     FormGroups();
     if (stages_ == 1 && groups_.size() < 2) {
       return Fail("one stage, and every load feeds the same statements: nothing to overlap");
     }
     int64_t groups = static_cast<int64_t>(groups_.size());
-    Buffer bars =
-        BufferNode::Make("tl_ws_bars", DType::UInt(64), {MakeInt(2 * groups * stages_)}, Scope::kShared);
+    Buffer bars = BufferNode::Make("tl_ws_bars", DType::UInt(64),
+                                   {MakeInt(2 * groups * stages_ + (prologue_.empty() ? 0 : 1))}, Scope::kShared);
     common.push_back(Allocate::Make(bars, nullptr, span));
     std::vector<Stmt> init;
     for (int64_t g = 0; g < groups; ++g) {
@@ -214,6 +215,7 @@ class Specializer {
                                                   MakeInt(threads_)}, span));
       }
     }
+    if (!prologue_.empty()) init.push_back(CallStmt("mbarrier_init", {PrologueBar(bars), MakeInt(1)}, span));
     init.push_back(CallStmt("mbarrier_init_fence", {}, span));
     common.push_back(IfThenElse::Make(EQ(tx_, MakeInt(0)), Seq::Make(init, span), nullptr, span));
     common.push_back(CallStmt("syncthreads", {}, span));
@@ -231,10 +233,12 @@ class Specializer {
     // synchronized once here, not at its first use inside every iteration.
     // The wgmmas in the loop skip their proxy fence (WithoutProxyFence): one fence here
     // orders the consumers' own shared-memory writes before the wgmmas read them.
-    if (!consumer_before.empty()) {
+    if (WritesShared(consumer_before)) {
       consumer.push_back(CallStmt("fence_proxy_async", {}, span));
       consumer.push_back(CallStmt("syncthreads", {}, span));
     }
+    // The tiles the producer loads before its loop (a Q tile): one wait, before the loop.
+    if (!prologue_.empty()) consumer.push_back(CallStmt("mbarrier_wait_parity", {PrologueBar(bars), MakeInt(0)}, span));
     consumer.push_back(ConsumerLoop(bars));
     consumer.insert(consumer.end(), consumer_after.begin(), consumer_after.end());
     common.push_back(IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(threads_)}), producer,
@@ -246,8 +250,68 @@ class Specializer {
                            " mbarrier full/empty pair(s) per stage, each waited before the first use of its "
                            "tiles and released after the last), " + std::to_string(threads_) +
                            " consumer threads; registers " + std::to_string(kProducerRegisters) + "/" +
-                           std::to_string(consumer_regs));
+                           std::to_string(consumer_regs) +
+                           (prologue_.empty() ? std::string()
+                                              : "; it also loads " + std::to_string(prologue_.size()) +
+                                                    " tile(s) before the loop with TMA (" + PrologueNames() + ")"));
     return Seq::Make(common, binding_span_);
+  }
+
+  /// Copies before the loop that the producer can issue with TMA instead of the consumers
+  /// (upstream does the same for attention's Q tile and the backward's K and V): a global
+  /// tile into a shared tile that no other statement before the loop touches, with regions
+  /// the producer can evaluate. The consumers wait for them once, before the loop, so the
+  /// loads overlap the first stages' and the consumers' own set-up. Returns the rest.
+  std::vector<Stmt> TakePrologueLoads(const std::vector<Stmt>& before, const std::unordered_set<const Var*>& lets) {
+    if (ConfigTrue(ctx_, "tl.ws_consumer_prologue")) return before;  // (the old behaviour, for comparisons)
+    auto wgmma = WgmmaOperands(f_->body);
+    auto gemm_operands = cuda::GemmOperands(f_->body);
+    std::vector<Stmt> rest;
+    for (size_t i = 0; i < before.size(); ++i) {
+      const auto* c = As<CopyOp>(before[i]);
+      bool take = c && c->src.buffer->scope == Scope::kGlobal && c->dst.buffer->scope == Scope::kShared &&
+                  !produced_.count(c->dst.buffer.get());
+      bool panelled = take && wgmma.count(c->dst.buffer.get()) > 0;
+      take = take && (panelled || !cuda::Swizzled(c->dst.buffer, gemm_operands, wgmma)) &&
+             cuda::TmaLoadUnfit(c, panelled, f_->params, cuda::DynamicAlignment(ctx_)).empty();
+      for (size_t j = 0; take && j < before.size(); ++j) {
+        take = j == i || !BuffersOf(before[j]).count(c->dst.buffer.get());
+      }
+      for (const Region* r : {&c->src, &c->dst}) {
+        for (const Range& rg : take ? r->ranges : std::vector<Range>{}) {
+          for (const Expr& e : {rg.min, rg.extent}) {
+            take = take && !UsesVar(e, [&](const Var* v) { return lets.count(v) > 0; });
+          }
+        }
+      }
+      if (!take) {
+        rest.push_back(before[i]);
+        continue;
+      }
+      prologue_.push_back(c);
+      prologue_panelled_[c] = panelled;
+    }
+    return rest;
+  }
+
+  Expr PrologueBar(const Buffer& bars) {
+    return AddressOf(bars, {MakeInt(2 * static_cast<int64_t>(groups_.size()) * stages_)});
+  }
+
+  std::string PrologueNames() const {
+    std::string out;
+    for (const CopyOp* c : prologue_) out += (out.empty() ? "" : ", ") + c->dst.buffer->name;
+    return out;
+  }
+
+  /// Whether a statement writes a shared tile (which a wgmma may read after the loop starts).
+  static bool WritesShared(const std::vector<Stmt>& stmts) {
+    std::unordered_set<const BufferNode*> written;
+    for (const Stmt& s : stmts) AddWrites(s, &written);
+    for (const BufferNode* b : written) {
+      if (b->scope == Scope::kShared) return true;
+    }
+    return false;
   }
 
   /// A produced tile's allocation gets its stage dimension.
@@ -342,6 +406,15 @@ class Specializer {
       *bytes += group_bytes;
     }
     std::vector<Stmt> leader = prefetch;
+    if (!prologue_.empty()) {
+      std::vector<Stmt> loads;
+      int64_t prologue_bytes = 0;
+      for (const CopyOp* c : prologue_) {
+        loads.push_back(cuda::LowerTmaLoad(c, prologue_panelled_.at(c), PrologueBar(bars), &prologue_bytes));
+      }
+      leader.push_back(CallStmt("mbarrier_arrive_expect_tx", {PrologueBar(bars), MakeInt(prologue_bytes)}, span));
+      leader.insert(leader.end(), loads.begin(), loads.end());
+    }
     leader.push_back(For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span));
     Stmt issuer = IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer_leader", {MakeInt(threads_)}),
                                    Seq::Make(leader, span), nullptr, span);
@@ -480,6 +553,8 @@ class Specializer {
   const For* loop_ = nullptr;
   std::vector<const CopyOp*> producers_;
   std::unordered_map<const CopyOp*, bool> panelled_;
+  std::vector<const CopyOp*> prologue_;  ///< copies before the loop, issued by the producer
+  std::unordered_map<const CopyOp*, bool> prologue_panelled_;
   std::unordered_set<const BufferNode*> produced_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
   std::string why_not_;
