@@ -239,6 +239,8 @@ def main():
     p.add_argument("--control-results", default=None,
                    help="results.json of an earlier run whose upstream side is reused (same checkout and "
                         "upstream package): only our side runs, the table compares against that control")
+    p.add_argument("--ours-pythonpath", default=None,
+                   help="PYTHONPATH for our side only (e.g. a folder with torch on a machine without it installed)")
     p.add_argument("--sides", default=None, help="ours,upstream (default: ours, plus upstream when --upstream-pkg)")
     args = p.parse_args()
 
@@ -280,7 +282,8 @@ def main():
     base_env.setdefault("TILELANG_PRINT_ON_COMPILATION", "0")
     envs = {
         "ours": dict(base_env, TILELANG_CACHE_DIR=str(out / "cache-ours"),
-                     **({"TILELANG_PROVIDE_TVM": "0"} if args.no_provide_tvm else {})),
+                     **({"TILELANG_PROVIDE_TVM": "0"} if args.no_provide_tvm else {}),
+                     **({"PYTHONPATH": args.ours_pythonpath} if args.ours_pythonpath else {})),
         "upstream": dict(base_env, PYTHONPATH=str(Path(args.upstream_pkg).resolve()) if args.upstream_pkg else "",
                          TILELANG_CACHE_DIR=str(out / "cache-upstream")),
     }

@@ -949,3 +949,32 @@ def test_reduce_nan_propagate_is_for_max_and_min_only():
                 T.copy(A, frag)
                 T.reduce(frag, out, "sum", nan_propagate=True)
                 T.copy(out, B)
+
+
+def test_block_and_thread_bindings_and_extents():
+    # upstream's T.get_block_binding / _bindings / _extent(s), T.get_thread_extent(s),
+    # T.get_num_threads: block (bx, by) of a 3 x 2 grid of 64 threads writes its own cell
+    @T.prim_func
+    def main(Out: T.Tensor((2, 3, 4), "int32")):
+        with T.Kernel(3, 2, threads=64) as (bx, by):
+            bz = T.get_block_binding(2)  # not launched: 0
+            x, y, _ = T.get_block_bindings()
+            Out[y, x, 0] = T.get_block_binding(0) * 10 + T.get_block_binding(1) + bz
+            Out[y, x, 1] = T.get_block_extent(0) * 10 + T.get_block_extents()[1]
+            Out[y, x, 2] = T.get_thread_extent(0) + T.get_thread_extents()[2]
+            Out[y, x, 3] = T.get_num_threads() + x * 0
+
+    out = np.full((2, 3, 4), -1, np.int32)
+    tilelang.compile(main)(out)
+    want = np.zeros((2, 3, 4), np.int32)
+    for y in range(2):
+        for x in range(3):
+            want[y, x] = [x * 10 + y, 32, 65, 64]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_block_binding_outside_a_kernel_is_a_clear_error():
+    with pytest.raises(Exception, match="T.get_block_binding"):
+        @T.prim_func
+        def main(Out: T.Tensor((4,), "int32")):
+            Out[0] = T.get_block_binding(0)

@@ -843,6 +843,71 @@ def get_thread_binding(dim=0):
     return PrimExpr(_tl.call("int32", "thread_binding", [_tl.const_int(dim, "int32")]))
 
 
+def _launch(what):
+    _b.require_kernel(what)
+    launch = getattr(_b.current(), "launch", None)
+    if launch is None:
+        raise _b._UserError(f"{what} is for the body of a `with T.Kernel(...)`")
+    return launch
+
+
+def _check_dim(what, dim):
+    if dim not in (0, 1, 2):
+        raise _b._UserError(f"{what}: dim must be 0, 1 or 2, got {dim!r}")
+
+
+def get_thread_bindings():
+    """This thread's index along each of the block's 3 dimensions."""
+    return [get_thread_binding(d) for d in range(3)]
+
+
+def get_block_binding(dim=0):
+    """This block's index along grid dimension `dim` (blockIdx.x/y/z); 0 along a dimension
+    the kernel does not launch."""
+    _check_dim("T.get_block_binding", dim)
+    vars_, _, _ = _launch("T.get_block_binding")
+    return PrimExpr(vars_[dim]) if dim < len(vars_) else 0
+
+
+def get_block_bindings():
+    """This block's index along each of the 3 grid dimensions."""
+    return [get_block_binding(d) for d in range(3)]
+
+
+def get_block_extent(dim=0):
+    """The grid's extent along `dim` (1 along a dimension the kernel does not launch): an int
+    when static, else the expression T.Kernel was given."""
+    _check_dim("T.get_block_extent", dim)
+    _, grid, _ = _launch("T.get_block_extent")
+    if dim >= len(grid):
+        return 1
+    v = grid[dim].const_value
+    return v if isinstance(v, numbers.Integral) and not isinstance(v, _builtins.bool) else PrimExpr(grid[dim])
+
+
+def get_block_extents():
+    return [get_block_extent(d) for d in range(3)]
+
+
+def get_thread_extent(dim=0):
+    """The block's thread count along `dim` (T.Kernel's threads=, 1 along a dimension not given)."""
+    _check_dim("T.get_thread_extent", dim)
+    _, _, threads = _launch("T.get_thread_extent")
+    return _builtins.int(threads[dim]) if dim < len(threads) else 1
+
+
+def get_thread_extents():
+    return [get_thread_extent(d) for d in range(3)]
+
+
+def get_num_threads():
+    """The block's total thread count."""
+    n = 1
+    for d in range(3):
+        n *= get_thread_extent(d)
+    return n
+
+
 def thread_binding(begin, end=None, thread="threadIdx.x", annotations=None):
     """Upstream's TIR spelling, ``tx = T.thread_binding(0, n, thread="threadIdx.x")``: this
     thread's index along that block dimension, plus `begin`. The block's thread count along
