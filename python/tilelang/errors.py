@@ -33,6 +33,28 @@ class TileLangCompileError(Exception):
         )
 
 
+_AS_KINDS: dict = {}
+
+
+def compile_error_as(kind, message: str, file: str = "", line: int = 0, col: int = 0,
+                     end_col: int | None = None) -> TileLangCompileError:
+    """A TileLangCompileError that is also a `kind` (ValueError, TypeError, ...): the error a
+    kernel's Python code raised, now pointing at its line. Upstream's tests catch the kind
+    (`pytest.raises(ValueError, match=...)`); ours catch TileLangCompileError."""
+    if kind is None or not isinstance(kind, type) or not issubclass(kind, Exception) or \
+            issubclass(kind, TileLangCompileError) or kind is Exception:
+        return TileLangCompileError(message, file, line, col, end_col)
+    cls = _AS_KINDS.get(kind)
+    if cls is None:
+        try:
+            cls = type(f"TileLangCompileError[{kind.__name__}]", (TileLangCompileError, kind),
+                       {"__module__": __name__})
+        except TypeError:  # a kind whose layout does not combine with ours
+            return TileLangCompileError(message, file, line, col, end_col)
+        _AS_KINDS[kind] = cls
+    return cls(message, file, line, col, end_col)
+
+
 class TileLangArgumentError(TypeError):
     """A kernel was called with arguments that do not match its parameters."""
 

@@ -978,3 +978,27 @@ def test_block_binding_outside_a_kernel_is_a_clear_error():
         @T.prim_func
         def main(Out: T.Tensor((4,), "int32")):
             Out[0] = T.get_block_binding(0)
+
+
+def test_compile_errors_are_also_the_kind_the_kernel_code_raised():
+    # upstream's tests catch ValueError / TypeError around kernel definitions; ours catch
+    # TileLangCompileError: the error is both, and still points at the line
+    def bad_threads():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=0):
+                A[0] = 1.0
+
+    with pytest.raises(ValueError, match="threads") as e:
+        bad_threads()
+    assert isinstance(e.value, TileLangCompileError) and e.value.line > 0
+
+    def bad_type():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32):
+                A[0] = len(3)
+
+    with pytest.raises(TypeError) as e:
+        bad_type()
+    assert isinstance(e.value, TileLangCompileError) and "len" in str(e.value)

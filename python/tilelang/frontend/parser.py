@@ -21,7 +21,7 @@ import operator
 import textwrap
 
 from .. import _tl
-from ..errors import TileLangCompileError
+from ..errors import TileLangCompileError, compile_error_as
 from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, WhileSpec
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
@@ -175,12 +175,14 @@ class Parser:
         end_col = (getattr(node, "end_col_offset", None) or node.col_offset) + self.col_offset
         return (self.file, line + self.line_offset, col, end_line, end_col)
 
-    def error(self, node, message) -> TileLangCompileError:
+    def error(self, node, message, kind=None) -> TileLangCompileError:
+        """The error at `node`; with `kind` (the exception class the kernel's code raised) it
+        is also an instance of that class, as upstream's tests expect."""
         s = self.span(node)
         if s is None:
-            return TileLangCompileError(message)
+            return compile_error_as(kind, message)
         end_col = s[4] if s[3] == s[1] else None
-        return TileLangCompileError(message, s[0], s[1], s[2], end_col)
+        return compile_error_as(kind, message, s[0], s[1], s[2], end_col)
 
     def _guard(self, node, fn, *args, **kwargs):
         """Runs fn, turning any error into a TileLangCompileError at `node`."""
@@ -198,10 +200,10 @@ class Parser:
         except _tl.InternalCompilerError:
             raise
         except _b._UserError as e:
-            raise self.error(node, str(e)) from None
+            raise self.error(node, str(e), getattr(e, "kind", ValueError)) from None
         except (TypeError, ValueError, IndexError, KeyError, AttributeError, NameError,
                 ZeroDivisionError, NotImplementedError, RuntimeError) as e:
-            raise self.error(node, f"{type(e).__name__}: {e}") from e
+            raise self.error(node, f"{type(e).__name__}: {e}", type(e)) from e
         finally:
             self.builder.span = prev
 
