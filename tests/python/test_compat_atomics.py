@@ -157,3 +157,17 @@ def test_cuda_narrows_a_once_per_block_atomic_to_one_thread():
     assert "tl::atomic_add((&B[0]), A[i])" in src
     body = src[src.index("for (int32_t i = 0; i < 4"):]
     assert body.index("(tx == 0)") < body.index("tl::atomic_add")
+
+
+@pytest.mark.parametrize("fn, order", [("atomic_load", "release"), ("atomic_load", "acq_rel"),
+                                       ("atomic_store", "acquire"), ("atomic_store", "consume"),
+                                       ("atomic_store", "acq_rel"), ("atomic_load", "sometimes")])
+def test_loads_cannot_release_and_stores_cannot_acquire(fn, order):
+    with pytest.raises(ValueError, match=f"T.{fn} does not support memory_order"):
+        @T.prim_func
+        def main(A: T.Tensor((2,), "float32")):
+            with T.Kernel(1, threads=32):
+                if fn == "atomic_load":
+                    A[0] = T.atomic_load(A[1], memory_order=order)
+                else:
+                    T.atomic_store(A[0], 1.0, memory_order=order)

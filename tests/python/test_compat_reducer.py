@@ -142,3 +142,18 @@ def test_bitwise_reducers(op, rng):
     fold = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[op]
     want = fold.reduce(a, axis=1)
     assert np.array_equal(b, want) and np.array_equal(c, want)
+
+
+@pytest.mark.parametrize("batch, message", [(0, "batch must be >= 1"), (128, "exceeds total output elements"),
+                                            (3, "must evenly divide")])
+def test_finalize_batch_must_fit_the_output(batch, message):
+    with pytest.raises(ValueError, match=message):
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=128):
+                r = T.alloc_reducer(64, "float32", op="sum", replication="all")
+                T.clear(r)
+                for i, j in T.Parallel(64, 64):
+                    r[i] += A[i, j]
+                T.finalize_reducer(r, batch=batch)
+                T.copy(r, B)

@@ -611,17 +611,24 @@ def atomic_xor(dst, value, memory_order=None, return_prev=False):
     return _atomic_bitwise("xor", dst, value, memory_order, return_prev)
 
 
+def _check_load_store_order(what, memory_order, refused):
+    # as upstream: a load cannot release, a store cannot acquire
+    if memory_order in refused or memory_order not in _MEMORY_ORDERS:
+        allowed = ", ".join(o for o in _MEMORY_ORDERS if o not in refused)
+        raise _b._UserError(f"T.{what} does not support memory_order={memory_order!r} (use one of {allowed})")
+
+
 def atomic_load(src, memory_order="seq_cst"):
     """One indivisible read of an element (sequentially consistent whatever the order asked)."""
     _b.require_kernel("T.atomic_load")
-    _check_memory_order("T.atomic_load", memory_order)
+    _check_load_store_order("atomic_load", memory_order, ("release", "acq_rel"))
     return PrimExpr(_tl.call(str(src.dtype), "atomic_load", [_element_address(src, "T.atomic_load")]))
 
 
 def atomic_store(dst, value, memory_order="seq_cst"):
     """One indivisible write of an element (sequentially consistent whatever the order asked)."""
     _b.require_kernel("T.atomic_store")
-    _check_memory_order("T.atomic_store", memory_order)
+    _check_load_store_order("atomic_store", memory_order, ("consume", "acquire", "acq_rel"))
     address = _element_address(dst, "T.atomic_store")
     _b.emit(_tl.evaluate(_tl.call("void", "atomic_store", [address, as_expr(value, dst.dtype).node]),
                          _b.current_span()))

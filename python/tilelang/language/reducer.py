@@ -128,7 +128,19 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
     if reducer_op(reducer) is None:
         raise _b._UserError("T.finalize_reducer takes a buffer made by T.alloc_reducer")
     if not isinstance(batch, numbers.Integral) or batch < 1:
-        raise _b._UserError(f"T.finalize_reducer: batch must be a positive int, got {batch!r}")
+        raise _b._UserError(f"T.finalize_reducer: batch must be >= 1 (a positive int), got {batch!r}")
+    # (upstream's batched finalize reduces `batch` outputs at a time: a count that fits the output)
+    elements = 1
+    for d in reducer.shape:
+        elements = elements * d if isinstance(d, numbers.Integral) else None
+        if elements is None:
+            break
+    if elements is not None and batch > elements:
+        raise _b._UserError(f"T.finalize_reducer: batch {batch} exceeds total output elements ({elements}) of "
+                            f"{reducer.name}")
+    if elements is not None and elements % batch:
+        raise _b._UserError(f"T.finalize_reducer: batch {batch} must evenly divide the {elements} output elements "
+                            f"of {reducer.name}")
     sync_threads()
     if dst is not None:
         copy(reducer, dst)
