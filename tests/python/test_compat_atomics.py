@@ -171,3 +171,46 @@ def test_loads_cannot_release_and_stores_cannot_acquire(fn, order):
                     A[0] = T.atomic_load(A[1], memory_order=order)
                 else:
                     T.atomic_store(A[0], 1.0, memory_order=order)
+
+
+@pytest.mark.parametrize("width, form", [(2, "slice"), (4, "slice"), (2, "element"), (2, "ramp"), (2, "let")])
+def test_vector_atomic_add_returns_each_lanes_old_value(width, form):
+    # each lane is its own atomic add: blocks 0..3 add into the same lanes, so the old
+    # values each block sees are distinct partial sums and their set is known
+    @T.prim_func
+    def main(Dst: T.Tensor((width,), "float32"), Val: T.Tensor((4, width), "float32"),
+             Prev: T.Tensor((4, width), "float32")):
+        with T.Kernel(4, threads=1) as bx:
+            if form == "slice":
+                Prev[bx, 0:width] = (T.atomic_addx2 if width == 2 else T.atomic_addx4)(
+                    Dst[0:width], Val[bx, 0:width], return_prev=True)
+            elif form == "element":
+                Prev[bx, 0:2] = T.atomic_addx2(Dst[0], Val[bx, 0], return_prev=True)
+            elif form == "ramp":
+                Prev[bx, 0:2] = T.atomic_addx2(Dst[T.Ramp(0, 1, 2)], Val[bx, T.Ramp(0, 1, 2)], return_prev=True)
+            else:
+                d = Dst[0:2]
+                Prev[bx, 0:2] = T.atomic_addx2(d, Val[bx, 0:2], return_prev=True)
+
+    val = (np.arange(4 * width, dtype=np.float32).reshape(4, width) + 1) * 10
+    dst = np.arange(width, dtype=np.float32) + 1
+    prev = poison((4, width))
+    compile_cpu(main)(dst, val, prev)
+    assert_close(dst, 1 + np.arange(width) + val.sum(0))
+    # per lane, in the order the blocks' adds happened (by old value, the values being
+    # positive): each block saw the start plus the adds of the blocks before it
+    for lane in range(width):
+        order = np.argsort(prev[:, lane])
+        running = 1.0 + lane
+        for b in order:
+            assert prev[b, lane] == running
+            running += val[b, lane]
+        assert dst[lane] == running
+
+
+def test_vector_atomic_return_prev_needs_a_slice_of_its_width():
+    with pytest.raises(ValueError, match="slice has 3 elements, it needs 2"):
+        @T.prim_func
+        def main(Dst: T.Tensor((4,), "float32"), Val: T.Tensor((4,), "float32"), Prev: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                Prev[0:2] = T.atomic_addx2(Dst[0:3], Val[0:2], return_prev=True)

@@ -28,7 +28,8 @@ from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
 from ..language.allreduce import ReduceScope
 from ..language.reducer import store_to_reducer
-from ..language.values import UnboundVar
+from ..language import _lanes
+from ..language.values import LaneValues, UnboundVar
 from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
 from . import eager as _eager
 
@@ -589,6 +590,11 @@ class Parser:
                 crossed = True
 
     def store(self, ref: BufferRef, value, node):
+        if isinstance(value, LaneValues) and not ref.is_point:
+            # Prev[j:j + w] = <w lane values>: one store per lane, in order
+            for lane_ref, lane in zip(_lanes(ref, len(value.lanes), "assignment", "target"), value.lanes):
+                self.store(lane_ref, lane, node)
+            return
         if not ref.is_point:
             raise _b._UserError(f"assigning to a slice of {ref.buffer.name} is not supported; "
                                 "use T.fill or a T.Parallel loop")

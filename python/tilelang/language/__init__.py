@@ -22,7 +22,7 @@ from .dtypes import (  # noqa: F401
     float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float4_e2m1_unpacked,
 )
 from .kernel import _normalize_threads
-from .values import Buffer as _Buffer, BufferRef, PrimExpr, as_expr, binary, call_math, cast as _cast, const as _vconst, to_region
+from .values import Buffer as _Buffer, BufferRef, LaneValues, PrimExpr, as_expr, binary, call_math, cast as _cast, const as _vconst, to_region
 
 half = float16
 float = float32  # noqa: A001  (TileLang exports these names)
@@ -540,15 +540,38 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     return _atomic("add", dst, value, return_prev, memory_order)
 
 
+def _lanes(ref, width, what, role):
+    """The `width` consecutive elements `ref` names: an element (and the next ones along the
+    last dimension) or a slice of exactly `width` elements along the last dimension."""
+    if not isinstance(ref, BufferRef):
+        raise _b._UserError(f"{what}: the {role} must be an element or a slice of a buffer, got {ref!r}")
+    *outer, last = ref.items
+    if any(isinstance(i, slice) for i in outer):
+        raise _b._UserError(f"{what}: only the last dimension of the {role} may be a slice, got {ref!r}")
+    if isinstance(last, slice):
+        if last.step not in (None, 1):
+            raise _b._UserError(f"{what}: the {role}'s slice must be contiguous (step 1)")
+        start = 0 if last.start is None else last.start
+        stop = ref.buffer.shape[-1] if last.stop is None else last.stop
+        extent = stop - start
+        if not (isinstance(extent, numbers.Integral) or getattr(extent, "const_value", None) is not None):
+            extent = as_expr(extent, "int32").node.const_value
+        if extent != width:
+            raise _b._UserError(f"{what}: the {role}'s slice has {extent} elements, it needs {width}")
+        last = start
+    return [ref.buffer[tuple(outer + [last + k])] for k in range(width)]
+
+
 def _atomic_add_vec(width, dst, value, return_prev):
     what = f"T.atomic_addx{width}"
     _b.require_kernel(what)
     if return_prev:
-        # Refused when the kernel is compiled, at this line; the value stands in meanwhile.
-        _b.emit(_tl.attr(f"tl.unsupported:{what}(return_prev=True) is not supported: a vector atomic has no "
-                         "single previous value; use T.atomic_add(..., return_prev=True) per element", [],
-                         _b.current_span()))
-        return _vconst(0, str(dst.dtype))
+        # Each lane is its own atomic add with its own old value (as the vector instruction
+        # does element by element): assigned to a slice of `width` elements.
+        dsts = _lanes(dst, width, what, "destination")
+        vals = _lanes(value, width, what, "value") if isinstance(value, BufferRef) else [value] * width
+        return LaneValues(_atomic_element_call("add", d, v.load() if isinstance(v, BufferRef) else v)
+                          for d, v in zip(dsts, vals))
     if not isinstance(dst, BufferRef) or not dst.is_point:
         # A whole buffer or a slice: the region form, element by element.
         _atomic("add", dst, value, False)
@@ -565,14 +588,24 @@ def _atomic_add_vec(width, dst, value, return_prev):
 
 def atomic_addx2(dst, value, return_prev=False):
     """dst[..., j:j+2] += value[..., j:j+2], each element atomically (or a whole buffer or
-    slice, as T.atomic_add's region form)."""
-    _atomic_add_vec(2, dst, value, return_prev)
+    slice, as T.atomic_add's region form). With return_prev=True, the two old values, for
+    a slice of two: `Prev[j:j + 2] = T.atomic_addx2(Dst[j:j + 2], Val[j:j + 2], return_prev=True)`."""
+    return _atomic_add_vec(2, dst, value, return_prev)
 
 
 def atomic_addx4(dst, value, return_prev=False):
-    """dst[..., j:j+4] += value[..., j:j+4], each element atomically (or a whole buffer or
-    slice, as T.atomic_add's region form)."""
-    _atomic_add_vec(4, dst, value, return_prev)
+    """dst[..., j:j+4] += value[..., j:j+4], each element atomically (as atomic_addx2)."""
+    return _atomic_add_vec(4, dst, value, return_prev)
+
+
+def Ramp(base, stride, lanes):  # noqa: N802 - TIR's name
+    """TIR's index vector base, base + stride, ...: as an index, the slice of `lanes`
+    consecutive elements from `base` (stride 1 only)."""
+    if not (isinstance(stride, numbers.Integral) and stride == 1):
+        raise _b._UserError(f"T.Ramp: only stride 1 (a contiguous slice) is supported, got {stride!r}")
+    if not isinstance(lanes, numbers.Integral) or lanes < 1:
+        raise _b._UserError(f"T.Ramp: lanes must be a positive int, got {lanes!r}")
+    return slice(base, base + lanes)
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):

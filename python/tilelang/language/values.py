@@ -337,3 +337,16 @@ def to_region(x, what: str):
     if isinstance(x, BufferRef):
         return x.region()
     raise TypeError(f"{what} must be a buffer or a buffer region, got {type(x).__name__}: {x!r}")
+
+
+class LaneValues:
+    """The per-lane results of a vector operation (T.atomic_addx2/x4 with return_prev=True):
+    assigned to a slice of as many elements, `Prev[j:j + 2] = T.atomic_addx2(...)`."""
+
+    __slots__ = ("lanes",)
+
+    def __init__(self, lanes):
+        self.lanes = list(lanes)
+
+    def __repr__(self):
+        return f"<{len(self.lanes)} lane values>"
