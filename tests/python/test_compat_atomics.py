@@ -214,3 +214,21 @@ def test_vector_atomic_return_prev_needs_a_slice_of_its_width():
         def main(Dst: T.Tensor((4,), "float32"), Val: T.Tensor((4,), "float32"), Prev: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=1):
                 Prev[0:2] = T.atomic_addx2(Dst[0:3], Val[0:2], return_prev=True)
+
+
+def test_vector_atomic_add_into_a_row_chosen_per_thread():
+    # thread-level code: thread t adds its 4 values into row idx[t] (rows repeat)
+    @T.prim_func
+    def main(Idx: T.Tensor((8,), "int32"), Val: T.Tensor((8, 4), "float32"), Dst: T.Tensor((3, 4), "float32")):
+        with T.Kernel(1, threads=8):
+            t = T.get_thread_binding()
+            T.atomic_addx4(Dst[Idx[t], 0:4], Val[t, 0:4])
+
+    idx = np.array([0, 2, 1, 0, 2, 2, 1, 0], np.int32)
+    val = np.arange(32, dtype=np.float32).reshape(8, 4)
+    dst = np.ones((3, 4), np.float32)
+    compile_cpu(main)(idx, val, dst)
+    want = np.ones((3, 4))
+    for t in range(8):
+        want[idx[t]] += val[t]
+    assert_close(dst, want)

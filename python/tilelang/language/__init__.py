@@ -562,6 +562,19 @@ def _lanes(ref, width, what, role):
     return [ref.buffer[tuple(outer + [last + k])] for k in range(width)]
 
 
+def _is_lane_slice(ref, width):
+    """Whether `ref` is points except a last-dimension slice of `width` elements."""
+    *outer, last = ref.items
+    if any(isinstance(i, slice) for i in outer) or not isinstance(last, slice) or last.step not in (None, 1):
+        return False
+    start = 0 if last.start is None else last.start
+    stop = ref.buffer.shape[-1] if last.stop is None else last.stop
+    extent = stop - start
+    if not isinstance(extent, numbers.Integral):
+        extent = as_expr(extent, "int32").node.const_value
+    return extent == width
+
+
 def _atomic_add_vec(width, dst, value, return_prev):
     what = f"T.atomic_addx{width}"
     _b.require_kernel(what)
@@ -572,6 +585,13 @@ def _atomic_add_vec(width, dst, value, return_prev):
         vals = _lanes(value, width, what, "value") if isinstance(value, BufferRef) else [value] * width
         return LaneValues(_atomic_element_call("add", d, v.load() if isinstance(v, BufferRef) else v)
                           for d, v in zip(dsts, vals))
+    if isinstance(dst, BufferRef) and not dst.is_point and _is_lane_slice(dst, width) and \
+            isinstance(value, BufferRef) and _is_lane_slice(value, width):
+        # dst[..., j:j + width] from value[..., k:k + width]: `width` element atomics, which
+        # thread-level code can issue (T.atomic_addx4(dst[idx[t], 0:4], val[t, 0:4]))
+        for d, v in zip(_lanes(dst, width, what, "destination"), _lanes(value, width, what, "value")):
+            _atomic("add", d, v.load(), False)
+        return
     if not isinstance(dst, BufferRef) or not dst.is_point:
         # A whole buffer or a slice: the region form, element by element.
         _atomic("add", dst, value, False)
