@@ -1002,3 +1002,42 @@ def test_compile_errors_are_also_the_kind_the_kernel_code_raised():
     with pytest.raises(TypeError) as e:
         bad_type()
     assert isinstance(e.value, TileLangCompileError) and "len" in str(e.value)
+
+
+def test_full_range_integer_constants():
+    # T.uint64(0xFFFF...F0): a constant above 2**63 keeps its bits; T.uint32 / int64 limits too
+    @T.prim_func
+    def main(A: T.Tensor((3,), "uint64"), B: T.Tensor((2,), "uint32"), C: T.Tensor((2,), "int64")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(3):
+                A[i] = A[i] & T.uint64(0xFFFFFFFFFFFFFFF0)
+            B[0] = B[0] & T.uint32(0xFFFFFFFF)
+            B[1] = T.uint32(0xFFFFFFFF)
+            C[0] = T.int64(-0x7FFFFFFFFFFFFFFF - 1)
+            C[1] = T.int64(0x7FFFFFFFFFFFFFFF)
+
+    a = np.array([0xFFFFFFFFFFFFFFFF, 17, 2 ** 63 + 5], np.uint64)
+    b = np.array([12345, 0], np.uint32)
+    c = np.zeros(2, np.int64)
+    tilelang.compile(main)(a, b, c)
+    assert a.tolist() == [0xFFFFFFFFFFFFFFF0, 16, 2 ** 63]
+    assert b.tolist() == [12345, 0xFFFFFFFF]
+    assert c.tolist() == [-2 ** 63, 2 ** 63 - 1]
+
+
+def test_a_float_initial_value_must_fit_its_type():
+    with pytest.raises(ValueError, match="exceeds maximum of float32"):
+        @T.prim_func
+        def main(A: T.Tensor((1,), "float32")):
+            with T.Kernel(1):
+                v = T.alloc_var("float32", init=1e300)
+                A[0] = v
+
+
+def test_reshape_of_another_size_is_an_assertion_error_as_upstream():
+    with pytest.raises(AssertionError, match="has 1056 elements"):
+        @T.prim_func
+        def main(A: T.Tensor((1024,), "float32")):
+            with T.Kernel(1):
+                v = T.reshape(A, [32, 33])
+                v[0, 0] = 1.0

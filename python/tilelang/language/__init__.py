@@ -319,7 +319,15 @@ def alloc_var(dtype, init=None, scope="local.var"):
     """A scalar variable; read and assign it by name."""
     if init is None and not isinstance(dtype, str) and isinstance(dtype, (numbers.Number, PrimExpr)):
         raise _b._UserError("T.alloc_var(dtype, init): the dtype comes first")
+    if isinstance(init, numbers.Real) and not isinstance(init, numbers.Integral) and str(dtype) in _FLOAT_MAX \
+            and _pymath.isfinite(init) and abs(init) > _FLOAT_MAX[str(dtype)]:
+        raise _b._UserError(f"T.alloc_var: the initial value {init!r} exceeds maximum of {dtype} "
+                            f"({_FLOAT_MAX[str(dtype)]:g}); it would become infinity")
     return _alloc((1,), dtype, "var", init)
+
+
+# the largest finite value of each float type an initial value must fit
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38}
 
 
 def _dt(t) -> str:

@@ -84,4 +84,10 @@ def require_kernel(what: str):
 
 
 class _UserError(Exception):
-    """A mistake in the user's program found by the Python side; the parser adds the span."""
+    """A mistake in the user's program found by the Python side; the parser adds the span.
+    `kind` is the exception class the error is also an instance of once it has its span
+    (ValueError unless upstream raises another one for the same mistake)."""
+
+    def __init__(self, message="", kind=ValueError):
+        super().__init__(message)
+        self.kind = kind

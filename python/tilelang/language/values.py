@@ -103,7 +103,10 @@ def const(value, t) -> PrimExpr:
         return PrimExpr(_tl.const_int(int(bool(value)), "bool"))
     if t.is_float:
         return PrimExpr(_tl.const_float(float(value), t))
-    return PrimExpr(_tl.const_int(int(value), t))
+    v = int(value)
+    if t == "uint64" and 2 ** 63 <= v < 2 ** 64:
+        v -= 2 ** 64  # the IR keeps integer constants in 64 bits: the same bits, as uint64
+    return PrimExpr(_tl.const_int(v, t))
 
 
 def as_expr(value, like: str | None = None) -> PrimExpr:

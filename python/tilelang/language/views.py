@@ -33,7 +33,7 @@ def view(src, shape=None, dtype=None, strides=None):
     have, want = _static_count(src.shape), _static_count(shape)
     if have is not None and want is not None and have != want:
         raise _b._UserError(f"T.reshape / T.view of {src.name}: shape {tuple(shape)} has {want} elements, "
-                            f"{src.name} has {have} ({tuple(src.shape)})")
+                            f"{src.name} has {have} ({tuple(src.shape)})", kind=AssertionError)  # (upstream's kind)
     b = _b.current()
     name = b.pending_name or f"{src.name}_view"
     b.pending_name = None
