@@ -51,6 +51,20 @@ bool ProvablySmall(const Buffer& b) {
 
 bool IsNarrowInt(const Expr& e) { return e->dtype.IsInt() && e->dtype.IsSigned() && e->dtype.bits < 64; }
 
+/// The values a variable of narrow signed type `t` holds, whatever computed it: an int32
+/// scalar argument, or a let of the user's arithmetic on loaded data (which wraps in its
+/// own type before any index uses it), is in [-2^31, 2^31).
+arith::IntBound TypeRange(DType t) {
+  int64_t hi = (int64_t{1} << (t.bits - 1)) - 1;
+  return {-hi - 1, hi};
+}
+
+arith::IntBound Intersect(arith::IntBound a, const arith::IntBound& b) {
+  if (!a.min || (b.min && *b.min > *a.min)) a.min = b.min;
+  if (!a.max || (b.max && *b.max < *a.max)) a.max = b.max;
+  return a;
+}
+
 bool IsArith(BinOp op) {
   switch (op) {
     case BinOp::kAdd: case BinOp::kSub: case BinOp::kMul: case BinOp::kDiv: case BinOp::kMod:
@@ -66,7 +80,12 @@ class IndexWidener : public IRMutator {
   /// `force`: every global buffer is wide (tl.config_index_bitwidth=64).
   IndexWidener(const PrimFunc& f, bool force) : force_(force) {
     for (const Param& p : f->params) {
-      if (!p.buffer) continue;
+      if (!p.buffer) {
+        // a scalar argument (max_seqlen_q, say) is a value of its type: grids and trip
+        // counts made from it are bounded by that
+        if (p.var && IsNarrowInt(p.var)) an_.BindBound(p.var.get(), TypeRange(p.var->dtype));
+        continue;
+      }
       // A dynamic dimension is a value of its type: an int32 one is at most INT32_MAX
       // (the runtimes refuse larger sizes), which bounds the indices that tile it.
       for (const Expr& d : p.buffer->shape) {
@@ -107,8 +126,11 @@ class IndexWidener : public IRMutator {
   }
 
   Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
-    // An index often goes through a let (`row = by * 128 + i`): keep its range.
-    if (IsNarrowInt(op->value)) an_.BindBound(op->var.get(), an_.Bound(op->value));
+    // An index often goes through a let (`row = by * 128 + i`): keep its range, within
+    // what its type holds (a sequence length read from cu_seqlens is an int32).
+    if (IsNarrowInt(op->value) && IsNarrowInt(op->var)) {
+      an_.BindBound(op->var.get(), Intersect(an_.Bound(op->value), TypeRange(op->var->dtype)));
+    }
     return IRMutator::Mutate_(op, self);
   }
 

@@ -114,6 +114,34 @@ def test_config_index_bitwidth_overrides():
         tilelang.compile(add_one((256, 1024)), target="cpu", pass_configs={key: 48})
 
 
+def masked_rows(step):
+    """Rows of a packed sequence, masked against its length read from `cu` (upstream's
+    varlen attention pattern): the grid comes from the scalar `max_len`."""
+    @T.prim_func
+    def main(A: T.Tensor((4096,), "float32"), cu: T.Tensor((2,), "int32"), max_len: T.int32,
+             Out: T.Tensor((4096,), "float32")):
+        with T.Kernel(T.ceildiv(max_len, 128), threads=128) as bx:
+            start = cu[0]
+            length = cu[1] - start
+            for i in T.Parallel(128):
+                Out[i] = T.if_then_else(bx * step + i >= length, 0.0, A[i])
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_scalar_arguments_and_lets_are_values_of_their_type(target):
+    # bx < ceildiv(max_len, 128) <= 2^24 and `length` is an int32, so bx * 128 + i < 2^31:
+    # the mask stays 32-bit; with a step of 2^20 per block it may not, and widens
+    def mask(kernel):  # the line comparing with `length` (the grid size is 64-bit on the host anyway)
+        lines = [ln for ln in kernel.get_kernel_source().splitlines() if "length" in ln and "?" in ln]
+        assert len(lines) == 1, kernel.get_kernel_source()
+        return lines[0]
+
+    assert I64 not in mask(tilelang.compile(masked_rows(128), target=target))
+    assert "(static_cast<int64_t>(bx) * int64_t(1048576LL))" in mask(tilelang.compile(masked_rows(1 << 20),
+                                                                                      target=target))
+
+
 def test_int32_dynamic_dimension_past_2_31_is_refused():
     m = T.dynamic("m")
 
