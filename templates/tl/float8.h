@@ -91,6 +91,50 @@ TL_F8_FN unsigned int f8_to_float_bits(unsigned char c) {
   return sign | ((exp - F::bias + 127) << 23) | (mant << (23 - F::mant));
 }
 
+/// float -> 8-bit code and back, through the hardware conversions on sm_89+ when the
+/// kernel is compiled with TL_FLOAT8_HW_CVT (pass config "tl.enable_float8_hw_convert"):
+/// `cvt.rn.satfinite.{e4m3,e5m2}x2.f32` rounds to nearest even and saturates as the
+/// integer version above does, and `cvt.rn.f16x2.{e4m3,e5m2}x2` widens exactly (through
+/// half). One instruction instead of a few dozen; off by default until a GPU run of
+/// tests/cuda/device_lib_test.cu has compared the two over every 8-bit code and a sweep of
+/// floats (its "float8 hardware conversions" checks).
+#if defined(TL_FLOAT8_HW_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define TL_F8_HW 1
+#endif
+
+template <typename F>
+TL_F8_FN unsigned char float_to_f8(float f) {
+#ifdef TL_F8_HW
+  unsigned short pair;
+  if constexpr (F::mant == 3) {
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  } else {
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  }
+  return static_cast<unsigned char>(pair & 0xffu);  // the second source lands in the low byte
+#else
+  return float_bits_to_f8<F>(float_bits(f));
+#endif
+}
+
+template <typename F>
+TL_F8_FN float f8_to_float(unsigned char c) {
+#ifdef TL_F8_HW
+  unsigned int h2;
+  const unsigned short in = c;
+  if constexpr (F::mant == 3) {
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(in));
+  } else {
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(in));
+  }
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(h2 & 0xffffu)));
+  return f;
+#else
+  return bits_float(f8_to_float_bits<F>(c));
+#endif
+}
+
 }  // namespace detail
 
 /// An 8-bit float of format F (see the file comment). Arithmetic promotes to float.
@@ -103,14 +147,14 @@ struct float8 {
   float8() = default;
   /// Rounds any arithmetic value (saturating; see the file comment).
   template <typename T, detail::enable_if_arith_t<T> = 0>
-  TL_F8_FN float8(T v) : bits(detail::float_bits_to_f8<F>(detail::float_bits(detail::narrow_to_float(v)))) {}
+  TL_F8_FN float8(T v) : bits(detail::float_to_f8<F>(detail::narrow_to_float(v))) {}
   /// Rounds a 16-bit float (exact in float first).
-  TL_F8_FN float8(half v) : bits(detail::float_bits_to_f8<F>(detail::float_bits(static_cast<float>(v)))) {}
+  TL_F8_FN float8(half v) : bits(detail::float_to_f8<F>(static_cast<float>(v))) {}
   /// Rounds a bfloat16 (exact in float first).
-  TL_F8_FN float8(bfloat16 v) : bits(detail::float_bits_to_f8<F>(detail::float_bits(static_cast<float>(v)))) {}
+  TL_F8_FN float8(bfloat16 v) : bits(detail::float_to_f8<F>(static_cast<float>(v))) {}
   /// Converts from the other 8-bit format (through float, exact).
   template <typename G>
-  TL_F8_FN explicit float8(float8<G> v) : bits(detail::float_bits_to_f8<F>(detail::float_bits(static_cast<float>(v)))) {}
+  TL_F8_FN explicit float8(float8<G> v) : bits(detail::float_to_f8<F>(static_cast<float>(v))) {}
 
   /// The value with the given bit pattern.
   static TL_F8_FN float8 from_bits(unsigned char raw) {
@@ -120,7 +164,7 @@ struct float8 {
   }
 
   /// Exact widening to float; every arithmetic operator goes through this.
-  TL_F8_FN operator float() const { return detail::bits_float(detail::f8_to_float_bits<F>(bits)); }
+  TL_F8_FN operator float() const { return detail::f8_to_float<F>(bits); }
 
   /// Compound assignments compute in float and round once.
   template <typename T>

@@ -1422,6 +1422,116 @@ static void test_atomic() {
 
 // ---------------------------------------------------------------------------
 
+// ----------------------------------------------------------------------- float8 hardware conversions
+// sm_89+'s cvt.rn.satfinite.{e4m3,e5m2}x2.f32 and cvt.rn.f16x2.{e4m3,e5m2}x2 against the
+// integer conversions of float8.h (what TL_FLOAT8_HW_CVT switches to): every 8-bit code
+// widened, and narrowing of random floats, every code's neighbourhood and the midpoints
+// between neighbouring codes (the ties). NaN inputs only need a NaN code back.
+
+__device__ unsigned char hw_to_f8(float f, bool e4m3) {
+  unsigned short pair;
+  if (e4m3) {
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  } else {
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  }
+  return static_cast<unsigned char>(pair & 0xffu);
+}
+
+__device__ float hw_from_f8(unsigned char c, bool e4m3) {
+  unsigned int h2;
+  const unsigned short in = c;
+  if (e4m3) {
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(in));
+  } else {
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(in));
+  }
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(h2 & 0xffffu)));
+  return f;
+}
+
+__global__ void k_f8_narrow(const float* in, unsigned char* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const unsigned int b = tl::detail::float_bits(in[i]);
+  out[4 * i + 0] = tl::detail::float_bits_to_f8<tl::detail::e4m3fn_format>(b);
+  out[4 * i + 1] = hw_to_f8(in[i], true);
+  out[4 * i + 2] = tl::detail::float_bits_to_f8<tl::detail::e5m2_format>(b);
+  out[4 * i + 3] = hw_to_f8(in[i], false);
+}
+
+__global__ void k_f8_widen(unsigned int* out) {
+  const unsigned char c = static_cast<unsigned char>(threadIdx.x);
+  out[4 * threadIdx.x + 0] = tl::detail::f8_to_float_bits<tl::detail::e4m3fn_format>(c);
+  out[4 * threadIdx.x + 1] = tl::detail::float_bits(hw_from_f8(c, true));
+  out[4 * threadIdx.x + 2] = tl::detail::f8_to_float_bits<tl::detail::e5m2_format>(c);
+  out[4 * threadIdx.x + 3] = tl::detail::float_bits(hw_from_f8(c, false));
+}
+
+static bool f8_is_nan(unsigned char c, bool e4m3) {
+  const unsigned m = c & 0x7fu;
+  return e4m3 ? m == 0x7fu : m > 0x7cu;
+}
+
+static void test_float8_hw() {
+  DevBuf<unsigned int> dw(4 * 256);
+  k_f8_widen<<<1, 256>>>(dw.ptr);
+  sync_check("k_f8_widen");
+  const auto w = dw.download();
+  int bad_w = 0;
+  for (int c = 0; c < 256; ++c) {
+    for (int f = 0; f < 2; ++f) {
+      const uint32_t sw = w[4 * c + 2 * f], hw = w[4 * c + 2 * f + 1];
+      const bool both_nan = std::isnan(bitsf(sw)) && std::isnan(bitsf(hw));
+      bad_w += !(sw == hw || both_nan);
+    }
+  }
+  check("float8 hardware conversions: widening every code (e4m3, e5m2)", bad_w == 0,
+        std::to_string(bad_w) + " mismatches");
+
+  std::mt19937_64 rng(808);
+  std::vector<float> in = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 448.0f, 464.0f, 480.0f, 57344.0f, 61440.0f,
+                           1e-12f, -1e-12f, 3.4e38f};
+  for (int i = 0; i < 1 << 20; ++i) in.push_back(bitsf(static_cast<uint32_t>(rng())));
+  for (int f = 0; f < 2; ++f) {  // each code, its midpoint with the next, and their float neighbours
+    for (int c = 0; c < 0x7f; ++c) {
+      const float a = bitsf(w[4 * c + 2 * f]), b = bitsf(w[4 * (c + 1) + 2 * f]);
+      if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) continue;
+      const float mid = static_cast<float>((static_cast<double>(a) + b) / 2);
+      for (float v : {a, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY), std::nextafter(a, INFINITY)}) {
+        in.push_back(v);
+        in.push_back(-v);
+      }
+    }
+  }
+  DevBuf<float> din(in);
+  DevBuf<unsigned char> dn(4 * in.size());
+  const int n = static_cast<int>(in.size());
+  k_f8_narrow<<<(n + 255) / 256, 256>>>(din.ptr, dn.ptr, n);
+  sync_check("k_f8_narrow");
+  const auto r = dn.download();
+  int bad[2] = {0, 0};
+  std::string first;
+  for (int i = 0; i < n; ++i) {
+    for (int f = 0; f < 2; ++f) {
+      const unsigned char sw = r[4 * i + 2 * f], hw = r[4 * i + 2 * f + 1];
+      const bool ok = std::isnan(in[i]) ? f8_is_nan(sw, f == 0) && f8_is_nan(hw, f == 0) : sw == hw;
+      if (!ok) {
+        ++bad[f];
+        if (first.empty()) {
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "first at %.9g (%s): software code 0x%02x, hardware 0x%02x", in[i],
+                        f == 0 ? "e4m3" : "e5m2", sw, hw);
+          first = buf;
+        }
+      }
+    }
+  }
+  check("float8 hardware conversions: narrowing to e4m3 (" + std::to_string(n) + " floats)", bad[0] == 0, first);
+  check("float8 hardware conversions: narrowing to e5m2 (" + std::to_string(n) + " floats)", bad[1] == 0, first);
+}
+
 int main() {
   int dev = 0;
   cudaDeviceProp prop;
@@ -1435,6 +1545,7 @@ int main() {
   test_mma();
   test_reduce();
   test_atomic();
+  if (prop.major * 10 + prop.minor >= 89) test_float8_hw();
   if (g_failures == 0) {
     std::printf("ALL PASS (%d checks)\n", g_checks);
   } else {

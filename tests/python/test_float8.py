@@ -37,8 +37,14 @@ def _cast_kernel(n, dt):
     return cast
 
 
+# hw: on the CUDA run, through sm_89+'s cvt instructions (tl.enable_float8_hw_convert);
+# the same answers are expected bit for bit (the CPU target has one path)
+HW = [False, True]
+
+
+@pytest.mark.parametrize("hw", HW, ids=["integer", "hw_convert"])
 @pytest.mark.parametrize("dt", sorted(FORMATS))
-def test_conversions_bit_for_bit(dt, rng):
+def test_conversions_bit_for_bit(dt, hw, rng):
     np_t, mx = FORMATS[dt]
     fin, edges = _table(np_t)
     wide = rng.standard_normal(6000) * np.exp2(rng.integers(-28, 20, 6000))
@@ -47,7 +53,7 @@ def test_conversions_bit_for_bit(dt, rng):
     n = x.size
     a, d = x.astype(np.float32), x.astype(np.float64)
     b, b64, c = np.zeros(n, np_t), np.zeros(n, np_t), np.full(n, np.nan, np.float32)
-    compile_cpu(_cast_kernel(n, dt))(a, d, b, b64, c)
+    compile_cpu(_cast_kernel(n, dt), pass_configs={"tl.enable_float8_hw_convert": hw})(a, d, b, b64, c)
     want = np.clip(a.astype(np.float64), -mx, mx).astype(np_t)  # exact from float32
     assert (b.view(np.uint8) == want.view(np.uint8)).all()
     assert (c == b.astype(np.float32)).all(), "widening to float32 is exact"
@@ -62,12 +68,14 @@ def test_conversions_bit_for_bit(dt, rng):
     assert (b64.view(np.uint8)[same] == b.view(np.uint8)[same]).all()
 
 
-def test_nan_stays_nan_and_infinity_saturates():
+@pytest.mark.parametrize("hw", HW, ids=["integer", "hw_convert"])
+def test_nan_stays_nan_and_infinity_saturates(hw):
     n = 4
     x = np.array([np.nan, -np.nan, np.inf, -np.inf], np.float32)
     for dt, (np_t, mx) in FORMATS.items():
         b, b64, c = np.zeros(n, np_t), np.zeros(n, np_t), np.zeros(n, np.float32)
-        compile_cpu(_cast_kernel(n, dt))(x, x.astype(np.float64), b, b64, c)
+        compile_cpu(_cast_kernel(n, dt), pass_configs={"tl.enable_float8_hw_convert": hw})(
+            x, x.astype(np.float64), b, b64, c)
         assert np.isnan(c[:2]).all()
         assert list(c[2:]) == [mx, -mx], dt
 
@@ -153,6 +161,16 @@ def test_dtype_objects_and_names():
     assert str(T.float8_e4m3fn) == "float8_e4m3fn" and str(T.float8_e5m2) == "float8_e5m2"
     assert T.float8_e4m3fn.as_numpy() == np.dtype(ml_dtypes.float8_e4m3fn)
     assert T.float8_e4m3.as_numpy() == np.dtype(ml_dtypes.float8_e4m3fn), "upstream's name for E4M3 fn"
+
+
+def test_hw_convert_compiles_for_hopper():
+    # the switch is a compile definition: the same source, the cvt path under TL_FLOAT8_HW_CVT
+    for hw in (False, True):
+        k = tilelang.compile(_cast_kernel(256, "float8_e4m3fn"), target="cuda -arch=sm_90a",
+                             pass_configs={"tl.enable_float8_hw_convert": hw})
+        ptx = k.get_ptx()
+        assert ("cvt.rn.satfinite.e4m3x2.f32" in ptx) == hw and ("cvt.rn.f16x2.e4m3x2" in ptx) == hw
+        assert not any("float8_hw" in r for r in k.get_remarks()), k.get_remarks()
 
 
 def test_atomic_on_float8_is_a_clear_error():

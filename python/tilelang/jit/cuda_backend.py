@@ -105,6 +105,11 @@ class CudaBackend:
                 f"({arch}) has {limit}; use smaller tiles or fewer pipeline stages")
         fast = str(pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
         all_flags = list(flags) + (["--use_fast_math"] if fast else [])
+        # float8 <-> float through the hardware conversions (sm_89+); off until a GPU run of
+        # tests/cuda/device_lib_test.cu has compared them with the integer ones (float8.h)
+        if _enabled(pass_configs, "tl.enable_float8_hw_convert", default=False):
+            all_flags.append("-DTL_FLOAT8_HW_CVT=1")
+        self.nvrtc_flags = all_flags  # (get_ptx compiles the source again with the same ones)
         path, hit, compiler, log, usage = _tl.build_cuda(
             self.source, arch, env.kernel_cache_dir(), [_templates_root()], all_flags, _search_dirs(), "")
         self.cubin_path, self.cache_hit, self.compiler, self.build_log = path, hit, compiler, log

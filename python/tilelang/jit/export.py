@@ -489,8 +489,7 @@ def cuda_ptx(kernel) -> str:
     try:
         opts = [f"--gpu-architecture={backend.arch.replace('sm_', 'compute_')}", "-std=c++17", "-default-device",
                 "-lineinfo", f"-I{_templates_root()}"]
-        fast = str(kernel.pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
-        opts += list(kernel.compile_flags) + (["--use_fast_math"] if fast else [])
+        opts += list(backend.nvrtc_flags)  # the kernel's own: compile_flags, fast math, definitions
         argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         rc = lib.nvrtcCompileProgram(prog, len(opts), argv)
         if rc != 0:

@@ -97,6 +97,10 @@ ACTED_ON_CUDA = {
     # ours, on unless set to False (src/transform/cuda/wgmma_select.cc, jit/cuda_backend.py)
     "tl.enable_wgmma_fp8": "float8 GEMMs on Hopper's k32 wgmma",
     "tl.enable_dynamic_alignment": "a variant for dynamic row lengths that are multiples of 16 (jit/cuda_backend.py)",
+    # ours, off unless set (measurement switches and paths not yet checked on a GPU)
+    "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
+    "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
+    "tl.enable_float8_hw_convert": "float8 conversions with sm_89+'s cvt instructions (TL_FLOAT8_HW_CVT)",
 }
 
 
