@@ -74,9 +74,11 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
     out.push_back(IfThenElse::Make(op->clear_accum, FillRegs(rf, MakeFloat(0, rf.regs->dtype), op->span), nullptr,
                                    op->span));
   }
-  auto base = [](const Buffer& b) {
-    std::vector<Expr> zeros(b->shape.size(), MakeInt(0));
-    return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, zeros)});
+  // An operand's first element: the tile's, or a window's first panel (WgmmaOptions::windows).
+  auto base = [](const Region& r) {
+    std::vector<Expr> start;
+    for (const Range& rg : r.ranges) start.push_back(rg.min);
+    return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(r.buffer, start)});
   };
   Region a = MutateRegion(op->a), b = MutateRegion(op->b);
   Expr k = op->trans_a ? a.ranges[0].extent : a.ranges[1].extent;
@@ -85,7 +87,7 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
   const int64_t wg_n = Mma(rf).warps().warps_n, n_per_wg = rf.layout->n() / wg_n;
   const int64_t reps = MBlocksPerWarpgroup(rf);
   // (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups along N, blocks per warpgroup)
-  std::vector<Expr> args = {base(a.buffer), base(b.buffer),
+  std::vector<Expr> args = {base(a), base(b),
                             Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(rf.regs, {MakeInt(0)})}),
                             MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
                             MakeBool(op->trans_a), MakeBool(op->trans_b), MakeBool(true), MakeInt(wg_n),

@@ -78,8 +78,8 @@ struct SplitRequest {
 
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(int64_t num_threads, std::string arch, bool wgmma_fp8)
-      : num_threads_(num_threads), arch_(std::move(arch)), wgmma_fp8_(wgmma_fp8) {}
+  LayoutInference(int64_t num_threads, std::string arch, WgmmaOptions wgmma)
+      : num_threads_(num_threads), arch_(std::move(arch)), wgmma_(wgmma) {}
 
   std::unordered_map<const BufferNode*, Assigned> layouts;
   /// Warp splits asked of GEMM accumulators by an earlier attempt (see InferFragmentLayouts),
@@ -348,7 +348,7 @@ class LayoutInference : public IRVisitor {
 
   bool UseWgmma(const GemmOp* op) {
     if (arch_.rfind("sm_90", 0) != 0) return false;
-    std::string why = cuda::WgmmaUnfit(op, num_threads_, arch_, false, nullptr, wgmma_fp8_);
+    std::string why = cuda::WgmmaUnfit(op, num_threads_, arch_, false, nullptr, wgmma_);
     if (why.empty()) {
       wgmma_gemms.insert(op);
       return true;
@@ -386,7 +386,7 @@ class LayoutInference : public IRVisitor {
  private:
   int64_t num_threads_;
   std::string arch_;
-  bool wgmma_fp8_;  ///< tl.enable_wgmma_fp8 (on unless set to False)
+  WgmmaOptions wgmma_;  ///< the optional wgmma paths (pass configs)
 };
 
 /// Propagates the layouts known so far to a fixed point; per-row vectors caught between
@@ -413,10 +413,10 @@ void Propagate(LayoutInference& inference, const ir::Stmt& body) {
 
 namespace {
 
-FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& arch, bool wgmma_fp8,
+FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& arch, WgmmaOptions wgmma,
                           std::unordered_map<const BufferNode*, layout::WarpPartition>* preferred,
                           std::unordered_map<const BufferNode*, SplitRequest>* requests) {
-  LayoutInference inference(threads, arch, wgmma_fp8);
+  LayoutInference inference(threads, arch, wgmma);
   inference.preferred_split = *preferred;
   // First what the GEMMs fix. Conflicts wait: a per-row vector that no tile reaches yet
   // may still meet one of the tiles seeded below.
@@ -483,14 +483,14 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
 
 }  // namespace
 
-FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch, bool wgmma_fp8) {
+FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch, WgmmaOptions wgmma) {
   // A T.Parallel over two GEMM accumulators of one shape needs them split over the warps
   // alike; when their GEMMs chose differently, inference runs again with the split the loop
   // asked for given to the GEMM (on mma.sync when it is not the wgmma split).
   std::unordered_map<const BufferNode*, layout::WarpPartition> preferred;
   std::unordered_map<const BufferNode*, SplitRequest> requests;
   for (int attempt = 0;; ++attempt) {
-    FragmentLayouts out = InferOnce(body, threads, arch, wgmma_fp8, &preferred, &requests);
+    FragmentLayouts out = InferOnce(body, threads, arch, wgmma, &preferred, &requests);
     if (requests.empty()) return out;
     if (attempt == 3) TL_USER_ERROR(requests.begin()->second.span) << requests.begin()->second.why;
     for (auto& [b, req] : requests) preferred[b] = req.warps;

@@ -18,6 +18,7 @@
 
 #include "tl/ir/functor.h"
 #include "tl/layout/fragment.h"
+#include "wgmma_select.h"
 
 namespace tl::transform::cuda {
 
@@ -69,8 +70,8 @@ struct FragmentLayouts {
 
 /// Layout inference over a kernel body of `threads` threads compiled for `arch`
 /// ("" when unknown: no arch-specific instruction is chosen).
-/// wgmma_fp8: float8 GEMMs may take wgmma ("tl.enable_wgmma_fp8"; on unless set to False).
+/// wgmma: the optional wgmma paths the pass configs allow (WgmmaOptionsOf).
 FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const std::string& arch,
-                                     bool wgmma_fp8 = false);
+                                     WgmmaOptions wgmma = {});
 
 }  // namespace tl::transform::cuda

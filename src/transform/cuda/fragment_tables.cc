@@ -22,7 +22,7 @@ std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassCo
   auto arch = ctx.config.find("tl.target_arch");
   cuda::FragmentLayouts inferred =
       cuda::InferFragmentLayouts(g->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
-                                 cuda::ConfigOn(ctx, "tl.enable_wgmma_fp8", /*default_on=*/true));
+                                 cuda::WgmmaOptionsOf(ctx));
   std::map<std::string, FragmentTable> by_name;  // sorted, so the order is stable
   arith::Analyzer an;
   for (const auto& [buffer, assigned] : inferred.layouts) {

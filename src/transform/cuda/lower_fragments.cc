@@ -335,7 +335,7 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   auto arch = ctx.config.find("tl.target_arch");
   cuda::FragmentLayouts inference =
       cuda::InferFragmentLayouts(f->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
-                                 cuda::ConfigOn(ctx, "tl.enable_wgmma_fp8", /*default_on=*/true));
+                                 cuda::WgmmaOptionsOf(ctx));
   fragments::FragmentRewriter rewriter(inference, tb.tx, ctx);
   ir::Stmt body = rewriter.Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);

@@ -6,6 +6,7 @@
 
 #include "copy_lowering.h"
 #include "pass_helpers.h"
+#include "wgmma_select.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
@@ -46,6 +47,18 @@ bool StartsOnPanelAtom(const Buffer& b, const std::vector<Expr>& start) {
   return AsConstInt(arith::Analyzer().Simplify(FloorMod(offset, MakeInt(8 * cols))), &rem) && rem == 0;
 }
 
+/// Whether a wgmma operand window `start` begins a 128-byte panel of its tile: row 0 of
+/// the tile (of a stage), a column on a panel edge (WgmmaOptions::windows).
+bool StartsOnPanelColumn(const Buffer& b, const std::vector<Expr>& start) {
+  int64_t cols = 0, r = -1, c = -1;
+  if (start.size() < 2 || start.size() != b->shape.size() || !AsConstInt(b->shape.back(), &cols)) return false;
+  arith::Analyzer an;
+  if (!AsConstInt(an.Simplify(start[start.size() - 2]), &r) || !AsConstInt(an.Simplify(start.back()), &c)) {
+    return false;
+  }
+  return r == 0 && c % WgmmaPanelElems(cols, b->dtype.bytes()) == 0;
+}
+
 std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
   const auto panelled = WgmmaOperands(body);
   std::unordered_set<const BufferNode*> out, unaligned;
@@ -59,8 +72,10 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
       const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr;
       if (!load) continue;
       out.insert(load->buffer.get());
-      bool aligned = panelled.count(load->buffer.get()) ? StartsOnPanelAtom(load->buffer, load->indices)
-                                                        : StartsOnSwizzleAtom(load);
+      bool aligned = panelled.count(load->buffer.get())
+                         ? StartsOnPanelAtom(load->buffer, load->indices) ||
+                               (HasEffect(call, kWgmmaPanels) && StartsOnPanelColumn(load->buffer, load->indices))
+                         : StartsOnSwizzleAtom(load);
       if (!aligned) unaligned.insert(load->buffer.get());
     }
   });

@@ -2,6 +2,7 @@
 /// \file wgmma selection and operand layout (see wgmma_select.h).
 #include "wgmma_select.h"
 
+#include "pass_helpers.h"
 #include "tl/layout/fragment.h"
 
 namespace tl::transform::cuda {
@@ -9,6 +10,19 @@ namespace tl::transform::cuda {
 using namespace ir;  // NOLINT: implementation file
 
 namespace {
+
+/// A 2-D region of whole rows and the constant columns [*col0, *col0 + *width) of its tile
+/// (rows x cols), or false.
+bool RowsWindow(const Region& r, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width) {
+  if (r.ranges.size() != 2 || r.buffer->shape.size() != 2 || !r.buffer->strides.empty()) return false;
+  int64_t lo = -1, ext = 0;
+  if (!AsConstInt(r.buffer->shape[0], rows) || !AsConstInt(r.buffer->shape[1], cols)) return false;
+  if (!AsConstInt(r.ranges[0].min, &lo) || lo != 0 || !AsConstInt(r.ranges[0].extent, &ext) || ext != *rows) {
+    return false;
+  }
+  return AsConstInt(r.ranges[1].min, col0) && AsConstInt(r.ranges[1].extent, width) && *col0 >= 0 && *width > 0 &&
+         *col0 + *width <= *cols;
+}
 
 /// rows x cols of a whole 2-D tile region, or false.
 bool WholeTile(const Region& r, int64_t* rows, int64_t* cols) {
@@ -29,8 +43,17 @@ bool Sixteen(DType t) { return t == DType::Float(16) || t == DType::BFloat16(); 
 
 }  // namespace
 
+WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
+  WgmmaOptions o;
+  o.fp8 = ConfigOn(ctx, "tl.enable_wgmma_fp8", /*default_on=*/true);
+  // off until a GPU run has checked windowed operands (wgmma_test.cu, the CUDA suite)
+  o.windows = ConfigOn(ctx, "tl.enable_wgmma_windows", /*default_on=*/false);
+  return o;
+}
+
 std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers,
-                       int64_t* warpgroups_n, bool allow_fp8) {
+                       int64_t* warpgroups_n, WgmmaOptions options) {
+  const bool allow_fp8 = options.fp8;
   if (arch != "sm_90a") return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
   const Buffer &a = op->a.buffer, &b = op->b.buffer, &c = op->c.buffer;
   if ((!a_in_registers && a->scope != Scope::kShared) || b->scope != Scope::kShared) {
@@ -52,10 +75,23 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   }
   const int64_t eb = a->dtype.bytes(), kstep = fp8 ? 32 : 16;
   int64_t ar, ac, br, bc, m, n;
-  if (!WholeTile(op->a, &ar, &ac) || !WholeTile(op->b, &br, &bc) || !WholeTile(op->c, &m, &n)) {
-    return "an operand is not a whole 2-D tile";
+  int64_t a_col0 = 0, a_width = 0, b_col0 = 0, b_width = 0;
+  const bool a_whole = WholeTile(op->a, &ar, &ac), b_whole = WholeTile(op->b, &br, &bc);
+  if (!WholeTile(op->c, &m, &n)) return "an operand is not a whole 2-D tile";
+  // A window of a K-major operand along K, starting on a 128-byte panel (WgmmaOptions::windows).
+  auto window = [&](const Region& r, bool k_major, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width) {
+    // (a window 64 bytes wide would take gemm_ss_wgmma's 64-byte swizzle, not its tile's panels)
+    return options.windows && !a_in_registers && k_major && RowsWindow(r, rows, cols, col0, width) &&
+           (*col0 * eb) % 128 == 0 && (*cols * eb) % 128 == 0 && *width * eb != 64;
+  };
+  if ((!a_whole && !window(op->a, !op->trans_a, &ar, &ac, &a_col0, &a_width)) ||
+      (!b_whole && !window(op->b, op->trans_b, &br, &bc, &b_col0, &b_width))) {
+    return options.windows ? "an operand is neither a whole 2-D tile nor a window of whole rows whose columns "
+                             "start on a 128-byte panel of a K-major operand"
+                           : "an operand is not a whole 2-D tile";
   }
-  int64_t k = op->trans_a ? ar : ac;
+  int64_t k = op->trans_a ? ar : (a_whole ? ac : a_width);
+  if (!b_whole && b_width != k) return "B's window is not A's K wide";
   // Registers have no panels: only B's shared layout constrains a register A.
   if (a_in_registers) ar = ac = 64;
   const int64_t wgs = threads / 128;

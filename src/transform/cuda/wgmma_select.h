@@ -5,8 +5,18 @@
 #include <string>
 
 #include "tl/ir/stmt.h"
+#include "tl/transform/pass.h"
 
 namespace tl::transform::cuda {
+
+/// Optional wgmma paths, from the pass configs (WgmmaOptionsOf).
+struct WgmmaOptions {
+  bool fp8 = false;      ///< float8 operands ("tl.enable_wgmma_fp8", on unless set to False)
+  bool windows = false;  ///< column windows of K-major shared operands ("tl.enable_wgmma_windows", off)
+};
+
+/// The options the pass configs of `ctx` set.
+WgmmaOptions WgmmaOptionsOf(const PassContext& ctx);
 
 /// Why `op` cannot use wgmma (tl::gemm_ss_wgmma) in a block of `threads` threads on
 /// `arch`, or "" when it can. wgmma needs sm_90a; 16-bit A and B, both whole shared
@@ -20,10 +30,13 @@ namespace tl::transform::cuda {
 /// per block); more warpgroups than 64-row blocks split N between them (*warpgroups_n of them, each
 /// with N / *warpgroups_n columns, whole 64-column panels of an N-major B); not with a
 /// register A. GemmWarpPolicy.FullRow splits N too once the rows run out, as upstream's does.
-/// float8 operands (k32 steps, K-major A and B only) only with `allow_fp8`
-/// ("tl.enable_wgmma_fp8", on unless set to False).
+/// float8 operands (k32 steps, K-major A and B only) only with `options.fp8`. With
+/// `options.windows`, a K-major shared operand (A as M x K, B as N x K) may be a window of
+/// whole rows and the columns [c0, c0 + K) of a wider tile, c0 on a 128-byte panel (upstream's
+/// MLA kernels multiply Q_shared[:, :512] and Q_shared[:, 512:]): the operand starts at
+/// that panel and the tile's own panel stride is unchanged.
 std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false,
-                       int64_t* warpgroups_n = nullptr, bool allow_fp8 = false);
+                       int64_t* warpgroups_n = nullptr, WgmmaOptions options = {});
 
 /// The element offset of (flat row-major offset `off`) in a wgmma operand tile of
 /// `rows` x `cols` (cols contiguous), possibly one of several stacked tiles (pipeline
