@@ -31,8 +31,13 @@ class Partitioner : public IRMutator {
       int64_t threads = 0;
       AsConstInt(op->extent, &threads);
       share_.Bind(op->var, threads);
+      auto saved_storage = thread_storage_;
+      auto saved_lets = thread_lets_;
+      NoteThreadStorage(op->body);
       Stmt out = IRMutator::Mutate_(op, self);
       share_ = saved;
+      thread_storage_ = saved_storage;
+      thread_lets_ = saved_lets;
       return out;
     }
     if (op->annotations.count(cuda::kPartitioned) || op->annotations.count(cuda::kRegisterWalk)) {
@@ -84,14 +89,14 @@ class Partitioner : public IRMutator {
     if (!atomic || inside_ > 0 || !share_.Bound()) return IRMutator::Mutate_(op, self);
     // Per-thread atomics (their address or value depends on the thread) stay per thread.
     // So do atomics under a thread-dependent branch: each thread that takes it updates.
-    bool per_thread = thread_branch_ > 0 || OnThread(op->value);
+    bool per_thread = thread_branch_ > 0 || PerThread(op->value);
     if (per_thread) return IRMutator::Mutate_(op, self);
     return IfThenElse::Make(EQ(share_.Tx(), MakeInt(0, share_.Tx()->dtype)), self, nullptr, op->span);
   }
 
   Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
     share_.NoteLet(op);
-    if (inside_ == 0 && share_.Bound() && thread_branch_ == 0 && HasAtomicUpdate(op->value) && !OnThread(op->value)) {
+    if (inside_ == 0 && share_.Bound() && thread_branch_ == 0 && HasAtomicUpdate(op->value) && !PerThread(op->value)) {
       TL_USER_ERROR(op->span) << "the old value of an atomic (return_prev=True) bound outside T.Parallel: "
                                  "on CUDA the block's threads would each update once; store it into a "
                                  "tensor (P[i] = T.atomic_add(..., return_prev=True)) or use it inside "
@@ -107,8 +112,8 @@ class Partitioner : public IRMutator {
     if (inside_ > 0 || !share_.Bound() || thread_branch_ > 0 || !HasAtomicUpdate(op->value)) {
       return IRMutator::Mutate_(op, self);
     }
-    bool per_thread = OnThread(op->value);
-    for (const Expr& i : op->indices) per_thread = per_thread || OnThread(i);
+    bool per_thread = PerThread(op->value);
+    for (const Expr& i : op->indices) per_thread = per_thread || PerThread(i);
     if (per_thread) return IRMutator::Mutate_(op, self);
     if (op->buffer->scope == Scope::kLocal || op->buffer->scope == Scope::kVar) {
       TL_USER_ERROR(op->span) << "the old value of an atomic (return_prev=True) stored into per-thread "
@@ -120,10 +125,13 @@ class Partitioner : public IRMutator {
 
   Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
     bool on_thread = OnThread(op->cond);
-    thread_branch_ += on_thread;
+    // (for the atomics: a condition on a per-thread variable that holds thread-dependent
+    // data, such as a bin read from the thread's own element, is per thread too)
+    bool per_thread = on_thread || PerThread(op->cond);
+    thread_branch_ += per_thread;
     Stmt out = on_thread && inside_ == 0 ? share_.Branches(op, [&](const Stmt& s) { return Mutate(s); })
                                          : IRMutator::Mutate_(op, self);
-    thread_branch_ -= on_thread;
+    thread_branch_ -= per_thread;
     return out;
   }
 
@@ -147,6 +155,88 @@ class Partitioner : public IRMutator {
 
   /// Whether `e` depends on the thread index (directly or through a let bound to it).
   bool OnThread(const Expr& e) const { return share_.OnThread(e); }
+
+  /// OnThread, or reading a per-thread variable (T.alloc_var, local storage) or a let that
+  /// holds thread-dependent values (NoteThreadStorage).
+  bool PerThread(const Expr& e) const {
+    if (OnThread(e) || UsesVar(e, [&](const Var* v) { return thread_lets_.count(v) > 0; })) return true;
+    bool found = false;
+    ForEachLoad(e, [&](const BufferLoad* load) { found = found || thread_storage_.count(load->buffer.get()) > 0; });
+    return found;
+  }
+
+  template <typename F>
+  static void ForEachLoad(const Expr& e, F&& f) {
+    struct V : IRVisitor {
+      F* f;
+      void Visit_(const BufferLoad* op) override {
+        (*f)(op);
+        IRVisitor::Visit_(op);
+      }
+    } v;
+    v.f = &f;
+    v.Visit(e);
+  }
+
+  /// The per-thread variables and lets of a thread-binding body that hold thread-dependent
+  /// values: assigned from the thread index, from one another, from loads indexed by them,
+  /// or under a branch or loop that depends on them (to a fixpoint). Upstream's radix top-k
+  /// keeps each thread's bin in a T.alloc_var and adds to its histogram slot.
+  void NoteThreadStorage(const Stmt& body) {
+    struct Taint : IRVisitor {
+      Partitioner* self;
+      int branch = 0;
+      bool changed = false;
+      void Visit_(const LetStmt* op) override {
+        if (!self->thread_lets_.count(op->var.get()) && self->PerThread(op->value)) {
+          self->thread_lets_.insert(op->var.get());
+          changed = true;
+        }
+        IRVisitor::Visit_(op);
+      }
+      void Visit_(const BufferStore* op) override {
+        const Buffer& b = op->buffer;
+        if ((b->scope == Scope::kVar || b->scope == Scope::kLocal) && !self->thread_storage_.count(b.get())) {
+          bool dep = branch > 0 || self->PerThread(op->value);
+          for (const Expr& i : op->indices) dep = dep || self->PerThread(i);
+          if (dep) {
+            self->thread_storage_.insert(b.get());
+            changed = true;
+          }
+        }
+        IRVisitor::Visit_(op);
+      }
+      void Visit_(const Allocate* op) override {  // T.alloc_var(dtype, init): the initial value
+        const Buffer& b = op->buffer;
+        if (op->init && (b->scope == Scope::kVar || b->scope == Scope::kLocal) && !self->thread_storage_.count(b.get()) &&
+            (branch > 0 || self->PerThread(op->init))) {
+          self->thread_storage_.insert(b.get());
+          changed = true;
+        }
+        IRVisitor::Visit_(op);
+      }
+      void Visit_(const IfThenElse* op) override {
+        Visit(op->cond);
+        bool dep = self->PerThread(op->cond);
+        branch += dep;
+        Visit(op->then_case);
+        if (op->else_case) Visit(op->else_case);
+        branch -= dep;
+      }
+      void Visit_(const For* op) override {
+        bool dep = self->PerThread(op->min) || self->PerThread(op->extent);
+        branch += dep;
+        IRVisitor::Visit_(op);
+        branch -= dep;
+      }
+    } taint;
+    taint.self = this;
+    for (int round = 0; round < 8; ++round) {
+      taint.changed = false;
+      taint.Visit(body);
+      if (!taint.changed) break;
+    }
+  }
 
   /// Whether the nest indexes per-thread storage by one of its own loop variables.
   static bool WalksLocalStorage(const For* op) {
@@ -178,6 +268,8 @@ class Partitioner : public IRMutator {
   cuda::ThreadShare share_;  ///< the thread index, and the threads work is spread over here
   int inside_ = 0;
   int thread_branch_ = 0;  ///< depth of branches whose condition depends on the thread
+  std::unordered_set<const BufferNode*> thread_storage_;  ///< per-thread variables of thread-dependent values
+  std::unordered_set<const Var*> thread_lets_;            ///< lets of thread-dependent values
 };
 
 }  // namespace
