@@ -53,3 +53,28 @@ def test_cuda_keeps_them_per_thread():
     lowered, _, _ = _tl.lower_cuda(histogram().node, {"tl.target_arch": "sm_90a"}, False)
     code = _tl.codegen_cuda(lowered).code
     assert "tl::atomic_add(" in code and "tx == 0" not in code, code
+
+
+def test_a_per_thread_initial_value_runs_on_the_cpu_too():
+    # T.alloc_var(dtype, init) with an init of the thread index (upstream's top-k)
+    @T.prim_func
+    def main(A: T.Tensor((128,), "int32"), Hist: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            h = T.alloc_shared((4,), "int32")
+            if tx < 4:
+                h[tx] = 0
+            T.sync_threads()
+            for s in T.serial(2):
+                idx = T.alloc_var("int32", init=s * 64 + tx // 2)  # per thread, per step
+                if idx < 100:
+                    T.atomic_add(h[A[idx] % 4], 1)
+            T.sync_threads()
+            if tx < 4:
+                Hist[tx] = h[tx]
+
+    a = np.random.default_rng(1).integers(0, 50, 128).astype(np.int32)
+    hist = np.full(4, -1, np.int32)
+    tilelang.compile(main)(a, hist)
+    idx = np.array([s * 64 + t // 2 for s in range(2) for t in range(128)])
+    np.testing.assert_array_equal(hist, np.bincount(a[idx[idx < 100]] % 4, minlength=4))

@@ -60,12 +60,21 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
       out->push_back(s);
       return;
     }
-    if (Varying(alloc->init)) Unsupported(s->span, "an initial value that depends on the thread");
+    int64_t elements = 0;
+    const bool varying_init = Varying(alloc->init);
+    if (varying_init && !(AsConstInt(b->NumElements(), &elements) && elements == 1)) {
+      Unsupported(s->span, "an initial value that depends on the thread, for storage of several elements");
+    }
     std::vector<Expr> shape = {MakeInt(threads_)};
     shape.insert(shape.end(), b->shape.begin(), b->shape.end());
     Buffer per = BufferNode::Make(b->name, b->dtype, shape, Scope::kLocal);
     per_thread_[b.get()] = per;
-    out->push_back(Allocate::Make(per, alloc->init, s->span));
+    out->push_back(Allocate::Make(per, varying_init ? nullptr : alloc->init, s->span));
+    // T.alloc_var(dtype, init) with an init of the thread (upstream's radix top-k: its first
+    // element): each thread's own value, stored as an assignment would be
+    if (varying_init) {
+      Emit(BufferStore::Make(b, std::vector<Expr>(b->shape.size(), MakeInt(0)), alloc->init, s->span), mask, out);
+    }
     return;
   }
   if (As<BufferStore>(s) || As<Evaluate>(s)) {
