@@ -42,12 +42,18 @@ const BufferNode* AnnotatedBuffer(const Expr& e) {
   return load && load->buffer->scope == Scope::kGlobal ? load->buffer.get() : nullptr;
 }
 
-/// The annotations of the function, checked: constant shapes, output extents that hold the
-/// tensor's elements exactly.
+/// The annotations after the first pass: "tl.global_layout.checked"(address, inputs...,
+/// outputs..., extents...), the extents fixed when the annotation was checked, so that later
+/// simplification of the output expressions cannot change the storage order.
+constexpr const char* kChecked = "tl.global_layout.checked";
+
+/// The annotations of the function. The front end's are checked (constant shapes, output
+/// extents that hold the tensor's elements exactly); checked ones are read back as they are.
 struct LayoutCollector : IRVisitor {
   std::unordered_map<const BufferNode*, GlobalLayout> layouts;
 
   void Visit_(const AttrStmt* op) override {
+    if (op->key == kChecked) return ReadChecked(op);
     if (op->key != "tl.global_layout") return;
     const BufferNode* b = op->values.empty() ? nullptr : AnnotatedBuffer(op->values[0]);
     size_t n = b ? b->shape.size() : 0;
@@ -86,6 +92,41 @@ struct LayoutCollector : IRVisitor {
     }
     layouts[b] = std::move(lay);
   }
+
+  void ReadChecked(const AttrStmt* op) {
+    const BufferNode* b = AnnotatedBuffer(op->values[0]);
+    const size_t n = b->shape.size(), m = (op->values.size() - 1 - n) / 2;
+    GlobalLayout lay;
+    lay.span = op->span;
+    for (size_t k = 0; k < n; ++k) lay.inputs.push_back(std::static_pointer_cast<const Var>(op->values[1 + k]));
+    for (size_t j = 0; j < m; ++j) {
+      int64_t e = 0;
+      TL_ICHECK(AsConstInt(op->values[1 + n + m + j], &e)) << "malformed " << kChecked;
+      lay.outputs.push_back(op->values[1 + n + j]);
+      lay.extents.push_back(e);
+    }
+    layouts[b] = std::move(lay);
+  }
+};
+
+/// The checked form of each annotation (see kChecked).
+class MarkChecked : public IRMutator {
+ public:
+  explicit MarkChecked(const std::unordered_map<const BufferNode*, GlobalLayout>& l) : layouts_(l) {}
+
+ protected:
+  Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
+    if (op->key != "tl.global_layout") return IRMutator::Mutate_(op, self);
+    const GlobalLayout& lay = layouts_.at(AnnotatedBuffer(op->values[0]));
+    std::vector<Expr> values{op->values[0]};
+    for (const VarRef& v : lay.inputs) values.push_back(v);
+    values.insert(values.end(), lay.outputs.begin(), lay.outputs.end());
+    for (int64_t e : lay.extents) values.push_back(MakeInt(e));
+    return AttrStmt::Make(kChecked, values, op->span);
+  }
+
+ private:
+  const std::unordered_map<const BufferNode*, GlobalLayout>& layouts_;
 };
 
 bool Touches(const std::unordered_map<const BufferNode*, GlobalLayout>& layouts, const std::vector<Region>& rs) {
@@ -128,7 +169,7 @@ class Reindexer : public IRMutator {
 
  protected:
   Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
-    if (op->key == "tl.global_layout") return Seq::Make({}, op->span);
+    if (op->key == kChecked) return Seq::Make({}, op->span);
     return IRMutator::Mutate_(op, self);
   }
   Expr Mutate_(const BufferLoad* op, const Expr& self) override {
@@ -188,7 +229,8 @@ ir::PrimFunc ExpandGlobalLayoutTileOps(const ir::PrimFunc& f, PassContext& ctx) 
   layouts.Visit(f->body);
   if (layouts.layouts.empty()) return f;
   for (const auto& [b, lay] : layouts.layouts) ctx.remarks.push_back(Describe(b, lay));
-  return ir::PrimFuncNode::Make(f->name, f->params, TileOpExpander(layouts.layouts).Mutate(f->body), f->span);
+  ir::Stmt body = MarkChecked(layouts.layouts).Mutate(TileOpExpander(layouts.layouts).Mutate(f->body));
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
 
 ir::PrimFunc ApplyGlobalLayouts(const ir::PrimFunc& f, PassContext& ctx) {
