@@ -271,3 +271,17 @@ def test_short_and_ragged_sources_run_on_the_cpu(M, N, K):
     b = rng.standard_normal((K, N)).astype(np.float16)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(k(a, b).astype(np.float64), ref, rtol=2e-2, atol=2e-1)
+
+
+def test_environment_pass_configs_sit_beneath_the_kernels_own(monkeypatch):
+    # TILELANG_PASS_CONFIGS: defaults for programs one cannot edit (A/B runs of upstream's examples)
+    monkeypatch.setenv("TILELANG_PASS_CONFIGS", "tl.disable_warp_specialized=1, tl.ws_barrier_groups=0")
+    k = tilelang.compile(gemm(1024, 1024, 1024), target="cuda -arch=sm_90a")
+    assert any("warp specialization is off" in r for r in k.get_remarks())
+    # the kernel's own pass_configs win
+    k = tilelang.compile(gemm(1024, 1024, 1024), target="cuda -arch=sm_90a",
+                         pass_configs={"tl.disable_warp_specialized": False})
+    assert any("warp-specialized" in r and "not" not in r.split("warp-specialized")[0] for r in k.get_remarks())
+    monkeypatch.setenv("TILELANG_PASS_CONFIGS", "tl.disable_warp_specialized")
+    with pytest.raises(ValueError, match="expected key=value items"):
+        tilelang.compile(gemm(1024, 1024, 1024), target="cuda -arch=sm_90a")
