@@ -138,3 +138,9 @@ if [ -f .peer/upstream-tilelang.tar.xz ] && [ "${GPU_RUN_SKIP_PEER:-0}" != "1" ]
   echo "== side by side with upstream TileLang"
   REBUILD=0 bash benchmarks/hopper_compare.sh --quick
 fi
+# At most 8 files come back from $OUT (the device tool's limit; more and the rest are left
+# out): past 6, everything goes back as one archive, gpu_run_out.tgz.
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(find "$OUT" -type f | wc -l)" -gt 6 ]; then
+  (cd "$OUT" && tar -czf /tmp/gpu_run_out.tgz . && find . -mindepth 1 -delete && mv /tmp/gpu_run_out.tgz .) \
+    && echo "== results archived: \$OUT/gpu_run_out.tgz"
+fi
