@@ -177,7 +177,11 @@ def main(argv=None):
     compat = json.loads(Path(args.compat_results).read_text()) if args.compat_results else {}
     summary = table(state, compat)
     (out / "summary.md").write_text(summary + "\n")
-    print(summary)
+    # This run's files, then the whole table's last line (the median over every file so far):
+    # a call's output is read from its tail.
+    ran = {str(f.relative_to(root / "examples")) for f in files}
+    print(table({k: v for k, v in state.items() if k in ran}, compat))
+    print(summary.splitlines()[-1])
     return 0
 
 
