@@ -416,3 +416,18 @@ def test_a_handle_value_outside_reduce_scope_is_a_clear_error():
         def f(A: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=1):
                 A[0] = T.reinterpret(T.uint64(0), dtype="handle")
+
+
+def test_run_once_runs_the_kernel_on_profiler_inputs():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = A[i] * 2.0
+
+    kernel = tilelang.compile(main, out_idx=[1], target="cpu")
+    prof = kernel.get_profiler()
+    out = prof.run_once()
+    np.testing.assert_allclose(out, prof.inputs()[0] * 2.0)
+    np.testing.assert_allclose(prof.run_once(lambda a: a + 1.0), prof.inputs()[0] + 1.0)
+    assert kernel.run_once().shape == (64,)

@@ -375,6 +375,10 @@ class JITKernel:
 
         return Profiler(self, tensor_supply_type)
 
+    def run_once(self, func=None):
+        """Runs the kernel (or `func`) once on a profiler's inputs (upstream's name)."""
+        return self.get_profiler().run_once(func)
+
     # ------------------------------------------------------------------ calling
 
     def __call__(self, *args):
