@@ -8,6 +8,8 @@
 // fragment layouts documented in mma.h). Prints PASS / FAIL per check and
 // "ALL PASS" at the end; the exit status is the number of failed checks.
 // clang-format off
+// float8 conversions through the hardware (test_float8_hw compares them with the integer ones)
+#define TL_FLOAT8_HW_CVT 1
 #include "tl/cuda/tl_cuda.h"
 // The standard headers come second on purpose: their <cstdint> typedefs must
 // not clash with the ones tl_cuda.h made.
@@ -1423,50 +1425,28 @@ static void test_atomic() {
 // ---------------------------------------------------------------------------
 
 // ----------------------------------------------------------------------- float8 hardware conversions
-// sm_89+'s cvt.rn.satfinite.{e4m3,e5m2}x2.f32 and cvt.rn.f16x2.{e4m3,e5m2}x2 against the
-// integer conversions of float8.h (what TL_FLOAT8_HW_CVT switches to): every 8-bit code
+// sm_89+'s cvt.rn.satfinite.{e4m3,e5m2}x2.f32 and cvt.rn.f16x2.{e4m3,e5m2}x2 (float8.h's
+// float_to_f8 / f8_to_float, this file being compiled with TL_FLOAT8_HW_CVT) against its
+// integer conversions (float_bits_to_f8 / f8_to_float_bits): every 8-bit code
 // widened, and narrowing of random floats, every code's neighbourhood and the midpoints
 // between neighbouring codes (the ties). NaN inputs only need a NaN code back.
-
-__device__ unsigned char hw_to_f8(float f, bool e4m3) {
-  unsigned short pair;
-  if (e4m3) {
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
-  } else {
-    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
-  }
-  return static_cast<unsigned char>(pair & 0xffu);
-}
-
-__device__ float hw_from_f8(unsigned char c, bool e4m3) {
-  unsigned int h2;
-  const unsigned short in = c;
-  if (e4m3) {
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(in));
-  } else {
-    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(in));
-  }
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(h2 & 0xffffu)));
-  return f;
-}
 
 __global__ void k_f8_narrow(const float* in, unsigned char* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const unsigned int b = tl::detail::float_bits(in[i]);
   out[4 * i + 0] = tl::detail::float_bits_to_f8<tl::detail::e4m3fn_format>(b);
-  out[4 * i + 1] = hw_to_f8(in[i], true);
+  out[4 * i + 1] = tl::detail::float_to_f8<tl::detail::e4m3fn_format>(in[i]);  // cvt (TL_FLOAT8_HW_CVT)
   out[4 * i + 2] = tl::detail::float_bits_to_f8<tl::detail::e5m2_format>(b);
-  out[4 * i + 3] = hw_to_f8(in[i], false);
+  out[4 * i + 3] = tl::detail::float_to_f8<tl::detail::e5m2_format>(in[i]);
 }
 
 __global__ void k_f8_widen(unsigned int* out) {
   const unsigned char c = static_cast<unsigned char>(threadIdx.x);
   out[4 * threadIdx.x + 0] = tl::detail::f8_to_float_bits<tl::detail::e4m3fn_format>(c);
-  out[4 * threadIdx.x + 1] = tl::detail::float_bits(hw_from_f8(c, true));
+  out[4 * threadIdx.x + 1] = tl::detail::float_bits(tl::detail::f8_to_float<tl::detail::e4m3fn_format>(c));
   out[4 * threadIdx.x + 2] = tl::detail::f8_to_float_bits<tl::detail::e5m2_format>(c);
-  out[4 * threadIdx.x + 3] = tl::detail::float_bits(hw_from_f8(c, false));
+  out[4 * threadIdx.x + 3] = tl::detail::float_bits(tl::detail::f8_to_float<tl::detail::e5m2_format>(c));
 }
 
 static bool f8_is_nan(unsigned char c, bool e4m3) {

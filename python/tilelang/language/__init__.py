@@ -548,39 +548,41 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     return _atomic("add", dst, value, return_prev, memory_order)
 
 
+def _last_dim_slice(ref):
+    """(outer points, start, element count) of a ref that is points except a step-1 slice of
+    its last dimension, the count an int when static; None for any other ref."""
+    *outer, last = ref.items
+    if any(isinstance(i, slice) for i in outer) or not isinstance(last, slice) or last.step not in (None, 1):
+        return None
+    start = 0 if last.start is None else last.start
+    extent = (ref.buffer.shape[-1] if last.stop is None else last.stop) - start
+    if not isinstance(extent, numbers.Integral):
+        extent = as_expr(extent, "int32").node.const_value
+    return outer, start, extent
+
+
 def _lanes(ref, width, what, role):
     """The `width` consecutive elements `ref` names: an element (and the next ones along the
     last dimension) or a slice of exactly `width` elements along the last dimension."""
     if not isinstance(ref, BufferRef):
         raise _b._UserError(f"{what}: the {role} must be an element or a slice of a buffer, got {ref!r}")
-    *outer, last = ref.items
-    if any(isinstance(i, slice) for i in outer):
-        raise _b._UserError(f"{what}: only the last dimension of the {role} may be a slice, got {ref!r}")
-    if isinstance(last, slice):
-        if last.step not in (None, 1):
-            raise _b._UserError(f"{what}: the {role}'s slice must be contiguous (step 1)")
-        start = 0 if last.start is None else last.start
-        stop = ref.buffer.shape[-1] if last.stop is None else last.stop
-        extent = stop - start
-        if not (isinstance(extent, numbers.Integral) or getattr(extent, "const_value", None) is not None):
-            extent = as_expr(extent, "int32").node.const_value
+    if ref.is_point:
+        *outer, start = ref.items
+    else:
+        parsed = _last_dim_slice(ref)
+        if parsed is None:
+            raise _b._UserError(f"{what}: the {role} must be an element or a contiguous slice of its last "
+                                f"dimension, got {ref!r}")
+        outer, start, extent = parsed
         if extent != width:
             raise _b._UserError(f"{what}: the {role}'s slice has {extent} elements, it needs {width}")
-        last = start
-    return [ref.buffer[tuple(outer + [last + k])] for k in range(width)]
+    return [ref.buffer[tuple(outer + [start + k])] for k in range(width)]
 
 
 def _is_lane_slice(ref, width):
     """Whether `ref` is points except a last-dimension slice of `width` elements."""
-    *outer, last = ref.items
-    if any(isinstance(i, slice) for i in outer) or not isinstance(last, slice) or last.step not in (None, 1):
-        return False
-    start = 0 if last.start is None else last.start
-    stop = ref.buffer.shape[-1] if last.stop is None else last.stop
-    extent = stop - start
-    if not isinstance(extent, numbers.Integral):
-        extent = as_expr(extent, "int32").node.const_value
-    return extent == width
+    parsed = _last_dim_slice(ref)
+    return parsed is not None and parsed[2] == width
 
 
 def _atomic_add_vec(width, dst, value, return_prev):

@@ -127,7 +127,7 @@ class Partitioner : public IRMutator {
     bool on_thread = OnThread(op->cond);
     // (for the atomics: a condition on a per-thread variable that holds thread-dependent
     // data, such as a bin read from the thread's own element, is per thread too)
-    bool per_thread = on_thread || PerThread(op->cond);
+    bool per_thread = PerThread(op->cond);  // (includes on_thread)
     thread_branch_ += per_thread;
     Stmt out = on_thread && inside_ == 0 ? share_.Branches(op, [&](const Stmt& s) { return Mutate(s); })
                                          : IRMutator::Mutate_(op, self);

@@ -72,9 +72,9 @@ class Vectorizer : public IRMutator {
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
     Stmt body = Mutate(op->body);
-    int64_t n;
+    int64_t min = -1, n;
     Update u;
-    if (op->for_kind == ForKind::kUnrolled && AsConstInt(op->min, &c0_) && c0_ == 0 && AsConstInt(op->extent, &n) &&
+    if (op->for_kind == ForKind::kUnrolled && AsConstInt(op->min, &min) && min == 0 && AsConstInt(op->extent, &n) &&
         AsUpdate(body, &u)) {
       for (int64_t width : {4, 2}) {
         if (n % width == 0 && Consecutive(op->var.get(), u, n, width)) return Vectorize(op, u, n, width);
@@ -122,7 +122,6 @@ class Vectorizer : public IRMutator {
   }
 
   arith::Analyzer arith_;
-  int64_t c0_ = 0;
 };
 
 /// sm_90 and later: red.global.add.v2/v4.f32.

@@ -130,23 +130,44 @@ class Specializer {
     return nullptr;
   }
 
-  bool CheckProducers() {
-    auto wgmma = WgmmaOperands(f_->body);
-    auto gemm_operands = cuda::GemmOperands(f_->body);
-    for (const CopyOp* c : producers_) {
-      const Buffer& dst = c->dst.buffer;
-      bool panelled = wgmma.count(dst.get()) > 0;
-      if (!panelled && cuda::Swizzled(dst, gemm_operands, wgmma)) {
-        Fail("tile " + dst->name + " is an ldmatrix-swizzled operand, which TMA does not write");
-        return false;
+  /// Why TMA cannot do copy `c` ("" when it can); *panelled: whether it writes wgmma panels.
+  std::string TmaUnfit(const CopyOp* c, bool* panelled) {
+    if (!operands_known_) {
+      wgmma_operands_ = WgmmaOperands(f_->body);
+      gemm_operands_ = cuda::GemmOperands(f_->body);
+      operands_known_ = true;
+    }
+    const Buffer& dst = c->dst.buffer;
+    *panelled = wgmma_operands_.count(dst.get()) > 0;
+    if (!*panelled && cuda::Swizzled(dst, gemm_operands_, wgmma_operands_)) {
+      return "tile " + dst->name + " is an ldmatrix-swizzled operand, which TMA does not write";
+    }
+    std::string why = cuda::TmaLoadUnfit(c, *panelled, f_->params, cuda::DynamicAlignment(ctx_));
+    return why.empty() ? why : "T.copy into " + dst->name + " cannot use TMA: " + why;
+  }
+
+  /// Whether the copy's regions read one of `vars` (values the producer does not have).
+  static bool RegionsUse(const CopyOp* c, const std::unordered_set<const Var*>& vars) {
+    for (const Region* r : {&c->src, &c->dst}) {
+      for (const Range& rg : r->ranges) {
+        for (const Expr& e : {rg.min, rg.extent}) {
+          if (UsesVar(e, [&](const Var* v) { return vars.count(v) > 0; })) return true;
+        }
       }
-      std::string why = cuda::TmaLoadUnfit(c, panelled, f_->params, cuda::DynamicAlignment(ctx_));
+    }
+    return false;
+  }
+
+  bool CheckProducers() {
+    for (const CopyOp* c : producers_) {
+      bool panelled = false;
+      std::string why = TmaUnfit(c, &panelled);
       if (!why.empty()) {
-        Fail("T.copy into " + dst->name + " cannot use TMA: " + why);
+        Fail(why);
         return false;
       }
       panelled_[c] = panelled;
-      produced_.insert(dst.get());
+      produced_.insert(c->dst.buffer.get());
     }
     return true;
   }
@@ -182,20 +203,9 @@ class Specializer {
     }
     // The producer evaluates the copies' regions and the trip count: nothing it reads may
     // be defined in the consumer's part only.
-    bool needs_consumer_value = false;
-    auto check = [&](const Expr& e) {
-      needs_consumer_value |= UsesVar(e, [&](const Var* v) { return consumer_lets.count(v) > 0; });
-    };
-    check(loop_->min);
-    check(loop_->extent);
-    for (const CopyOp* c : producers_) {
-      for (const Region* r : {&c->src, &c->dst}) {
-        for (const Range& rg : r->ranges) {
-          check(rg.min);
-          check(rg.extent);
-        }
-      }
-    }
+    auto consumer_only = [&](const Var* v) { return consumer_lets.count(v) > 0; };
+    bool needs_consumer_value = UsesVar(loop_->min, consumer_only) || UsesVar(loop_->extent, consumer_only);
+    for (const CopyOp* c : producers_) needs_consumer_value = needs_consumer_value || RegionsUse(c, consumer_lets);
     if (needs_consumer_value) return Fail("the copies depend on values computed by the consumer threads");
     consumer_before = TakePrologueLoads(consumer_before, consumer_lets);
 
@@ -264,32 +274,21 @@ class Specializer {
   /// loads overlap the first stages' and the consumers' own set-up. Returns the rest.
   std::vector<Stmt> TakePrologueLoads(const std::vector<Stmt>& before, const std::unordered_set<const Var*>& lets) {
     if (ConfigTrue(ctx_, "tl.ws_consumer_prologue")) return before;  // (the old behaviour, for comparisons)
-    auto wgmma = WgmmaOperands(f_->body);
-    auto gemm_operands = cuda::GemmOperands(f_->body);
     std::vector<Stmt> rest;
     for (size_t i = 0; i < before.size(); ++i) {
       const auto* c = As<CopyOp>(before[i]);
+      bool panelled = false;
       bool take = c && c->src.buffer->scope == Scope::kGlobal && c->dst.buffer->scope == Scope::kShared &&
-                  !produced_.count(c->dst.buffer.get());
-      bool panelled = take && wgmma.count(c->dst.buffer.get()) > 0;
-      take = take && (panelled || !cuda::Swizzled(c->dst.buffer, gemm_operands, wgmma)) &&
-             cuda::TmaLoadUnfit(c, panelled, f_->params, cuda::DynamicAlignment(ctx_)).empty();
+                  !produced_.count(c->dst.buffer.get()) && TmaUnfit(c, &panelled).empty() && !RegionsUse(c, lets);
       for (size_t j = 0; take && j < before.size(); ++j) {
         take = j == i || !BuffersOf(before[j]).count(c->dst.buffer.get());
-      }
-      for (const Region* r : {&c->src, &c->dst}) {
-        for (const Range& rg : take ? r->ranges : std::vector<Range>{}) {
-          for (const Expr& e : {rg.min, rg.extent}) {
-            take = take && !UsesVar(e, [&](const Var* v) { return lets.count(v) > 0; });
-          }
-        }
       }
       if (!take) {
         rest.push_back(before[i]);
         continue;
       }
       prologue_.push_back(c);
-      prologue_panelled_[c] = panelled;
+      panelled_[c] = panelled;
     }
     return rest;
   }
@@ -410,7 +409,7 @@ class Specializer {
       std::vector<Stmt> loads;
       int64_t prologue_bytes = 0;
       for (const CopyOp* c : prologue_) {
-        loads.push_back(cuda::LowerTmaLoad(c, prologue_panelled_.at(c), PrologueBar(bars), &prologue_bytes));
+        loads.push_back(cuda::LowerTmaLoad(c, panelled_.at(c), PrologueBar(bars), &prologue_bytes));
       }
       leader.push_back(CallStmt("mbarrier_arrive_expect_tx", {PrologueBar(bars), MakeInt(prologue_bytes)}, span));
       leader.insert(leader.end(), loads.begin(), loads.end());
@@ -552,9 +551,10 @@ class Specializer {
   int64_t threads_ = 0, stages_ = 0;
   const For* loop_ = nullptr;
   std::vector<const CopyOp*> producers_;
-  std::unordered_map<const CopyOp*, bool> panelled_;
+  std::unordered_map<const CopyOp*, bool> panelled_;  ///< per TMA copy (loop and prologue): writes wgmma panels
   std::vector<const CopyOp*> prologue_;  ///< copies before the loop, issued by the producer
-  std::unordered_map<const CopyOp*, bool> prologue_panelled_;
+  std::unordered_set<const BufferNode*> wgmma_operands_, gemm_operands_;  ///< (TmaUnfit's, computed once)
+  bool operands_known_ = false;
   std::unordered_set<const BufferNode*> produced_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
   std::string why_not_;
