@@ -36,7 +36,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 if [ -f tests/cuda/device_lib_test.cu ] && [ "${GPU_RUN_SKIP_SUITE:-0}" != "1" ]; then
   echo "== device header library test"
   nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
-    tests/cuda/device_lib_test.cu -o /tmp/device_lib_test && /tmp/device_lib_test | tail -3
+    tests/cuda/device_lib_test.cu -o /tmp/device_lib_test && {
+      # its own log: a crash loses what printf had buffered, and the exit status says how it ended
+      /tmp/device_lib_test > "${OUT:-/tmp}/device_lib_test.log" 2>&1; echo "device_lib_test exit status $?"
+      grep -E "^FAIL" "${OUT:-/tmp}/device_lib_test.log" | head -20; tail -3 "${OUT:-/tmp}/device_lib_test.log"; }
 fi
 if [ -f tests/cuda/wgmma_test.cu ] && [ "${GPU_RUN_SKIP_SUITE:-0}" != "1" ] && nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -q "^9.0"; then
   echo "== wgmma test (Hopper)"
