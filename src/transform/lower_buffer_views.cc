@@ -7,9 +7,11 @@
 /// loop nests (the target-neutral lowering), whose element accesses are then re-indexed.
 /// A register fragment accessed through a view no longer matches the element pattern
 /// layout inference needs, so the CUDA target keeps it in shared memory (and says so).
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
@@ -51,9 +53,14 @@ class ViewLowerer : public IRMutator {
                              op->span);
   }
 
-  // A tile op touching a view: its loop nests, with the view's accesses re-indexed.
+  // A tile op touching a view: its loop nests, with the view's accesses re-indexed. A copy
+  // whose view regions are rectangles of the owner too stays a copy of the owner (TMA,
+  // cp.async and vector copies stay open to it): a reshaped global tensor's copies.
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
-    return Touches({op->src, op->dst}) ? Mutate(LowerTileOpToLoops(self)) : IRMutator::Mutate_(op, self);
+    if (!Touches({op->src, op->dst})) return IRMutator::Mutate_(op, self);
+    std::optional<Region> src = OnOwner(op->src), dst = OnOwner(op->dst);
+    if (src && dst) return CopyOp::Make(*src, *dst, op->span);
+    return Mutate(LowerTileOpToLoops(self));
   }
   Stmt Mutate_(const FillOp* op, const Stmt& self) override {
     return Touches({op->dst}) ? Mutate(LowerTileOpToLoops(self)) : IRMutator::Mutate_(op, self);
@@ -87,6 +94,77 @@ class ViewLowerer : public IRMutator {
       if (r.buffer && owner_.count(r.buffer.get())) return true;
     }
     return false;
+  }
+
+  /// `r` as a region of its owner when `r` is a view's region that is also a rectangle of
+  /// the owner, with the same non-unit extents in the same order (so a copy pairs the same
+  /// elements); `r` itself when it is no view's; nullopt otherwise. Both shapes must be
+  /// static, and each view dimension the product of consecutive owner dimensions (a merge,
+  /// as `T.Tensor((KH * KW * C, F), dtype, kernel.data)`). Within a merged dimension the
+  /// range [s, s + e) must lie in one row of the innermost owner dimension it reaches: e
+  /// divides that dimension and s is provably a multiple of e (or e is the dimension's
+  /// full extent from a multiple of it). The outermost dimension of each group takes the
+  /// quotient without a modulo, so a range past the view's end is past the owner's too
+  /// (and is bounds-checked and guarded as before).
+  std::optional<Region> OnOwner(const Region& r) {
+    auto it = owner_.find(r.buffer.get());
+    if (it == owner_.end()) return r;
+    const Buffer& owner = it->second;
+    std::vector<int64_t> vshape, oshape;
+    for (const Expr& e : r.buffer->shape) vshape.push_back(ConstOr(e, -1));
+    for (const Expr& e : owner->shape) oshape.push_back(ConstOr(e, -1));
+    for (int64_t v : vshape) if (v < 1) return std::nullopt;
+    for (int64_t v : oshape) if (v < 1) return std::nullopt;
+    if (r.ranges.size() != vshape.size()) return std::nullopt;
+    std::vector<Range> out(oshape.size());
+    size_t j = oshape.size();  // owner dims still to assign, from the innermost
+    arith::Analyzer az;
+    for (size_t i = vshape.size(); i-- > 0;) {
+      // the owner dims [first, j) whose product is the view's dim i
+      // (the outermost view dim takes every owner dim left, leading units included)
+      if (j == 0) return std::nullopt;
+      size_t first = j;
+      int64_t product = 1;
+      do {
+        product *= oshape[--first];
+      } while (first > 0 && (i == 0 || product < vshape[i]));
+      if (product != vshape[i]) return std::nullopt;
+      Expr s = r.ranges[i].min;
+      int64_t e = 0;
+      if (!AsConstInt(r.ranges[i].extent, &e) || e < 1) {
+        if (j - first != 1) return std::nullopt;  // a symbolic extent only on a dim the owner has as such
+        e = -1;
+      }
+      bool open = true;  // the range still has its non-unit extent to place
+      for (size_t k = j; k-- > first;) {
+        DType t = owner->shape[k]->dtype;
+        Expr dim = MakeInt(oshape[k], s->dtype);
+        if (k == first) {  // outermost of the group: the quotient, unreduced
+          out[k] = Range{Cast::Make(t, s), open && e != 1 ? r.ranges[i].extent : MakeInt(1, t)};
+          break;
+        }
+        if (!open || e == 1) {
+          out[k] = Range{Cast::Make(t, FloorMod(s, dim)), MakeInt(1, t)};
+        } else if (oshape[k] % e == 0 && az.CanProve(EQ(FloorMod(s, MakeInt(e, s->dtype)), MakeInt(0, s->dtype)))) {
+          out[k] = Range{Cast::Make(t, FloorMod(s, dim)), MakeInt(e, t)};
+          open = false;
+        } else if (e == oshape[k] && az.CanProve(EQ(FloorMod(s, dim), MakeInt(0, s->dtype)))) {
+          out[k] = Range{MakeInt(0, t), MakeInt(e, t)};
+          open = false;
+        } else {
+          return std::nullopt;
+        }
+        s = FloorDiv(s, dim);
+      }
+      j = first;
+    }
+    for (Range& rg : out) rg = Range{az.Simplify(rg.min), az.Simplify(rg.extent)};
+    return Region{owner, out};
+  }
+
+  static int64_t ConstOr(const Expr& e, int64_t otherwise) {
+    int64_t v;
+    return AsConstInt(e, &v) ? v : otherwise;
   }
 
   /// The owner's indices of the element at `idx` of `view` (same row-major position).

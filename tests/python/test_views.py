@@ -84,3 +84,69 @@ def test_view_errors_name_the_problem():
 
     with pytest.raises(TileLangCompileError, match="T.gemm of .*T.reshape / T.view, is not supported"):
         compile_cpu(gemm)
+
+
+def _flat_weight_gemm(KH=3, C=32, F=64, bk=16, bn=64, rows=64, stages=2):
+    """out = X @ W.reshape(KH * C, F): the weight read through a flat view of its storage
+    (upstream's convolution example flattens its 4-D kernel this way), one k-tile a step."""
+    K = KH * C
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, K), "float16"), W: T.Tensor((KH, C, F), "float16"),
+             Out: T.Tensor((rows, F), "float32")):
+        with T.Kernel(1, threads=128):
+            w_flat = T.Tensor((K, F), "float16", W.data)
+            x_s = T.alloc_shared((rows, bk), "float16")
+            w_s = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((rows, bn), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // bk, num_stages=stages):
+                T.copy(X[0, k * bk], x_s)
+                T.copy(w_flat[k * bk, 0], w_s)
+                T.gemm(x_s, w_s, acc)
+            T.copy(acc, Out)
+
+    return main
+
+
+@pytest.mark.parametrize("bk", [16, 32])
+def test_copy_from_a_flat_view_of_a_global_tensor(bk):
+    rng = np.random.default_rng(bk)
+    x = rng.standard_normal((64, 96)).astype(np.float16)
+    w = rng.standard_normal((3, 32, 64)).astype(np.float16)
+    out = poison((64, 64))
+    compile_cpu(_flat_weight_gemm(bk=bk))(x, w, out)
+    assert_close(out, f64(x) @ f64(w).reshape(96, 64), dtype="float16")
+
+
+def test_copy_from_a_flat_view_stays_a_copy_of_its_owner():
+    """Each k-tile of the view lies in one row of the owner's channel dimension, so the copy
+    is a rectangle of the owner: on sm_90a a TMA load of the 3-D weight, not an element loop
+    through divisions of the flat index."""
+    pytest.importorskip("tilelang._tl")
+    from tilelang import _tl
+    kernel = _flat_weight_gemm(KH=3, C=64, F=64, bk=64)
+    lowered, remarks, _ = _tl.lower_cuda(kernel.node, {"tl.target_arch": "sm_90a"}, False)
+    code = _tl.codegen_cuda(lowered).code
+    assert "tl::tma_load_3d(" in code, code
+    assert any("warp-specialized" in r and "2 copies with TMA" in r for r in remarks), remarks
+
+
+def test_a_view_range_across_owner_rows_keeps_the_loop_lowering():
+    """A k-tile of 24 rows of a (3 * 32)-row view straddles the owner's 32-channel rows: no
+    rectangle of the owner, so the copy is an element loop through the view (still exact)."""
+    rng = np.random.default_rng(7)
+    KH, C, F = 4, 6, 8
+
+    @T.prim_func
+    def main(W: T.Tensor((KH, C, F), "float32"), Out: T.Tensor((2, 12, F), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            flat = T.Tensor((KH * C, F), "float32", W.data)
+            s = T.alloc_shared((12, F), "float32")
+            T.copy(flat[bx * 12, 0], s)
+            T.copy(s, Out[bx, 0, 0])
+
+    w = rng.standard_normal((KH, C, F)).astype(np.float32)
+    out = poison((2, 12, F))
+    compile_cpu(main)(w, out)
+    assert_close(out, f64(w).reshape(2, 12, F))
