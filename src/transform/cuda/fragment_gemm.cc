@@ -148,15 +148,14 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   if (Mma(rf).warps().interleave_m) args.push_back(MakeBool(true));
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
   auto no = no_wgmma_.find(op);
-  // gemm_ss (tile_ops.h) takes the tensor cores for float16/bfloat16 into float32 only;
-  // other operand types run its per-thread multiply-add loop in the same warp layout.
-  DType ta = op->a.buffer->dtype;
-  bool tensor_cores = (ta == DType::Float(16) || ta == DType::BFloat16()) && ta == op->b.buffer->dtype &&
-                      rf.regs->dtype == DType::Float(32);
+  // gemm_ss (tile_ops.h) takes the tensor cores where cuda::MmaSyncUnfit allows (the same
+  // test); other GEMMs run its per-thread multiply-add loop in the same warp layout.
+  std::string unfit = cuda::MmaSyncUnfit(op);
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                          op->c.buffer->name + ": " +
-                         (tensor_cores ? std::string("ldmatrix + mma.sync m16n8k16")
-                                       : "multiply-add loops, no tensor cores for " + ta.str() + " operands") +
+                         (unfit.empty() ? std::string("ldmatrix + mma.sync ") +
+                                              (op->a.buffer->dtype.bytes() == 1 ? "m16n8k32 (int8)" : "m16n8k16")
+                                        : "multiply-add loops, no tensor cores (" + unfit + ")") +
                          ", warps " +
                          std::to_string(Mma(rf).warps().warps_m) + "x" +
                          std::to_string(Mma(rf).warps().warps_n) +

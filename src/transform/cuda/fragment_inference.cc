@@ -66,6 +66,29 @@ bool IndicesAreVars(const std::vector<Expr>& idx, const ParallelNest& nest) {
   return true;
 }
 
+std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, int64_t k) {
+  const bool sixteen = a == DType::Float(16) || a == DType::BFloat16();
+  const bool int8 = a == DType::Int(8) || a == DType::UInt(8);
+  if (!sixteen && !int8) return "no tensor cores for " + a.str() + " operands";
+  if (a != b) return "operands of different types (" + a.str() + " and " + b.str() + ")";
+  if (sixteen && c != DType::Float(32)) return "a " + c.str() + " accumulator for " + a.str() + " operands";
+  if (int8 && c != DType::Int(32)) return "a " + c.str() + " accumulator for " + a.str() + " operands";
+  if (int8 && (trans_a || !trans_b)) {
+    return std::string(a.str()) + " operands with " + (trans_a ? "A stored K x M" : "B stored K x N") +
+           " (ldmatrix cannot transpose bytes; the 8-bit path needs A M x K and B N x K)";
+  }
+  const int64_t step = int8 ? 32 : 16;
+  if (k >= 0 && k % step) return "K = " + std::to_string(k) + " is not a multiple of " + std::to_string(step);
+  return "";
+}
+
+std::string MmaSyncUnfit(const GemmOp* op) {
+  int64_t k = -1;
+  const Region& a = op->a;
+  AsConstInt(op->trans_a ? a.ranges[a.ranges.size() - 2].extent : a.ranges.back().extent, &k);
+  return MmaSyncUnfit(a.buffer->dtype, op->b.buffer->dtype, op->c.buffer->dtype, op->trans_a, op->trans_b, k);
+}
+
 namespace {
 
 /// Layout inference over one kernel body.
@@ -144,10 +167,12 @@ class LayoutInference : public IRVisitor {
   /// checks are stricter (whole 2-D tiles), and other dtypes never use ldmatrix.
   static bool LdmatrixRowsAligned(const GemmOp* op, bool reg_a) {
     arith::Analyzer an;
+    // 8-bit operands go through ldmatrix on the int8 mma.sync path only.
+    const bool int8_mma = op->a.buffer->dtype.bytes() == 1 && MmaSyncUnfit(op).empty();
     for (const Region* r : {&op->a, &op->b}) {
       if (r == &op->a && reg_a) continue;
       int bytes = r->buffer->dtype.bytes();
-      if (bytes != 2 || r->buffer->scope != Scope::kShared) continue;
+      if (!(bytes == 2 || (bytes == 1 && int8_mma)) || r->buffer->scope != Scope::kShared) continue;
       if (!cuda::VectorFits(*r, 16 / bytes, an)) return false;
     }
     return true;
@@ -176,7 +201,7 @@ class LayoutInference : public IRVisitor {
       if (op->trans_a || !IsWhole2D(op->a, &ka, &kb) || ka != m || !sixteen || m % (16 * w) || n % 8 || kb % 16) {
         why = "operand A is a fragment that the tensor-core path cannot read from registers (it needs "
               "16-bit A of M x K, not transposed, and M a multiple of 16 x warps)";
-        StageA(op, sixteen, m, n, &warps, &why);
+        StageA(op, m, n, &warps, &why);
       } else {
         // On Hopper, fewer warpgroups than 64-row blocks: the rows wgmma's blocks interleave
         // (mma.sync's gemm_rs reads A and C alike, in either row order).
@@ -190,7 +215,7 @@ class LayoutInference : public IRVisitor {
         if (it != layouts.end() && !(*it->second.layout == *a_layout)) {
           why = "operand A is held as " + it->second.layout->ToString() + " but the register path needs " +
                 a_layout->ToString();
-          StageA(op, sixteen, m, n, &warps, &why);
+          StageA(op, m, n, &warps, &why);
         } else {
           warps = rs_split;
           Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
@@ -310,12 +335,18 @@ class LayoutInference : public IRVisitor {
   }
 
   /// A register fragment the tensor cores cannot read as A in place is written to a shared
-  /// tile and read from there by ldmatrix + mma.sync (instead of per-element loops): 16-bit
-  /// operands into float32, whole A with 16-byte rows, C split over the warps as usual.
-  /// Clears *why when it applies.
-  void StageA(const GemmOp* op, bool sixteen, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why) {
+  /// tile (or stays in the shared memory it was kept in) and read from there by ldmatrix +
+  /// mma.sync (instead of per-element loops): the types gemm_ss's tensor cores take
+  /// (MmaSyncUnfit), whole A with 16-byte rows, C split over the warps as usual.
+  /// Clears *why when it applies; otherwise adds why mma.sync does not apply either.
+  void StageA(const GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why) {
     int64_t ra = 0, ca = 0;
-    if (!sixteen || !IsWhole2D(op->a, &ra, &ca) || ca % 8) return;
+    std::string unfit = MmaSyncUnfit(op);
+    if (!unfit.empty()) {
+      *why += "; nor through shared memory: " + unfit;
+      return;
+    }
+    if (!IsWhole2D(op->a, &ra, &ca) || (ca * op->a.buffer->dtype.bytes()) % 16) return;
     if (auto held = HeldSplit(op->c.buffer, op)) {
       *warps = *held;
     } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, warps)) {

@@ -100,21 +100,53 @@ TL_DEVICE int flat_thread_index() {
 
 namespace detail {
 
-/// Tensor-core path for 16-bit inputs: ldmatrix + mma.sync m16n8k16, f32 accumulate.
+/// The mma.sync shape gemm_ss_mma / gemm_rs use for operand type T: 16-bit inputs take
+/// m16n8k16 into float, 8-bit integers m16n8k32 into int32. Either way one 16 x 16 tile of
+/// 16-bit elements or 16 x 32 tile of bytes is 16 rows of 16 bytes (mma.h), so ldmatrix
+/// (which moves 16-byte rows) loads both; only its .trans form is 16-bit specific.
+template <typename T>
+struct mma_shape {
+  static constexpr bool kInt8 = is_same<T, int8_t>::value || is_same<T, uint8_t>::value;
+  static constexpr bool kSixteen = is_same<T, half>::value || is_same<T, bfloat16>::value;
+  static constexpr int kK = kInt8 ? 32 : 16;   ///< K of one mma
+  static constexpr int kChunk = kK / 2;        ///< elements in a 16-byte row of an 8x8 ldmatrix tile
+  using Acc = typename conditional<kInt8, int, float>::type;
+};
+
+/// D += A * B for one m16n8 tile of mma_shape<T> (fragments as in mma.h).
+template <typename T, typename Acc>
+TL_DEVICE void mma_tile(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (is_same<T, int8_t>::value) {
+    mma_m16n8k32_s8s32(d, a, b, d);
+  } else if constexpr (is_same<T, uint8_t>::value) {
+    mma_m16n8k32_u8s32(d, a, b, d);
+  } else {
+    mma_m16n8k16<T>(d, a, b, d);
+  }
+}
+
+/// Tensor-core path: ldmatrix + mma.sync, for 16-bit inputs into float32 (any transposes)
+/// and for int8 / uint8 into int32 with A row-major and B stored N x K (TransB), the
+/// layouts whose 4-byte groups lie along K in shared memory (ldmatrix.trans moves 16-bit
+/// elements, so it cannot transpose bytes).
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest, bool InterleaveM, typename T>
-TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
+          bool MFastest, bool InterleaveM, typename T, typename Acc>
+TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
+  using Shape = mma_shape<T>;
+  constexpr int kK = Shape::kK, kChunk = Shape::kChunk;
+  static_assert(is_same<Acc, typename Shape::Acc>::value, "gemm_ss_mma: accumulator type");
+  static_assert(Shape::kSixteen || (!TransA && TransB), "gemm_ss_mma: 8-bit operands need A M x K, B N x K");
   constexpr int kWarpM = M / WM, kWarpN = N / WN;
   constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
   static_assert(kWarpM % 16 == 0 && kWarpN % 8 == 0, "warp tile must be a multiple of 16x8");
-  static_assert(K % 16 == 0, "K must be a multiple of 16 for the tensor-core path");
+  static_assert(K % kK == 0, "K must be a multiple of the mma's K for the tensor-core path");
   const int tid = flat_thread_index();
   const int lane = tid & 31, warp = tid >> 5;
   const int wm = MFastest ? warp % WM : warp / WN, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
   // First row of the warp's 16-row slice mt.
   auto slice = [&](int mt) { return InterleaveM ? (mt * WM + wm) * 16 : wm * kWarpM + mt * 16; };
-  float(*acc)[kTilesN][4] = reinterpret_cast<float(*)[kTilesN][4]>(C);
-  // Fragments of step kk + 16 are loaded before the mma of step kk, so shared-memory
+  Acc(*acc)[kTilesN][4] = reinterpret_cast<Acc(*)[kTilesN][4]>(C);
+  // Fragments of step kk + kK are loaded before the mma of step kk, so shared-memory
   // latency overlaps tensor-core work (two register buffers, selected at compile time).
   uint32_t a[2][kTilesM][4];
   uint32_t b[2][kTilesN][2];
@@ -123,7 +155,7 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
     for (int mt = 0; mt < kTilesM; ++mt) {
       const int m = slice(mt);
       if constexpr (!TransA) {
-        const int row = m + (lane & 15), col = kk + (lane >> 4) * 8;
+        const int row = m + (lane & 15), col = kk + (lane >> 4) * kChunk;
         ldmatrix_x4(fa[mt], A + swizzle<sizeof(T), SwzA, LdA>(row * LdA + col));
       } else {
         const int row = kk + (lane & 7) + (lane >> 4) * 8, col = m + ((lane >> 3) & 1) * 8;
@@ -138,7 +170,7 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
         const int row = kk + (lane & 15), col = n + (lane >> 4) * 8;
         ldmatrix_x4_trans(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       } else {
-        const int row = n + (lane & 7) + (lane >> 4) * 8, col = kk + ((lane >> 3) & 1) * 8;
+        const int row = n + (lane & 7) + (lane >> 4) * 8, col = kk + ((lane >> 3) & 1) * kChunk;
         ldmatrix_x4(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       }
       fb[nt][0] = r[0];
@@ -153,7 +185,7 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
         const int row = kk + (lane & 15), col = n;
         ldmatrix_x2_trans(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       } else {
-        const int row = n + (lane & 7), col = kk + ((lane >> 3) & 1) * 8;
+        const int row = n + (lane & 7), col = kk + ((lane >> 3) & 1) * kChunk;
         ldmatrix_x2(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       }
       fb[nt][0] = r[0];
@@ -162,14 +194,14 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, float* C) {
   };
   load(0, a[0], b[0]);
 #pragma unroll
-  for (int kk = 0; kk < K; kk += 16) {
-    const int cur = (kk / 16) & 1;
-    if (kk + 16 < K) load(kk + 16, a[cur ^ 1], b[cur ^ 1]);
+  for (int kk = 0; kk < K; kk += kK) {
+    const int cur = (kk / kK) & 1;
+    if (kk + kK < K) load(kk + kK, a[cur ^ 1], b[cur ^ 1]);
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt) {
-        mma_m16n8k16<T>(acc[mt][nt], a[cur][mt], b[cur][nt], acc[mt][nt]);
+        mma_tile<T>(acc[mt][nt], a[cur][mt], b[cur][nt]);
       }
     }
   }
@@ -270,9 +302,11 @@ TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
           bool MFastest = false, bool InterleaveM = false, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
-  constexpr bool kTensorCore = detail::is_same<TA, TB>::value && detail::is_same<TC, float>::value &&
-                               (detail::is_same<TA, half>::value || detail::is_same<TA, bfloat16>::value) &&
-                               K % 16 == 0;
+  // Mirrors the compiler's choice (cuda::MmaSyncUnfit), which reports it.
+  using Shape = detail::mma_shape<TA>;
+  constexpr bool kTensorCore = detail::is_same<TA, TB>::value &&
+                               detail::is_same<TC, typename Shape::Acc>::value && K % Shape::kK == 0 &&
+                               (Shape::kSixteen || (Shape::kInt8 && !TransA && TransB));
   if constexpr (kTensorCore) {
     detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM>(A, B, C);
   } else {

@@ -47,6 +47,16 @@ struct is_same<A, A> {
   static constexpr bool value = true;
 };
 
+/// std::conditional.
+template <bool B, typename T, typename F>
+struct conditional {
+  using type = T;
+};
+template <typename T, typename F>
+struct conditional<false, T, F> {
+  using type = F;
+};
+
 template <typename T>
 struct is_integral {
   static constexpr bool value = false;
