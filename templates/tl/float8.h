@@ -95,9 +95,9 @@ TL_F8_FN unsigned int f8_to_float_bits(unsigned char c) {
 /// kernel is compiled with TL_FLOAT8_HW_CVT (pass config "tl.enable_float8_hw_convert"):
 /// `cvt.rn.satfinite.{e4m3,e5m2}x2.f32` rounds to nearest even and saturates as the
 /// integer version above does, and `cvt.rn.f16x2.{e4m3,e5m2}x2` widens exactly (through
-/// half). One instruction instead of a few dozen; off by default until a GPU run of
-/// tests/cuda/device_lib_test.cu has compared the two over every 8-bit code and a sweep of
-/// floats (its "float8 hardware conversions" checks).
+/// half). One instruction instead of a few dozen; the JIT defines it by default
+/// (tests/cuda/device_lib_test.cu compares the two over every 8-bit code and a sweep of
+/// floats: its "float8 hardware conversions" checks).
 #if defined(TL_FLOAT8_HW_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define TL_F8_HW 1
 #endif
