@@ -138,10 +138,11 @@ void BindCuda(nb::module_& m) {
       .def(
           "add_tensor_map",
           [](CudaModule& self, int tensor_arg, int data_type, int elem_bytes, const std::vector<int64_t>& dims,
-             const std::vector<int64_t>& box, int swizzle) {
-            self.AddTensorMap(TensorMapSpec{tensor_arg, data_type, elem_bytes, dims, box, swizzle});
+             const std::vector<int64_t>& box, int swizzle, const std::vector<int64_t>& im2col) {
+            self.AddTensorMap(TensorMapSpec{tensor_arg, data_type, elem_bytes, dims, box, swizzle, im2col});
           },
           "tensor_arg"_a, "data_type"_a, "elem_bytes"_a, "dims"_a, "box"_a, "swizzle"_a,
+          "im2col"_a = std::vector<int64_t>{},
           "Declares the kernel's next TMA tensor-map parameter (see CudaSource.tma_specs); launches build it.")
       .def(
           "launch",

@@ -463,6 +463,12 @@ NB_MODULE(_tl, m) {
         for (const auto& t : s.tma_specs) out.emplace_back(t.tensor_arg, t.data_type, t.elem_bytes, t.dims, t.box, t.swizzle);
         return out;
       })
+      .def_prop_ro("tma_im2col", [](const codegen::CudaSource& s) {
+        // Per tensor map of tma_specs: [] for a tiled map, else its im2col parameters (TmaSpec::im2col).
+        std::vector<std::vector<int64_t>> out;
+        for (const auto& t : s.tma_specs) out.push_back(t.im2col);
+        return out;
+      })
       .def_prop_ro("grid_text", [](const codegen::CudaSource& s) {
         // The grid extents as the printer writes them (for exported headers of dynamic kernels).
         std::vector<std::string> out;

@@ -21,6 +21,9 @@ struct TmaSpec {
   std::vector<int64_t> dims;  ///< innermost first; v < 0 is launch argument -(v + 1)
   std::vector<int64_t> box;   ///< innermost first
   int swizzle = 0;            ///< CUtensorMapSwizzle
+  /// Empty for a tiled map. An im2col map (cuTensorMapEncodeIm2col, 4-D NHWC): channels
+  /// per pixel, pixels per column, traversal stride, lower corner W, H, upper corner W, H.
+  std::vector<int64_t> im2col;
 };
 
 struct CudaSource {

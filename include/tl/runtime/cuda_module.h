@@ -101,6 +101,10 @@ struct TensorMapSpec {
   std::vector<int64_t> dims;  ///< innermost first; v < 0 stands for launch argument -(v + 1)
   std::vector<int64_t> box;   ///< innermost first
   int swizzle = 0;            ///< CUtensorMapSwizzle
+  /// Empty: a tiled map (cuTensorMapEncodeTiled). Otherwise an im2col map of a 4-D NHWC
+  /// tensor (cuTensorMapEncodeIm2col; `box` unused): channels per pixel, pixels per
+  /// column, traversal stride (W and H), pixel box lower corner W, H, upper corner W, H.
+  std::vector<int64_t> im2col;
 };
 
 /// A tensor map's geometry for one launch: what cuTensorMapEncodeTiled takes.

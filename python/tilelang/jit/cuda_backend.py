@@ -295,8 +295,8 @@ def default_arch() -> str:
 
 def _with_tensor_maps(module, src):
     """Declares the kernel's TMA descriptor parameters; each launch builds them from the tensors."""
-    for spec in src.tma_specs:
-        module.add_tensor_map(*spec)
+    for spec, im2col in zip(src.tma_specs, src.tma_im2col):
+        module.add_tensor_map(*spec, im2col=im2col)
     return module
 
 

@@ -59,8 +59,9 @@ class _Tile:
         _b.emit(stmt)
 
 
-def _nest(extents, kinds, body_fn, prefix="i"):
-    """Emits `for v0 in kind0(e0): for v1 ...: body_fn([v0, v1, ...])`."""
+def _nest(extents, kinds, body_fn, prefix="i", annotations=None):
+    """Emits `for v0 in kind0(e0): for v1 ...: body_fn([v0, v1, ...])`; `annotations` go on
+    the outermost loop."""
     span = _b.current_span()
     vars_ = [_tl.var(f"{prefix}{k}", "int32") for k in range(len(extents))]
     b = _b.current()
@@ -69,7 +70,7 @@ def _nest(extents, kinds, body_fn, prefix="i"):
     body = b.close(span)
     for k in reversed(range(len(extents))):
         body = _tl.for_(vars_[k], _tl.const_int(0, "int32"), _tl.const_int(int(extents[k]), "int32"), kinds[k], body,
-                        {}, span)
+                        (annotations or {}) if k == 0 else {}, span)
     _b.emit(body)
 
 
@@ -195,7 +196,9 @@ def im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_p
     square `kernel` x `kernel` convolution: row m = nhw_step * block_M + i is output pixel
     (n, oh, ow) of the flattened N x OH x OW, column k = c_step * block_K + j is kernel tap
     (kh, kw) and input channel c of the flattened KH x KW x C; taps that fall in the padding
-    read 0. Lowered as a T.Parallel nest (both targets)."""
+    read 0. Lowered as a T.Parallel nest (both targets); the nest's outer loop carries the
+    parameters ("tl.im2col.*" annotations), so that on sm_90a a warp-specialized pipeline
+    loads the tile with one TMA im2col box instead (cuda-warp-specialize decides)."""
     from . import if_then_else
 
     _b.require_kernel("T.im2col")
@@ -226,7 +229,11 @@ def im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_p
         value = img[m // (out_h * out_w), row, colw, k % c].load()
         C.store(lead + [i, j], if_then_else(inside, value, 0))
 
-    _nest([block_m, block_k], ["parallel", "parallel"], body)
+    ann = {"tl.im2col.image": _tl.call("handle", "address_of", [img[(0,) * 4].load().node])}
+    for name, v in (("nhw_step", nhw_step), ("c_step", c_step), ("kernel", kernel), ("stride", stride),
+                    ("dilation", dilation), ("pad", pad)):
+        ann["tl.im2col." + name] = as_expr(v, "int32").node
+    _nest([block_m, block_k], ["parallel", "parallel"], body, annotations=ann)
 
 
 c2d_im2col = im2col

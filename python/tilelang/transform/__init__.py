@@ -100,6 +100,7 @@ ACTED_ON_CUDA = {
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
+    "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
     "tl.enable_float8_hw_convert": "float8 conversions with sm_89+'s cvt instructions (TL_FLOAT8_HW_CVT)",
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
 }

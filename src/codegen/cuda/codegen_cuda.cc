@@ -271,7 +271,8 @@ class CudaCodegen : public CPrinter {
   void DeclareTensorMaps(const PrimFunc& f, CudaSource* out, std::ostringstream* sig) {
     ForEachExpr(f->body, [&](const Expr& e) {
       const auto* call = As<Call>(e);
-      if (!call || call->op != "tma_descriptor") return;
+      const bool im2col = call && call->op == "tma_im2col_descriptor";
+      if (!call || (call->op != "tma_descriptor" && !im2col)) return;
       std::string key = ToString(e);
       if (tma_names_.count(key)) return;
       const Buffer& tensor = As<BufferLoad>(As<Call>(call->args[0])->args[0])->buffer;
@@ -284,10 +285,14 @@ class CudaCodegen : public CPrinter {
       int64_t swizzle = 0;
       AsConstInt(call->args[1], &swizzle);
       spec.swizzle = static_cast<int>(swizzle);
+      // tma_descriptor: the box, innermost first. tma_im2col_descriptor: channels per
+      // pixel, pixels per column, the traversal stride, then the pixel box's lower and
+      // upper corners (W then H); see cuda::LowerTmaIm2col.
+      std::vector<int64_t>& rest = im2col ? spec.im2col : spec.box;
       for (size_t j = 2; j < call->args.size(); ++j) {
         int64_t b = 0;
         AsConstInt(call->args[j], &b);
-        spec.box.push_back(b);
+        rest.push_back(b);
       }
       for (size_t d = tensor->shape.size(); d-- > 0;) spec.dims.push_back(DimArgument(f, *out, tensor->shape[d]));
       std::string name = "tl_tma_" + std::to_string(out->tma_specs.size());
@@ -344,7 +349,16 @@ class CudaCodegen : public CPrinter {
              Print(op->args[2]) + "))";
     }
     if (op->op == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
-    if (op->op == "tma_descriptor") return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
+    if (op->op == "tma_descriptor" || op->op == "tma_im2col_descriptor") {
+      return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
+    }
+    if (op->op == "tma_load_im2col") {
+      std::string s = "tl::tma_load_im2col_4d(";
+      for (size_t k = 0; k < op->args.size(); ++k) {
+        s += (k ? ", " : "") + std::string(k >= 7 ? "(uint16_t)(" : "") + Print(op->args[k]) + (k >= 7 ? ")" : "");
+      }
+      return s + ")";
+    }
     if (op->op == "tma_load") {
       std::string s = "tl::tma_load_" + std::to_string(op->args.size() - 3) + "d(";
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);

@@ -65,6 +65,8 @@ DriverState LoadDriver() {
   Resolve(lib, "cuGetErrorName", &d.GetErrorName, &missing);
   // Optional: only kernels that load with TMA need it, and they say so when it is absent.
   d.TensorMapEncodeTiled = reinterpret_cast<decltype(d.TensorMapEncodeTiled)>(::dlsym(lib, "cuTensorMapEncodeTiled"));
+  d.TensorMapEncodeIm2col =
+      reinterpret_cast<decltype(d.TensorMapEncodeIm2col)>(::dlsym(lib, "cuTensorMapEncodeIm2col"));
   if (!missing.empty()) {
     st.reason = "the CUDA driver is too old (missing " + missing + "); update the NVIDIA driver";
     return st;
@@ -207,16 +209,30 @@ struct CudaModule::Impl {
     }
     EncodedMap& m = *maps[i];
     if (m.valid && m.geometry.address == g.address && m.geometry.dims == g.dims) return m.bytes;
-    if (!drv.TensorMapEncodeTiled) {
-      throw std::runtime_error("kernel " + entry + " loads with TMA, which this CUDA driver lacks "
-                               "(no cuTensorMapEncodeTiled); update the driver or compile with "
-                               "pass_configs={'tl.disable_tma_lower': True}");
+    const bool im2col = !spec.im2col.empty();
+    if (im2col ? !drv.TensorMapEncodeIm2col : !drv.TensorMapEncodeTiled) {
+      throw std::runtime_error("kernel " + entry + " loads with TMA, which this CUDA driver lacks (no " +
+                               (im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled") +
+                               "); update the driver or compile with pass_configs={'tl.disable_tma_lower': True}");
     }
-    std::vector<uint32_t> box(spec.box.begin(), spec.box.end()), element_strides(box.size(), 1);
-    CUresult status = drv.TensorMapEncodeTiled(
-        m.bytes, spec.data_type, static_cast<uint32_t>(g.dims.size()), reinterpret_cast<void*>(g.address),
-        g.dims.data(), g.strides.data(), box.data(), element_strides.data(), /*interleave=*/0, spec.swizzle,
-        /*l2_promotion: 256B=*/3, /*oob_fill: zeros=*/0);
+    CUresult status;
+    if (im2col) {
+      // (channels, pixels, stride, lower W, lower H, upper W, upper H): TensorMapSpec::im2col
+      const std::vector<int64_t>& p = spec.im2col;
+      const int lower[2] = {static_cast<int>(p[3]), static_cast<int>(p[4])};
+      const int upper[2] = {static_cast<int>(p[5]), static_cast<int>(p[6])};
+      const uint32_t steps[4] = {1, static_cast<uint32_t>(p[2]), static_cast<uint32_t>(p[2]), 1};
+      status = drv.TensorMapEncodeIm2col(m.bytes, spec.data_type, static_cast<uint32_t>(g.dims.size()),
+                                         reinterpret_cast<void*>(g.address), g.dims.data(), g.strides.data(), lower,
+                                         upper, static_cast<uint32_t>(p[0]), static_cast<uint32_t>(p[1]), steps,
+                                         /*interleave=*/0, spec.swizzle, /*l2_promotion: 128B=*/2, /*oob_fill: zeros=*/0);
+    } else {
+      std::vector<uint32_t> box(spec.box.begin(), spec.box.end()), element_strides(box.size(), 1);
+      status = drv.TensorMapEncodeTiled(m.bytes, spec.data_type, static_cast<uint32_t>(g.dims.size()),
+                                        reinterpret_cast<void*>(g.address), g.dims.data(), g.strides.data(),
+                                        box.data(), element_strides.data(), /*interleave=*/0, spec.swizzle,
+                                        /*l2_promotion: 256B=*/3, /*oob_fill: zeros=*/0);
+    }
     if (status != kCudaSuccess) {
       m.valid = false;
       throw std::runtime_error("kernel " + entry + ": encoding the TMA tensor map of argument " +

@@ -54,6 +54,11 @@ struct Driver {
   CUresult (*TensorMapEncodeTiled)(void* map, int data_type, uint32_t rank, void* address, const uint64_t* dims,
                                    const uint64_t* strides, const uint32_t* box, const uint32_t* element_strides,
                                    int interleave, int swizzle, int l2_promotion, int oob_fill);
+  /// cuTensorMapEncodeIm2col (CUDA 12+), for T.im2col's TMA loads; null like the above.
+  CUresult (*TensorMapEncodeIm2col)(void* map, int data_type, uint32_t rank, void* address, const uint64_t* dims,
+                                    const uint64_t* strides, const int* lower_corner, const int* upper_corner,
+                                    uint32_t channels, uint32_t pixels, const uint32_t* element_strides,
+                                    int interleave, int swizzle, int l2_promotion, int oob_fill);
 };
 
 /// The initialized driver, or nullptr with `reason` set (no library, no device, ...).

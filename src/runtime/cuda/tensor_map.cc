@@ -27,7 +27,16 @@ int64_t ArgValue(const std::vector<CudaArg>& args, size_t index) {
 
 TensorMapGeometry ResolveTensorMap(const TensorMapSpec& spec, const std::vector<CudaArg>& args) {
   size_t rank = spec.dims.size();
-  if (rank < 1 || rank > 5 || spec.box.size() != rank) {
+  const bool im2col = !spec.im2col.empty();
+  if (im2col) {
+    if (rank != 4 || spec.im2col.size() != 7) {
+      throw std::invalid_argument("an im2col tensor map is 4-D (NHWC) with 7 parameters");
+    }
+    const int64_t channels = spec.im2col[0], pixels = spec.im2col[1];
+    if (channels < 1 || channels > kMaxBox || channels * spec.elem_bytes % 16 || pixels < 1 || pixels > 1024) {
+      throw std::invalid_argument("an im2col box takes 1..256 channels of a multiple of 16 bytes and 1..1024 pixels");
+    }
+  } else if (rank < 1 || rank > 5 || spec.box.size() != rank) {
     throw std::invalid_argument("a TMA tensor map has rank 1 to 5, one box extent per dimension");
   }
   if (spec.tensor_arg < 0 || static_cast<size_t>(spec.tensor_arg) >= args.size() ||
@@ -46,7 +55,7 @@ TensorMapGeometry ResolveTensorMap(const TensorMapSpec& spec, const std::vector<
       throw std::invalid_argument("TMA tensor dimension " + std::to_string(j) + " is " + std::to_string(d) +
                                   ", outside [1, 2^32]");
     }
-    if (spec.box[j] < 1 || spec.box[j] > kMaxBox) {
+    if (!im2col && (spec.box[j] < 1 || spec.box[j] > kMaxBox)) {
       throw std::invalid_argument("TMA box extent " + std::to_string(spec.box[j]) + " is outside [1, 256]");
     }
     if (j > 0) {
@@ -59,7 +68,7 @@ TensorMapGeometry ResolveTensorMap(const TensorMapSpec& spec, const std::vector<
     g.dims.push_back(static_cast<uint64_t>(d));
     stride *= static_cast<uint64_t>(d);
   }
-  if (spec.box[0] * spec.elem_bytes % 16) {
+  if (!im2col && spec.box[0] * spec.elem_bytes % 16) {
     throw std::invalid_argument("TMA box rows must be a multiple of 16 bytes, got " +
                                 std::to_string(spec.box[0] * spec.elem_bytes));
   }

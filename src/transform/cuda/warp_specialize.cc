@@ -37,6 +37,7 @@
 #include "pipeline_schedule.h"
 #include "shared_plan.h"
 #include "tma_copy.h"
+#include "tma_im2col.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
@@ -108,6 +109,7 @@ class Specializer {
     producers_ = cuda::PipelineProducers(loop_, &why);
     if (producers_.empty()) return Fail(why);
     if (!CheckProducers()) return nullptr;
+    TakeIm2colNests();
     // What runs outside the loop must leave the produced tiles alone: their stages belong
     // to the mbarriers.
     for (size_t i = 0; i < stmts.size(); ++i) {
@@ -158,6 +160,44 @@ class Specializer {
     return false;
   }
 
+  /// T.im2col nests at the loop body's top level that TMA can load (tma_im2col.h) become
+  /// producers too; the others stay consumer loops, with a remark saying why.
+  void TakeIm2colNests() {
+    if (ConfigTrue(ctx_, "tl.disable_tma_im2col")) return;
+    std::vector<Stmt> body = cuda::Flatten(loop_->body);
+    for (const Stmt& st : body) {
+      std::optional<cuda::Im2colNest> nest = cuda::AsIm2colNest(st);
+      if (!nest) continue;
+      const Buffer& tile = nest->tile;
+      bool panelled = wgmma_operands_.count(tile.get()) > 0;
+      std::string why;
+      if (!panelled && cuda::Swizzled(tile, gemm_operands_, wgmma_operands_)) {
+        why = "tile " + tile->name + " is an ldmatrix-swizzled operand, which TMA does not write";
+      } else {
+        why = cuda::TmaIm2colUnfit(*nest, panelled, f_->params);
+      }
+      for (const Stmt& other : body) {  // the tile is the nest's alone to write
+        if (why.empty() && other.get() != st.get() && AddsWrite(other, tile.get())) {
+          why = "tile " + tile->name + " is also written by another statement of the loop";
+        }
+      }
+      if (!why.empty()) {
+        ctx_.remarks.push_back("T.im2col at line " + std::to_string(st->span.line) +
+                               ": element loops in the consumer threads, not a TMA im2col load (" + why + ")");
+        continue;
+      }
+      im2cols_.push_back(*nest);
+      im2col_panelled_.push_back(panelled);
+      produced_.insert(tile.get());
+    }
+  }
+
+  static bool AddsWrite(const Stmt& s, const BufferNode* b) {
+    std::unordered_set<const BufferNode*> w;
+    AddWrites(s, &w);
+    return w.count(b) > 0;
+  }
+
   bool CheckProducers() {
     for (const CopyOp* c : producers_) {
       bool panelled = false;
@@ -206,6 +246,9 @@ class Specializer {
     auto consumer_only = [&](const Var* v) { return consumer_lets.count(v) > 0; };
     bool needs_consumer_value = UsesVar(loop_->min, consumer_only) || UsesVar(loop_->extent, consumer_only);
     for (const CopyOp* c : producers_) needs_consumer_value = needs_consumer_value || RegionsUse(c, consumer_lets);
+    for (const cuda::Im2colNest& n : im2cols_) {
+      needs_consumer_value = needs_consumer_value || UsesVar(n.nhw_step, consumer_only) || UsesVar(n.c_step, consumer_only);
+    }
     if (needs_consumer_value) return Fail("the copies depend on values computed by the consumer threads");
     consumer_before = TakePrologueLoads(consumer_before, consumer_lets);
 
@@ -255,7 +298,10 @@ class Specializer {
                                       Seq::Make(consumer, span), span));
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": warp-specialized, " +
                            std::to_string(stages_) + " stages; a producer warpgroup loads " +
-                           std::to_string(producers_.size()) + " copies with TMA (" + std::to_string(bytes) +
+                           std::to_string(producers_.size()) + " copies" +
+                           (im2cols_.empty() ? std::string()
+                                             : " and " + std::to_string(im2cols_.size()) + " T.im2col tile(s)") +
+                           " with TMA (" + std::to_string(bytes) +
                            " bytes per stage, " + std::to_string(groups) +
                            " mbarrier full/empty pair(s) per stage, each waited before the first use of its "
                            "tiles and released after the last), " + std::to_string(threads_) +
@@ -335,15 +381,20 @@ class Specializer {
     for (const Stmt& st : cuda::Flatten(loop_->body)) {
       bool produces = false;
       for (const CopyOp* c : producers_) produces |= st.get() == c;
+      for (const cuda::Im2colNest& n : im2cols_) produces |= st.get() == n.loop;
       if (!produces) {
         consumers_.push_back(st);
         AddWrites(st, &written_in_loop_);
       }
     }
-    for (const CopyOp* c : producers_) {
+    // Every load, by its tile: the copies, then the im2col nests (index producers_.size() + j).
+    std::vector<const BufferNode*> tiles;
+    for (const CopyOp* c : producers_) tiles.push_back(c->dst.buffer.get());
+    for (const cuda::Im2colNest& n : im2cols_) tiles.push_back(n.tile.get());
+    for (size_t load = 0; load < tiles.size(); ++load) {
       size_t first = consumers_.size(), last = 0;
       for (size_t i = 0; i < consumers_.size(); ++i) {
-        if (!BuffersOf(consumers_[i]).count(c->dst.buffer.get())) continue;
+        if (!BuffersOf(consumers_[i]).count(tiles[load])) continue;
         first = std::min(first, i);
         last = std::max(last, i);
       }
@@ -355,12 +406,16 @@ class Specializer {
         return !split_groups_ || (g.first == first && g.last == last);
       });
       if (same == groups_.end()) {
-        groups_.push_back(Group{first, last, {c}});
-      } else {
-        same->copies.push_back(c);
-        same->first = std::min(same->first, first);
-        same->last = std::max(same->last, last);
+        groups_.push_back(Group{first, last, {}, {}});
+        same = groups_.end() - 1;
       }
+      if (load < producers_.size()) {
+        same->copies.push_back(producers_[load]);
+      } else {
+        same->im2cols.push_back(load - producers_.size());
+      }
+      same->first = std::min(same->first, first);
+      same->last = std::max(same->last, last);
     }
     // The producer issues in the order the consumers wait.
     std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) { return a.first < b.first; });
@@ -393,6 +448,24 @@ class Specializer {
         ForEachExpr(issue, [&](const Expr& e) {
           const auto* call = As<Call>(e);
           if (first && call && call->op == "tma_load") {
+            prefetch.push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, span));
+            first = false;
+          }
+        });
+      }
+      for (size_t j : groups_[g].im2cols) {
+        const cuda::Im2colNest& n = im2cols_[j];
+        auto at_k = [&](const Expr& e) {
+          return Substitute(e, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+        };
+        Region dst = select.MutateRegion(Region::Full(n.tile));
+        Stmt issue = cuda::LowerTmaIm2col(n, im2col_panelled_[j], dst, at_k(n.nhw_step), at_k(n.c_step),
+                                          Full(bars, g, stage), &group_bytes);
+        loads.push_back(issue);
+        bool first = true;
+        ForEachExpr(issue, [&](const Expr& e) {
+          const auto* call = As<Call>(e);
+          if (first && call && call->op == "tma_load_im2col") {
             prefetch.push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, span));
             first = false;
           }
@@ -517,6 +590,7 @@ class Specializer {
   struct Group {
     size_t first, last;  ///< consumer statements that first and last use the group's tiles
     std::vector<const CopyOp*> copies;
+    std::vector<size_t> im2cols;  ///< indices into im2cols_
   };
   std::vector<Stmt> consumers_;
   std::vector<Group> groups_;
@@ -536,6 +610,9 @@ class Specializer {
       for (const CopyOp* c : group.copies) {
         if (used.count(c->dst.buffer.get())) return true;
       }
+      for (size_t j : group.im2cols) {
+        if (used.count(im2cols_[j].tile.get())) return true;
+      }
     }
     return false;
   }
@@ -553,6 +630,8 @@ class Specializer {
   std::vector<const CopyOp*> producers_;
   std::unordered_map<const CopyOp*, bool> panelled_;  ///< per TMA copy (loop and prologue): writes wgmma panels
   std::vector<const CopyOp*> prologue_;  ///< copies before the loop, issued by the producer
+  std::vector<cuda::Im2colNest> im2cols_;  ///< T.im2col nests of the loop the producer loads
+  std::vector<bool> im2col_panelled_;     ///< per nest: its tile is in wgmma panels
   std::unordered_set<const BufferNode*> wgmma_operands_, gemm_operands_;  ///< (TmaUnfit's, computed once)
   bool operands_known_ = false;
   std::unordered_set<const BufferNode*> produced_;

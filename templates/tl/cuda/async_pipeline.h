@@ -154,6 +154,24 @@ TL_DEVICE void tma_load_4d(const TmaDescriptor& desc, void* smem, uint64_t* bar,
 #endif
 }
 
+/// An im2col box of a 4-D NHWC tensor (a tensor map from cuTensorMapEncodeIm2col):
+/// channelsPerPixel channels from c of pixelsPerColumn consecutive output pixels, the
+/// first at input pixel (w, h) of image n, each read at its filter tap (off_w, off_h);
+/// pixels in the padding read zeros. One row per pixel in shared memory.
+TL_DEVICE void tma_load_im2col_4d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c, int32_t w,
+                                  int32_t h, int32_t n, uint16_t off_w, uint16_t off_h) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%3, %4, %5, %6}], [%2], {%7, %8};" ::"r"(smem_addr(smem)),
+      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c), "r"(w), "r"(h), "r"(n), "h"(off_w),
+      "h"(off_h)
+      : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
 TL_DEVICE void tma_load_5d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1,
                            int32_t c2, int32_t c3, int32_t c4) {
 #if TL_ASYNC_PIPELINE_AVAILABLE
