@@ -239,14 +239,17 @@ def export_cuda(kernel, path, symbol=None):
                   f"#define {p}_SHARED_BYTES {src.shared_bytes}"
                   "  /* dynamic shared memory; above 48 KiB set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */",
                   f"#define {p}_NUM_TMA_DESCRIPTORS {len(src.tma_specs)}"]
-        for t, (arg, dtype, elem, dims, box, swizzle) in enumerate(src.tma_specs):
+        for t, ((arg, dtype, elem, dims, box, swizzle), im2col) in enumerate(zip(src.tma_specs, src.tma_im2col)):
             any_tma = True
             dims_s = ", ".join(str(d) if d >= 0 else f"<launch argument {-(d + 1)}>" for d in dims)
+            shape = (f"im2col channels, pixels, stride, lower and upper corners (W, H) {list(im2col)}" if im2col
+                     else f"box [{', '.join(map(str, box))}]")
             lines.append(
                 f"/* TMA descriptor {t} (a const __grid_constant__ CUtensorMap parameter after the arguments above):"
-                f" cuTensorMapEncodeTiled over launch argument {arg} ({kernel.params[arg].name if arg < len(kernel.params) else '?'}),"
+                f" {'cuTensorMapEncodeIm2col' if im2col else 'cuTensorMapEncodeTiled'} over launch argument {arg}"
+                f" ({kernel.params[arg].name if arg < len(kernel.params) else '?'}),"
                 f" CUtensorMapDataType {dtype}, {elem}-byte elements, global dims (innermost first) [{dims_s}],"
-                f" box [{', '.join(map(str, box))}], CUtensorMapSwizzle {swizzle} */")
+                f" {shape}, CUtensorMapSwizzle {swizzle} */")
     function = c_identifier(symbol_given or f"tl_{kernel.name}")
     decl = cuda_launcher_params(kernel)
     launcher_path = os.path.join(os.path.dirname(header_path), stem + "_launch.c")
@@ -300,7 +303,7 @@ def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
         body.append(f"  /* kernel {k}: {src.entry} */")
         body.append("  {")
         params = [f"&a{j}" for j in range(len(kinds))]
-        for t, (arg, dtype, elem, dims, box, swizzle) in enumerate(src.tma_specs):
+        for t, ((arg, dtype, elem, dims, box, swizzle), im2col) in enumerate(zip(src.tma_specs, src.tma_im2col)):
             rank = len(dims)
             dim_exprs = [str(d) if d >= 0 else f"(cuuint64_t)a{-(d + 1)}" for d in dims]
             strides, acc = [], f"(cuuint64_t){elem}"
@@ -311,6 +314,21 @@ def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
                 f"    CUtensorMap tma{t};",
                 f"    cuuint64_t tma{t}_dims[{rank}] = {{{', '.join(dim_exprs)}}};",
                 f"    cuuint64_t tma{t}_strides[{max(rank - 1, 1)}] = {{{', '.join(strides) or '0'}}};",
+            ]
+            if im2col:  # T.im2col's map (TensorMapSpec::im2col): channels, pixels, stride, corners
+                channels, pixels, step, lw, lh, uw, uh = im2col
+                body += [
+                    f"    int tma{t}_lower[2] = {{{lw}, {lh}}}, tma{t}_upper[2] = {{{uw}, {uh}}};",
+                    f"    cuuint32_t tma{t}_steps[4] = {{1, {step}, {step}, 1}};",
+                    f"    r = cuTensorMapEncodeIm2col(&tma{t}, (CUtensorMapDataType){dtype}, 4, a{arg}, tma{t}_dims,",
+                    f"                                tma{t}_strides, tma{t}_lower, tma{t}_upper, {channels}, {pixels},",
+                    f"                                tma{t}_steps, CU_TENSOR_MAP_INTERLEAVE_NONE, (CUtensorMapSwizzle){swizzle},",
+                    "                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);",
+                    "    if (r != CUDA_SUCCESS) return (int)r;",
+                ]
+                params.append(f"&tma{t}")
+                continue
+            body += [
                 f"    cuuint32_t tma{t}_box[{rank}] = {{{', '.join(map(str, box))}}};",
                 f"    cuuint32_t tma{t}_steps[{rank}] = {{{', '.join(['1'] * rank)}}};",
                 f"    r = cuTensorMapEncodeTiled(&tma{t}, (CUtensorMapDataType){dtype}, {rank}, a{arg}, tma{t}_dims,",
