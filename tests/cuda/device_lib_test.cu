@@ -1154,7 +1154,10 @@ static void run_warp_reduce_nan(const char* name) {
       if (has_nan) {
         ok &= std::isnan(o[lane * 2]) && std::isnan(o[lane * 2 + 1]);
       } else {
-        ok &= o[lane * 2] == static_cast<float>(static_cast<T>(mx)) && o[lane * 2 + 1] == static_cast<float>(static_cast<T>(mn));
+        // reduce_value's integers in [-11, 11] are exact in every T; the host must not convert
+        // to tl::half itself (its conversions are device functions: calling one from host code
+        // ended the process with status 1 and no message on the H200)
+        ok &= o[lane * 2] == static_cast<float>(mx) && o[lane * 2 + 1] == static_cast<float>(mn);
       }
     }
   }
