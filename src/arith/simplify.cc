@@ -62,6 +62,36 @@ BinOp Negated(BinOp op) {
   }
 }
 
+/// Folds x // c * (c*q) + x % c * q back into x * q (exact for any x, c > 0). Flattening
+/// `A[i // n, i % n]` gives such sums; without the fold the row/column split of `i` stays
+/// in every address, and consecutive elements cannot be recognised as consecutive.
+void MergeDivMod(LinearForm* f) {
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t i = 0; i < f->terms.size() && !merged; ++i) {
+      auto* d = ir::As<Binary>(f->terms[i].first);
+      auto* c = d && d->op == BinOp::kFloorDiv ? ir::As<IntImm>(d->b) : nullptr;
+      if (!c || c->value <= 0) continue;
+      for (size_t j = 0; j < f->terms.size(); ++j) {
+        auto* m = ir::As<Binary>(f->terms[j].first);
+        if (!m || m->op != BinOp::kFloorMod || !ir::StructuralEqual(m->b, d->b) ||
+            !ir::StructuralEqual(m->a, d->a)) {
+          continue;
+        }
+        int64_t q = f->terms[j].second, p;
+        if (!CheckedMul(q, c->value, &p) || p != f->terms[i].second) continue;
+        Expr x = d->a;
+        f->terms[i].second = f->terms[j].second = 0;
+        f->Compact();
+        f->AddForm(ParseLinear(x), q);
+        f->Compact();
+        merged = true;
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Expr KeepIfSame(const Expr& built, BinOp op, const Expr& a, const Expr& b, const Expr& self) {
@@ -206,6 +236,7 @@ Expr Rewriter::RewriteLinear(BinOp op, const Expr& a, const Expr& b, const Expr&
     f.AddTerm(Rebuild(BinOp::kMul, ta, tb, self), c);
   }
   f.Compact();
+  MergeDivMod(&f);
   if (!f.FitsIn(t)) return Rebuild(op, a, b, self);
   return KeepIfSame(BuildLinear(f, t), op, a, b, self);
 }

@@ -218,6 +218,18 @@ TEST_F(SimplifyTest, FloorDivModByConstants) {
   EXPECT_EQ(S(an3, FMod(y, I(8))), "y + 8");
 }
 
+TEST_F(SimplifyTest, DivModPairsFoldBackIntoTheirNumerator) {
+  // Flattening B[i // 128, i % 128] (row stride 128) gives back i, for any i.
+  Expr i = Add(Mul(x, I(2048)), Add(Mul(y, I(8)), I(3)));
+  EXPECT_EQ(S(Add(Mul(FDiv(i, I(128)), I(128)), FMod(i, I(128)))), "x * 2048 + y * 8 + 3");
+  // Scaled: y // 16 * 128 + y % 16 * 8 == y * 8 (what (y * 8) // 128 * 128 + (y * 8) % 128 splits into).
+  EXPECT_EQ(S(Add(Mul(FDiv(y, I(16)), I(128)), Mul(FMod(y, I(16)), I(8)))), "y * 8");
+  EXPECT_EQ(S(Add(Mul(FDiv(Mul(y, I(8)), I(128)), I(128)), FMod(Mul(y, I(8)), I(128)))), "y * 8");
+  // Mismatched coefficients or numerators stay as they are.
+  EXPECT_EQ(S(Add(Mul(FDiv(y, I(16)), I(64)), Mul(FMod(y, I(16)), I(8)))), "y // 16 * 64 + y % 16 * 8");
+  EXPECT_EQ(S(Add(Mul(FDiv(y, I(16)), I(16)), FMod(z, I(16)))), "y // 16 * 16 + z % 16");
+}
+
 TEST_F(SimplifyTest, TruncDivModUseBounds) {
   Analyzer an;
   an.BindRange(x.get(), I(0), I(4));
