@@ -162,6 +162,7 @@ class Parser:
         self.scopes: list[dict] = [{}]
         self.builder = _b.Builder(self.file)
         self.multi_assigned = _names_assigned_more_than_once(self.fdef)
+        self.mutable_assignments = _mutable_assignments(self.fdef)
         self.returned = None
         self.in_macro = False
 
@@ -555,7 +556,8 @@ class Parser:
             return
         if _is_runtime(value) and not isinstance(value, Buffer) and self.builder.in_kernel:
             expr = _as_runtime(value)
-            if name in self.multi_assigned:
+            judged = isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            if (id(node), name) in self.mutable_assignments if judged else name in self.multi_assigned:
                 # Reassigned later: a mutable scalar rather than an immutable binding.
                 buf = Buffer(_tl.buffer(name, expr.dtype, [_tl.const_int(1, "int32")], "var"))
                 _b.emit(_tl.allocate(buf.node, expr.node, self.span(node)))
@@ -1088,21 +1090,71 @@ def _all_names(targets):
     return all(isinstance(t, ast.Name) for t in _flat_targets(targets))
 
 
+def _assigned_names(node) -> list:
+    """The plain names one statement assigns (an augmented assignment counts twice: it reads
+    the name's earlier value)."""
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = _flat_targets(node.targets)
+    elif isinstance(node, ast.AugAssign):
+        targets = [node.target, node.target]
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets = [node.target]
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
 def _names_assigned_more_than_once(fdef) -> set:
-    """Names assigned at several places (or with +=): these become mutable scalars."""
+    """Names assigned at several places (or with +=): these become mutable scalars.
+
+    Used for the assignments that _mutable_assignments does not judge (loop targets of
+    unrolled Python loops)."""
     counts: dict[str, int] = {}
     for node in ast.walk(fdef):
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = _flat_targets(node.targets)
-        elif isinstance(node, ast.AugAssign):
-            targets = [node.target, node.target]
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets = [node.target]
-        for t in targets:
-            if isinstance(t, ast.Name):
-                counts[t.id] = counts.get(t.id, 0) + 1
+        for n in _assigned_names(node):
+            counts[n] = counts.get(n, 0) + 1
     return {n for n, c in counts.items() if c > 1}
+
+
+def _is_scope_loop(node) -> bool:
+    """A loop whose body is its own scope: a run-time loop (`for ... in T.serial(...)`,
+    `range(...)`, any call) or a `while`. Names its body binds are gone after it, so the
+    body's assignments do not meet those of sibling loops."""
+    return isinstance(node, ast.While) or (isinstance(node, ast.For) and isinstance(node.iter, ast.Call))
+
+
+def _mutable_assignments(fdef) -> set:
+    """(id(statement), name) of the assignments that must make a mutable scalar: those whose
+    name is assigned more than once within the statement's innermost loop body (counting the
+    loops nested in it). An assignment made once per loop body (`index = i * n + v` in two
+    sibling loops) stays an immutable binding, which the simplifier can see through; a mutable
+    scalar is a one-element local array it cannot."""
+    out = set()
+
+    def region(stmts):
+        counts: dict[str, int] = {}
+        for st in stmts:
+            for node in ast.walk(st):
+                for n in _assigned_names(node):
+                    counts[n] = counts.get(n, 0) + 1
+        visit(stmts, counts)
+
+    def visit(stmts, counts):
+        for st in stmts:
+            for n in _assigned_names(st):
+                if counts.get(n, 0) > 1:
+                    out.add((id(st), n))
+            if _is_scope_loop(st):
+                region(st.body)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    visit(inner, counts)
+            for h in getattr(st, "handlers", []) or []:
+                visit(h.body, counts)
+
+    region(fdef.body)
+    return out
 
 
 def _describe(value):
