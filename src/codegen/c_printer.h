@@ -332,6 +332,8 @@ class CPrinter {
       case NodeKind::kLetStmt: {
         const auto* op = As<LetStmt>(s);
         std::string value = Print(op->value);
+        // Its value's bound lets the addresses that use it simplify (`tx_1 = tx` in a macro).
+        if (op->var->dtype.IsInt()) analyzer_.BindBound(op->var.get(), analyzer_.Bound(op->value));
         Line() << "const " << CType(op->var->dtype) << " " << Ident(op->var->name, op->var.get()) << " = "
                << value << ";\n";
         return;

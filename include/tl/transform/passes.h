@@ -103,6 +103,11 @@ ir::PrimFunc CudaLowerCopies(const ir::PrimFunc& f, PassContext& ctx);
 /// "cuda-partition-parallel": every remaining T.Parallel nest spread over the threads.
 ir::PrimFunc CudaPartitionParallel(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "cuda-vectorize-loops": a T.vectorized copy between two buffers as one 4-, 8- or
+/// 16-byte tl::copy per group of elements provably consecutive and aligned in both
+/// (vectorize_loops.cc); any other T.vectorized loop stays element by element, with a remark.
+ir::PrimFunc CudaVectorizeLoops(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "cuda-plan-shared-memory": places the shared buffers in the dynamic arena so that
 /// buffers never live at the same time may share bytes (live intervals over the final
 /// statement order; cp.async targets stay live until a wait for all copies). Records each

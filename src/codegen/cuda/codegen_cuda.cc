@@ -237,8 +237,9 @@ class CudaCodegen : public CPrinter {
              << "\n";
       if (swz) swizzled_.insert(b.get());
     } else {
-      // Aligned so that vector accesses (tl::cast_copy) may address register arrays too.
-      Line() << (count * b->dtype.bytes() >= 16 ? "alignas(16) " : "") << ty << " " << name << "["
+      // Aligned so that vector accesses (tl::cast_copy, tl::copy) may address register arrays too.
+      int64_t align = transform::cuda::LocalAlignment(count * b->dtype.bytes());
+      Line() << (align >= 4 ? "alignas(" + std::to_string(align) + ") " : "") << ty << " " << name << "["
              << std::max<int64_t>(count, 1) << "];\n";
     }
     if (op->init) {

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file cuda-vectorize-loops: a T.vectorized loop that copies elements from one buffer to
+/// another becomes one 16-, 8- or 4-byte access per group of consecutive elements.
+///
+/// Codegen unrolls a T.vectorized loop, but NVRTC does not merge the unrolled element
+/// accesses itself: `A_local[v] = A[base + v]` over 8 halves stayed eight 2-byte loads. This
+/// pass turns such a copy into `vec_copy(&dst[first], &src[first], bytes)` (tl::copy: one
+/// load and one store of a register vector) for each group of k consecutive elements, when
+/// it can prove, for both buffers:
+///   - consecutive: element j of a group is `j` elements after its first (the loop's lets
+///     inlined, so `index = i * n + v; B[index // w, index % w]` counts);
+///   - aligned: the group's first element is a multiple of k from the buffer's start, and
+///     the buffer's start is aligned to the vector (global tensors: 16 bytes, which the
+///     runtime checks; shared buffers: 128; register arrays: as codegen declares them,
+///     tl::cuda::LocalAlignment);
+///   - contiguous in memory: a swizzled shared tile only permutes whole 16-byte chunks, so
+///     a group of at most 16 bytes inside one row stays contiguous when rows are a multiple
+///     of 16 bytes.
+/// The copy's buffers must differ (tensor parameters are __restrict__, and distinct shared
+/// buffers that are live together never share bytes), so reading a group before writing it
+/// changes nothing. A loop it cannot vectorize stays element by element, with a remark.
+#include <string>
+
+#include "../../arith/arith_internal.h"
+#include "pass_helpers.h"
+#include "shared_plan.h"
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/transform/pass.h"
+
+namespace tl::transform {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+std::string Where(const Span& s) { return s.Defined() ? " at line " + std::to_string(s.line) : ""; }
+
+/// The loop body without its leading lets (their values substituted into what follows).
+Stmt InlineLets(const Stmt& body) {
+  const auto* seq = As<Seq>(body);
+  if (!seq) return body;
+  std::unordered_map<const Var*, Expr> lets;
+  auto sub = [&](const Var* v) -> Expr {
+    auto it = lets.find(v);
+    return it == lets.end() ? nullptr : it->second;
+  };
+  std::vector<Stmt> rest;
+  for (const Stmt& s : seq->stmts) {
+    if (const auto* let = As<LetStmt>(s); let && rest.empty()) {
+      lets[let->var.get()] = Substitute(let->value, sub);
+    } else {
+      rest.push_back(Substitute(s, sub));
+    }
+  }
+  return rest.size() == 1 ? rest[0] : Seq::Make(rest, seq->span);
+}
+
+bool Uses(const Expr& e, const Var* v) {
+  bool used = false;
+  Substitute(e, [&](const Var* x) -> Expr {
+    used |= x == v;
+    return nullptr;
+  });
+  return used;
+}
+
+class LoopVectorizer : public IRMutator {
+ public:
+  LoopVectorizer(const Stmt& body, PassContext& ctx)
+      : ctx_(ctx), gemm_(cuda::GemmOperands(body)), wgmma_(cuda::WgmmaOperands(body)) {}
+  int vectorized = 0;
+
+ protected:
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    Stmt body = Mutate(op->body);
+    if (op->for_kind == ForKind::kVectorized) {
+      std::string why;
+      if (Stmt v = Vectorize(op, body, &why)) return v;
+      ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + ": element by element (" + why + ")");
+    }
+    return body == op->body ? self
+                            : For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
+  }
+
+ private:
+  Stmt Vectorize(const For* op, const Stmt& body, std::string* why) {
+    int64_t n = 0;
+    if (!AsConstInt(op->extent, &n)) return *why = "its extent is not a compile-time constant", nullptr;
+    Stmt inner = InlineLets(body);
+    // A guard that holds or fails for the whole loop may stay around the vector copies.
+    const auto* guard = As<IfThenElse>(inner);
+    const bool guarded = guard && !guard->else_case && !Uses(guard->cond, op->var.get());
+    if (guarded) inner = guard->then_case;
+    const auto* store = As<BufferStore>(inner);
+    const auto* load = store ? As<BufferLoad>(store->value) : nullptr;
+    if (!load) return *why = "its body is not a copy of one buffer element into another", nullptr;
+    const Buffer &dst = store->buffer, &src = load->buffer;
+    if (dst.get() == src.get()) return *why = "it copies within one buffer", nullptr;
+    if (dst->dtype != src->dtype || dst->dtype.bits % 8 != 0) {
+      return *why = "its element types differ or are narrower than a byte", nullptr;
+    }
+    const int64_t bytes = dst->dtype.bytes();
+    VarRef m = Var::Make(op->var->name, op->var->dtype);
+    for (int64_t width : {16, 8, 4}) {
+      const int64_t k = width / bytes;
+      if (k < 2 || n % k != 0) continue;
+      // Element j of group m: v = min + m*k + j.
+      auto lane = [&](int64_t j) {
+        Expr v = op->min + m * MakeInt(k, op->var->dtype) + MakeInt(j, op->var->dtype);
+        return [v, var = op->var.get()](const Var* x) -> Expr { return x == var ? v : nullptr; };
+      };
+      if (!Fits(dst, store->indices, k, width, lane) || !Fits(src, load->indices, k, width, lane)) continue;
+      auto first = [&](const Buffer& b, const std::vector<Expr>& idx) {
+        std::vector<Expr> out;
+        for (const Expr& e : idx) out.push_back(an_.Simplify(Substitute(e, lane(0))));
+        return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, out)});
+      };
+      Stmt copy = cuda::CallStmt("vec_copy", {first(dst, store->indices), first(src, load->indices), MakeInt(width)},
+                                 store->span);
+      if (guarded) copy = IfThenElse::Make(guard->cond, copy, nullptr, guard->span);
+      ++vectorized;
+      ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + " (" + src->name + " -> " + dst->name +
+                             "): " + std::to_string(width) + "-byte accesses");
+      if (n == k) return Substitute(copy, [&](const Var* x) -> Expr { return x == m.get() ? MakeInt(0, m->dtype) : nullptr; });
+      return For::Make(m, MakeInt(0, m->dtype), MakeInt(n / k, m->dtype), ForKind::kUnrolled, copy, {}, op->span);
+    }
+    *why = "no 4-, 8- or 16-byte group of its elements is provably consecutive and aligned in both " + src->name +
+           " and " + dst->name;
+    return nullptr;
+  }
+
+  /// Byte alignment of the buffer's first element, or 0 when unknown.
+  int64_t BaseAlignment(const Buffer& b) {
+    switch (b->scope) {
+      case Scope::kGlobal: return 16;  // the runtime refuses other tensor addresses
+      case Scope::kShared: return cuda::SharedAlignment(false);
+      case Scope::kLocal:
+      case Scope::kVar: {
+        int64_t count = 0;
+        return AsConstInt(an_.Simplify(b->NumElements()), &count) ? cuda::LocalAlignment(count * b->dtype.bytes()) : 0;
+      }
+      default: return 0;
+    }
+  }
+
+  template <typename Lane>
+  bool Fits(const Buffer& b, const std::vector<Expr>& idx, int64_t k, int64_t width, const Lane& lane) {
+    if (BaseAlignment(b) < width) return false;
+    if (b->scope == Scope::kShared && cuda::Swizzled(b, gemm_, wgmma_)) {
+      // The swizzles move whole 16-byte chunks: rows of whole chunks keep a group together.
+      int64_t cols = 0;
+      if (width > 16 || !AsConstInt(b->shape.back(), &cols) || cols * b->dtype.bytes() % 16 != 0) return false;
+    }
+    auto offset = [&](int64_t j) {
+      Expr off = MakeInt(0);
+      for (size_t d = 0; d < idx.size(); ++d) off = off + Substitute(idx[d], lane(j)) * b->StrideOf(d);
+      return an_.Simplify(off);
+    };
+    Expr first = offset(0);
+    arith::detail::LinearForm f = arith::detail::ParseLinear(first);
+    if (f.overflow || f.constant % k != 0) return false;
+    for (const auto& term : f.terms) {
+      if (term.second % k != 0) return false;
+    }
+    for (int64_t j = 1; j < k; ++j) {
+      int64_t step = 0;
+      if (!AsConstInt(an_.Simplify(offset(j) - first), &step) || step != j) return false;
+    }
+    return true;
+  }
+
+  PassContext& ctx_;
+  std::unordered_set<const BufferNode*> gemm_, wgmma_;
+  arith::Analyzer an_;
+};
+
+}  // namespace
+
+ir::PrimFunc CudaVectorizeLoops(const ir::PrimFunc& f, PassContext& ctx) {
+  LoopVectorizer v(f->body, ctx);
+  ir::Stmt body = v.Mutate(f->body);
+  if (!v.vectorized) return f;
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("cuda-vectorize-loops", CudaVectorizeLoops);
+
+}  // namespace tl::transform
