@@ -10,7 +10,13 @@ index `tk` (a T.get_thread_binding / T.thread_binding value), and each thread ge
 group's result in `out`. Here it becomes plain statements: each thread writes its value
 into a shared workspace, and each thread folds its group's entries with the reducer's
 function from its identity. The barrier pass orders the writes before the reads, so the
-same program runs on the CPU target (threads in lockstep) and on CUDA."""
+same program runs on the CPU target (threads in lockstep) and on CUDA.
+
+When each group is a power-of-two run of lanes within one warp (the reduced index is
+threadIdx.x, or sits below a power-of-two lower dimension, and the block is whole warps),
+the groups combine through a butterfly of warp shuffles instead: log2(n) shuffle + combine
+steps, no shared memory, no barrier. Partners combine the same two values (the reducer is
+commutative), so every lane of a group still gets the same result."""
 from __future__ import annotations
 
 from .. import _tl
@@ -69,6 +75,10 @@ def _thread_dim(expr) -> int | None:
     return None
 
 
+def _pow2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
 def thread_allreduce(reducer, size, value, cond, out, reduce_vars):
     b = _b.current()
     launch = getattr(b, "launch", None)
@@ -103,6 +113,19 @@ def thread_allreduce(reducer, size, value, cond, out, reduce_vars):
         folded = as_expr(reducer.combiner(as_expr(reducer.identities[0], dt), v), dt)
         _b.emit(_tl.store(out.buffer.node, [as_expr(i, "int32").node for i in out.items], folded.node, span))
         return
+    if _pow2(extent) and _pow2(stride) and stride * extent <= 32 and total % 32 == 0:
+        from . import shfl_xor
+        acc = alloc_var(dt, v)
+        off = extent // 2
+        while off >= 1:  # lane ^ (off * stride): the peer whose reduced index differs in bit `off`
+            step = as_expr(reducer.combiner(acc[0].load(), shfl_xor(acc[0].load(), off * stride)), dt)
+            _b.emit(_tl.store(acc.node, [_tl.const_int(0, "int32")], step.node, span))
+            off //= 2
+        idx = [as_expr(i, "int32").node for i in out.items]
+        _b.emit(_tl.store(out.buffer.node, idx, acc[0].load().node, span))
+        return
+    _b.emit(_tl.attr(f"tl.remark:T.tvm_thread_allreduce over {extent} threads: through shared memory (warp "
+                     "shuffles need a power-of-two group of lanes within one warp and whole warps)", [], span))
     # the flat thread number x + X (y + Y z), over the dimensions the launch has
     ndims = len(launch[2])
     tid = [get_thread_binding(d) if d < ndims and threads[d] > 1 else 0 for d in range(3)]
