@@ -30,6 +30,7 @@
 /// loops, ...) are left to cuda-pipeline, and the remark says why.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <unordered_set>
 
 #include "copy_lowering.h"
@@ -106,6 +107,7 @@ class Specializer {
     in_loop.Visit(loop_->body);
     if (in_loop.jumps) return Fail("the loop body breaks or continues");
     std::string why;
+    loop_ = HoistGuardedCopies(loop_, binding->body);
     producers_ = cuda::PipelineProducers(loop_, &why);
     if (producers_.empty()) return Fail(why);
     if (!CheckProducers()) return nullptr;
@@ -158,6 +160,102 @@ class Specializer {
       }
     }
     return false;
+  }
+
+  /// `if c: T.copy(...); ...; T.gemm(...)` at the top of the loop body (block-sparse GEMMs):
+  /// the copies from global into shared memory move before the `if` and are recorded with
+  /// their guard, which the producer evaluates to skip their loads (arriving on the stage's
+  /// full barrier without bytes, so phases stay those of the trip count); the rest stays
+  /// under the `if` for the consumers. Only a guard the producer can evaluate: it reads no
+  /// buffer the kernel writes, nothing but global tensors, and no value the loop body binds.
+  const For* HoistGuardedCopies(const For* loop, const Stmt& kernel_body) {
+    std::unordered_set<const BufferNode*> written;
+    AddWrites(kernel_body, &written);
+    std::unordered_set<const Var*> bound_in_loop;
+    ForEachStmtOf(loop->body, [&](const Stmt& st) {
+      if (const auto* let = As<LetStmt>(st)) bound_in_loop.insert(let->var.get());
+    });
+    std::vector<Stmt> body;
+    bool changed = false;
+    for (const Stmt& st : cuda::Flatten(loop->body)) {
+      const auto* branch = As<IfThenElse>(st);
+      if (!branch || branch->else_case || !Evaluable(branch->cond, written, bound_in_loop)) {
+        body.push_back(st);
+        continue;
+      }
+      std::vector<Stmt> rest, copies;
+      for (const Stmt& inner : cuda::Flatten(branch->then_case)) {
+        const auto* c = As<CopyOp>(inner);
+        bool load = c && c->src.buffer->scope == Scope::kGlobal && c->dst.buffer->scope == Scope::kShared;
+        (load ? copies : rest).push_back(inner);
+      }
+      if (copies.empty()) {
+        body.push_back(st);
+        continue;
+      }
+      for (const Stmt& c : copies) guards_[As<CopyOp>(c)] = branch->cond;
+      body.insert(body.end(), copies.begin(), copies.end());
+      if (!rest.empty()) body.push_back(IfThenElse::Make(branch->cond, Seq::Make(rest, st->span), nullptr, st->span));
+      changed = true;
+    }
+    if (!changed) return loop;
+    rewritten_loop_ = For::Make(loop->var, loop->min, loop->extent, loop->for_kind, Seq::Make(body, loop->body->span),
+                                loop->annotations, loop->span);
+    return As<For>(rewritten_loop_);
+  }
+
+  static void ForEachStmtOf(const Stmt& s, const std::function<void(const Stmt&)>& f) {
+    struct Walker : IRVisitor {
+      const std::function<void(const Stmt&)>* f;
+      void Visit(const Stmt& st) override {
+        (*f)(st);
+        IRVisitor::Visit(st);
+      }
+    } w;
+    w.f = &f;
+    w.Visit(s);
+  }
+
+  static bool Evaluable(const Expr& cond, const std::unordered_set<const BufferNode*>& written,
+                        const std::unordered_set<const Var*>& bound_in_loop) {
+    bool ok = !UsesVar(cond, [&](const Var* v) { return bound_in_loop.count(v) > 0; });
+    ForEachExprIn(cond, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e)) {
+        ok &= load->buffer->scope == Scope::kGlobal && !written.count(load->buffer.get());
+      }
+      if (const auto* call = As<Call>(e)) {  // a value only: no thread index, vote, memory effect
+        const IntrinsicInfo* info = LookupIntrinsic(call->op);
+        constexpr uint32_t kNotAValue = kAddress | kThreadIndex | kRoleTest | kAtomicUpdate | kWritesArg0 |
+                                        kAsyncWritesArg0 | kBlockLevel | kBarrier | kWarpCollective | kVote;
+        ok &= info && !(info->effects & kNotAValue);
+      }
+    });
+    return ok;
+  }
+
+  static void ForEachExprIn(const Expr& e, const std::function<void(const Expr&)>& f) {
+    struct Walker : IRVisitor {
+      const std::function<void(const Expr&)>* f;
+      void Visit(const Expr& x) override {
+        (*f)(x);
+        IRVisitor::Visit(x);
+      }
+    } w;
+    w.f = &f;
+    w.Visit(e);
+  }
+
+  /// The guard shared by every copy of a group (null when some copy has none or another):
+  /// the producer skips the group's loads when it is false.
+  Expr GroupGuard(const std::vector<const CopyOp*>& copies, bool has_im2col) const {
+    if (copies.empty() || has_im2col) return nullptr;
+    auto first = guards_.find(copies[0]);
+    if (first == guards_.end()) return nullptr;
+    for (const CopyOp* c : copies) {
+      auto it = guards_.find(c);
+      if (it == guards_.end() || it->second.get() != first->second.get()) return nullptr;
+    }
+    return first->second;
   }
 
   /// T.im2col nests at the loop body's top level that TMA can load (tma_im2col.h) become
@@ -246,6 +344,7 @@ class Specializer {
     auto consumer_only = [&](const Var* v) { return consumer_lets.count(v) > 0; };
     bool needs_consumer_value = UsesVar(loop_->min, consumer_only) || UsesVar(loop_->extent, consumer_only);
     for (const CopyOp* c : producers_) needs_consumer_value = needs_consumer_value || RegionsUse(c, consumer_lets);
+    for (const auto& [copy, guard] : guards_) needs_consumer_value = needs_consumer_value || UsesVar(guard, consumer_only);
     for (const cuda::Im2colNest& n : im2cols_) {
       needs_consumer_value = needs_consumer_value || UsesVar(n.nhw_step, consumer_only) || UsesVar(n.c_step, consumer_only);
     }
@@ -473,8 +572,16 @@ class Specializer {
       }
       body.push_back(
           CallStmt("mbarrier_wait_parity", {Empty(bars, g, stage), FloorMod(Round(k) + MakeInt(1), MakeInt(2))}, span));
-      body.push_back(CallStmt("mbarrier_arrive_expect_tx", {Full(bars, g, stage), MakeInt(group_bytes)}, span));
-      body.insert(body.end(), loads.begin(), loads.end());
+      std::vector<Stmt> issue{CallStmt("mbarrier_arrive_expect_tx", {Full(bars, g, stage), MakeInt(group_bytes)}, span)};
+      issue.insert(issue.end(), loads.begin(), loads.end());
+      if (Expr guard = GroupGuard(groups_[g].copies, !groups_[g].im2cols.empty())) {
+        // a skipped k-tile still completes the stage's phase: an arrival without bytes
+        guard = Substitute(guard, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+        body.push_back(IfThenElse::Make(guard, Seq::Make(issue, span),
+                                        CallStmt("mbarrier_arrive", {Full(bars, g, stage)}, span), span));
+      } else {
+        body.insert(body.end(), issue.begin(), issue.end());
+      }
       *bytes += group_bytes;
     }
     std::vector<Stmt> leader = prefetch;
@@ -574,6 +681,11 @@ class Specializer {
   /// skip their proxy fence: TMA (async proxy) fills the staged tiles, and what the
   /// consumers stage before the loop is fenced once there.
   Stmt WithoutProxyFence(const Stmt& s) {
+    // a wgmma under a guard hoisted copies left behind (`if mask: gemm`): the same, inside
+    if (const auto* branch = As<IfThenElse>(s); branch && !branch->else_case && As<Evaluate>(branch->then_case)) {
+      Stmt inner = WithoutProxyFence(branch->then_case);
+      return inner == branch->then_case ? s : IfThenElse::Make(branch->cond, inner, nullptr, s->span);
+    }
     const auto* ev = As<Evaluate>(s);
     const auto* call = ev ? As<Call>(ev->value) : nullptr;
     if (!HasEffect(call, kWgmmaPanels)) return s;
@@ -603,7 +715,9 @@ class Specializer {
   /// stages, on the H200). wgmma reads through the async proxy itself and needs none.
   bool ReadThroughGenericProxy(const Group& group) {
     for (size_t i = group.first; i <= group.last && i < consumers_.size(); ++i) {
-      const auto* ev = As<Evaluate>(consumers_[i]);
+      const Stmt* st = &consumers_[i];
+      if (const auto* branch = As<IfThenElse>(*st); branch && !branch->else_case) st = &branch->then_case;
+      const auto* ev = As<Evaluate>(*st);
       const auto* call = ev ? As<Call>(ev->value) : nullptr;
       if (HasEffect(call, kWgmmaPanels)) continue;
       auto used = BuffersOf(consumers_[i]);
@@ -630,6 +744,8 @@ class Specializer {
   std::vector<const CopyOp*> producers_;
   std::unordered_map<const CopyOp*, bool> panelled_;  ///< per TMA copy (loop and prologue): writes wgmma panels
   std::vector<const CopyOp*> prologue_;  ///< copies before the loop, issued by the producer
+  std::unordered_map<const CopyOp*, Expr> guards_;  ///< copies hoisted out of `if guard:` (HoistGuardedCopies)
+  Stmt rewritten_loop_;                              ///< owns loop_ when HoistGuardedCopies rewrote it
   std::vector<cuda::Im2colNest> im2cols_;  ///< T.im2col nests of the loop the producer loads
   std::vector<bool> im2col_panelled_;     ///< per nest: its tile is in wgmma panels
   std::unordered_set<const BufferNode*> wgmma_operands_, gemm_operands_;  ///< (TmaUnfit's, computed once)
