@@ -80,13 +80,25 @@ bool Mentions(const Region& r, const std::unordered_set<const Var*>& vars) {
 std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
   auto stmts = Flatten(op->body);
   auto defined = DefinedIn(stmts);
+  // A tile allocated inside the body cannot be staged: its prologue loads would run before
+  // it exists (a fragment that layout inference kept in shared memory, whose allocation
+  // hoist-pipelined-allocations left in place, became an undeclared buffer in codegen).
+  struct AllocCollector : IRVisitor {
+    std::unordered_set<const BufferNode*> buffers;
+    void Visit_(const Allocate* a) override {
+      buffers.insert(a->buffer.get());
+      IRVisitor::Visit_(a);
+    }
+  } allocated;
+  allocated.Visit(op->body);
   std::vector<const CopyOp*> producers;
   WriteCollector rest;
   std::unordered_set<const BufferNode*> read_so_far;  // statements before may not read it
   for (const Stmt& s : stmts) {
     const auto* c = As<CopyOp>(s);
     if (IsProducer(s) && IsPure(c->src) && IsPure(c->dst) && !Mentions(c->src, defined) &&
-        !Mentions(c->dst, defined) && !read_so_far.count(c->dst.buffer.get())) {
+        !Mentions(c->dst, defined) && !read_so_far.count(c->dst.buffer.get()) &&
+        !allocated.buffers.count(c->dst.buffer.get())) {
       producers.push_back(c);
     } else {
       rest.Visit(s);
