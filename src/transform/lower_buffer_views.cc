@@ -29,6 +29,63 @@ const BufferNode* MarkedBuffer(const Expr& e) {
 }
 Buffer MarkedBufferRef(const Expr& e) { return As<BufferLoad>(As<Call>(e)->args[0])->buffer; }
 
+/// The owner dims each view dim merges, as [first, last) per view dim, when both shapes are
+/// static and every view dim is the product of consecutive owner dims (the outermost view
+/// dim also taking leading unit dims); nullopt otherwise.
+std::optional<std::vector<std::pair<size_t, size_t>>> MergeGroups(const Buffer& view, const Buffer& owner) {
+  std::vector<int64_t> v, o;
+  for (const Expr& e : view->shape) {
+    int64_t x;
+    if (!AsConstInt(e, &x) || x < 1) return std::nullopt;
+    v.push_back(x);
+  }
+  for (const Expr& e : owner->shape) {
+    int64_t x;
+    if (!AsConstInt(e, &x) || x < 1) return std::nullopt;
+    o.push_back(x);
+  }
+  std::vector<std::pair<size_t, size_t>> groups(v.size());
+  size_t j = o.size();
+  for (size_t i = v.size(); i-- > 0;) {
+    if (j == 0) return std::nullopt;
+    size_t first = j;
+    int64_t product = 1;
+    do {
+      product *= o[--first];
+    } while (first > 0 && (i == 0 || product < v[i]));
+    if (product != v[i]) return std::nullopt;
+    groups[i] = {first, j};
+    j = first;
+  }
+  return groups;
+}
+
+/// Reindex for a view that merges owner dims: each view index splits over its own group
+/// only (32-bit where the group has fewer than 2^31 elements). The owner's offset is then
+/// the view's, term by term, which the simplifier folds back (`x // c * c + x % c`), and an
+/// index past a view dim stays past the owner dims of its group, so the owner's bounds
+/// checks and edge guards still see it.
+std::optional<std::vector<Expr>> ReindexByGroups(const Buffer& view, const std::vector<Expr>& idx,
+                                                 const Buffer& owner) {
+  auto groups = MergeGroups(view, owner);
+  if (!groups || idx.size() != groups->size()) return std::nullopt;
+  std::vector<Expr> out(owner->shape.size());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    auto [first, last] = (*groups)[i];
+    int64_t extent = 1;
+    AsConstInt(view->shape[i], &extent);
+    DType t = extent < (int64_t{1} << 31) ? idx[i]->dtype : DType::Int(64);
+    Expr rest = Cast::Make(t, idx[i]);
+    for (size_t k = last; k-- > first;) {
+      Expr dim = Cast::Make(t, owner->shape[k]);
+      Expr at = k == first ? rest : FloorMod(rest, dim);
+      out[k] = Cast::Make(owner->shape[k]->dtype, at);
+      rest = FloorDiv(rest, dim);
+    }
+  }
+  return out;
+}
+
 class ViewLowerer : public IRMutator {
  public:
   /// view -> owner, chains resolved (a view of a view reads the first owner).
@@ -110,45 +167,32 @@ class ViewLowerer : public IRMutator {
     auto it = owner_.find(r.buffer.get());
     if (it == owner_.end()) return r;
     const Buffer& owner = it->second;
-    std::vector<int64_t> vshape, oshape;
-    for (const Expr& e : r.buffer->shape) vshape.push_back(ConstOr(e, -1));
-    for (const Expr& e : owner->shape) oshape.push_back(ConstOr(e, -1));
-    for (int64_t v : vshape) if (v < 1) return std::nullopt;
-    for (int64_t v : oshape) if (v < 1) return std::nullopt;
-    if (r.ranges.size() != vshape.size()) return std::nullopt;
-    std::vector<Range> out(oshape.size());
-    size_t j = oshape.size();  // owner dims still to assign, from the innermost
+    auto groups = MergeGroups(r.buffer, owner);
+    if (!groups || r.ranges.size() != groups->size()) return std::nullopt;
+    std::vector<Range> out(owner->shape.size());
     arith::Analyzer az;
-    for (size_t i = vshape.size(); i-- > 0;) {
-      // the owner dims [first, j) whose product is the view's dim i
-      // (the outermost view dim takes every owner dim left, leading units included)
-      if (j == 0) return std::nullopt;
-      size_t first = j;
-      int64_t product = 1;
-      do {
-        product *= oshape[--first];
-      } while (first > 0 && (i == 0 || product < vshape[i]));
-      if (product != vshape[i]) return std::nullopt;
+    for (size_t i = 0; i < r.ranges.size(); ++i) {
+      auto [first, last] = (*groups)[i];
       Expr s = r.ranges[i].min;
       int64_t e = 0;
-      if (!AsConstInt(r.ranges[i].extent, &e) || e < 1) {
-        if (j - first != 1) return std::nullopt;  // a symbolic extent only on a dim the owner has as such
-        e = -1;
-      }
+      if (!AsConstInt(r.ranges[i].extent, &e) || e < 1) return std::nullopt;
       bool open = true;  // the range still has its non-unit extent to place
-      for (size_t k = j; k-- > first;) {
+      for (size_t k = last; k-- > first;) {
         DType t = owner->shape[k]->dtype;
-        Expr dim = MakeInt(oshape[k], s->dtype);
+        int64_t dim_extent = 0;
+        AsConstInt(owner->shape[k], &dim_extent);
+        Expr dim = MakeInt(dim_extent, s->dtype);
         if (k == first) {  // outermost of the group: the quotient, unreduced
           out[k] = Range{Cast::Make(t, s), open && e != 1 ? r.ranges[i].extent : MakeInt(1, t)};
           break;
         }
         if (!open || e == 1) {
           out[k] = Range{Cast::Make(t, FloorMod(s, dim)), MakeInt(1, t)};
-        } else if (oshape[k] % e == 0 && az.CanProve(EQ(FloorMod(s, MakeInt(e, s->dtype)), MakeInt(0, s->dtype)))) {
+        } else if (dim_extent % e == 0 &&
+                   az.CanProve(EQ(FloorMod(s, MakeInt(e, s->dtype)), MakeInt(0, s->dtype)))) {
           out[k] = Range{Cast::Make(t, FloorMod(s, dim)), MakeInt(e, t)};
           open = false;
-        } else if (e == oshape[k] && az.CanProve(EQ(FloorMod(s, dim), MakeInt(0, s->dtype)))) {
+        } else if (e == dim_extent && az.CanProve(EQ(FloorMod(s, dim), MakeInt(0, s->dtype)))) {
           out[k] = Range{MakeInt(0, t), MakeInt(e, t)};
           open = false;
         } else {
@@ -156,19 +200,14 @@ class ViewLowerer : public IRMutator {
         }
         s = FloorDiv(s, dim);
       }
-      j = first;
     }
     for (Range& rg : out) rg = Range{az.Simplify(rg.min), az.Simplify(rg.extent)};
     return Region{owner, out};
   }
 
-  static int64_t ConstOr(const Expr& e, int64_t otherwise) {
-    int64_t v;
-    return AsConstInt(e, &v) ? v : otherwise;
-  }
-
   /// The owner's indices of the element at `idx` of `view` (same row-major position).
   static std::vector<Expr> Reindex(const Buffer& view, const std::vector<Expr>& idx, const Buffer& owner) {
+    if (auto grouped = ReindexByGroups(view, idx, owner)) return *grouped;
     Expr linear;
     for (size_t k = 0; k < idx.size(); ++k) {
       Expr i = Cast::Make(DType::Int(64), idx[k]);

@@ -150,3 +150,27 @@ def test_a_view_range_across_owner_rows_keeps_the_loop_lowering():
     out = poison((2, 12, F))
     compile_cpu(main)(w, out)
     assert_close(out, f64(w).reshape(2, 12, F))
+
+
+def test_element_accesses_through_a_merging_view_split_per_dimension():
+    """A view merging owner dims re-indexes each of its indices over its own group, so the
+    flat output of a convolution-style epilogue addresses the owner without 64-bit division
+    chains (guarded writes past the last dim included)."""
+    N, H, W, F = 2, 4, 8, 16
+
+    @T.prim_func
+    def main(X: T.Tensor((N * H * W, F), "float32"), Out: T.Tensor((N, H, W, F), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            flat = T.Tensor((N * H * W, F), "float32", Out.data)
+            for i, j in T.Parallel(32, 32):
+                if j < 24:
+                    flat[bx * 32 + i, j] = X[bx * 32 + i, j % F] + 1.0
+
+    x = np.random.default_rng(5).standard_normal((N * H * W, F)).astype(np.float32)
+    out = poison((N, H, W, F))
+    compile_cpu(main)(x, out)
+    assert_close(out, (f64(x) + 1).reshape(N, H, W, F))
+    from tilelang import _tl
+    lowered, _, _ = _tl.lower_cuda(main.node, {"tl.target_arch": "sm_90a"}, False)
+    code = _tl.codegen_cuda(lowered).code
+    assert "int64_t" not in code, code
