@@ -211,20 +211,43 @@ class CPrinter {
     return b.min && *b.min > 0;
   }
 
+  /// log2 of a constant power-of-two integer (at least 2), else -1.
+  static int Log2Const(const Expr& e) {
+    int64_t v = 0;
+    if (!e->dtype.IsInt() || !AsConstInt(e, &v) || v < 2 || (v & (v - 1))) return -1;
+    int s = 0;
+    while ((int64_t{1} << s) < v) ++s;
+    return s;
+  }
+
+  /// A 16-bit float a + b, a - b or a * b (operands printed as a, b) as the target's own
+  /// instruction with the same rounding, or "" for the float path.
+  virtual std::string NarrowArith(const Binary* /*op*/, const std::string& /*a*/, const std::string& /*b*/) {
+    return "";
+  }
+
   std::string PrintBinary(const Binary* op) {
     std::string a = Print(op->a), b = Print(op->b);
     std::string r;
     switch (op->op) {
       case BinOp::kFloorDiv:
         if (op->a->dtype.IsFloat()) return "tl::floor(" + a + " / " + b + ")";
-        // Non-negative operands: C's division is floor division, and much cheaper.
-        if (NonNegative(op->a) && Positive(op->b)) return "(" + a + " / " + b + ")";
+        // Non-negative operands: C's division is floor division, and much cheaper; by a
+        // power of two a shift (C's signed / cannot assume the sign, and rounds with extra
+        // instructions).
+        if (NonNegative(op->a) && Positive(op->b)) {
+          if (int s = Log2Const(op->b); s >= 0) return "(" + a + " >> " + std::to_string(s) + ")";
+          return "(" + a + " / " + b + ")";
+        }
         return "tl::floordiv(" + a + ", " + b + ")";
       case BinOp::kFloorMod:
         if (op->a->dtype.IsFloat()) {
           return "(" + a + " - tl::floor(" + a + " / " + b + ") * " + b + ")";
         }
-        if (NonNegative(op->a) && Positive(op->b)) return "(" + a + " % " + b + ")";
+        if (NonNegative(op->a) && Positive(op->b)) {
+          if (int s = Log2Const(op->b); s >= 0) return "(" + a + " & " + Print(MakeInt((int64_t{1} << s) - 1, op->b->dtype)) + ")";
+          return "(" + a + " % " + b + ")";
+        }
         return "tl::floormod(" + a + ", " + b + ")";
       case BinOp::kMin: return "tl::min(" + a + ", " + b + ")";
       case BinOp::kMax: return "tl::max(" + a + ", " + b + ")";
@@ -232,9 +255,13 @@ class CPrinter {
       case BinOp::kOr: return "(" + a + " || " + b + ")";
       default: r = "(" + a + " " + BinOpName(op->op) + " " + b + ")";
     }
-    // Arithmetic on 16-bit floats promotes to float in C++; round back as the IR type says.
+    // Arithmetic on 16-bit floats promotes to float in C++; round back as the IR type says
+    // (or the target's one-instruction form of the same rounding, NarrowArith).
     bool narrow = op->dtype.IsFloat() && op->dtype.bits == 16;
-    if (narrow) return CType(op->dtype) + r;
+    if (narrow) {
+      std::string native = NarrowArith(op, a, b);
+      return native.empty() ? CType(op->dtype) + r : native;
+    }
     // Integer arithmetic on types narrower than int promotes in C++; keep the IR type.
     if (op->dtype.IsInt() && op->dtype.bits < 32) return CType(op->dtype) + r;
     return r;

@@ -71,7 +71,7 @@ def test_cuda_atomics_are_lane_contiguous():
     lowered, remarks, _ = _tl.lower_cuda(accumulate_into_dq().node, {"tl.target_arch": "sm_90a"}, False)
     code = _tl.codegen_cuda(lowered).code
     # consecutive lanes (tx % 32) add into consecutive floats: 4 * (row % 8) + col pair
-    assert "(((tx % 32) / 4) * 4)) + (tx % 4))]), acc[" in code, code
+    assert "(((tx & 31) >> 2) * 4)) + (tx & 3))]), acc[" in code, code
     assert any("applied to the global tensor's storage (row-major in a (8, 8, 2, 32) array)" in r for r in remarks)
 
 

@@ -68,10 +68,10 @@ def _hopper(func):
 def test_producer_skips_the_loads_the_mask_drops():
     code, remarks = _hopper(block_sparse_gemm(128, 128, 256)[0])
     assert any("warp-specialized" in r and "2 copies with TMA" in r for r in remarks), remarks
-    producer = code[code.index("tl_ws_bars[((k % 2) + 2)]"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
+    producer = code[code.index("tl_ws_bars[((k & 1) + 2)]"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
     # the expect-tx and the loads under the mask; otherwise a bare arrival on the full barrier
     assert "if (Mask[" in producer and "tl::mbarrier_arrive_expect_tx(" in producer, producer
-    assert "} else {" in producer and "tl::mbarrier_arrive((&tl_ws_bars[(k % 2)]));" in producer, producer
+    assert "} else {" in producer and "tl::mbarrier_arrive((&tl_ws_bars[(k & 1)]));" in producer, producer
     consumer = code[code.index("tl::warpgroup_reg_alloc"):]
     assert "if (Mask[" in consumer and "gemm_ss_wgmma" in consumer
 

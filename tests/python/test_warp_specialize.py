@@ -98,9 +98,9 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     assert len(re.findall(r"tl::tma_load_2d\(tl_tma_0", code)) == 1
     assert len(re.findall(r"tl::tma_load_2d\(tl_tma_1", code)) == 4
     # Full barriers expect the stage's bytes (128*64 + 64*256 halves), phases follow k.
-    assert "tl::mbarrier_arrive_expect_tx((&tl_ws_bars[(k % 4)]), 49152)" in code
-    assert "tl::mbarrier_wait_parity((&tl_ws_bars[((k % 4) + 4)]), (((k / 4) + 1) % 2))" in code
-    assert "tl::mbarrier_wait_parity((&tl_ws_bars[(k_1 % 4)]), ((k_1 / 4) % 2))" in code
+    assert "tl::mbarrier_arrive_expect_tx((&tl_ws_bars[(k & 3)]), 49152)" in code
+    assert "tl::mbarrier_wait_parity((&tl_ws_bars[((k & 3) + 4)]), (((k >> 2) + 1) & 1))" in code
+    assert "tl::mbarrier_wait_parity((&tl_ws_bars[(k_1 & 3)]), ((k_1 >> 2) & 1))" in code
     assert "tl::mbarrier_init((&tl_ws_bars[4]), 256)" in code
     assert "tl::warpgroup_reg_dealloc<24>()" in code and "tl::warpgroup_reg_alloc<240>()" in code
     # The only block-wide barrier is the one after the mbarriers are initialized.
@@ -115,7 +115,7 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     assert len(tiles) == 2 and all(line.endswith("// wgmma panels") for line in tiles), tiles
     loop = code[code.index("for (int32_t k_1"):]
     assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<1, 128>((&C_l[0]))") < \
-        loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 3) % 4) + 4)]))") < \
+        loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 3) & 3) + 4)]))") < \
         loop.index("tl::wgmma_wait_hold<0, 128>((&C_l[0]))") < loop.index("cast_copy")
     assert any("stay in flight" in r for r in remarks)
     assert any("warp-specialized, 4 stages" in r and "49152 bytes per stage" in r for r in remarks)
@@ -180,7 +180,7 @@ def test_one_stage_attention_loads_v_while_the_softmax_runs():
     producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {")]
     assert producer.count("tl::mbarrier_arrive_expect_tx(") == 3  # K, V and (before the loop) Q
     # each pair's parity flips every iteration: one stage, so the round is k itself
-    assert "tl::mbarrier_wait_parity((&tl_ws_bars[2]), ((k + 1) % 2))" in producer
+    assert "tl::mbarrier_wait_parity((&tl_ws_bars[2]), ((k + 1) & 1))" in producer
     consumer = code[code.index("} else {"):]
     qk, pv = consumer.index("tl::gemm_ss_wgmma"), consumer.index("tl::gemm_rs_wgmma")
     assert qk < consumer.index("tl::mbarrier_arrive((&tl_ws_bars[2]))") < pv

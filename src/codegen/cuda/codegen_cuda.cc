@@ -433,6 +433,24 @@ class CudaCodegen : public CPrinter {
     return CPrinter::PrintCall(op);
   }
 
+  /// tl::hadd / hsub / hmul (types.h): one native instruction with the float path's
+  /// rounding, instead of two widenings, the float operation and a narrowing.
+  std::string NarrowArith(const Binary* op, const std::string& a, const std::string& b) override {
+    const char* fn = op->op == BinOp::kAdd ? "tl::hadd" : op->op == BinOp::kSub ? "tl::hsub"
+                   : op->op == BinOp::kMul ? "tl::hmul" : nullptr;
+    if (!fn || op->a->dtype != op->dtype || op->b->dtype != op->dtype) return "";
+    // Loads, variables and 16-bit results print as the type itself; anything else (a call
+    // that computes in float) is rounded to it explicitly, as the float path would.
+    auto typed = [&](const Expr& e, const std::string& s) {
+      const auto* bin = As<Binary>(e);
+      bool arith = bin && (bin->op == BinOp::kAdd || bin->op == BinOp::kSub || bin->op == BinOp::kMul ||
+                           bin->op == BinOp::kDiv);
+      bool exact = e->kind == NodeKind::kBufferLoad || e->kind == NodeKind::kVar || arith;
+      return exact ? s : CType(op->dtype) + "(" + s + ")";
+    };
+    return std::string(fn) + "(" + typed(op->a, a) + ", " + typed(op->b, b) + ")";
+  }
+
   /// The Swz* template argument of gemm_ss / gemm_rs for the shared operand at `address`
   /// (tl::swizzle in tile_ops.h): plain, XOR rows, or wgmma's panels of the tile's rows.
   std::string SharedLayoutCode(const Expr& address) const {

@@ -6,7 +6,8 @@
 /// all arithmetic happens in float: the implicit `operator float()` lets the
 /// built-in float operators apply (so `a + b` is a float), which keeps mixed
 /// expressions such as `h + 1.0f` free of overload ambiguity. Only compound
-/// assignments are members. They do not use <cuda_fp16.h> (NVRTC has no
+/// assignments are members. (Codegen emits tl::hadd / hsub / hmul, below, for
+/// 16-bit + - * : the same rounding in one native instruction.) They do not use <cuda_fp16.h> (NVRTC has no
 /// include path to it); conversions are single PTX cvt instructions.
 ///
 /// Rounding matches the CPU library bit for bit: float rounds to nearest even
@@ -399,6 +400,55 @@ TL_DEVICE uint32_t pack_float2(float lo, float hi) {
     return float2_to_bfloat162(lo, hi);
   }
 }
+
+// --- One-instruction 16-bit arithmetic ---------------------------------------
+// What codegen emits for a + b, a - b and a * b typed half or bfloat16 with both
+// operands of that type. The native .rn instructions round the exact result once;
+// that gives the same bits as the float path (compute in float, round to 16 bits):
+// float's 24-bit significand is at least 2p + 2 for p = 11 (half) and p = 8
+// (bfloat16), so rounding twice is innocuous (Figueroa 1995), and a sum or product
+// of two 16-bit values neither overflows nor underflows float. The explicit .rn
+// also keeps ptxas from contracting a mul and an add into an fma, which would
+// round once where the program rounds twice. bf16 add/sub/mul with a rounding
+// modifier need sm_90; before it (and f16 before sm_53) the float path.
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
+#define TL_NATIVE_F16 1
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TL_NATIVE_BF16 1
+#endif
+
+#define TL_NARROW_NATIVE(T, NAME, OP, PTX)                                  \
+  TL_DEVICE T NAME(T a, T b) {                                              \
+    unsigned short r;                                                       \
+    asm(PTX " %0, %1, %2;" : "=h"(r) : "h"(a.bits), "h"(b.bits));           \
+    return T(r, from_bits_t{});                                             \
+  }
+#define TL_NARROW_FLOAT(T, NAME, OP, PTX) \
+  TL_DEVICE T NAME(T a, T b) { return T(static_cast<float>(a) OP static_cast<float>(b)); }
+#ifdef TL_NATIVE_F16
+#define TL_F16_OP TL_NARROW_NATIVE
+#else
+#define TL_F16_OP TL_NARROW_FLOAT
+#endif
+#ifdef TL_NATIVE_BF16
+#define TL_BF16_OP TL_NARROW_NATIVE
+#else
+#define TL_BF16_OP TL_NARROW_FLOAT
+#endif
+TL_F16_OP(half, hadd, +, "add.rn.f16")
+TL_F16_OP(half, hsub, -, "sub.rn.f16")
+TL_F16_OP(half, hmul, *, "mul.rn.f16")
+TL_BF16_OP(bfloat16, hadd, +, "add.rn.bf16")
+TL_BF16_OP(bfloat16, hsub, -, "sub.rn.bf16")
+TL_BF16_OP(bfloat16, hmul, *, "mul.rn.bf16")
+#undef TL_F16_OP
+#undef TL_BF16_OP
+#undef TL_NARROW_NATIVE
+#undef TL_NARROW_FLOAT
+#undef TL_NATIVE_F16
+#undef TL_NATIVE_BF16
 
 /// The half in bits 0..15 of a packed pair.
 TL_DEVICE half half2_lo(uint32_t v) { return half_from_bits(static_cast<unsigned short>(v & 0xffffu)); }
