@@ -176,3 +176,34 @@ def test_ptx_has_vector_loads_and_butterfly_shuffles():
     assert "ld.global.nc.u16" not in ptx and "ld.global.nc.u8" not in ptx and "ld.global.nc.s8" not in ptx
     assert ptx.count("shfl.sync.bfly.b32") == 5 and "bar.sync" not in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx  # the register arrays stay in registers
+
+
+def let_indexed_copy(shift):
+    """Each thread copies 4 int8 from a shared tile through an index let bound before the
+    loop (upstream's mxfp4 dequantize: index_base = i * threads * 4 + tx * 4)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((8, 64), "int8"), B: T.Tensor((128, 4), "int8")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((8, 64), "int8")
+            loc = T.alloc_local((4,), "int8")
+            T.copy(A, s)
+            tx = T.get_thread_binding()
+            base = tx * 4 + shift
+            for v in T.vectorized(4):
+                index = base + v
+                loc[v] = s[(index // 64) % 8, index % 64]
+            for v in T.serial(4):
+                B[tx, v] = loc[v]
+
+    return main
+
+
+@pytest.mark.parametrize("shift, vectorized", [(0, True), (1, False)])
+def test_copy_through_a_let_before_the_loop(shift, vectorized):
+    a = np.arange(512, dtype=np.int64).astype(np.int8).reshape(8, 64)
+    b = np.zeros((128, 4), np.int8)
+    tilelang.compile(let_indexed_copy(shift))(a, b)
+    np.testing.assert_array_equal(b, np.roll(a.ravel(), -shift)[np.arange(512)].reshape(128, 4))
+    _, remarks = cuda_source(let_indexed_copy(shift))
+    assert any("(s -> loc): 4-byte accesses" in r for r in remarks) == vectorized, remarks

@@ -72,6 +72,14 @@ class LoopVectorizer : public IRMutator {
   int vectorized = 0;
 
  protected:
+  /// Lets before a loop (`index_base = i * 1024 + tx * 4`) take part in its proofs: a let
+  /// is a statement whose variable is bound once and visible only after it, so recording
+  /// every one seen is safe (a variable never names two values).
+  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
+    lets_[op->var.get()] = Substitute(op->value, [&](const Var* v) -> Expr { return Let(v); });
+    return IRMutator::Mutate_(op, self);
+  }
+
   Stmt Mutate_(const For* op, const Stmt& self) override {
     Stmt body = Mutate(op->body);
     if (op->for_kind == ForKind::kVectorized) {
@@ -155,7 +163,7 @@ class LoopVectorizer : public IRMutator {
     auto offset = [&](int64_t j) {
       Expr off = MakeInt(0);
       for (size_t d = 0; d < idx.size(); ++d) off = off + Substitute(idx[d], lane(j)) * b->StrideOf(d);
-      return an_.Simplify(off);
+      return an_.Simplify(Substitute(off, [&](const Var* v) -> Expr { return Let(v); }));
     };
     Expr first = offset(0);
     arith::detail::LinearForm f = arith::detail::ParseLinear(first);
@@ -170,7 +178,13 @@ class LoopVectorizer : public IRMutator {
     return true;
   }
 
+  Expr Let(const Var* v) const {
+    auto it = lets_.find(v);
+    return it == lets_.end() ? nullptr : it->second;
+  }
+
   PassContext& ctx_;
+  std::unordered_map<const Var*, Expr> lets_;  ///< enclosing lets, their values with earlier lets inlined
   std::unordered_set<const BufferNode*> gemm_, wgmma_;
   arith::Analyzer an_;
 };
