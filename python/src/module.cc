@@ -346,9 +346,10 @@ NB_MODULE(_tl, m) {
   m.def("copy", [](const PyRegion& src, const PyRegion& dst, const PySpan& span) {
     return PyStmt{op::MakeCopy(ToRegion(src), ToRegion(dst), ToSpan(span))};
   });
+  // tf32: A or B was declared T.tfloat32 (GemmOp::tf32)
   m.def("gemm", [](const PyRegion& a, const PyRegion& b, const PyRegion& c, bool ta, bool tb, int policy,
-                   const PyExpr& clear, const PySpan& span) {
-    return PyStmt{op::MakeGemm(ToRegion(a), ToRegion(b), ToRegion(c), ta, tb, policy, clear.e, ToSpan(span))};
+                   const PyExpr& clear, const PySpan& span, bool tf32) {
+    return PyStmt{op::MakeGemm(ToRegion(a), ToRegion(b), ToRegion(c), ta, tb, policy, clear.e, ToSpan(span), tf32)};
   });
   m.def("fill", [](const PyRegion& dst, const PyExpr& v, const PySpan& span) {
     return PyStmt{op::MakeFill(ToRegion(dst), v.e, ToSpan(span))};

@@ -116,6 +116,7 @@ class Printer {
         if (op->trans_a) os_ << ", transpose_A=True";
         if (op->trans_b) os_ << ", transpose_B=True";
         if (op->policy != GemmPolicy::kSquare) os_ << ", policy=" << static_cast<int>(op->policy);
+        if (op->tf32) os_ << ", tf32=True";
         int64_t clr = 0;
         if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) os_ << ", clear_accum=" << Print(op->clear_accum);
         os_ << ")\n";

@@ -177,7 +177,7 @@ Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span) {
 }
 
 Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans_b, int policy,
-              Expr clear_accum, const Span& span) {
+              Expr clear_accum, const Span& span, bool tf32) {
   Region ra = Whole(a, "T.gemm", "A", span), rb = Whole(b, "T.gemm", "B", span),
          rc = Whole(c, "T.gemm", "C", span);
   auto two_d = [&](const Region& r, const char* role) {
@@ -215,9 +215,16 @@ Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans
     TL_USER_ERROR(span) << "T.gemm: the accumulator C (" << rc.buffer->name
                         << ") must be a fragment or shared buffer, not a global tensor";
   }
+  // A TF32 GEMM (an operand declared T.tfloat32) rounds float32 operands into a float32
+  // accumulator; mixing in another type would leave the rounding ill-defined.
+  const DType f32 = DType::Float(32);
+  if (tf32 && (ta != f32 || tb != f32 || tc != f32)) {
+    TL_USER_ERROR(span) << "T.gemm: a tfloat32 GEMM takes tfloat32/float32 A and B into a float32 accumulator, got A "
+                        << ta.str() << ", B " << tb.str() << ", C " << tc.str();
+  }
   if (!clear_accum) clear_accum = MakeBool(false);
   return GemmOp::Make(ra, rb, rc, trans_a, trans_b, static_cast<GemmPolicy>(policy),
-                      ToBool(clear_accum), span);
+                      ToBool(clear_accum), span, tf32);
 }
 
 Stmt MakeFill(RegionSpec dst, Expr value, const Span& span) {

@@ -193,11 +193,15 @@ struct GemmOp final : StmtNode {
   const bool trans_a, trans_b;
   const GemmPolicy policy;
   const Expr clear_accum;  ///< bool expression
+  /// A or B was declared T.tfloat32 (stored as float32): every element of A and B is
+  /// rounded to TF32 (10-bit mantissa, round to nearest, ties away from zero: cvt.rna)
+  /// before the products, which are summed in float32. A, B and C are float32.
+  const bool tf32;
   static Stmt Make(Region a, Region b, Region c, bool trans_a, bool trans_b, GemmPolicy policy,
-                   Expr clear_accum, Span span = {});
-  GemmOp(Region a_, Region b_, Region c_, bool ta, bool tb, GemmPolicy p, Expr clr, Span s)
+                   Expr clear_accum, Span span = {}, bool tf32 = false);
+  GemmOp(Region a_, Region b_, Region c_, bool ta, bool tb, GemmPolicy p, Expr clr, Span s, bool t32)
       : StmtNode(kKind, std::move(s)), a(std::move(a_)), b(std::move(b_)), c(std::move(c_)),
-        trans_a(ta), trans_b(tb), policy(p), clear_accum(std::move(clr)) {}
+        trans_a(ta), trans_b(tb), policy(p), clear_accum(std::move(clr)), tf32(t32) {}
 };
 
 /// Every element of `dst` = value (cast to the buffer's dtype).

@@ -13,7 +13,7 @@ import numbers
 
 from .. import _tl
 from . import builder as _b
-from .dtypes import require_supported  # noqa: F401
+from .dtypes import canonical as _canonical, require_supported  # noqa: F401
 from .dtypes import (  # noqa: F401
     bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int16, int32, int64,
     uint8, uint16, uint32, uint64,
@@ -263,7 +263,7 @@ def _alloc(shape, dtype_, scope, init=None):
     shape_nodes = [as_expr(s, "int32").node for s in shape]
     node = _tl.buffer(name, _dt(dtype_), shape_nodes, scope)
     _b.emit(_tl.allocate(node, None if init is None else as_expr(init, _dt(dtype_)).node, _b.current_span()))
-    return _Buffer(node)
+    return _Buffer(node, tf32=_canonical(dtype_) == "tfloat32")
 
 
 def alloc_shared(shape, dtype, scope="shared.dyn"):
@@ -434,9 +434,11 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
     """C += A @ B on tiles (A and B transposed when asked)."""
     _b.require_kernel("T.gemm")
     clear = as_expr(clear_accum, "bool").node if not isinstance(clear_accum, _builtins.bool) else _vconst(clear_accum, "bool").node
+    # An operand tile declared T.tfloat32 makes this a TF32 GEMM (the core decides how).
+    tf32 = any(getattr(x.buffer if isinstance(x, BufferRef) else x, "tf32", False) for x in (A, B))
     _b.emit(_tl.gemm(to_region(A, "T.gemm A"), to_region(B, "T.gemm B"), to_region(C, "T.gemm C"),
                      _static_bool(transpose_A, "transpose_A"), _static_bool(transpose_B, "transpose_B"),
-                     int(policy), clear, _b.current_span()))
+                     int(policy), clear, _b.current_span(), tf32))
 
 
 def _static_bool(v, name):

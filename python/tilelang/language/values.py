@@ -170,10 +170,12 @@ def cast(value, t) -> PrimExpr:
 class Buffer:
     """A tensor parameter or a tile (shared, fragment, local, var)."""
 
-    __slots__ = ("node", "name", "dtype", "shape", "scope")
+    # tf32: declared T.tfloat32 (held as float32; a T.gemm on it rounds to TF32, GemmOp::tf32)
+    __slots__ = ("node", "name", "dtype", "shape", "scope", "tf32")
 
-    def __init__(self, node):
+    def __init__(self, node, tf32=False):
         self.node = node
+        self.tf32 = tf32
         self.name = node.name
         self.dtype = dtype(node.dtype)
         self.scope = node.scope
