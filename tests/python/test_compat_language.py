@@ -243,7 +243,8 @@ def test_name_only_dtypes_import_and_convert():
 
 def test_tfloat32_tensors_and_tiles_are_float32(rng):
     """T.tfloat32 (upstream's TF32 GEMM operands, e.g. the DeepSeek mHC example): float32
-    storage, so float32 tensors bind; the GEMM multiplies in full float32 (said in the remarks)."""
+    storage, so float32 tensors bind; a GEMM on tfloat32 tiles rounds A and B to TF32 and
+    sums in float32 (said in the remarks; test_tf32_mma.py checks the rounding exactly)."""
 
     @T.prim_func
     def f(A: T.Tensor((32, 16), T.tfloat32), B: T.Tensor((16, 32), T.float32), C: T.Tensor((32, 32), T.float32)):
@@ -261,8 +262,9 @@ def test_tfloat32_tensors_and_tiles_are_float32(rng):
     c = np.full((32, 32), np.nan, np.float32)
     k = compile_cpu(f)
     k(a, b, c)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
-    assert any("tfloat32 is held and multiplied as float32" in r for r in k.get_remarks()), k.get_remarks()
+    # TF32 operands (10-bit mantissas): relative errors of about 2^-11 per product
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=5e-3, atol=2e-2)
+    assert any("tfloat32 is held as float32 here" in r for r in k.get_remarks()), k.get_remarks()
 
 
 def test_fill_of_one_element():

@@ -182,15 +182,16 @@ def _split_lanes(name: str) -> tuple:
 
 def _note_tfloat32():
     """tfloat32 (TF32: float32 storage, 10-bit mantissa products on tensor cores) is float32
-    here; said once per kernel line in the remarks, since the results are more precise than
-    TF32 ones, not bit-identical to them."""
+    here, except that a T.gemm with a tile declared tfloat32 rounds its operands to TF32
+    (GemmOp::tf32, on every target alike); said once per kernel line in the remarks."""
     from . import builder as _b
     from .. import _tl
 
     active = _b.active()
     if active is not None and active.frames:
-        _b.emit(_tl.attr("tl.remark:tfloat32 is held and multiplied as float32 here (full float32 products, "
-                         "no TF32 rounding)", [], _b.current_span()))
+        _b.emit(_tl.attr("tl.remark:tfloat32 is held as float32 here; a T.gemm with a tfloat32 tile rounds A and B "
+                         "to TF32 (10-bit mantissa, round to nearest, ties away) and sums in float32; other "
+                         "arithmetic on it is float32", [], _b.current_span()))
 
 
 def require_supported(t, what="") -> str:

@@ -173,7 +173,10 @@ class CpuCodegen : public CPrinter {
       int64_t ta = 0, tb = 0;
       AsConstInt(op->args[9], &ta);
       AsConstInt(op->args[10], &tb);
-      std::string s = "tl::cpu::gemm<" + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ">(";
+      int64_t tf32 = 0;  // a T.gemm on tfloat32 tiles (GemmOp::tf32): operands rounded to TF32
+      if (op->args.size() > 11) AsConstInt(op->args[11], &tf32);
+      std::string s = "tl::cpu::gemm<" + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") +
+                      (tf32 ? ", true" : "") + ">(";
       for (size_t i = 0; i < 9; ++i) s += (i ? ", " : "") + Print(op->args[i]);
       return s + ")";
     }

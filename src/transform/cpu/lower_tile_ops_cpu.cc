@@ -153,7 +153,7 @@ Stmt LowerGemm(const GemmOp* op) {
                               AddressOf(op->c.buffer, mins(op->c)),
                               Cast::Make(DType::Int(32), m), Cast::Make(DType::Int(32), n),
                               Cast::Make(DType::Int(32), k), ld(op->a, a0), ld(op->b, b0), ld(op->c, c0),
-                              MakeBool(op->trans_a), MakeBool(op->trans_b)};
+                              MakeBool(op->trans_a), MakeBool(op->trans_b), MakeBool(op->tf32)};
     out.push_back(Evaluate::Make(Call::Make(DType::Void(), "tile_gemm", args), op->span));
   } else {
     // Strided operands: a plain triple loop, accumulating in C's type.
@@ -166,8 +166,12 @@ Stmt LowerGemm(const GemmOp* op) {
       bi[b1] = bi[b1] + (op->trans_b ? v[2] : v[1]);
       ci[c0] = ci[c0] + v[0];
       ci[c1] = ci[c1] + v[1];
-      Expr prod = op::MakeBinary(BinOp::kMul, Cast::Make(t, BufferLoad::Make(op->a.buffer, ai)),
-                                 Cast::Make(t, BufferLoad::Make(op->b.buffer, bi)));
+      Expr av = BufferLoad::Make(op->a.buffer, ai), bv = BufferLoad::Make(op->b.buffer, bi);
+      if (op->tf32) {  // a T.gemm on tfloat32 tiles: operands rounded to TF32 (as tl::cpu::gemm does)
+        av = Call::Make(DType::Float(32), "round_tf32", {av});
+        bv = Call::Make(DType::Float(32), "round_tf32", {bv});
+      }
+      Expr prod = op::MakeBinary(BinOp::kMul, Cast::Make(t, av), Cast::Make(t, bv));
       return BufferStore::Make(op->c.buffer, ci,
                                op::MakeBinary(BinOp::kAdd, BufferLoad::Make(op->c.buffer, ci), prod),
                                op->span);

@@ -143,9 +143,12 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
       MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
       MakeInt(Mma(rf).warps().warps_m), MakeInt(Mma(rf).warps().warps_n),
       MakeBool(op->trans_a), MakeBool(op->trans_b), ld(a), ld(b)};
-  // MFastest, InterleaveM: the accumulator's warp order when it is not the default one.
-  if (Mma(rf).warps().m_fastest || Mma(rf).warps().interleave_m) args.push_back(MakeBool(Mma(rf).warps().m_fastest));
-  if (Mma(rf).warps().interleave_m) args.push_back(MakeBool(true));
+  // MFastest, InterleaveM: the accumulator's warp order when it is not the default one;
+  // Tf32: a T.gemm on tfloat32 tiles (operands rounded to TF32).
+  const bool interleave = Mma(rf).warps().interleave_m;
+  if (Mma(rf).warps().m_fastest || interleave || op->tf32) args.push_back(MakeBool(Mma(rf).warps().m_fastest));
+  if (interleave || op->tf32) args.push_back(MakeBool(interleave));
+  if (op->tf32) args.push_back(MakeBool(true));
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
   auto no = no_wgmma_.find(op);
   // gemm_ss (tile_ops.h) takes the tensor cores where cuda::MmaSyncUnfit allows (the same
@@ -154,8 +157,10 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                          op->c.buffer->name + ": " +
                          (unfit.empty() ? std::string("ldmatrix + mma.sync ") +
-                                              (op->a.buffer->dtype.bytes() == 1 ? "m16n8k32 (int8)" : "m16n8k16")
-                                        : "multiply-add loops, no tensor cores (" + unfit + ")") +
+                                              (op->tf32 ? "m16n8k8 (tf32 tensor cores, operands rounded to TF32)"
+                                               : op->a.buffer->dtype.bytes() == 1 ? "m16n8k32 (int8)" : "m16n8k16")
+                                        : "multiply-add loops, no tensor cores (" + unfit + ")" +
+                                              (op->tf32 ? ", operands rounded to TF32" : "")) +
                          ", warps " +
                          std::to_string(Mma(rf).warps().warps_m) + "x" +
                          std::to_string(Mma(rf).warps().warps_n) +
@@ -178,7 +183,8 @@ Region FragmentRewriter::StageOperand(const Buffer& operand, const RegFragment& 
 /// later), for GEMMs that cannot use the tensor-core path.
 Stmt FragmentRewriter::SimtGemm(const GemmOp* op, const std::string& why) {
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
-                         op->c.buffer->name + ": element-wise loops, no tensor cores (" + why + ")");
+                         op->c.buffer->name + ": element-wise loops, no tensor cores (" + why + ")" +
+                         (op->tf32 ? ", operands rounded to TF32" : ""));
   Region a = MutateRegion(op->a), b = MutateRegion(op->b), c = MutateRegion(op->c);
   std::vector<Stmt> staged;
   for (Region* r : {&a, &b}) {
@@ -210,6 +216,10 @@ Stmt FragmentRewriter::SimtGemm(const GemmOp* op, const std::string& why) {
   auto ci = at(c, dc, vi, vj);
   Expr av = BufferLoad::Make(a.buffer, op->trans_a ? at(a, da, vk, vi) : at(a, da, vi, vk));
   Expr bv = BufferLoad::Make(b.buffer, op->trans_b ? at(b, db, vj, vk) : at(b, db, vk, vj));
+  if (op->tf32) {  // a T.gemm on tfloat32 tiles: operands rounded to TF32 (as on the tensor cores and the CPU)
+    av = Call::Make(DType::Float(32), "round_tf32", {av});
+    bv = Call::Make(DType::Float(32), "round_tf32", {bv});
+  }
   Expr prod = op::MakeBinary(BinOp::kMul, Cast::Make(t, av), Cast::Make(t, bv));
   Stmt upd = BufferStore::Make(c.buffer, ci, op::MakeBinary(BinOp::kAdd, BufferLoad::Make(c.buffer, ci), prod),
                                op->span);

@@ -66,9 +66,23 @@ bool IndicesAreVars(const std::vector<Expr>& idx, const ParallelNest& nest) {
   return true;
 }
 
-std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, int64_t k) {
+std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, int64_t k, bool tf32) {
+  if (tf32) {
+    // float32 storage (MakeGemm checked A, B and C), rounded to tf32 for m16n8k8. ldmatrix
+    // moves a float as two 16-bit halves, so it reads whole floats only along rows: the
+    // layouts with K contiguous, as for int8.
+    if (trans_a || !trans_b) {
+      return std::string("tfloat32 operands with ") + (trans_a ? "A stored K x M" : "B stored K x N") +
+             " (ldmatrix cannot transpose 32-bit elements; the tf32 path needs A M x K and B N x K)";
+    }
+    if (k >= 0 && k % 8) return "K = " + std::to_string(k) + " is not a multiple of 8";
+    return "";
+  }
   const bool sixteen = a == DType::Float(16) || a == DType::BFloat16();
   const bool int8 = a == DType::Int(8) || a == DType::UInt(8);
+  if (a == DType::Float(32)) {
+    return "no tensor cores for float32 operands (tiles declared T.tfloat32 take the tf32 ones)";
+  }
   if (!sixteen && !int8) return "no tensor cores for " + a.str() + " operands";
   if (a != b) return "operands of different types (" + a.str() + " and " + b.str() + ")";
   if (sixteen && c != DType::Float(32)) return "a " + c.str() + " accumulator for " + a.str() + " operands";
@@ -86,7 +100,8 @@ std::string MmaSyncUnfit(const GemmOp* op) {
   int64_t k = -1;
   const Region& a = op->a;
   AsConstInt(op->trans_a ? a.ranges[a.ranges.size() - 2].extent : a.ranges.back().extent, &k);
-  return MmaSyncUnfit(a.buffer->dtype, op->b.buffer->dtype, op->c.buffer->dtype, op->trans_a, op->trans_b, k);
+  return MmaSyncUnfit(a.buffer->dtype, op->b.buffer->dtype, op->c.buffer->dtype, op->trans_a, op->trans_b, k,
+                      op->tf32);
 }
 
 namespace {
@@ -167,12 +182,12 @@ class LayoutInference : public IRVisitor {
   /// checks are stricter (whole 2-D tiles), and other dtypes never use ldmatrix.
   static bool LdmatrixRowsAligned(const GemmOp* op, bool reg_a) {
     arith::Analyzer an;
-    // 8-bit operands go through ldmatrix on the int8 mma.sync path only.
-    const bool int8_mma = op->a.buffer->dtype.bytes() == 1 && MmaSyncUnfit(op).empty();
+    // 8-bit (32-bit) operands go through ldmatrix on the int8 (tf32) mma.sync path only.
+    const bool narrow_mma = (op->a.buffer->dtype.bytes() == 1 || op->tf32) && MmaSyncUnfit(op).empty();
     for (const Region* r : {&op->a, &op->b}) {
       if (r == &op->a && reg_a) continue;
       int bytes = r->buffer->dtype.bytes();
-      if (!(bytes == 2 || (bytes == 1 && int8_mma)) || r->buffer->scope != Scope::kShared) continue;
+      if (!(bytes == 2 || ((bytes == 1 || bytes == 4) && narrow_mma)) || r->buffer->scope != Scope::kShared) continue;
       if (!cuda::VectorFits(*r, 16 / bytes, an)) return false;
     }
     return true;

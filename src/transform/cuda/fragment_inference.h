@@ -49,10 +49,13 @@ bool IndicesAreVars(const std::vector<ir::Expr>& idx, const ParallelNest& nest);
 
 /// Why gemm_ss's ldmatrix + mma.sync path cannot take a GEMM of these operand and
 /// accumulator types, transposes and K ("" when it can; k < 0 when unknown): float16 /
-/// bfloat16 into float32 (K a multiple of 16), or int8 / uint8 into int32 (K a multiple of
-/// 32) with A M x K and B N x K, since ldmatrix cannot transpose bytes. The same test as
-/// gemm_ss's kTensorCore (tile_ops.h), which otherwise runs multiply-add loops.
-std::string MmaSyncUnfit(ir::DType a, ir::DType b, ir::DType c, bool trans_a, bool trans_b, int64_t k);
+/// bfloat16 into float32 (K a multiple of 16), int8 / uint8 into int32 (K a multiple of
+/// 32), or a tf32 GEMM (GemmOp::tf32: float32 rounded to TF32, m16n8k8, K a multiple of 8),
+/// the last two with A M x K and B N x K since ldmatrix cannot transpose bytes or floats.
+/// The same test as gemm_ss's kTensorCore (tile_ops.h), which otherwise runs multiply-add
+/// loops.
+std::string MmaSyncUnfit(ir::DType a, ir::DType b, ir::DType c, bool trans_a, bool trans_b, int64_t k,
+                         bool tf32 = false);
 std::string MmaSyncUnfit(const ir::GemmOp* op);
 
 /// A fragment's layout and the operation that fixed it (for conflict messages).

@@ -24,6 +24,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "math.h"
 #include "types.h"
 
 #if defined(__AVX__)
@@ -356,11 +357,25 @@ inline constexpr bool is_f32_operand_v =
 /// a(i,k) = A[i*lda + k], or A[k*lda + i] when kTransA;
 /// b(k,j) = B[k*ldb + j], or B[j*ldb + k] when kTransB.
 /// Products and sums are computed in TC. Any M, N, K >= 0 is accepted.
+/// kTf32 (float A, B and C only): every element of A and B is rounded to TF32 first
+/// (tl::round_tf32, as the CUDA target's tf32 tensor cores take them), a T.gemm on tfloat32 tiles.
 /// Single-threaded and reentrant: safe to call from inside an OpenMP region.
-template <bool kTransA, bool kTransB, typename TA, typename TB, typename TC>
+template <bool kTransA, bool kTransB, bool kTf32 = false, typename TA, typename TB, typename TC>
 inline void gemm(const TA* A, const TB* B, TC* C, int M, int N, int K, int lda, int ldb, int ldc) {
   if (M <= 0 || N <= 0 || K <= 0) return;
-  if constexpr (std::is_same<TC, half>::value || std::is_same<TC, bfloat16>::value || detail::is_float8<TC>::value) {
+  if constexpr (kTf32) {
+    static_assert(std::is_same<TA, float>::value && std::is_same<TB, float>::value && std::is_same<TC, float>::value,
+                  "tf32 GEMM: float operands and accumulator");
+    // Rounded copies of A and B (each in its own orientation, rows packed), then the float path.
+    const int ra = kTransA ? K : M, ca = kTransA ? M : K, rb = kTransB ? N : K, cb = kTransB ? K : N;
+    std::unique_ptr<float[]> a(new float[static_cast<std::size_t>(ra) * ca]);
+    std::unique_ptr<float[]> b(new float[static_cast<std::size_t>(rb) * cb]);
+    for (int r = 0; r < ra; ++r)
+      for (int c = 0; c < ca; ++c) a[static_cast<std::size_t>(r) * ca + c] = round_tf32(A[static_cast<std::ptrdiff_t>(r) * lda + c]);
+    for (int r = 0; r < rb; ++r)
+      for (int c = 0; c < cb; ++c) b[static_cast<std::size_t>(r) * cb + c] = round_tf32(B[static_cast<std::ptrdiff_t>(r) * ldb + c]);
+    gemm_detail::gemm_f32<kTransA, kTransB>(a.get(), b.get(), C, M, N, K, ca, cb, ldc);
+  } else if constexpr (std::is_same<TC, half>::value || std::is_same<TC, bfloat16>::value || detail::is_float8<TC>::value) {
     // A 16- or 8-bit accumulator: the call's K products are summed in float and rounded
     // into C once (as the CUDA library does, and as a tensor core rounds once per
     // instruction), not after every multiply-add.

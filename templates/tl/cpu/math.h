@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -199,6 +200,18 @@ template <typename A, typename B, detail::enable_if_mixed_t<A, B> = 0>
 inline detail::mixed_t<A, B> floormod(A a, B b) {
   using C = detail::mixed_t<A, B>;
   return floormod(static_cast<C>(a), static_cast<C>(b));
+}
+
+/// x rounded to TF32 (a 10-bit mantissa; round to nearest, ties away from zero, what
+/// cvt.rna.tf32.f32 does), kept as a float whose low 13 bits are zero: the operand rounding
+/// of a T.gemm on tfloat32 tiles (GemmOp::tf32). Finite values past the largest TF32 round
+/// to infinity; infinities and NaN pass unchanged. The CUDA tl::round_tf32 is the same code.
+inline float round_tf32(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // half an ulp, then truncate
+  std::memcpy(&x, &u, sizeof u);
+  return x;
 }
 
 /// Positive infinity of T; the largest value for types without infinity (integers).

@@ -210,6 +210,16 @@ TL_DEVICE auto pow(A a, B b) {
   return pow(static_cast<C>(a), static_cast<C>(b));
 }
 
+/// x rounded to TF32 (a 10-bit mantissa; round to nearest, ties away from zero, the rounding
+/// of cvt.rna.tf32.f32 / float_to_tf32 on the tensor-core path), kept as a float whose low 13
+/// bits are zero: the operand rounding of a T.gemm on tfloat32 tiles (GemmOp::tf32) where it
+/// runs as loops. The same code as the CPU target's tl::round_tf32, so both agree bit for bit.
+TL_DEVICE float round_tf32(float x) {
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // half an ulp, then truncate
+  return __uint_as_float(u);
+}
+
 /// Absolute value of a float.
 TL_DEVICE float abs(float x) { return fabsf(x); }
 /// Absolute value of a double.

@@ -14,6 +14,8 @@
 ///   the layout of a wgmma accumulator whose warpgroups each own several 64-row blocks. Within a warp, mma tiles (16 x 8) are numbered row-major and each
 ///   holds 4 registers of C, in the mma.sync m16n8 accumulator layout (mma.h). This is
 ///   the layout the compiler gives the accumulator fragment (layout::MmaAccumulatorLayout).
+///   With Tf32 (float A, B, C: a T.gemm on tfloat32 tiles) A and B are rounded to TF32 and
+///   multiplied on the tf32 tensor cores (m16n8k8), or in loops where the layouts do not fit.
 #pragma once
 
 #ifndef TL_CUDA_H_INCLUDED
@@ -101,22 +103,27 @@ TL_DEVICE int flat_thread_index() {
 namespace detail {
 
 /// The mma.sync shape gemm_ss_mma / gemm_rs use for operand type T: 16-bit inputs take
-/// m16n8k16 into float, 8-bit integers m16n8k32 into int32. Either way one 16 x 16 tile of
-/// 16-bit elements or 16 x 32 tile of bytes is 16 rows of 16 bytes (mma.h), so ldmatrix
-/// (which moves 16-byte rows) loads both; only its .trans form is 16-bit specific.
-template <typename T>
+/// m16n8k16 into float, 8-bit integers m16n8k32 into int32, and float held as TF32 (Tf32:
+/// a T.gemm on tfloat32 tiles) m16n8k8 into float. Each way one 16 x kK tile of A is 16 rows
+/// of 16 bytes (mma.h), so ldmatrix (which moves 16-byte rows: an 8 x 8 tile of 16-bit
+/// elements is 8 x 4 floats) loads all three; only its .trans form is 16-bit specific.
+template <typename T, bool Tf32 = false>
 struct mma_shape {
   static constexpr bool kInt8 = is_same<T, int8_t>::value || is_same<T, uint8_t>::value;
   static constexpr bool kSixteen = is_same<T, half>::value || is_same<T, bfloat16>::value;
-  static constexpr int kK = kInt8 ? 32 : 16;   ///< K of one mma
-  static constexpr int kChunk = kK / 2;        ///< elements in a 16-byte row of an 8x8 ldmatrix tile
+  static constexpr bool kTf32 = Tf32 && is_same<T, float>::value;
+  static constexpr int kK = kInt8 ? 32 : kTf32 ? 8 : 16;  ///< K of one mma
+  static constexpr int kChunk = kK / 2;                   ///< elements in a 16-byte row of an 8x8 ldmatrix tile
   using Acc = typename conditional<kInt8, int, float>::type;
 };
 
-/// D += A * B for one m16n8 tile of mma_shape<T> (fragments as in mma.h).
+/// D += A * B for one m16n8 tile of mma_shape<T> (fragments as in mma.h; for float, tf32
+/// bit patterns, see float_to_tf32).
 template <typename T, typename Acc>
 TL_DEVICE void mma_tile(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  if constexpr (is_same<T, int8_t>::value) {
+  if constexpr (is_same<T, float>::value) {
+    mma_m16n8k8_tf32f32(d, a, b, d);
+  } else if constexpr (is_same<T, int8_t>::value) {
     mma_m16n8k32_s8s32(d, a, b, d);
   } else if constexpr (is_same<T, uint8_t>::value) {
     mma_m16n8k32_u8s32(d, a, b, d);
@@ -125,17 +132,19 @@ TL_DEVICE void mma_tile(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)
   }
 }
 
-/// Tensor-core path: ldmatrix + mma.sync, for 16-bit inputs into float32 (any transposes)
-/// and for int8 / uint8 into int32 with A row-major and B stored N x K (TransB), the
-/// layouts whose 4-byte groups lie along K in shared memory (ldmatrix.trans moves 16-bit
-/// elements, so it cannot transpose bytes).
+/// Tensor-core path: ldmatrix + mma.sync, for 16-bit inputs into float32 (any transposes),
+/// for int8 / uint8 into int32 and for float rounded to TF32 (Tf32) into float32, these two
+/// with A row-major and B stored N x K (TransB): the layouts whose 4-byte groups lie along K
+/// in shared memory (ldmatrix.trans moves 16-bit elements, so it cannot transpose bytes or
+/// floats).
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest, bool InterleaveM, typename T, typename Acc>
+          bool MFastest, bool InterleaveM, bool Tf32, typename T, typename Acc>
 TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
-  using Shape = mma_shape<T>;
+  using Shape = mma_shape<T, Tf32>;
   constexpr int kK = Shape::kK, kChunk = Shape::kChunk;
   static_assert(is_same<Acc, typename Shape::Acc>::value, "gemm_ss_mma: accumulator type");
-  static_assert(Shape::kSixteen || (!TransA && TransB), "gemm_ss_mma: 8-bit operands need A M x K, B N x K");
+  static_assert(Shape::kSixteen || Shape::kInt8 || Shape::kTf32, "gemm_ss_mma: operand type");
+  static_assert(Shape::kSixteen || (!TransA && TransB), "gemm_ss_mma: 8- and 32-bit operands need A M x K, B N x K");
   constexpr int kWarpM = M / WM, kWarpN = N / WN;
   constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
   static_assert(kWarpM % 16 == 0 && kWarpN % 8 == 0, "warp tile must be a multiple of 16x8");
@@ -191,6 +200,18 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
       fb[nt][0] = r[0];
       fb[nt][1] = r[1];
     }
+    if constexpr (Shape::kTf32) {
+      // The tensor cores read only a tf32 register's top 19 bits (truncating); round to
+      // nearest first (cvt.rna), as the CPU target and the loop path do.
+#pragma unroll
+      for (int mt = 0; mt < kTilesM; ++mt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) fa[mt][i] = float_to_tf32(__uint_as_float(fa[mt][i]));
+#pragma unroll
+      for (int nt = 0; nt < kTilesN; ++nt)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) fb[nt][i] = float_to_tf32(__uint_as_float(fb[nt][i]));
+    }
   };
   load(0, a[0], b[0]);
 #pragma unroll
@@ -207,9 +228,10 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   }
 }
 
-/// Any other types: each thread computes its own accumulator elements from shared memory.
+/// Any other types: each thread computes its own accumulator elements from shared memory
+/// (Tf32: float operands rounded to TF32 first, tl::round_tf32).
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest, bool InterleaveM, typename TA, typename TB, typename TC>
+          bool MFastest, bool InterleaveM, bool Tf32, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
   constexpr int kWarpM = M / WM, kWarpN = N / WN, kTilesN = kWarpN / 8;
   constexpr int kLocal = M * N / (32 * WM * WN);
@@ -226,8 +248,12 @@ TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
     using Acc = typename detail::compute_type<TC>::type;
     Acc sum = static_cast<Acc>(C[l]);
     for (int k = 0; k < K; ++k) {
-      const TA a = A[swizzle<sizeof(TA), SwzA, LdA>(TransA ? k * LdA + i : i * LdA + k)];
-      const TB b = B[swizzle<sizeof(TB), SwzB, LdB>(TransB ? j * LdB + k : k * LdB + j)];
+      TA a = A[swizzle<sizeof(TA), SwzA, LdA>(TransA ? k * LdA + i : i * LdA + k)];
+      TB b = B[swizzle<sizeof(TB), SwzB, LdB>(TransB ? j * LdB + k : k * LdB + j)];
+      if constexpr (Tf32) {
+        a = round_tf32(a);
+        b = round_tf32(b);
+      }
       sum += static_cast<Acc>(static_cast<TC>(a)) * static_cast<Acc>(static_cast<TC>(b));
     }
     C[l] = static_cast<TC>(sum);
@@ -299,18 +325,22 @@ TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
 }
 
 /// The block's tile GEMM (see the file comment). All threads of the block must call it.
+/// Tf32: a T.gemm on tfloat32 tiles (float A, B, C): operands rounded to TF32, on the tf32
+/// tensor cores (m16n8k8) where the layouts allow, else in the loops.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest = false, bool InterleaveM = false, typename TA, typename TB, typename TC>
+          bool MFastest = false, bool InterleaveM = false, bool Tf32 = false, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
   // Mirrors the compiler's choice (cuda::MmaSyncUnfit), which reports it.
-  using Shape = detail::mma_shape<TA>;
+  using Shape = detail::mma_shape<TA, Tf32>;
+  static_assert(!Tf32 || (detail::is_same<TA, float>::value && detail::is_same<TB, float>::value &&
+                          detail::is_same<TC, float>::value), "gemm_ss: a tf32 GEMM takes float A, B and C");
   constexpr bool kTensorCore = detail::is_same<TA, TB>::value &&
                                detail::is_same<TC, typename Shape::Acc>::value && K % Shape::kK == 0 &&
-                               (Shape::kSixteen || (Shape::kInt8 && !TransA && TransB));
+                               (Shape::kSixteen || ((Shape::kInt8 || Shape::kTf32) && !TransA && TransB));
   if constexpr (kTensorCore) {
-    detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM>(A, B, C);
+    detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM, Tf32>(A, B, C);
   } else {
-    detail::gemm_ss_simt<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM>(A, B, C);
+    detail::gemm_ss_simt<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM, Tf32>(A, B, C);
   }
 }
 
