@@ -106,13 +106,17 @@ def test_cpu_rounds_operands_like_cvt_rna():
                for r in k.get_remarks()), k.get_remarks()
 
 
+# tensor_cores: on the CUDA run of the suite, the tf32 mma path (tl.enable_tf32_mma) against
+# the rounding loops; the CPU target has the one path
+@pytest.mark.parametrize("tensor_cores", [False, True], ids=["loops", "tf32_mma"])
 @pytest.mark.parametrize("trans_b", [True, False])
-def test_cpu_tf32_gemm_matches_rounded_float64(trans_b):
+def test_cpu_tf32_gemm_matches_rounded_float64(trans_b, tensor_cores):
     M, N, K = 100, 72, 160  # ragged against 64 x 64 x 32 tiles
     rng = np.random.default_rng(1)
     a = rng.standard_normal((M, K)).astype(np.float32)
     b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(np.float32)
-    k = tilelang.compile(shared_gemm(M, N, K, trans_b=trans_b), out_idx=[-1], target="cpu")
+    k = tilelang.compile(shared_gemm(M, N, K, trans_b=trans_b), out_idx=[-1], target="cpu",
+                         pass_configs={"tl.enable_tf32_mma": tensor_cores})
     c = k(a, b)
     bt = b.T if trans_b else b
     exact = a.astype(np.float64) @ bt.astype(np.float64)
@@ -171,6 +175,9 @@ def test_tfloat32_with_another_operand_type_is_an_error():
                 T.copy(acc, C)
 
 
+TF32_ON = {"tl.enable_tf32_mma": True}
+
+
 def _remarks(k):
     return "\n".join(k.get_remarks())
 
@@ -188,7 +195,8 @@ def _assert_tf32_mma(k, min_mma):
 @needs_cuda_compiler
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_shared_tf32_gemm_uses_tf32_mma(arch):
-    k = tilelang.compile(shared_gemm(1024, 1024, 1024), out_idx=[-1], target=f"cuda -arch={arch}")
+    k = tilelang.compile(shared_gemm(1024, 1024, 1024), out_idx=[-1], target=f"cuda -arch={arch}",
+                         pass_configs=TF32_ON)
     # 64 x 64 x 32 over 4 warps (32 x 32 each): 2 x 4 tiles of 16 x 8, 4 k-steps of 8
     _assert_tf32_mma(k, 32)
     assert "registers, layout mma_acc(64x64" in _remarks(k)
@@ -197,9 +205,20 @@ def test_shared_tf32_gemm_uses_tf32_mma(arch):
 @needs_cuda_compiler
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_fragment_a_tf32_gemm_uses_tf32_mma(arch):
-    k = tilelang.compile(bf16_rows_times_weights(4096, 16384), out_idx=[-1], target=f"cuda -arch={arch}")
+    k = tilelang.compile(bf16_rows_times_weights(4096, 16384), out_idx=[-1], target=f"cuda -arch={arch}",
+                         pass_configs=TF32_ON)
     # 32 x 32 x 256 over 4 warps (16 x 16 each): 2 tiles, 32 k-steps
     _assert_tf32_mma(k, 64)
+
+
+@needs_cuda_compiler
+def test_tf32_tensor_cores_are_off_unless_enabled():
+    """Until a GPU run has checked the tf32 mma path it is opt-in: by default the rounding
+    loops, in the same layout, and the remark says why."""
+    k = tilelang.compile(shared_gemm(1024, 1024, 1024), out_idx=[-1], target="cuda -arch=sm_90a")
+    remarks = _remarks(k)
+    assert "the tf32 tensor-core path is off until a GPU run checks it (tl.enable_tf32_mma)" in remarks, remarks
+    assert TF32_MMA not in k.get_ptx()
 
 
 @needs_cuda_compiler

@@ -7,7 +7,7 @@
 /// built-in float operators apply (so `a + b` is a float), which keeps mixed
 /// expressions such as `h + 1.0f` free of overload ambiguity. Only compound
 /// assignments are members. (Codegen emits tl::hadd / hsub / hmul, below, for
-/// 16-bit + - * : the same rounding in one native instruction.) They do not use <cuda_fp16.h> (NVRTC has no
+/// 16-bit + - * : the same rounding, in one native instruction with TL_NATIVE_HALF_ARITH.) They do not use <cuda_fp16.h> (NVRTC has no
 /// include path to it); conversions are single PTX cvt instructions.
 ///
 /// Rounding matches the CPU library bit for bit: float rounds to nearest even
@@ -412,10 +412,12 @@ TL_DEVICE uint32_t pack_float2(float lo, float hi) {
 // round once where the program rounds twice. bf16 add/sub/mul with a rounding
 // modifier need sm_90; before it (and f16 before sm_53) the float path.
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
+// The native forms only with TL_NATIVE_HALF_ARITH (pass config
+// "tl.enable_native_half_arith") until a GPU run has checked them against the float path.
+#if defined(TL_NATIVE_HALF_ARITH) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
 #define TL_NATIVE_F16 1
 #endif
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(TL_NATIVE_HALF_ARITH) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define TL_NATIVE_BF16 1
 #endif
 
