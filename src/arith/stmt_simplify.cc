@@ -2,11 +2,13 @@
 /// \file Statement-level Simplify: simplifies every expression under the ranges of the
 /// enclosing loops, block indices and let-bindings, and removes control flow that the
 /// ranges decide (provable ifs, loops of extent 0 or 1).
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "tl/arith/simplify.h"
+#include "tl/ir/equal.h"
 #include "tl/ir/functor.h"
 
 namespace tl::arith {
@@ -75,7 +77,13 @@ class StmtSimplifier : public ir::IRMutator {
     }
     Saved saved = Save(op->var.get());
     an_.BindRange(op->var.get(), min, extent);
+    // a loop that binds a variable again (a copied body) shadows what was known of it
+    std::vector<Expr> known = known_;
+    known_.erase(std::remove_if(known_.begin(), known_.end(),
+                                [&](const Expr& k) { return ir::UsesVar(k, [&](const ir::Var* v) { return v == op->var.get(); }); }),
+                 known_.end());
     Stmt body = Mutate(op->body);
+    known_ = std::move(known);
     Restore(saved);
     if (IsEmpty(body)) return Empty(op->span);
     if (min == op->min && extent == op->extent && body == op->body) return self;
@@ -103,7 +111,13 @@ class StmtSimplifier : public ir::IRMutator {
       if (k->value != 0) return Mutate(op->then_case);
       return op->else_case ? Mutate(op->else_case) : Empty(op->span);
     }
+    // The same test again inside its own then-branch (an edge guard next to the user's or a
+    // view's guard of the same index) holds there.
+    if (Known(cond)) return Mutate(op->then_case);
+    size_t known_before = known_.size();
+    if (!ReadsMemory(cond)) AddKnown(cond);
     Stmt then_case = Mutate(op->then_case);
+    known_.resize(known_before);
     Stmt else_case = op->else_case ? Mutate(op->else_case) : nullptr;
     if (else_case && IsEmpty(else_case)) else_case = nullptr;
     if (IsEmpty(then_case)) {
@@ -147,6 +161,40 @@ class StmtSimplifier : public ir::IRMutator {
   }
 
  private:
+  /// Conditions that hold where the mutator is (the tests of enclosing then-branches, split
+  /// at their top-level `and`s); only ones that read no memory, which statements in between
+  /// could change.
+  std::vector<Expr> known_;
+
+  void AddKnown(const Expr& c) {
+    if (const auto* b = ir::As<ir::Binary>(c); b && b->op == ir::BinOp::kAnd) {
+      AddKnown(b->a);
+      AddKnown(b->b);
+      return;
+    }
+    known_.push_back(c);
+  }
+
+  bool Known(const Expr& c) const {
+    if (const auto* b = ir::As<ir::Binary>(c); b && b->op == ir::BinOp::kAnd) return Known(b->a) && Known(b->b);
+    for (const Expr& k : known_) {
+      if (ir::StructuralEqual(k, c)) return true;
+    }
+    return false;
+  }
+
+  static bool ReadsMemory(const Expr& c) {
+    bool reads = false;
+    struct Finder : ir::IRVisitor {
+      bool* reads;
+      void Visit_(const ir::BufferLoad*) override { *reads = true; }
+      void Visit_(const ir::Call*) override { *reads = true; }  // (a call may read memory too)
+    } f;
+    f.reads = &reads;
+    f.Visit(c);
+    return reads;
+  }
+
   /// A variable's previous bound, restored when its scope ends (handles shadowing).
   using Saved = std::pair<const ir::Var*, std::optional<IntBound>>;
   Saved Save(const ir::Var* v) const { return {v, an_.VarBound(v)}; }

@@ -339,6 +339,32 @@ TEST_F(SimplifyStmtTest, RemovesProvableGuards) {
   EXPECT_EQ(tl::arith::Simplify(loop2), loop2);  // unchanged node is returned as is
 }
 
+TEST_F(SimplifyStmtTest, DropsATestRepeatedInsideItsOwnBranch) {
+  // for i in 0..64: if i < j: if i < j: A[i] = 1  ->  if i < j: A[i] = 1
+  Stmt twice = IfThenElse::Make(Lt(i, j), IfThenElse::Make(Lt(i, j), Store(i)));
+  Stmt got = tl::arith::Simplify(For::Make(i, I(0), I(64), ForKind::kSerial, twice));
+  Stmt want = For::Make(i, I(0), I(64), ForKind::kSerial, IfThenElse::Make(Lt(i, j), Store(i)));
+  EXPECT_TRUE(StructuralEqual(got, want)) << ToString(got);
+  // a part of an `and` holds too; the else branch knows nothing
+  Stmt both = IfThenElse::Make(Bin(BinOp::kAnd, Lt(i, j), Lt(j, I(9))), IfThenElse::Make(Lt(j, I(9)), Store(i)),
+                               IfThenElse::Make(Lt(i, j), Store(I(0))));
+  got = tl::arith::Simplify(For::Make(i, I(0), I(64), ForKind::kSerial, both));
+  want = For::Make(i, I(0), I(64), ForKind::kSerial,
+                   IfThenElse::Make(Bin(BinOp::kAnd, Lt(i, j), Lt(j, I(9))), Store(i),
+                                    IfThenElse::Make(Lt(i, j), Store(I(0)))));
+  EXPECT_TRUE(StructuralEqual(got, want)) << ToString(got);
+  // a test that reads memory may change in between: kept
+  Expr reads = Lt(BufferLoad::Make(b, {I(0), I(0)}), F(0.5));
+  Stmt mem = IfThenElse::Make(reads, Seq::Make({Store(I(3)), IfThenElse::Make(reads, Store(i))}));
+  Stmt loop = For::Make(i, I(0), I(64), ForKind::kSerial, mem);
+  EXPECT_EQ(tl::arith::Simplify(loop), loop);
+  // an inner loop binding the same variable again shadows what was known of it
+  Stmt shadow = IfThenElse::Make(Lt(i, j), For::Make(i, I(0), I(64), ForKind::kSerial,
+                                                    IfThenElse::Make(Lt(i, j), Store(i))));
+  Stmt outer = For::Make(i, I(0), I(64), ForKind::kSerial, shadow);
+  EXPECT_EQ(tl::arith::Simplify(outer), outer);
+}
+
 TEST_F(SimplifyStmtTest, SimplifiesIndicesUnderLoopRanges) {
   // for i in 0..8: for j in 0..8: A[(i*8 + j) // 8 * 8 + (i*8 + j) % 8] = 1
   Expr flat = Add(Mul(i, I(8)), j);
