@@ -103,6 +103,7 @@ ACTED_ON_CUDA = {
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
     "tl.enable_float8_hw_convert": "float8 conversions with sm_89+'s cvt instructions (TL_FLOAT8_HW_CVT)",
     "tl.enable_native_half_arith": "16-bit float + - * as native add/sub/mul.rn.f16/bf16 (templates/tl/cuda/types.h)",
+    "tl.enable_staging_swizzle": "XOR-swizzle shared tiles no GEMM reads whose accesses allow it (shared_plan.h StagingTiles)",
     "tl.enable_tf32_mma": "T.gemm on tfloat32 tiles with mma.sync m16n8k8 tf32 (templates/tl/cuda/tile_ops.h)",
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
 }

@@ -217,7 +217,9 @@ class CudaCodegen : public CPrinter {
                               << ToString(n);
     }
     if (b->scope == Scope::kShared) {
-      bool swz = transform::cuda::Swizzled(b, gemm_operands_, wgmma_operands_);
+      auto planned_range = plan_.find(b.get());
+      bool staging = planned_range != plan_.end() && planned_range->second.xor_rows;
+      bool swz = staging || transform::cuda::Swizzled(b, gemm_operands_, wgmma_operands_);
       TL_ICHECK(swz || !wgmma_operands_.count(b.get()))
           << "wgmma operand " << b->name << " cannot take the panel layout (rows or window misaligned)";
       int64_t align = transform::cuda::SharedAlignment(swz);
@@ -233,7 +235,10 @@ class CudaCodegen : public CPrinter {
         shared_bytes_ = std::max(shared_bytes_, unplanned_end_);
       }
       Line() << ty << "* " << name << " = reinterpret_cast<" << ty << "*>(tl_smem + " << offset << ");"
-             << (!swz ? "" : wgmma_operands_.count(b.get()) ? "  // wgmma panels" : "  // XOR-swizzled (conflict-free ldmatrix)")
+             << (!swz                          ? ""
+                 : wgmma_operands_.count(b.get()) ? "  // wgmma panels"
+                 : staging                        ? "  // XOR-swizzled staging tile (conflict-free column stores)"
+                                                  : "  // XOR-swizzled (conflict-free ldmatrix)")
              << "\n";
       if (swz) swizzled_.insert(b.get());
     } else {

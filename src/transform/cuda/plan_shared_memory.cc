@@ -262,7 +262,9 @@ std::string DescribeReuse(const std::vector<Slot>& slots) {
 /// Puts T.attr("tl.shared_offset", offset) before each planned Allocate, in its Seq.
 class RecordPlan : public IRMutator {
  public:
-  explicit RecordPlan(const std::unordered_map<const BufferNode*, int64_t>& offsets) : offsets_(offsets) {}
+  RecordPlan(const std::unordered_map<const BufferNode*, int64_t>& offsets,
+             const std::unordered_set<const BufferNode*>& xor_rows)
+      : offsets_(offsets), xor_rows_(xor_rows) {}
 
  protected:
   Stmt Mutate_(const Seq* op, const Stmt& self) override {
@@ -287,9 +289,12 @@ class RecordPlan : public IRMutator {
   Stmt Attr(const Allocate* op) const {
     auto it = offsets_.find(op->buffer.get());
     if (it == offsets_.end()) return nullptr;
-    return AttrStmt::Make(cuda::kSharedOffsetAttr, {MakeInt(it->second)}, op->span);
+    std::vector<Expr> values{MakeInt(it->second)};
+    if (xor_rows_.count(op->buffer.get())) values.push_back(MakeInt(1));
+    return AttrStmt::Make(cuda::kSharedOffsetAttr, values, op->span);
   }
   const std::unordered_map<const BufferNode*, int64_t>& offsets_;
+  const std::unordered_set<const BufferNode*>& xor_rows_;
 };
 
 class Planner : public IRMutator {
@@ -303,11 +308,16 @@ class Planner : public IRMutator {
     live.Walk(op->body);
     auto gemm_operands = cuda::GemmOperands(op->body);
     auto wgmma_operands = cuda::WgmmaOperands(op->body);
+    // Staging tiles in the XOR-rows swizzle (shared_plan.h): opt-in until a GPU run has
+    // measured and checked it (the epilogue's 8-way conflicts it removes are measured).
+    std::unordered_set<const BufferNode*> staging;
+    if (cuda::ConfigTrue(ctx_, "tl.enable_staging_swizzle")) staging = cuda::StagingTiles(op->body, gemm_operands);
     std::vector<Slot> slots;
     for (const Allocate* a : live.allocs) {
       int64_t bytes = cuda::ConstBytes(a->buffer);
       if (bytes < 0) return self;  // codegen reports the unknown size at the Allocate
-      int64_t align = cuda::SharedAlignment(cuda::Swizzled(a->buffer, gemm_operands, wgmma_operands));
+      bool xor_rows = staging.count(a->buffer.get()) > 0;
+      int64_t align = cuda::SharedAlignment(xor_rows || cuda::Swizzled(a->buffer, gemm_operands, wgmma_operands));
       slots.push_back(Slot{a->buffer.get(), bytes, align, live.Of(a->buffer.get())});
     }
     std::vector<Slot> reused = slots;
@@ -323,7 +333,15 @@ class Planner : public IRMutator {
     }
     std::unordered_map<const BufferNode*, int64_t> offsets;
     for (const Slot& s : slots) offsets[s.buffer] = s.offset;
-    Stmt body = RecordPlan(offsets).Mutate(op->body);
+    std::string names;
+    for (const Allocate* a : live.allocs) {
+      if (staging.count(a->buffer.get())) names += (names.empty() ? "" : ", ") + a->buffer->name;
+    }
+    if (!names.empty()) {
+      ctx_.remarks.push_back("shared memory: " + names + " XOR-swizzled (staging tiles: element and 16-byte "
+                             "accesses only; rows of one column in different banks)");
+    }
+    Stmt body = RecordPlan(offsets, staging).Mutate(op->body);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
   }
 

@@ -102,6 +102,61 @@ int64_t ConstBytes(const Buffer& b) {
   return n * b->dtype.bytes();
 }
 
+std::unordered_set<const BufferNode*> StagingTiles(const Stmt& body,
+                                                    const std::unordered_set<const BufferNode*>& gemm_operands) {
+  struct Finder : IRVisitor {
+    std::unordered_set<const BufferNode*> candidates, excluded;
+    bool in_copy_helper = false;
+    void Visit_(const Allocate* a) override {
+      const Buffer& b = a->buffer;
+      int64_t cols = 0, rows = 1, d = 0;
+      bool fixed = b->scope == Scope::kShared && b->shape.size() >= 2;
+      for (size_t i = 0; fixed && i < b->shape.size(); ++i) {
+        fixed = AsConstInt(b->shape[i], &d);
+        if (i + 1 == b->shape.size()) cols = d; else rows *= d;
+      }
+      if (fixed && layout::CanSwizzle(cols * b->dtype.bytes(), rows * cols * b->dtype.bytes())) {
+        candidates.insert(b.get());
+      }
+      IRVisitor::Visit_(a);
+    }
+    void Visit_(const Call* op) override {
+      if (HasEffect(op, kAddress)) {
+        const auto* at = op->args.empty() ? nullptr : As<BufferLoad>(op->args[0]);
+        if (at && !in_copy_helper) excluded.insert(at->buffer.get());
+        IRVisitor::Visit_(op);
+        return;
+      }
+      // The copy helpers' byte counts (codegen_cuda.cc): vec_copy(dst, src, bytes),
+      // cp_async(dst, src, bytes, pred), vec_zero(dst, bytes), cast_copy(dst, src, lanes).
+      bool helper = false;
+      int64_t n = 0;
+      if (op->op == "vec_copy" || op->op == "cp_async") {
+        helper = op->args.size() > 2 && AsConstInt(op->args[2], &n) && n <= 16;
+      } else if (op->op == "vec_zero") {
+        helper = op->args.size() > 1 && AsConstInt(op->args[1], &n) && n <= 16;
+      } else if (op->op == "cast_copy" && op->args.size() > 2 && AsConstInt(op->args[2], &n)) {
+        helper = true;
+        for (size_t k = 0; k < 2; ++k) {
+          const auto* addr = As<Call>(op->args[k]);
+          const auto* at = addr && HasEffect(addr, kAddress) ? As<BufferLoad>(addr->args[0]) : nullptr;
+          helper = helper && at && n * at->buffer->dtype.bytes() <= 16;
+        }
+      }
+      bool saved = in_copy_helper;
+      in_copy_helper = helper;
+      IRVisitor::Visit_(op);
+      in_copy_helper = saved;
+    }
+  } f;
+  f.Visit(body);
+  std::unordered_set<const BufferNode*> out;
+  for (const BufferNode* b : f.candidates) {
+    if (!f.excluded.count(b) && !gemm_operands.count(b)) out.insert(b);
+  }
+  return out;
+}
+
 SharedPlan ReadSharedPlan(const Stmt& body) {
   struct Reader : IRVisitor {
     SharedPlan plan;
@@ -110,12 +165,14 @@ SharedPlan ReadSharedPlan(const Stmt& body) {
         const auto* attr = As<AttrStmt>(op->stmts[i]);
         if (!attr || attr->key != kSharedOffsetAttr) continue;
         const auto* alloc = i + 1 < op->stmts.size() ? As<Allocate>(op->stmts[i + 1]) : nullptr;
-        int64_t offset = 0;
-        TL_ICHECK(alloc && attr->values.size() == 1 && AsConstInt(attr->values[0], &offset))
-            << kSharedOffsetAttr << " must hold one constant and precede the Allocate it places";
+        int64_t offset = 0, xor_rows = 0;
+        TL_ICHECK(alloc && (attr->values.size() == 1 || attr->values.size() == 2) &&
+                  AsConstInt(attr->values[0], &offset) &&
+                  (attr->values.size() == 1 || AsConstInt(attr->values[1], &xor_rows)))
+            << kSharedOffsetAttr << " must hold constants and precede the Allocate it places";
         int64_t bytes = ConstBytes(alloc->buffer);
         TL_ICHECK(bytes >= 0) << "planned shared buffer " << alloc->buffer->name << " of unknown size";
-        plan[alloc->buffer.get()] = ByteRange{offset, offset + bytes};
+        plan[alloc->buffer.get()] = ByteRange{offset, offset + bytes, xor_rows != 0};
       }
       IRVisitor::Visit_(op);
     }

@@ -50,14 +50,26 @@ inline int64_t SharedAlignment(bool swizzled) { return swizzled ? 1024 : 128; }
 /// Byte size of a buffer, or -1 when its shape is not known at compile time.
 int64_t ConstBytes(const ir::Buffer& b);
 
-/// Bytes [lo, hi) of the arena.
+/// Bytes [lo, hi) of the arena; `xor_rows`: the plan swizzles the buffer's rows although no
+/// GEMM reads it (StagingTiles).
 struct ByteRange {
   int64_t lo = 0, hi = 0;
+  bool xor_rows = false;
   bool Overlaps(const ByteRange& o) const { return lo < o.hi && o.lo < hi; }
 };
 using SharedPlan = std::unordered_map<const ir::BufferNode*, ByteRange>;
 
-/// The planned range of every shared buffer whose Allocate carries a tl.shared_offset.
+/// Shared tiles that no GEMM reads and that may take the XOR-rows swizzle (rows a power of
+/// two of at least 64 bytes) because every access goes through codegen's offsets: element
+/// loads and stores, and addresses only as the destination or source of the copy helpers
+/// (vec_copy, cast_copy, vec_zero, cp_async) of at most 16 bytes, which the swizzle keeps
+/// inside one 16-byte chunk. Tiles written from register fragments (an epilogue's staging
+/// tile: each warp stores 8 rows at one column) then store without bank conflicts.
+std::unordered_set<const ir::BufferNode*> StagingTiles(const ir::Stmt& body,
+                                                        const std::unordered_set<const ir::BufferNode*>& gemm_operands);
+
+/// The planned range of every shared buffer whose Allocate carries a tl.shared_offset
+/// (values: the offset, and 1 where the plan swizzles a staging tile).
 SharedPlan ReadSharedPlan(const ir::Stmt& body);
 
 /// `body` without the tl.shared_offset attributes (codegen reads the plan first).
