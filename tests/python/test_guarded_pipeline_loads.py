@@ -80,3 +80,40 @@ def test_a_guard_on_a_tile_the_kernel_writes_is_not_hoisted():
     """The producer cannot read what the consumers wrote: such a loop is not specialized."""
     code, remarks = _hopper(block_sparse_gemm(128, 128, 256, guard_on_shared=True)[0])
     assert not any("warp-specialized," in r for r in remarks), remarks
+
+
+def test_a_tile_also_used_outside_the_guard_is_not_hoisted():
+    """`if mask: copy A_s; gemm` then an unconditional read of A_s: in a skipped iteration the
+    program reads the last tile it loaded, which a pipeline stage would not hold. Such loops
+    keep their loads under the guard (no specialization), and the answer is unchanged."""
+    M = N = 64
+    K, bk = 128, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), Mask: T.Tensor((K // bk,), "bool"),
+             C: T.Tensor((M, N), "float32"), Last: T.Tensor((K // bk, M, bk), "float16")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, bk), "float16")
+            B_s = T.alloc_shared((bk, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.clear(acc)
+            T.clear(A_s)
+            for k in T.Pipelined(K // bk, num_stages=2):
+                if Mask[k]:
+                    T.copy(A[0, k * bk], A_s)
+                    T.copy(B[k * bk, 0], B_s)
+                    T.gemm(A_s, B_s, acc)
+                T.copy(A_s, Last[k, 0, 0])
+            T.copy(acc, C)
+
+    code, remarks = _hopper(main)
+    assert not any("warp-specialized," in r for r in remarks), remarks
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    mask = np.array([True, False, True, False])
+    c, last = poison((M, N)), poison((K // bk, M, bk), "float16")
+    compile_cpu(main)(a, b, mask, c, last)
+    assert_close(c, reference(a, b, mask.reshape(1, 1, -1), M, N, bk), dtype="float16")
+    want_last = np.stack([a[:, 0:32], a[:, 0:32], a[:, 64:96], a[:, 64:96]])
+    np.testing.assert_array_equal(last, want_last)

@@ -177,7 +177,8 @@ class Specializer {
     });
     std::vector<Stmt> body;
     bool changed = false;
-    for (const Stmt& st : cuda::Flatten(loop->body)) {
+    const std::vector<Stmt> top = cuda::Flatten(loop->body);
+    for (const Stmt& st : top) {
       const auto* branch = As<IfThenElse>(st);
       if (!branch || branch->else_case || !Evaluable(branch->cond, written, bound_in_loop)) {
         body.push_back(st);
@@ -189,7 +190,16 @@ class Specializer {
         bool load = c && c->src.buffer->scope == Scope::kGlobal && c->dst.buffer->scope == Scope::kShared;
         (load ? copies : rest).push_back(inner);
       }
-      if (copies.empty()) {
+      // Only tiles the `if` alone uses: a statement outside it reading the tile in an
+      // iteration the guard skips would see the previous load of the program, whereas the
+      // stage it reads holds an older one.
+      bool private_tiles = true;
+      for (const Stmt& other : top) {
+        if (other.get() == st.get()) continue;
+        auto used = BuffersOf(other);
+        for (const Stmt& c : copies) private_tiles = private_tiles && !used.count(As<CopyOp>(c)->dst.buffer.get());
+      }
+      if (copies.empty() || !private_tiles) {
         body.push_back(st);
         continue;
       }
