@@ -184,14 +184,8 @@ class StmtSimplifier : public ir::IRMutator {
   }
 
   static bool ReadsMemory(const Expr& c) {
-    bool reads = false;
-    struct Finder : ir::IRVisitor {
-      bool* reads;
-      void Visit_(const ir::BufferLoad*) override { *reads = true; }
-      void Visit_(const ir::Call*) override { *reads = true; }  // (a call may read memory too)
-    } f;
-    f.reads = &reads;
-    f.Visit(c);
+    bool reads = false;  // (a call may read memory too)
+    ir::ForEachExpr(c, [&](const Expr& e) { reads = reads || ir::As<ir::BufferLoad>(e) || ir::As<ir::Call>(e); });
     return reads;
   }
 

@@ -307,6 +307,9 @@ Stmt Substitute(const Stmt& s, const std::function<Expr(const Var*)>& f) {
 void ForEachExpr(const Stmt& s, const std::function<void(const Expr&)>& f) {
   ExprCollector(f).Visit(s);
 }
+void ForEachExpr(const Expr& e, const std::function<void(const Expr&)>& f) {
+  if (e) ExprCollector(f).Visit(e);
+}
 bool UsesVar(const Expr& e, const std::function<bool(const Var*)>& pred) {
   struct Finder : IRVisitor {
     const std::function<bool(const Var*)>* pred = nullptr;

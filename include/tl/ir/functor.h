@@ -48,6 +48,8 @@ Stmt Substitute(const Stmt& s, const std::function<Expr(const Var*)>& f);
 
 /// Calls `f` on every expression node (pre-order), including those inside statements.
 void ForEachExpr(const Stmt& s, const std::function<void(const Expr&)>& f);
+/// The same over one expression and its operands.
+void ForEachExpr(const Expr& e, const std::function<void(const Expr&)>& f);
 
 /// Whether `e` mentions a variable for which `pred` holds.
 bool UsesVar(const Expr& e, const std::function<bool(const Var*)>& pred);

@@ -171,10 +171,15 @@ class Specializer {
   const For* HoistGuardedCopies(const For* loop, const Stmt& kernel_body) {
     std::unordered_set<const BufferNode*> written;
     AddWrites(kernel_body, &written);
-    std::unordered_set<const Var*> bound_in_loop;
-    ForEachStmtOf(loop->body, [&](const Stmt& st) {
-      if (const auto* let = As<LetStmt>(st)) bound_in_loop.insert(let->var.get());
-    });
+    struct LetCollector : IRVisitor {
+      std::unordered_set<const Var*> vars;
+      void Visit_(const LetStmt* op) override {
+        vars.insert(op->var.get());
+        IRVisitor::Visit_(op);
+      }
+    } lets;
+    lets.Visit(loop->body);
+    const std::unordered_set<const Var*>& bound_in_loop = lets.vars;
     std::vector<Stmt> body;
     bool changed = false;
     const std::vector<Stmt> top = cuda::Flatten(loop->body);
@@ -214,22 +219,10 @@ class Specializer {
     return As<For>(rewritten_loop_);
   }
 
-  static void ForEachStmtOf(const Stmt& s, const std::function<void(const Stmt&)>& f) {
-    struct Walker : IRVisitor {
-      const std::function<void(const Stmt&)>* f;
-      void Visit(const Stmt& st) override {
-        (*f)(st);
-        IRVisitor::Visit(st);
-      }
-    } w;
-    w.f = &f;
-    w.Visit(s);
-  }
-
   static bool Evaluable(const Expr& cond, const std::unordered_set<const BufferNode*>& written,
                         const std::unordered_set<const Var*>& bound_in_loop) {
     bool ok = !UsesVar(cond, [&](const Var* v) { return bound_in_loop.count(v) > 0; });
-    ForEachExprIn(cond, [&](const Expr& e) {
+    ForEachExpr(cond, [&](const Expr& e) {
       if (const auto* load = As<BufferLoad>(e)) {
         ok &= load->buffer->scope == Scope::kGlobal && !written.count(load->buffer.get());
       }
@@ -241,18 +234,6 @@ class Specializer {
       }
     });
     return ok;
-  }
-
-  static void ForEachExprIn(const Expr& e, const std::function<void(const Expr&)>& f) {
-    struct Walker : IRVisitor {
-      const std::function<void(const Expr&)>* f;
-      void Visit(const Expr& x) override {
-        (*f)(x);
-        IRVisitor::Visit(x);
-      }
-    } w;
-    w.f = &f;
-    w.Visit(e);
   }
 
   /// The guard shared by every copy of a group (null when some copy has none or another):
@@ -537,6 +518,23 @@ class Specializer {
     return AddressOf(bars, {MakeInt(static_cast<int64_t>(groups_.size() + g) * stages_) + stage});
   }
 
+  /// `e` in iteration `k` of the producer's loop (the source loop's variable is min + k).
+  Expr AtIteration(const Expr& e, const VarRef& k) const {
+    return Substitute(e, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+  }
+
+  /// The descriptor of the first TMA load in `issue`, prefetched once before the loop.
+  void PrefetchDescriptor(const Stmt& issue, std::vector<Stmt>* prefetch) const {
+    bool first = true;
+    ForEachExpr(issue, [&](const Expr& e) {
+      const auto* call = As<Call>(e);
+      if (first && call && (call->op == "tma_load" || call->op == "tma_load_im2col")) {
+        prefetch->push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, loop_->span));
+        first = false;
+      }
+    });
+  }
+
   Stmt Producer(const Buffer& bars, int64_t* bytes) {
     const Span& span = loop_->span;
     VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
@@ -552,33 +550,15 @@ class Specializer {
         Stmt copy = CopyOp::Make(src, dst, c->span);
         Stmt issue = cuda::LowerTmaLoad(As<CopyOp>(copy), panelled_.at(c), Full(bars, g, stage), &group_bytes);
         loads.push_back(issue);
-        // Each descriptor once into the cache before the loop.
-        bool first = true;
-        ForEachExpr(issue, [&](const Expr& e) {
-          const auto* call = As<Call>(e);
-          if (first && call && call->op == "tma_load") {
-            prefetch.push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, span));
-            first = false;
-          }
-        });
+        PrefetchDescriptor(issue, &prefetch);
       }
       for (size_t j : groups_[g].im2cols) {
         const cuda::Im2colNest& n = im2cols_[j];
-        auto at_k = [&](const Expr& e) {
-          return Substitute(e, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
-        };
         Region dst = select.MutateRegion(Region::Full(n.tile));
-        Stmt issue = cuda::LowerTmaIm2col(n, im2col_panelled_[j], dst, at_k(n.nhw_step), at_k(n.c_step),
-                                          Full(bars, g, stage), &group_bytes);
+        Stmt issue = cuda::LowerTmaIm2col(n, im2col_panelled_[j], dst, AtIteration(n.nhw_step, k),
+                                          AtIteration(n.c_step, k), Full(bars, g, stage), &group_bytes);
         loads.push_back(issue);
-        bool first = true;
-        ForEachExpr(issue, [&](const Expr& e) {
-          const auto* call = As<Call>(e);
-          if (first && call && call->op == "tma_load_im2col") {
-            prefetch.push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, span));
-            first = false;
-          }
-        });
+        PrefetchDescriptor(issue, &prefetch);
       }
       body.push_back(
           CallStmt("mbarrier_wait_parity", {Empty(bars, g, stage), FloorMod(Round(k) + MakeInt(1), MakeInt(2))}, span));
@@ -586,7 +566,7 @@ class Specializer {
       issue.insert(issue.end(), loads.begin(), loads.end());
       if (Expr guard = GroupGuard(groups_[g].copies, !groups_[g].im2cols.empty())) {
         // a skipped k-tile still completes the stage's phase: an arrival without bytes
-        guard = Substitute(guard, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+        guard = AtIteration(guard, k);
         body.push_back(IfThenElse::Make(guard, Seq::Make(issue, span),
                                         CallStmt("mbarrier_arrive", {Full(bars, g, stage)}, span), span));
       } else {
