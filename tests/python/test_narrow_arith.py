@@ -76,13 +76,13 @@ def test_narrow_arith_cuda_is_native(dtype, ptx_type):
     src = cuda_source(elementwise(dtype))
     assert "tl::hmul(" in src and "tl::hadd(" in src and "tl::hsub(" in src, src
     if HAVE_NVCC:
-        # opt-in until a GPU run has compared the native forms with the float path
-        ptx = tilelang.compile(elementwise(dtype), target="cuda -arch=sm_90a",
-                               pass_configs={"tl.enable_native_half_arith": True}).get_ptx()
+        # on by default; the pass config turns the float path back on
+        ptx = tilelang.compile(elementwise(dtype), target="cuda -arch=sm_90a").get_ptx()
         for op in ("mul", "add", "sub"):
             assert f"{op}.rn.{ptx_type}" in ptx, ptx
         assert "fma" not in ptx  # the .rn forms are never contracted
-        off = tilelang.compile(elementwise(dtype), target="cuda -arch=sm_90a").get_ptx()
+        off = tilelang.compile(elementwise(dtype), target="cuda -arch=sm_90a",
+                               pass_configs={"tl.enable_native_half_arith": False}).get_ptx()
         assert f"mul.rn.{ptx_type}" not in off
 
 

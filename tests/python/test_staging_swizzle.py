@@ -44,10 +44,12 @@ def test_results_do_not_depend_on_the_staging_layout(swizzle):
     assert_close(ct, want.T, dtype="float16")
 
 
-def _hopper(func, swizzle):
+def _hopper(func, swizzle=None):
     from tilelang import _tl
-    lowered, remarks, _ = _tl.lower_cuda(func.node, {"tl.target_arch": "sm_90a",
-                                                     "tl.enable_staging_swizzle": "1" if swizzle else "0"}, False)
+    configs = {"tl.target_arch": "sm_90a"}
+    if swizzle is not None:  # None: the default
+        configs["tl.enable_staging_swizzle"] = "1" if swizzle else "0"
+    lowered, remarks, _ = _tl.lower_cuda(func.node, configs, False)
     return _tl.codegen_cuda(lowered).code, list(remarks)
 
 
@@ -59,6 +61,27 @@ def test_staging_tile_is_swizzled_when_enabled():
     assert not any("a_s" in r and "staging" in r for r in remarks)
     code, remarks = _hopper(gemm_through_staging(), False)
     assert "XOR-swizzled staging tile" not in code
+
+
+def test_staging_swizzle_is_on_by_default():
+    code, remarks = _hopper(gemm_through_staging())
+    assert "XOR-swizzled staging tile" in code and any("c_s XOR-swizzled (staging tiles" in r for r in remarks)
+
+
+def test_one_byte_tiles_stay_plain():
+    """Byte tiles (dequantization's packed weights) keep the plain layout: a warp's consecutive
+    bytes share banks without conflict, and the element loops would pay the XOR."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 128), "int8"), B: T.Tensor((64, 128), "int8")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((64, 128), "int8")
+            T.copy(A, s)
+            for i, j in T.Parallel(64, 128):
+                B[i, j] = s[i, j] + 1
+
+    code, remarks = _hopper(main, True)
+    assert "XOR-swizzled" not in code and not any("staging" in r for r in remarks), remarks
 
 
 def test_tiles_whose_rows_do_not_swizzle_stay_plain():

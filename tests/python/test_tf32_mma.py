@@ -212,12 +212,15 @@ def test_fragment_a_tf32_gemm_uses_tf32_mma(arch):
 
 
 @needs_cuda_compiler
-def test_tf32_tensor_cores_are_off_unless_enabled():
-    """Until a GPU run has checked the tf32 mma path it is opt-in: by default the rounding
-    loops, in the same layout, and the remark says why."""
+def test_tf32_tensor_cores_are_on_by_default_and_can_be_turned_off():
+    """On by default (upstream's T.gemm on float32 runs tf32 tensor cores); turned off, the
+    rounding loops in the same layout, and the remark says why."""
     k = tilelang.compile(shared_gemm(1024, 1024, 1024), out_idx=[-1], target="cuda -arch=sm_90a")
+    assert TF32_MMA in k.get_ptx()
+    k = tilelang.compile(shared_gemm(1024, 1024, 1024), out_idx=[-1], target="cuda -arch=sm_90a",
+                         pass_configs={"tl.enable_tf32_mma": False})
     remarks = _remarks(k)
-    assert "the tf32 tensor-core path is off until a GPU run checks it (tl.enable_tf32_mma)" in remarks, remarks
+    assert "the tf32 tensor-core path is turned off (tl.enable_tf32_mma)" in remarks, remarks
     assert TF32_MMA not in k.get_ptx()
 
 

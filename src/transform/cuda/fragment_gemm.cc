@@ -154,11 +154,11 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   // gemm_ss (tile_ops.h) takes the tensor cores where cuda::MmaSyncUnfit allows (the same
   // test); other GEMMs run its per-thread multiply-add loop in the same warp layout.
   std::string unfit = cuda::MmaSyncUnfit(op);
-  // The tf32 tensor cores are compiled in only with tl.enable_tf32_mma (TL_TF32_MMA, set by
-  // the JIT from the same key) until a GPU run has checked them; gemm_ss runs the rounding
-  // loops in the same layout otherwise.
-  if (op->tf32 && unfit.empty() && !cuda::ConfigTrue(ctx_, "tl.enable_tf32_mma")) {
-    unfit = "the tf32 tensor-core path is off until a GPU run checks it (tl.enable_tf32_mma)";
+  // The tf32 tensor cores are compiled in unless tl.enable_tf32_mma is false (TL_TF32_MMA,
+  // set by the JIT from the same key; on since the H200 run in which the suite's tf32 tests
+  // matched float64 both ways); gemm_ss runs the rounding loops in the same layout otherwise.
+  if (op->tf32 && unfit.empty() && !cuda::ConfigOn(ctx_, "tl.enable_tf32_mma", true)) {
+    unfit = "the tf32 tensor-core path is turned off (tl.enable_tf32_mma)";
   }
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                          op->c.buffer->name + ": " +

@@ -334,9 +334,9 @@ TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
   using Shape = detail::mma_shape<TA, Tf32>;
   static_assert(!Tf32 || (detail::is_same<TA, float>::value && detail::is_same<TB, float>::value &&
                           detail::is_same<TC, float>::value), "gemm_ss: a tf32 GEMM takes float A, B and C");
-  // The tf32 tensor-core path only with TL_TF32_MMA (pass config "tl.enable_tf32_mma"),
-  // until a GPU run has checked it against the rounding loops; without it those loops
-  // (same layout, same rounding of the operands).
+  // The tf32 tensor-core path only with TL_TF32_MMA, which the JIT defines unless the pass
+  // config "tl.enable_tf32_mma" is false; without it the rounding loops (same layout, same
+  // rounding of the operands).
 #ifdef TL_TF32_MMA
   constexpr bool kTf32Mma = true;
 #else
