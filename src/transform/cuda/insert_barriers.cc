@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "shared_plan.h"
+#include "../thread_range.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
@@ -163,13 +164,24 @@ bool IsBarrier(const Stmt& s) {
 
 /// The named barrier the consumers of a warp-specialized kernel share (0 is __syncthreads').
 constexpr int64_t kConsumerBarrierId = 1;
+/// Named barriers 2..15 go to branches over ranges of whole warps (ThreadRangeBranches).
+constexpr int64_t kFirstRangeBarrierId = 2, kLastBarrierId = 15;
+
+/// What the whole kernel's barrier insertion shares: the block's thread count and the
+/// next free named barrier.
+struct KernelBarriers {
+  int64_t threads = 0;  ///< 0: unknown (no range branches get barriers of their own)
+  int64_t next_id = kFirstRangeBarrierId;
+};
 
 class BarrierInserter {
  public:
   /// `named_threads` > 0: the statements run on that many threads only (the consumers of
-  /// a warp-specialized kernel), which synchronize with a named barrier.
-  BarrierInserter(const Var* tx, const Memory& memory, int64_t named_threads = 0)
-      : tx_(tx), memory_(memory), named_threads_(named_threads) {}
+  /// a warp-specialized kernel, or a branch over a range of warps), which synchronize with
+  /// named barrier `barrier_id`.
+  BarrierInserter(const Var* tx, const Memory& memory, KernelBarriers* kernel, int64_t named_threads = 0,
+                  int64_t barrier_id = kConsumerBarrierId)
+      : tx_(tx), memory_(memory), kernel_(kernel), named_threads_(named_threads), barrier_id_(barrier_id) {}
 
   /// Rewrites `s` starting from `state`; leaves in `state` what is pending afterwards.
   Stmt Run(const Stmt& s, State* state) {
@@ -196,6 +208,9 @@ class BarrierInserter {
         Stmt body = Run(tb->body, state);
         return For::Make(tb->var, tb->min, tb->extent, tb->for_kind, body, tb->annotations, tb->span);
       }
+    }
+    if (const auto* br = As<IfThenElse>(s)) {
+      if (Stmt split = ThreadRangeBranches(br, state)) return split;
     }
     if (!cuda::BarriersGoInside(s, tx_)) return WithBarrier(Access(Collect(s), state), s);
     if (const auto* loop = As<For>(s)) {
@@ -268,14 +283,77 @@ class BarrierInserter {
     return out;
   }
 
-  Stmt Barrier(const Span& span) const {
+  Stmt Barrier(const Span& span) {
     if (named_threads_ == 0) return Evaluate::Make(Call::Make(DType::Void(), "syncthreads", {}), span);
     return Evaluate::Make(
-        Call::Make(DType::Void(), "named_barrier_sync", {MakeInt(kConsumerBarrierId), MakeInt(named_threads_)}),
-        span);
+        Call::Make(DType::Void(), "named_barrier_sync", {MakeInt(barrier_id_), MakeInt(named_threads_)}), span);
   }
 
-  Stmt WithBarrier(bool barrier, const Stmt& s) const {
+  /// `if tx < 32: ... else: ...` (upstream's way of giving warps different work, as in
+  /// DeepSeek's mHC kernels): each branch runs on its own range of threads, and threads of
+  /// one branch may exchange data through shared memory (a T.Pipelined loop on the else
+  /// threads, a reduction's partial results). __syncthreads there would wait for threads
+  /// that never arrive, and no barrier at all would race; a branch over whole warps gets
+  /// barriers of its own, a named barrier over its threads (the two branches run at the
+  /// same time, so each has its own barrier id). Other branches stay one unit, as before
+  /// (an error when they hold a barrier: one there would hang or race).
+  /// Returns null when `br` is not a branch on a range of the thread index.
+  Stmt ThreadRangeBranches(const IfThenElse* br, State* state) {
+    if (!kernel_->threads) return Stmt();
+    auto is_tx = [&](const Expr& e) {
+      const auto* v = As<Var>(e);
+      return v == tx_;
+    };
+    auto then_range = ThreadRangeOf(br->cond, is_tx, kernel_->threads);
+    if (!then_range) return Stmt();
+    auto else_range = ComplementRange(*then_range, kernel_->threads);
+    // Accesses of the whole branch against what is pending before and after it, as for
+    // any unit; inside, each branch starts with nothing pending.
+    AccessCollector whole = Collect(br->cond);
+    whole.Visit(br->then_case);
+    if (br->else_case) whole.Visit(br->else_case);
+    bool barrier = Access(whole, state);
+    Stmt t = RunOnRange(br->then_case, *then_range, br->span);
+    Stmt e = br->else_case;
+    if (e && else_range) e = RunOnRange(e, *else_range, br->span);
+    if (e && !else_range && ContainsBarrier(e)) {
+      TL_USER_ERROR(br->span) << "the else branch of this condition on the thread index needs a barrier among its "
+                                 "threads, which are not one range: write the condition as one range of whole warps";
+    }
+    return WithBarrier(barrier, IfThenElse::Make(br->cond, t, e, br->span));
+  }
+
+  Stmt RunOnRange(const Stmt& branch, const ThreadRange& r, const Span& span) {
+    const int64_t n = r.hi - r.lo;
+    bool whole_warps = r.lo % 32 == 0 && n % 32 == 0 && n > 0;
+    if (whole_warps && n == named_threads_) {  // the same threads as ours: our barrier serves
+      State fresh;
+      return Run(branch, &fresh);
+    }
+    if (!whole_warps || kernel_->next_id > kLastBarrierId) {
+      // bar.sync counts whole warps: the branch stays one unit (no barrier inside), which
+      // is right unless it holds a barrier of its own (a T.Pipelined loop's).
+      if (ContainsBarrier(branch)) {
+        TL_USER_ERROR(span) << "the work under this condition on the thread index needs a barrier among its "
+                            << n << " thread(s) " << r.lo << ".." << r.hi - 1
+                            << " (a T.Pipelined loop, say); barriers synchronize whole warps: use a range of whole "
+                               "warps (multiples of 32 threads)"
+                            << (whole_warps ? " (this kernel has used all 14 named barriers)" : "");
+      }
+      return branch;
+    }
+    BarrierInserter inner(tx_, memory_, kernel_, n, kernel_->next_id++);
+    State fresh;
+    return inner.Run(branch, &fresh);
+  }
+
+  static bool ContainsBarrier(const Stmt& s) {
+    bool found = false;
+    ForEachExpr(s, [&](const Expr& e) { found |= HasEffect(As<Call>(e), kBarrier); });
+    return found;
+  }
+
+  Stmt WithBarrier(bool barrier, const Stmt& s) {
     return barrier ? Seq::Make({Barrier(s->span), s}, s->span) : s;
   }
 
@@ -285,14 +363,16 @@ class BarrierInserter {
   Stmt SplitRoles(const IfThenElse* split, State* state) {
     int64_t consumers = 0;
     AsConstInt(As<Call>(split->cond)->args[0], &consumers);
-    BarrierInserter inner(tx_, memory_, consumers);
+    BarrierInserter inner(tx_, memory_, kernel_, consumers);
     Stmt consumer = inner.Run(split->else_case, state);
     return IfThenElse::Make(split->cond, split->then_case, consumer, split->span);
   }
 
   const Var* tx_;
   const Memory& memory_;
+  KernelBarriers* kernel_;
   int64_t named_threads_;
+  int64_t barrier_id_;
 };
 
 class KernelVisitor : public IRMutator {
@@ -302,8 +382,11 @@ class KernelVisitor : public IRMutator {
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind != ForKind::kThreadBinding) return IRMutator::Mutate_(op, self);
+    KernelBarriers kernel;
+    int64_t min = -1;
+    if (!AsConstInt(op->extent, &kernel.threads) || !AsConstInt(op->min, &min) || min != 0) kernel.threads = 0;
     State state;
-    Stmt body = BarrierInserter(op->var.get(), memory_).Run(op->body, &state);
+    Stmt body = BarrierInserter(op->var.get(), memory_, &kernel).Run(op->body, &state);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
   }
 

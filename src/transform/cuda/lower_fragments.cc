@@ -5,7 +5,9 @@
 /// a fragment with a layout becomes `num_local` registers per thread; T.Parallel nests
 /// over it become loops over each thread's own registers, and copies, fills, reductions
 /// and GEMMs address the registers. Fragments without a layout are kept in shared memory
-/// (a reported decision), where every tile op works on them as on shared tiles.
+/// (a reported decision), where every tile op works on them as on shared tiles, except
+/// small ones used as per-thread scalars, of which each thread holds a copy
+/// (per_thread_fragments.h).
 ///
 /// Precondition: "cuda-bind-threads" wrapped the kernel body in a thread binding `tx`.
 #include <unordered_map>
@@ -21,6 +23,7 @@
 #include "copy_lowering.h"
 #include "pass_helpers.h"
 #include "fragment_inference.h"
+#include "per_thread_fragments.h"
 #include "lower_fragments.h"
 #include "thread_binding.h"
 
@@ -37,6 +40,14 @@ Stmt FragmentRewriter::Mutate_(const Allocate* op, const Stmt& self) {
     ctx_.remarks.push_back("fragment " + b->name + ": registers, layout " + it->second.layout->ToString() +
                            " (" + std::to_string(it->second.layout->num_local()) + " per thread)");
     return Allocate::Make(regs, op->init, op->span);
+  }
+  if (cuda::HeldPerThread(b, kernel_body, tx_.get())) {
+    Buffer local = BufferNode::Make(b->name, b->dtype, b->shape, Scope::kLocal, b->strides);
+    demoted_[b.get()] = local;
+    ctx_.remarks.push_back("fragment " + b->name +
+                           ": registers, a copy per thread (used element by element, written outside T.Parallel "
+                           "loops by every thread alike)");
+    return Allocate::Make(local, op->init, op->span);
   }
   Buffer shared = BufferNode::Make(b->name, b->dtype, b->shape, Scope::kShared, b->strides);
   demoted_[b.get()] = shared;
@@ -337,6 +348,7 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
       cuda::InferFragmentLayouts(f->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
                                  cuda::WgmmaOptionsOf(ctx));
   fragments::FragmentRewriter rewriter(inference, tb.tx, ctx);
+  rewriter.kernel_body = f->body;
   ir::Stmt body = rewriter.Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }

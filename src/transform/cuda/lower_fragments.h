@@ -42,6 +42,8 @@ class FragmentRewriter : public IRMutator {
       : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), rs_gemms_(inference.rs_gemms),
         wgmma_gemms_(inference.wgmma_gemms), no_wgmma_(inference.no_wgmma),
         tx_(std::move(tx)), ctx_(ctx) {}
+  /// The kernel being rewritten (where per-thread fragments are looked for).
+  Stmt kernel_body;
 
  protected:
   Stmt Mutate_(const Allocate* op, const Stmt& self) override;
