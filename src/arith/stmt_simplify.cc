@@ -60,6 +60,8 @@ class VarReplacer : public ir::IRMutator {
 class StmtSimplifier : public ir::IRMutator {
  public:
   using IRMutator::Mutate;
+  /// A variable and its bound before a scope narrowed or rebound it.
+  using Saved = std::pair<const ir::Var*, std::optional<IntBound>>;
   Expr Mutate(const Expr& e) override { return e ? an_.Simplify(e) : e; }
 
  protected:
@@ -116,9 +118,17 @@ class StmtSimplifier : public ir::IRMutator {
     if (Known(cond)) return Mutate(op->then_case);
     size_t known_before = known_.size();
     if (!ReadsMemory(cond)) AddKnown(cond);
+    std::vector<Saved> narrowed;
+    Narrow(cond, true, &narrowed);
     Stmt then_case = Mutate(op->then_case);
+    RestoreAll(&narrowed);
     known_.resize(known_before);
-    Stmt else_case = op->else_case ? Mutate(op->else_case) : nullptr;
+    Stmt else_case = nullptr;
+    if (op->else_case) {
+      Narrow(cond, false, &narrowed);
+      else_case = Mutate(op->else_case);
+      RestoreAll(&narrowed);
+    }
     if (else_case && IsEmpty(else_case)) else_case = nullptr;
     if (IsEmpty(then_case)) {
       // Conditions are pure, so an if with nothing to do goes away.
@@ -189,8 +199,66 @@ class StmtSimplifier : public ir::IRMutator {
     return reads;
   }
 
+  /// Where `cond` holds (`holds`) or fails, the bounds it implies on a variable compared
+  /// with a constant (`tx < 32`; in the else branch tx >= 32, so `tx - 32` is known to be
+  /// non-negative there). A conjunction narrows each part where it holds; where it fails,
+  /// only a single comparison says something. `saved` gets what to restore.
+  void Narrow(const Expr& cond, bool holds, std::vector<Saved>* saved) {
+    const auto* b = ir::As<ir::Binary>(cond);
+    if (!b) return;
+    if (b->op == ir::BinOp::kAnd) {
+      if (holds) {
+        Narrow(b->a, true, saved);
+        Narrow(b->b, true, saved);
+      }
+      return;
+    }
+    ir::BinOp op = b->op;
+    const ir::Var* v = ir::As<ir::Var>(b->a);
+    int64_t c = 0;
+    if (v && ir::AsConstInt(b->b, &c)) {
+    } else if ((v = ir::As<ir::Var>(b->b)) && ir::AsConstInt(b->a, &c)) {
+      switch (op) {  // c op v  ->  v op' c
+        case ir::BinOp::kLT: op = ir::BinOp::kGT; break;
+        case ir::BinOp::kLE: op = ir::BinOp::kGE; break;
+        case ir::BinOp::kGT: op = ir::BinOp::kLT; break;
+        case ir::BinOp::kGE: op = ir::BinOp::kLE; break;
+        default: break;
+      }
+    } else {
+      return;
+    }
+    if (!v->dtype.IsInt()) return;
+    if (!holds) {
+      switch (op) {
+        case ir::BinOp::kLT: op = ir::BinOp::kGE; break;
+        case ir::BinOp::kLE: op = ir::BinOp::kGT; break;
+        case ir::BinOp::kGT: op = ir::BinOp::kLE; break;
+        case ir::BinOp::kGE: op = ir::BinOp::kLT; break;
+        default: return;  // v != c says nothing about its range
+      }
+    }
+    IntBound bound = an_.VarBound(v).value_or(IntBound{});
+    auto raise_min = [&](int64_t lo) { bound.min = bound.min ? std::max(*bound.min, lo) : lo; };
+    auto lower_max = [&](int64_t hi) { bound.max = bound.max ? std::min(*bound.max, hi) : hi; };
+    switch (op) {
+      case ir::BinOp::kLT: lower_max(c - 1); break;
+      case ir::BinOp::kLE: lower_max(c); break;
+      case ir::BinOp::kGT: raise_min(c + 1); break;
+      case ir::BinOp::kGE: raise_min(c); break;
+      case ir::BinOp::kEQ: raise_min(c); lower_max(c); break;
+      default: return;
+    }
+    if (bound.min && bound.max && *bound.min > *bound.max) return;  // dead branch: leave it alone
+    saved->push_back(Save(v));
+    an_.BindBound(v, bound);
+  }
+  void RestoreAll(std::vector<Saved>* saved) {
+    for (auto it = saved->rbegin(); it != saved->rend(); ++it) Restore(*it);
+    saved->clear();
+  }
+
   /// A variable's previous bound, restored when its scope ends (handles shadowing).
-  using Saved = std::pair<const ir::Var*, std::optional<IntBound>>;
   Saved Save(const ir::Var* v) const { return {v, an_.VarBound(v)}; }
   void Restore(const Saved& s) {
     if (s.second) {

@@ -365,6 +365,34 @@ TEST_F(SimplifyStmtTest, DropsATestRepeatedInsideItsOwnBranch) {
   EXPECT_EQ(tl::arith::Simplify(outer), outer);
 }
 
+TEST_F(SimplifyStmtTest, BranchesNarrowTheRangeOfTheVariableTheyTest) {
+  // for i in 0..96: if i < 32: A[i] = 1 else: (t = i - 32; if t // 512 >= 0: A[t] = 1)
+  // The else branch knows i >= 32, so t >= 0 and the guard holds.
+  VarRef t = Var::Make("t");
+  Stmt guarded = IfThenElse::Make(Bin(BinOp::kGE, FDiv(t, I(512)), I(0)), Store(t));
+  Stmt branch = IfThenElse::Make(Lt(i, I(32)), Store(i), Seq::Make({LetStmt::Make(t, Sub(i, I(32))), guarded}));
+  Stmt got = tl::arith::Simplify(For::Make(i, I(0), I(96), ForKind::kSerial, branch));
+  Stmt want = For::Make(i, I(0), I(96), ForKind::kSerial,
+                        IfThenElse::Make(Lt(i, I(32)), Store(i), Seq::Make({LetStmt::Make(t, Sub(i, I(32))), Store(t)})));
+  EXPECT_TRUE(StructuralEqual(got, want)) << ToString(got);
+  // In the then branch i < 32: a test of i < 40 holds there, i < 16 does not.
+  Stmt then_tests = IfThenElse::Make(Lt(i, I(32)), Seq::Make({IfThenElse::Make(Lt(i, I(40)), Store(i)),
+                                                             IfThenElse::Make(Lt(i, I(16)), Store(I(0)))}));
+  got = tl::arith::Simplify(For::Make(i, I(0), I(96), ForKind::kSerial, then_tests));
+  want = For::Make(i, I(0), I(96), ForKind::kSerial,
+                   IfThenElse::Make(Lt(i, I(32)), Seq::Make({Store(i), IfThenElse::Make(Lt(i, I(16)), Store(I(0)))})));
+  EXPECT_TRUE(StructuralEqual(got, want)) << ToString(got);
+  // After the if, nothing narrowed remains: i < 32 is unknown again.
+  Stmt after = Seq::Make({IfThenElse::Make(Lt(i, I(32)), Store(i)), IfThenElse::Make(Lt(i, I(40)), Store(I(1)))});
+  Stmt loop = For::Make(i, I(0), I(96), ForKind::kSerial, after);
+  EXPECT_EQ(tl::arith::Simplify(loop), loop);
+  // An `and` narrows where it holds, not where it fails.
+  Stmt conj = IfThenElse::Make(Bin(BinOp::kAnd, Bin(BinOp::kGE, i, I(8)), Lt(i, I(16))), Store(i),
+                               IfThenElse::Make(Lt(i, I(16)), Store(I(2))));
+  Stmt conj_loop = For::Make(i, I(0), I(96), ForKind::kSerial, conj);
+  EXPECT_EQ(tl::arith::Simplify(conj_loop), conj_loop);
+}
+
 TEST_F(SimplifyStmtTest, SimplifiesIndicesUnderLoopRanges) {
   // for i in 0..8: for j in 0..8: A[(i*8 + j) // 8 * 8 + (i*8 + j) % 8] = 1
   Expr flat = Add(Mul(i, I(8)), j);
