@@ -86,3 +86,12 @@ def test_configurations_share_one_set_of_inputs(monkeypatch):
     kernel = tuned(32, 32, 24)
     assert kernel.config in tuned.configs
     assert len(made) == 1, f"inputs were made {len(made)} times for 3 configurations"
+
+
+def test_return_kernel_keyword_returns_the_tuned_kernel(rng):
+    """upstream's `f(M, N, K, __return_kernel=True)`: the tuned kernel itself (the keyword is
+    the tuner's, never passed on to the kernel function)."""
+    kernel = matmul(64, 48, 40, __return_kernel=True)
+    assert kernel is matmul(64, 48, 40)
+    a, b = rand(rng, (64, 40)), rand(rng, (40, 48))
+    assert_close(kernel(a, b), f64(a) @ f64(b), "float32", rtol=1e-5)

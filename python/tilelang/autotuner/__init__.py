@@ -581,8 +581,10 @@ class AutoTunedFunction:
         return self._kernel_for(args, kwargs)[1]
 
     def __call__(self, *args, **kwargs):
+        # upstream's `f(..., __return_kernel=True)`: the tuned kernel, not a call of it
+        return_kernel = kwargs.pop("__return_kernel", False)
         result, kernel = self._kernel_for(args, kwargs)
-        if self.jitted.is_lazy_mode():
+        if self.jitted.is_lazy_mode() or return_kernel:
             return kernel
         # Eager style: run the winner (or the call's own tunable values) on the given tensors.
         if self._given_tunables(args, kwargs, self._configs_for(args, kwargs)):
