@@ -95,3 +95,27 @@ def test_return_kernel_keyword_returns_the_tuned_kernel(rng):
     assert kernel is matmul(64, 48, 40)
     a, b = rand(rng, (64, 40)), rand(rng, (40, 48))
     assert_close(kernel(a, b), f64(a) @ f64(b), "float32", rtol=1e-5)
+
+
+@tilelang.autotune(configs=[{"threads": 64}, {"threads": 128}], warmup=1, rep=1)
+@tilelang.jit
+def add_scalar(N=256, BLOCK_N=128, threads=64):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), s: T.float32):
+        with T.Kernel(T.ceildiv(N, BLOCK_N), threads=threads) as b:
+            for i in T.Parallel(BLOCK_N):
+                A[b * BLOCK_N + i] = A[b * BLOCK_N + i] + s
+    return main
+
+
+def test_scalar_inputs_need_set_autotune_inputs(rng):
+    with pytest.raises(ValueError, match=r"scalar argument\(s\) s, .*set_autotune_inputs"):
+        add_scalar()
+    from tilelang.autotuner import set_autotune_inputs
+
+    a = rand(rng, (256,))
+    with set_autotune_inputs(a.copy(), 0.25):
+        kernel = add_scalar()
+    got = a.copy()
+    kernel(got, 0.25)
+    assert_close(got, f64(a) + 0.25, "float32")

@@ -296,6 +296,12 @@ class AutoTunedFunction:
         elif self.supply_prog is not None:
             profiler._inputs = list(self.supply_prog(kernel.params))
         else:
+            scalars = [kernel.params[i].name for i in kernel.in_idx if not kernel.params[i].is_tensor]
+            if scalars:
+                raise _NeedsInputs(
+                    f"autotune of {self.__name__}: the kernel takes scalar argument(s) {', '.join(scalars)}, "
+                    "which the tuner cannot invent; give example inputs with "
+                    "`with tilelang.autotuner.set_autotune_inputs(...)` around the call, or supply_prog=")
             # Configurations of one kernel take the same inputs: made once (random data for
             # two 4096 x 4096 operands takes about a second), then shared, as upstream does.
             key = tuple((kernel.params[i].dtype, tuple(kernel.params[i].dims)) for i in kernel.in_idx)
@@ -525,6 +531,8 @@ class AutoTunedFunction:
             try:
                 latency, _, stopped = self._measure(kernel, eager_inputs, best.latency if best else None)
                 timed += 1
+            except _NeedsInputs:
+                raise  # the same for every configuration: the call's error, not one config's
             except Exception as e:  # noqa: BLE001 - a failing configuration is reported and skipped
                 reason = _reason(e)
                 failures.append((configs[i], reason))
@@ -595,6 +603,11 @@ class AutoTunedFunction:
     def _say(self, line):
         if self.verbose:
             print(f"[tilelang.autotune] {self.__name__}: {line}", file=sys.stderr, flush=True)
+
+
+class _NeedsInputs(ValueError):
+    """The tuner cannot make the kernel's inputs (a scalar argument): upstream raises a
+    ValueError naming set_autotune_inputs."""
 
 
 def _names_of(do_not_specialize, tuned) -> tuple:
