@@ -30,6 +30,7 @@ enum IntrinsicEffect : uint32_t {
   kWgmmaPanels = 1u << 13,      ///< reads its shared operands in the wgmma panel layout
   kWarpCollective = 1u << 14,   ///< every lane of the warp takes part (or of the block, with kBarrier)
   kVote = 1u << 15,             ///< a vote over the lanes' operands (T.any_sync, T.syncthreads_count, ...)
+  kPerThread = 1u << 16,        ///< each thread that reaches it does it once (mbarrier arrivals and waits)
 };
 
 struct IntrinsicInfo {

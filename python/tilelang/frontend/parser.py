@@ -22,7 +22,7 @@ import textwrap
 
 from .. import _tl
 from ..errors import TileLangCompileError, compile_error_as
-from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, WhileSpec
+from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, WhileSpec, WsSpec
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
@@ -621,6 +621,21 @@ class Parser:
                 raise _b._UserError("T.While needs a run-time condition")
             body = self.block(node.body, node)
             _b.emit(_tl.while_(_as_runtime(cond).node, body, self.span(node)))
+            return
+        if isinstance(spec, WsSpec):  # `with T.ws(i):` the warpgroup's threads only (language/barriers.py)
+            if item.optional_vars is not None:
+                raise _b._UserError("`with T.ws(...)` binds no names")
+            self.scopes.append({_RUNTIME_SCOPE: True})
+            self.builder.open()
+            self.builder.in_ws = True
+            try:
+                _b.emit(spec.marker(self.span(node)))
+                self.visit_body(node.body)
+                body = self.builder.close(self.span(node))
+            finally:
+                self.builder.in_ws = False
+                self.scopes.pop()
+            _b.emit(_tl.if_(spec.cond.node, body, None, self.span(node)))
             return
         if isinstance(spec, ReduceScope):  # `with T.attr(T.comm_reducer(...), "reduce_scope", ...):`
             if item.optional_vars is not None or not self.builder.in_kernel:

@@ -18,6 +18,9 @@ from . import arguments
 from .target import resolve
 
 
+# tl::cpu::kMbarrierStatus (templates/tl/cpu/mbarrier.h): a CPU kernel whose mbarrier wait could not pass
+_MBARRIER_STATUS = 0x7B000000
+
 class AffineDim(str):
     """A dimension `a * var + b` of a symbolic variable (T.Tensor((n * 4,), ...)): the text is
     the str value; the runtime takes var from another dimension or solves for it."""
@@ -437,6 +440,11 @@ class JITKernel:
             values.append(dims[name])
         status = self._module.run(values)
         if status != 0:
+            if status >> 24 == _MBARRIER_STATUS >> 24:
+                raise TileLangRuntimeError(
+                    f"kernel {self.name!r}: the mbarrier wait at line {status & 0xFFFFFF} can never complete when "
+                    "the block's threads run in program order (the CPU target's lockstep emulation): the arrivals "
+                    "or bytes it waits for come later in the program, or never; on a GPU it would hang")
             raise TileLangRuntimeError(f"kernel {self.name!r} failed with status {status}")
         if not outputs:
             return None

@@ -1364,6 +1364,10 @@ from .extern import access_ptr, call_extern, import_source  # noqa: E402,F401
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401
 from .bits import (  # noqa: E402,F401
     __ldg, ldg32, ldg64, ldg128, ldg256, reinterpret, stg32, stg64, stg128, stg256)
+from .barriers import (  # noqa: E402,F401
+    WsSpec, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive, barrier_wait,
+    fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity,
+    no_set_max_nreg, shuffle_elect, tma_copy, tma_store_arrive, tma_store_wait, wait_wgmma, ws)
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)

@@ -88,7 +88,17 @@ class CpuCodegen : public CPrinter {
       Line() << "const " << CType(v->dtype) << " " << name << " = static_cast<" << CType(v->dtype)
              << ">(args[" << slot++ << "].i);\n";
     }
+    // A wait that could not pass in program order (emulate_mbarriers.cc) fails the call.
+    bool waits = false;
+    ForEachExpr(f->body, [&](const Expr& e) {
+      const auto* c = As<Call>(e);
+      waits |= c && c->op == "mbarrier_wait_parity";
+    });
+    if (waits) Line() << "tl::cpu::mbarrier_failed_line() = 0;\n";
     EmitStmt(f->body);
+    if (waits) {
+      Line() << "if (int32_t line = tl::cpu::mbarrier_failed_line()) return tl::cpu::kMbarrierStatus | line;\n";
+    }
     Line() << "return 0;\n";
     os_ << "}\n";
     out.code = os_.str();
@@ -164,6 +174,14 @@ class CpuCodegen : public CPrinter {
     // A block runs as one sequence on the CPU: a block-wide barrier has nothing to wait for.
     if (op->op == "syncthreads") return "(void)0";
     if (op->op == "trap") return "tl::cpu::trap()";
+    // The lockstep emulation's mbarriers (templates/tl/cpu/mbarrier.h); a fence has nothing
+    // to order in one sequence.
+    if (op->op.rfind("mbarrier_", 0) == 0) {
+      std::string s = "tl::cpu::" + op->op + "(";
+      for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
+      return s + ")";
+    }
+    if (op->op == "fence_proxy_async") return "(void)0";
     if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
     if (op->op == "fns") {
       return "tl::fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +

@@ -81,6 +81,7 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
     if (const auto* ev = As<Evaluate>(s)) {
       const auto* call = As<Call>(ev->value);
       if (HasEffect(call, kBarrier)) return;  // lockstep: every thread is already there
+      if (HasEffect(call, kPerThread)) return EmitMbarrierOp(call, s, mask, out);
     }
     std::vector<Stmt> pre;
     Stmt st = s;
@@ -119,6 +120,8 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
     return EmitTileOp(s, mask, out);
   }
   if (const auto* attr = As<AttrStmt>(s)) {
+    if (attr->key == kBarrierInitAttr) return EmitBarrierInit(attr, out);
+    if (attr->key == kTmaCopyAttr) return;  // the copy that follows completes at once: nothing to count
     // T.print of a thread-dependent value (or under a thread-dependent branch):
     // once per thread that reaches it, like the other leaves.
     if (attr->key.rfind("tl.print", 0) == 0 && (mask || VaryingStmt(s))) {
@@ -153,11 +156,15 @@ void ThreadEmulator::EmitBranch(const IfThenElse* br, const Stmt& s, const Expr&
     if (range) other = ComplementRange(*range, threads_);
   }
   std::optional<ThreadRange> prev = range_;
+  bool prev_ws = ws_scope_;
   range_ = range;
+  ws_scope_ = range && IsWarpgroupScope(br->then_case);
   Emit(br->then_case, And(mask, on), out);
   range_ = other;
+  ws_scope_ = false;
   Emit(br->else_case, And(mask, Not::Make(on)), out);
   range_ = prev;
+  ws_scope_ = prev_ws;
   return;
 }
 
@@ -215,8 +222,9 @@ void ThreadEmulator::EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stm
       out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));
       return;
     }
-    if (mask && TouchesFragment(s)) {
-      // As on CUDA: a fragment is spread over all the block's threads.
+    if (mask && TouchesFragment(s) && !ws_scope_) {
+      // As on CUDA: a fragment is spread over all the block's threads (in a T.ws block,
+      // over that warpgroup's).
       Unsupported(s->span,
                   "a tile operation on a register fragment under a "
                   "thread-dependent condition");
@@ -235,7 +243,7 @@ void ThreadEmulator::EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stm
     // Under a range, a reduction or region atomic of shared tiles runs once
     // (CUDA spreads it over the range); GEMMs and fragments are spread over the
     // whole block on CUDA.
-    if (mask && (!range_ || As<GemmOp>(s) || TouchesFragment(s))) {
+    if (mask && (!range_ || ((As<GemmOp>(s) || TouchesFragment(s)) && !ws_scope_))) {
       Unsupported(s->span, "a tile operation under a thread-dependent condition");
     }
     if (!mask || !range_->Empty()) out->push_back(s);
@@ -253,7 +261,9 @@ using namespace ir;  // NOLINT: implementation file
 bool IsThreadLevel(const Stmt& body) {
   bool found = false;
   ForEachExpr(body, [&](const Expr& e) {
-    if (const auto* c = As<Call>(e)) found |= HasEffect(c, kThreadIndex) || cpu::IsCollective(c->op);
+    if (const auto* c = As<Call>(e)) {
+      found |= HasEffect(c, kThreadIndex) || cpu::IsCollective(c->op) || HasEffect(c, kPerThread);
+    }
   });
   return found;
 }

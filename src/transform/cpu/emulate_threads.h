@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../region_util.h"
+#include "../explicit_barriers.h"
 #include "../thread_range.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
@@ -201,6 +202,10 @@ class ThreadEmulator {
   }
 
   void Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  // mbarriers (emulate_mbarriers.cc)
+  static bool IsWarpgroupScope(const Stmt& then_case);
+  void EmitBarrierInit(const AttrStmt* attr, std::vector<Stmt>* out) const;
+  void EmitMbarrierOp(const Call* call, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) const;
   void EmitBranch(const IfThenElse* br, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
@@ -213,6 +218,7 @@ class ThreadEmulator {
   std::unordered_set<const Var*> index_aliases_;              ///< lets bound to exactly the thread index
   std::optional<ThreadRange> range_;              ///< the threads taking the branch being emitted, when a range
   std::unordered_set<const BufferNode*> arrays_;  ///< arrays indexed by t
+  bool ws_scope_ = false;  ///< emitting a `with T.ws(i):` body: its tile ops are the warpgroup's, run once
 };
 
 }  // namespace tl::transform::cpu

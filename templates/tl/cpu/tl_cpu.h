@@ -18,6 +18,7 @@
 #include "atomic.h"
 #include "gemm.h"
 #include "memory.h"
+#include "mbarrier.h"
 
 #include <cstdlib>
 

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Hopper's barriers programmed by hand (T.alloc_barrier, T.ws, T.tma_copy): the
+/// markers the front end leaves in the IR (python/tilelang/language/barriers.py), shared by
+/// the CPU emulation (cpu/emulate_mbarriers.cc) and the CUDA lowering
+/// (cuda/explicit_warp_specialize.cc).
+///
+/// - `tl.barrier_init(mbars[0], c0, c1, ...)` follows the Allocate of a shared uint64 tile
+///   of mbarriers: barrier i expects c_i arrivals per phase.
+/// - `tl.ws(g0, ...)` is the first statement of the then-branch of `if` over the thread
+///   range of warpgroups g0.. (`with T.ws(g):`): tile ops there are that warpgroup's.
+/// - `tl.tma_copy(address_of(bar))` precedes the CopyOp of `T.tma_copy(src, dst, barrier=bar)`:
+///   one thread issues it, the barrier's phase expecting its bytes.
+#pragma once
+
+#include "tl/ir/stmt.h"
+
+namespace tl::transform {
+
+inline constexpr const char* kBarrierInitAttr = "tl.barrier_init";
+inline constexpr const char* kWsAttr = "tl.ws";
+inline constexpr const char* kTmaCopyAttr = "tl.tma_copy";
+
+/// The `tl.ws` marker opening `body`, or null.
+inline const ir::AttrStmt* WsMarker(const ir::Stmt& body) {
+  const ir::Stmt* first = &body;
+  while (const auto* seq = ir::As<ir::Seq>(*first)) {
+    if (seq->stmts.empty()) return nullptr;
+    first = &seq->stmts[0];
+  }
+  const auto* attr = ir::As<ir::AttrStmt>(*first);
+  return attr && attr->key == kWsAttr ? attr : nullptr;
+}
+
+}  // namespace tl::transform

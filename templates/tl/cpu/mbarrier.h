@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file mbarriers for the CPU target's lockstep emulation of a block's threads
+/// (src/transform/cpu/emulate_mbarriers.cc). The emulation runs statements in program
+/// order, so a barrier is plain counters in its 64 bits:
+///   bits  0..19  arrivals the current phase still needs
+///   bits 20..39  arrivals per phase (the init count)
+///   bits 40..62  transaction bytes the current phase still expects
+///   bit  63      the current phase's parity
+/// A phase completes when it needs no more arrivals and no more bytes. A wait on a phase
+/// that has not completed can never be released in program order: it records its line,
+/// the kernel returns kMbarrierStatus | line, and the caller raises an error naming it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace tl::cpu {
+
+/// The status a kernel returns (ORed with the line) after a wait that could not pass.
+inline constexpr int32_t kMbarrierStatus = 0x7B000000;
+
+/// The line of the first wait that could not pass in this call (0: none).
+inline std::atomic<int32_t>& mbarrier_failed_line() {
+  static std::atomic<int32_t> line{0};
+  return line;
+}
+
+inline constexpr uint64_t kMbarArrivals = (1ull << 20) - 1;
+inline constexpr uint64_t kMbarTxMask = (1ull << 23) - 1;
+
+inline void mbarrier_init(uint64_t* bar, uint32_t count) { *bar = (count & kMbarArrivals) | (uint64_t(count) << 20); }
+
+/// Completes the phase if it needs nothing more: flips the parity, rearms the arrivals.
+inline void mbarrier_complete_if_done(uint64_t* bar) {
+  uint64_t v = *bar;
+  uint64_t count = (v >> 20) & kMbarArrivals;
+  if ((v & kMbarArrivals) == 0 && ((v >> 40) & kMbarTxMask) == 0) *bar = ((v ^ (1ull << 63)) & (1ull << 63)) | count | (count << 20);
+}
+
+inline void mbarrier_arrive(uint64_t* bar) {
+  if (*bar & kMbarArrivals) *bar -= 1;
+  mbarrier_complete_if_done(bar);
+}
+
+inline void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+  uint64_t tx = (((*bar >> 40) & kMbarTxMask) + bytes) & kMbarTxMask;
+  *bar = (*bar & ~(kMbarTxMask << 40)) | (tx << 40);
+}
+
+inline void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  mbarrier_expect_tx(bar, bytes);
+  mbarrier_arrive(bar);
+}
+
+/// Passes when the phase of parity `parity` has completed, i.e. the current phase has the
+/// other parity (a fresh barrier counts the phase of parity 1 as completed).
+inline void mbarrier_wait_parity(uint64_t* bar, uint32_t parity, int32_t line) {
+  if ((*bar >> 63) != (parity & 1u)) return;
+  int32_t none = 0;
+  mbarrier_failed_line().compare_exchange_strong(none, line);
+}
+
+}  // namespace tl::cpu

@@ -1,0 +1,256 @@
+"""Kernels that program Hopper's barriers themselves: T.alloc_barrier, `with T.ws(i):`,
+T.mbarrier_wait_parity / T.mbarrier_arrive (and upstream's T.barrier_wait / _arrive),
+T.tma_copy. On the CPU target the lockstep emulation runs them in program order with
+mbarriers as counters (checked against numpy); a wait that program order can never release
+is an error naming its line. On sm_90a the generated code is checked compile-only: the
+warpgroups split into a producer and the consumer threads, mbarriers initialized once, TMA
+loads expected on the program's barriers."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _tl
+from tilelang.errors import TileLangCompileError, TileLangRuntimeError
+from tilelang.jit.cuda_backend import _search_dirs
+
+from conftest import assert_close, compile_cpu, f64, marker_line, poison, rand
+
+HAVE_NVCC, _ = _tl.find_cuda_compiler(_search_dirs())
+needs_cuda_compiler = pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA compiler")
+
+
+def cuda_source(func, arch="sm_90a"):
+    lowered, remarks, _ = _tl.lower_cuda(func.node, {"tl.target_arch": arch}, False)
+    return _tl.codegen_cuda(lowered).code, list(remarks)
+
+
+def staged_gemm(M, N, K, bM=64, bN=64, bK=32, stages=2, dtype="float32", accum="float32"):
+    """C = A @ B with `stages` stages: warpgroup 1 loads each stage by TMA onto a "full"
+    barrier after waiting on its "empty" one, warpgroup 0 waits on "full", multiplies and
+    arrives on "empty" (upstream's barrier-pipelined warp-specialized GEMM, in our words)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=256) as (bx, by):
+            A_s = T.alloc_shared((stages, bM, bK), dtype)
+            B_s = T.alloc_shared((stages, bK, bN), dtype)
+            acc = T.alloc_fragment((bM, bN), accum)
+            bars = T.alloc_barrier([128] * (2 * stages))  # full[0..s), then empty[0..s)
+            with T.ws(0):
+                T.clear(acc)
+            for k in range(T.ceildiv(K, bK)):
+                s = k % stages
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=bars[s + stages], parity=((k // stages) % 2) ^ 1)
+                    T.tma_copy(A[by * bM:(by + 1) * bM, k * bK:(k + 1) * bK], A_s[s, :, :], barrier=bars[s])
+                    T.tma_copy(B[k * bK:(k + 1) * bK, bx * bN:(bx + 1) * bN], B_s[s, :, :], barrier=bars[s])
+                    T.mbarrier_arrive(mbarrier=bars[s])
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=bars[s], parity=(k // stages) % 2)
+                    T.gemm(A_s[s, :, :], B_s[s, :, :], acc)
+                    T.mbarrier_arrive(mbarrier=bars[s + stages])
+            with T.ws(0):
+                T.copy(acc, C[by * bM, bx * bN])
+
+    return main
+
+
+def handoff_gemm(M, N, K, loader=0, bM=64, bN=64, bK=32, num_stages=0, dtype="float32"):
+    """C = A @ B through one A/B tile pair handed between the warpgroups by two barriers,
+    `loader` loading and the other multiplying (upstream's copy_X_gemm_Y examples), in a
+    T.Pipelined loop that must run as written."""
+    mma = 1 - loader
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=256) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bK, bN), dtype)
+            acc = T.alloc_fragment((bM, bN), "float32")
+            loaded = T.alloc_barrier(arrive_count=128)
+            consumed = T.alloc_barrier(arrive_count=128)
+            with T.ws(mma):
+                T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=num_stages):
+                with T.ws(loader):
+                    T.barrier_wait(consumed, (k + 1) % 2)
+                    T.tma_copy(A[by * bM, k * bK], A_s, barrier=loaded)
+                    T.tma_copy(B[k * bK, bx * bN], B_s, barrier=loaded)
+                    T.barrier_arrive(loaded)
+                with T.ws(mma):
+                    T.barrier_wait(loaded, k % 2)
+                    T.gemm(A_s, B_s, acc)
+                    T.barrier_arrive(consumed)
+            with T.ws(mma):
+                T.copy(acc, C[by * bM, bx * bN])
+
+    return main
+
+
+@pytest.mark.parametrize("M,N,K,stages", [(128, 192, 96, 2), (64, 64, 160, 3), (100, 70, 50, 2)])
+def test_staged_gemm_on_cpu(rng, M, N, K, stages):
+    a, b = rand(rng, (M, K)), rand(rng, (K, N))
+    c = poison((M, N))
+    compile_cpu(staged_gemm(M, N, K, stages=stages))(a, b, c)
+    assert_close(c, f64(a) @ f64(b))
+
+
+@pytest.mark.parametrize("loader", [0, 1])
+@pytest.mark.parametrize("num_stages", [0, 2])
+def test_handoff_gemm_on_cpu(rng, loader, num_stages):
+    M, N, K = 128, 64, 96
+    a, b = rand(rng, (M, K)), rand(rng, (K, N))
+    c = poison((M, N))
+    k = compile_cpu(handoff_gemm(M, N, K, loader=loader, num_stages=num_stages))
+    k(a, b, c)
+    assert_close(c, f64(a) @ f64(b))
+    # a second call starts from fresh barriers
+    a2 = rand(rng, (M, K))
+    k(a2, b, c)
+    assert_close(c, f64(a2) @ f64(b))
+
+
+def _consumer_first():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((64, 64), "float32")
+            ready = T.alloc_barrier(128)
+            with T.ws(1):
+                T.mbarrier_wait_parity(ready, 0)  # ERR-HERE
+                T.copy(A_s, C)
+            with T.ws(0):
+                T.tma_copy(A, A_s, barrier=ready)
+                T.mbarrier_arrive(ready)
+
+    return main
+
+
+def test_wait_released_only_later_in_program_order_fails_at_its_line():
+    func = _consumer_first()
+    k = compile_cpu(func)
+    with pytest.raises(TileLangRuntimeError, match=rf"mbarrier wait at line {marker_line(_consumer_first)} can never"):
+        k(np.ones((64, 64), np.float32), poison((64, 64)))
+
+
+def _bytes_never_arrive():
+    @T.prim_func
+    def main(C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            bar = T.alloc_barrier(128)
+            T.mbarrier_expect_tx(bar, 512)  # nothing ever delivers these bytes
+            T.mbarrier_arrive(bar)
+            T.mbarrier_wait_parity(bar, 0)  # ERR-HERE
+            tx = T.get_thread_binding()
+            C[tx] = 1.0
+
+    return main
+
+
+def test_expected_bytes_that_never_arrive_fail_the_wait():
+    k = compile_cpu(_bytes_never_arrive())
+    with pytest.raises(TileLangRuntimeError, match=rf"line {marker_line(_bytes_never_arrive)} can never complete"):
+        k(poison((128,)))
+
+
+def test_phases_and_elected_thread_on_cpu():
+    """Arrivals of every thread that runs them count; a phase completes at its count;
+    T.shuffle_elect picks one thread per group."""
+
+    @T.prim_func
+    def main(C: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=256):
+            bar = T.alloc_barrier([256, 64])
+            cnt = T.alloc_shared((4,), "int32")
+            tx = T.get_thread_binding()
+            if tx == 0:
+                for i in T.serial(4):
+                    cnt[i] = 0
+            T.mbarrier_arrive(bar[0])  # 256 arrivals: phase 0 completes
+            T.mbarrier_wait_parity(bar[0], 0)
+            if tx < 64:
+                T.mbarrier_arrive(bar[1])
+            T.mbarrier_wait_parity(bar[1], 0)
+            T.mbarrier_wait_parity(bar[1], 1 - 1)  # the same completed phase again
+            if T.shuffle_elect(128):
+                T.atomic_add(cnt[0], 1)
+            if T.shuffle_elect(0):
+                T.atomic_add(cnt[1], 1)
+            T.sync_threads()
+            if tx == 0:
+                for i in T.serial(4):
+                    C[i] = cnt[i]
+
+    c = np.full((4,), -1, np.int32)
+    compile_cpu(main)(c)
+    assert c.tolist() == [2, 1, 0, 0]
+
+
+# ---- front-end errors, at the user's line
+
+
+def _expect_error(build, match):
+    with pytest.raises(TileLangCompileError, match=match) as e:
+        compile_cpu(build())
+    return e
+
+
+def test_arrive_count_must_be_positive():
+    def build():
+        @T.prim_func
+        def main(C: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128):
+                bars = T.alloc_barrier([128, 0])  # noqa: F841
+        return main
+
+    _expect_error(build, r"arrive count must be in \[1, ")
+
+
+def test_tma_load_needs_a_barrier():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), "float32")):
+            with T.Kernel(1, threads=256):
+                A_s = T.alloc_shared((64, 64), "float32")
+                with T.ws(1):
+                    T.tma_copy(A, A_s)
+        return main
+
+    _expect_error(build, "needs barrier=")
+
+
+def test_barrier_ops_take_barriers():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=128):
+                S = T.alloc_shared((2,), "uint64")
+                T.mbarrier_arrive(S[0])
+        return main
+
+    _expect_error(build, "must come from T.alloc_barrier")
+
+
+def test_whole_barrier_array_needs_an_index():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=128):
+                bars = T.alloc_barrier([128, 128])
+                T.mbarrier_wait_parity(bars, 0)
+        return main
+
+    _expect_error(build, r"holds 2 barriers; name one as bars\[i\]")
+
+
+def test_ws_group_must_exist():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=256):
+                with T.ws(2):
+                    A[0] = 1.0
+        return main
+
+    _expect_error(build, r"warpgroups 0..1")
