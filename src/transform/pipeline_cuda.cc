@@ -9,6 +9,9 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // Layout annotations are reported, not applied: the passes below choose every layout.
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // A kernel that programs its barriers (T.ws, T.alloc_barrier) keeps its own schedule:
+  // its warpgroups split as the automatic warp specialization's would, no pipelining added.
+  out = RunPass("cuda-explicit-warp-specialize", out, ctx);
   // A global tensor with an annotated storage order: its tile ops become element loops ...
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   // Tiles a pipelined loop stages must exist before it (its prologue loads them).
@@ -31,6 +34,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   // Fragment layouts must be known before copies are lowered: copies of register
   // fragments walk each thread's registers, the rest become shared-memory copies.
   out = RunPass("cuda-lower-fragments", out, ctx);
+  // T.tma_copy: TMA boxes into tiles whose layouts are known now.
+  out = RunPass("cuda-lower-explicit-tma", out, ctx);
   // Pipelining needs the producer copies still as tile ops (it stages their buffers and
   // lowers them itself). On sm_90a a pipelined loop whose copies TMA can do gets a
   // producer warpgroup and mbarriers; the others get the cp.async pipeline.

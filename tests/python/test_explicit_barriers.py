@@ -111,6 +111,41 @@ def test_handoff_gemm_on_cpu(rng, loader, num_stages):
     assert_close(c, f64(a2) @ f64(b))
 
 
+def one_group_gemm(M, N, K, bM=64, bN=64, bK=32, threads=128, dtype="float32"):
+    """C = A @ B on one set of threads without T.ws: each k-tile loaded by T.tma_copy onto a
+    barrier every thread arrives on, then waited on (upstream's tma_copy GEMM test's
+    pattern), in a T.Pipelined loop that runs as written."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bK, bN), dtype)
+            acc = T.alloc_fragment((bM, bN), "float32")
+            bar_a = T.alloc_barrier(threads)
+            bar_b = T.alloc_barrier(threads)
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.tma_copy(A[by * bM, k * bK], A_s, barrier=bar_a)
+                T.barrier_arrive(bar_a)
+                T.tma_copy(B[k * bK, bx * bN], B_s, barrier=bar_b)
+                T.barrier_arrive(bar_b)
+                T.mbarrier_wait_parity(bar_a, k % 2)
+                T.mbarrier_wait_parity(bar_b, k % 2)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * bM, bx * bN])
+
+    return main
+
+
+def test_one_group_gemm_on_cpu(rng):
+    M, N, K = 128, 128, 160
+    a, b = rand(rng, (M, K)), rand(rng, (K, N))
+    c = poison((M, N))
+    compile_cpu(one_group_gemm(M, N, K))(a, b, c)
+    assert_close(c, f64(a) @ f64(b))
+
+
 def _consumer_first():
     @T.prim_func
     def main(A: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
@@ -254,3 +289,106 @@ def test_ws_group_must_exist():
         return main
 
     _expect_error(build, r"warpgroups 0..1")
+
+
+# ---- CUDA, compile-only
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_staged_gemm_for_hopper(stages):
+    src, remarks = cuda_source(staged_gemm(512, 512, 512, bM=128, bN=128, bK=64, stages=stages, dtype="float16"))
+    assert src.count("tl::mbarrier_init(") == 2 * stages
+    assert "tl::mbarrier_init_fence()" in src
+    assert "tl::mbarrier_wait_parity(" in src and "tl::mbarrier_arrive(" in src
+    assert src.count("tl::mbarrier_expect_tx(") == 2
+    assert "tl::tma_load_3d(" in src or "tl::tma_load_2d(" in src
+    assert "threadIdx.x >= 128" in src  # the producer warpgroup above the consumer threads
+    assert any("programs its barriers (T.ws): automatic pipelining and warp specialization are off" in r
+               for r in remarks), remarks
+    assert not any("warp-specialized, " in r for r in remarks), remarks
+
+
+@needs_cuda_compiler
+@pytest.mark.parametrize("loader", [0, 1])
+@pytest.mark.parametrize("num_stages", [0, 2])
+def test_handoff_gemm_compiles_for_hopper(loader, num_stages):
+    k = tilelang.compile(handoff_gemm(1024, 1024, 1024, loader=loader, bM=128, bN=128, bK=64, num_stages=num_stages,
+                                      dtype="float16"),
+                         target="cuda -arch=sm_90a")
+    src, ptx = k.get_kernel_source(), k.get_ptx()
+    assert "mbarrier.try_wait.parity" in ptx and "mbarrier.expect_tx" in ptx and "cp.async.bulk.tensor.2d" in ptx
+    assert "wgmma.mma_async" in ptx
+    assert src.count("tl::mbarrier_init(") == 2
+    assert "tl::mbarrier_wait_parity(" in src and "tl::mbarrier_arrive(" in src
+    assert "tl::tma_load_" in src and "tl::mbarrier_expect_tx(" in src
+    assert "wgmma" in src
+
+
+@needs_cuda_compiler
+def test_staged_gemm_compiles_for_hopper():
+    k = tilelang.compile(staged_gemm(1024, 1024, 1024, bM=128, bN=128, bK=64, dtype="float16"),
+                         target="cuda -arch=sm_90a")
+    assert "tl::tma_load_" in k.get_kernel_source()
+    assert "cp.async.bulk.tensor" in k.get_ptx()
+
+
+@needs_cuda_compiler
+def test_mbarriers_alone_compile_for_sm80():
+    @T.prim_func
+    def main(C: T.Tensor((256,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            bar = T.alloc_barrier(128)
+            tx = T.get_thread_binding()
+            T.mbarrier_arrive(bar)
+            T.mbarrier_wait_parity(bar, 0)
+            C[bx * 128 + tx] = 1.0
+
+    k = tilelang.compile(main, target="cuda -arch=sm_80")
+    ptx = k.get_ptx()
+    assert "mbarrier.init" in ptx and "mbarrier.arrive" in ptx and "mbarrier.test_wait.parity" in ptx
+    assert "trap" not in ptx
+    assert any("programs its own mbarriers" in r for r in k.get_remarks())
+
+
+def test_one_group_tma_copy_waits_for_every_reader_first():
+    src, remarks = cuda_source(one_group_gemm(1024, 1024, 1024, bM=128, bN=128, bK=32, dtype="float16"))
+    loop = src[src.index("for (int32_t k"):]
+    # each load: after the fence and a block barrier (the previous GEMM's readers), by one thread
+    assert loop.count("tl::fence_proxy_async_shared();\n    __syncthreads();\n    if ((tx == 0)) {\n"
+                      "      tl::mbarrier_expect_tx(") == 2, loop
+    assert any("programs its own mbarriers" in r for r in remarks), remarks
+
+
+def test_tma_copy_needs_hopper():
+    func = handoff_gemm(256, 256, 256, dtype="float16")
+    with pytest.raises(Exception, match="T.tma_copy needs TMA"):
+        cuda_source(func, arch="sm_80")
+
+
+def test_tile_ops_outside_ws_are_refused_on_cuda():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((64, 64), "float16")
+            bar = T.alloc_barrier(128)
+            T.copy(A, A_s)
+            with T.ws(0):
+                T.mbarrier_arrive(bar)
+                T.copy(A_s, C)
+
+    with pytest.raises(Exception, match="tile operations go inside one"):
+        cuda_source(main)
+
+
+def test_tile_work_in_both_warpgroups_is_refused_on_cuda():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((64, 64), "float16")
+            with T.ws(0):
+                T.copy(A, A_s)
+            with T.ws(1):
+                T.copy(A_s, C)
+
+    with pytest.raises(Exception, match="both warpgroups"):
+        cuda_source(main)

@@ -81,7 +81,8 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
     return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(r.buffer, start)});
   };
   Region a = MutateRegion(op->a), b = MutateRegion(op->b);
-  Expr k = op->trans_a ? a.ranges[0].extent : a.ranges[1].extent;
+  // (the last two dimensions: a stage of a staged tile has leading ones of extent 1)
+  Expr k = op->trans_a ? a.ranges[a.ranges.size() - 2].extent : a.ranges.back().extent;
   // Warpgroups beyond one per 64 rows split N (the accumulator's m-fastest warp order);
   // fewer own several 64-row blocks each (its interleaved rows).
   const int64_t wg_n = Mma(rf).warps().warps_n, n_per_wg = rf.layout->n() / wg_n;

@@ -2,6 +2,7 @@
 /// \file wgmma selection and operand layout (see wgmma_select.h).
 #include "wgmma_select.h"
 
+#include "../region_util.h"
 #include "pass_helpers.h"
 #include "tl/layout/fragment.h"
 
@@ -24,18 +25,24 @@ bool RowsWindow(const Region& r, int64_t* rows, int64_t* cols, int64_t* col0, in
          *col0 + *width <= *cols;
 }
 
-/// rows x cols of a whole 2-D tile region, or false.
+/// rows x cols of a whole 2-D tile region, or false. A stage of a staged tile (leading
+/// dimensions of extent 1, at any index: `A_s[k % 2, :, :]` in a kernel that stages its own
+/// tiles) counts as a whole tile: each stage is a contiguous tile in the same panels.
 bool WholeTile(const Region& r, int64_t* rows, int64_t* cols) {
-  if (r.ranges.size() != 2 || r.buffer->shape.size() != 2 || !r.buffer->strides.empty()) return false;
-  for (size_t k = 0; k < 2; ++k) {
+  const size_t rank = r.ranges.size();
+  if (rank < 2 || r.buffer->shape.size() != rank || !r.buffer->strides.empty()) return false;
+  for (size_t k = 0; k + 2 < rank; ++k) {
+    if (!IsOne(r.ranges[k].extent)) return false;
+  }
+  for (size_t k = rank - 2; k < rank; ++k) {
     int64_t lo = -1, ext = 0, dim = -1;
     if (!AsConstInt(r.ranges[k].min, &lo) || lo != 0 || !AsConstInt(r.ranges[k].extent, &ext) ||
         !AsConstInt(r.buffer->shape[k], &dim) || ext != dim) {
       return false;
     }
   }
-  AsConstInt(r.buffer->shape[0], rows);
-  AsConstInt(r.buffer->shape[1], cols);
+  AsConstInt(r.buffer->shape[rank - 2], rows);
+  AsConstInt(r.buffer->shape[rank - 1], cols);
   return true;
 }
 

@@ -22,6 +22,13 @@
 #else
 #define TL_ASYNC_PIPELINE_AVAILABLE 0
 #endif
+// mbarriers themselves (init, arrive, a parity wait by polling test_wait) exist from sm_80;
+// transaction counts, try_wait and TMA are sm_90's.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define TL_MBARRIER_AVAILABLE 1
+#else
+#define TL_MBARRIER_AVAILABLE 0
+#endif
 
 namespace tl {
 
@@ -38,7 +45,7 @@ struct alignas(128) TmaDescriptor {
 /// Initializes `bar` to expect `count` arrivals per phase. One thread does it; the
 /// initialization is made visible with mbarrier_init_fence() and a block barrier.
 TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
-#if TL_ASYNC_PIPELINE_AVAILABLE
+#if TL_MBARRIER_AVAILABLE
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
@@ -46,17 +53,17 @@ TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
 }
 
 /// Makes earlier mbarrier initializations visible to the async proxy (TMA).
+/// Below sm_90 there is no async proxy to publish to: the block barrier that follows the
+/// initialization suffices.
 TL_DEVICE void mbarrier_init_fence() {
 #if TL_ASYNC_PIPELINE_AVAILABLE
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#elif defined(__CUDA_ARCH__)
-  asm volatile("trap;");
 #endif
 }
 
 /// One arrival on `bar`.
 TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
-#if TL_ASYNC_PIPELINE_AVAILABLE
+#if TL_MBARRIER_AVAILABLE
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
@@ -68,6 +75,17 @@ TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
 TL_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
 #if TL_ASYNC_PIPELINE_AVAILABLE
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// Raises the bytes the current phase of `bar` waits for by `bytes`, without an arrival
+/// (T.tma_copy: the program arrives itself).
+TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
                : "memory");
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
@@ -88,6 +106,14 @@ TL_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
       "mbarrier.try_wait.parity.shared::cta.b64 tl_done, [%0], %1, %2;\n\t"
       "@!tl_done bra tl_wait_%=;\n\t}" ::"r"(smem_addr(bar)),
       "r"(parity), "r"(kSuspendNs)
+      : "memory");
+#elif TL_MBARRIER_AVAILABLE
+  asm volatile(
+      "{\n\t.reg .pred tl_done;\n"
+      "tl_wait_%=:\n\t"
+      "mbarrier.test_wait.parity.shared.b64 tl_done, [%0], %1;\n\t"
+      "@!tl_done bra tl_wait_%=;\n\t}" ::"r"(smem_addr(bar)),
+      "r"(parity)
       : "memory");
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Kernels that program Hopper's barriers themselves (explicit_barriers.h): the
+/// "cuda-explicit-warp-specialize" pass, before the threads are bound, and
+/// "cuda-lower-explicit-tma", after the fragment layouts (which decide the TMA boxes).
+///
+/// A kernel with `with T.ws(i):` blocks on two warpgroups is brought into the shape the
+/// automatic warp specialization produces, which every later pass and the code generator
+/// already handle: the warpgroup whose T.ws blocks hold the tile work (GEMMs, fragments,
+/// copies) becomes the kernel's 128 threads, and the other the producer warpgroup launched
+/// above them, `if ws_is_producer(128): P else: C`. P and C are the kernel body projected
+/// on each warpgroup: its own T.ws blocks inlined, the other's dropped, and the statements
+/// outside T.ws kept in both (every thread runs them once, so both copies run exactly what
+/// the source's threads ran). The projection is faithful because two warpgroups only
+/// communicate through memory and the barriers, which the program orders itself. Shared
+/// tiles and the barriers are allocated before the split; one thread initializes each
+/// barrier with its arrive count, then a fence and a block barrier publish them.
+///
+/// The compiler adds no ordering of its own here: T.Pipelined loops run serially (the
+/// automatic pipelining and warp specialization stay off, said in a remark), and a T.tma_copy
+/// becomes, on one thread, mbarrier_expect_tx of its bytes and its TMA box loads.
+///
+/// What this cannot compile correctly is refused at its line: tile ops outside T.ws, tile
+/// work in both warpgroups, a producer's own tile ops other than T.tma_copy, the thread
+/// index in the producer, more than two warpgroups, and TMA off sm_90a.
+#include <algorithm>
+#include <set>
+
+#include "../explicit_barriers.h"
+#include "../region_util.h"
+#include "copy_lowering.h"
+#include "pass_helpers.h"
+#include "shared_plan.h"
+#include "tma_copy.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
+#include "tl/support/error.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+constexpr int64_t kWarpgroup = 128;
+
+bool IsTileOp(const Stmt& s) {
+  return As<CopyOp>(s) || As<GemmOp>(s) || As<FillOp>(s) || As<ReduceOp>(s) || As<AtomicOp>(s);
+}
+
+bool IsExplicit(const Stmt& body) {
+  bool found = false;
+  struct Finder : IRVisitor {
+    bool* found;
+    void Visit_(const AttrStmt* op) override {
+      *found |= op->key == kBarrierInitAttr || op->key == kWsAttr || op->key == kTmaCopyAttr;
+    }
+  } f;
+  f.found = &found;
+  f.Visit(body);
+  ForEachExpr(body, [&](const Expr& e) { found |= HasEffect(As<Call>(e), kPerThread); });
+  return found;
+}
+
+/// What the kernel's T.ws blocks hold, per warpgroup.
+struct WsSurvey : IRVisitor {
+  std::map<int64_t, Span> tile_work, tma;  ///< warpgroup -> first line of its tile work / T.tma_copy
+  Span outside_tile_op, multi_group;
+  int64_t group = -1;
+
+  void Visit(const Stmt& s) override {
+    if (s && IsTileOp(s)) {
+      if (group < 0 && !outside_tile_op.Defined()) outside_tile_op = s->span;
+      if (group >= 0 && !tile_work.count(group) && !(As<CopyOp>(s) && pending_tma_)) tile_work[group] = s->span;
+      if (group >= 0 && pending_tma_ && !tma.count(group)) tma[group] = s->span;
+      pending_tma_ = false;
+    }
+    IRVisitor::Visit(s);
+  }
+  void Visit_(const AttrStmt* op) override { pending_tma_ = op->key == kTmaCopyAttr; }
+  void Visit_(const For* op) override {
+    if (op->for_kind == ForKind::kParallel && group >= 0 && !tile_work.count(group)) tile_work[group] = op->span;
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const IfThenElse* op) override {
+    const AttrStmt* m = WsMarker(op->then_case);
+    if (!m) return IRVisitor::Visit_(op);
+    if (m->values.size() != 1 && !multi_group.Defined()) multi_group = op->span;
+    int64_t g = -1;
+    AsConstInt(m->values[0], &g);
+    int64_t prev = group;
+    group = g;
+    Visit(op->then_case);
+    group = prev;
+  }
+
+ private:
+  bool pending_tma_ = false;
+};
+
+/// The kernel body as one warpgroup's threads run it (see the file comment).
+class Projector : public IRMutator {
+ public:
+  Projector(int64_t group, bool producer, int64_t tx_offset) : group_(group), producer_(producer), offset_(tx_offset) {}
+
+ protected:
+  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
+    const AttrStmt* m = WsMarker(op->then_case);
+    if (!m) return IRMutator::Mutate_(op, self);
+    int64_t g = -1;
+    AsConstInt(m->values[0], &g);
+    if (g != group_) return Seq::Make({}, op->span);
+    return Mutate(op->then_case);
+  }
+  Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
+    if (op->key == kWsAttr || op->key == kBarrierInitAttr) return Seq::Make({}, op->span);
+    return IRMutator::Mutate_(op, self);
+  }
+  Stmt Mutate_(const Allocate* op, const Stmt& self) override {
+    // Shared tiles are allocated before the split; the producer holds no fragments.
+    if (op->buffer->scope == Scope::kShared) return Seq::Make({}, op->span);
+    if (producer_ && op->buffer->scope == Scope::kFragment) return Seq::Make({}, op->span);
+    return IRMutator::Mutate_(op, self);
+  }
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    Stmt body = Mutate(op->body);
+    ForKind kind = op->for_kind == ForKind::kPipelined ? ForKind::kSerial : op->for_kind;
+    auto annotations = op->for_kind == ForKind::kPipelined ? std::map<std::string, Expr>{} : op->annotations;
+    return For::Make(op->var, Mutate(op->min), Mutate(op->extent), kind, body, annotations, op->span);
+  }
+  Stmt Mutate_(const Evaluate* op, const Stmt& self) override {
+    span_ = op->span;
+    return IRMutator::Mutate_(op, self);
+  }
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+    span_ = op->span;
+    return IRMutator::Mutate_(op, self);
+  }
+  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
+    span_ = op->span;
+    return IRMutator::Mutate_(op, self);
+  }
+  Expr Mutate_(const Call* op, const Expr& self) override {
+    if (!HasEffect(op, kThreadIndex)) return IRMutator::Mutate_(op, self);
+    if (producer_) {
+      TL_USER_ERROR(span_) << "the thread index in the producer warpgroup's T.ws block is not supported by this "
+                              "compiler (the producer warpgroup runs above the consumer threads); use it in the "
+                              "warpgroup that does the tile work";
+    }
+    return offset_ ? self + MakeInt(offset_) : self;
+  }
+
+ private:
+  int64_t group_;
+  bool producer_;
+  int64_t offset_;
+  Span span_;
+};
+
+/// Collects the shared allocations (hoisted before the split) and barrier initializations.
+struct Hoister : IRVisitor {
+  std::vector<Stmt> allocs;
+  std::vector<const AttrStmt*> inits;
+  void Visit_(const Allocate* op) override {
+    if (op->buffer->scope == Scope::kShared) {
+      int64_t n = 0;
+      if (!AsConstInt(op->buffer->NumElements(), &n)) {
+        TL_USER_ERROR(op->span) << "shared tile " << op->buffer->name << " needs a static shape in a kernel with "
+                                << "T.ws blocks (its tiles are allocated once, before the warpgroups split)";
+      }
+      allocs.push_back(Allocate::Make(op->buffer, nullptr, op->span));
+    }
+  }
+  void Visit_(const AttrStmt* op) override {
+    if (op->key == kBarrierInitAttr) inits.push_back(op);
+  }
+};
+
+Expr ThreadIndex() { return Call::Make(DType::Int(32), "thread_binding", {MakeInt(0)}); }
+
+/// One thread initializes every barrier, then the fence and a block barrier publish them.
+std::vector<Stmt> BarrierInit(const std::vector<const AttrStmt*>& inits, const Span& span) {
+  if (inits.empty()) return {};
+  std::vector<Stmt> init;
+  for (const AttrStmt* a : inits) {
+    const auto* first = As<BufferLoad>(a->values[0]);
+    for (size_t i = 1; i < a->values.size(); ++i) {
+      init.push_back(cuda::CallStmt(
+          "mbarrier_init", {cuda::AddressOf(first->buffer, {MakeInt(static_cast<int64_t>(i - 1))}), a->values[i]},
+          a->span));
+    }
+  }
+  init.push_back(cuda::CallStmt("mbarrier_init_fence", {}, span));
+  return {IfThenElse::Make(EQ(ThreadIndex(), MakeInt(0)), Seq::Make(init, span), nullptr, span),
+          cuda::CallStmt("syncthreads", {}, span)};
+}
+
+/// A kernel with barriers but no T.ws: its barriers initialized where they are allocated,
+/// its pipelined loops serial.
+class InPlace : public IRMutator {
+ protected:
+  Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
+    if (op->key != kBarrierInitAttr) return self;
+    return Seq::Make(BarrierInit({op}, op->span), op->span);
+  }
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
+    return For::Make(op->var, op->min, op->extent, ForKind::kSerial, Mutate(op->body), {}, op->span);
+  }
+};
+
+class KernelRewriter : public IRMutator {
+ public:
+  KernelRewriter(PassContext& ctx, bool hopper) : ctx_(ctx), hopper_(hopper) {}
+
+ protected:
+  Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    if (!IsExplicit(op->body)) return self;
+    WsSurvey survey;
+    survey.Visit(op->body);
+    if (!hopper_ && !survey.tma.empty()) {
+      TL_USER_ERROR(survey.tma.begin()->second) << "T.tma_copy needs TMA (sm_90a); this kernel is compiled for "
+                                                << "another architecture";
+    }
+    std::string where = "kernel at line " + std::to_string(op->span.line);
+    bool has_ws = false;
+    struct HasWs : IRVisitor {
+      bool* found;
+      void Visit_(const AttrStmt* a) override { *found |= a->key == kWsAttr; }
+    } hw;
+    hw.found = &has_ws;
+    hw.Visit(op->body);
+    if (!has_ws) {
+      ctx_.remarks.push_back(where + " programs its own mbarriers: automatic pipelining and warp specialization "
+                             "are off, its loops run as written");
+      return KernelLaunch::Make(op->grid, op->block_vars, op->threads, InPlace().Mutate(op->body), op->span);
+    }
+    if (survey.multi_group.Defined()) {
+      TL_USER_ERROR(survey.multi_group) << "T.ws over several warpgroups is not supported by this compiler yet";
+    }
+    if (survey.outside_tile_op.Defined()) {
+      TL_USER_ERROR(survey.outside_tile_op) << "in a kernel with T.ws blocks, tile operations go inside one: "
+                                               "this one would run on every warpgroup";
+    }
+    int64_t threads = 1;
+    for (int64_t t : op->threads) threads *= t;
+    if (op->threads.size() != 1 || threads != 2 * kWarpgroup) {
+      TL_USER_ERROR(op->span) << "T.ws blocks are supported on blocks of exactly two warpgroups (threads=256) by "
+                                 "this compiler; this block has "
+                              << threads << " threads";
+    }
+    if (survey.tile_work.size() > 1) {
+      TL_USER_ERROR(survey.tile_work.rbegin()->second)
+          << "tile work (GEMMs, fragments, copies other than T.tma_copy) in the T.ws blocks of both warpgroups "
+             "is not supported by this compiler: one warpgroup does the tile work, the other only T.tma_copy and "
+             "barrier operations";
+    }
+    int64_t consumer = 0;
+    if (!survey.tile_work.empty()) {
+      consumer = survey.tile_work.begin()->first;
+    } else if (survey.tma.size() == 1) {
+      consumer = 1 - survey.tma.begin()->first;
+    }
+    int64_t producer = 1 - consumer;
+    Hoister hoist;
+    hoist.Visit(op->body);
+    const Span& span = op->body->span;
+    Stmt p = Projector(producer, true, 0).Mutate(op->body);
+    Stmt c = Projector(consumer, false, consumer * kWarpgroup).Mutate(op->body);
+    std::vector<Stmt> body = hoist.allocs;
+    for (const Stmt& s : BarrierInit(hoist.inits, span)) body.push_back(s);
+    // No register reallocation: the program did not ask for it (T.set_max_nreg is not applied).
+    body.push_back(AttrStmt::Make(cuda::kWarpSpecializedAttr, {MakeInt(kWarpgroup), MakeInt(0), MakeInt(0)}, span));
+    body.push_back(
+        IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(kWarpgroup)}), p, c, span));
+    ctx_.remarks.push_back(where + " programs its barriers (T.ws): automatic pipelining and warp specialization "
+                           "are off, its loops run as written; warpgroup " + std::to_string(consumer) +
+                           "'s T.ws blocks run on the kernel's 128 threads, warpgroup " + std::to_string(producer) +
+                           "'s on the producer warpgroup above them");
+    return KernelLaunch::Make(op->grid, op->block_vars, {kWarpgroup}, Seq::Make(body, span), op->span);
+  }
+
+ private:
+  PassContext& ctx_;
+  bool hopper_;
+};
+
+bool IsHopper(const PassContext& ctx) {
+  auto arch = ctx.config.find("tl.target_arch");
+  return arch != ctx.config.end() && arch->second == "sm_90a";
+}
+
+// ---- cuda-lower-explicit-tma
+
+/// Each `tl.tma_copy(bar)` marker and its copy become, on one thread, the barrier's
+/// expected bytes and the TMA box loads into the tile (whose layout is known now).
+class TmaLowerer : public IRMutator {
+ public:
+  TmaLowerer(const PrimFunc& f, PassContext& ctx) : f_(f), ctx_(ctx) {
+    wgmma_operands_ = cuda::WgmmaOperands(f->body);
+    gemm_operands_ = cuda::GemmOperands(f->body);
+  }
+
+ protected:
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    if (op->for_kind == ForKind::kThreadBinding) {
+      tx_ = op->var;
+      split_ = false;
+      threads_ = 0;
+      AsConstInt(op->extent, &threads_);
+    }
+    return IRMutator::Mutate_(op, self);
+  }
+  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
+    if (!cuda::IsWarpSpecializedSplit(self)) {
+      bool on_thread = tx_ && UsesVar(op->cond, [&](const Var* v) { return v == tx_.get(); });
+      thread_branch_ += on_thread;
+      Stmt out = IRMutator::Mutate_(op, self);
+      thread_branch_ -= on_thread;
+      return out;
+    }
+    split_ = true;
+    bool prev = in_producer_;
+    in_producer_ = true;
+    Stmt then_case = Mutate(op->then_case);
+    in_producer_ = false;
+    Stmt else_case = Mutate(op->else_case);
+    in_producer_ = prev;
+    return IfThenElse::Make(op->cond, then_case, else_case, op->span);
+  }
+  Stmt Mutate_(const Seq* op, const Stmt& self) override {
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (size_t i = 0; i < op->stmts.size(); ++i) {
+      const auto* marker = As<AttrStmt>(op->stmts[i]);
+      if (marker && marker->key == kTmaCopyAttr) {
+        const CopyOp* copy = i + 1 < op->stmts.size() ? As<CopyOp>(op->stmts[i + 1]) : nullptr;
+        TL_ICHECK(copy) << "a tl.tma_copy marker precedes its copy";
+        out.push_back(Lower(copy, marker->values[0]));
+        ++i;
+        changed = true;
+        continue;
+      }
+      Stmt s = Mutate(op->stmts[i]);
+      changed |= s != op->stmts[i];
+      out.push_back(s);
+    }
+    return changed ? Seq::Make(out, op->span) : self;
+  }
+
+ private:
+  Stmt Lower(const CopyOp* copy, const Expr& bar) {
+    const Buffer& dst = copy->dst.buffer;
+    bool panelled = wgmma_operands_.count(dst.get()) > 0;
+    if (!panelled && cuda::Swizzled(dst, gemm_operands_, wgmma_operands_)) {
+      TL_USER_ERROR(copy->span) << "T.tma_copy into " << dst->name << ": the tile is an ldmatrix-swizzled GEMM "
+                                << "operand (its GEMM does not use wgmma), which TMA does not write";
+    }
+    std::string why = cuda::TmaLoadUnfit(As<CopyOp>(OneStage(copy)), panelled, f_->params,
+                                         cuda::DynamicAlignment(ctx_));
+    if (!why.empty()) TL_USER_ERROR(copy->span) << "T.tma_copy into " << dst->name << " cannot use TMA: " << why;
+    int64_t bytes = 0;
+    Stmt loads = cuda::LowerTmaLoad(copy, panelled, bar, &bytes);
+    Stmt issue = Seq::Make({cuda::CallStmt("mbarrier_expect_tx", {bar, MakeInt(bytes)}, copy->span), loads},
+                           copy->span);
+    Expr leader = in_producer_ ? Call::Make(DType::Bool(), "ws_is_producer_leader", {MakeInt(threads_)})
+                               : EQ(Expr(tx_), MakeInt(0));
+    // Without T.ws every thread of the block may still read the tile (an earlier GEMM) when
+    // the leader issues the load: all of them get past their reads first, and the fence
+    // orders generic-proxy reads before the TMA's async-proxy writes. (Under a condition on
+    // the thread not all threads arrive here: the program orders those itself.)
+    bool sync = !split_ && thread_branch_ == 0;
+    ctx_.remarks.push_back("T.tma_copy at line " + std::to_string(copy->span.line) + ": " + std::to_string(bytes) +
+                           " bytes by TMA" + (panelled ? " in wgmma panels" : "") +
+                           ", issued by one thread, expected on its barrier" +
+                           (sync ? "; the block synchronizes first (its threads may still read the tile)" : ""));
+    Stmt lowered = IfThenElse::Make(leader, issue, nullptr, copy->span);
+    if (!sync) return lowered;
+    return Seq::Make({cuda::CallStmt("fence_proxy_async", {}, copy->span),
+                      cuda::CallStmt("syncthreads", {}, copy->span), lowered},
+                     copy->span);
+  }
+
+  /// A copy into one stage of a tile the program stages itself (`A_s[k % 2, :, :]`: leading
+  /// indices of extent 1) as a copy into a whole tile of one stage's shape, for the
+  /// fitness check (LowerTmaLoad itself addresses the stage).
+  static Stmt OneStage(const CopyOp* copy) {
+    const Region& d = copy->dst;
+    size_t lead = 0;
+    while (lead + 2 < d.ranges.size() && IsOne(d.ranges[lead].extent)) ++lead;
+    if (lead == 0) return CopyOp::Make(copy->src, copy->dst, copy->span);
+    std::vector<Expr> shape(d.buffer->shape.begin() + lead, d.buffer->shape.end());
+    Region stage{BufferNode::Make(d.buffer->name, d.buffer->dtype, shape, d.buffer->scope), {}};
+    stage.ranges.assign(d.ranges.begin() + lead, d.ranges.end());
+    return CopyOp::Make(copy->src, stage, copy->span);
+  }
+
+  const PrimFunc& f_;
+  PassContext& ctx_;
+  std::unordered_set<const BufferNode*> wgmma_operands_, gemm_operands_;
+  VarRef tx_;
+  int64_t threads_ = 0;
+  bool in_producer_ = false;
+  bool split_ = false;      ///< the kernel has T.ws blocks (split into producer and consumers)
+  int thread_branch_ = 0;   ///< depth of branches on the thread index around the statement
+};
+
+}  // namespace
+
+ir::PrimFunc CudaExplicitWarpSpecialize(const ir::PrimFunc& f, PassContext& ctx) {
+  ir::Stmt body = KernelRewriter(ctx, IsHopper(ctx)).Mutate(f->body);
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+ir::PrimFunc CudaLowerExplicitTma(const ir::PrimFunc& f, PassContext& ctx) {
+  ir::Stmt body = TmaLowerer(f, ctx).Mutate(f->body);
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("cuda-explicit-warp-specialize", CudaExplicitWarpSpecialize);
+TL_REGISTER_PASS("cuda-lower-explicit-tma", CudaLowerExplicitTma);
+
+}  // namespace tl::transform
