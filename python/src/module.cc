@@ -159,6 +159,7 @@ NB_MODULE(_tl, m) {
       .def_prop_ro("name", [](const PyBuffer& b) { return b.b->name; })
       .def_prop_ro("dtype", [](const PyBuffer& b) { return b.b->dtype.str(); })
       .def_prop_ro("shape", [](const PyBuffer& b) { return Wrap(b.b->shape); })
+      .def_prop_ro("has_address", [](const PyBuffer& b) { return b.b->data != nullptr; })
       .def_prop_ro("scope", [](const PyBuffer& b) { return std::string(ScopeName(b.b->scope)); })
       .def("same_as", [](const PyBuffer& a, const PyBuffer& b) { return a.b == b.b; })
       .def("__repr__", [](const PyBuffer& b) { return "<Buffer " + b.b->name + ">"; });
@@ -296,10 +297,11 @@ NB_MODULE(_tl, m) {
 
   // ---- buffers
   m.def("buffer", [](const std::string& name, const std::string& t, const std::vector<PyExpr>& shape,
-                     const std::string& scope, const std::vector<PyExpr>& strides) {
-    return PyBuffer{BufferNode::Make(name, ParseDType(t), Unwrap(shape), ParseScope(scope), Unwrap(strides))};
+                     const std::string& scope, const std::vector<PyExpr>& strides, const std::optional<PyExpr>& data) {
+    return PyBuffer{BufferNode::Make(name, ParseDType(t), Unwrap(shape), ParseScope(scope), Unwrap(strides),
+                                     data ? data->e : nullptr)};
   }, nb::arg("name"), nb::arg("dtype"), nb::arg("shape"), nb::arg("scope"),
-        nb::arg("strides") = std::vector<PyExpr>{});
+        nb::arg("strides") = std::vector<PyExpr>{}, nb::arg("data") = nb::none());
 
   // ---- statements
   m.def("seq", [](const std::vector<PyStmt>& v, const PySpan& span) {

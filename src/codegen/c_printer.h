@@ -128,6 +128,10 @@ class CPrinter {
     return it->second;
   }
   std::string Name(const BufferNode* b) {
+    if (b->data) {
+      // A tensor made from an address (T.make_tensor): read through the address, typed here.
+      return "reinterpret_cast<" + CType(b->dtype) + "*>(" + Print(b->data) + ")";
+    }
     auto it = names_.find(b);
     TL_ICHECK(it != names_.end()) << "buffer " << b->name << " used outside its scope";
     return it->second;

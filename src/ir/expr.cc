@@ -97,12 +97,15 @@ const char* ScopeName(Scope s) {
 }
 
 Buffer BufferNode::Make(std::string name, DType dtype, std::vector<Expr> shape, Scope scope,
-                        std::vector<Expr> strides) {
+                        std::vector<Expr> strides, Expr data) {
   TL_ICHECK(strides.empty() || strides.size() == shape.size())
       << "buffer " << name << ": " << strides.size() << " strides for " << shape.size() << " dims";
   for (const Expr& d : shape) TL_ICHECK(d && d->dtype.IsInt()) << "buffer " << name << ": bad dim";
+  TL_ICHECK(!data || (scope == Scope::kGlobal && data->kind == NodeKind::kVar &&
+                      (data->dtype == DType::Handle() || data->dtype == DType::Int(64))))
+      << "buffer " << name << ": an address buffer is global, its address a handle or int64 variable";
   return std::make_shared<BufferNode>(std::move(name), dtype, std::move(shape), std::move(strides),
-                                      scope);
+                                      scope, std::move(data));
 }
 
 Expr BufferNode::NumElements() const {

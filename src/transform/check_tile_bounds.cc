@@ -179,7 +179,7 @@ ir::PrimFunc CheckTileBounds(const ir::PrimFunc& f, PassContext& ctx) {
       from += (d ? ", " : "") + std::to_string(old);
       into += (d ? ", " : "") + std::to_string(std::max(old, need[d]));
     }
-    to[b] = BufferNode::Make(b->name, b->dtype, shape, b->scope, b->strides);
+    to[b] = BufferNode::Make(b->name, b->dtype, shape, b->scope, b->strides, b->data);
     ctx.remarks.push_back("warning: fragment " + b->name + " is declared [" + from + "] but line " +
                           std::to_string(checker.grown_lines[b]) + " indexes it as one of [" + into +
                           "] elements: allocated with that shape (upstream sizes fragments by their loops); "

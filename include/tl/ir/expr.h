@@ -130,17 +130,23 @@ const char* ScopeName(Scope s);
 
 /// A multi-dimensional array: dtype, shape (static or symbolic), row-major unless strides
 /// are given, and a scope. Compared by identity.
+///
+/// `data` is set on a global tensor made from an address (T.make_tensor): a variable holding
+/// it, a handle parameter (T.ptr) or an int64 let bound to a loaded address (a pointer
+/// table's entry). Such a tensor is no parameter: its accesses go through that address, and
+/// nothing is known about its alignment beyond the element size.
 struct BufferNode {
   const std::string name;
   const DType dtype;
   const std::vector<Expr> shape;
   const std::vector<Expr> strides;  ///< empty: contiguous row-major
   const Scope scope;
+  const Expr data;  ///< null: the buffer's own storage (a parameter or an allocation)
   static std::shared_ptr<const BufferNode> Make(std::string name, DType dtype,
                                                 std::vector<Expr> shape, Scope scope,
-                                                std::vector<Expr> strides = {});
-  BufferNode(std::string n, DType t, std::vector<Expr> sh, std::vector<Expr> st, Scope sc)
-      : name(std::move(n)), dtype(t), shape(std::move(sh)), strides(std::move(st)), scope(sc) {}
+                                                std::vector<Expr> strides = {}, Expr data = nullptr);
+  BufferNode(std::string n, DType t, std::vector<Expr> sh, std::vector<Expr> st, Scope sc, Expr d = nullptr)
+      : name(std::move(n)), dtype(t), shape(std::move(sh)), strides(std::move(st)), scope(sc), data(std::move(d)) {}
   /// Total element count (a product expression, simplified when static).
   Expr NumElements() const;
   /// Stride of dimension `i`: the explicit stride, or the row-major product of later dims.

@@ -26,6 +26,7 @@ from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, While
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
+from ..language.pointers import HANDLE_DTYPE, PointerType
 from ..language.allreduce import ReduceScope
 from ..language.reducer import store_to_reducer
 from ..language import _lanes
@@ -114,6 +115,12 @@ class PrimFunc:
         if self.compile_flags:
             attrs["tilelang_compile_flags"] = list(self.compile_flags)
         return attrs
+
+    @property
+    def buffer_map(self) -> dict:
+        """Upstream's map from a parameter to its buffer: here a tensor parameter is its
+        buffer, so each maps to itself."""
+        return {p: p for p in self.params if isinstance(p, Buffer)}
 
     def _take_annotations(self, builder):
         self.pass_configs = dict(builder.pass_configs) if builder.pass_configs else None
@@ -342,6 +349,8 @@ class Parser:
                 dims.append(as_expr(d, "int32").node)
             strides = [as_expr(s, "int32").node for s in spec.strides] if spec.strides else []
             return Buffer(_tl.buffer(name, spec.dtype, dims, "global", strides))
+        if isinstance(spec, PointerType):
+            return PrimExpr(_tl.var(name, HANDLE_DTYPE))  # an address, read by T.make_tensor
         if isinstance(spec, str):
             try:
                 return PrimExpr(_tl.var(name, _require_supported(spec, f"parameter {name!r}")))

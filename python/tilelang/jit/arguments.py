@@ -164,6 +164,39 @@ def _np_dtype_name(dt) -> str:
         raise TileLangArgumentError(f"unsupported array dtype {dt}") from None
 
 
+def pointer_arg(x, param_name: str, kernel_name: str, target: str, device=None) -> int:
+    """The address a T.ptr parameter receives: an int (e.g. t.data_ptr()), or a tensor's
+    data address (a torch tensor on the kernel's device; a numpy array for CPU kernels).
+    Nothing about what it points to can be checked: the kernel trusts it."""
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+        x = int(x)
+        if not 0 <= x < 1 << 64:
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} is a pointer; {x} is no address")
+        return x - (1 << 64) if x >= 1 << 63 else x  # the launch reads the bits as int64
+    if isinstance(x, np.ndarray):
+        if target != "cpu":
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} is a numpy array, in host memory, but this kernel runs "
+                f"on CUDA; pass a CUDA tensor or its data_ptr()")
+        return x.__array_interface__["data"][0]
+    if _is_torch(x):
+        dev = x.device
+        if target == "cpu" and dev.type != "cpu":
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} is on {dev} but this kernel was compiled for the CPU")
+        if target == "cuda" and (dev.type != "cuda" or dev.index != device.index):
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} is on {dev} but this kernel runs on CUDA ({device}); "
+                f"move it with {param_name}.to({str(device)!r})")
+        return x.data_ptr()
+    raise TileLangArgumentError(
+        f"{kernel_name}(): argument {param_name!r} is a pointer (T.ptr): pass an address (an int such as "
+        f"t.data_ptr()) or a tensor, got {type(x).__name__}: {_short_repr(x)}")
+
+
 def scalar_arg(x, param_name: str, dtype: str, kernel_name: str):
     if isinstance(x, np.generic):
         x = x.item()

@@ -213,9 +213,10 @@ class CudaBackend:
         index = self._device.index
         for (i, p, want_dtype, static_shape), a in zip(self._in, args):
             if want_dtype is None:
-                from .arguments import scalar_arg
-
-                values[i] = scalar_arg(a, p.name, p.dtype, k.name)
+                if p.is_pointer:
+                    values[i] = _arguments.pointer_arg(a, p.name, k.name, "cuda", self._device)
+                else:
+                    values[i] = _arguments.scalar_arg(a, p.name, p.dtype, k.name)
                 continue
             # Fast path: a contiguous, aligned tensor of the right dtype on this device;
             # anything else goes through the checks that explain what is wrong.

@@ -100,6 +100,9 @@ def c_signature(kernel, symbol: str, typed=True):
         if p.is_tensor:
             decl.append(f"{_ctype(p.dtype, True) if typed else 'void*'} {name}")
             stores.append(f"args[{slot}].ptr = (void*){name};")
+        elif p.is_pointer:
+            decl.append(f"void* {name}")
+            stores.append(f"args[{slot}].ptr = {name};")
         elif p.dtype.startswith("float") or p.dtype == "bfloat16":
             decl.append(f"{_ctype(p.dtype, False)} {name}")
             stores.append(f"args[{slot}].f = (double){name};")

@@ -52,7 +52,8 @@ class _ParamInfo:
     def __init__(self, p):
         self.is_tensor = isinstance(p, Buffer)
         self.name = p.name if self.is_tensor else p.node.var_name
-        self.dtype = str(p.dtype)
+        # (a T.ptr parameter's dtype, "handle", is no T.dtype: read the node's)
+        self.dtype = str(p.dtype) if self.is_tensor else p.node.dtype
         # each dim: an int (static) or the name of a dynamic dimension
         self.dims = []
         # dynamic dimension name -> the largest size its integer type holds
@@ -75,6 +76,11 @@ class _ParamInfo:
 
     def shape_str(self):
         return "(" + ", ".join(str(d) for d in self.dims) + ")"
+
+    @property
+    def is_pointer(self):
+        """A T.ptr parameter: an address."""
+        return self.dtype == "handle"
 
 
 def _normalize_out_idx(out_idx, n):
@@ -426,6 +432,8 @@ class JITKernel:
                 values[i] = t.ptr
                 if use_torch is None:
                     use_torch = t.obj if t.is_torch else False
+            elif p.is_pointer:
+                values[i] = arguments.pointer_arg(a, p.name, self.name, "cpu")
             else:
                 values[i] = arguments.scalar_arg(a, p.name, p.dtype, self.name)
         outputs, workspaces = [], []  # workspaces stay referenced until the run returns

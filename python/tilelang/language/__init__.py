@@ -74,6 +74,10 @@ class TensorSpec:
         if isinstance(shape, (numbers.Integral, PrimExpr)):
             shape = (shape,)
         self.shape = tuple(shape)
+        from .pointers import PointerType, TABLE_DTYPE
+
+        if isinstance(dtype_, PointerType):
+            dtype_ = TABLE_DTYPE  # a pointer table: int64 addresses, read by T.make_tensor
         try:
             self.dtype = dtype(require_supported(dtype_, "T.Tensor"))
         except ValueError as e:
@@ -1360,6 +1364,7 @@ from .fastmath import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __ta
 from .tileops_extra import c2d_im2col, cummax, im2col, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
+from .pointers import handle, make_tensor, ptr  # noqa: E402,F401
 from .extern import access_ptr, call_extern, import_source  # noqa: E402,F401
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401
 from .bits import (  # noqa: E402,F401

@@ -73,6 +73,9 @@ class CpuCodegen : public CPrinter {
         std::string name = Ident(p.buffer->name, p.buffer.get());
         Line() << CType(p.buffer->dtype) << "* __restrict__ " << name << " = static_cast<"
                << CType(p.buffer->dtype) << "*>(args[" << slot << "].ptr);\n";
+      } else if (p.var->dtype == DType::Handle()) {
+        // A pointer parameter (T.ptr): T.make_tensor views read through it.
+        Line() << "void* const " << Ident(p.var->name, p.var.get()) << " = args[" << slot << "].ptr;\n";
       } else {
         std::string name = Ident(p.var->name, p.var.get());
         Line() << "const " << CType(p.var->dtype) << " " << name << " = static_cast<" << CType(p.var->dtype)

@@ -68,6 +68,10 @@ class CudaCodegen : public CPrinter {
       if (p.buffer) {
         sig << CType(p.buffer->dtype) << "* __restrict__ " << Ident(p.buffer->name, p.buffer.get());
         out.arg_kinds.push_back("ptr");
+      } else if (p.var->dtype == DType::Handle()) {
+        // A pointer parameter (T.ptr): passed as an address, read by T.make_tensor views.
+        sig << "void* " << Ident(p.var->name, p.var.get());
+        out.arg_kinds.push_back("ptr");
       } else if (p.var->dtype.IsFloat() && p.var->dtype.bits < 32) {
         // The launch passes floats of 32 bits at least (arg kind f32); a 16- or 8-bit
         // parameter would read only part of them. It arrives as a float and is rounded

@@ -38,7 +38,8 @@ bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an, const Alignment
   const Buffer& b = r.buffer;
   size_t last = r.ranges.size() - 1;
   auto dims = TileDims(r);
-  if (dims.empty() || dims.back() != last || !b->strides.empty()) return false;
+  // An address-made tensor (T.make_tensor) is aligned to its element only: no vectors.
+  if (dims.empty() || dims.back() != last || !b->strides.empty() || b->data) return false;
   int64_t e;
   if (!AsConstInt(r.ranges[last].extent, &e) || e % v) return false;
   // The row length and the tile's column start must be multiples of v.

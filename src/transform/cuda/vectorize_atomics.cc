@@ -39,7 +39,7 @@ bool AsUpdate(const Stmt& body, Update* out) {
   const auto* addr = As<Call>(call->args[0]);
   const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
   if (!load || load->buffer->scope != Scope::kGlobal || load->buffer->dtype != DType::Float(32)) return false;
-  if (!load->buffer->strides.empty() || call->args[1]->dtype != DType::Float(32)) return false;
+  if (!load->buffer->strides.empty() || load->buffer->data || call->args[1]->dtype != DType::Float(32)) return false;
   out->target = load;
   out->target_expr = addr->args[0];
   out->value = call->args[1];

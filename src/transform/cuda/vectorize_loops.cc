@@ -141,7 +141,10 @@ class LoopVectorizer : public IRMutator {
   /// Byte alignment of the buffer's first element, or 0 when unknown.
   int64_t BaseAlignment(const Buffer& b) {
     switch (b->scope) {
-      case Scope::kGlobal: return 16;  // the runtime refuses other tensor addresses
+      // The runtime refuses tensor arguments at other addresses; an address a kernel was
+      // given (T.make_tensor over a T.ptr or a pointer table's entry) is known to hold
+      // elements only.
+      case Scope::kGlobal: return b->data ? b->dtype.bytes() : 16;
       case Scope::kShared: return cuda::SharedAlignment(false);
       case Scope::kLocal:
       case Scope::kVar: {
