@@ -159,6 +159,7 @@ NB_MODULE(_tl, m) {
       .def_prop_ro("name", [](const PyBuffer& b) { return b.b->name; })
       .def_prop_ro("dtype", [](const PyBuffer& b) { return b.b->dtype.str(); })
       .def_prop_ro("shape", [](const PyBuffer& b) { return Wrap(b.b->shape); })
+      .def_prop_ro("strides", [](const PyBuffer& b) { return Wrap(b.b->strides); })
       .def_prop_ro("has_address", [](const PyBuffer& b) { return b.b->data != nullptr; })
       .def_prop_ro("scope", [](const PyBuffer& b) { return std::string(ScopeName(b.b->scope)); })
       .def("same_as", [](const PyBuffer& a, const PyBuffer& b) { return a.b == b.b; })
@@ -456,8 +457,8 @@ NB_MODULE(_tl, m) {
       .def_ro("shared_bytes", &codegen::CudaSource::shared_bytes)
       .def_ro("arg_kinds", &codegen::CudaSource::arg_kinds)
       .def_prop_ro("dynamic_dims", [](const codegen::CudaSource& s) {
-        std::vector<std::tuple<std::string, int, int>> dims;
-        for (const auto& d : s.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim);
+        std::vector<std::tuple<std::string, int, int, std::string>> dims;
+        for (const auto& d : s.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim, d.stride ? "stride" : "shape");
         return dims;
       })
       .def_prop_ro("tma_specs", [](const codegen::CudaSource& s) {
@@ -494,8 +495,8 @@ NB_MODULE(_tl, m) {
   m.def("codegen_cuda", [](const PyFunc& f) { return codegen::GenerateCuda(f.f); });
   m.def("codegen_cpu", [](const PyFunc& f) {
     codegen::CpuSource src = codegen::GenerateCpu(f.f);
-    std::vector<std::tuple<std::string, int, int>> dims;
-    for (const auto& d : src.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim);
+    std::vector<std::tuple<std::string, int, int, std::string>> dims;
+    for (const auto& d : src.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim, d.stride ? "stride" : "shape");
     return std::make_tuple(src.code, src.entry, dims);
   });
 

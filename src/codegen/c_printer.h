@@ -30,6 +30,7 @@ struct DynamicDimVar {
   const ir::Var* var;
   ir::VarRef ref;
   int param, dim;
+  bool stride;  ///< read from params[param]'s stride `dim` (T.StridedTensor), not its shape
 };
 
 inline std::vector<DynamicDimVar> DynamicDimVars(const ir::PrimFunc& f,
@@ -63,8 +64,22 @@ inline std::vector<DynamicDimVar> DynamicDimVars(const ir::PrimFunc& f,
           c.Visit(e);
         }
         for (const ir::VarRef& v : vars) {
-          if (!seen(v.get())) out.push_back({v.get(), v, static_cast<int>(pi), static_cast<int>(d)});
+          if (!seen(v.get())) out.push_back({v.get(), v, static_cast<int>(pi), static_cast<int>(d), false});
         }
+      }
+    }
+  }
+  // Then symbolic strides (T.StridedTensor((m, n), (s, 1))): bound from the argument's
+  // strides, after every size, as the runtime binds sizes first.
+  for (size_t pi = 0; pi < f->params.size(); ++pi) {
+    const ir::Buffer& b = f->params[pi].buffer;
+    if (!b) continue;
+    for (size_t d = 0; d < b->strides.size(); ++d) {
+      const ir::Expr& e = b->strides[d];
+      if (e->kind != ir::NodeKind::kVar) continue;
+      const auto* v = static_cast<const ir::Var*>(e.get());
+      if (!seen(v)) {
+        out.push_back({v, std::static_pointer_cast<const ir::Var>(e), static_cast<int>(pi), static_cast<int>(d), true});
       }
     }
   }

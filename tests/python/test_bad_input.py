@@ -178,7 +178,7 @@ CUDA_CASES = {
     "non-contiguous tensor": (
         lambda: _FakeTensor((4, 6), CUDA0, strides=(1, 4)),
         "saxpy(): argument 'X' must be contiguous (row-major); it has strides (1, 4) for shape (4, 6), expected "
-        "(6, 1); pass X.contiguous()"),
+        "(6, 1); pass X.contiguous(), or declare it T.StridedTensor(shape, strides, dtype)"),
     "misaligned tensor": (
         lambda: _FakeTensor((10,), CUDA0, ptr=(1 << 20) + 4),
         "saxpy(): argument 'X' starts at an address that is not 16-byte aligned (a view into another tensor?); "

@@ -89,7 +89,7 @@ def test_gpu_non_contiguous_and_wrong_static_shape():
     a = torch.randn(6, 4, device="cuda").t()  # shape (4, 6), strides (1, 4)
     msg = _message(TileLangArgumentError, k, a, torch.zeros(4, 6, device="cuda"))
     assert msg == ("mat(): argument 'A' must be contiguous (row-major); it has strides (1, 4) for shape (4, 6), "
-                   "expected (6, 1); pass A.contiguous()")
+                   "expected (6, 1); pass A.contiguous(), or declare it T.StridedTensor(shape, strides, dtype)")
     msg = _message(TileLangArgumentError, k, torch.randn(4, 5, device="cuda"), torch.zeros(4, 6, device="cuda"))
     assert msg == "mat(): argument 'A' must have shape (4, 6), got (4, 5) (dimension 1 is 5, expected 6)"
     _documented(msg)

@@ -13,11 +13,14 @@
 
 namespace tl::codegen {
 
-/// Where the runtime reads a dynamic dimension from: params[param].shape[dim].
+/// Where the runtime reads a dynamic dimension from: params[param].shape[dim], or with
+/// `stride` set, the stride (in elements) of that dimension (a T.StridedTensor's symbolic
+/// stride).
 struct DynamicDim {
   std::string name;
   int param;
   int dim;
+  bool stride = false;
 };
 
 struct CpuSource {

@@ -112,11 +112,38 @@ def shape_bindings(fdef, args: dict) -> dict:
         for dim, e in zip(shape, spec.elts):
             if isinstance(e, ast.Name):
                 found.setdefault(e.id, int(dim))
+        # T.StridedTensor[[M, N], [sM, sN], dtype]: bare stride names bind to the argument's
+        # strides (in elements), as the sizes do to its shape.
+        strides = _element_strides(value)
+        if head.attr == "StridedTensor" and strides is not None:
+            st_spec = None
+            if isinstance(ann, ast.Call) and len(ann.args) > 1:
+                st_spec = ann.args[1]
+            elif isinstance(ann, ast.Subscript) and isinstance(ann.slice, ast.Tuple) and len(ann.slice.elts) > 1:
+                st_spec = ann.slice.elts[1]
+            if isinstance(st_spec, (ast.Tuple, ast.List)) and len(st_spec.elts) == len(strides):
+                for stride, e in zip(strides, st_spec.elts):
+                    if isinstance(e, ast.Name):
+                        found.setdefault(e.id, int(stride))
     for _ in range(len(aliases)):  # the name an alias stands for is bound too (KH = K binds K)
         for a, b in aliases.items():
             if a in found and b not in found:
                 found[b] = found[a]
     return found
+
+
+def _element_strides(value):
+    """A tensor argument's strides in elements (torch's stride(), numpy's in bytes), or None."""
+    stride = getattr(value, "stride", None)
+    if callable(stride):
+        try:
+            return tuple(stride())
+        except TypeError:
+            return None
+    strides, itemsize = getattr(value, "strides", None), getattr(value, "itemsize", None)
+    if isinstance(strides, tuple) and itemsize:
+        return tuple(s // itemsize for s in strides)
+    return None
 
 
 def declare_consts(names: str):

@@ -495,7 +495,19 @@ class Parser:
                     d.value = int(shape[i])
                     ctx.bound_from[d.name] = f"{name}.shape[{i}]"
         dims = [_eager.resolve(d) for d in spec.shape]
-        buf = Buffer(_tl.buffer(name, spec.dtype, [as_expr(d, "int32").node for d in dims], "global"))
+        strides = []
+        if spec.strides:
+            # T.StridedTensor: T.const strides bind to the argument's, as sizes do to its shape.
+            got = _eager._element_strides(arg)
+            for i, st in enumerate(spec.strides):
+                if isinstance(st, _eager.ConstDim) and st.value is None:
+                    if got is None:
+                        raise _b._UserError(f"T.const {st.name!r} is unknown: pass {st.name}=... to .compile(), "
+                                            "or call the kernel with tensors")
+                    st.value = int(got[i])
+                    ctx.bound_from[st.name] = f"{name}.stride[{i}]"
+            strides = [as_expr(_eager.resolve(st), "int32").node for st in spec.strides]
+        buf = Buffer(_tl.buffer(name, spec.dtype, [as_expr(d, "int32").node for d in dims], "global", strides))
         ctx.tensor_params.append((name, buf))
         self.bind(name, buf)
 

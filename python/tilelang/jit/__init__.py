@@ -91,7 +91,10 @@ def _own_nodes(fdef):
 def _key_part(v):
     if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, numbers.Number):
         device = str(getattr(v, "device", "cpu"))
-        return ("tensor", tuple(int(s) for s in v.shape), str(v.dtype), device)
+        # strides too: a T.StridedTensor's stride names are specialised from them
+        from ..frontend.eager import _element_strides
+
+        return ("tensor", tuple(int(s) for s in v.shape), str(v.dtype), device, _element_strides(v))
     try:
         hash(v)
         return v

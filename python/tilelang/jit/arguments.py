@@ -26,21 +26,28 @@ def numpy_dtype(name: str):
 
 
 class TensorArg:
-    """What the runtime needs from one tensor argument."""
+    """What the runtime needs from one tensor argument (strides in elements)."""
 
-    __slots__ = ("ptr", "shape", "dtype", "is_torch", "obj")
+    __slots__ = ("ptr", "shape", "dtype", "is_torch", "obj", "strides")
 
-    def __init__(self, ptr, shape, dtype, is_torch, obj):
+    def __init__(self, ptr, shape, dtype, is_torch, obj, strides=()):
         self.ptr, self.shape, self.dtype, self.is_torch, self.obj = ptr, shape, dtype, is_torch, obj
+        self.strides = strides
 
 
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
-def tensor_arg(x, param_name: str, kernel_name: str) -> TensorArg:
+def tensor_arg(x, param_name: str, kernel_name: str, strided=False) -> TensorArg:
+    """strided: the parameter is a T.StridedTensor, whose strides the kernel checks; a
+    T.Tensor must be contiguous (size-1 dimensions may have any stride, as upstream allows)."""
     if isinstance(x, np.ndarray):
-        if not x.flags.c_contiguous:
+        if strided and any(s < 0 or s % x.itemsize for s in x.strides):
+            raise TileLangArgumentError(
+                f"{kernel_name}(): argument {param_name!r} has strides {x.strides} (in bytes); a strided tensor "
+                f"needs non-negative strides that are whole elements ({x.itemsize} bytes)")
+        if not strided and not x.flags.c_contiguous:
             raise TileLangArgumentError(
                 f"{kernel_name}(): argument {param_name!r} must be C-contiguous (row-major); it has strides "
                 f"{_elem_strides(x.strides, x.itemsize)} (in elements) for shape {tuple(x.shape)}, expected "
@@ -53,18 +60,19 @@ def tensor_arg(x, param_name: str, kernel_name: str) -> TensorArg:
             raise TileLangArgumentError(
                 f"{kernel_name}(): argument {param_name!r} has the non-native byte order {x.dtype.str!r}; "
                 f"pass {param_name}.astype({x.dtype.name!r})")
-        return TensorArg(x.__array_interface__["data"][0], x.shape, _np_dtype_name(x.dtype), False, x)
+        return TensorArg(x.__array_interface__["data"][0], x.shape, _np_dtype_name(x.dtype), False, x,
+                         tuple(s // x.itemsize for s in x.strides))
     if _is_torch(x):
         if x.device.type != "cpu":
             raise TileLangArgumentError(
                 f"{kernel_name}(): argument {param_name!r} is on {x.device} but this kernel was compiled "
                 f"for the CPU; move it with .cpu() or compile with target='cuda'")
-        if not x.is_contiguous():
+        if not strided and not x.is_contiguous():
             raise TileLangArgumentError(
                 f"{kernel_name}(): argument {param_name!r} must be contiguous (row-major); it has strides "
                 f"{tuple(x.stride())} for shape {tuple(x.shape)}, expected {contiguous_strides(x.shape)}; "
-                f"pass {param_name}.contiguous()")
-        return TensorArg(x.data_ptr(), tuple(x.shape), canonical(x.dtype), True, x)
+                f"pass {param_name}.contiguous(), or declare it T.StridedTensor(shape, strides, dtype)")
+        return TensorArg(x.data_ptr(), tuple(x.shape), canonical(x.dtype), True, x, tuple(x.stride()))
     if hasattr(x, "__dlpack__"):
         try:
             arr = np.from_dlpack(x)
@@ -72,7 +80,7 @@ def tensor_arg(x, param_name: str, kernel_name: str) -> TensorArg:
             raise TileLangArgumentError(
                 f"{kernel_name}(): argument {param_name!r} ({type(x).__name__}) cannot be read as a CPU "
                 f"tensor through DLPack: {e}") from None
-        return tensor_arg(arr, param_name, kernel_name)
+        return tensor_arg(arr, param_name, kernel_name, strided)
     raise TileLangArgumentError(
         f"{kernel_name}(): argument {param_name!r} must be a tensor (numpy array, torch tensor or DLPack "
         f"tensor), got {type(x).__name__}")
@@ -96,7 +104,7 @@ def _short_repr(x, limit=60):
     return r if len(r) <= limit else r[:limit] + "..."
 
 
-def as_cuda_tensor(x, param_name: str, kernel_name: str, device):
+def as_cuda_tensor(x, param_name: str, kernel_name: str, device, strided=False):
     """One tensor argument of a CUDA kernel, checked: a torch tensor on `device` (a
     torch.device, e.g. cuda:0), contiguous and 16-byte aligned. Returns the tensor (a
     DLPack CUDA tensor is wrapped by torch); raises TileLangArgumentError naming the
@@ -124,11 +132,11 @@ def as_cuda_tensor(x, param_name: str, kernel_name: str, device):
             f"{kernel_name}(): argument {param_name!r} is on {dev} but this kernel runs on the current device "
             f"{device}; move it with {param_name}.to({str(device)!r}), or call the kernel under "
             f"torch.cuda.device({dev.index})")
-    if not x.is_contiguous():
+    if not strided and not x.is_contiguous():
         raise TileLangArgumentError(
             f"{kernel_name}(): argument {param_name!r} must be contiguous (row-major); it has strides "
             f"{tuple(x.stride())} for shape {tuple(x.shape)}, expected {contiguous_strides(x.shape)}; "
-            f"pass {param_name}.contiguous()")
+            f"pass {param_name}.contiguous(), or declare it T.StridedTensor(shape, strides, dtype)")
     if x.data_ptr() % 16:
         raise TileLangArgumentError(
             f"{kernel_name}(): argument {param_name!r} starts at an address that is not 16-byte aligned (a view "

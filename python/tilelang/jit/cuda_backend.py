@@ -185,7 +185,7 @@ class CudaBackend:
         letters = {"ptr": "p", "i32": "i", "i64": "l", "f32": "f", "f64": "d"}
         self._kinds = "".join(letters[kind] for kind in self.src.arg_kinds)
         # What the launches read, converted from the C++ side once rather than per call.
-        self._dyn_names = [name for name, _, _ in self.src.dynamic_dims]
+        self._dyn_names = [name for name, *_ in self.src.dynamic_dims]
         # Scalar parameters a launch's grid reads (T.ceildiv(max_seqlen, block_M)).
         self._grid_params = [list(getattr(src, "grid_params", [])) for src in self.srcs]
         self._block, self._shared = list(self.src.block), self.src.shared_bytes
@@ -217,6 +217,12 @@ class CudaBackend:
                     values[i] = _arguments.pointer_arg(a, p.name, k.name, "cuda", self._device)
                 else:
                     values[i] = _arguments.scalar_arg(a, p.name, p.dtype, k.name)
+                continue
+            if p.strides is not None:
+                # A T.StridedTensor: its strides are checked (and bound) on every call.
+                a = _as_cuda_tensor(a, p.name, k.name, self._device, strided=True)
+                k._check_tensor(p, _TensorView(a), dims)
+                values[i] = a.data_ptr()
                 continue
             # Fast path: a contiguous, aligned tensor of the right dtype on this device;
             # anything else goes through the checks that explain what is wrong.
@@ -328,6 +334,7 @@ class _TensorView:
 
         self.shape = tuple(t.shape)
         self.dtype = canonical(t.dtype)
+        self.strides = tuple(t.stride())
 
 
 # The checks (and their messages) are shared with docs/bad-input.md: jit/arguments.py.

@@ -72,11 +72,13 @@ def _param_lines(kernel):
                 "workspace: T.alloc_global, the caller allocates it" if i in getattr(kernel, "workspace_idx", ())
                 else "input")
         if p.is_tensor:
-            lines.append(f" *   {p.name}: {p.dtype}[{', '.join(map(str, p.dims))}] ({role}, contiguous row-major)")
+            layout = f"strides {p.strides_str()}" if p.strides is not None else "contiguous row-major"
+            lines.append(f" *   {p.name}: {p.dtype}[{', '.join(map(str, p.dims))}] ({role}, {layout})")
         else:
             lines.append(f" *   {p.name}: {p.dtype} scalar")
-    for name, pi, d in kernel.dynamic_dims:
-        lines.append(f" *   {name}: dynamic dimension (int64_t) = {kernel.params[pi].name}.shape[{d}]")
+    for name, pi, d, kind in kernel.dynamic_dims:
+        what = "stride (in elements)" if kind == "stride" else "dimension"
+        lines.append(f" *   {name}: dynamic {what} (int64_t) = {kernel.params[pi].name}.{kind}[{d}]")
     return lines
 
 
@@ -111,7 +113,7 @@ def c_signature(kernel, symbol: str, typed=True):
             stores.append(f"args[{slot}].i = (int64_t){name};")
         slot += 1
     seen = {c_identifier(p.name) for p in kernel.params}
-    for dim_name, _, _ in kernel.dynamic_dims:
+    for dim_name, *_ in kernel.dynamic_dims:
         name = c_identifier(dim_name)
         while name in seen:
             name += "_"
@@ -544,15 +546,16 @@ def host_description(kernel) -> str:
         else:
             lines.append(f"// {step}. check {p.name}: a {p.dtype} scalar in range")
         step += 1
-    for name, pi, d in kernel.dynamic_dims:
-        lines.append(f"// {step}. bind dynamic dimension {name} = {kernel.params[pi].name}.shape[{d}]")
+    for name, pi, d, kind in kernel.dynamic_dims:
+        what = "stride" if kind == "stride" else "dimension"
+        lines.append(f"// {step}. bind dynamic {what} {name} = {kernel.params[pi].name}.{kind}[{d}]")
         step += 1
     for i in kernel.alloc_idx:
         p = kernel.params[i]
         what = "output" if i in kernel.out_idx else "workspace (T.alloc_global, freed after the call)"
         lines.append(f"// {step}. allocate {what} {p.name}: {p.dtype}{p.shape_str()}")
         step += 1
-    args = [p.name for p in kernel.params] + [n for n, _, _ in kernel.dynamic_dims]
+    args = [p.name for p in kernel.params] + [n for n, *_ in kernel.dynamic_dims]
     if kernel.target == "cpu":
         lines.append(f"// {step}. call {kernel.entry}(TLArg[{len(args)}] = {{{', '.join(args)}}}) in "
                      f"{getattr(kernel, 'library_path', '?')}; the grid runs as an OpenMP loop nest")

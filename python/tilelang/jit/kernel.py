@@ -47,7 +47,7 @@ def dim_value(d, dims):
 
 
 class _ParamInfo:
-    __slots__ = ("name", "is_tensor", "dtype", "dims", "dim_max")
+    __slots__ = ("name", "is_tensor", "dtype", "dims", "dim_max", "strides")
 
     def __init__(self, p):
         self.is_tensor = isinstance(p, Buffer)
@@ -58,6 +58,20 @@ class _ParamInfo:
         self.dims = []
         # dynamic dimension name -> the largest size its integer type holds
         self.dim_max = {}
+        # T.StridedTensor: each stride an int or the name of the variable it binds; None for
+        # a T.Tensor (contiguous, as upstream requires of it)
+        self.strides = None
+        if self.is_tensor and p.node.strides:
+            self.strides = []
+            for s in p.node.strides:
+                if s.is_var:
+                    self.strides.append(s.var_name)
+                    self.dim_max.setdefault(s.var_name, int(np.iinfo(s.dtype).max))
+                elif (c := _const_int(s)) is not None:
+                    self.strides.append(c)
+                else:
+                    raise TileLangRuntimeError(
+                        f"parameter {self.name!r}: stride {s!r} must be an int or a T.dynamic variable")
         if self.is_tensor:
             for d in p.shape:
                 if isinstance(d, int):
@@ -77,10 +91,21 @@ class _ParamInfo:
     def shape_str(self):
         return "(" + ", ".join(str(d) for d in self.dims) + ")"
 
+    def strides_str(self):
+        return "(" + ", ".join(str(d) for d in self.strides) + ")"
+
     @property
     def is_pointer(self):
         """A T.ptr parameter: an address."""
         return self.dtype == "handle"
+
+
+def _const_int(e):
+    """The value of a constant integer expression, or None."""
+    from ..language.values import _py_or_expr
+
+    v = _py_or_expr(e)
+    return v if isinstance(v, int) else None
 
 
 def _normalize_out_idx(out_idx, n):
@@ -245,6 +270,13 @@ class JITKernel:
                   file=sys.stderr)
 
     def _check_output_dims(self):
+        for i in self.alloc_idx:
+            if self.params[i].strides is not None:
+                # Allocated here, it would be contiguous: not what the kernel was compiled for.
+                what = "output" if i in self.out_idx else "T.alloc_global buffer"
+                raise TileLangRuntimeError(
+                    f"{what} {self.params[i].name!r} is a T.StridedTensor; the runtime allocates contiguous "
+                    "tensors only: pass it as an input, or declare it T.Tensor")
         known = {(d.var if isinstance(d, AffineDim) else d) for i in self.in_idx for d in self.params[i].dims
                  if isinstance(d, str)}
         for i in self.alloc_idx:
@@ -427,7 +459,7 @@ class JITKernel:
         for i, a in zip(self.in_idx, args):
             p = self.params[i]
             if p.is_tensor:
-                t = arguments.tensor_arg(a, p.name, self.name)
+                t = arguments.tensor_arg(a, p.name, self.name, strided=p.strides is not None)
                 self._check_tensor(p, t, dims)
                 values[i] = t.ptr
                 if use_torch is None:
@@ -444,7 +476,7 @@ class JITKernel:
             (outputs if i in self.out_idx else workspaces).append(out)
             values[i] = out.data_ptr() if use_torch is not None and use_torch is not False else \
                 out.__array_interface__["data"][0]
-        for name, _, _ in self.dynamic_dims:
+        for name, *_ in self.dynamic_dims:
             values.append(dims[name])
         status = self._module.run(values)
         if status != 0:
@@ -485,6 +517,32 @@ class JITKernel:
                         f"{self.name}(): dynamic dimension {want!r} is {got} in {p.name!r}, beyond the "
                         f"{p.dim_max[want]} its type holds; declare it T.dynamic({want!r}, \"int64\")")
                 dims[want] = int(got)
+        if p.strides is not None:
+            self._check_strides(p, t, dims)
+
+    def _check_strides(self, p, t, dims):
+        """Upstream's rule for a T.StridedTensor: each static stride must be the argument's
+        (or 0), a symbolic one is bound from it (the same variable twice must agree), and a
+        dimension of size 1 may have any stride (torch and DLPack report them freely)."""
+        got_all = tuple(t.strides)
+        for axis, (want, got, size) in enumerate(zip(p.strides, got_all, t.shape)):
+            if isinstance(want, int):
+                if size != 1 and want != 0 and want != got:
+                    raise TileLangArgumentError(
+                        f"{self.name}(): argument {p.name!r} must have strides {p.strides_str()} (in elements), got "
+                        f"{got_all} (dimension {axis} has stride {got}, expected {want})")
+                continue
+            if want in dims:
+                if size != 1 and dims[want] != got:
+                    raise TileLangArgumentError(
+                        f"{self.name}(): stride {want!r} of argument {p.name!r} (dimension {axis}) is {got}, but "
+                        f"{want} = {dims[want]} from an earlier size or stride")
+                continue
+            if got > p.dim_max[want]:
+                raise TileLangArgumentError(
+                    f"{self.name}(): stride {want!r} is {got} in {p.name!r}, beyond the {p.dim_max[want]} its type "
+                    f"holds; declare it T.dynamic({want!r}, \"int64\")")
+            dims[want] = int(got)
 
     def _check_affine(self, p, t, axis, want, got, dims):
         var = want.var

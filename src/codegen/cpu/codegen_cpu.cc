@@ -87,7 +87,7 @@ class CpuCodegen : public CPrinter {
     for (const DynamicDimVar& dv : DynamicDimVars(f, [&](const Var* v) { return names_.count(v) > 0; })) {
       const Var* v = dv.var;
       std::string name = Ident(v->name, v);
-      out.dynamic_dims.push_back({v->name, dv.param, dv.dim});
+      out.dynamic_dims.push_back({v->name, dv.param, dv.dim, dv.stride});
       Line() << "const " << CType(v->dtype) << " " << name << " = static_cast<" << CType(v->dtype)
              << ">(args[" << slot++ << "].i);\n";
     }

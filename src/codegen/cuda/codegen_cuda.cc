@@ -88,7 +88,7 @@ class CudaCodegen : public CPrinter {
     }
     for (const DynamicDimVar& dv : DynamicDimVars(f, [&](const Var* v) { return names_.count(v) > 0; })) {
       const Var* v = dv.var;
-      out.dynamic_dims.push_back({v->name, dv.param, dv.dim});
+      out.dynamic_dims.push_back({v->name, dv.param, dv.dim, dv.stride});
       out.dynamic_vars.push_back(dv.ref);
       sig << ", " << CType(v->dtype) << " " << Ident(v->name, v);
       out.arg_kinds.push_back(ArgKind(v->dtype));
