@@ -167,6 +167,8 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
     scoped = current_config()  # `with tilelang.tvm.transform.PassContext(config=...)`
     if scoped:
         pass_configs = dict(scoped, **(pass_configs or {}))
+    if getattr(func, "pass_configs", None):  # the function's own (T.annotate_pass_configs), as compile
+        pass_configs = dict(func.pass_configs, **(pass_configs or {}))
     config = {key_name(k): str(v) for k, v in (pass_configs or {}).items()}
     params = [p.name if hasattr(p, "name") else p.node.var_name for p in func.params]
     folder = dump_dir(config)

@@ -60,6 +60,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cuda-insert-barriers", out, ctx);
   // On the final index expressions: 64-bit offsets where a tensor may pass 2^31.
   out = RunPass("legalize-index-width", out, ctx);
+  // T.annotate_min_blocks_per_sm: a marker the code generator reads into __launch_bounds__.
+  out = RunPass("cuda-launch-bounds", out, ctx);
   return out;
 }
 

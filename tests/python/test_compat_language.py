@@ -139,14 +139,25 @@ def test_accepted_hints_become_remarks_not_code():
     k(a, b)
     np.testing.assert_array_equal(b, a + 1)
     text = "\n".join(k.get_remarks())
-    for name in ("T.disable_warp_group_reg_alloc()", "T.pdl_sync()",
-                 "T.pdl_trigger()", "T.annotate_min_blocks_per_sm(2)"):
+    for name in ("T.disable_warp_group_reg_alloc()", "T.pdl_sync()", "T.pdl_trigger()"):
         assert name in text, text
     assert "remark" not in k.get_kernel_source()
     # CUDA: compiled without a GPU; the hints leave nothing in the kernel (no griddepcontrol).
     art = tilelang.lower(f, target="cuda -arch=sm_90a")
     assert "griddepcontrol" not in art.kernel_source and "tl.remark" not in art.kernel_source
     assert any("T.pdl_sync()" in r for r in art.remarks)
+    # T.annotate_min_blocks_per_sm is applied on CUDA: the second launch-bounds argument
+    assert "__launch_bounds__(32, 2)" in art.kernel_source, art.kernel_source
+
+
+def test_min_blocks_per_sm_must_be_a_positive_int():
+    with pytest.raises(ValueError, match="annotate_min_blocks_per_sm takes a positive int, got 0"):
+
+        @T.prim_func
+        def f(A: T.Tensor((8,), "float32")):
+            with T.Kernel(8, threads=32) as bx:
+                T.annotate_min_blocks_per_sm(0)
+                A[bx] = 1.0
 
 
 def test_compile_time_assert():

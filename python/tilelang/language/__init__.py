@@ -1247,8 +1247,17 @@ def set_max_nreg(reg_count, is_inc):
 
 
 def annotate_min_blocks_per_sm(n):
-    """A launch-bounds hint (min blocks per SM); accepted, not applied."""
-    _remark(f"T.annotate_min_blocks_per_sm({n}): accepted, not applied")
+    """The second argument of the CUDA kernel's ``__launch_bounds__(threads, n)``: at least
+    `n` blocks should fit on an SM, so the compiler limits registers to allow it (1 without
+    it). Set for the whole function, as the pass config "tl.min_blocks_per_sm"; the CPU
+    target ignores it."""
+    import builtins
+    import numbers  # (`int` and `bool` are dtypes here)
+
+    if isinstance(n, builtins.bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise _b._UserError(f"T.annotate_min_blocks_per_sm takes a positive int, got {n!r}")
+    b = _b.current()
+    b.pass_configs = dict(b.pass_configs or {}, **{"tl.min_blocks_per_sm": str(n)})
 
 
 def pdl_trigger():

@@ -94,6 +94,7 @@ ACTED_ON = {
 ACTED_ON_CUDA = {
     "tl.disable_warp_specialized": "no producer warpgroup (cp.async pipelines)",
     "tl.disable_tma_lower": "no TMA loads, hence no warp specialization",
+    "tl.min_blocks_per_sm": "the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)",
     # ours, on unless set to False (src/transform/cuda/wgmma_select.cc, jit/cuda_backend.py)
     "tl.enable_wgmma_fp8": "float8 GEMMs on Hopper's k32 wgmma",
     "tl.enable_dynamic_alignment": "a variant for dynamic row lengths that are multiples of 16 (jit/cuda_backend.py)",

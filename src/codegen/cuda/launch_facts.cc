@@ -14,12 +14,15 @@ namespace tl::codegen::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
-/// The producer threads a warp-specialized kernel adds to the launch, 0 for none.
-int64_t ProducerThreads(const Stmt& body) {
-  int64_t threads = 0;
+namespace {
+
+/// The constant of the first launch-level marker `key` (in the kernel's top-level
+/// sequences, through the thread binding), or `otherwise`.
+int64_t LaunchMarker(const Stmt& body, const char* key, int64_t otherwise) {
+  int64_t value = otherwise;
   std::function<void(const Stmt&)> find = [&](const Stmt& s) {
     if (const auto* attr = As<AttrStmt>(s)) {
-      if (attr->key == transform::cuda::kWarpSpecializedAttr) AsConstInt(attr->values[0], &threads);
+      if (attr->key == key) AsConstInt(attr->values[0], &value);
     }
     if (const auto* seq = As<Seq>(s)) {
       for (const Stmt& c : seq->stmts) find(c);
@@ -30,8 +33,14 @@ int64_t ProducerThreads(const Stmt& body) {
     if (const auto* k = As<KernelLaunch>(s)) find(k->body);
   };
   find(body);
-  return threads;
+  return value;
 }
+
+}  // namespace
+
+int64_t ProducerThreads(const Stmt& body) { return LaunchMarker(body, transform::cuda::kWarpSpecializedAttr, 0); }
+
+int64_t MinBlocksPerSm(const Stmt& body) { return LaunchMarker(body, transform::cuda::kMinBlocksPerSmAttr, 1); }
 
 /// The (first) kernel launch of a function body.
 const KernelLaunch* FindLaunch(const Stmt& s) {

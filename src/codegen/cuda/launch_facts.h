@@ -11,6 +11,8 @@ namespace tl::codegen::cuda {
 
 /// The producer threads a warp-specialized kernel adds to the launch, 0 for none.
 int64_t ProducerThreads(const ir::Stmt& body);
+/// The minimum blocks per SM of __launch_bounds__: T.annotate_min_blocks_per_sm's, else 1.
+int64_t MinBlocksPerSm(const ir::Stmt& body);
 /// The (first) kernel launch of a function body, or null.
 const ir::KernelLaunch* FindLaunch(const ir::Stmt& s);
 /// Panel width for block rasterization: T.use_swizzle's, else 8 for wide 2-D grids; 0 for none.

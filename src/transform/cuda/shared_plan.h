@@ -25,6 +25,9 @@ inline constexpr const char* kSharedOffsetAttr = "tl.shared_offset";
 /// kernel body that cuda-warp-specialize split into a producer warpgroup (launched above
 /// the thread binding's range) and consumers: `if ws_is_producer(consumers): ... else: ...`.
 inline constexpr const char* kWarpSpecializedAttr = "tl.warp_specialized";
+/// Marker at the top of a kernel launch's body: the minimum blocks per SM of its
+/// __launch_bounds__ (cuda-launch-bounds, from T.annotate_min_blocks_per_sm).
+inline constexpr const char* kMinBlocksPerSmAttr = "tl.min_blocks_per_sm";
 
 /// Whether `s` is the warp-specialized split `if ws_is_producer(n): ... else: ...`.
 bool IsWarpSpecializedSplit(const ir::Stmt& s);
