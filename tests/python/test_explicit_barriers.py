@@ -392,3 +392,27 @@ def test_tile_work_in_both_warpgroups_is_refused_on_cuda():
 
     with pytest.raises(Exception, match="both warpgroups"):
         cuda_source(main)
+
+
+def test_stage_gemms_elsewhere_keep_mma_sync_until_checked():
+    """A GEMM on a stage X[s, :, :] of a 3-D tile outside a kernel that programs its barriers
+    keeps the mma.sync path (the one the H200 runs have checked); tl.enable_wgmma_stages
+    opts in to wgmma there."""
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((64, 128), "float16"), C: T.Tensor((128, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((2, 128, 64), "float16")
+            B_s = T.alloc_shared((2, 64, 128), "float16")
+            acc = T.alloc_fragment((128, 128), "float32")
+            T.copy(A, A_s[1, :, :])
+            T.copy(B, B_s[1, :, :])
+            T.clear(acc)
+            T.gemm(A_s[1, :, :], B_s[1, :, :], acc)
+            T.copy(acc, C)
+
+    remarks = "\n".join(tilelang.lower(main, target="cuda -arch=sm_90a").remarks)
+    assert "ldmatrix + mma.sync" in remarks, remarks
+    remarks = "\n".join(tilelang.lower(main, target="cuda -arch=sm_90a",
+                                       pass_configs={"tl.enable_wgmma_stages": True}).remarks)
+    assert "wgmma" in remarks and "ldmatrix + mma.sync" not in remarks, remarks

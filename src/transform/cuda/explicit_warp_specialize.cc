@@ -215,6 +215,12 @@ class KernelRewriter : public IRMutator {
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
     if (!IsExplicit(op->body)) return self;
+    // Such kernels stage their own tiles and GEMM on a stage `A_s[k % 2, :, :]`, which TMA
+    // fills: wgmma reads those stages in the panels TMA writes (mma.sync's ldmatrix layout is
+    // not one TMA can write). Elsewhere that path stays off until a GPU run has checked it
+    // (WgmmaOptions::stages); a setting given by the user wins. (Per lowering: a function's
+    // later kernels see it too.)
+    ctx_.config.emplace("tl.enable_wgmma_stages", "1");
     WsSurvey survey;
     survey.Visit(op->body);
     if (!hopper_ && !survey.tma.empty()) {

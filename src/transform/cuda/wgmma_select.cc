@@ -25,12 +25,14 @@ bool RowsWindow(const Region& r, int64_t* rows, int64_t* cols, int64_t* col0, in
          *col0 + *width <= *cols;
 }
 
-/// rows x cols of a whole 2-D tile region, or false. A stage of a staged tile (leading
-/// dimensions of extent 1, at any index: `A_s[k % 2, :, :]` in a kernel that stages its own
-/// tiles) counts as a whole tile: each stage is a contiguous tile in the same panels.
-bool WholeTile(const Region& r, int64_t* rows, int64_t* cols) {
+/// rows x cols of a whole 2-D tile region, or false. With `stages`, a stage of a staged
+/// tile (leading dimensions of extent 1, at any index: `A_s[k % 2, :, :]` in a kernel that
+/// stages its own tiles) counts as a whole tile: each stage is a contiguous tile in the
+/// same panels (WgmmaOptions::stages).
+bool WholeTile(const Region& r, int64_t* rows, int64_t* cols, bool stages = false) {
   const size_t rank = r.ranges.size();
   if (rank < 2 || r.buffer->shape.size() != rank || !r.buffer->strides.empty()) return false;
+  if (rank > 2 && !stages) return false;
   for (size_t k = 0; k + 2 < rank; ++k) {
     if (!IsOne(r.ranges[k].extent)) return false;
   }
@@ -55,6 +57,9 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
   o.fp8 = ConfigOn(ctx, "tl.enable_wgmma_fp8", /*default_on=*/true);
   // off until a GPU run has checked windowed operands (wgmma_test.cu, the CUDA suite)
   o.windows = ConfigOn(ctx, "tl.enable_wgmma_windows", /*default_on=*/false);
+  // off until a GPU run has checked wgmma on a stage of a 3-D tile (the other GEMMs on
+  // such stages keep the mma.sync path the H200 runs have checked)
+  o.stages = ConfigOn(ctx, "tl.enable_wgmma_stages", /*default_on=*/false);
   return o;
 }
 
@@ -83,7 +88,7 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   const int64_t eb = a->dtype.bytes(), kstep = fp8 ? 32 : 16;
   int64_t ar, ac, br, bc, m, n;
   int64_t a_col0 = 0, a_width = 0, b_col0 = 0, b_width = 0;
-  const bool a_whole = WholeTile(op->a, &ar, &ac), b_whole = WholeTile(op->b, &br, &bc);
+  const bool a_whole = WholeTile(op->a, &ar, &ac, options.stages), b_whole = WholeTile(op->b, &br, &bc, options.stages);
   if (!WholeTile(op->c, &m, &n)) return "an operand is not a whole 2-D tile";
   // A window of a K-major operand along K, starting on a 128-byte panel (WgmmaOptions::windows).
   auto window = [&](const Region& r, bool k_major, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width) {
