@@ -767,7 +767,7 @@ def test_a_variable_named_i_with_an_initial_value():
     def f(A: T.Tensor((1,), "int32")):
         with T.Kernel(1) as _:
             i = T.alloc_var(T.int32, 0)
-            s = T.alloc_var(T.int32, 0)  # (without an initial value it is uninitialised, as on CUDA)
+            s = T.alloc_var(T.int32, 0)
             while i < 10:
                 s += i
                 i += 1
@@ -777,6 +777,33 @@ def test_a_variable_named_i_with_an_initial_value():
     compile_cpu(f)(a)
     assert a[0] == 45
     assert "init_i" in tilelang.lower(f, target="cuda -arch=sm_90a").kernel_source
+
+
+def test_alloc_var_starts_at_zero_and_takes_upstreams_forms(rng):
+    """Upstream: T.alloc_var(dtype) starts at zero; a lone string is the scope; (init, scope)."""
+    @T.prim_func
+    def f(A: T.Tensor((4,), "float32"), B: T.Tensor((2,), "int32")):
+        with T.Kernel(1) as _:
+            s = T.alloc_var(T.float32)
+            h = T.alloc_var(T.float32, "local.var")
+            g = T.alloc_var(T.float32, 1.5, "local.var")
+            n = T.alloc_var(T.int32, init=3)
+            for k in T.serial(4):
+                s += A[k]
+            B[0] = T.cast(s * 0 + h, "int32") + n  # h is zero
+            B[1] = T.cast(s + g, "int32")
+
+    a = (rng.standard_normal(4) * 4).round().astype(np.float32)
+    b = np.full(2, -7, np.int32)
+    compile_cpu(f)(a, b)
+    assert b[0] == 3 and b[1] == int(np.float32(a.sum()) + np.float32(1.5))
+    with pytest.raises(ValueError, match="initial value is given twice"):
+
+        @T.prim_func
+        def twice(A: T.Tensor((1,), "int32")):
+            with T.Kernel(1) as _:
+                v = T.alloc_var(T.int32, 1, init=2)
+                A[0] = v
 
 
 def test_calling_a_name_only_dtype_is_a_type_error():

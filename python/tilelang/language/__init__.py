@@ -319,10 +319,29 @@ def alloc_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=No
     return _alloc(shape, dtype, kind)
 
 
-def alloc_var(dtype, init=None, scope="local.var"):
-    """A scalar variable; read and assign it by name."""
+def alloc_var(dtype, *args, scope="local.var", init=None):
+    """A scalar variable; read and assign it by name. Upstream's forms: ``T.alloc_var(dtype)``
+    (starts at zero), ``T.alloc_var(dtype, init)``, ``T.alloc_var(dtype, "local.var")`` (a
+    scope), ``T.alloc_var(dtype, init, scope)``, ``T.alloc_var(dtype, init=...)``."""
+    if len(args) > 2:
+        raise _b._UserError(f"T.alloc_var(dtype, init, scope) takes at most 3 arguments, got {1 + len(args)}")
+    if len(args) == 2:
+        if init is not None:
+            raise _b._UserError("T.alloc_var: the initial value is given twice")
+        init, scope = args
+        if not isinstance(scope, str):
+            raise _b._UserError(f"T.alloc_var(dtype, init, scope): the scope is a string, got {scope!r}")
+    elif len(args) == 1:
+        if isinstance(args[0], str):
+            scope = args[0]
+        elif init is not None:
+            raise _b._UserError("T.alloc_var: the initial value is given twice")
+        else:
+            init = args[0]
     if init is None and not isinstance(dtype, str) and isinstance(dtype, (numbers.Number, PrimExpr)):
         raise _b._UserError("T.alloc_var(dtype, init): the dtype comes first")
+    if init is None:
+        init = 0  # as upstream: a variable without an initial value starts at zero
     if isinstance(init, numbers.Real) and not isinstance(init, numbers.Integral) and str(dtype) in _FLOAT_MAX \
             and _pymath.isfinite(init) and abs(init) > _FLOAT_MAX[str(dtype)]:
         raise _b._UserError(f"T.alloc_var: the initial value {init!r} exceeds maximum of {dtype} "
