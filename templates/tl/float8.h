@@ -163,6 +163,13 @@ struct float8 {
     return r;
   }
 
+  /// Infinity of the given sign where the format has one (E5M2), else the largest finite
+  /// value (E4M3): what T.infinity / -T.infinity mean for it. Built from the bits, since a
+  /// conversion of float infinity saturates.
+  static TL_F8_FN float8 infinity_of_sign(bool negative) {
+    return from_bits(static_cast<unsigned char>((negative ? 0x80u : 0u) | (F::inf_code ? F::inf_code : F::max_code)));
+  }
+
   /// Exact widening to float; every arithmetic operator goes through this.
   TL_F8_FN operator float() const { return detail::f8_to_float<F>(bits); }
 

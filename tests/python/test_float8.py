@@ -258,3 +258,17 @@ def test_fp8_gemm_matches_float64(dtype):
     tilelang.compile(_fp8_gemm(dtype))(a, b, c)
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_infinity_of_each_format():
+    """T.infinity: E5M2 has infinities (upstream's test reads inf back); E4M3 has none, so
+    its largest finite value, 448. (A float infinity *converted* saturates, see above.)"""
+    for dt, want in (("float8_e5m2", np.inf), ("float8_e4m3fn", 448.0)):
+        @T.prim_func
+        def fill(A: T.Tensor((32,), dt)):
+            with T.Kernel(1, threads=32):
+                T.fill(A, T.infinity(dt))
+
+        a = np.zeros(32, FORMATS[dt][0])
+        compile_cpu(fill)(a)
+        assert (a.astype(np.float32) == want).all(), (dt, a[:2])

@@ -222,7 +222,7 @@ inline T infinity() {
   } else if constexpr (std::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0x7f80u);
   } else if constexpr (detail::is_float8<T>::value) {
-    return T(std::numeric_limits<float>::infinity());  // e4m3 has none: saturates to 448
+    return T::infinity_of_sign(false);  // e4m3 has none: its largest finite value, 448
   } else if constexpr (std::numeric_limits<T>::has_infinity) {
     return std::numeric_limits<T>::infinity();
   } else {
@@ -238,7 +238,7 @@ inline T neg_infinity() {
   } else if constexpr (std::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0xff80u);
   } else if constexpr (detail::is_float8<T>::value) {
-    return T(-std::numeric_limits<float>::infinity());  // e4m3 has none: saturates to -448
+    return T::infinity_of_sign(true);  // e4m3 has none: -448
   } else if constexpr (std::numeric_limits<T>::has_infinity) {
     return -std::numeric_limits<T>::infinity();
   } else {

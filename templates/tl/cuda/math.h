@@ -342,7 +342,7 @@ TL_DEVICE T infinity() {
   } else if constexpr (detail::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0x7f80u);
   } else if constexpr (detail::is_float8<T>::value) {
-    return T(__uint_as_float(0x7f800000u));  // e4m3 has none: saturates to 448
+    return T::infinity_of_sign(false);  // e4m3 has none: its largest finite value, 448
   } else if constexpr (detail::is_same<T, float>::value) {
     return __uint_as_float(0x7f800000u);
   } else if constexpr (detail::is_same<T, double>::value) {
@@ -361,7 +361,7 @@ TL_DEVICE T neg_infinity() {
   } else if constexpr (detail::is_same<T, bfloat16>::value) {
     return bfloat16_from_bits(0xff80u);
   } else if constexpr (detail::is_float8<T>::value) {
-    return T(__uint_as_float(0xff800000u));  // e4m3 has none: saturates to -448
+    return T::infinity_of_sign(true);  // e4m3 has none: -448
   } else if constexpr (detail::is_same<T, float>::value) {
     return __uint_as_float(0xff800000u);
   } else if constexpr (detail::is_same<T, double>::value) {
