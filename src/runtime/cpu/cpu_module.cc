@@ -40,20 +40,25 @@ const std::string& CompilerIdentity(const std::string& compiler) {
   return cache[compiler] = out.substr(0, out.find('\n'));
 }
 
-/// Names and contents of every header in the include folder, hashed once per process,
-/// so that editing or adding a header invalidates cached libraries.
+/// Names and contents of every header in the include folder and the folder above it
+/// (the headers shared with CUDA, ../float8.h and ../subbyte.h, which the CPU headers
+/// include), hashed once per process, so that editing or adding a header invalidates
+/// cached libraries.
 const std::string& HeaderHash(const std::string& include_dir) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::string> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(include_dir);
   if (it != cache.end()) return it->second;
+  const size_t end = include_dir.find_last_not_of('/');
+  const size_t cut = end == std::string::npos ? std::string::npos : include_dir.rfind('/', end);
+  const std::string root = cut == std::string::npos || cut == 0 ? include_dir : include_dir.substr(0, cut);
   std::vector<std::string> files;
-  ListFiles(include_dir, &files);
+  ListFiles(root, &files);
   std::sort(files.begin(), files.end());
   std::string all;
   for (const std::string& f : files) {
-    all += f.substr(include_dir.size()) + "\n" + ContentHash(ReadFile(f)) + "\n";
+    all += f.substr(root.size()) + "\n" + ContentHash(ReadFile(f)) + "\n";
   }
   return cache[include_dir] = ContentHash(all);
 }
