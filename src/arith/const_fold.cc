@@ -178,6 +178,9 @@ bool ExactIn(DType t, double v) {
   if (!t.IsFloat()) return false;
   // 8-bit floats: constants stay casts evaluated by the device library (which rounds and
   // saturates); only zero and NaN, and E5M2's infinities, are known to be exact.
+  // The MX types likewise: float4_e2m1fn has both zeros (no NaN), float8_e8m0fnu only NaN.
+  if (t.code == DType::kFloat4E2M1) return v == 0;
+  if (t.code == DType::kFloat8E8M0) return std::isnan(v);
   if (t.IsFloat8()) return v == 0 || std::isnan(v) || (t.code == DType::kFloat8E5M2 && std::isinf(v));
   if (std::isnan(v) || std::isinf(v) || v == 0) return true;
   if (t == DType::Float(64)) return true;

@@ -166,6 +166,15 @@ class CPrinter {
     return Print(analyzer_.Simplify(off));
   }
 
+  /// The pointee type of a buffer's pointer or array: bytes for a packed 4-bit tensor
+  /// (PackedInMemory), whose elements only load_packed / store_packed address.
+  static std::string ElemPtrType(const BufferNode& b) { return PackedInMemory(b) ? "uint8_t" : CType(b.dtype); }
+
+  /// The library's one-per-byte value types (templates/tl/subbyte.h): they convert only
+  /// from built-in arithmetic types, 16-bit and 8-bit floats, so a cast from another
+  /// storage type goes through float (int for the 4-bit integers; both exact).
+  static bool MxOrSubByte(DType t) { return t.IsMxFloat() || t.IsSubByte(); }
+
   static std::string FloatLiteral(double v, DType t) {
     std::string ct = CType(t);
     if (std::isinf(v)) return std::string(v > 0 ? "" : "-") + "std::numeric_limits<float>::infinity()";
@@ -204,6 +213,10 @@ class CPrinter {
         std::string v = Print(op->value);
         if ((from.bits == 16 && from.IsFloat()) && !(e->dtype == DType::Float(32))) {
           v = "static_cast<float>(" + v + ")";
+        } else if (MxOrSubByte(from) && (MxOrSubByte(e->dtype) || e->dtype.bits == 16 || e->dtype.IsFloat8())) {
+          v = std::string(from.IsInt() ? "static_cast<int>(" : "static_cast<float>(") + v + ")";
+        } else if (MxOrSubByte(e->dtype) && (from.IsFloat8() || MxOrSubByte(from))) {
+          v = "static_cast<float>(" + v + ")";
         }
         return "static_cast<" + CType(e->dtype) + ">(" + v + ")";
       }
@@ -214,6 +227,10 @@ class CPrinter {
       }
       case NodeKind::kBufferLoad: {
         const auto* op = As<BufferLoad>(e);
+        if (PackedInMemory(*op->buffer)) {
+          return "tl::load_packed<" + CType(op->buffer->dtype) + ">(" + Name(op->buffer.get()) + ", " +
+                 Offset(op->buffer, op->indices) + ")";
+        }
         return Name(op->buffer.get()) + "[" + Offset(op->buffer, op->indices) + "]";
       }
       default: TL_ICHECK(false) << "cannot print expression kind in CPU codegen";
@@ -305,6 +322,7 @@ class CPrinter {
     if (op->op == "address_of") {
       const auto* load = As<BufferLoad>(op->args[0]);
       TL_ICHECK(load) << "address_of needs a buffer element";
+      TL_ICHECK(!PackedInMemory(*load->buffer)) << "address of an element of packed 4-bit tensor " << load->buffer->name;
       return "(&" + Print(op->args[0]) + ")";
     }
     // A failed run-time assert (after its message is printed); the CPU printer overrides it.
@@ -386,6 +404,12 @@ class CPrinter {
       }
       case NodeKind::kBufferStore: {
         const auto* op = As<BufferStore>(s);
+        if (PackedInMemory(*op->buffer)) {
+          // Two values per byte: the neighbour is kept (subbyte.h's store_packed).
+          Line() << "tl::store_packed(" << Name(op->buffer.get()) << ", " << Offset(op->buffer, op->indices) << ", "
+                 << CType(op->buffer->dtype) << "(" << Print(op->value) << "));\n";
+          return;
+        }
         Line() << Name(op->buffer.get()) << "[" << Offset(op->buffer, op->indices) << "] = " << Print(op->value)
                << ";\n";
         return;

@@ -14,6 +14,8 @@ std::string DType::str() const {
     case kBFloat: return "bfloat16";
     case kFloat8E4M3: return "float8_e4m3fn";
     case kFloat8E5M2: return "float8_e5m2";
+    case kFloat4E2M1: return "float4_e2m1fn";
+    case kFloat8E8M0: return "float8_e8m0fnu";
     case kBool: return "bool";
     case kHandle: return "handle";
     case kVoid: return "void";
@@ -31,6 +33,7 @@ DType DType::Parse(const std::string& name) {
       {"double", Float(64)},  {"int", Int(32)},       {"handle", Handle()},
       // float8_e4m3 is upstream's name for the same CUDA type (__nv_fp8_e4m3)
       {"float8_e4m3fn", Float8E4M3()}, {"float8_e4m3", Float8E4M3()}, {"float8_e5m2", Float8E5M2()},
+      {"float4_e2m1fn", Float4E2M1()}, {"float8_e8m0fnu", Float8E8M0()}, {"int4", Int(4)}, {"uint4", UInt(4)},
   };
   auto it = kNames.find(name);
   return it == kNames.end() ? Void() : it->second;

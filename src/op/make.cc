@@ -205,6 +205,14 @@ Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans
                         << ToString(n);
   }
   DType ta = ra.buffer->dtype, tb = rb.buffer->dtype, tc = rc.buffer->dtype;
+  for (DType t : {ta, tb, tc}) {
+    if (t.IsSubByte() || t.IsMxFloat()) {
+      // The MX GEMMs (block-scaled fp4 with e8m0 scales) are sm_100 instructions; here the
+      // operands are converted first (T.copy into a float16/bfloat16 tile).
+      TL_USER_ERROR(span) << "T.gemm: " << t.str() << " operands are not supported (copy them into a float16, "
+                          << "bfloat16 or int8 tile first)";
+    }
+  }
   bool float_in = ta.IsFloat() && tb.IsFloat(), int_in = ta.IsInt() && tb.IsInt();
   if (!(float_in && tc.IsFloat()) && !(int_in && tc.IsInt())) {
     TL_USER_ERROR(span) << "T.gemm: unsupported types: A " << ta.str() << ", B " << tb.str()
@@ -276,11 +284,13 @@ Stmt MakeReduce(RegionSpec src, RegionSpec dst, ReduceKind kind, int dim, bool c
 Stmt MakeAtomic(AtomicKind kind, RegionSpec dst, RegionSpec src, Expr value, const Span& span) {
   const char* name = kind == AtomicKind::kAdd ? "T.atomic_add"
                      : kind == AtomicKind::kMax ? "T.atomic_max" : "T.atomic_min";
-  if (dst.buffer->dtype.IsFloat8()) {
-    // No GPU has 8-bit float atomics, and a compare-and-swap loop on a byte would need
-    // the neighbouring bytes' word: refused rather than emulated.
-    TL_USER_ERROR(span) << name << ": " << dst.buffer->name << " is " << dst.buffer->dtype.str()
-                        << "; atomics on 8-bit floats are not supported (accumulate in float32 and cast)";
+  const DType dt = dst.buffer->dtype;
+  if (dt.IsFloat8() || dt.IsMxFloat() || dt.IsSubByte()) {
+    // No GPU has 8-bit float (or 4-bit) atomics, and a compare-and-swap loop on a byte would
+    // need the neighbouring bytes' word: refused rather than emulated.
+    TL_USER_ERROR(span) << name << ": " << dst.buffer->name << " is " << dt.str() << "; atomics on "
+                        << (dt.IsSubByte() ? "4-bit types" : "8-bit floats") << " are not supported (accumulate in "
+                        << (dt.IsInt() ? "int32" : "float32") << " and cast)";
   }
   if (!src.buffer) {
     // Element form: dst[i, j] op= value (or a region op= a broadcast value).

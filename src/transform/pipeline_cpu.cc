@@ -11,6 +11,7 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   // A global tensor with an annotated storage order: its tile ops become element loops ...
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
+  out = RunPass("report-packed-tensors", out, ctx);
   // Thread-level code (the thread index, warp shuffles) runs its threads in lockstep.
   out = RunPass("cpu-emulate-threads", out, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.

@@ -17,6 +17,7 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // Tiles a pipelined loop stages must exist before it (its prologue loads them).
   out = RunPass("hoist-pipelined-allocations", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
+  out = RunPass("report-packed-tensors", out, ctx);
   // Canonical regions first: layout inference matches fragment indices structurally.
   out = RunPass("simplify", out, ctx);
   // A tile access that certainly leaves its tile is refused before anything is lowered.

@@ -154,6 +154,12 @@ struct BufferNode {
 };
 using Buffer = std::shared_ptr<const BufferNode>;
 
+/// Whether the buffer's elements are packed two per byte (element i in the low nibble of
+/// byte i/2 when i is even, the high nibble when odd): 4-bit types in global memory, as
+/// torch and upstream TileLang store them. Tiles (shared, fragment, local) hold one 4-bit
+/// value per byte, so their accesses stay byte accesses (and vectorize as int8 would).
+inline bool PackedInMemory(const BufferNode& b) { return b.scope == Scope::kGlobal && b.dtype.IsSubByte(); }
+
 /// buffer[indices]. One index per dimension.
 struct BufferLoad final : ExprNode {
   static constexpr NodeKind kKind = NodeKind::kBufferLoad;

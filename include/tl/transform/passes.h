@@ -71,6 +71,10 @@ ir::PrimFunc HoistPipelinedAllocations(const ir::PrimFunc& f, PassContext& ctx);
 /// tile layouts); each annotated tile is named in a remark, and the annotation dropped.
 ir::PrimFunc ReportLayoutAnnotations(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "report-packed-tensors": each 4-bit global tensor (two values per byte) is checked (an
+/// even last dimension) and named in a remark saying how its elements are read and written.
+ir::PrimFunc ReportPackedTensors(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "cpu-emulate-threads": kernels with thread-level code (T.get_thread_binding, per-thread
 /// locals, T.warp_reduce_*, T.shfl_*) run their threads in lockstep on the CPU: each
 /// thread-dependent statement becomes a loop over the block's threads. What lockstep

@@ -23,8 +23,9 @@ using namespace ir;  // NOLINT: implementation file
 
 std::string CType(DType t) {
   switch (t.code) {
-    case DType::kInt: return "int" + std::to_string(t.bits) + "_t";
-    case DType::kUInt: return "uint" + std::to_string(t.bits) + "_t";
+    // int4 / uint4 values: tl::int4_t / tl::uint4_t (templates/tl/subbyte.h), one per byte.
+    case DType::kInt: return t.bits == 4 ? "tl::int4_t" : "int" + std::to_string(t.bits) + "_t";
+    case DType::kUInt: return t.bits == 4 ? "tl::uint4_t" : "uint" + std::to_string(t.bits) + "_t";
     case DType::kFloat:
       if (t.bits == 16) return "tl::half";
       if (t.bits == 32) return "float";
@@ -33,6 +34,8 @@ std::string CType(DType t) {
     case DType::kBFloat: return "tl::bfloat16";
     case DType::kFloat8E4M3: return "tl::float8_e4m3";
     case DType::kFloat8E5M2: return "tl::float8_e5m2";
+    case DType::kFloat4E2M1: return "tl::float4_e2m1";
+    case DType::kFloat8E8M0: return "tl::float8_e8m0";
     case DType::kBool: return "bool";
     case DType::kHandle: return "void*";
     case DType::kVoid: return "void";
@@ -71,8 +74,8 @@ class CpuCodegen : public CPrinter {
     for (const Param& p : f->params) {
       if (p.buffer) {
         std::string name = Ident(p.buffer->name, p.buffer.get());
-        Line() << CType(p.buffer->dtype) << "* __restrict__ " << name << " = static_cast<"
-               << CType(p.buffer->dtype) << "*>(args[" << slot << "].ptr);\n";
+        Line() << ElemPtrType(*p.buffer) << "* __restrict__ " << name << " = static_cast<" << ElemPtrType(*p.buffer)
+               << "*>(args[" << slot << "].ptr);\n";
       } else if (p.var->dtype == DType::Handle()) {
         // A pointer parameter (T.ptr): T.make_tensor views read through it.
         Line() << "void* const " << Ident(p.var->name, p.var.get()) << " = args[" << slot << "].ptr;\n";

@@ -67,7 +67,7 @@ class CudaCodegen : public CPrinter {
     for (const Param& p : f->params) {
       if (!sig.str().empty()) sig << ", ";
       if (p.buffer) {
-        sig << CType(p.buffer->dtype) << "* __restrict__ " << Ident(p.buffer->name, p.buffer.get());
+        sig << ElemPtrType(*p.buffer) << "* __restrict__ " << Ident(p.buffer->name, p.buffer.get());
         out.arg_kinds.push_back("ptr");
       } else if (p.var->dtype == DType::Handle()) {
         // A pointer parameter (T.ptr): passed as an address, read by T.make_tensor views.
@@ -353,7 +353,10 @@ class CudaCodegen : public CPrinter {
       // __ldg reads global memory only (tl_cuda.h adds overloads for the 16- and 8-bit floats).
       const auto* load = As<BufferLoad>(op->args[0]);
       TL_ICHECK(load) << "ldg needs a buffer element";
-      if (load->buffer->scope == Scope::kGlobal) return "__ldg(&(" + Print(op->args[0]) + "))";
+      // (A packed 4-bit element has no address of its own: a plain load_packed.)
+      if (load->buffer->scope == Scope::kGlobal && !PackedInMemory(*load->buffer)) {
+        return "__ldg(&(" + Print(op->args[0]) + "))";
+      }
       return Print(op->args[0]);
     }
     if (op->op == "fns") {

@@ -36,6 +36,8 @@ static bool RowLengthFits(const Expr& len, int64_t v, arith::Analyzer& an, const
 bool VectorFits(const Region& r, int64_t v, arith::Analyzer& an, const AlignmentPromise& promise) {
   if (v == 1) return true;
   const Buffer& b = r.buffer;
+  // Packed 4-bit elements have no addresses of their own: element accesses only.
+  if (PackedInMemory(*b)) return false;
   size_t last = r.ranges.size() - 1;
   auto dims = TileDims(r);
   // An address-made tensor (T.make_tensor) is aligned to its element only: no vectors.
@@ -81,6 +83,8 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
   Scope ss = src.buffer->scope, ds = dst.buffer->scope;
   bool global_shared = (ss == Scope::kGlobal || ss == Scope::kShared) && (ds == Scope::kGlobal || ds == Scope::kShared);
   if (!global_shared || src.buffer->dtype != dst.buffer->dtype) return nullptr;
+  // A packed 4-bit tensor and a tile (one value per byte) differ in layout: element loops.
+  if (PackedInMemory(*src.buffer) || PackedInMemory(*dst.buffer)) return nullptr;
   auto sd = TileDims(src), dd = TileDims(dst);
   if (sd.size() != dd.size() || sd.empty()) return nullptr;
   int bytes = src.buffer->dtype.bytes();

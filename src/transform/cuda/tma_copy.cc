@@ -52,6 +52,7 @@ std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Pa
   size_t rank = src->shape.size();
   if (rank < 1 || rank > 5) return "TMA takes tensors of rank 1 to 5";
   if (src->dtype != dst->dtype) return "the copy converts between dtypes";
+  if (PackedInMemory(*src)) return "the tensor packs two 4-bit values per byte, the tile one per byte";
   int64_t bytes = src->dtype.bytes();
   if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return "the element type has no TMA encoding";
   // The tensor map's row pitch must be a multiple of 16 bytes: a static innermost size, or

@@ -86,6 +86,7 @@ std::string TmaIm2colUnfit(const Im2colNest& n, bool panelled, const std::vector
   if (!img->strides.empty()) return "the image has explicit strides";
   if (img->shape.size() != 4) return "the image is not 4-D (NHWC)";
   if (img->dtype != n.tile->dtype) return "the image and the tile differ in dtype";
+  if (PackedInMemory(*img)) return "the image packs two 4-bit values per byte, the tile one per byte";
   int64_t bytes = img->dtype.bytes();
   if (bytes != 1 && bytes != 2 && bytes != 4) return "the element type has no TMA encoding";
   int64_t channels = 0;

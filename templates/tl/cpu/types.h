@@ -258,8 +258,11 @@ static_assert(std::is_trivially_copyable<bfloat16>::value && std::is_trivial<bfl
 
 #define TL_F8_FN inline
 #include "../float8.h"  // the CPU include path is templates/tl/cpu
+#include "../subbyte.h"
 #undef TL_F8_FN
 
 static_assert(sizeof(tl::float8_e4m3) == 1 && sizeof(tl::float8_e5m2) == 1, "8-bit floats must be one byte");
+static_assert(sizeof(tl::float4_e2m1) == 1 && sizeof(tl::float8_e8m0) == 1 && sizeof(tl::int4_t) == 1,
+              "the MX and 4-bit types hold one value per byte");
 static_assert(std::is_trivial<tl::float8_e4m3>::value && std::is_trivial<tl::float8_e5m2>::value,
               "8-bit floats must be POD-like");

@@ -211,3 +211,6 @@ template <typename F>
 TL_DEVICE tl::float8<F> __ldg(const tl::float8<F>* p) {
   return tl::float8<F>::from_bits(__ldg(reinterpret_cast<const unsigned char*>(p)));
 }
+TL_DEVICE tl::float8_e8m0 __ldg(const tl::float8_e8m0* p) {
+  return tl::float8_e8m0::from_bits(__ldg(reinterpret_cast<const unsigned char*>(p)));
+}

@@ -346,6 +346,7 @@ TL_DEVICE float narrow_to_float(T v) {
 
 #define TL_F8_FN TL_DEVICE
 #include "tl/float8.h"
+#include "tl/subbyte.h"
 #undef TL_F8_FN
 
 namespace tl {
