@@ -367,6 +367,33 @@ def test_key_covers_headers_compiler_and_flags(tmp_path):
     assert not build(extra_env={"CPATH": str(tmp_path)})
 
 
+def test_key_covers_the_headers_shared_with_cuda(tmp_path):
+    """The CPU headers include float8.h and subbyte.h from the folder above theirs: editing
+    one of those must not hand back a library built against the old text."""
+    import shutil
+    from pathlib import Path
+
+    from tilelang import env
+
+    tl = tmp_path / "tl"
+    shutil.copytree(Path(env.template_dir()).parent, tl)
+    script = tmp_path / "key.py"
+    script.write_text(KEY_SCRIPT)
+    cache = tmp_path / "cache"
+
+    def build():
+        r = _run(script, cache, str(cache), str(tl / "cpu"))
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split()[1] == "True"
+
+    assert not build()
+    assert build()
+    with open(tl / "subbyte.h", "a") as f:
+        f.write("\n// edited\n")
+    assert not build()
+    assert build()
+
+
 def _cuda_compiler():
     from tilelang.jit.cuda_backend import _search_dirs
 

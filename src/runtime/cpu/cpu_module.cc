@@ -40,25 +40,33 @@ const std::string& CompilerIdentity(const std::string& compiler) {
   return cache[compiler] = out.substr(0, out.find('\n'));
 }
 
-/// Names and contents of every header in the include folder and the folder above it
-/// (the headers shared with CUDA, ../float8.h and ../subbyte.h, which the CPU headers
-/// include), hashed once per process, so that editing or adding a header invalidates
-/// cached libraries.
+/// Names and contents of every header in the include folder, and of the headers shared
+/// with CUDA that they include from the folder above (`#include "../float8.h"`), hashed
+/// once per process, so that editing or adding a header invalidates cached libraries.
 const std::string& HeaderHash(const std::string& include_dir) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::string> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(include_dir);
   if (it != cache.end()) return it->second;
-  const size_t end = include_dir.find_last_not_of('/');
-  const size_t cut = end == std::string::npos ? std::string::npos : include_dir.rfind('/', end);
-  const std::string root = cut == std::string::npos || cut == 0 ? include_dir : include_dir.substr(0, cut);
   std::vector<std::string> files;
-  ListFiles(root, &files);
+  ListFiles(include_dir, &files);
   std::sort(files.begin(), files.end());
   std::string all;
+  std::vector<std::string> shared;
   for (const std::string& f : files) {
-    all += f.substr(root.size()) + "\n" + ContentHash(ReadFile(f)) + "\n";
+    const std::string text = ReadFile(f);
+    all += f.substr(include_dir.size()) + "\n" + ContentHash(text) + "\n";
+    const std::string mark = "#include \"../";
+    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1)) {
+      const size_t from = at + mark.size(), to = text.find('"', from);
+      if (to != std::string::npos) shared.push_back(text.substr(from, to - from));
+    }
+  }
+  std::sort(shared.begin(), shared.end());
+  shared.erase(std::unique(shared.begin(), shared.end()), shared.end());
+  for (const std::string& name : shared) {
+    all += "../" + name + "\n" + ContentHash(ReadFile(include_dir + "/../" + name)) + "\n";
   }
   return cache[include_dir] = ContentHash(all);
 }
