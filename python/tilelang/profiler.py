@@ -122,6 +122,33 @@ def _reduce(times, mode):
     return statistics.median(times)
 
 
+_ENCODED = ("float4_e2m1fn", "int4", "uint4", "float8_e8m0fnu")
+
+
+def _encoded_input(p, rng, supply):
+    """Storage bytes (uint8, int8 for int4) of an input of a 4-bit or e8m0 parameter: small
+    integers, or uniform values, rounded to the type; e8m0 gets powers of two from 1/8 to 8."""
+    import ml_dtypes
+
+    from .utils.tensor import pack_4bit
+
+    shape = tuple(p.dims)
+    if p.dtype == "float8_e8m0fnu":
+        return np.exp2(rng.integers(-3, 4, size=shape)).astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
+    if supply == TensorSupplyType.Zero:
+        a = np.zeros(shape)
+    elif supply == TensorSupplyType.One:
+        a = np.ones(shape)
+    elif supply == TensorSupplyType.Integer or p.dtype != "float4_e2m1fn":
+        a = rng.integers(0 if p.dtype == "uint4" else -2, 3, size=shape)
+    else:
+        a = rng.uniform(-1, 1, size=shape)
+    codes = a.astype(ml_dtypes.float4_e2m1fn).view(np.uint8) if p.dtype == "float4_e2m1fn" else \
+        (a.astype(np.int64) & 0xF).astype(np.uint8)
+    packed = pack_4bit(codes)
+    return packed.view(np.int8) if p.dtype == "int4" else packed
+
+
 class Profiler:
     """Makes inputs for a kernel, times it and compares it with a reference."""
 
@@ -141,6 +168,15 @@ class Profiler:
                 raise TypeError(f"the profiler cannot invent the scalar argument {p.name!r}")
             if any(isinstance(d, str) for d in p.dims):
                 raise TypeError(f"the profiler cannot size the dynamic tensor {p.name!r}")
+            if p.dtype in _ENCODED:
+                # 4-bit and e8m0 inputs: values made as numpy, stored as the kernel takes them
+                x = _encoded_input(p, rng, self.supply)
+                if self.kernel.target == "cuda":
+                    import torch
+
+                    x = torch.from_numpy(x).cuda()
+                inputs.append(x)
+                continue
             if self.kernel.target == "cuda":
                 inputs.append(self._torch_input(p))
                 continue

@@ -109,6 +109,9 @@ def shape_bindings(fdef, args: dict) -> dict:
             spec = named_shapes.get(spec.id, spec)
         if not isinstance(spec, (ast.Tuple, ast.List)) or len(spec.elts) != len(shape):
             continue
+        if shape and _packs_4bit(ann, value):
+            # Two 4-bit values per byte: the argument's last dimension is half the logical one.
+            shape = tuple(shape[:-1]) + (int(shape[-1]) * 2,)
         for dim, e in zip(shape, spec.elts):
             if isinstance(e, ast.Name):
                 found.setdefault(e.id, int(dim))
@@ -144,6 +147,23 @@ def _element_strides(value):
     if isinstance(strides, tuple) and itemsize:
         return tuple(s // itemsize for s in strides)
     return None
+
+
+_PACKED_NAMES = ("float4_e2m1fn", "int4", "uint4")
+
+
+def _packs_4bit(ann, value) -> bool:
+    """Whether an annotation declares a 4-bit tensor (its dtype, the last argument, written
+    T.float4_e2m1fn, T.int4, T.uint4 or as a string), or the argument is torch's packed fp4."""
+    import ast
+
+    if "float4_e2m1fn_x2" in str(getattr(value, "dtype", "")):
+        return True
+    parts = ann.args if isinstance(ann, ast.Call) else (
+        ann.slice.elts if isinstance(ann, ast.Subscript) and isinstance(ann.slice, ast.Tuple) else [])
+    dt = next((k.value for k in getattr(ann, "keywords", []) if k.arg == "dtype"), parts[-1] if len(parts) > 1 else None)
+    name = dt.attr if isinstance(dt, ast.Attribute) else dt.value if isinstance(dt, ast.Constant) else None
+    return name in _PACKED_NAMES
 
 
 def declare_consts(names: str):

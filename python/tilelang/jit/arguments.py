@@ -14,12 +14,14 @@ try:
     import ml_dtypes as _ml
 
     _NP_DTYPES = {"bfloat16": np.dtype(_ml.bfloat16), "float8_e4m3fn": np.dtype(_ml.float8_e4m3fn),
-                  "float8_e5m2": np.dtype(_ml.float8_e5m2)}
+                  "float8_e5m2": np.dtype(_ml.float8_e5m2), "float8_e8m0fnu": np.dtype(_ml.float8_e8m0fnu)}
 except ImportError:  # pragma: no cover - ml_dtypes is a dependency
     _NP_DTYPES = {}
 
 
 def numpy_dtype(name: str):
+    if name == "float4_e2m1fnx2":  # packed fp4 pairs: raw bytes in numpy
+        return np.dtype(np.uint8)
     if name in _NP_DTYPES:
         return _NP_DTYPES[name]
     return np.dtype("bool" if name == "bool" else name)
@@ -166,6 +168,12 @@ def describe_cuda_failure(kernel_name: str, error) -> str:
 
 
 def _np_dtype_name(dt) -> str:
+    if dt.name in ("float4_e2m1fn", "int4", "uint4"):
+        # ml_dtypes' 4-bit arrays hold one value per byte; kernels take them packed.
+        raise TileLangArgumentError(
+            f"an ml_dtypes {dt.name} array holds one value per byte, but kernels take 4-bit tensors packed two "
+            f"per byte (element 2k in the low nibble) as uint8/int8: pack it first, e.g. with "
+            f"tilelang.utils.tensor.pack_4bit")
     try:
         return canonical(dt.name)
     except ValueError:

@@ -170,17 +170,22 @@ class CudaBackend:
         k = self.kernel
         self._torch = torch
         self._device = torch.device("cuda", _current_device())
-        self._dtypes = {i: getattr(torch, k.params[i].dtype) for i in range(len(k.params)) if k.params[i].is_tensor}
+        self._dtypes = {i: _kernel.torch_storage_dtype(torch, k.params[i].dtype) for i in range(len(k.params))
+                        if k.params[i].is_tensor}
         # (index, param, torch dtype, shape when every dimension is static): the fast path
         # compares a whole shape at once.
         self._in = [(i, k.params[i], self._dtypes.get(i),
                      tuple(k.params[i].dims) if all(isinstance(d, int) for d in k.params[i].dims) else None)
                     for i in k.in_idx]
-        # (index, torch dtype, shape when static, dims) of each output allocated per call.
-        # (T.alloc_global workspaces are allocated the same way, and not returned.)
-        self._out = [(i, self._dtypes[i],
-                      tuple(k.params[i].dims) if all(isinstance(d, int) for d in k.params[i].dims) else None,
-                      k.params[i].dims, i in k.out_idx) for i in k.alloc_idx]
+        # (index, torch dtype, storage shape when static, dims, returned, values per byte) of
+        # each output allocated per call (T.alloc_global workspaces too, not returned); a
+        # 4-bit output's storage holds two values per byte along its last dimension.
+        self._out = []
+        for i in k.alloc_idx:
+            p = k.params[i]
+            static = all(isinstance(d, int) for d in p.dims)
+            shape = _kernel.storage_shape(tuple(p.dims), p.pack, p.name) if static else None
+            self._out.append((i, self._dtypes[i], shape, p.dims, i in k.out_idx, p.pack))
         # One letter per launch argument (launch_packed): parameters, then dynamic sizes.
         letters = {"ptr": "p", "i32": "i", "i64": "l", "f32": "f", "f64": "d"}
         self._kinds = "".join(letters[kind] for kind in self.src.arg_kinds)
@@ -231,7 +236,7 @@ class CudaBackend:
                 a = _as_cuda_tensor(a, p.name, k.name, self._device)
                 k._check_tensor(p, _TensorView(a), dims)
                 ptr = a.data_ptr()
-            shape = a.shape
+            shape = a.shape if p.pack == 1 else _kernel.logical_shape(a.shape, p.pack)
             if static_shape is not None:
                 if shape != static_shape:
                     k._check_tensor(p, _TensorView(a), dims)
@@ -252,9 +257,11 @@ class CudaBackend:
                     return self.general().call(args)
         outputs = []
         device = self._device
-        for i, dtype, shape, p_dims, returned in self._out:
+        for i, dtype, shape, p_dims, returned, pack in self._out:
             if shape is None:
                 shape = tuple(_kernel.dim_value(d, dims) for d in p_dims)
+                if pack > 1:
+                    shape = _kernel.storage_shape(shape, pack, k.params[i].name)
             # Sizes as separate arguments: measured on the H200 machine, torch.empty(*shape,
             # ...) takes 2.3 us where torch.empty(shape_tuple, ...) takes 5.4 us.
             out = torch.empty(*shape, dtype=dtype, device=device) if shape else \

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _tl, env
 from ..errors import TileLangCompileError, TileLangArgumentError, TileLangRuntimeError
 from ..frontend.parser import PrimFunc
+from ..language.dtypes import output_storage_dtype, pack_factor, storage_dtypes
 from ..language.values import Buffer, PrimExpr
 from ..cache import report_cache_warnings
 from . import arguments
@@ -47,13 +48,17 @@ def dim_value(d, dims):
 
 
 class _ParamInfo:
-    __slots__ = ("name", "is_tensor", "dtype", "dims", "dim_max", "strides")
+    __slots__ = ("name", "is_tensor", "dtype", "dims", "dim_max", "strides", "pack", "storage")
 
     def __init__(self, p):
         self.is_tensor = isinstance(p, Buffer)
         self.name = p.name if self.is_tensor else p.node.var_name
         # (a T.ptr parameter's dtype, "handle", is no T.dtype: read the node's)
         self.dtype = str(p.dtype) if self.is_tensor else p.node.dtype
+        # 4-bit types: `pack` values per byte along the last dimension; `storage`: the
+        # dtypes the argument may have (dtypes.storage_dtypes).
+        self.pack = pack_factor(self.dtype) if self.is_tensor else 1
+        self.storage = storage_dtypes(self.dtype)
         # each dim: an int (static) or the name of a dynamic dimension
         self.dims = []
         # dynamic dimension name -> the largest size its integer type holds
@@ -471,7 +476,7 @@ class JITKernel:
         outputs, workspaces = [], []  # workspaces stay referenced until the run returns
         for i in self.alloc_idx:
             p = self.params[i]
-            shape = tuple(dim_value(d, dims) for d in p.dims)
+            shape = storage_shape(tuple(dim_value(d, dims) for d in p.dims), p.pack, p.name)
             out = _allocate(shape, p.dtype, use_torch)
             (outputs if i in self.out_idx else workspaces).append(out)
             values[i] = out.data_ptr() if use_torch is not None and use_torch is not False else \
@@ -491,9 +496,12 @@ class JITKernel:
         return outputs[0] if len(outputs) == 1 else outputs
 
     def _check_tensor(self, p, t, dims):
-        if t.dtype != p.dtype:
+        if t.dtype not in p.storage:
+            stored = "" if p.storage == (p.dtype,) else f" (stored as {' or '.join(p.storage)})"
             raise TileLangArgumentError(
-                f"{self.name}(): argument {p.name!r} must have dtype {p.dtype}, got {t.dtype}")
+                f"{self.name}(): argument {p.name!r} must have dtype {p.dtype}{stored}, got {t.dtype}")
+        if p.pack > 1:
+            return self._check_packed(p, t, dims)
         if len(t.shape) != len(p.dims):
             raise TileLangArgumentError(
                 f"{self.name}(): argument {p.name!r} must be {len(p.dims)}-D with shape {p.shape_str()}, "
@@ -544,6 +552,20 @@ class JITKernel:
                     f"holds; declare it T.dynamic({want!r}, \"int64\")")
             dims[want] = int(got)
 
+    def _check_packed(self, p, t, dims):
+        """A 4-bit tensor's argument: its storage shape, whose last dimension holds p.pack
+        values per byte, is checked as the logical shape."""
+        if len(t.shape) != len(p.dims) or not t.shape:
+            raise TileLangArgumentError(
+                f"{self.name}(): argument {p.name!r} ({p.dtype}, {p.pack} per byte along the last dimension) must "
+                f"be {len(p.dims)}-D with logical shape {p.shape_str()}, got storage shape {tuple(t.shape)}")
+        try:
+            self._check_tensor(_LogicalParam(p), _LogicalView(logical_shape(t.shape, p.pack), p.dtype), dims)
+        except TileLangArgumentError as e:
+            raise TileLangArgumentError(
+                f"{e} (argument {p.name!r} is {p.dtype} packed {p.pack} per byte: its storage shape "
+                f"{tuple(t.shape)} is the logical shape {logical_shape(t.shape, p.pack)})") from None
+
     def _check_affine(self, p, t, axis, want, got, dims):
         var = want.var
         if var in dims:
@@ -561,6 +583,36 @@ class JITKernel:
             raise TileLangArgumentError(
                 f"{self.name}(): dynamic dimension {var!r} would be {n}, beyond the {p.dim_max[var]} its type holds")
         dims[var] = n
+
+
+def logical_shape(shape, pack):
+    """The logical shape of a packed 4-bit tensor's storage shape."""
+    shape = tuple(int(d) for d in shape)
+    return shape[:-1] + (shape[-1] * pack,) if pack > 1 else shape
+
+
+def storage_shape(shape, pack, name):
+    """The storage shape of an allocated output of logical `shape` (its last dimension even)."""
+    shape = tuple(shape)
+    if pack == 1:
+        return shape
+    if not shape or shape[-1] % pack:
+        raise TileLangRuntimeError(f"output {name!r}: a 4-bit tensor's last dimension must be a multiple of "
+                                   f"{pack} (two values per byte), got shape {shape}")
+    return shape[:-1] + (shape[-1] // pack,)
+
+
+class _LogicalParam:
+    """A packed parameter seen as its logical tensor (for the common shape checks)."""
+
+    def __init__(self, p):
+        self.name, self.dtype, self.dims, self.dim_max, self.pack = p.name, p.dtype, p.dims, p.dim_max, 1
+        self.storage, self.shape_str = (p.dtype,), p.shape_str
+
+
+class _LogicalView:
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
 
 
 def _never():
@@ -603,10 +655,16 @@ def loaded_library_count() -> int:
         return len(_LOADED)
 
 
+def torch_storage_dtype(torch, dtype):
+    """The torch dtype of an allocated tensor of TileLang dtype `dtype` (packed bytes, or
+    torch's float4_e2m1fn_x2, for the 4-bit types)."""
+    name = output_storage_dtype(dtype, torch)
+    return getattr(torch, "float4_e2m1fn_x2" if name == "float4_e2m1fnx2" else name)
+
+
 def _allocate(shape, dtype, like_torch):
     if like_torch is not None and like_torch is not False:
         import torch
 
-        return torch.empty(shape, dtype=getattr(torch, dtype if dtype != "bool" else "bool"),
-                           device=like_torch.device)
-    return np.empty(shape, dtype=arguments.numpy_dtype(dtype))
+        return torch.empty(shape, dtype=torch_storage_dtype(torch, dtype), device=like_torch.device)
+    return np.empty(shape, dtype=arguments.numpy_dtype(output_storage_dtype(dtype)))

@@ -8,17 +8,19 @@ _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "
             # the other C names upstream's T.dtype() reads (TVM's defaults: 32 bits unless named)
             "uint": "uint32", "long": "int64", "short": "int16", "ulong": "uint64",
             "e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2",
-            "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+            "bf16": "bfloat16", "fp16": "float16", "fp32": "float32",
+            "float4_e2m1fn_x2": "float4_e2m1fnx2"}  # torch's name of two packed fp4 values
 _NAMES = (
     "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
-    "float16 bfloat16 float32 float64 float8_e4m3fn float8_e4m3 float8_e5m2"
+    "float16 bfloat16 float32 float64 float8_e4m3fn float8_e4m3 float8_e5m2 "
+    "float8_e8m0fnu float4_e2m1fn int4 uint4"
 ).split()
 # Names TileLang programs mention that the compiler cannot compute with yet: they exist
 # (so programs import, and host code can convert tensors with .as_torch() / .as_numpy()),
 # and using one for a tensor, a tile or a value inside a kernel is an error at that line.
 _NAME_ONLY = (
-    "float8_e4m3fnuz float8_e5m2fnuz float8_e8m0fnu float8_e3m4 "
-    "float8_e4m3b11fnuz float4_e2m1fn float4_e2m1_unpacked float6_e2m3fn float6_e3m2fn int4 uint4 int2 uint2 int1 uint1 tfloat32"
+    "float8_e4m3fnuz float8_e5m2fnuz float8_e3m4 "
+    "float8_e4m3b11fnuz float4_e2m1_unpacked float6_e2m3fn float6_e3m2fn int2 uint2 int1 uint1 tfloat32"
 ).split()
 _ALL_NAMES = _NAMES + _NAME_ONLY
 # Vector types ("float32x2": 2 lanes of float32) are names only too: kernels here compute on
@@ -43,6 +45,38 @@ _NUMPY_NAMES = {
     "float6_e2m3fn": "float6_e2m3fn", "float6_e3m2fn": "float6_e3m2fn", "int4": "int4", "uint4": "uint4",
     "int2": "int2", "uint2": "uint2", "bfloat16": "bfloat16", "tfloat32": "float32",
 }
+
+
+# The 4-bit types: a kernel's tensor of one holds two values per byte along its last
+# dimension (element 2k in the low nibble), so its argument's last dimension is half the
+# logical one. The dtypes such an argument may have (torch's, or numpy's on the CPU target),
+# the first being what T.empty / out_idx outputs get; float8_e8m0fnu (one byte, unpacked)
+# also accepts raw uint8 bytes.
+_STORAGE_DTYPES = {
+    "float4_e2m1fn": ("float4_e2m1fnx2", "uint8", "int8"),
+    "int4": ("int8", "uint8"),
+    "uint4": ("uint8", "int8"),
+    "float8_e8m0fnu": ("float8_e8m0fnu", "uint8"),
+}
+
+
+def pack_factor(name) -> int:
+    """Values per byte of a kernel tensor of this dtype: 2 for the 4-bit types, else 1."""
+    return 2 if str(name) in ("float4_e2m1fn", "int4", "uint4") else 1
+
+
+def storage_dtypes(name) -> tuple:
+    """The dtype names a tensor argument for a parameter of dtype `name` may have."""
+    return _STORAGE_DTYPES.get(str(name), (str(name),))
+
+
+def output_storage_dtype(name, torch_module=None) -> str:
+    """The dtype name of an allocated output of dtype `name`: torch's packed float4 type
+    when torch has it (else uint8), numpy's uint8 for float4 on the CPU without torch."""
+    options = storage_dtypes(name)
+    if options[0] == "float4_e2m1fnx2" and (torch_module is None or not hasattr(torch_module, "float4_e2m1fn_x2")):
+        return "uint8"
+    return options[0]
 
 
 class UnsupportedDTypeError(ValueError, TypeError):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..profiler import TensorSupplyType
 
-__all__ = ["TensorSupplyType", "get_tensor_supply", "torch_assert_close", "is_float8_dtype"]
+__all__ = ["TensorSupplyType", "get_tensor_supply", "torch_assert_close", "is_float8_dtype", "pack_4bit", "unpack_4bit"]
 
 
 def _is_torch(x) -> bool:
@@ -137,3 +137,39 @@ def _torch_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("torch") is not None
+
+
+def pack_4bit(codes):
+    """Packs 4-bit codes (a uint8/int8 array or tensor of values 0..15, or -8..7 for int4;
+    or an ml_dtypes float4_e2m1fn / int4 / uint4 array) two per byte along the last
+    dimension, as kernels take 4-bit tensors: element 2k in the low nibble of byte k."""
+    was_torch = _is_torch(codes)
+    a = codes.detach().cpu().numpy() if was_torch else np.asarray(codes)
+    if a.dtype.itemsize != 1:
+        raise ValueError(f"pack_4bit: expected one-byte codes, got {a.dtype}")
+    a = a.view(np.uint8) & 0xF
+    if a.ndim == 0 or a.shape[-1] % 2:
+        raise ValueError(f"pack_4bit: the last dimension must be even, got shape {a.shape}")
+    out = (a[..., 0::2] | (a[..., 1::2] << 4)).astype(np.uint8)
+    if was_torch:
+        import torch
+
+        return torch.from_numpy(out).to(codes.device)
+    return out
+
+
+def unpack_4bit(packed, dtype="uint8"):
+    """The inverse of pack_4bit: the codes of a packed tensor's 4-bit values, as uint8
+    (0..15), or as an ml_dtypes array of `dtype` ("float4_e2m1fn", "int4", "uint4")."""
+    was_torch = _is_torch(packed)
+    a = packed.detach().cpu().view(__import__("torch").uint8).numpy() if was_torch else np.asarray(packed).view(np.uint8)
+    codes = np.stack([a & 0xF, a >> 4], axis=-1).reshape(a.shape[:-1] + (a.shape[-1] * 2,))
+    if dtype == "uint8":
+        return codes
+    import ml_dtypes
+
+    if dtype == "int4":
+        return ((codes.astype(np.int8) ^ 8) - 8).astype(ml_dtypes.int4)
+    if dtype == "uint4":
+        return codes.astype(ml_dtypes.uint4)
+    return codes.view(getattr(ml_dtypes, dtype))
