@@ -336,17 +336,17 @@ def test_thread_binding_value_is_the_thread_index():
 
 
 def test_name_only_dtype_in_a_kernel_is_an_error_at_its_line():
-    with pytest.raises(TileLangCompileError, match="float8_e8m0fnu is known but not supported") as e:
+    with pytest.raises(TileLangCompileError, match="float6_e2m3fn is known but not supported") as e:
         @T.prim_func
         def f(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32) as bx:
-                S = T.alloc_shared((8,), T.float8_e8m0fnu)
+                S = T.alloc_shared((8,), T.float6_e2m3fn)
                 T.copy(A, S)
     assert "T.alloc_shared" in str(e.value)
 
-    with pytest.raises(TileLangCompileError, match="int4 is known but not supported"):
+    with pytest.raises(TileLangCompileError, match="int2 is known but not supported"):
         @T.prim_func
-        def g(A: T.Tensor((8,), "int4")):
+        def g(A: T.Tensor((8,), "int2")):
             with T.Kernel(1, threads=32) as bx:
                 pass
 
@@ -807,7 +807,7 @@ def test_alloc_var_starts_at_zero_and_takes_upstreams_forms(rng):
 
 
 def test_calling_a_name_only_dtype_is_a_type_error():
-    for t in (T.float8_e8m0fnu, T.float32x2, T.int4):
+    for t in (T.float6_e3m2fn, T.float32x2, T.int2):
         with pytest.raises(TypeError, match="not supported inside kernels"):
             t(1.0)
         with pytest.raises(ValueError):  # and a ValueError, for callers that catch that
