@@ -26,7 +26,9 @@ def _sweep(rng, n):
     mids = (fin[1:] + fin[:-1]) / 2
     pow2 = np.exp2(np.arange(-130, 129, dtype=np.float64))
     edges = np.concatenate([fin, mids, pow2, pow2 * 1.5, pow2 * 0.75, np.array([6.5, 7.0, 1e30])])
-    edges = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)]).astype(np.float32)
+    edges = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)])
+    with np.errstate(over="ignore"):  # the largest ones become infinities, as intended
+        edges = edges.astype(np.float32)
     wide = (rng.standard_normal(n) * np.exp2(rng.integers(-40, 40, n))).astype(np.float32)
     raw = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)  # every bit pattern
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4e38], np.float32)
@@ -55,7 +57,8 @@ def _convert_kernel(n, dt):
 
 
 def _run_convert(n, dt, x, storage_shape, storage_dtype):
-    h, b = x.astype(np.float16), x.astype(ml_dtypes.bfloat16)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to infinity, NaN stays NaN
+        h, b = x.astype(np.float16), x.astype(ml_dtypes.bfloat16)
     q, qh, qb = (np.random.default_rng(1).integers(0, 256, storage_shape).astype(storage_dtype) for _ in range(3))
     w, wh = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float16)
     compile_cpu(_convert_kernel(n, dt))(x, h, b, q, qh, qb, w, wh)
@@ -85,19 +88,24 @@ def test_e8m0_conversions_bit_for_bit(rng):
     assert (qb == _bits(b.astype(E8))).all()
     ref = q.view(E8).astype(np.float32)
     assert np.array_equal(w, ref, equal_nan=True)
-    assert np.array_equal(wh, q.view(E8).astype(np.float16), equal_nan=True)
+    with np.errstate(over="ignore"):  # scales beyond float16's range widen to infinity
+        assert np.array_equal(wh, q.view(E8).astype(np.float16), equal_nan=True)
 
 
-def test_e8m0_every_code_widens_exactly():
+def _widen_e8m0():
     @T.prim_func
     def widen(Q: T.Tensor((256,), T.float8_e8m0fnu), W: T.Tensor((256,), T.float32)):
         with T.Kernel(2, threads=128) as bx:
             for i in T.Parallel(128):
                 W[bx * 128 + i] = T.cast(Q[bx * 128 + i], T.float32)
 
+    return widen
+
+
+def test_e8m0_every_code_widens_exactly():
     codes = np.arange(256, dtype=np.uint8)
     w = np.zeros(256, np.float32)
-    compile_cpu(widen)(codes.view(E8), w)  # ml_dtypes' own type is accepted too
+    compile_cpu(_widen_e8m0())(codes, w)  # raw bytes
     ref = codes.view(E8).astype(np.float32)
     assert np.array_equal(w, ref, equal_nan=True) and np.isnan(w[255]) and w[127] == 1.0 and w[0] == 2.0**-127
 
@@ -233,6 +241,23 @@ def test_argument_errors_name_the_parameter(rng):
         k(np.zeros((4, 16), np.uint8), np.zeros((8, 7), np.int8), out)
     with pytest.raises(tilelang.TileLangArgumentError, match="one value per byte"):
         k(np.zeros((4, 32), F4), y, out)
+    # ml_dtypes' own e8m0 arrays are accepted, as raw bytes are
+    w = np.zeros(256, np.float32)
+    compile_cpu(_widen_e8m0())(np.arange(256, dtype=np.uint8).view(E8), w)
+    assert w[127] == 1.0 and np.isnan(w[255])
+
+
+def test_scalar_parameters(rng):
+    @T.prim_func
+    def scalars(A: T.Tensor((4,), T.float32), f: T.float4_e2m1fn, i: T.int4, e: T.float8_e8m0fnu):
+        with T.Kernel(1, threads=4) as bx:
+            for j in T.Parallel(4):
+                A[j] = T.cast(f, T.float32) * 100.0 + T.cast(i, T.float32) * 10.0 + T.cast(e, T.float32)
+
+    a = np.full(4, np.nan, np.float32)
+    compile_cpu(scalars)(a, 2.6, -3, 0.3)  # 2.6 rounds to 3 (fp4), 0.3 to 0.25 (e8m0)
+    assert (a == 300.0 - 30.0 + 0.25).all()
+    assert tilelang.compile(scalars, target="cuda -arch=sm_90a").get_ptx()
 
 
 def test_odd_last_dimension_is_a_compile_error():
@@ -282,6 +307,7 @@ def _eager_quant(x):
     return q, s, i4
 
 
+@pytest.mark.cpu_target  # numpy outputs (CUDA kernels return torch tensors: below)
 def test_empty_outputs_get_the_storage_dtype(rng):
     x = (rng.standard_normal((6, 10)) * 3).astype(np.float32)
     q, s, i4 = _eager_quant(x)
@@ -294,6 +320,7 @@ def test_empty_outputs_get_the_storage_dtype(rng):
             .astype(np.int32)).all()
 
 
+@pytest.mark.cpu_target  # torch CPU tensors
 def test_empty_outputs_with_torch(rng):
     torch = pytest.importorskip("torch")
     x = (rng.standard_normal((4, 8)) * 3).astype(np.float32)
@@ -307,6 +334,24 @@ def test_empty_outputs_with_torch(rng):
     out = np.zeros(2, np.int32)
     k(q, torch.zeros((8, 2), dtype=torch.int8), out)  # X (4, 4) packed: (m, n * 2) = (4, 8)
     assert list(out) == [4, 4]
+    # and torch's e8m0 tensors
+    w = np.zeros(256, np.float32)
+    compile_cpu(_widen_e8m0())(torch.arange(256, dtype=torch.uint8).view(torch.float8_e8m0fnu), w)
+    assert w[128] == 2.0
+
+
+def test_cuda_outputs_storage_dtype_and_shape():
+    """What a CUDA kernel allocates for T.empty / out_idx outputs (the same helpers as the
+    CPU path; running needs a GPU)."""
+    torch = pytest.importorskip("torch")
+    from tilelang.jit.kernel import storage_shape, torch_storage_dtype
+
+    assert torch_storage_dtype(torch, "float4_e2m1fn") is getattr(torch, "float4_e2m1fn_x2", torch.uint8)
+    assert torch_storage_dtype(torch, "int4") is torch.int8 and torch_storage_dtype(torch, "uint4") is torch.uint8
+    assert torch_storage_dtype(torch, "float8_e8m0fnu") is torch.float8_e8m0fnu
+    assert storage_shape((3, 16), 2, "q") == (3, 8) and storage_shape((5,), 1, "s") == (5,)
+    with pytest.raises(tilelang.TileLangRuntimeError, match="multiple of 2"):
+        storage_shape((3, 7), 2, "q")
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])

@@ -213,6 +213,9 @@ def pointer_arg(x, param_name: str, kernel_name: str, target: str, device=None) 
         f"t.data_ptr()) or a tensor, got {type(x).__name__}: {_short_repr(x)}")
 
 
+_INT4_RANGES = {"int4": (-8, 7), "uint4": (0, 15)}  # (numpy has no 4-bit integers)
+
+
 def scalar_arg(x, param_name: str, dtype: str, kernel_name: str):
     if isinstance(x, np.generic):
         x = x.item()
@@ -222,11 +225,11 @@ def scalar_arg(x, param_name: str, dtype: str, kernel_name: str):
     if not is_float and isinstance(x, numbers.Integral):
         x = int(x)
         if dtype != "bool":
-            info = np.iinfo(dtype)
-            if not info.min <= x <= info.max:
+            lo, hi = _INT4_RANGES[dtype] if dtype in _INT4_RANGES else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+            if not lo <= x <= hi:
                 raise TileLangArgumentError(
                     f"{kernel_name}(): argument {param_name!r} is {x}, out of the range of {dtype} "
-                    f"[{info.min}, {info.max}]")
+                    f"[{lo}, {hi}]")
         return x
     raise TileLangArgumentError(
         f"{kernel_name}(): argument {param_name!r} expects {'an' if dtype[0] in 'aeiu' else 'a'} {dtype} scalar, "
