@@ -73,12 +73,20 @@ def _output_shapes(kernel, args):
     for i, a in zip(kernel.in_idx, args):
         p = kernel.params[i]
         if p.is_tensor:
-            for d, size in zip(p.dims, a.shape):
+            shape = tuple(a.shape)
+            if p.pack > 1 and shape:  # a 4-bit tensor's storage: two values per byte of the last dimension
+                shape = shape[:-1] + (shape[-1] * p.pack,)
+            for d, size in zip(p.dims, shape):
                 if isinstance(d, AffineDim):
                     dims.setdefault(d.var, (size - d.b) // d.a)
                 elif isinstance(d, str):
                     dims.setdefault(d, size)
-    return [tuple(dim_value(d, dims) for d in kernel.params[i].dims) for i in kernel.out_idx]
+    out = []
+    for i in kernel.out_idx:
+        p = kernel.params[i]
+        shape = tuple(dim_value(d, dims) for d in p.dims)
+        out.append(shape[:-1] + (shape[-1] // p.pack,) if p.pack > 1 and shape else shape)
+    return out
 
 
 def as_torch_op(kernel, name=None):
@@ -124,7 +132,9 @@ def register(kernel, name=None, owned_by_kernel=True):
         lib.define(opname + _schema(kernel, written))
         n_out = len(kernel.out_idx)
         target = kernel.target
-        out_dtypes = [getattr(torch, kernel.params[i].dtype) for i in kernel.out_idx]
+        from .kernel import torch_storage_dtype
+
+        out_dtypes = [torch_storage_dtype(torch, kernel.params[i].dtype) for i in kernel.out_idx]
         ref = weakref.ref(kernel)
 
         def live():
