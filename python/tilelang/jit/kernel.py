@@ -555,6 +555,10 @@ class JITKernel:
     def _check_packed(self, p, t, dims):
         """A 4-bit tensor's argument: its storage shape, whose last dimension holds p.pack
         values per byte, is checked as the logical shape."""
+        if p.strides is not None:
+            raise TileLangArgumentError(
+                f"{self.name}(): parameter {p.name!r} is a T.StridedTensor of the packed type {p.dtype}, which "
+                f"this compiler does not take yet; declare it a T.Tensor and pass a contiguous tensor")
         if len(t.shape) != len(p.dims) or not t.shape:
             raise TileLangArgumentError(
                 f"{self.name}(): argument {p.name!r} ({p.dtype}, {p.pack} per byte along the last dimension) must "
@@ -608,6 +612,7 @@ class _LogicalParam:
     def __init__(self, p):
         self.name, self.dtype, self.dims, self.dim_max, self.pack = p.name, p.dtype, p.dims, p.dim_max, 1
         self.storage, self.shape_str = (p.dtype,), p.shape_str
+        self.strides = None  # (packed tensors are contiguous: _check_packed refuses strides)
 
 
 class _LogicalView:
