@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Internal to cuda-warp-specialize: the state one kernel's specialization builds
+/// up, shared by the files that make the pass (the scheme itself is described in
+/// warp_specialize.cc, which also registers the pass):
+///
+///   warp_specialize_plan.cc      whether the pipelined loop fits, and the remark's reason
+///                                when it does not; which statements each role runs
+///   warp_specialize_guards.cc    copies under `if guard:` (block-sparse GEMMs) the
+///                                producer can still load
+///   warp_specialize_layout.cc    the specialized kernel body: staged tiles, mbarrier
+///                                groups, indices and initialization, register split, remark
+///   warp_specialize_producer.cc  the producer branch: the TMA-issuing loop
+///   warp_specialize_consumer.cc  the consumer branch: waits, consumption, releases
+///
+/// One WarpSpecializer handles one kernel launch; its members are filled in that order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "pass_helpers.h"
+#include "tma_im2col.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/stmt.h"
+#include "tl/transform/pass.h"
+
+namespace tl::transform::cuda {
+
+/// Threads of the producer: one warpgroup (setmaxnreg acts per warpgroup).
+constexpr int64_t kProducerThreads = 128;
+/// Registers per producer thread after setmaxnreg.dec: it only issues TMA.
+constexpr int64_t kProducerRegisters = 24;
+/// The register file of one SM, shared by the block (one block per SM at these sizes).
+constexpr int64_t kRegisterFile = 65536;
+
+/// Counts the pipelined loops of a statement and whether it breaks or continues.
+struct PipelinedLoopCounter : ir::IRVisitor {
+  int pipelined = 0;
+  bool jumps = false;
+  void Visit_(const ir::For* op) override {
+    pipelined += op->for_kind == ir::ForKind::kPipelined;
+    ir::IRVisitor::Visit_(op);
+  }
+  void Visit_(const ir::Break*) override { jumps = true; }
+  void Visit_(const ir::Continue*) override { jumps = true; }
+};
+
+class WarpSpecializer {
+ public:
+  WarpSpecializer(const ir::PrimFunc& f, PassContext& ctx)
+      : f_(f),
+        ctx_(ctx),
+        split_groups_(ConfigTrue(ctx, "tl.ws_barrier_groups")) {}
+
+  /// The kernel's new thread-binding body, or null with `why_not_` set.
+  ir::Stmt Run(const ir::KernelLaunch* launch, const ir::For* binding);
+
+  const std::string& why_not() const { return why_not_; }
+  const ir::For* loop() const { return loop_; }
+
+  ir::VarRef tx_;
+  Span binding_span_;
+
+ private:
+  /// The statements around the pipelined loop, by role (AssignRoles).
+  struct Roles {
+    std::vector<ir::Stmt> common;           ///< declarations both roles share
+    std::vector<ir::Stmt> consumer_before;  ///< what the consumers run before the loop
+    std::vector<ir::Stmt> consumer_after;   ///< ... and after it
+  };
+  /// Copies (and im2col nests) that share one full/empty mbarrier pair per stage.
+  struct Group {
+    size_t first, last;  ///< consumer statements that first and last use the group's tiles
+    std::vector<const ir::CopyOp*> copies;
+    std::vector<size_t> im2cols;  ///< indices into im2cols_
+  };
+
+  // warp_specialize_plan.cc: whether the loop fits, and what runs where.
+  ir::Stmt Fail(const std::string& why) {
+    why_not_ = why;
+    return nullptr;
+  }
+  std::string TmaUnfit(const ir::CopyOp* c, bool* panelled);
+  bool CheckProducers();
+  void TakeIm2colNests();
+  bool AssignRoles(const std::vector<ir::Stmt>& stmts, size_t at, Roles* roles);
+  bool Common(const ir::Stmt& s, const std::unordered_set<const ir::BufferNode*>& written);
+  std::vector<ir::Stmt> TakePrologueLoads(const std::vector<ir::Stmt>& before,
+                                          const std::unordered_set<const ir::Var*>& lets);
+
+  // warp_specialize_guards.cc: copies hoisted out of `if guard:`.
+  const ir::For* HoistGuardedCopies(const ir::For* loop, const ir::Stmt& kernel_body);
+  ir::Expr GroupGuard(const std::vector<const ir::CopyOp*>& copies, bool has_im2col) const;
+
+  // warp_specialize_layout.cc: the kernel body, staged tiles and mbarrier bookkeeping.
+  ir::Stmt Build(const Roles& roles);
+  ir::Stmt InitBarriers(const ir::Buffer& bars);
+  std::string SpecializedRemark(int64_t bytes, int64_t consumer_regs) const;
+  ir::Stmt StageAllocation(const ir::Stmt& s);
+  void FormGroups();
+  ir::Expr Stage(const ir::VarRef& k);
+  ir::Expr Round(const ir::VarRef& k);
+  ir::Expr Full(const ir::Buffer& bars, size_t g, const ir::Expr& stage);
+  ir::Expr Empty(const ir::Buffer& bars, size_t g, const ir::Expr& stage);
+  ir::Expr PrologueBar(const ir::Buffer& bars);
+  std::string PrologueNames() const;
+
+  // warp_specialize_producer.cc
+  ir::Stmt Producer(const ir::Buffer& bars, int64_t* bytes);
+  ir::Expr AtIteration(const ir::Expr& e, const ir::VarRef& k) const;
+  void PrefetchDescriptor(const ir::Stmt& issue, std::vector<ir::Stmt>* prefetch) const;
+
+  // warp_specialize_consumer.cc
+  ir::Stmt Consumer(const ir::Buffer& bars, const Roles& roles, int64_t consumer_regs);
+  ir::Stmt ConsumerLoop(const ir::Buffer& bars);
+  const ir::Call* LoneWgmma();
+  ir::Stmt InFlightGemmLoop(const ir::Buffer& bars, const ir::Call* gemm);
+  ir::Stmt Release(const ir::Expr& empty);
+  ir::Stmt WithoutProxyFence(const ir::Stmt& s);
+  bool ReadThroughGenericProxy(const Group& group);
+
+  const ir::PrimFunc& f_;
+  PassContext& ctx_;
+  int64_t threads_ = 0, stages_ = 0;
+  const ir::For* loop_ = nullptr;
+  std::vector<const ir::CopyOp*> producers_;
+  std::unordered_map<const ir::CopyOp*, bool> panelled_;  ///< per TMA copy (loop and prologue): writes wgmma panels
+  std::vector<const ir::CopyOp*> prologue_;  ///< copies before the loop, issued by the producer
+  std::unordered_map<const ir::CopyOp*, ir::Expr> guards_;  ///< copies hoisted out of `if guard:` (HoistGuardedCopies)
+  ir::Stmt rewritten_loop_;                                  ///< owns loop_ when HoistGuardedCopies rewrote it
+  std::vector<Im2colNest> im2cols_;  ///< T.im2col nests of the loop the producer loads
+  std::vector<bool> im2col_panelled_;  ///< per nest: its tile is in wgmma panels
+  std::unordered_set<const ir::BufferNode*> wgmma_operands_, gemm_operands_;  ///< (TmaUnfit's, computed once)
+  bool operands_known_ = false;
+  std::unordered_set<const ir::BufferNode*> produced_;
+  std::unordered_map<const ir::BufferNode*, ir::Buffer> staged_;
+  std::vector<ir::Stmt> consumers_;  ///< the loop body's statements other than the loads
+  std::vector<Group> groups_;
+  std::unordered_set<const ir::BufferNode*> written_in_loop_;  ///< by the consumer statements
+  std::string why_not_;
+  bool split_groups_;
+};
+
+}  // namespace tl::transform::cuda

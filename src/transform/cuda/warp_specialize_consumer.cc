@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file cuda-warp-specialize, the consumer branch: the block's own threads run the
+/// statements around the loop and, per k, wait for each group's full barrier before the
+/// first statement using its tiles, consume the stage, and arrive on its empty barrier
+/// after the last (with a proxy fence first where ordinary loads read it). A loop that is
+/// one wgmma GEMM instead keeps a k-tile's wgmmas in flight while it issues the next.
+#include <unordered_set>
+#include <vector>
+
+#include "pipeline_schedule.h"
+#include "tl/ir/intrinsics.h"
+#include "warp_specialize.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// Whether a statement writes a shared tile (which a wgmma may read after the loop starts).
+bool WritesShared(const std::vector<Stmt>& stmts) {
+  std::unordered_set<const BufferNode*> written;
+  for (const Stmt& s : stmts) AddWrites(s, &written);
+  for (const BufferNode* b : written) {
+    if (b->scope == Scope::kShared) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+/// The consumer branch: more registers, the statements before the loop, the loop
+/// (ConsumerLoop), the statements after it.
+Stmt WarpSpecializer::Consumer(const Buffer& bars, const Roles& roles, int64_t consumer_regs) {
+  const Span& span = loop_->span;
+  std::vector<Stmt> consumer{CallStmt("warpgroup_reg_alloc", {MakeInt(consumer_regs)}, span)};
+  consumer.insert(consumer.end(), roles.consumer_before.begin(), roles.consumer_before.end());
+  // What the consumers stage in shared memory before the loop (a Q tile, say) is
+  // synchronized once here, not at its first use inside every iteration.
+  // The wgmmas in the loop skip their proxy fence (WithoutProxyFence): one fence here
+  // orders the consumers' own shared-memory writes before the wgmmas read them.
+  if (WritesShared(roles.consumer_before)) {
+    consumer.push_back(CallStmt("fence_proxy_async", {}, span));
+    consumer.push_back(CallStmt("syncthreads", {}, span));
+  }
+  // The tiles the producer loads before its loop (a Q tile): one wait, before the loop.
+  if (!prologue_.empty()) consumer.push_back(CallStmt("mbarrier_wait_parity", {PrologueBar(bars), MakeInt(0)}, span));
+  consumer.push_back(ConsumerLoop(bars));
+  consumer.insert(consumer.end(), roles.consumer_after.begin(), roles.consumer_after.end());
+  return Seq::Make(consumer, span);
+}
+
+Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
+  if (const Call* gemm = groups_.size() == 1 ? LoneWgmma() : nullptr) return InFlightGemmLoop(bars, gemm);
+  const Span& span = loop_->span;
+  VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
+  Expr stage = Stage(k);
+  std::vector<Stmt> body;
+  cuda::StageSelector select(staged_, stage);
+  for (size_t i = 0; i < consumers_.size(); ++i) {
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (groups_[g].first != i) continue;
+      body.push_back(
+          CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), FloorMod(Round(k), MakeInt(2))}, span));
+    }
+    const Stmt& s = WithoutProxyFence(consumers_[i]);
+    Stmt x = Substitute(s, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+    body.push_back(select.Mutate(x));
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (groups_[g].last != i) continue;
+      if (ReadThroughGenericProxy(groups_[g])) body.push_back(CallStmt("fence_proxy_async", {}, span));
+      body.push_back(Release(Empty(bars, g, stage)));
+    }
+  }
+  // A body without consumers still takes and releases its stages (the copies are dead,
+  // but the producer's waits must balance).
+  if (consumers_.empty()) {
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      body.push_back(
+          CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), FloorMod(Round(k), MakeInt(2))}, span));
+      body.push_back(Release(Empty(bars, g, stage)));
+    }
+  }
+  return For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+}
+
+/// The loop's only consumer when it is one wgmma GEMM from shared memory (a plain GEMM
+/// main loop), else null.
+const Call* WarpSpecializer::LoneWgmma() {
+  if (consumers_.size() != 1) return nullptr;
+  const auto* ev = As<Evaluate>(consumers_[0]);
+  const auto* call = ev ? As<Call>(ev->value) : nullptr;
+  return call && call->op == "gemm_ss_wgmma" ? call : nullptr;
+}
+
+/// A GEMM main loop that keeps one k-tile's wgmmas in flight while it issues the next:
+///   for k: wait full[k % S]; issue gemm(k); wait until gemm(k - 1) is done;
+///          if k > 0: release stage (k - 1) % S
+///   wait for gemm(n - 1)
+/// The accumulators stay untouched between issue and wait (nothing else is in the loop).
+Stmt WarpSpecializer::InFlightGemmLoop(const Buffer& bars, const Call* gemm) {
+  const Span& span = loop_->span;
+  VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
+  Expr stage = Stage(k);
+  int64_t n = 0, wg_n = 1, reps = 1;
+  AsConstInt(gemm->args[4], &n);
+  AsConstInt(gemm->args[9], &wg_n);
+  AsConstInt(gemm->args[10], &reps);
+  Expr acc = gemm->args[2], regs = MakeInt(n / wg_n / 2 * reps);
+  std::vector<Expr> args = gemm->args;
+  args[8] = MakeBool(false);  // TMA fills both operands: no proxy fence
+  Stmt issue = Evaluate::Make(Call::Make(gemm->dtype, "gemm_ss_wgmma_issue", args), consumers_[0]->span);
+  issue = Substitute(issue, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+  cuda::StageSelector select(staged_, stage);
+  std::vector<Stmt> body{
+      CallStmt("mbarrier_wait_parity", {Full(bars, 0, stage), FloorMod(Round(k), MakeInt(2))}, span),
+      select.Mutate(issue), CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span),
+      IfThenElse::Make(LT(MakeInt(0), k),
+                       Release(Empty(bars, 0, FloorMod(k - MakeInt(1), MakeInt(stages_)))), nullptr, span)};
+  Stmt loop = For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+  ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
+                         ": the wgmmas of one k-tile stay in flight while the next is issued");
+  return Seq::Make({loop, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span)}, span);
+}
+
+/// The consumers' arrival on an empty barrier: every consumer thread once. (One lane
+/// per warp after __syncwarp measured no faster on the H200.)
+Stmt WarpSpecializer::Release(const Expr& empty) { return CallStmt("mbarrier_arrive", {empty}, loop_->span); }
+
+/// wgmma calls whose shared operands no loop statement writes through the generic proxy
+/// skip their proxy fence: TMA (async proxy) fills the staged tiles, and what the
+/// consumers stage before the loop is fenced once there.
+Stmt WarpSpecializer::WithoutProxyFence(const Stmt& s) {
+  // a wgmma under a guard hoisted copies left behind (`if mask: gemm`): the same, inside
+  if (const auto* branch = As<IfThenElse>(s); branch && !branch->else_case && As<Evaluate>(branch->then_case)) {
+    Stmt inner = WithoutProxyFence(branch->then_case);
+    return inner == branch->then_case ? s : IfThenElse::Make(branch->cond, inner, nullptr, s->span);
+  }
+  const auto* ev = As<Evaluate>(s);
+  const auto* call = ev ? As<Call>(ev->value) : nullptr;
+  if (!HasEffect(call, kWgmmaPanels)) return s;
+  for (int a = HasEffect(call, kRegisterA) ? 1 : 0; a < 2; ++a) {
+    const auto* load = As<BufferLoad>(As<Call>(call->args[a])->args[0]);
+    if (written_in_loop_.count(load->buffer.get())) return s;
+  }
+  std::vector<Expr> args = call->args;
+  // proxy_fence: argument 8 of gemm_ss_wgmma(_issue), 7 of gemm_rs_wgmma (fragment_gemm.cc).
+  args[HasEffect(call, kRegisterA) ? 7 : 8] = MakeBool(false);
+  return Evaluate::Make(Call::Make(call->dtype, call->op, args), s->span);
+}
+
+/// Whether a consumer statement reads the group's tiles with ordinary loads (ldmatrix,
+/// element reads) rather than wgmma descriptors. The producer's next TMA into the stage
+/// writes through the async proxy, which the mbarrier's release and acquire do not order
+/// after those loads: without a proxy fence before the release, the TMA overwrote tiles an
+/// mma.sync GEMM was still reading (nondeterministic dK in upstream's example_gqa_bwd, 2
+/// stages, on the H200). wgmma reads through the async proxy itself and needs none.
+bool WarpSpecializer::ReadThroughGenericProxy(const Group& group) {
+  for (size_t i = group.first; i <= group.last && i < consumers_.size(); ++i) {
+    const Stmt* st = &consumers_[i];
+    if (const auto* branch = As<IfThenElse>(*st); branch && !branch->else_case) st = &branch->then_case;
+    const auto* ev = As<Evaluate>(*st);
+    const auto* call = ev ? As<Call>(ev->value) : nullptr;
+    if (HasEffect(call, kWgmmaPanels)) continue;
+    auto used = BuffersOf(consumers_[i]);
+    for (const CopyOp* c : group.copies) {
+      if (used.count(c->dst.buffer.get())) return true;
+    }
+    for (size_t j : group.im2cols) {
+      if (used.count(im2cols_[j].tile.get())) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace tl::transform::cuda

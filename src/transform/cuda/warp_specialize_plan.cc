@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file cuda-warp-specialize, deciding: whether a kernel's pipelined loop can be
+/// warp-specialized and, when not, the reason the remark gives (the first check that fails
+/// sets it). It fits when it is the one pipelined loop, at the thread binding's top level,
+/// of a one-dimensional block of whole warpgroups, without break or continue, and every
+/// hoistable global -> shared copy (and T.im2col nest) of its body can be a TMA load whose
+/// tile nothing outside the loop uses. Also decides which statements each role runs.
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "pipeline_schedule.h"
+#include "shared_plan.h"
+#include "tma_copy.h"
+#include "tma_im2col.h"
+#include "warp_specialize.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// Whether the copy's regions read one of `vars` (values the producer does not have).
+bool RegionsUse(const CopyOp* c, const std::unordered_set<const Var*>& vars) {
+  for (const Region* r : {&c->src, &c->dst}) {
+    for (const Range& rg : r->ranges) {
+      for (const Expr& e : {rg.min, rg.extent}) {
+        if (UsesVar(e, [&](const Var* v) { return vars.count(v) > 0; })) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// Whether `s` writes buffer `b`.
+bool AddsWrite(const Stmt& s, const BufferNode* b) {
+  std::unordered_set<const BufferNode*> w;
+  AddWrites(s, &w);
+  return w.count(b) > 0;
+}
+
+}  // namespace
+
+/// The kernel's new thread-binding body, or null with `why_not_` set.
+Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
+  threads_ = 0;
+  AsConstInt(binding->extent, &threads_);
+  std::vector<Stmt> stmts = cuda::Flatten(cuda::InlinePipelineIndexLets(binding->body));
+  size_t at = stmts.size();
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    const auto* loop = As<For>(stmts[i]);
+    if (loop && loop->for_kind == ForKind::kPipelined) at = i;
+  }
+  PipelinedLoopCounter count;
+  count.Visit(binding->body);
+  if (at == stmts.size()) return Fail("the pipelined loop is nested in other statements");
+  loop_ = As<For>(stmts[at]);
+  if (count.pipelined > 1) return Fail("the kernel has several pipelined loops");
+  if (launch->threads.size() != 1) return Fail("the block's threads are not one-dimensional");
+  if (threads_ % kProducerThreads || threads_ + kProducerThreads > 1024) {
+    return Fail("the block's thread count is not a multiple of 128 (whole consumer warpgroups)");
+  }
+  stages_ = cuda::NumStages(loop_);
+  if (stages_ < 1) return Fail("num_stages is below 1");
+  // One stage: the producer can only run ahead where the loads feed different statements
+  // (attention's K and V), each released after its own last use, so they get pairs of their own.
+  if (stages_ == 1) split_groups_ = true;
+  PipelinedLoopCounter in_loop;
+  in_loop.Visit(loop_->body);
+  if (in_loop.jumps) return Fail("the loop body breaks or continues");
+  std::string why;
+  loop_ = HoistGuardedCopies(loop_, binding->body);
+  producers_ = cuda::PipelineProducers(loop_, &why);
+  if (producers_.empty()) return Fail(why);
+  if (!CheckProducers()) return nullptr;
+  TakeIm2colNests();
+  // What runs outside the loop must leave the produced tiles alone: their stages belong
+  // to the mbarriers.
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    if (i == at) continue;
+    for (const BufferNode* b : BuffersOf(stmts[i])) {
+      if (produced_.count(b) && !As<Allocate>(stmts[i])) {
+        return Fail("tile " + b->name + " is also used outside the loop");
+      }
+    }
+  }
+  Roles roles;
+  if (!AssignRoles(stmts, at, &roles)) return nullptr;
+  FormGroups();
+  if (stages_ == 1 && groups_.size() < 2) {
+    return Fail("one stage, and every load feeds the same statements: nothing to overlap");
+  }
+  return Build(roles);
+}
+
+/// Why TMA cannot do copy `c` ("" when it can); *panelled: whether it writes wgmma panels.
+std::string WarpSpecializer::TmaUnfit(const CopyOp* c, bool* panelled) {
+  if (!operands_known_) {
+    wgmma_operands_ = WgmmaOperands(f_->body);
+    gemm_operands_ = cuda::GemmOperands(f_->body);
+    operands_known_ = true;
+  }
+  const Buffer& dst = c->dst.buffer;
+  *panelled = wgmma_operands_.count(dst.get()) > 0;
+  if (!*panelled && cuda::Swizzled(dst, gemm_operands_, wgmma_operands_)) {
+    return "tile " + dst->name + " is an ldmatrix-swizzled operand, which TMA does not write";
+  }
+  std::string why = cuda::TmaLoadUnfit(c, *panelled, f_->params, cuda::DynamicAlignment(ctx_));
+  return why.empty() ? why : "T.copy into " + dst->name + " cannot use TMA: " + why;
+}
+
+bool WarpSpecializer::CheckProducers() {
+  for (const CopyOp* c : producers_) {
+    bool panelled = false;
+    std::string why = TmaUnfit(c, &panelled);
+    if (!why.empty()) {
+      Fail(why);
+      return false;
+    }
+    panelled_[c] = panelled;
+    produced_.insert(c->dst.buffer.get());
+  }
+  return true;
+}
+
+/// T.im2col nests at the loop body's top level that TMA can load (tma_im2col.h) become
+/// producers too; the others stay consumer loops, with a remark saying why.
+void WarpSpecializer::TakeIm2colNests() {
+  if (ConfigTrue(ctx_, "tl.disable_tma_im2col")) return;
+  std::vector<Stmt> body = cuda::Flatten(loop_->body);
+  for (const Stmt& st : body) {
+    std::optional<cuda::Im2colNest> nest = cuda::AsIm2colNest(st);
+    if (!nest) continue;
+    const Buffer& tile = nest->tile;
+    bool panelled = wgmma_operands_.count(tile.get()) > 0;
+    std::string why;
+    if (!panelled && cuda::Swizzled(tile, gemm_operands_, wgmma_operands_)) {
+      why = "tile " + tile->name + " is an ldmatrix-swizzled operand, which TMA does not write";
+    } else {
+      why = cuda::TmaIm2colUnfit(*nest, panelled, f_->params);
+    }
+    for (const Stmt& other : body) {  // the tile is the nest's alone to write
+      if (why.empty() && other.get() != st.get() && AddsWrite(other, tile.get())) {
+        why = "tile " + tile->name + " is also written by another statement of the loop";
+      }
+    }
+    if (!why.empty()) {
+      ctx_.remarks.push_back("T.im2col at line " + std::to_string(st->span.line) +
+                             ": element loops in the consumer threads, not a TMA im2col load (" + why + ")");
+      continue;
+    }
+    im2cols_.push_back(*nest);
+    im2col_panelled_.push_back(panelled);
+    produced_.insert(tile.get());
+  }
+}
+
+/// Whether a declaration before the loop can be shared by both roles: allocations,
+/// annotations, and lets whose value reads no buffer the kernel writes.
+bool WarpSpecializer::Common(const Stmt& s, const std::unordered_set<const BufferNode*>& written) {
+  if (As<Allocate>(s) || As<AttrStmt>(s)) return true;
+  const auto* let = As<LetStmt>(s);
+  if (!let) return false;
+  bool reads_written = false;
+  ForEachExpr(s, [&](const Expr& e) {
+    if (const auto* load = As<BufferLoad>(e)) reads_written |= written.count(load->buffer.get()) > 0;
+  });
+  return !reads_written;
+}
+
+/// Which statements around the loop both roles share (allocations, with the produced tiles
+/// staged, and the lets Common admits), which the consumers run before and after the loop,
+/// and which copies before it the producer issues (TakePrologueLoads). False when the
+/// producer would need a value only the consumers compute.
+bool WarpSpecializer::AssignRoles(const std::vector<Stmt>& stmts, size_t at, Roles* roles) {
+  std::unordered_set<const BufferNode*> written;
+  for (const Stmt& s : stmts) AddWrites(s, &written);
+  std::unordered_set<const Var*> consumer_lets;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    if (i == at) continue;
+    const Stmt& s = stmts[i];
+    if (As<Allocate>(s) || (i < at && Common(s, written))) {
+      roles->common.push_back(StageAllocation(s));
+    } else {
+      if (const auto* let = As<LetStmt>(s)) consumer_lets.insert(let->var.get());
+      (i < at ? roles->consumer_before : roles->consumer_after).push_back(s);
+    }
+  }
+  // The producer evaluates the copies' regions and the trip count: nothing it reads may
+  // be defined in the consumer's part only.
+  auto consumer_only = [&](const Var* v) { return consumer_lets.count(v) > 0; };
+  bool needs_consumer_value = UsesVar(loop_->min, consumer_only) || UsesVar(loop_->extent, consumer_only);
+  for (const CopyOp* c : producers_) needs_consumer_value = needs_consumer_value || RegionsUse(c, consumer_lets);
+  for (const auto& [copy, guard] : guards_) needs_consumer_value = needs_consumer_value || UsesVar(guard, consumer_only);
+  for (const cuda::Im2colNest& n : im2cols_) {
+    needs_consumer_value = needs_consumer_value || UsesVar(n.nhw_step, consumer_only) || UsesVar(n.c_step, consumer_only);
+  }
+  if (needs_consumer_value) {
+    Fail("the copies depend on values computed by the consumer threads");
+    return false;
+  }
+  roles->consumer_before = TakePrologueLoads(roles->consumer_before, consumer_lets);
+  return true;
+}
+
+/// Copies before the loop that the producer can issue with TMA instead of the consumers
+/// (upstream does the same for attention's Q tile and the backward's K and V): a global
+/// tile into a shared tile that no other statement before the loop touches, with regions
+/// the producer can evaluate. The consumers wait for them once, before the loop, so the
+/// loads overlap the first stages' and the consumers' own set-up. Returns the rest.
+std::vector<Stmt> WarpSpecializer::TakePrologueLoads(const std::vector<Stmt>& before,
+                                                     const std::unordered_set<const Var*>& lets) {
+  if (ConfigTrue(ctx_, "tl.ws_consumer_prologue")) return before;  // (the old behaviour, for comparisons)
+  std::vector<Stmt> rest;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const auto* c = As<CopyOp>(before[i]);
+    bool panelled = false;
+    bool take = c && c->src.buffer->scope == Scope::kGlobal && c->dst.buffer->scope == Scope::kShared &&
+                !produced_.count(c->dst.buffer.get()) && TmaUnfit(c, &panelled).empty() && !RegionsUse(c, lets);
+    for (size_t j = 0; take && j < before.size(); ++j) {
+      take = j == i || !BuffersOf(before[j]).count(c->dst.buffer.get());
+    }
+    if (!take) {
+      rest.push_back(before[i]);
+      continue;
+    }
+    prologue_.push_back(c);
+    panelled_[c] = panelled;
+  }
+  return rest;
+}
+
+}  // namespace tl::transform::cuda
