@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Internal to fragment layout inference (fragment_inference*.cc): the visitor one
+/// inference attempt runs over a kernel body, declared here because its rules live in
+/// separate files:
+///
+///   fragment_inference.cc         shared helpers, and the driver: seeding, sweeps to a
+///                                 fixed point, attempts with requested warp splits
+///   fragment_inference_gemm.cc    what a T.gemm fixes: its path and accumulator layout
+///   fragment_inference_spread.cc  how layouts are assigned and spread to other fragments
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "fragment_inference.h"
+#include "tl/ir/functor.h"
+#include "tl/layout/fragment.h"
+#include "wgmma_select.h"
+
+namespace tl::transform::cuda {
+
+/// A warp split a T.Parallel asks of a GEMM accumulator, with the conflict it resolves.
+struct SplitRequest {
+  layout::WarpPartition warps;
+  std::string why;
+  Span span;
+};
+
+/// Layout inference over one kernel body: one visit is one sweep; the driver
+/// (InferFragmentLayouts) repeats sweeps until nothing changes.
+class FragmentLayoutInference : public ir::IRVisitor {
+ public:
+  FragmentLayoutInference(int64_t num_threads, std::string arch, WgmmaOptions wgmma)
+      : num_threads_(num_threads), arch_(std::move(arch)), wgmma_(wgmma) {}
+
+  std::unordered_map<const ir::BufferNode*, Assigned> layouts;
+  /// Warp splits asked of GEMM accumulators by an earlier attempt (see InferFragmentLayouts),
+  /// and those this attempt asks for: a T.Parallel that ties two GEMM accumulators of one
+  /// shape needs them split alike.
+  std::unordered_map<const ir::BufferNode*, layout::WarpPartition> preferred_split;
+  std::unordered_map<const ir::BufferNode*, SplitRequest> split_requests;
+  /// Fragments that must stay in shared memory (operands of GEMMs, accumulators of GEMMs
+  /// that cannot use the tensor-core layout).
+  std::unordered_set<const ir::BufferNode*> forced_shared;
+  /// GEMMs lowered to per-element loops, with the reason.
+  std::unordered_map<const ir::GemmOp*, std::string> simt_gemms;
+  /// GEMMs whose A operand stays in registers (gemm_rs).
+  std::unordered_set<const ir::GemmOp*> rs_gemms;
+  /// GEMMs whose register-fragment A is written to a shared tile for mma.sync (StageA).
+  std::unordered_set<const ir::GemmOp*> staged_a_gemms;
+  /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
+  std::unordered_set<const ir::GemmOp*> wgmma_gemms;
+  std::unordered_map<const ir::GemmOp*, std::string> no_wgmma;
+  /// Per-row vectors whose uses need different layouts (moved to shared memory).
+  std::unordered_set<const ir::BufferNode*> conflicted;
+  bool changed = false;
+
+  // fragment_inference_spread.cc
+  void Assign(const ir::Buffer& b, const layout::FragmentLayoutRef& l, const std::string& origin, const Span& span);
+
+ protected:
+  // fragment_inference_gemm.cc
+  void Visit_(const ir::GemmOp* op) override;
+  std::optional<layout::WarpPartition> HeldSplit(const ir::Buffer& c, const ir::GemmOp* op);
+  void StageA(const ir::GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why);
+  bool WgmmaPartition(int64_t m, layout::WarpPartition* out) const;
+  bool UseWgmma(const ir::GemmOp* op);
+
+  // fragment_inference_spread.cc
+  void Visit_(const ir::For* op) override;
+  void Visit_(const ir::ReduceOp* op) override;
+  void Visit_(const ir::CopyOp* op) override;
+
+ private:
+  int64_t num_threads_;
+  std::string arch_;
+  WgmmaOptions wgmma_;  ///< the optional wgmma paths (pass configs)
+};
+
+}  // namespace tl::transform::cuda
