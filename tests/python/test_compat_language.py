@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -804,6 +805,22 @@ def test_alloc_var_starts_at_zero_and_takes_upstreams_forms(rng):
             with T.Kernel(1) as _:
                 v = T.alloc_var(T.int32, 1, init=2)
                 A[0] = v
+
+
+def test_cast_of_a_variable_reads_its_value(rng):
+    """T.cast(v, dtype) of a T.alloc_var is a cast of its value (upstream's select tests)."""
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            v = T.alloc_var(T.bfloat16)
+            v = A[tx]
+            B[tx] = T.Select(T.cast(A[tx], T.bfloat16) == v, T.cast(v, T.float32), -1.0)
+
+    a = rng.standard_normal(128).astype(np.float32)
+    b = np.zeros(128, np.float32)
+    compile_cpu(f)(a, b)
+    np.testing.assert_array_equal(b, a.astype(ml_dtypes.bfloat16).astype(np.float32))
 
 
 def test_calling_a_name_only_dtype_is_a_type_error():

@@ -162,8 +162,8 @@ def call_math(name: str, *args):
 
 def cast(value, t) -> PrimExpr:
     t = dtype(require_supported(t, "cast"))
-    if isinstance(value, (PrimExpr, BufferRef)):
-        return PrimExpr(_tl.cast(t, as_expr(value).node))
+    if isinstance(value, (PrimExpr, BufferRef)) or (isinstance(value, Buffer) and value.scope == "var"):
+        return PrimExpr(_tl.cast(t, as_expr(value).node))  # (a T.alloc_var reads as its value)
     return const(value, t)
 
 
