@@ -1098,3 +1098,33 @@ def test_reshape_of_another_size_is_an_assertion_error_as_upstream():
             with T.Kernel(1):
                 v = T.reshape(A, [32, 33])
                 v[0, 0] = 1.0
+
+
+def test_eager_kernel_with_tensors_annotated_in_the_signature(rng):
+    """@tilelang.jit on `def k(A: T.Tensor((64,), T.float16), ...)` (upstream's let tests):
+    the signature declares the tensors; with static shapes the kernel also compiles without
+    them (get_kernel_source())."""
+
+    @tilelang.jit(target="cpu")
+    def add_one(A: T.Tensor((64,), T.float16), B: T.Tensor((64,), T.float16)):
+        with T.Kernel(1, threads=32):
+            A_s = T.alloc_shared((32,), T.float16)
+            for k in T.Pipelined(2, num_stages=2):
+                T.copy(A[k * 32], A_s)
+                for i in T.Parallel(32):
+                    B[k * 32 + i] = A_s[i] + 1.0
+
+    a = rng.standard_normal(64).astype(np.float16)
+    b = np.zeros(64, np.float16)
+    add_one(a, b)
+    np.testing.assert_array_equal(b, a + np.float16(1))
+    assert "add_one" in add_one.get_kernel_source()
+
+    @tilelang.jit(target="cpu")
+    def twice(A: T.Tensor((8,), T.float32)):
+        A: T.Tensor((8,), T.float32)
+        with T.Kernel(1):
+            A[0] = 1.0
+
+    with pytest.raises(ValueError, match="annotated twice"):
+        twice(np.zeros(8, np.float32))

@@ -305,6 +305,20 @@ class Parser:
                         continue
                     spec = self._guard(arg.annotation, self.eval, arg.annotation)
                     self._guard(arg, self.declare_signature_param, arg.arg, spec)
+            else:
+                # eager style with tensors annotated in the signature (`def k(A: T.Tensor((64,),
+                # T.float16))`, as upstream allows): declared as the body's annotations would
+                # be, so the kernel also compiles without tensors when the shapes are static
+                for arg in self.fdef.args.args + self.fdef.args.kwonlyargs:
+                    if arg.annotation is None:
+                        continue
+                    try:
+                        spec = self.eval(arg.annotation)
+                    except Exception:  # noqa: BLE001 - not a T.Tensor annotation (a type, a string)
+                        continue
+                    if isinstance(spec, TensorSpec):
+                        self.eager.args.setdefault(arg.arg, None)
+                        self._guard(arg, self.declare_tensor_param, arg.arg, spec, arg)
             # T.const dimensions the annotations will bind, known before any statement runs
             for name, value in _eager.shape_bindings(self.fdef, self.eager.args).items():
                 self.eager.const_values.setdefault(name, value)
@@ -481,6 +495,9 @@ class Parser:
                                 "(@tilelang.jit without an inner @T.prim_func)")
         if name not in ctx.args:
             raise _b._UserError(f"{name!r} is not a parameter of {self.fdef.name}()")
+        if any(n == name for n, _ in ctx.tensor_params):
+            raise _b._UserError(f"parameter {name!r} is annotated twice (in the signature and in the body); "
+                                "keep one")
         arg = ctx.args[name]
         shape = _shape_of(arg)
         if shape is not None and len(shape) != len(spec.shape):
