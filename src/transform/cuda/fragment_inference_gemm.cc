@@ -3,6 +3,7 @@
 /// (wgmma on Hopper, mma.sync with A from shared memory or registers, A staged through
 /// shared memory, or per-element loops, with the reason) and the warp split, hence the mma
 /// accumulator layout, its C (and register A) fragment gets.
+#include <cctype>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,16 @@ bool LdmatrixRowsAligned(const GemmOp* op, bool reg_a) {
   return true;
 }
 
+/// Whether `arch` ("sm_75", "sm_86", "sm_90a"; empty: unknown) is older than sm_80.
+bool ArchBefore80(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return false;
+  int v = 0;
+  for (size_t i = 3; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i) {
+    v = v * 10 + (arch[i] - '0');
+  }
+  return v > 0 && v < 80;
+}
+
 }  // namespace
 
 void FragmentLayoutInference::Visit_(const GemmOp* op) {
@@ -44,7 +55,10 @@ void FragmentLayoutInference::Visit_(const GemmOp* op) {
   std::string why;
   layout::WarpPartition warps;
   bool reg_a = IsFragment(op->a.buffer) && !IsFragment(op->b.buffer);
-  if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
+  if (ArchBefore80(arch_)) {
+    // The mma.sync shapes of the tensor-core path (m16n8k16, k32, tf32 k8) are sm_80's.
+    why = arch_ + " has none of the mma.sync shapes the tensor-core path uses (sm_80 and newer)";
+  } else if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
     why = "the accumulator is not a whole 2-D fragment";
   } else if (num_threads_ % 32) {
     why = "the thread count is not a multiple of 32";
