@@ -169,6 +169,11 @@ NB_MODULE(_tl, m) {
 
   nb::class_<PyFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PyFunc& f) { return f.f->name; })
+      .def_prop_ro("param_names", [](const PyFunc& f) {
+        std::vector<std::string> names;
+        for (const Param& p : f.f->params) names.push_back(p.name());
+        return names;
+      })
       .def("script", [](const PyFunc& f) { return ToString(f.f); })
       .def("__repr__", [](const PyFunc& f) { return ToString(f.f); });
 

@@ -377,6 +377,38 @@ def test_apply_simplify_and_simplify_prim_func():
         apply_simplify(lambda: None)
 
 
+def test_apply_simplify_drops_tensor_parameters_the_body_never_uses(rng):
+    """As upstream's (Simplify with simplify_arguments): a GEMV built without its bias."""
+    from tilelang.transform.simplify import apply_simplify
+
+    def gemv(with_bias):
+        @T.prim_func
+        def f(A: T.Tensor((8, 16), "float32"), x: T.Tensor((16,), "float32"),
+              Bias: T.Tensor((8,), "float32"), y: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=8):
+                for i in T.Parallel(8):
+                    acc = T.alloc_var("float32")
+                    for k in T.serial(16):
+                        acc += A[i, k] * x[k]
+                    if with_bias:
+                        y[i] = acc + Bias[i]
+                    else:
+                        y[i] = acc
+        return apply_simplify(f)
+
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    x = rng.standard_normal(16).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float32)
+    y = np.full(8, np.nan, np.float32)
+    k = compile_cpu(gemv(False))
+    assert [p.name for p in k.params] == ["A", "x", "y"]
+    k(a, x, y)
+    np.testing.assert_allclose(y, a.astype(np.float64) @ x, rtol=1e-5)
+    y[:] = np.nan
+    compile_cpu(gemv(True))(a, x, bias, y)
+    np.testing.assert_allclose(y, a.astype(np.float64) @ x + bias, rtol=1e-5)
+
+
 def test_eager_ast_names_say_they_are_not_provided():
     from tilelang.language.eager.ast import BaseBuilder, mutate
 
