@@ -1128,3 +1128,27 @@ def test_eager_kernel_with_tensors_annotated_in_the_signature(rng):
 
     with pytest.raises(ValueError, match="annotated twice"):
         twice(np.zeros(8, np.float32))
+
+
+def test_dp4a_accumulates_four_int8_products(rng):
+    @T.prim_func
+    def f(A: T.Tensor((4, 8), "int8"), B: T.Tensor((4, 8), "int8"), C: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=4):
+            tx = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "int32")
+            acc[0] = 7
+            for k in T.serial(2):
+                T.dp4a(A[tx, k * 4], B[tx, k * 4], acc[0])
+            C[tx] = acc[0]
+
+    a = rng.integers(-128, 128, (4, 8)).astype(np.int8)
+    b = rng.integers(-128, 128, (4, 8)).astype(np.int8)
+    c = np.zeros(4, np.int32)
+    compile_cpu(f)(a, b, c)
+    np.testing.assert_array_equal(c, (a.astype(np.int64) * b).sum(1) + 7)
+    with pytest.raises(ValueError, match="T.dp4a requires int32 C, got float32"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "int8"), C: T.Tensor((1,), "float32")):
+            with T.Kernel(1):
+                T.dp4a(A[0], A[0], C[0])

@@ -1265,6 +1265,29 @@ def set_max_nreg(reg_count, is_inc):
     _remark(f"T.set_max_nreg({reg_count}, {is_inc}): accepted, not applied")
 
 
+def dp4a(A, B, C):
+    """C += A[0:4] . B[0:4]: the dot product of four int8 values at A and four at B (along
+    the last dimension from the given elements), accumulated into the int32 element C, as
+    upstream's T.dp4a. Written as element arithmetic (both targets; nvcc forms dp4a from it
+    where it can)."""
+    def point(ref, want, what):
+        if isinstance(ref, _Buffer):
+            ref = ref[tuple(0 for _ in ref.shape)]
+        if not isinstance(ref, BufferRef) or not ref.is_point:
+            raise _b._UserError(f"T.dp4a: {what} must be an element of a buffer (A_local[i, k]), got {ref!r}")
+        if str(ref.buffer.dtype) != want:
+            raise _b._UserError(f"T.dp4a requires {want} {what}, got {ref.buffer.dtype}")
+        return ref
+
+    a, b, c = point(A, "int8", "A"), point(B, "int8", "B"), point(C, "int32", "C")
+    total = c.load()
+    for t in range(4):
+        ai = a.items[:-1] + [a.items[-1] + t]
+        bi = b.items[:-1] + [b.items[-1] + t]
+        total = total + _cast(a.buffer[tuple(ai)].load(), "int32") * _cast(b.buffer[tuple(bi)].load(), "int32")
+    _b.emit(_tl.store(c.buffer.node, [as_expr(i, "int32").node for i in c.items], total.node, _b.current_span()))
+
+
 def annotate_min_blocks_per_sm(n):
     """The second argument of the CUDA kernel's ``__launch_bounds__(threads, n)``: at least
     `n` blocks should fit on an SM, so the compiler limits registers to allow it (1 without
