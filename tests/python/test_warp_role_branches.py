@@ -124,3 +124,36 @@ def test_scalar_fragment_read_modify_write(rng):
     assert_close(b, f64(a) / np.sqrt((f64(a) ** 2).sum(1, keepdims=True)))
     src, _ = _sm90(scalar_fragment_kernel())
     assert re.search(r"float acc\[1\];", src), src
+
+
+def test_range_branches_in_a_warp_specialized_kernels_consumers():
+    """In a warp-specialized kernel the epilogue runs on the consumer threads (the producers
+    are launched above them): a branch over consumer warps there gets its own named barrier,
+    counting only its threads. (Outside the role split a range would also hold for the
+    producer threads: such branches get none, KernelBarriers::producers_above.)"""
+    M = N = K = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            acc = T.alloc_fragment((128, 128), "float32")
+            row = T.alloc_shared((128,), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // 64, num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * 128, bx * 128])
+            if T.get_thread_binding() >= 64:
+                for i in T.Parallel(128):
+                    row[i] = A[by * 128 + i, 0]
+                for i in T.Parallel(128):
+                    C[by * 128 + i, bx * 128] = row[127 - i]
+
+    k = tilelang.lower(main, target="cuda -arch=sm_90a")
+    assert any("warp-specialized" in r for r in k.remarks), k.remarks
+    src = k.kernel_source
+    branch = src[src.index("if ((tx >= 64))"):]
+    assert "tl::named_barrier_sync(2, 64);" in branch and "__syncthreads" not in branch, branch

@@ -172,6 +172,9 @@ constexpr int64_t kFirstRangeBarrierId = 2, kLastBarrierId = 15;
 struct KernelBarriers {
   int64_t threads = 0;  ///< 0: unknown (no range branches get barriers of their own)
   int64_t next_id = kFirstRangeBarrierId;
+  /// A warp-specialized kernel launches its producer threads above `threads`: outside the
+  /// role split a condition like `tx >= 128` also holds for them, so its range is unknown.
+  bool producers_above = false;
 };
 
 class BarrierInserter {
@@ -299,7 +302,7 @@ class BarrierInserter {
   /// (an error when they hold a barrier: one there would hang or race).
   /// Returns null when `br` is not a branch on a range of the thread index.
   Stmt ThreadRangeBranches(const IfThenElse* br, State* state) {
-    if (!kernel_->threads) return Stmt();
+    if (!kernel_->threads || (kernel_->producers_above && named_threads_ == 0)) return Stmt();
     auto is_tx = [&](const Expr& e) {
       const auto* v = As<Var>(e);
       return v == tx_;
@@ -385,6 +388,12 @@ class KernelVisitor : public IRMutator {
     KernelBarriers kernel;
     int64_t min = -1;
     if (!AsConstInt(op->extent, &kernel.threads) || !AsConstInt(op->min, &min) || min != 0) kernel.threads = 0;
+    struct FindSplit : IRVisitor {
+      bool found = false;
+      void Visit_(const AttrStmt* a) override { found |= a->key == cuda::kWarpSpecializedAttr; }
+    } split;
+    split.Visit(op->body);
+    kernel.producers_above = split.found;
     State state;
     Stmt body = BarrierInserter(op->var.get(), memory_, &kernel).Run(op->body, &state);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
