@@ -6,6 +6,7 @@
 /// interval bounds, boolean identities, and casts. Floor division and modulo live in
 /// div_mod.cc, bounds in bound.cc. Each node is rewritten once (results are memoised per
 /// input node), so the cost stays polynomial even for expressions that share subtrees.
+#include "tl/arith/comparison.h"
 #include "tl/arith/simplify.h"
 
 #include "arith_internal.h"
@@ -49,17 +50,6 @@ std::optional<bool> DecideSign(BinOp op, const IntBound& d) {
     default: break;
   }
   return std::nullopt;
-}
-
-BinOp Negated(BinOp op) {
-  switch (op) {
-    case BinOp::kLT: return BinOp::kGE;
-    case BinOp::kLE: return BinOp::kGT;
-    case BinOp::kGT: return BinOp::kLE;
-    case BinOp::kGE: return BinOp::kLT;
-    case BinOp::kEQ: return BinOp::kNE;
-    default: return BinOp::kEQ;
-  }
 }
 
 /// Folds x // c * (c*q) + x % c * q back into x * q (exact for any x, c > 0). Flattening
@@ -304,7 +294,7 @@ Expr Rewriter::RewriteNot(const Expr& a, const Expr& self) {
     // !(a == b) is a != b even for NaN; the ordered comparisons only flip for integers.
     const bool eq_ne = cmp->op == BinOp::kEQ || cmp->op == BinOp::kNE;
     if (ir::IsComparison(cmp->op) && (eq_ne || cmp->a->dtype.IsInt())) {
-      return Binary::Make(Negated(cmp->op), cmp->a, cmp->b);
+      return Binary::Make(NegatedComparison(cmp->op), cmp->a, cmp->b);
     }
   }
   auto* n = ir::As<ir::Not>(self);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "tl/arith/comparison.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/equal.h"
 #include "tl/ir/functor.h"
@@ -213,31 +214,12 @@ class StmtSimplifier : public ir::IRMutator {
       }
       return;
     }
-    ir::BinOp op = b->op;
-    const ir::Var* v = ir::As<ir::Var>(b->a);
-    int64_t c = 0;
-    if (v && ir::AsConstInt(b->b, &c)) {
-    } else if ((v = ir::As<ir::Var>(b->b)) && ir::AsConstInt(b->a, &c)) {
-      switch (op) {  // c op v  ->  v op' c
-        case ir::BinOp::kLT: op = ir::BinOp::kGT; break;
-        case ir::BinOp::kLE: op = ir::BinOp::kGE; break;
-        case ir::BinOp::kGT: op = ir::BinOp::kLT; break;
-        case ir::BinOp::kGE: op = ir::BinOp::kLE; break;
-        default: break;
-      }
-    } else {
-      return;
-    }
-    if (!v->dtype.IsInt()) return;
-    if (!holds) {
-      switch (op) {
-        case ir::BinOp::kLT: op = ir::BinOp::kGE; break;
-        case ir::BinOp::kLE: op = ir::BinOp::kGT; break;
-        case ir::BinOp::kGT: op = ir::BinOp::kLE; break;
-        case ir::BinOp::kGE: op = ir::BinOp::kLT; break;
-        default: return;  // v != c says nothing about its range
-      }
-    }
+    auto cmp = AsConstComparison(cond);
+    const ir::Var* v = cmp ? ir::As<ir::Var>(cmp->operand) : nullptr;
+    // (v != c says nothing about v's range where it holds, so neither branch narrows on it)
+    if (!v || !v->dtype.IsInt() || cmp->op == ir::BinOp::kNE) return;
+    const ir::BinOp op = holds ? cmp->op : NegatedComparison(cmp->op);
+    const int64_t c = cmp->c;
     IntBound bound = an_.VarBound(v).value_or(IntBound{});
     auto raise_min = [&](int64_t lo) { bound.min = bound.min ? std::max(*bound.min, lo) : lo; };
     auto lower_max = [&](int64_t hi) { bound.max = bound.max ? std::min(*bound.max, hi) : hi; };

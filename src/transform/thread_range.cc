@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "tl/arith/comparison.h"
+
 namespace tl::transform {
 
 using namespace ir;  // NOLINT: implementation file
@@ -17,24 +19,11 @@ std::optional<ThreadRange> ThreadRangeOf(const Expr& cond, const std::function<b
     if (!l || !r) return std::nullopt;
     return ThreadRange{std::max(l->lo, r->lo), std::min(l->hi, r->hi)};
   }
-  int64_t c;
-  BinOp op = b->op;
-  if (is_thread(b->a) && AsConstInt(b->b, &c)) {
-    // t op c
-  } else if (is_thread(b->b) && AsConstInt(b->a, &c)) {
-    // c op t: flip to t op' c
-    switch (op) {
-      case BinOp::kLT: op = BinOp::kGT; break;
-      case BinOp::kLE: op = BinOp::kGE; break;
-      case BinOp::kGT: op = BinOp::kLT; break;
-      case BinOp::kGE: op = BinOp::kLE; break;
-      default: break;
-    }
-  } else {
-    return std::nullopt;
-  }
+  auto cmp = arith::AsConstComparison(cond);
+  if (!cmp || !is_thread(cmp->operand)) return std::nullopt;
+  const int64_t c = cmp->c;
   ThreadRange r{0, threads};
-  switch (op) {
+  switch (cmp->op) {
     case BinOp::kLT: r.hi = c; break;
     case BinOp::kLE: r.hi = c + 1; break;
     case BinOp::kGT: r.lo = c + 1; break;

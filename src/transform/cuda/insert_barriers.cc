@@ -213,7 +213,7 @@ class BarrierInserter {
       }
     }
     if (const auto* br = As<IfThenElse>(s)) {
-      if (Stmt split = ThreadRangeBranches(br, state)) return split;
+      if (Stmt split = ThreadRangeBranches(s, br, state)) return split;
     }
     if (!cuda::BarriersGoInside(s, tx_)) return WithBarrier(Access(Collect(s), state), s);
     if (const auto* loop = As<For>(s)) {
@@ -301,7 +301,7 @@ class BarrierInserter {
   /// same time, so each has its own barrier id). Other branches stay one unit, as before
   /// (an error when they hold a barrier: one there would hang or race).
   /// Returns null when `br` is not a branch on a range of the thread index.
-  Stmt ThreadRangeBranches(const IfThenElse* br, State* state) {
+  Stmt ThreadRangeBranches(const Stmt& s, const IfThenElse* br, State* state) {
     if (!kernel_->threads || (kernel_->producers_above && named_threads_ == 0)) return Stmt();
     auto is_tx = [&](const Expr& e) {
       const auto* v = As<Var>(e);
@@ -312,10 +312,7 @@ class BarrierInserter {
     auto else_range = ComplementRange(*then_range, kernel_->threads);
     // Accesses of the whole branch against what is pending before and after it, as for
     // any unit; inside, each branch starts with nothing pending.
-    AccessCollector whole = Collect(br->cond);
-    whole.Visit(br->then_case);
-    if (br->else_case) whole.Visit(br->else_case);
-    bool barrier = Access(whole, state);
+    bool barrier = Access(Collect(s), state);
     Stmt t = RunOnRange(br->then_case, *then_range, br->span);
     Stmt e = br->else_case;
     if (e && else_range) e = RunOnRange(e, *else_range, br->span);
