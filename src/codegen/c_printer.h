@@ -211,7 +211,9 @@ class CPrinter {
         // Through float: 16-bit floats convert to other types via their float value.
         DType from = op->value->dtype;
         std::string v = Print(op->value);
-        if ((from.bits == 16 && from.IsFloat()) && !(e->dtype == DType::Float(32))) {
+        // (float4_e2m1fn and float8_e8m0fnu take 16-bit floats directly: a half NaN's sign,
+        // which decides float4's result, does not survive the hardware widening.)
+        if ((from.bits == 16 && from.IsFloat()) && !(e->dtype == DType::Float(32)) && !e->dtype.IsMxFloat()) {
           v = "static_cast<float>(" + v + ")";
         } else if (MxOrSubByte(from) && (MxOrSubByte(e->dtype) || e->dtype.bits == 16 || e->dtype.IsFloat8())) {
           v = std::string(from.IsInt() ? "static_cast<int>(" : "static_cast<float>(") + v + ")";

@@ -67,6 +67,14 @@ TL_F8_FN unsigned int e8m0_to_float_bits(unsigned char c) {
   return static_cast<unsigned>(c) << 23;
 }
 
+/// A half's float bits, NaN keeping the half's sign: the hardware widening (cvt.f32.f16)
+/// returns the canonical, positive NaN, and float4_e2m1 maps NaN by its sign.
+TL_F8_FN unsigned int half_float_bits(half v) {
+  const unsigned f = float_bits(static_cast<float>(v));
+  if ((f & 0x7fffffffu) <= 0x7f800000u) return f;
+  return (f & 0x7fffffffu) | (static_cast<unsigned>(v.bits & 0x8000u) << 16);
+}
+
 /// The low 4 bits of v as a signed value.
 TL_F8_FN signed char wrap_int4(long long v) { return static_cast<signed char>(((v & 0xf) ^ 0x8) - 0x8); }
 
@@ -79,7 +87,7 @@ struct float4_e2m1 {
   float4_e2m1() = default;
   template <typename T, detail::enable_if_arith_t<T> = 0>
   TL_F8_FN float4_e2m1(T v) : bits(detail::float_bits_to_e2m1(detail::float_bits(detail::narrow_to_float(v)))) {}
-  TL_F8_FN float4_e2m1(half v) : bits(detail::float_bits_to_e2m1(detail::float_bits(static_cast<float>(v)))) {}
+  TL_F8_FN float4_e2m1(half v) : bits(detail::float_bits_to_e2m1(detail::half_float_bits(v))) {}
   TL_F8_FN float4_e2m1(bfloat16 v) : bits(detail::float_bits_to_e2m1(detail::float_bits(static_cast<float>(v)))) {}
   template <typename G>
   TL_F8_FN explicit float4_e2m1(float8<G> v)
@@ -170,9 +178,11 @@ TL_F8_FN void store_packed(unsigned char* p, I i, T v) {
 #if defined(__CUDACC__)
   // 32-bit atomics on the aligned word holding the byte (the other bytes' mask bits are 1s
   // for the AND and 0s for the OR: they are left as they are).
-  const unsigned long long addr = reinterpret_cast<unsigned long long>(byte);
-  unsigned int* word = reinterpret_cast<unsigned int*>(addr & ~3ull);
-  const unsigned s = static_cast<unsigned>(addr & 3u) * 8u + shift;
+  // The word is addressed from `byte` (not rebuilt from an integer), so the compiler knows
+  // it aliases the tensor: a later load_packed of the element is not moved above the store.
+  const unsigned in_word = static_cast<unsigned>(reinterpret_cast<unsigned long long>(byte) & 3u);
+  unsigned int* word = reinterpret_cast<unsigned int*>(byte - in_word);
+  const unsigned s = in_word * 8u + shift;
   atomicAnd(word, ~(0xfu << s));
   atomicOr(word, nib << s);
 #else

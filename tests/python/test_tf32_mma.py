@@ -186,7 +186,9 @@ def _assert_tf32_mma(k, min_mma):
     remarks = _remarks(k)
     assert "mma.sync m16n8k8 (tf32 tensor cores" in remarks, remarks
     assert "element-wise loops" not in remarks and "multiply-add loops" not in remarks, remarks
-    assert "0 bytes spilled" in remarks, remarks
+    # (some NVRTC builds, a pip wheel's, leave ptxas' report out: then the remark says "?")
+    if k._cuda.resource_usage.get("registers") is not None:
+        assert "0 bytes spilled" in remarks, remarks
     ptx = k.get_ptx()
     assert ptx.count(TF32_MMA) >= min_mma, ptx.count(TF32_MMA)
     assert "cvt.rna.tf32.f32" in ptx

@@ -85,6 +85,17 @@ def test_each_warp_range_has_its_own_named_barrier():
     assert re.search(r"float rms\[1\];", head), head
 
 
+def test_pipelined_copies_in_a_branch_use_the_ranges_thread_numbers():
+    """The else-branch's threads are 32..95: its staged copies are spread over them as
+    numbers 0..63 (tx - 32), every element loaded once (a copy spread over the block's
+    numbers loaded only what threads 32..63 would, the first half stayed unloaded)."""
+    src, _ = _sm90(roles_kernel())
+    _, _, other = src.partition("} else {")
+    copies = re.findall(r"cp_async_zfill_16\(\(&xs\[([^\]]*)\]\)", other)
+    assert copies and all("tx_in_range" in c for c in copies), copies
+    assert "if ((tx < 64))" not in other, other
+
+
 def test_a_pipelined_loop_on_part_of_a_warp_is_refused():
     @T.prim_func
     def main(x: T.Tensor((HIDDEN,), "float32"), y: T.Tensor((HIDDEN,), "float32")):

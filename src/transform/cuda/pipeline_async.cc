@@ -23,8 +23,10 @@
 #include "pass_helpers.h"
 #include "pipeline_schedule.h"
 #include "thread_binding.h"
+#include "thread_share.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
+#include "tl/support/error.h"
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
@@ -50,10 +52,23 @@ struct Planner : IRVisitor {
 
 class Pipeliner : public IRMutator {
  public:
-  Pipeliner(const Planner& plan, VarRef tx, int64_t threads, PassContext& ctx)
-      : plan_(plan), tx_(std::move(tx)), threads_(threads), ctx_(ctx) {}
+  Pipeliner(const Planner& plan, const VarRef& tx, int64_t threads, PassContext& ctx) : plan_(plan), ctx_(ctx) {
+    share_.Bind(tx, threads);
+  }
 
  protected:
+  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
+    share_.NoteLet(op);
+    return IRMutator::Mutate_(op, self);
+  }
+
+  // In a branch on a range of threads (`if tx < 32: ... else: <pipelined loop>`) the
+  // staged copies are spread over the range's threads, numbered from its first.
+  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
+    if (!share_.OnThread(op->cond)) return IRMutator::Mutate_(op, self);
+    return share_.Branches(op, [&](const Stmt& s) { return Mutate(s); });
+  }
+
   Stmt Mutate_(const Allocate* op, const Stmt& self) override {
     auto it = plan_.stages.find(op->buffer.get());
     if (it == plan_.stages.end()) return self;
@@ -88,7 +103,12 @@ class Pipeliner : public IRMutator {
         Region dst = cuda::SubstituteRegion(c->dst, op->var.get(), op->min + iter);
         cuda::StageSelector sel(staged_, stage);
         Stmt copy = CopyOp::Make(sel.MutateRegion(src), sel.MutateRegion(dst), c->span);
-        Stmt lowered = cuda::LowerCopyPartitioned(As<CopyOp>(copy), tx_, threads_, true, ctx_);
+        if (share_.Unranged()) {
+          TL_USER_ERROR(c->span) << "T.copy in a T.Pipelined loop under a condition on the thread index that does "
+                                    "not select a range of threads (tx < c, tx >= c, and their conjunctions): "
+                                    "test a range, or move the loop out";
+        }
+        Stmt lowered = cuda::LowerCopyPartitioned(As<CopyOp>(copy), share_.Spread(), share_.SpreadThreads(), true, ctx_);
         out.push_back(lowered ? lowered : copy);
       }
       return Seq::Make(out, span);
@@ -119,9 +139,8 @@ class Pipeliner : public IRMutator {
 
  private:
   const Planner& plan_;
-  VarRef tx_;
-  int64_t threads_;
   PassContext& ctx_;
+  cuda::ThreadShare share_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
 };
 
