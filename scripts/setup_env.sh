@@ -14,6 +14,10 @@ if [ ! -x "$ROOT/.venv/bin/python" ]; then
     > "$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_base_site.pth"
 fi
 VPY="$ROOT/.venv/bin/python"
+# The GPU image's default CXX (/opt/gcc) links a libstdc++ that crashes inside the extension
+# once it is loaded next to the system one (every kernel's code generation segfaulted); the
+# system compiler is the safe choice wherever there is one. TL_KEEP_CXX=1 keeps $CXX.
+if [ "${TL_KEEP_CXX:-0}" != "1" ] && [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
 # Install only what is missing, so an offline machine with the tools preinstalled works.
 need=()
 "$VPY" -c "import numpy" 2>/dev/null || need+=(numpy)
