@@ -4,7 +4,7 @@ from __future__ import annotations
 import linecache
 
 
-class TileLangCompileError(Exception):
+class TileLangCompileError(RuntimeError):
     """A mistake in a kernel, reported with its file, line and a caret under the code."""
 
     def __init__(self, message: str, file: str = "", line: int = 0, col: int = 0, end_col: int | None = None):

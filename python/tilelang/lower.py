@@ -69,11 +69,19 @@ def _records(func_node, dumps, times, part=""):
 
 
 def _lower_traced(lower_fn, node, config, want):
-    """(lowered, remarks, (dumps, times)) when `want`, else (lowered, remarks, [])."""
-    if not want:
-        lowered, remarks, _ = lower_fn(node, config, False)
-        return lowered, remarks, []
-    lowered, remarks, dumps, times = lower_fn(node, config, True, True)
+    """(lowered, remarks, (dumps, times)) when `want`, else (lowered, remarks, []). A mistake
+    found while lowering points at the user's line, as tilelang.compile's do."""
+    from . import _tl
+    from .errors import TileLangCompileError
+
+    try:
+        if not want:
+            lowered, remarks, _ = lower_fn(node, config, False)
+            return lowered, remarks, []
+        lowered, remarks, dumps, times = lower_fn(node, config, True, True)
+    except _tl.CompileError as e:
+        msg, file, line, col, _, end_col = e.args
+        raise TileLangCompileError(msg, file, line, col, end_col) from None
     return lowered, remarks, (dumps, times)
 
 

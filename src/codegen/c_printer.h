@@ -318,6 +318,9 @@ class CPrinter {
     if (op->op == "infinity" || op->op == "neg_infinity") {
       return "tl::" + op->op + "<" + CType(op->dtype) + ">()";
     }
+    if (HasEffect(op, kSm100aOnly)) {  // cast_rs(value, rbits, sat), the one such intrinsic (sat: checked)
+      return "tl::cast_rs<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
+    }
     if (op->op == "reinterpret") return "tl::bit_cast<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ")";
     // A read-only-cache load is a plain load here; the CUDA printer overrides it.
     if (op->op == "ldg") return Print(op->args[0]);

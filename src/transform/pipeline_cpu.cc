@@ -8,6 +8,8 @@ namespace tl::transform {
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // Conversions with upstream's restrictions (stochastic rounding saturates).
+  out = RunPass("check-target-features", out, ctx);
   // A global tensor with an annotated storage order: its tile ops become element loops ...
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);

@@ -9,6 +9,8 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // Layout annotations are reported, not applied: the passes below choose every layout.
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // Conversions with upstream's restrictions (stochastic rounding: saturating, sm_100a).
+  out = RunPass("check-target-features", out, ctx);
   // A kernel that programs its barriers (T.ws, T.alloc_barrier) keeps its own schedule:
   // its warpgroups split as the automatic warp specialization's would, no pipelining added.
   out = RunPass("cuda-explicit-warp-specialize", out, ctx);

@@ -31,6 +31,7 @@ enum IntrinsicEffect : uint32_t {
   kWarpCollective = 1u << 14,   ///< every lane of the warp takes part (or of the block, with kBarrier)
   kVote = 1u << 15,             ///< a vote over the lanes' operands (T.any_sync, T.syncthreads_count, ...)
   kPerThread = 1u << 16,        ///< each thread that reaches it does it once (mbarrier arrivals and waits)
+  kSm100aOnly = 1u << 17,       ///< on CUDA, only for sm_100a and newer "a" targets (upstream's rule)
 };
 
 struct IntrinsicInfo {

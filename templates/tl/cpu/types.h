@@ -259,6 +259,7 @@ static_assert(std::is_trivially_copyable<bfloat16>::value && std::is_trivial<bfl
 #define TL_F8_FN inline
 #include "../float8.h"  // the CPU include path is templates/tl/cpu
 #include "../subbyte.h"
+#include "../stochastic_round.h"
 #undef TL_F8_FN
 
 static_assert(sizeof(tl::float8_e4m3) == 1 && sizeof(tl::float8_e5m2) == 1, "8-bit floats must be one byte");

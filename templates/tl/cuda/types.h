@@ -347,6 +347,7 @@ TL_DEVICE float narrow_to_float(T v) {
 #define TL_F8_FN TL_DEVICE
 #include "tl/float8.h"
 #include "tl/subbyte.h"
+#include "tl/stochastic_round.h"
 #undef TL_F8_FN
 
 namespace tl {

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "check-target-features": conversions with upstream TileLang's restrictions, refused
+/// at the user's line as upstream refuses them (it does when lowering, so here too):
+/// - stochastic rounding (T.cast(..., round="rs")) saturates: sat=False is refused;
+/// - on CUDA it needs sm_100a (upstream lowers it to Blackwell's cvt.rs and fails to compile
+///   it for any other target). The CPU target rounds stochastically in software
+///   (templates/tl/stochastic_round.h), as CUDA does where it is allowed.
+/// The CUDA pipeline sets "tl.target_arch"; without it (the CPU) no architecture applies.
+#include <string>
+
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
+#include "tl/support/error.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+/// sm_100a, sm_101a, sm_120a, ...: a major version of 10 or more with the "a" features.
+bool HasSm100aFeatures(const std::string& arch) {
+  if (arch.size() < 6 || arch.rfind("sm_", 0) != 0 || arch.back() != 'a') return false;
+  try {
+    return std::stoi(arch.substr(3)) >= 100;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string FormatName(DType t) {
+  if (t == DType::Float(16)) return "FP16";
+  if (t == DType::BFloat16()) return "BF16";
+  return t.bits == 4 ? "FP4" : "FP8";
+}
+
+class Checker : public IRVisitor {
+ public:
+  Checker(const std::string* cuda_arch, PassContext& ctx) : cuda_arch_(cuda_arch), ctx_(ctx) {}
+
+  void Visit(const Stmt& s) override {
+    Span saved = span_;
+    if (s) span_ = s->span;
+    IRVisitor::Visit(s);
+    span_ = saved;
+  }
+
+ protected:
+  void Visit_(const Call* op) override {
+    if (HasEffect(op, kSm100aOnly)) {  // cast_rs(value, rbits, sat)
+      int64_t sat = 1;
+      if (op->args.size() > 2 && AsConstInt(op->args[2], &sat) && sat == 0) {
+        TL_USER_ERROR(span_) << "T.cast(..., round=\"rs\", sat=False): sat=false is not supported (stochastic "
+                                "rounding saturates to the largest finite value)";
+      }
+      if (cuda_arch_ && !HasSm100aFeatures(*cuda_arch_)) {
+        TL_USER_ERROR(span_) << "Stochastic rounding f32-to-" << FormatName(op->dtype) << " requires sm_100a "
+                             << "(T.cast(..., round=\"rs\")); this kernel is compiled for " << *cuda_arch_
+                             << " (the CPU target rounds stochastically too)";
+      }
+      if (cuda_arch_ && !reported_) {  // a decision worth saying: not Blackwell's instruction
+        ctx_.remarks.push_back("T.cast(..., round=\"rs\") at line " + std::to_string(span_.line) +
+                               ": stochastic rounding in integer arithmetic (stochastic_round.h), not cvt.rs");
+        reported_ = true;
+      }
+    }
+    IRVisitor::Visit_(op);
+  }
+
+ private:
+  const std::string* cuda_arch_;
+  PassContext& ctx_;
+  Span span_;
+  bool reported_ = false;
+};
+
+}  // namespace
+
+ir::PrimFunc CheckTargetFeatures(const ir::PrimFunc& f, PassContext& ctx) {
+  auto it = ctx.config.find("tl.target_arch");
+  Checker(it == ctx.config.end() ? nullptr : &it->second, ctx).Visit(f->body);
+  return f;
+}
+
+TL_REGISTER_PASS("check-target-features", CheckTargetFeatures);
+
+}  // namespace tl::transform
