@@ -5,6 +5,7 @@ each run; on the CPU, wall-clock medians."""
 from __future__ import annotations
 
 import enum
+import os
 import statistics
 import time
 
@@ -177,8 +178,10 @@ class Profiler:
                     x = torch.from_numpy(x).cuda()
                 inputs.append(x)
                 continue
-            if self.kernel.target == "cuda":
-                inputs.append(self._torch_input(p))
+            if self.kernel.target == "cuda" or _torch_importable():
+                # torch tensors on the CPU target too when torch is there: references written
+                # for upstream (A.view(...), torch.softmax) take torch tensors
+                inputs.append(self._torch_input(p, "cuda" if self.kernel.target == "cuda" else "cpu"))
                 continue
             if self.supply == TensorSupplyType.Zero:
                 a = np.zeros(p.dims)
@@ -193,14 +196,14 @@ class Profiler:
             inputs.append(a.astype(numpy_dtype(p.dtype)))
         return inputs
 
-    def _torch_input(self, p):
-        """A CUDA tensor for parameter p, made by torch on the device (numpy has no float8,
-        and torch.from_numpy no bfloat16), with the supply's distribution."""
+    def _torch_input(self, p, dev="cuda"):
+        """A torch tensor on `dev` for parameter p, made by torch (numpy has no float8, and
+        torch.from_numpy no bfloat16), with the supply's distribution."""
         import torch
 
         if not hasattr(self, "_gen"):
-            self._gen = torch.Generator(device="cuda").manual_seed(0)
-        dtype, shape, dev = getattr(torch, p.dtype), tuple(p.dims), "cuda"
+            self._gen = torch.Generator(device=dev).manual_seed(0)
+        dtype, shape = getattr(torch, p.dtype), tuple(p.dims)
         if self.supply == TensorSupplyType.Zero:
             return torch.zeros(shape, dtype=dtype, device=dev)
         if self.supply == TensorSupplyType.One:
@@ -250,6 +253,13 @@ class Profiler:
                 np.testing.assert_allclose(o64, r64, atol=atol, rtol=rtol,
                                            err_msg=f"{missed.sum()} of {o64.size} elements differ "
                                                    f"(allowed ratio {max_mismatched_ratio})")
+
+
+def _torch_importable() -> bool:
+    """Whether torch is installed (the CPU target's profiler then supplies torch tensors)."""
+    import importlib.util
+
+    return os.environ.get("TILELANG_PROFILER_NUMPY", "0") in ("0", "") and importlib.util.find_spec("torch") is not None
 
 
 def _to_f64(x):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file "lower-buffer-views": T.reshape and T.view make a second buffer over the storage of
-/// another (same dtype, same element count, row-major). The front end marks each with an
+/// another (row-major; the same element count, or with another dtype the same bits). The front end marks each with an
 /// attribute "tl.buffer_view"(address_of(view[0, ...]), address_of(owner[0, ...])). Here
 /// every access to a view becomes an access to its owner at the same row-major position,
 /// so no later pass knows about views; a tile op that touches a view is first turned into
@@ -100,12 +100,16 @@ class ViewLowerer : public IRMutator {
   Expr Mutate_(const BufferLoad* op, const Expr& self) override {
     auto it = owner_.find(op->buffer.get());
     if (it == owner_.end()) return IRMutator::Mutate_(op, self);
+    if (op->buffer->dtype != it->second->dtype) return ReinterpretingLoad(op->buffer, MutateAll(op->indices), it->second);
     return BufferLoad::Make(it->second, Reindex(op->buffer, MutateAll(op->indices), it->second));
   }
 
   Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
     auto it = owner_.find(op->buffer.get());
     if (it == owner_.end()) return IRMutator::Mutate_(op, self);
+    if (op->buffer->dtype != it->second->dtype) {
+      return ReinterpretingStore(op->buffer, MutateAll(op->indices), Mutate(op->value), it->second, op->span);
+    }
     return BufferStore::Make(it->second, Reindex(op->buffer, MutateAll(op->indices), it->second), Mutate(op->value),
                              op->span);
   }
@@ -167,6 +171,7 @@ class ViewLowerer : public IRMutator {
     auto it = owner_.find(r.buffer.get());
     if (it == owner_.end()) return r;
     const Buffer& owner = it->second;
+    if (owner->dtype != r.buffer->dtype) return std::nullopt;  // element by element, reinterpreted
     auto groups = MergeGroups(r.buffer, owner);
     if (!groups || r.ranges.size() != groups->size()) return std::nullopt;
     std::vector<Range> out(owner->shape.size());
@@ -205,15 +210,78 @@ class ViewLowerer : public IRMutator {
     return Region{owner, out};
   }
 
-  /// The owner's indices of the element at `idx` of `view` (same row-major position).
-  static std::vector<Expr> Reindex(const Buffer& view, const std::vector<Expr>& idx, const Buffer& owner) {
-    if (auto grouped = ReindexByGroups(view, idx, owner)) return *grouped;
+  /// The row-major position (int64) of the element at `idx` of `buf`.
+  static Expr Linear(const Buffer& buf, const std::vector<Expr>& idx) {
     Expr linear;
     for (size_t k = 0; k < idx.size(); ++k) {
       Expr i = Cast::Make(DType::Int(64), idx[k]);
-      linear = linear ? linear * Cast::Make(DType::Int(64), view->shape[k]) + i : i;
+      linear = linear ? linear * Cast::Make(DType::Int(64), buf->shape[k]) + i : i;
     }
-    if (!linear) linear = MakeInt(0, DType::Int(64));
+    return linear ? linear : MakeInt(0, DType::Int(64));
+  }
+
+  // A view with another dtype (T.view(A, shape, dtype=...)) sees the owner's bits, row-major
+  // and little-endian as memory holds them: a view element narrower than the owner's is a
+  // bit field of owner element p / r (field p % r from the low bits), a wider one joins the
+  // r owner elements from p * r up (the first in the low bits). The bits move as unsigned
+  // integers of each width (T.reinterpret at both ends).
+  static DType Bits(DType t) { return DType::UInt(t.bits); }
+  static Expr AsBits(const Expr& v) {
+    return v->dtype == Bits(v->dtype) ? v : Call::Make(Bits(v->dtype), "reinterpret", {v});
+  }
+  static Expr FromBits(const Expr& bits, DType t) { return t == bits->dtype ? bits : Call::Make(t, "reinterpret", {bits}); }
+
+  Expr ReinterpretingLoad(const Buffer& view, const std::vector<Expr>& idx, const Buffer& owner) {
+    const DType vt = view->dtype, ot = owner->dtype;
+    Expr p = Linear(view, idx);
+    if (vt.bits < ot.bits) {
+      const int64_t r = ot.bits / vt.bits;
+      Expr word = AsBits(BufferLoad::Make(owner, FromLinear(owner, FloorDiv(p, MakeInt(r, p->dtype)))));
+      Expr shift = Cast::Make(Bits(ot), FloorMod(p, MakeInt(r, p->dtype)) * MakeInt(vt.bits, p->dtype));
+      Expr field = Binary::Make(BinOp::kShr, word, shift);
+      return FromBits(Cast::Make(Bits(vt), field), vt);
+    }
+    const int64_t r = vt.bits / ot.bits;
+    Expr joined;
+    for (int64_t k = 0; k < r; ++k) {
+      Expr part = Cast::Make(Bits(vt), AsBits(BufferLoad::Make(owner, FromLinear(owner, p * MakeInt(r, p->dtype) +
+                                                                                           MakeInt(k, p->dtype)))));
+      if (k > 0) part = Binary::Make(BinOp::kShl, part, MakeInt(k * ot.bits, Bits(vt)));
+      joined = joined ? Binary::Make(BinOp::kBitOr, joined, part) : part;
+    }
+    return FromBits(joined, vt);
+  }
+
+  Stmt ReinterpretingStore(const Buffer& view, const std::vector<Expr>& idx, const Expr& value, const Buffer& owner,
+                           const Span& span) {
+    const DType vt = view->dtype, ot = owner->dtype;
+    if (vt.bits < ot.bits) {
+      TL_USER_ERROR(span) << "a write through " << view->name << ", a T.view of " << owner->name << " as "
+                          << vt.str() << ", would change part of an element of " << owner->name << " (" << ot.str()
+                          << ") that other threads may be writing too; write " << owner->name
+                          << " itself, or through a view of a dtype at least as wide";
+    }
+    const int64_t r = vt.bits / ot.bits;
+    // (the value's bits in each store: a pure expression, which the C++ compiler computes once)
+    Expr bits = AsBits(value);
+    Expr p = Linear(view, idx);
+    std::vector<Stmt> parts;
+    for (int64_t k = 0; k < r; ++k) {
+      Expr field = k == 0 ? bits : Binary::Make(BinOp::kShr, bits, MakeInt(k * ot.bits, Bits(vt)));
+      Expr at_k = p * MakeInt(r, p->dtype) + MakeInt(k, p->dtype);
+      parts.push_back(BufferStore::Make(owner, FromLinear(owner, at_k), FromBits(Cast::Make(Bits(ot), field), ot), span));
+    }
+    return Seq::Make(parts, span);
+  }
+
+  /// The owner's indices of the element at `idx` of `view` (same row-major position).
+  static std::vector<Expr> Reindex(const Buffer& view, const std::vector<Expr>& idx, const Buffer& owner) {
+    if (auto grouped = ReindexByGroups(view, idx, owner)) return *grouped;
+    return FromLinear(owner, Linear(view, idx));
+  }
+
+  /// The indices of `owner`'s element at row-major position `linear` (int64).
+  static std::vector<Expr> FromLinear(const Buffer& owner, Expr linear) {
     std::vector<Expr> out(owner->shape.size());
     for (size_t k = owner->shape.size(); k-- > 0;) {
       Expr extent = Cast::Make(DType::Int(64), owner->shape[k]);

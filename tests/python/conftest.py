@@ -31,7 +31,11 @@ NP = {
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
     "int64": np.dtype(np.int64),
 }
 

@@ -351,6 +351,27 @@ def test_env_object_forwards_module_attributes(monkeypatch):
     assert module.cache_dir() != "/tmp/elsewhere"
 
 
+def test_profiler_supplies_torch_tensors_when_torch_is_installed():
+    """References written for upstream take torch tensors (A.view(m, n), torch.softmax):
+    the profiler makes its inputs with torch wherever torch is installed, the CPU target
+    included; without torch (or with TILELANG_PROFILER_NUMPY=1 on the CPU) numpy arrays."""
+    torch = pytest.importorskip("torch")
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16")):
+        with T.Kernel(1, threads=32):
+            for i, j in T.Parallel(64, 32):
+                B[i, j] = A[i, j] * 2
+
+    profiler = tilelang.compile(main, out_idx=-1, target="cpu").get_profiler(
+        tensor_supply_type=tilelang.TensorSupplyType.Randn)
+    (a,) = profiler.inputs()
+    assert isinstance(a, torch.Tensor) and a.dtype == torch.float16 and a.abs().sum() > 0
+    profiler.assert_allclose(lambda A: A.view(64, 32) * 2)  # a torch method numpy does not have
+    with pytest.raises(AssertionError):
+        profiler.assert_allclose(lambda A: A.view(64, 32) * 3)
+
+
 def test_profiler_assert_allclose_allows_upstreams_mismatch_ratio():
     """As upstream's, Profiler.assert_allclose lets up to max_mismatched_ratio (default 1%)
     of the elements miss; more fail, and 0 makes it exact."""

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tilelang.language as T
-from conftest import assert_close, compile_cpu, f64, poison
+from conftest import NP, assert_close, compile_cpu, f64, poison
 from tilelang.errors import TileLangCompileError
 
 
@@ -65,11 +65,17 @@ def test_view_errors_name_the_problem():
             with T.Kernel(1, threads=32):
                 T.reshape(A, [5, 6])
 
-    with pytest.raises(TileLangCompileError, match="another dtype is not supported"):
+    with pytest.raises(TileLangCompileError, match="preserve the logical bit count of 'A': 768 bits != 384 bits"):
         @T.prim_func
-        def dtype(A: T.Tensor((4, 6), "float32")):
+        def bits(A: T.Tensor((4, 6), "float16")):
             with T.Kernel(1, threads=32):
                 T.view(A, [4, 6], dtype="int32")
+
+    with pytest.raises(TileLangCompileError, match="whole bytes, got float4_e2m1fn"):
+        @T.prim_func
+        def nibbles(A: T.Tensor((4, 8), "uint8")):
+            with T.Kernel(1, threads=32):
+                T.view(A, [4, 16], dtype="float4_e2m1fn")
 
     @T.prim_func
     def gemm(A: T.Tensor((256,), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((16, 16), "float32")):
@@ -174,3 +180,69 @@ def test_element_accesses_through_a_merging_view_split_per_dimension():
     lowered, _, _ = _tl.lower_cuda(main.node, {"tl.target_arch": "sm_90a"}, False)
     code = _tl.codegen_cuda(lowered).code
     assert "int64_t" not in code, code
+
+
+# ---- views with another dtype: the owner's bits, row-major and little-endian
+
+def _global_dtype_view(n, m, dtype, new_dtype, new_m):
+    @T.prim_func
+    def main(A: T.Tensor((n * m,), dtype), B: T.Tensor((n, new_m), new_dtype)):
+        with T.Kernel(1, threads=128):
+            T.copy(T.view(A, (n, new_m), dtype=new_dtype), B)
+
+    return main
+
+
+@pytest.mark.parametrize("dtype,new_dtype,ratio", [("float32", "float16", 2), ("float16", "float32", 0.5),
+                                                   ("int32", "int8", 4), ("uint8", "float32", 0.25),
+                                                   ("float64", "int32", 2), ("bfloat16", "int16", 1)])
+def test_global_view_as_another_dtype_has_the_same_bits(rng, dtype, new_dtype, ratio):
+    n, m = 8, 32
+    new_m = int(m * ratio)
+    a = rng.integers(0, 256, n * m * np.dtype(NP[dtype]).itemsize, dtype=np.uint8).view(NP[dtype])
+    b = poison((n, new_m), new_dtype)
+    compile_cpu(_global_dtype_view(n, m, dtype, new_dtype, new_m))(a, b)
+    want = a.view(NP[new_dtype]).reshape(n, new_m)
+    assert b.tobytes() == want.tobytes()  # bit for bit (NaN patterns included)
+
+
+def _shared_dtype_view(shape, dtype, new_shape, new_dtype, write_view=False):
+    """Written through the tile, read through its view (or, widening, the other way)."""
+
+    @T.prim_func
+    def main(A: T.Tensor(shape if not write_view else new_shape, dtype if not write_view else new_dtype),
+             B: T.Tensor(new_shape if not write_view else shape, new_dtype if not write_view else dtype)):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared(shape, dtype)
+            v = T.view(s, new_shape, dtype=new_dtype)
+            if write_view:
+                T.copy(A, v)
+                T.copy(s, B)
+            else:
+                T.copy(A, s)
+                T.copy(v, B)
+
+    return main
+
+
+@pytest.mark.parametrize("shape,dtype,new_shape,new_dtype", [
+    ((64, 64), "float32", (64, 128), "bfloat16"),  # narrowing (upstream's shared view tests)
+    ((64, 128), "bfloat16", (64, 64), "float32"),  # widening
+    ((2, 64, 64), "float16", (2, 64, 128), "int8")])
+def test_shared_tile_read_through_a_view_of_another_dtype(rng, shape, dtype, new_shape, new_dtype):
+    nbytes = int(np.prod(shape)) * np.dtype(NP[dtype]).itemsize
+    a = rng.integers(0, 256, nbytes, dtype=np.uint8).view(NP[dtype]).reshape(shape)
+    b = poison(new_shape, new_dtype)
+    compile_cpu(_shared_dtype_view(shape, dtype, new_shape, new_dtype))(a, b)
+    assert b.tobytes() == a.tobytes()
+
+
+def test_writes_through_a_wider_view_and_refused_through_a_narrower_one(rng):
+    # widening view (bfloat16 tile seen as float32): each write fills two whole elements
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    b = poison((64, 64), "bfloat16")
+    compile_cpu(_shared_dtype_view((64, 64), "bfloat16", (64, 32), "float32", write_view=True))(a, b)
+    assert b.tobytes() == a.tobytes()
+    # narrowing view (float32 tile seen as bfloat16): a write would change half an element
+    with pytest.raises(TileLangCompileError, match="would change part of an element of s"):
+        compile_cpu(_shared_dtype_view((64, 32), "float32", (64, 64), "bfloat16", write_view=True))
