@@ -10,6 +10,8 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
   // Conversions with upstream's restrictions (stochastic rounding saturates).
   out = RunPass("check-target-features", out, ctx);
+  // Reducers updated from T.Parallel nests of one shape accumulate in registers.
+  out = RunPass("privatize-reducers", out, ctx);
   // A global tensor with an annotated storage order: its tile ops become element loops ...
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);

@@ -11,6 +11,8 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
   // Conversions with upstream's restrictions (stochastic rounding: saturating, sm_100a).
   out = RunPass("check-target-features", out, ctx);
+  // Reducers updated from T.Parallel nests of one shape accumulate in registers.
+  out = RunPass("privatize-reducers", out, ctx);
   // A kernel that programs its barriers (T.ws, T.alloc_barrier) keeps its own schedule:
   // its warpgroups split as the automatic warp specialization's would, no pipelining added.
   out = RunPass("cuda-explicit-warp-specialize", out, ctx);

@@ -80,11 +80,36 @@ def test_reducer_init_update_finalize_into_dst(rng, op, init):
         assert b.tolist() == [16.0, 20.0]
 
 
-def test_reducer_on_cuda_is_atomic_and_fenced():
-    src = tilelang.lower(_v1(64, 32, "float32", "sum"), target="cuda -arch=sm_80").kernel_source
-    body = src[src.find("__global__"):]
+def test_reducer_updated_from_one_loop_shape_accumulates_in_registers_on_cuda():
+    """acc[i] += A_frag[i, j] over T.Parallel(M, N): each thread adds into its registers of a
+    64 x 32 fragment (A_frag's layout), combined once by finalize_reducer: no atomics."""
+    k = tilelang.lower(_v1(64, 32, "float32", "sum"), target="cuda -arch=sm_80")
+    body = k.kernel_source[k.kernel_source.find("__global__"):]
+    assert "atomic" not in body, body
+    remarks = "\n".join(k.remarks)
+    assert "T.alloc_reducer acc: each thread accumulates its part in registers (acc_partial, 64 x 32)" in remarks
+    assert "fragment acc_partial: registers" in remarks, remarks
+
+
+def test_other_reducer_updates_stay_atomic_and_fenced_with_a_remark():
+    @T.prim_func
+    def pairs(A: T.Tensor((256,), "float32"), B: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((256,), "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((2,), "float32", op="sum")
+            T.reducer_init(acc)
+            for i in T.Parallel(256):
+                T.reducer_update(acc[i % 2], src[i])  # not indexed by a loop variable itself
+            T.finalize_reducer(acc)
+            T.copy(acc, B)
+
+    k = tilelang.lower(pairs, target="cuda -arch=sm_80")
+    body = k.kernel_source[k.kernel_source.find("__global__"):]
     assert "tl::atomic_add((&acc[" in body
     assert body.count("__syncthreads()") >= 2
+    assert any("T.alloc_reducer acc: atomic updates of the shared tile (an update indexes it by other than the "
+               "loop's own variables" in r for r in k.remarks), k.remarks
 
 
 def test_reducer_misuse_is_an_error_at_its_line():

@@ -20,24 +20,25 @@ def cuda_source(func, arch="sm_90a"):
     return _tl.codegen_cuda(lowered).code, list(remarks)
 
 
-def gemv(N=16, K=512, lanes=32, parts=4, a_offset=0, b_step=1, combine="sum"):
+def gemv(N=16, K=512, lanes=32, parts=4, a_offset=0, b_step=1, combine="sum", reduce_y=False):
     """C[n] = sum_k A[k] * B[n, k]: each thread loads 8 halves of A and 8 int8 of B with
     T.vectorized loops, then its `lanes` threads (threadIdx.x) combine through
     tvm_thread_allreduce. a_offset shifts A's groups off their 16-byte boundary; b_step
-    reads every b_step-th element of B (not consecutive)."""
+    reads every b_step-th element of B (not consecutive). With reduce_y the reduced threads
+    are threadIdx.y (threads=(parts, lanes): a group's lanes `parts` apart)."""
     micro = 8
     block_k = lanes * micro
     ident = 0.0 if combine == "sum" else -3.0e38
 
     @T.prim_func
     def main(A: T.Tensor((K + 8,), "float16"), B: T.Tensor((N, K * b_step), "int8"), C: T.Tensor((N,), "float32")):
-        with T.Kernel(N // parts, threads=(lanes, parts)) as bx:
+        with T.Kernel(N // parts, threads=(parts, lanes) if reduce_y else (lanes, parts)) as bx:
             a_local = T.alloc_local((micro,), "float16")
             b_local = T.alloc_local((micro,), "int8")
             acc = T.alloc_local((1,), "float32")
             red = T.alloc_local((1,), "float32")
-            kr = T.thread_binding(0, lanes, thread="threadIdx.x")
-            ni = T.thread_binding(0, parts, thread="threadIdx.y")
+            kr = T.thread_binding(0, lanes, thread="threadIdx.y" if reduce_y else "threadIdx.x")
+            ni = T.thread_binding(0, parts, thread="threadIdx.x" if reduce_y else "threadIdx.y")
             acc[0] = ident
             for ko in T.serial(K // block_k):
                 for v in T.vectorized(micro):
@@ -65,18 +66,20 @@ def gemv_reference(a, b, N, K, a_offset, b_step, combine):
     return w @ x if combine == "sum" else (w * x).max(axis=1)
 
 
-@pytest.mark.parametrize("lanes, a_offset, b_step, combine", [
-    (32, 0, 1, "sum"), (32, 0, 1, "max"), (16, 0, 1, "sum"), (8, 0, 1, "max"),
-    (32, 1, 1, "sum"), (32, 0, 2, "sum"), (12, 0, 1, "sum"),
+@pytest.mark.parametrize("lanes, a_offset, b_step, combine, reduce_y", [
+    (32, 0, 1, "sum", False), (32, 0, 1, "max", False), (16, 0, 1, "sum", False), (8, 0, 1, "max", False),
+    (32, 1, 1, "sum", False), (32, 0, 2, "sum", False), (12, 0, 1, "sum", False),
+    # groups over two warps: 64 lanes in a row, or 32 lanes 4 apart (threads=(4, 32))
+    (64, 0, 1, "sum", False), (32, 0, 1, "max", True), (32, 0, 1, "sum", True),
 ])
-def test_gemv_matches_float64(lanes, a_offset, b_step, combine):
+def test_gemv_matches_float64(lanes, a_offset, b_step, combine, reduce_y):
     N, K = 16, lanes * 8 * 2
     rng = np.random.default_rng(7)
     a = rng.standard_normal(K + 8).astype(np.float16)
     b = rng.integers(-8, 8, (N, K * b_step)).astype(np.int8)
     c = np.full(N, np.nan, np.float32)
     parts = 4 if lanes != 12 else 8  # 12 x 8 = 96 threads: whole warps, groups not a power of two
-    tilelang.compile(gemv(N, K, lanes, parts, a_offset, b_step, combine))(a, b, c)
+    tilelang.compile(gemv(N, K, lanes, parts, a_offset, b_step, combine, reduce_y))(a, b, c)
     np.testing.assert_allclose(c, gemv_reference(a, b, N, K, a_offset, b_step, combine), rtol=1e-5, atol=1e-4)
 
 
@@ -106,6 +109,17 @@ def test_unprovable_groups_stay_element_by_element_with_a_remark(kwargs, why):
     name = "A -> a_local" if "a_offset" in kwargs else "B -> b_local"
     assert not any(name in r and "byte accesses" in r for r in remarks), (why, remarks)
     assert any("element by element (no 4-, 8- or 16-byte group" in r for r in remarks), (why, remarks)
+
+
+@pytest.mark.parametrize("lanes, reduce_y, shuffles, warps", [(64, False, 5, 2), (32, True, 3, 4)])
+def test_a_group_over_several_warps_shuffles_in_each_then_adds_the_warps(lanes, reduce_y, shuffles, warps):
+    """64 lanes in a row (2 warps: 5 shuffle steps each), or 32 lanes 4 apart (threads=(4, 32):
+    8 of a group per warp, 3 steps, over 4 warps): then one shared-memory read per warp."""
+    code, remarks = cuda_source(gemv(K=lanes * 16, lanes=lanes, reduce_y=reduce_y))
+    assert code.count("tl::shfl_xor(") == shuffles, code
+    assert any(f"over {lanes} threads: warp shuffles within each warp, then {warps} warp partials" in r
+               for r in remarks), remarks
+    assert f"r < {warps}; ++r)" in code, code
 
 
 def test_an_allreduce_over_groups_that_are_not_a_power_of_two_says_so():
@@ -207,3 +221,54 @@ def test_copy_through_a_let_before_the_loop(shift, vectorized):
     np.testing.assert_array_equal(b, np.roll(a.ravel(), -shift)[np.arange(512)].reshape(128, 4))
     _, remarks = cuda_source(let_indexed_copy(shift))
     assert any("(s -> loc): 4-byte accesses" in r for r in remarks) == vectorized, remarks
+
+
+def two_copy_dot(rows=8, k=1024, lanes=8, parts=32, alias=False):
+    """Y[r] = X . W[r]: each step every thread loads `lanes` halves of X and of W[r] in one
+    T.vectorized loop holding both copies (the split-K GEMV's pattern), then its partial
+    sums meet in shared memory. With `alias`, the second copy reads what the first wrote."""
+
+    @T.prim_func
+    def main(X: T.Tensor((k,), "float16"), W: T.Tensor((rows, k), "float16"), Y: T.Tensor((rows,), "float32")):
+        with T.Kernel(rows, threads=parts) as r:
+            t = T.get_thread_binding()
+            xv = T.alloc_local((lanes,), "float16")
+            wv = T.alloc_local((lanes,), "float16")
+            acc = T.alloc_local((1,), "float32")
+            part = T.alloc_shared((parts,), "float32")
+            acc[0] = 0
+            for s in T.serial(k // (lanes * parts)):
+                for v in T.vectorized(lanes):
+                    xv[v] = X[(s * parts + t) * lanes + v]
+                    if alias:
+                        wv[v] = xv[v]
+                    else:
+                        wv[v] = W[r, (s * parts + t) * lanes + v]
+                for v in T.serial(lanes):
+                    acc[0] += xv[v].astype("float32") * wv[v].astype("float32")
+            part[t] = acc[0]
+            if t == 0:
+                total = T.alloc_var("float32")
+                for j in T.serial(parts):
+                    total += part[j]
+                Y[r] = total
+
+    return main
+
+
+def test_two_copies_in_one_vectorized_loop_each_become_vector_accesses(rng):
+    x = rng.standard_normal(1024).astype(np.float16)
+    w = rng.standard_normal((8, 1024)).astype(np.float16)
+    y = np.full(8, np.nan, np.float32)
+    tilelang.compile(two_copy_dot(), target="cpu")(x, w, y)
+    ref = w.astype(np.float64) @ x.astype(np.float64)
+    np.testing.assert_allclose(y, ref, rtol=0, atol=1e-3 * max(1.0, np.abs(ref).max()))
+    code, remarks = cuda_source(two_copy_dot())
+    assert any("(X -> xv, W -> wv): 16-byte accesses" in r for r in remarks), remarks
+    assert code.count("tl::copy<16>(") == 2, code
+
+
+def test_copies_that_read_what_another_writes_stay_element_by_element():
+    code, remarks = cuda_source(two_copy_dot(alias=True))
+    assert "tl::copy<16>(" not in code, code
+    assert any("its copies write a buffer another of them reads or writes" in r for r in remarks), remarks

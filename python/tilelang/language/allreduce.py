@@ -124,12 +124,37 @@ def thread_allreduce(reducer, size, value, cond, out, reduce_vars):
         idx = [as_expr(i, "int32").node for i in out.items]
         _b.emit(_tl.store(out.buffer.node, idx, acc[0].load().node, span))
         return
-    _b.emit(_tl.attr(f"tl.remark:T.tvm_thread_allreduce over {extent} threads: through shared memory (warp "
-                     "shuffles need a power-of-two group of lanes within one warp and whole warps)", [], span))
     # the flat thread number x + X (y + Y z), over the dimensions the launch has
     ndims = len(launch[2])
     tid = [get_thread_binding(d) if d < ndims and threads[d] > 1 else 0 for d in range(3)]
     flat = as_expr(tid[0] + threads[0] * tid[1] + threads[0] * threads[1] * tid[2], "int32")
+    if _pow2(extent) and _pow2(stride) and stride < 32 and total % 32 == 0:
+        # A group spread over several whole warps (threads=(2, 32) reducing over y: lanes
+        # x + 2y): shuffles combine the L = 32 / stride members in each warp, then each
+        # thread adds the W = extent / L warp partials of its group from shared memory
+        # (W reads instead of extent).
+        from . import shfl_xor
+        lanes_in_warp, warps = 32 // stride, extent // (32 // stride)
+        _b.emit(_tl.attr(f"tl.remark:T.tvm_thread_allreduce over {extent} threads: warp shuffles within each "
+                         f"warp, then {warps} warp partials through shared memory", [], span))
+        part = alloc_var(dt, v)
+        off = lanes_in_warp // 2
+        while off >= 1:
+            step = as_expr(reducer.combiner(part[0].load(), shfl_xor(part[0].load(), off * stride)), dt)
+            _b.emit(_tl.store(part.node, [_tl.const_int(0, "int32")], step.node, span))
+            off //= 2
+        ws = alloc_shared((total,), dt)
+        _b.emit(_tl.store(ws.node, [flat.node], part[0].load().node, span))
+        acc = alloc_var(dt, as_expr(reducer.identities[0], dt))
+        r = _tl.var("r", "int32")
+        peer = flat + (PrimExpr(r) - get_thread_binding(dim) // lanes_in_warp) * 32
+        folded = as_expr(reducer.combiner(acc[0].load(), ws[peer].load()), dt)
+        body = _tl.store(acc.node, [_tl.const_int(0, "int32")], folded.node, span)
+        _b.emit(_tl.for_(r, _tl.const_int(0, "int32"), _tl.const_int(warps, "int32"), "serial", body, {}, span))
+        _b.emit(_tl.store(out.buffer.node, [as_expr(i, "int32").node for i in out.items], acc[0].load().node, span))
+        return
+    _b.emit(_tl.attr(f"tl.remark:T.tvm_thread_allreduce over {extent} threads: through shared memory (warp "
+                     "shuffles need a power-of-two group of lanes within one warp and whole warps)", [], span))
     ws = alloc_shared((total,), dt)
     _b.emit(_tl.store(ws.node, [flat.node], v.node, span))
     acc = alloc_var(dt, as_expr(reducer.identities[0], dt))

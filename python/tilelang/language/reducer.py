@@ -9,7 +9,9 @@
 Here a reducer is a block-shared tile whose updates are atomic (an add for "sum", a max or
 min for "max"/"min", an and/or/xor for the bitwise ops of integer reducers), so every
 logical contribution is combined exactly once however the loop is spread over threads;
-finalize_reducer is a block barrier (plus the copy into dst).
+finalize_reducer is a block barrier (plus the copy into dst). Where every update comes from
+T.Parallel nests of one shape (sum, max, min), the compiler instead accumulates per element
+of the nest in registers and combines once at finalize_reducer (privatize_reducers.cc).
 For "max"/"min", ``acc[i] = T.max(acc[i], v)`` is also an update (an atomic max with a value
 that is never smaller than what it replaces gives the same result). Any other store to a
 reducer is an error at its line (bitwise reducers take T.reducer_update or `acc[i] &= v` /
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import numbers
 
+from .. import _tl
 from . import builder as _b
 from .values import Buffer, BufferRef, as_expr
 
@@ -54,7 +57,14 @@ def alloc_reducer(shape, dtype, op="sum", replication=None):
         raise _b._UserError(f"T.alloc_reducer: replication must be None, 'all' or 'none', got {replication!r}")
     buf = _alloc(shape, dtype, "shared")
     _registry()[id(buf)] = (buf, op)
+    # for the compiler's privatize-reducers pass (updates accumulated in registers where it can)
+    _b.emit(_tl.attr("tl.reducer", [_first_address(buf)], _b.current_span()))
     return buf
+
+
+def _first_address(buf):
+    zero = _tl.const_int(0, "int32")
+    return _tl.call("handle", "address_of", [_tl.load(buf.node, [zero] * len(buf.shape))])
 
 
 def _identity(op, dtype):
@@ -141,6 +151,7 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
     if elements is not None and elements % batch:
         raise _b._UserError(f"T.finalize_reducer: batch {batch} must evenly divide the {elements} output elements "
                             f"of {reducer.name}")
+    _b.emit(_tl.attr("tl.reducer_finalize", [_first_address(reducer)], _b.current_span()))
     sync_threads()
     if dst is not None:
         copy(reducer, dst)

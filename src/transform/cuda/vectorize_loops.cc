@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda-vectorize-loops: a T.vectorized loop that copies elements from one buffer to
-/// another becomes one 16-, 8- or 4-byte access per group of consecutive elements.
+/// another (or does several such copies side by side, between distinct buffers) becomes one
+/// 16-, 8- or 4-byte access per group of consecutive elements.
 ///
 /// Codegen unrolls a T.vectorized loop, but NVRTC does not merge the unrolled element
 /// accesses itself: `A_local[v] = A[base + v]` over 8 halves stayed eight 2-byte loads. This
@@ -100,16 +101,40 @@ class LoopVectorizer : public IRMutator {
     const auto* guard = As<IfThenElse>(inner);
     const bool guarded = guard && !guard->else_case && !Uses(guard->cond, op->var.get());
     if (guarded) inner = guard->then_case;
-    const auto* store = As<BufferStore>(inner);
-    const auto* load = store ? As<BufferLoad>(store->value) : nullptr;
-    if (!load) return *why = "its body is not a copy of one buffer element into another", nullptr;
-    const Buffer &dst = store->buffer, &src = load->buffer;
-    if (dst.get() == src.get()) return *why = "it copies within one buffer", nullptr;
-    if (dst->dtype != src->dtype || dst->dtype.bits % 8 != 0) {
-      return *why = "its element types differ or are narrower than a byte", nullptr;
+    // One copy `dst[...] = src[...]`, or several side by side (`A_local[k] = A[...];
+    // B_local[k] = B[...]`, upstream's split-K GEMV): each becomes its own vector copies.
+    std::vector<const BufferStore*> copies;
+    if (const auto* seq = As<Seq>(inner)) {
+      for (const Stmt& st : seq->stmts) copies.push_back(As<BufferStore>(st));
+    } else {
+      copies.push_back(As<BufferStore>(inner));
     }
-    const int64_t bytes = dst->dtype.bytes();
+    std::unordered_set<const BufferNode*> written, read;
+    for (const BufferStore* store : copies) {
+      const auto* load = store ? As<BufferLoad>(store->value) : nullptr;
+      if (!load) return *why = "its body is not a copy of one buffer element into another", nullptr;
+      const Buffer &dst = store->buffer, &src = load->buffer;
+      if (dst.get() == src.get()) return *why = "it copies within one buffer", nullptr;
+      if (dst->dtype != src->dtype || dst->dtype.bits % 8 != 0) {
+        return *why = "its element types differ or are narrower than a byte", nullptr;
+      }
+      if (dst->dtype.bytes() != copies[0]->buffer->dtype.bytes()) {
+        return *why = "its copies move elements of different sizes", nullptr;
+      }
+      // Copies done group by group instead of element by element: none may read or write
+      // what another writes.
+      if (written.count(dst.get()) || read.count(dst.get()) || written.count(src.get())) {
+        return *why = "its copies write a buffer another of them reads or writes", nullptr;
+      }
+      written.insert(dst.get());
+      read.insert(src.get());
+    }
+    const int64_t bytes = copies[0]->buffer->dtype.bytes();
     VarRef m = Var::Make(op->var->name, op->var->dtype);
+    std::string names;
+    for (const BufferStore* store : copies) {
+      names += (names.empty() ? "" : ", ") + As<BufferLoad>(store->value)->buffer->name + " -> " + store->buffer->name;
+    }
     for (int64_t width : {16, 8, 4}) {
       const int64_t k = width / bytes;
       if (k < 2 || n % k != 0) continue;
@@ -118,23 +143,34 @@ class LoopVectorizer : public IRMutator {
         Expr v = op->min + m * MakeInt(k, op->var->dtype) + MakeInt(j, op->var->dtype);
         return [v, var = op->var.get()](const Var* x) -> Expr { return x == var ? v : nullptr; };
       };
-      if (!Fits(dst, store->indices, k, width, lane) || !Fits(src, load->indices, k, width, lane)) continue;
+      bool fits = true;
+      for (const BufferStore* store : copies) {
+        const auto* load = As<BufferLoad>(store->value);
+        fits = fits && Fits(store->buffer, store->indices, k, width, lane) &&
+               Fits(load->buffer, load->indices, k, width, lane);
+      }
+      if (!fits) continue;
       auto first = [&](const Buffer& b, const std::vector<Expr>& idx) {
         std::vector<Expr> out;
         for (const Expr& e : idx) out.push_back(an_.Simplify(Substitute(e, lane(0))));
         return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, out)});
       };
-      Stmt copy = cuda::CallStmt("vec_copy", {first(dst, store->indices), first(src, load->indices), MakeInt(width)},
-                                 store->span);
+      std::vector<Stmt> vec;
+      for (const BufferStore* store : copies) {
+        const auto* load = As<BufferLoad>(store->value);
+        vec.push_back(cuda::CallStmt("vec_copy", {first(store->buffer, store->indices), first(load->buffer, load->indices),
+                                                  MakeInt(width)}, store->span));
+      }
+      Stmt copy = vec.size() == 1 ? vec[0] : Seq::Make(vec, op->span);
       if (guarded) copy = IfThenElse::Make(guard->cond, copy, nullptr, guard->span);
       ++vectorized;
-      ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + " (" + src->name + " -> " + dst->name +
-                             "): " + std::to_string(width) + "-byte accesses");
+      ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + " (" + names + "): " + std::to_string(width) +
+                             "-byte accesses");
       if (n == k) return Substitute(copy, [&](const Var* x) -> Expr { return x == m.get() ? MakeInt(0, m->dtype) : nullptr; });
       return For::Make(m, MakeInt(0, m->dtype), MakeInt(n / k, m->dtype), ForKind::kUnrolled, copy, {}, op->span);
     }
-    *why = "no 4-, 8- or 16-byte group of its elements is provably consecutive and aligned in both " + src->name +
-           " and " + dst->name;
+    *why = "no 4-, 8- or 16-byte group of its elements is provably consecutive and aligned in " +
+           std::string(copies.size() == 1 ? "both " : "every buffer of ") + names;
     return nullptr;
   }
 
