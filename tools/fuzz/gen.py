@@ -1501,6 +1501,62 @@ def gen_hopper(r, prog):
     prog.ref = ref
 
 
+def gen_reducers(r, prog):
+    """T.alloc_reducer over k-steps: each step's tile updates it from a T.Parallel nest, by
+    rows (acc[i], folding j) or by columns (acc[j], folding i), with sum, max or min; the
+    compiler keeps it in registers (privatize-reducers) unless the update reads the reducer
+    through another index (acc[i % 2]: the atomic path), then finalize_reducer and a copy out."""
+    P = prog.prefix
+    bm, bn = r.choice([2, 4, 8, 16, 32, 64]), r.choice([4, 8, 16, 32, 64])
+    steps, gm = r.randint(1, 4), r.randint(1, 3)
+    threads = r.choice([t for t in THREADS if t >= 32])
+    op = r.choice(["sum", "max", "min"])
+    by_rows = r.random() < 0.6
+    pairs = r.random() < 0.2  # the atomic fallback
+    c = r.choice([1.0, -0.5, 2.0])
+    staged = r.choice(["fragment", "shared"])
+    M, N = gm * bm, steps * bn
+    out_len = 2 if pairs else (bm if by_rows else bn)
+    X = Param(f"{P}X", (M, N), "float32", "in")
+    O = Param(f"{P}O", (gm * out_len,), "float32", "out")
+    prog.params += [X, O]
+    prog.touch("float32", factor=N if op == "sum" else 1)
+    prog.notes.append(f"reducers: {op} {'pairs' if pairs else ('rows' if by_rows else 'cols')} of {bm}x{bn} "
+                      f"{staged} tiles, {steps} steps, c={c} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel({gm}, threads={threads}) as bx:")
+    with b.indent():
+        b(f'acc = T.alloc_reducer(({out_len},), "float32", op="{op}")')
+        b("T.reducer_init(acc)")
+        b(f"for s in T.serial({steps}):")
+        with b.indent():
+            b(f'x = T.alloc_{staged}(({bm}, {bn}), "float32")')
+            b(f"T.copy({X.name}[bx * {bm}, s * {bn}], x)")
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                target = "acc[(i * {0} + j) % 2]".format(bn) if pairs else ("acc[i]" if by_rows else "acc[j]")
+                b(f"T.reducer_update({target}, x[i, j] * {c})")
+        b("T.finalize_reducer(acc)")
+        b(f"T.copy(acc, {O.name}[bx * {out_len}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        fold = {"sum": np.sum, "max": np.max, "min": np.min}[op]
+        o = np.full(gm * out_len, np.nan)
+        for g in range(gm):
+            t = rnd(arr[X.name][g * bm:(g + 1) * bm, :].astype(np.float64) * c, "float32")
+            if pairs:
+                flat = np.stack([t[:, s * bn:(s + 1) * bn].reshape(-1) for s in range(steps)])
+                v = [fold(flat[:, 0::2]), fold(flat[:, 1::2])]
+            elif by_rows:
+                v = fold(t, axis=1)
+            else:
+                v = fold(t.reshape(bm, steps, bn), axis=(0, 1))
+            o[g * out_len:(g + 1) * out_len] = v
+        return {O.name: o}
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
@@ -1509,6 +1565,7 @@ KINDS = {
     "views": (gen_views, 1),
     # opt-in (weight 0): added last, so every other seed draws the program it always did
     "hopper": (gen_hopper, 0),
+    "reducers": (gen_reducers, 0),
 }
 
 
