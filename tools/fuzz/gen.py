@@ -1557,6 +1557,52 @@ def gen_reducers(r, prog):
     prog.ref = ref
 
 
+def gen_dtype_views(r, prog):
+    """A tile (shared or fragment) read through T.view with another dtype: float32 or int32
+    tiles seen as int32/int8 (the same or narrower elements), int8 tiles as int32 (wider),
+    copied out or read element by element; checked as the bits numpy's .view gives."""
+    P = prog.prefix
+    src_dt, dst_dt = r.choice([("float32", "int32"), ("int32", "int8"), ("float32", "int8"), ("int8", "int32")])
+    width = {"float32": 4, "int32": 4, "int8": 1}
+    ratio_num, ratio_den = width[src_dt], width[dst_dt]
+    bm = r.choice([1, 2, 4, 8, 16])
+    bn = r.choice([4, 8, 16, 32]) * (ratio_den if ratio_den > 1 else 1)
+    vn = bn * ratio_num // ratio_den
+    gm, gn = r.randint(1, 3), r.randint(1, 3)
+    threads = r.choice(THREADS)
+    scope = r.choice(["shared", "fragment"])
+    elementwise = r.random() < 0.5
+    X = Param(f"{P}X", (gm * bm, gn * bn), src_dt, "in", "small_int" if is_int(src_dt) else "normal")
+    O = Param(f"{P}O", (gm * bm, gn * vn), dst_dt, "out")
+    prog.params += [X, O]
+    prog.touch(dst_dt)
+    prog.notes.append(f"dtype views: {scope} {src_dt} {bm}x{bn} seen as {dst_dt} {bm}x{vn}, "
+                      f"{'elementwise' if elementwise else 'copy'} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel({gn}, {gm}, threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f'x = T.alloc_{scope}(({bm}, {bn}), "{src_dt}")')
+        b(f"T.copy({X.name}[by * {bm}, bx * {bn}], x)")
+        b(f'v = T.view(x, ({bm}, {vn}), dtype="{dst_dt}")')
+        if elementwise:
+            b(f"for i, j in T.Parallel({bm}, {vn}):")
+            with b.indent():
+                b(f"{O.name}[by * {bm} + i, bx * {vn} + j] = v[i, j]")
+        else:
+            b(f"T.copy(v, {O.name}[by * {bm}, bx * {vn}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        x = np.ascontiguousarray(arr[X.name].astype(NPD[src_dt]))
+        o = np.empty((gm * bm, gn * vn), NPD[dst_dt])
+        for by in range(gm):
+            for bx in range(gn):
+                t = np.ascontiguousarray(x[by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn])
+                o[by * bm:(by + 1) * bm, bx * vn:(bx + 1) * vn] = t.view(NPD[dst_dt]).reshape(bm, vn)
+        return {O.name: o.astype(np.float64)}
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
@@ -1566,6 +1612,7 @@ KINDS = {
     # opt-in (weight 0): added last, so every other seed draws the program it always did
     "hopper": (gen_hopper, 0),
     "reducers": (gen_reducers, 0),
+    "dtype_views": (gen_dtype_views, 0),
 }
 
 
