@@ -37,14 +37,28 @@ using cuda::CallStmt;
 
 /// Finds the pipelined loops and decides which shared buffers get stages.
 struct Planner : IRVisitor {
+  /// "tl.enable_gather_pipeline": element copies into shared tiles (gather_copy.h) are
+  /// prefetched too. Off until a GPU run has checked it.
+  bool gathers_on = false;
   std::unordered_map<const BufferNode*, int64_t> stages;  // buffer -> number of stages
-  std::unordered_map<const For*, std::string> rejected;
+  std::unordered_map<const For*, std::vector<const CopyOp*>> producers;
+  std::unordered_map<const For*, std::vector<cuda::GatherCopy>> gathers;
+  std::unordered_map<const For*, std::vector<std::string>> gathers_refused;
   void Visit_(const For* op) override {
     if (op->for_kind == ForKind::kPipelined && cuda::NumStages(op) >= 2) {
       std::string why;
-      auto producers = cuda::PipelineProducers(op, &why);
-      for (const CopyOp* c : producers) stages[c->dst.buffer.get()] = cuda::NumStages(op);
-      if (producers.empty()) rejected[op] = why;
+      auto& ps = producers[op] = cuda::PipelineProducers(op, &why);
+      for (const CopyOp* c : ps) stages[c->dst.buffer.get()] = cuda::NumStages(op);
+      std::vector<std::string> refused;
+      auto found = cuda::PipelineGathers(op, ps, &refused);
+      if (gathers_on) {
+        for (const auto& g : found) stages[g.store->buffer.get()] = cuda::NumStages(op);
+        gathers[op] = found;
+        gathers_refused[op] = refused;
+      } else if (!found.empty()) {
+        gathers_refused[op].push_back(std::to_string(found.size()) + " element copy(ies) into shared tiles could be "
+                                      "prefetched with tl.enable_gather_pipeline=True (not yet checked on a GPU)");
+      }
     }
     IRVisitor::Visit_(op);
   }
@@ -80,19 +94,31 @@ class Pipeliner : public IRMutator {
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
     int64_t s = cuda::NumStages(op);
-    std::string why;
-    auto producers = s >= 2 ? cuda::PipelineProducers(op, &why) : std::vector<const CopyOp*>{};
-    if (producers.empty()) {
+    std::string why = "its body has no copy from global to shared memory that can be prefetched";
+    std::vector<const CopyOp*> producers;
+    std::vector<cuda::GatherCopy> gathers;
+    if (s >= 2) {
+      producers = cuda::PipelineProducers(op, &why);
+      if (auto it = plan_.gathers.find(op); it != plan_.gathers.end()) gathers = it->second;
+      if (auto it = plan_.gathers_refused.find(op); it != plan_.gathers_refused.end()) {
+        for (const std::string& r : it->second) {
+          ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": " + r);
+        }
+      }
+    }
+    if (producers.empty() && gathers.empty()) {
       if (s >= 2) ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why + ")");
       Stmt body = Mutate(op->body);
       return For::Make(op->var, op->min, op->extent, ForKind::kSerial, body, {}, op->span);
     }
     auto stmts = cuda::Flatten(op->body);
-    std::vector<Stmt> consumers;
+    std::vector<Stmt> consumers, gather_stmts;
     for (const Stmt& st : stmts) {
-      bool is_producer = false;
+      bool is_producer = false, is_gather = false;
       for (const CopyOp* c : producers) is_producer |= st.get() == c;
-      if (!is_producer) consumers.push_back(st);
+      for (const auto& g : gathers) is_gather |= st.get() == static_cast<const StmtNode*>(g.nest);
+      if (is_gather) gather_stmts.push_back(st);
+      if (!is_producer && !is_gather) consumers.push_back(st);
     }
     const Span& span = op->span;
     Expr n = op->extent;
@@ -110,6 +136,12 @@ class Pipeliner : public IRMutator {
         }
         Stmt lowered = cuda::LowerCopyPartitioned(As<CopyOp>(copy), share_.Spread(), share_.SpreadThreads(), true, ctx_);
         out.push_back(lowered ? lowered : copy);
+      }
+      for (const Stmt& g : gather_stmts) {
+        // the iteration's element copy as 16-byte cp.async groups, into the stage's tile
+        Stmt at = Substitute(g, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + iter : nullptr; });
+        cuda::StageSelector sel(staged_, stage);
+        out.push_back(sel.Mutate(cuda::LowerGatherCopy(at, share_.Spread(), share_.SpreadThreads())));
       }
       return Seq::Make(out, span);
     };
@@ -133,7 +165,9 @@ class Pipeliner : public IRMutator {
     result.push_back(For::Make(k, MakeInt(0), n, ForKind::kSerial, Seq::Make(body, span), {}, span));
     result.push_back(CallStmt("cp_async_wait", {MakeInt(0)}, span));
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
-                           "-stage cp.async pipeline over " + std::to_string(producers.size()) + " copies");
+                           "-stage cp.async pipeline over " + std::to_string(producers.size()) + " copies" +
+                           (gathers.empty() ? "" : " and " + std::to_string(gathers.size()) +
+                                                       " element copies (16-byte groups of gathered rows)"));
     return Seq::Make(result, span);
   }
 
@@ -150,6 +184,7 @@ ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx) {
   cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-pipeline");
   ir::Stmt body = cuda::InlinePipelineIndexLets(f->body);
   Planner plan;
+  plan.gathers_on = cuda::ConfigOn(ctx, "tl.enable_gather_pipeline", /*default_on=*/false);
   plan.Visit(body);
   Pipeliner p(plan, tb.tx, tb.threads, ctx);
   return ir::PrimFuncNode::Make(f->name, f->params, p.Mutate(body), f->span);

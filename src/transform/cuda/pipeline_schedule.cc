@@ -126,6 +126,76 @@ std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
   return kept;
 }
 
+std::vector<GatherCopy> PipelineGathers(const For* op, const std::vector<const CopyOp*>& producers,
+                                        std::vector<std::string>* refused) {
+  auto stmts = Flatten(op->body);
+  auto defined = DefinedIn(stmts);
+  struct AllocCollector : IRVisitor {
+    std::unordered_set<const BufferNode*> buffers;
+    void Visit_(const Allocate* a) override {
+      buffers.insert(a->buffer.get());
+      IRVisitor::Visit_(a);
+    }
+  } allocated;
+  allocated.Visit(op->body);
+  std::unordered_set<const BufferNode*> producer_dsts;
+  for (const CopyOp* c : producers) producer_dsts.insert(c->dst.buffer.get());
+  std::vector<GatherCopy> found;
+  std::vector<size_t> at;  // statement index of each
+  std::unordered_set<const BufferNode*> read_so_far;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    const Stmt& st = stmts[i];
+    std::string why;
+    if (auto g = MatchGatherCopy(st, &why)) {
+      const BufferNode* dst = g->store->buffer.get();
+      bool uses_defined = false, reads_tiles = false;
+      ForEachExpr(st, [&](const Expr& e) {
+        if (const auto* v = As<Var>(e)) uses_defined |= defined.count(v) > 0;
+        if (const auto* l = As<BufferLoad>(e)) reads_tiles |= l->buffer->scope != Scope::kGlobal;
+      });
+      const std::string where = "the element copy into " + g->store->buffer->name + " at line " +
+                                std::to_string(g->nest->span.line);
+      if (uses_defined) {
+        refused->push_back(where + " uses a value computed in the loop body");
+      } else if (reads_tiles) {
+        refused->push_back(where + " reads a tile (only global tensors are read ahead)");
+      } else if (allocated.buffers.count(dst) || read_so_far.count(dst) || producer_dsts.count(dst)) {
+        refused->push_back(where + ": its tile is allocated, read or copied into earlier in the body");
+      } else {
+        found.push_back(*g);
+        at.push_back(i);
+      }
+    }
+    ForEachExpr(st, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e)) read_so_far.insert(load->buffer.get());
+    });
+    if (const auto* gm = As<GemmOp>(st)) {
+      read_so_far.insert(gm->a.buffer.get());
+      read_so_far.insert(gm->b.buffer.get());
+    }
+    if (const auto* cp = As<CopyOp>(st)) read_so_far.insert(cp->src.buffer.get());
+  }
+  // Nothing else in the loop may write the tile, or any tensor a gather reads.
+  std::vector<GatherCopy> kept;
+  for (size_t k = 0; k < found.size(); ++k) {
+    WriteCollector others;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (i != at[k]) others.Visit(stmts[i]);
+    }
+    bool reads_written = false;
+    ForEachExpr(stmts[at[k]], [&](const Expr& e) {
+      if (const auto* l = As<BufferLoad>(e)) reads_written |= others.writes.count(l->buffer.get()) > 0;
+    });
+    if (others.writes.count(found[k].store->buffer.get()) || reads_written) {
+      refused->push_back("the element copy into " + found[k].store->buffer->name + " at line " +
+                         std::to_string(found[k].nest->span.line) + ": the loop also writes what it reads or writes");
+      continue;
+    }
+    kept.push_back(found[k]);
+  }
+  return kept;
+}
+
 namespace {
 
 /// In pipelined loops, copies name their tile through values bound earlier in the body

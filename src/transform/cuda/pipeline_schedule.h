@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gather_copy.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/stmt.h"
 
@@ -26,6 +27,13 @@ int64_t NumStages(const ir::For* op);
 /// and whose shared buffer nothing else in the loop writes. They are prefetched, so they
 /// may sit anywhere in the body. Empty (with `why` set) when the loop cannot be pipelined.
 std::vector<const ir::CopyOp*> PipelineProducers(const ir::For* op, std::string* why);
+
+/// The element copies into shared tiles (gather_copy.h) of a pipelined loop's body that can
+/// be prefetched like `producers`: they read only global tensors the loop does not write, no
+/// value computed in the body, and write a tile nothing else in the loop reads before them,
+/// writes, or allocates. The gather copies left out are described in `refused`.
+std::vector<GatherCopy> PipelineGathers(const ir::For* op, const std::vector<const ir::CopyOp*>& producers,
+                                        std::vector<std::string>* refused);
 
 /// Substitutes, inside T.Pipelined bodies, lets of plain index arithmetic into the copies
 /// after them (`k0 = ko * bk; T.copy(A[by * bm, k0], A_s)`), so that such copies can be
