@@ -16,8 +16,11 @@ fi
 VPY="$ROOT/.venv/bin/python"
 # The GPU image's default CXX (/opt/gcc) links a libstdc++ that crashes inside the extension
 # once it is loaded next to the system one (every kernel's code generation segfaulted); the
-# system compiler is the safe choice wherever there is one. TL_KEEP_CXX=1 keeps $CXX.
-if [ "${TL_KEEP_CXX:-0}" != "1" ] && [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
+# system compiler is the safe choice wherever there is one. TL_KEEP_CXX=1 keeps $CXX. (Set
+# for the build command only: this file is sourced, and the CPU target's kernel cache keys
+# on the compiler a kernel is built with.)
+build_env=()
+if [ "${TL_KEEP_CXX:-0}" != "1" ] && [ -x /usr/bin/g++ ]; then build_env=(CXX=/usr/bin/g++ CC=/usr/bin/gcc); fi
 # Install only what is missing, so an offline machine with the tools preinstalled works.
 need=()
 "$VPY" -c "import numpy" 2>/dev/null || need+=(numpy)
@@ -33,4 +36,4 @@ fi
 export PATH="$ROOT/.venv/bin:$PATH"
 # --no-build-isolation: reuse the tools above (no network needed); the build folder is
 # kept under build/ so a second run only recompiles what changed.
-"$VPY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
+env "${build_env[@]}" "$VPY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
