@@ -44,7 +44,7 @@ class Param:
     shape: tuple          # ints or dimension names
     dtype: str
     role: str             # "in", "out" (poisoned before the call), "inout" (random, updated)
-    init: str = "normal"  # normal | small_int | positive | unit
+    init: str = "normal"  # normal | small_int | positive | unit | index:<rows>
     scalar: bool = False  # a run-time scalar parameter (values per run in Program.scalar_vals)
 
 
@@ -1603,6 +1603,55 @@ def gen_dtype_views(r, prog):
     prog.ref = ref
 
 
+def gen_gathers(r, prog):
+    """A T.Pipelined loop whose tiles are gathered rows, `S[i, d] = X[Idx[k * BI + i], d + c]`
+    (the sparse attention kernels' loads; cuda-pipeline prefetches them as cp.async with
+    tl.enable_gather_pipeline), indices past either end of X giving zero rows, accumulated
+    with a per-step weight so the order of the steps shows."""
+    P = prog.prefix
+    dt = r.choice(["float16", "float32", "bfloat16"])
+    vec = 8 if dt != "float32" else 4
+    D = vec * r.choice([1, 2, 4, 8, 16])
+    extra = vec * r.choice([0, 0, 1, 2])
+    off = vec * r.randint(0, extra // vec) if extra else 0
+    rows = r.randint(1, 120)
+    BI, steps, stages = r.choice([1, 2, 4, 8, 16, 32]), r.randint(1, 4), r.randint(1, 3)
+    threads = r.choice([t for t in THREADS if t >= 32])
+    X = Param(f"{P}X", (rows, D + extra), dt, "in")
+    Idx = Param(f"{P}I", (steps * BI,), "int32", "in", f"index:{rows}")
+    O = Param(f"{P}O", (BI, D), "float32", "out")
+    prog.params += [X, Idx, O]
+    prog.touch(dt, "float32", factor=steps * 2)
+    prog.notes.append(f"gathers: {dt} rows {BI}x{D} of {rows}x{D + extra} from column {off}, {steps} steps, "
+                      f"{stages} stages, threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(1, threads={threads}):")
+    with b.indent():
+        b(f'S = T.alloc_shared(({BI}, {D}), "{dt}")')
+        b(f'acc = T.alloc_fragment(({BI}, {D}), "float32")')
+        b("T.clear(acc)")
+        b(f"for k in T.Pipelined({steps}, num_stages={stages}):")
+        with b.indent():
+            b(f"for i, d in T.Parallel({BI}, {D}):")
+            with b.indent():
+                b(f"S[i, d] = {X.name}[{Idx.name}[k * {BI} + i], d + {off}]")
+            b(f"for i, d in T.Parallel({BI}, {D}):")
+            with b.indent():
+                b('acc[i, d] += T.cast(S[i, d], "float32") * T.cast(k + 1, "float32")')
+        b(f"T.copy(acc, {O.name})")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        x, idx = arr[X.name].astype(np.float64), arr[Idx.name].astype(np.int64)
+        valid = (idx >= 0) & (idx < rows)
+        g = np.where(valid[:, None], x[np.clip(idx, 0, rows - 1)][:, off:off + D], 0.0)
+        acc = np.zeros((BI, D))
+        for k in range(steps):
+            acc = acc + rnd(g[k * BI:(k + 1) * BI], dt) * (k + 1)
+        return {O.name: acc}
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
@@ -1613,6 +1662,7 @@ KINDS = {
     "hopper": (gen_hopper, 0),
     "reducers": (gen_reducers, 0),
     "dtype_views": (gen_dtype_views, 0),
+    "gathers": (gen_gathers, 0),
 }
 
 
@@ -1643,6 +1693,9 @@ def make_inputs(prog: Program, run: int):
                 a = np.full(shape, np.iinfo(dt).min + 7, dtype=dt)
             else:
                 a = np.full(shape, np.nan, dtype=dt)
+        elif is_int(p.dtype) and p.init.startswith("index:"):
+            # row numbers of a tensor with that many rows, one past each end included
+            a = rng.integers(-1, int(p.init.split(":")[1]) + 1, size=shape).astype(dt)
         elif is_int(p.dtype):
             lo, hi = (-4, 5) if p.dtype != "int8" else (-3, 4)
             a = rng.integers(lo, hi, size=shape).astype(dt)
