@@ -40,6 +40,7 @@ struct ReducerPlan {
   Buffer buffer;
   std::string unfit;               ///< why it keeps its atomics ("" while it may be privatized)
   bool has_update = false;
+  bool finalized = false;          ///< a T.finalize_reducer seen (in program order)
   AtomicKind kind = AtomicKind::kAdd;
   std::vector<int64_t> extents;    ///< the update nests' extents, outermost first
   std::vector<size_t> positions;   ///< nest position of each reducer dimension
@@ -60,10 +61,13 @@ class Survey : public IRVisitor {
     IRVisitor::Visit_(op);
   }
   void Visit_(const AttrStmt* op) override {
-    if (op->key != "tl.reducer") return;
-    if (const BufferNode* b = MarkedBuffer(op)) {
-      const auto* load = As<BufferLoad>(As<Call>(op->values[0])->args[0]);
-      plans[b].buffer = load->buffer;
+    const BufferNode* b = MarkedBuffer(op);
+    if (!b) return;
+    if (op->key == "tl.reducer") {
+      plans[b].buffer = As<BufferLoad>(As<Call>(op->values[0])->args[0])->buffer;
+    } else if (op->key == "tl.reducer_finalize") {
+      auto it = plans.find(b);
+      if (it != plans.end()) it->second.finalized = true;
     }
   }
   void Visit_(const For* op) override {
@@ -98,6 +102,8 @@ class Survey : public IRVisitor {
 
   void Update(ReducerPlan& plan, const AtomicOp* op) {
     if (!plan.unfit.empty()) return;
+    // (an update after a finalize_reducer: the registers would only be combined by a later one)
+    if (plan.finalized) return void(plan.unfit = "it is updated after a T.finalize_reducer");
     if (!op->value) return void(plan.unfit = "an update adds a whole tile");
     // The T.Parallel nest around the update: the innermost run of parallel loops.
     std::vector<const For*> nest;
@@ -225,6 +231,9 @@ ir::PrimFunc PrivatizeReducers(const ir::PrimFunc& f, PassContext& ctx) {
   for (auto& [_, plan] : survey.plans) {
     const Buffer& b = plan.buffer;
     if (plan.unfit.empty() && !plan.has_update) plan.unfit = "it has no element updates";
+    // Without T.finalize_reducer the partials would never reach the tile (the atomic updates
+    // reach it at once).
+    if (plan.unfit.empty() && !plan.finalized) plan.unfit = "it is never finalized (T.finalize_reducer)";
     if (plan.unfit.empty() && (b->dtype.bits < 16 || b->dtype.bits > 32)) {
       plan.unfit = "its dtype is not 16 or 32 bits wide";
     }

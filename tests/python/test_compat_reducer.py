@@ -182,3 +182,27 @@ def test_finalize_batch_must_fit_the_output(batch, message):
                     r[i] += A[i, j]
                 T.finalize_reducer(r, batch=batch)
                 T.copy(r, B)
+
+
+def test_a_reducer_never_finalized_keeps_its_atomic_updates(rng):
+    """Read without T.finalize_reducer, the tile must already hold every update: the atomic
+    path, said in the remarks, and the sums right."""
+
+    @T.prim_func
+    def unfinalized(A: T.Tensor((32, 16), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((32, 16), "float32")
+            T.copy(A, a)
+            acc = T.alloc_reducer((32,), "float32", op="sum")
+            T.reducer_init(acc)
+            for i, j in T.Parallel(32, 16):
+                acc[i] += a[i, j]
+            T.sync_threads()
+            T.copy(acc, B)
+
+    k = tilelang.lower(unfinalized, target="cuda -arch=sm_80")
+    assert any("atomic updates of the shared tile (it is never finalized" in r for r in k.remarks), k.remarks
+    a = rng.standard_normal((32, 16)).astype(np.float32)
+    b = np.full(32, np.nan, np.float32)
+    compile_cpu(unfinalized)(a, b)
+    np.testing.assert_allclose(b, a.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
