@@ -435,3 +435,25 @@ def test_run_once_runs_the_kernel_on_profiler_inputs():
     np.testing.assert_allclose(host(out), host(prof.inputs()[0]) * 2.0)
     np.testing.assert_allclose(host(prof.run_once(lambda a: a + 1.0)), host(prof.inputs()[0]) + 1.0)
     assert tuple(kernel.run_once().shape) == (64,)
+
+
+@pytest.mark.cpu_target  # (the CUDA run compiles it for the GPU, where the flags are the compiler's own)
+def test_cuda_compile_flags_on_the_cpu_target_are_translated_or_left_out(rng):
+    """A program written for the GPU (T.annotate_compile_flags(["--use_fast_math"])) runs on
+    the CPU target: fast math becomes -ffast-math, CUDA-only flags are left out, each said."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        T.annotate_compile_flags(["--use_fast_math", "-lineinfo", "-DTL_SOMETHING=1"])
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = A[i] * 2.0
+
+    k = tilelang.compile(main, target="cpu")
+    remarks = "\n".join(k.get_remarks())
+    assert "compile flag --use_fast_math: -ffast-math on the CPU target" in remarks, remarks
+    assert "compile flag -lineinfo: a CUDA compiler flag, not used on the CPU target" in remarks, remarks
+    a = rng.standard_normal(64).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    k(a, b)
+    np.testing.assert_allclose(b, a * 2)

@@ -126,6 +126,7 @@ def c_signature(kernel, symbol: str, typed=True):
 
 def export_cpu(kernel, path, symbol=None):
     from .. import _tl, env
+    from .kernel import _cpu_compile_flags
 
     lib_path, header_path, stem = _paths(path)
     symbol = c_identifier(symbol or f"tl_{kernel.name}")
@@ -145,7 +146,7 @@ def export_cpu(kernel, path, symbol=None):
         + "".join(f"  {s}\n" for s in stores)
         + f"  return {internal}(args);\n}}\n")
     built, _, _ = _tl.build_cpu(source, env.kernel_cache_dir(), env.template_dir(),
-                                list(kernel.compile_flags) + ["-fvisibility=hidden"])
+                                _cpu_compile_flags(kernel.compile_flags, []) + ["-fvisibility=hidden"])
     with open(built, "rb") as f:
         _write_atomic(lib_path, f.read())
     os.chmod(lib_path, 0o755)

@@ -126,6 +126,29 @@ def _normalize_out_idx(out_idx, n):
     return sorted(set(out))
 
 
+# CUDA compiler flags a program written for the GPU may pass (T.annotate_compile_flags,
+# compile_flags=): on the CPU target the C++ compiler's equivalent, or nothing.
+_NVCC_TO_CXX = {"--use_fast_math": "-ffast-math", "-use_fast_math": "-ffast-math"}
+_NVCC_ONLY = ("-lineinfo", "--ptxas-options", "-Xptxas", "--expt-", "-arch", "--gpu-architecture", "-gencode",
+              "--generate-code", "-maxrregcount", "--maxrregcount", "-rdc", "--relocatable-device-code",
+              "--extra-device-vectorization", "--extended-lambda", "--restrict", "-Xcompiler")
+
+
+def _cpu_compile_flags(flags, remarks):
+    """`flags` for the CPU target's C++ compiler: CUDA compiler flags translated or left out,
+    each said in `remarks`; the others as given."""
+    out = []
+    for f in flags:
+        if f in _NVCC_TO_CXX:
+            out.append(_NVCC_TO_CXX[f])
+            remarks.append(f"compile flag {f}: {_NVCC_TO_CXX[f]} on the CPU target")
+        elif f.startswith(_NVCC_ONLY):
+            remarks.append(f"compile flag {f}: a CUDA compiler flag, not used on the CPU target")
+        else:
+            out.append(f)
+    return out
+
+
 def _environment_pass_configs():
     """TILELANG_PASS_CONFIGS="key=value,key=value": defaults beneath every kernel's own
     pass_configs, for trying a setting on programs one cannot edit (upstream's examples)."""
@@ -243,11 +266,13 @@ class JITKernel:
             return
         t0 = time.perf_counter()
         lowered, self.remarks, _ = _tl.lower_cpu(self.func.node, self.pass_configs, False)
+        self.remarks = list(self.remarks)
+        cpu_flags = _cpu_compile_flags(self.compile_flags, self.remarks)
         self.lowered = lowered
         self.source, self.entry, self.dynamic_dims = _tl.codegen_cpu(lowered)
         cache_dir = env.kernel_cache_dir()
         try:
-            path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), self.compile_flags)
+            path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), cpu_flags)
         finally:
             report_cache_warnings(_tl.take_cache_warnings(), stacklevel=6)
         try:
@@ -261,7 +286,7 @@ class JITKernel:
                 os.unlink(path)
             except OSError:
                 pass
-            path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), self.compile_flags)
+            path, hit, cmd = _tl.build_cpu(self.source, cache_dir, env.template_dir(), cpu_flags)
             _tl.take_cache_warnings()  # the message below says it
             report_cache_warnings([f"tilelang: the cached kernel library {path} could not be loaded ({e}); "
                                    "it was rebuilt"], stacklevel=6)
