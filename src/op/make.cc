@@ -33,6 +33,12 @@ Eq ProveEqual(const Expr& a, const Expr& b) {
   return Eq::kUnknown;
 }
 
+/// Proves a <= b (kYes), or cannot (kUnknown).
+Eq ProveLE(const Expr& a, const Expr& b) {
+  arith::Analyzer an;
+  return an.CanProve(LE(Cast::Make(DType::Int(64), a), Cast::Make(DType::Int(64), b))) ? Eq::kYes : Eq::kUnknown;
+}
+
 DType PromoteTypes(DType a, DType b) {
   if (a == b) return a;
   if (a.IsBool()) return b;
@@ -143,6 +149,47 @@ Expr MakeMath(const std::string& name, std::vector<Expr> args, const Span& span)
   return Call::Make(t, name, std::move(args));
 }
 
+namespace {
+
+int ScopeDepth(Scope s) {
+  switch (s) {
+    case Scope::kFragment:
+    case Scope::kLocal:
+    case Scope::kVar: return 2;
+    case Scope::kShared: return 1;
+    default: return 0;
+  }
+}
+
+/// A copy between regions of different extents, run over the region in the more local
+/// memory (`base`, the source on a tie) with the other's non-unit extents set to base's in
+/// order, when those are provably no smaller; nullopt otherwise.
+std::optional<Stmt> NarrowedCopy(const Region& s, const Region& d, const std::vector<Expr>& ts,
+                                 const std::vector<Expr>& td, const Span& span) {
+  if (ts.size() != td.size()) return std::nullopt;
+  const bool base_is_src = ScopeDepth(s.buffer->scope) >= ScopeDepth(d.buffer->scope);
+  const std::vector<Expr>& base = base_is_src ? ts : td;
+  const std::vector<Expr>& other = base_is_src ? td : ts;
+  for (size_t i = 0; i < base.size(); ++i) {
+    if (ProveLE(base[i], other[i]) != Eq::kYes) return std::nullopt;
+  }
+  Region narrowed = base_is_src ? d : s;
+  size_t k = 0;
+  for (Range& rg : narrowed.ranges) {
+    if (!IsOne(rg.extent)) rg.extent = base[k++];
+  }
+  const Region& other_region = base_is_src ? d : s;
+  Stmt note = AttrStmt::Make("tl.remark:T.copy: " + s.buffer->name +
+                                 " is " + ShapeStr(ts) + " and " + d.buffer->name + " is " + ShapeStr(td) +
+                                 "; copied over " + (base_is_src ? s : d).buffer->name + "'s " + ShapeStr(base) +
+                                 " (upstream's rule), the rest of " + other_region.buffer->name + " untouched",
+                             {}, span);
+  Stmt copy = base_is_src ? CopyOp::Make(s, narrowed, span) : CopyOp::Make(narrowed, d, span);
+  return Seq::Make({note, copy}, span);
+}
+
+}  // namespace
+
 Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span) {
   if (src.IsPoint() && dst.IsPoint()) {
     TL_USER_ERROR(span) << "T.copy: both source and destination are single elements; give one "
@@ -169,6 +216,10 @@ Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span) {
     ok = eq == Eq::kYes;
   }
   if (!ok) {
+    // Upstream's rule: the copy runs over the region in the more local memory (the source
+    // when both are alike), provided the other one is at least as large in each dimension
+    // (`T.copy(A[:, :2], B[:, :3])` copies two columns). Said in a remark.
+    if (std::optional<Stmt> narrowed = NarrowedCopy(s, d, ts, td, span)) return *narrowed;
     TL_USER_ERROR(span) << "T.copy: shape mismatch: source " << s.buffer->name << " tile is "
                         << ShapeStr(ts) << " but destination " << d.buffer->name << " tile is "
                         << ShapeStr(td);

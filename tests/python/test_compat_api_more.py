@@ -440,7 +440,8 @@ def test_run_once_runs_the_kernel_on_profiler_inputs():
 @pytest.mark.cpu_target  # (the CUDA run compiles it for the GPU, where the flags are the compiler's own)
 def test_cuda_compile_flags_on_the_cpu_target_are_translated_or_left_out(rng):
     """A program written for the GPU (T.annotate_compile_flags(["--use_fast_math"])) runs on
-    the CPU target: fast math becomes -ffast-math, CUDA-only flags are left out, each said."""
+    the CPU target: fast math becomes flags that keep IEEE subnormals (not -ffast-math, whose
+    library would set flush-to-zero for the whole process), CUDA-only flags are left out."""
 
     @T.prim_func
     def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
@@ -451,7 +452,11 @@ def test_cuda_compile_flags_on_the_cpu_target_are_translated_or_left_out(rng):
 
     k = tilelang.compile(main, target="cpu")
     remarks = "\n".join(k.get_remarks())
-    assert "compile flag --use_fast_math: -ffast-math on the CPU target" in remarks, remarks
+    assert "compile flag --use_fast_math: -fno-math-errno -freciprocal-math -ffp-contract=fast on the CPU target" \
+        in remarks, remarks
+    # the process keeps IEEE subnormals after loading the library
+    tiny = np.array([1e-40], np.float32)
+    assert (tiny * np.float32(1.0))[0] != 0.0
     assert "compile flag -lineinfo: a CUDA compiler flag, not used on the CPU target" in remarks, remarks
     a = rng.standard_normal(64).astype(np.float32)
     b = np.zeros(64, np.float32)

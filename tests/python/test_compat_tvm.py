@@ -61,7 +61,7 @@ def test_error_names_catch_compile_errors():
         @T.prim_func
         def bad(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32) as bx:
-                T.copy(A[0:4], A[0:8])
+                T.copy(A[0:8], A[0:4])  # a destination smaller than the source
     try:
         @T.prim_func
         def bad2(A: T.Tensor((8,), "float32")):

@@ -5,6 +5,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from conftest import NP, assert_close, compile_cpu, f64, poison, rand
+from tilelang.errors import TileLangCompileError
 
 ACC = {"float16": "float32", "bfloat16": "float32", "float32": "float32", "float64": "float64", "int8": "int32"}
 
@@ -174,3 +175,26 @@ def test_copy_corner_form_with_a_unit_trailing_dimension(rng):
     x = rand(rng, (M, N))
     y = compile_cpu(main, out_idx=[-1])(x)
     np.testing.assert_array_equal(y[:, 0], x.max(axis=1))
+
+
+def test_copy_between_regions_of_different_extents_runs_over_the_smaller(rng):
+    """Upstream's rule: T.copy(A[:, :2], B[:, :3]) runs over the source (global to global:
+    the source), the destination being at least as large; the rest of B stays, and a
+    remark says so. A destination smaller than the source is an error."""
+
+    @T.prim_func
+    def wider(A: T.Tensor((16, 8), "float32"), B: T.Tensor((16, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            T.copy(A[:, :2], B[:, :3])
+
+    k = compile_cpu(wider)
+    a, b = rng.standard_normal((16, 8)).astype(np.float32), poison((16, 8))
+    k(a, b)
+    assert np.array_equal(b[:, :2], a[:, :2]) and np.isnan(b[:, 2:]).all()
+    assert any("A is 16x2 and B is 16x3; copied over A's 16x2" in r for r in k.get_remarks()), k.get_remarks()
+
+    with pytest.raises(TileLangCompileError, match="shape mismatch: source A tile is 16x3 but destination B tile is 16x2"):
+        @T.prim_func
+        def narrower(A: T.Tensor((16, 8), "float32"), B: T.Tensor((16, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                T.copy(A[:, :3], B[:, :2])
