@@ -147,7 +147,9 @@ def test_bitwise_reducers(op, rng):
             acc = T.alloc_reducer((M,), "int32", op=op)
             acc2 = T.alloc_reducer((M,), "int32", op=op)
             T.reducer_init(acc)
-            T.reducer_init(acc2)
+            # the augmented assignments update a reduction opened by T.fill (upstream's v1);
+            # in one opened by T.reducer_init they are refused (test below)
+            T.fill(acc2, -1 if op == "bitand" else 0)
             for i, k in T.Parallel(M, K):
                 T.reducer_update(acc[i], src[i, k])
                 if op == "bitand":
@@ -194,7 +196,7 @@ def test_a_reducer_never_finalized_keeps_its_atomic_updates(rng):
             a = T.alloc_fragment((32, 16), "float32")
             T.copy(A, a)
             acc = T.alloc_reducer((32,), "float32", op="sum")
-            T.reducer_init(acc)
+            T.clear(acc)  # (upstream's v1 form: a reduction opened by T.reducer_init must be finalized)
             for i, j in T.Parallel(32, 16):
                 acc[i] += a[i, j]
             T.sync_threads()
@@ -206,3 +208,51 @@ def test_a_reducer_never_finalized_keeps_its_atomic_updates(rng):
     b = np.full(32, np.nan, np.float32)
     compile_cpu(unfinalized)(a, b)
     np.testing.assert_allclose(b, a.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
+
+
+
+def _epoch_kernel(body):
+    """A kernel whose reducer `acc` the given body string uses; `src` holds A's 8 values."""
+    src = f"""
+import tilelang.language as T
+
+
+@T.prim_func
+def kernel(A: T.Tensor((8,), T.float32), B: T.Tensor((1,), T.float32)):
+    with T.Kernel(1, threads=32):
+        src = T.alloc_fragment((8,), T.float32)
+        T.copy(A, src)
+        acc = T.alloc_reducer((1,), T.float32, op="sum")
+{body}
+"""
+    return src
+
+
+@pytest.mark.parametrize("body, message", [
+    ("        for i in T.Parallel(8):\n            T.reducer_update(acc[0], src[i])\n        T.finalize_reducer(acc)",
+     "T.reducer_update of acc before T.reducer_init"),
+    ("        T.reducer_init(acc)\n        for i in T.Parallel(8):\n            T.reducer_update(acc[0], src[i])",
+     "never finalized"),
+    ("        T.reducer_init(acc)\n        for i in T.Parallel(8):\n            acc[0] += src[i]\n"
+     "        T.finalize_reducer(acc)", "illegal store to reducer acc"),
+    ("        T.reducer_init(acc)\n        for i in T.Parallel(8):\n            T.reducer_update(acc[0], src[i])\n"
+     "        B[0] = acc[0]\n        T.finalize_reducer(acc)", "illegal read of reducer acc before T.finalize_reducer"),
+    ("        T.clear(acc)\n        for i in T.Parallel(8):\n            T.reducer_update(acc[0], src[i])\n"
+     "        T.finalize_reducer(acc)", "illegal T.reducer_update of reducer acc"),
+    ("        T.reducer_init(acc)\n        T.reducer_update(acc[0], src[0])\n        T.finalize_reducer(acc)",
+     "outside any T.Parallel loop"),
+    ("        T.reducer_init(acc)\n        T.reducer_init(acc)\n        T.finalize_reducer(acc)",
+     "double T.reducer_init of reducer acc"),
+    ("        T.reducer_init(acc, T.float16(0))\n        T.finalize_reducer(acc)",
+     "starting value is float16, which does not match reducer dtype float32"),
+    ("        T.reducer_init(acc)\n        for i in T.Parallel(8):\n            T.reducer_update(acc[0], src[i])\n"
+     "        for r in T.serial(1):\n            T.finalize_reducer(acc)", "not in the scope of its T.reducer_init"),
+])
+def test_reductions_opened_by_reducer_init_follow_upstreams_rules(tmp_path, body, message):
+    import importlib.util
+
+    path = tmp_path / "epoch_kernel.py"
+    path.write_text(_epoch_kernel(body))
+    spec = importlib.util.spec_from_file_location("epoch_kernel", path)
+    with pytest.raises(TileLangCompileError, match=message):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))

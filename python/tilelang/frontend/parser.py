@@ -28,7 +28,7 @@ from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
 from ..language.pointers import HANDLE_DTYPE, PointerType
 from ..language.allreduce import ReduceScope
-from ..language.reducer import store_to_reducer
+from ..language.reducer import check_reducers_finalized, store_to_reducer
 from ..language import _lanes
 from ..language.values import LaneValues, UnboundVar
 from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
@@ -711,6 +711,7 @@ class Parser:
         self.builder.open()
         try:
             self.visit_body(node.body)
+            check_reducers_finalized()
             body = self.builder.close(self.span(node))
         finally:
             self.builder.in_kernel = False
@@ -784,11 +785,14 @@ class Parser:
             lo, n = st.node.const_value, ext.node.const_value
             known = isinstance(lo, int) and isinstance(n, int) and step in (None, 1)
             ranges.setdefault(var.var_name, []).append((lo, n) if known else None)
+        kinds = self.builder.__dict__.setdefault("loop_kinds", [])
+        kinds.append(spec.kind)
         self.builder.open()
         try:
             self.visit_body(node.body)
             body = self.builder.close(self.span(node))
         finally:
+            kinds.pop()
             self.scopes.pop()
             for var in loop_vars:
                 ranges[var.var_name].pop()

@@ -475,6 +475,10 @@ def _static_bool(v, name):
 def fill(buffer, value):
     """Sets every element of a tile (or region) to ``value``."""
     _b.require_kernel("T.fill")
+    if isinstance(buffer, _Buffer):
+        from .reducer import note_reducer_fill
+
+        note_reducer_fill(buffer)
     target = to_region(buffer, "T.fill destination")
     dt = buffer.dtype if hasattr(buffer, "dtype") else None
     _b.emit(_tl.fill(target, as_expr(value, dt).node, _b.current_span()))

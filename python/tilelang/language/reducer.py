@@ -35,13 +35,71 @@ def _registry():
     return b.reducers
 
 
-def reducer_op(buf):
-    """The op of a reducer tile, or None for any other buffer."""
+class _Epoch:
+    """What the front end knows of a reducer's current reduction (upstream's "epochs"): how it
+    was opened ("init": T.reducer_init, updated by T.reducer_update; "v1": T.clear / T.fill,
+    updated by `acc[i] += v`), where, and in which statement list."""
+
+    __slots__ = ("mode", "open", "frame", "line")
+
+    def __init__(self):
+        self.mode, self.open, self.frame, self.line = None, False, None, 0
+
+
+def _entry(buf):
     b = _b.active()
     if b is None or not isinstance(buf, Buffer):
         return None
     entry = getattr(b, "reducers", {}).get(id(buf))
-    return entry[1] if entry is not None and entry[0] is buf else None
+    return entry if entry is not None and entry[0] is buf else None
+
+
+def reducer_op(buf):
+    """The op of a reducer tile, or None for any other buffer."""
+    entry = _entry(buf)
+    return entry[1] if entry is not None else None
+
+
+def _epoch(buf) -> _Epoch:
+    return _entry(buf)[2]
+
+
+def _in_parallel() -> bool:
+    return "parallel" in getattr(_b.current(), "loop_kinds", [])
+
+
+def check_reducer_read(buf):
+    """A read of a reducer element: refused between T.reducer_init and T.finalize_reducer
+    (the tile holds partial values there)."""
+    entry = _entry(buf)
+    if entry is not None and entry[2].open and entry[2].mode == "init" and not any(u is buf for u in _updating):
+        raise _b._UserError(f"illegal read of reducer {buf.name} before T.finalize_reducer (its T.reducer_init at "
+                            f"line {entry[2].line} opened a reduction; read the finalized result)")
+
+
+def note_reducer_fill(buf):
+    """T.clear / T.fill of a reducer: a reduction updated by `acc[i] += v` (upstream's v1)."""
+    entry = _entry(buf)
+    if entry is None:
+        return
+    ep = entry[2]
+    if ep.open and ep.mode == "init":
+        raise _b._UserError(f"illegal T.clear / T.fill of reducer {buf.name} inside the reduction its T.reducer_init "
+                            f"at line {ep.line} opened")
+    ep.mode, ep.open, ep.frame, ep.line = "v1", True, _b.current().frames[-1], _line()
+
+
+def _line():
+    span = _b.current().span
+    return span[1] if span else 0
+
+
+def check_reducers_finalized():
+    """At the end of a kernel: every reduction opened by T.reducer_init was finalized."""
+    for buf, _, ep in getattr(_b.current(), "reducers", {}).values():
+        if ep.open and ep.mode == "init":
+            raise _b._UserError(f"reducer {buf.name}: the reduction its T.reducer_init at line {ep.line} opened is "
+                                "never finalized (call T.finalize_reducer)")
 
 
 def alloc_reducer(shape, dtype, op="sum", replication=None):
@@ -56,7 +114,7 @@ def alloc_reducer(shape, dtype, op="sum", replication=None):
     if replication not in (None, "all", "none"):
         raise _b._UserError(f"T.alloc_reducer: replication must be None, 'all' or 'none', got {replication!r}")
     buf = _alloc(shape, dtype, "shared")
-    _registry()[id(buf)] = (buf, op)
+    _registry()[id(buf)] = (buf, op, _Epoch())
     # for the compiler's privatize-reducers pass (updates accumulated in registers where it can)
     _b.emit(_tl.attr("tl.reducer", [_first_address(buf)], _b.current_span()))
     return buf
@@ -87,16 +145,34 @@ def reducer_init(reducer, init=None):
     op = reducer_op(reducer)
     if op is None:
         raise _b._UserError("T.reducer_init takes a buffer made by T.alloc_reducer")
+    ep = _epoch(reducer)
+    if ep.open and ep.mode == "init":
+        raise _b._UserError(f"double T.reducer_init of reducer {reducer.name}: the reduction opened at line {ep.line} "
+                            "was not finalized (T.finalize_reducer) first")
+    if init is not None and not isinstance(init, numbers.Number):
+        v = as_expr(init)
+        if str(v.dtype) != str(reducer.dtype):
+            raise _b._UserError(f"T.reducer_init of {reducer.name}: the starting value is {v.dtype}, which does not match "
+                                f"reducer dtype {reducer.dtype} (cast it with T.cast)")
     fill(reducer, _identity(op, reducer.dtype) if init is None else init)
+    ep.mode, ep.open, ep.frame, ep.line = "init", True, _b.current().frames[-1], _line()
+
+
+_updating = []  # the reducer an update is being emitted for (its own accesses are not reads)
 
 
 def _atomic_update(ref, op, value):
     from . import _atomic, _atomic_bitwise
 
-    if op in _BITWISE:
-        _atomic_bitwise(_BITWISE[op], ref, as_expr(value, ref.buffer.dtype), None, False)
-        return
-    _atomic({"sum": "add", "max": "max", "min": "min"}[op], ref, as_expr(value, ref.buffer.dtype), False)
+    v = as_expr(value, ref.buffer.dtype)
+    _updating.append(ref.buffer)
+    try:
+        if op in _BITWISE:
+            _atomic_bitwise(_BITWISE[op], ref, v, None, False)
+            return
+        _atomic({"sum": "add", "max": "max", "min": "min"}[op], ref, v, False)
+    finally:
+        _updating.pop()
 
 
 def reducer_update(target, value):
@@ -106,6 +182,15 @@ def reducer_update(target, value):
     op = reducer_op(target.buffer)
     if op is None:
         raise _b._UserError(f"T.reducer_update: {target.buffer.name} is not a reducer (T.alloc_reducer)")
+    name, ep = target.buffer.name, _epoch(target.buffer)
+    if not _in_parallel():
+        raise _b._UserError(f"T.reducer_update of {name} outside any T.Parallel loop: every thread would add the "
+                            "same value (update it from a T.Parallel loop)")
+    if not ep.open:
+        raise _b._UserError(f"T.reducer_update of {name} before T.reducer_init (open the reduction first)")
+    if ep.mode == "v1":
+        raise _b._UserError(f"illegal T.reducer_update of reducer {name}: its reduction was opened by T.clear / T.fill "
+                            f"at line {ep.line} (update it with {name}[...] += value, or open it with T.reducer_init)")
     _atomic_update(target, op, value)
 
 
@@ -115,15 +200,22 @@ def store_to_reducer(ref, value, aug_op) -> bool:
     op = reducer_op(ref.buffer)
     if op is None:
         return False
+    ep = _epoch(ref.buffer)
+
+    def v1_update():
+        if ep.open and ep.mode == "init":
+            raise _b._UserError(f"illegal store to reducer {ref.buffer.name} in the reduction its T.reducer_init at "
+                                f"line {ep.line} opened (update it with T.reducer_update)")
+        _atomic_update(ref, op, value)
+        return True
+
     if not ref.is_point:
         raise _b._UserError(f"assigning to a slice of the reducer {ref.buffer.name} is not supported")
     aug = aug_op.lower() if isinstance(aug_op, str) else aug_op  # the parser's "add", "BitAnd", ...
     if (aug, op) in (("add", "sum"), ("bitand", "bitand"), ("bitor", "bitor"), ("bitxor", "bitxor")):
-        _atomic_update(ref, op, value)
-        return True
+        return v1_update()
     if aug_op is None and op in ("max", "min"):
-        _atomic_update(ref, op, value)
-        return True
+        return v1_update()
     name = ref.buffer.name
     want = {"sum": f"{name}[...] += value", "bitand": f"{name}[...] &= value", "bitor": f"{name}[...] |= value",
             "bitxor": f"{name}[...] ^= value"}.get(op, f"{name}[...] = T.{op}({name}[...], value)")
@@ -137,6 +229,11 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
 
     if reducer_op(reducer) is None:
         raise _b._UserError("T.finalize_reducer takes a buffer made by T.alloc_reducer")
+    ep = _epoch(reducer)
+    if ep.open and ep.mode == "init" and ep.frame is not _b.current().frames[-1]:
+        raise _b._UserError(f"T.finalize_reducer of {reducer.name} is not in the scope of its T.reducer_init (line "
+                            f"{ep.line}): finalize in the same block (not inside another loop or branch)")
+    ep.open = False
     if not isinstance(batch, numbers.Integral) or batch < 1:
         raise _b._UserError(f"T.finalize_reducer: batch must be >= 1 (a positive int), got {batch!r}")
     # (upstream's batched finalize reduces `batch` outputs at a time: a count that fits the output)

@@ -267,6 +267,10 @@ class BufferRef:
     def load(self) -> PrimExpr:
         if not self.is_point:
             raise TypeError(f"a slice of {self.buffer.name} is a region, not a value")
+        if self.buffer.scope == "shared":  # (a reducer is a shared tile: reads of it are checked)
+            from .reducer import check_reducer_read
+
+            check_reducer_read(self.buffer)
         idx = [as_expr(i, "int32").node for i in self.items]
         return PrimExpr(_tl.load(self.buffer.node, idx))
 
