@@ -11,7 +11,7 @@ from . import _tl  # noqa: F401  (the C++ core)
 from . import language  # noqa: F401
 from . import layout  # noqa: F401
 from .errors import TileLangArgumentError, TileLangCompileError, TileLangRuntimeError  # noqa: F401
-from .jit import JITKernel, compile, jit  # noqa: F401
+from .jit import JITKernel, compile, jit, par_compile  # noqa: F401
 from .profiler import TensorSupplyType, do_bench  # noqa: F401
 from .transform import PassConfigKey  # noqa: F401
 from . import cache  # noqa: F401

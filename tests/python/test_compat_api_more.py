@@ -462,3 +462,38 @@ def test_cuda_compile_flags_on_the_cpu_target_are_translated_or_left_out(rng):
     b = np.zeros(64, np.float32)
     k(a, b)
     np.testing.assert_allclose(b, a * 2)
+
+
+def _scale_kernel(factor, n=64):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(n):
+                B[i] = A[i] * factor
+
+    return main
+
+
+def test_par_compile_of_functions_and_of_jit_configurations(rng):
+    """tilelang.par_compile(funcs) and jit_kernel.par_compile(configs) (upstream's names):
+    every kernel in order, the JIT object's kept for later calls; with ignore_error a function
+    that does not compile gives None and a warning."""
+    kernels = tilelang.par_compile([_scale_kernel(f) for f in (1.0, 2.0, 3.0)], target="cpu", num_workers=2)
+    a = rng.standard_normal(64).astype(np.float32)
+    for f, k in zip((1.0, 2.0, 3.0), kernels):
+        b = np.zeros(64, np.float32)
+        k(a, b)
+        np.testing.assert_allclose(b, a * f)
+
+    @tilelang.jit(target="cpu")
+    def scaled(factor):
+        return _scale_kernel(factor)
+
+    got = scaled.par_compile([{"factor": 2.0}, (4.0,)])
+    assert got[0] is scaled.compile(factor=2.0) and got[1] is scaled.compile(4.0)
+
+    with pytest.warns(UserWarning, match="function 1 did not compile"):
+        out = tilelang.par_compile([_scale_kernel(1.0), "not a function"], target="cpu", ignore_error=True)
+    assert out[0] is not None and out[1] is None
+    with pytest.raises(Exception):
+        tilelang.par_compile(["not a function"], target="cpu")

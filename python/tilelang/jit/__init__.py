@@ -102,6 +102,39 @@ def _key_part(v):
         return repr(v)
 
 
+def par_compile(funcs, out_idx=None, execution_backend=None, target=None, target_host=None, verbose=False,
+                pass_configs=None, compile_flags=None, num_workers=None, ignore_error=False) -> list:
+    """tilelang.compile of several @T.prim_func at once (upstream's name), in a pool of
+    `num_workers` threads (default: one per function, at most the CPU count); the kernels in
+    the functions' order. With `ignore_error`, a function that does not compile gives None
+    and a warning; otherwise its error is raised."""
+    funcs = list(funcs)
+    if not funcs:
+        return []
+    workers = num_workers or min(len(funcs), os.cpu_count() or 1)
+    kw = dict(out_idx=out_idx, execution_backend=execution_backend, target=target, target_host=target_host,
+              verbose=verbose, pass_configs=pass_configs, compile_flags=compile_flags)
+    return _run_all([functools.partial(compile, f, **kw) for f in funcs], workers, ignore_error)
+
+
+def _run_all(jobs, workers, ignore_error):
+    import concurrent.futures
+    import warnings
+
+    results = [None] * len(jobs)
+    with concurrent.futures.ThreadPoolExecutor(max(1, workers), thread_name_prefix="tl-par-compile") as pool:
+        futures = {pool.submit(job): i for i, job in enumerate(jobs)}
+        for fut in concurrent.futures.as_completed(futures):
+            i = futures[fut]
+            try:
+                results[i] = fut.result()
+            except Exception as e:  # noqa: BLE001 (each failure is reported or raised)
+                if not ignore_error:
+                    raise
+                warnings.warn(f"tilelang.par_compile: function {i} did not compile: {e}", stacklevel=3)
+    return results
+
+
 class JITImpl:
     """What ``@tilelang.jit`` returns."""
 
@@ -149,6 +182,22 @@ class JITImpl:
         call_kwargs = {k: v for k, v in kwargs.items() if k in params}
         kernel, _ = self._eager_kernel(args, call_kwargs, const_values=consts)
         return kernel
+
+    def par_compile(self, configs, num_workers=None, ignore_error=False) -> list:
+        """self.compile for several configurations at once (a dict of keyword arguments or a
+        tuple of positional ones each; upstream's name), in a pool of threads; the kernels in
+        order, each also kept for later calls with those arguments."""
+        jobs = []
+        for cfg in configs:
+            if isinstance(cfg, dict):
+                jobs.append(functools.partial(self.compile, **cfg))
+            elif isinstance(cfg, tuple):
+                jobs.append(functools.partial(self.compile, *cfg))
+            else:
+                raise ValueError(f"par_compile: a configuration is a dict or a tuple, got {type(cfg).__name__}")
+        if not jobs:
+            return []
+        return _run_all(jobs, num_workers or min(len(jobs), os.cpu_count() or 1), ignore_error)
 
     def get_tir(self, *args, **kwargs) -> PrimFunc:
         if self.lazy:
