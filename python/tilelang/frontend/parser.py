@@ -785,7 +785,7 @@ class Parser:
             lo, n = st.node.const_value, ext.node.const_value
             known = isinstance(lo, int) and isinstance(n, int) and step in (None, 1)
             ranges.setdefault(var.var_name, []).append((lo, n) if known else None)
-        kinds = self.builder.__dict__.setdefault("loop_kinds", [])
+        kinds = self.builder.loop_kinds
         kinds.append(spec.kind)
         self.builder.open()
         try:

@@ -130,7 +130,7 @@ def _normalize_out_idx(out_idx, n):
 # compile_flags=): on the CPU target the C++ compiler's equivalent, or nothing. Fast math is
 # not -ffast-math: a shared library linked with it sets flush-to-zero for the whole process
 # (crtfastmath), changing every other kernel's subnormal results; these keep IEEE values.
-_FAST = "-fno-math-errno -freciprocal-math -ffp-contract=fast"
+_FAST = ("-fno-math-errno", "-freciprocal-math", "-ffp-contract=fast")
 _NVCC_TO_CXX = {"--use_fast_math": _FAST, "-use_fast_math": _FAST}
 _NVCC_ONLY = ("-lineinfo", "--ptxas-options", "-Xptxas", "--expt-", "-arch", "--gpu-architecture", "-gencode",
               "--generate-code", "-maxrregcount", "--maxrregcount", "-rdc", "--relocatable-device-code",
@@ -143,8 +143,8 @@ def _cpu_compile_flags(flags, remarks):
     out = []
     for f in flags:
         if f in _NVCC_TO_CXX:
-            out.extend(_NVCC_TO_CXX[f].split())
-            remarks.append(f"compile flag {f}: {_NVCC_TO_CXX[f]} on the CPU target")
+            out.extend(_NVCC_TO_CXX[f])
+            remarks.append(f"compile flag {f}: {' '.join(_NVCC_TO_CXX[f])} on the CPU target")
         elif f.startswith(_NVCC_ONLY):
             remarks.append(f"compile flag {f}: a CUDA compiler flag, not used on the CPU target")
         else:

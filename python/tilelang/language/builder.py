@@ -30,6 +30,10 @@ class Builder:
         # loop variable name -> [(min, extent)] of the enclosing loops with constant bounds,
         # innermost last (for the negative-index rule, negative_index.py)
         self.loop_ranges: dict = {}
+        # the kinds of the enclosing loops ("parallel", "serial", ...), innermost last
+        self.loop_kinds: list = []
+        # the reducer an update is being emitted for (reducer.py: its own accesses are not reads)
+        self.reducer_updating = []
         # Variables bound by `name = expr` in the kernel body and their values: a slice
         # A[start:stop] between two of them has the constant extent they differ by.
         self.let_vars = []

@@ -65,14 +65,15 @@ def _epoch(buf) -> _Epoch:
 
 
 def _in_parallel() -> bool:
-    return "parallel" in getattr(_b.current(), "loop_kinds", [])
+    return "parallel" in _b.current().loop_kinds
 
 
 def check_reducer_read(buf):
     """A read of a reducer element: refused between T.reducer_init and T.finalize_reducer
     (the tile holds partial values there)."""
     entry = _entry(buf)
-    if entry is not None and entry[2].open and entry[2].mode == "init" and not any(u is buf for u in _updating):
+    if entry is not None and entry[2].open and entry[2].mode == "init" and \
+            not any(u is buf for u in _b.current().reducer_updating):
         raise _b._UserError(f"illegal read of reducer {buf.name} before T.finalize_reducer (its T.reducer_init at "
                             f"line {entry[2].line} opened a reduction; read the finalized result)")
 
@@ -158,21 +159,19 @@ def reducer_init(reducer, init=None):
     ep.mode, ep.open, ep.frame, ep.line = "init", True, _b.current().frames[-1], _line()
 
 
-_updating = []  # the reducer an update is being emitted for (its own accesses are not reads)
-
-
 def _atomic_update(ref, op, value):
     from . import _atomic, _atomic_bitwise
 
     v = as_expr(value, ref.buffer.dtype)
-    _updating.append(ref.buffer)
+    updating = _b.current().reducer_updating  # (per builder: kernels may be parsed in several threads)
+    updating.append(ref.buffer)
     try:
         if op in _BITWISE:
             _atomic_bitwise(_BITWISE[op], ref, v, None, False)
             return
         _atomic({"sum": "add", "max": "max", "min": "min"}[op], ref, v, False)
     finally:
-        _updating.pop()
+        updating.pop()
 
 
 def reducer_update(target, value):

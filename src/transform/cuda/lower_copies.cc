@@ -15,7 +15,7 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-class CopyLowerer : public IRMutator {
+class CopyLowerer : public cuda::ThreadShareMutator {
  public:
   explicit CopyLowerer(PassContext& ctx) : ctx_(ctx) {}
 
@@ -31,16 +31,6 @@ class CopyLowerer : public IRMutator {
     return out;
   }
 
-  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
-    share_.NoteLet(op);
-    return IRMutator::Mutate_(op, self);
-  }
-
-  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
-    if (!share_.OnThread(op->cond)) return IRMutator::Mutate_(op, self);
-    return share_.Branches(op, [&](const Stmt& s) { return Mutate(s); });
-  }
-
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
     TL_ICHECK(share_.Bound()) << "copy outside a thread binding";
     Stmt s = cuda::LowerCopyPartitioned(op, share_.Spread(), share_.SpreadThreads(), false, ctx_);
@@ -54,7 +44,6 @@ class CopyLowerer : public IRMutator {
 
  private:
   PassContext& ctx_;
-  cuda::ThreadShare share_;
 };
 
 }  // namespace

@@ -41,13 +41,12 @@ struct Planner : IRVisitor {
   /// prefetched too. Off until a GPU run has checked it.
   bool gathers_on = false;
   std::unordered_map<const BufferNode*, int64_t> stages;  // buffer -> number of stages
-  std::unordered_map<const For*, std::vector<const CopyOp*>> producers;
   std::unordered_map<const For*, std::vector<cuda::GatherCopy>> gathers;
   std::unordered_map<const For*, std::vector<std::string>> gathers_refused;
   void Visit_(const For* op) override {
     if (op->for_kind == ForKind::kPipelined && cuda::NumStages(op) >= 2) {
       std::string why;
-      auto& ps = producers[op] = cuda::PipelineProducers(op, &why);
+      auto ps = cuda::PipelineProducers(op, &why);
       for (const CopyOp* c : ps) stages[c->dst.buffer.get()] = cuda::NumStages(op);
       std::vector<std::string> refused;
       auto found = cuda::PipelineGathers(op, ps, &refused);
@@ -64,24 +63,15 @@ struct Planner : IRVisitor {
   }
 };
 
-class Pipeliner : public IRMutator {
+class Pipeliner : public cuda::ThreadShareMutator {
  public:
   Pipeliner(const Planner& plan, const VarRef& tx, int64_t threads, PassContext& ctx) : plan_(plan), ctx_(ctx) {
     share_.Bind(tx, threads);
   }
 
  protected:
-  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
-    share_.NoteLet(op);
-    return IRMutator::Mutate_(op, self);
-  }
-
-  // In a branch on a range of threads (`if tx < 32: ... else: <pipelined loop>`) the
-  // staged copies are spread over the range's threads, numbered from its first.
-  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
-    if (!share_.OnThread(op->cond)) return IRMutator::Mutate_(op, self);
-    return share_.Branches(op, [&](const Stmt& s) { return Mutate(s); });
-  }
+  // (ThreadShareMutator: in a branch on a range of threads, `if tx < 32: ... else:
+  // <pipelined loop>`, the staged copies are spread over the range's threads.)
 
   Stmt Mutate_(const Allocate* op, const Stmt& self) override {
     auto it = plan_.stages.find(op->buffer.get());
@@ -174,7 +164,6 @@ class Pipeliner : public IRMutator {
  private:
   const Planner& plan_;
   PassContext& ctx_;
-  cuda::ThreadShare share_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
 };
 

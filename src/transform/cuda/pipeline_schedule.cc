@@ -75,14 +75,11 @@ bool Mentions(const Region& r, const std::unordered_set<const Var*>& vars) {
   return found;
 }
 
-}  // namespace
-
-std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
-  auto stmts = Flatten(op->body);
-  auto defined = DefinedIn(stmts);
-  // A tile allocated inside the body cannot be staged: its prologue loads would run before
-  // it exists (a fragment that layout inference kept in shared memory, whose allocation
-  // hoist-pipelined-allocations left in place, became an undeclared buffer in codegen).
+/// The buffers allocated inside `body`. Such a tile cannot be staged: its prologue loads
+/// would run before it exists (a fragment that layout inference kept in shared memory, whose
+/// allocation hoist-pipelined-allocations left in place, became an undeclared buffer in
+/// codegen).
+std::unordered_set<const BufferNode*> AllocatedIn(const Stmt& body) {
   struct AllocCollector : IRVisitor {
     std::unordered_set<const BufferNode*> buffers;
     void Visit_(const Allocate* a) override {
@@ -90,7 +87,28 @@ std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
       IRVisitor::Visit_(a);
     }
   } allocated;
-  allocated.Visit(op->body);
+  allocated.Visit(body);
+  return allocated.buffers;
+}
+
+/// Adds the buffers statement `s` reads (element loads, GEMM operands, copy sources) to `read`.
+void NoteReads(const Stmt& s, std::unordered_set<const BufferNode*>* read) {
+  ForEachExpr(s, [&](const Expr& e) {
+    if (const auto* load = As<BufferLoad>(e)) read->insert(load->buffer.get());
+  });
+  if (const auto* g = As<GemmOp>(s)) {
+    read->insert(g->a.buffer.get());
+    read->insert(g->b.buffer.get());
+  }
+  if (const auto* cp = As<CopyOp>(s)) read->insert(cp->src.buffer.get());
+}
+
+}  // namespace
+
+std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
+  auto stmts = Flatten(op->body);
+  auto defined = DefinedIn(stmts);
+  const auto allocated = AllocatedIn(op->body);
   std::vector<const CopyOp*> producers;
   WriteCollector rest;
   std::unordered_set<const BufferNode*> read_so_far;  // statements before may not read it
@@ -98,19 +116,12 @@ std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
     const auto* c = As<CopyOp>(s);
     if (IsProducer(s) && IsPure(c->src) && IsPure(c->dst) && !Mentions(c->src, defined) &&
         !Mentions(c->dst, defined) && !read_so_far.count(c->dst.buffer.get()) &&
-        !allocated.buffers.count(c->dst.buffer.get())) {
+        !allocated.count(c->dst.buffer.get())) {
       producers.push_back(c);
     } else {
       rest.Visit(s);
     }
-    ForEachExpr(s, [&](const Expr& e) {
-      if (const auto* load = As<BufferLoad>(e)) read_so_far.insert(load->buffer.get());
-    });
-    if (const auto* g = As<GemmOp>(s)) {
-      read_so_far.insert(g->a.buffer.get());
-      read_so_far.insert(g->b.buffer.get());
-    }
-    if (const auto* cp = As<CopyOp>(s)) read_so_far.insert(cp->src.buffer.get());
+    NoteReads(s, &read_so_far);
   }
   if (producers.empty()) {
     *why = "its body has no copy from global to shared memory that can be prefetched";
@@ -130,14 +141,7 @@ std::vector<GatherCopy> PipelineGathers(const For* op, const std::vector<const C
                                         std::vector<std::string>* refused) {
   auto stmts = Flatten(op->body);
   auto defined = DefinedIn(stmts);
-  struct AllocCollector : IRVisitor {
-    std::unordered_set<const BufferNode*> buffers;
-    void Visit_(const Allocate* a) override {
-      buffers.insert(a->buffer.get());
-      IRVisitor::Visit_(a);
-    }
-  } allocated;
-  allocated.Visit(op->body);
+  const auto allocated = AllocatedIn(op->body);
   std::unordered_set<const BufferNode*> producer_dsts;
   for (const CopyOp* c : producers) producer_dsts.insert(c->dst.buffer.get());
   std::vector<GatherCopy> found;
@@ -159,21 +163,14 @@ std::vector<GatherCopy> PipelineGathers(const For* op, const std::vector<const C
         refused->push_back(where + " uses a value computed in the loop body");
       } else if (reads_tiles) {
         refused->push_back(where + " reads a tile (only global tensors are read ahead)");
-      } else if (allocated.buffers.count(dst) || read_so_far.count(dst) || producer_dsts.count(dst)) {
+      } else if (allocated.count(dst) || read_so_far.count(dst) || producer_dsts.count(dst)) {
         refused->push_back(where + ": its tile is allocated, read or copied into earlier in the body");
       } else {
         found.push_back(*g);
         at.push_back(i);
       }
     }
-    ForEachExpr(st, [&](const Expr& e) {
-      if (const auto* load = As<BufferLoad>(e)) read_so_far.insert(load->buffer.get());
-    });
-    if (const auto* gm = As<GemmOp>(st)) {
-      read_so_far.insert(gm->a.buffer.get());
-      read_so_far.insert(gm->b.buffer.get());
-    }
-    if (const auto* cp = As<CopyOp>(st)) read_so_far.insert(cp->src.buffer.get());
+    NoteReads(st, &read_so_far);
   }
   // Nothing else in the loop may write the tile, or any tensor a gather reads.
   std::vector<GatherCopy> kept;

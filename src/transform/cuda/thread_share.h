@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "../thread_range.h"
+#include "tl/ir/functor.h"
 #include "tl/ir/stmt.h"
 
 namespace tl::transform::cuda {
@@ -53,6 +54,23 @@ class ThreadShare {
   int unranged_ = 0;       ///< depth of thread-dependent branches that are not a range
   bool sub_used_ = false;  ///< work was spread over a range's own thread numbers
   std::unordered_set<const ir::Var*> thread_vars_, aliases_;
+};
+
+/// A mutator that tracks the threads work is spread over: lets of the thread index are
+/// noted, and thread-dependent branches are walked with the threads that take them. The
+/// derived pass binds `share_` to the kernel's thread index and spreads its work with it.
+class ThreadShareMutator : public ir::IRMutator {
+ protected:
+  ir::Stmt Mutate_(const ir::LetStmt* op, const ir::Stmt& self) override {
+    share_.NoteLet(op);
+    return ir::IRMutator::Mutate_(op, self);
+  }
+  ir::Stmt Mutate_(const ir::IfThenElse* op, const ir::Stmt& self) override {
+    if (!share_.OnThread(op->cond)) return ir::IRMutator::Mutate_(op, self);
+    return share_.Branches(op, [&](const ir::Stmt& s) { return Mutate(s); });
+  }
+
+  ThreadShare share_;
 };
 
 }  // namespace tl::transform::cuda
