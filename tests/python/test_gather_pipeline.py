@@ -1,6 +1,6 @@
 """Element copies into shared tiles in a T.Pipelined loop (`S[i, d] = X[Idx[k * BI + i], d]`,
-the sparse attention kernels' gathered rows) prefetched as 16-byte cp.async groups when
-"tl.enable_gather_pipeline" is set (cuda-pipeline, gather_copy.h): rows an index names
+the sparse attention kernels' gathered rows) prefetched as 16-byte cp.async groups
+(cuda-pipeline, gather_copy.h; "tl.enable_gather_pipeline", on by default): rows an index names
 outside the tensor are zero-filled, as the guarded element copy gives. Results against numpy
 on whichever target the suite runs (the CPU target runs the loop in order; the CUDA run of
 the suite exercises the prefetch); the CUDA choices from the generated code (compile-only)."""
@@ -63,14 +63,14 @@ def test_gathered_rows_match_numpy(rng, stages, tail):
     assert_close(out, reference(x, idx, BI, D, tail))
 
 
-def test_the_copies_become_cp_async_groups_when_asked():
-    k = tilelang.lower(gather_sum(tail=True), target="cuda -arch=sm_90a", pass_configs=ON)
+def test_the_copies_become_cp_async_groups_unless_turned_off():
+    k = tilelang.lower(gather_sum(tail=True), target="cuda -arch=sm_90a")
     remarks = "\n".join(k.remarks)
     assert "2-stage cp.async pipeline over 0 copies and 2 element copies" in remarks, remarks
     assert k.kernel_source.count("tl::cp_async_zfill_16(") == 4, k.kernel_source  # prologue + next, two tiles
-    off = tilelang.lower(gather_sum(), target="cuda -arch=sm_90a")
+    off = tilelang.lower(gather_sum(), target="cuda -arch=sm_90a", pass_configs={"tl.enable_gather_pipeline": False})
     remarks = "\n".join(off.remarks)
-    assert "could be prefetched with tl.enable_gather_pipeline=True" in remarks and "runs in order" in remarks
+    assert "could be prefetched, but tl.enable_gather_pipeline is off" in remarks and "runs in order" in remarks
 
 
 def test_copies_the_loop_depends_on_are_not_prefetched():

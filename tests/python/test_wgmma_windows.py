@@ -1,5 +1,5 @@
-"""wgmma on column windows of a K-major shared tile (tl.enable_wgmma_windows, off by
-default until a GPU run checks it): upstream's sparse MLA kernels multiply
+"""wgmma on column windows of a K-major shared tile (tl.enable_wgmma_windows, on by
+default): upstream's sparse MLA kernels multiply
 Q_shared[:, :512] and Q_shared[:, 512:] by two K tiles into one accumulator. The window's
 operand starts on its first 128-byte panel; the tile keeps its panel stride. Checked
 against float64 on whichever target the suite runs (the CUDA run takes the window path),
@@ -66,7 +66,7 @@ def test_a_window_of_64_bytes_stays_on_mma_sync():
     assert "not wgmma: an operand is neither a whole 2-D tile" in remarks, remarks
 
 
-def test_windows_stay_on_mma_sync_unless_asked():
-    k = tilelang.compile(split_k_scores(), target="cuda -arch=sm_90a")
+def test_windows_stay_on_mma_sync_when_turned_off():
+    k = tilelang.compile(split_k_scores(), target="cuda -arch=sm_90a", pass_configs={"tl.enable_wgmma_windows": False})
     remarks = "\n".join(k.get_remarks())
     assert "not a whole 2-D tile" in remarks and "wgmma m64n64k16" not in remarks, remarks

@@ -1669,8 +1669,10 @@ KINDS = {
 def generate(seed: int, prefix: str = "", kinds=None) -> Program:
     r = random.Random(seed)
     names = [k for k in KINDS if kinds is None or k in kinds]
-    weights = [KINDS[k][1] for k in names]
-    kind = r.choices(names, weights=weights if any(weights) else None)[0]
+    # an opt-in kind named in `kinds` counts as weight 1: mixed with default kinds
+    # ("hopper,views") it is drawn too, not crowded out by its weight of 0
+    weights = [KINDS[k][1] or (1 if kinds is not None else 0) for k in names]
+    kind = r.choices(names, weights=weights)[0]
     prog = Program(seed=seed, prefix=prefix or f"p{seed}_", kind=kind)
     KINDS[kind][0](r, prog)
     prog.tol = max(prog.tol, 1e-9)

@@ -102,11 +102,12 @@ ACTED_ON_CUDA = {
     "tl.enable_native_half_arith": "16-bit float + - * as native add/sub/mul.rn.f16/bf16 (templates/tl/cuda/types.h)",
     "tl.enable_staging_swizzle": "XOR-swizzle shared tiles no GEMM reads whose accesses allow it (shared_plan.h StagingTiles)",
     "tl.enable_tf32_mma": "T.gemm on tfloat32 tiles with mma.sync m16n8k8 tf32 (templates/tl/cuda/tile_ops.h)",
+    "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
+    "tl.enable_gather_pipeline": "element copies into shared tiles of a T.Pipelined loop prefetched by cp.async (gather_copy.h)",
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
-    "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_wgmma_stages": "wgmma on a stage X[s, :, :] of a 3-D shared tile (src/transform/cuda/wgmma_select.cc)",
 }
 

@@ -12,7 +12,7 @@ namespace tl::transform::cuda {
 /// Optional wgmma paths, from the pass configs (WgmmaOptionsOf).
 struct WgmmaOptions {
   bool fp8 = false;      ///< float8 operands ("tl.enable_wgmma_fp8", on unless set to False)
-  bool windows = false;  ///< column windows of K-major shared operands ("tl.enable_wgmma_windows", off)
+  bool windows = false;  ///< column windows of K-major shared operands ("tl.enable_wgmma_windows", on)
   bool stages = false;   ///< a stage X[s, :, :] of a 3-D shared tile ("tl.enable_wgmma_stages", off)
 };
 
