@@ -256,3 +256,40 @@ def test_reductions_opened_by_reducer_init_follow_upstreams_rules(tmp_path, body
     spec = importlib.util.spec_from_file_location("epoch_kernel", path)
     with pytest.raises(TileLangCompileError, match=message):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def _steps_through_a_shared_tile(op="min", threads=256):
+    """Each step copies a 64x8 tile to shared memory (by 128 of the threads, 16 bytes each)
+    and folds it into a register reducer (each thread reads elements others copied)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((128, 24), "float32"), O: T.Tensor((128,), "float32")):
+        with T.Kernel(2, threads=threads) as bx:
+            acc = T.alloc_reducer((64,), "float32", op=op)
+            T.reducer_init(acc)
+            for s in T.serial(3):
+                x = T.alloc_shared((64, 8), "float32")
+                T.copy(X[bx * 64, s * 8], x)
+                for i, j in T.Parallel(64, 8):
+                    T.reducer_update(acc[i], x[i, j] * 2.0)
+            T.finalize_reducer(acc)
+            T.copy(acc, O[bx * 64])
+
+    return main
+
+
+def test_a_tile_copied_each_step_is_fenced_before_and_after_its_reads(rng):
+    """The H200 fuzz run found this (seed 33 of the reducers kind): once the updates went to
+    registers, the loop held no block-level work and no plain shared store, so it was one
+    unit without barriers inside, and threads read the tile before the copy had landed."""
+    x = rng.standard_normal((128, 24)).astype(np.float32)
+    o = np.full(128, np.nan, np.float32)
+    compile_cpu(_steps_through_a_shared_tile())(x, o)
+    np.testing.assert_allclose(o, (x.astype(np.float64) * 2.0).min(axis=1), rtol=1e-6)
+    src = tilelang.lower(_steps_through_a_shared_tile(), target="cuda -arch=sm_90a").kernel_source
+    loop = src[src.find("for (int32_t s = 0"):]
+    loop = loop[:loop.find("acc_1")]
+    copy_at, read_at = loop.find("tl::copy<16>((&x["), loop.find("x[(l_2")
+    assert 0 < copy_at < read_at, loop
+    assert "__syncthreads()" in loop[:copy_at], loop  # the next step's copy waits for the reads
+    assert "__syncthreads()" in loop[copy_at:read_at], loop  # the reads wait for the copy

@@ -219,8 +219,11 @@ bool HasBlockLevelWork(const Stmt& s) {
 }
 
 /// Whether `s` reads a shared buffer it also writes: then threads may exchange data
-/// inside it (a cross-warp reduction in a loop of register work, say), which needs
-/// barriers inside even without block-level work.
+/// inside it (a cross-warp reduction in a loop of register work, say, or a tile copied
+/// by a vectorized copy and read by other threads), which needs barriers inside even
+/// without block-level work. Synchronous writes through an intrinsic's first argument
+/// (vec_copy, atomics) count as writes: a lowered copy is such a call. (cp.async writes
+/// are ordered by their pipeline's own waits and barriers.)
 bool ReadsWhatItWrites(const Stmt& s) {
   struct Finder : IRVisitor {
     std::unordered_set<const BufferNode*> reads, writes;
@@ -231,6 +234,18 @@ bool ReadsWhatItWrites(const Stmt& s) {
     void Visit_(const BufferStore* op) override {
       if (op->buffer->scope == Scope::kShared) writes.insert(op->buffer.get());
       IRVisitor::Visit_(op);
+    }
+    void Visit_(const Call* op) override {
+      const auto* addr = HasEffect(op, kWritesArg0) && !op->args.empty() ? As<Call>(op->args[0]) : nullptr;
+      const auto* dst = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+      if (!dst) return IRVisitor::Visit_(op);
+      // the destination's address is not a read of it (an atomic's is)
+      if (dst->buffer->scope == Scope::kShared) {
+        writes.insert(dst->buffer.get());
+        if (HasEffect(op, kReadsArg0)) reads.insert(dst->buffer.get());
+      }
+      for (const Expr& i : dst->indices) Visit(i);
+      for (size_t k = 1; k < op->args.size(); ++k) Visit(op->args[k]);
     }
   } f;
   f.Visit(s);
