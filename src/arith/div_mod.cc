@@ -7,6 +7,8 @@
 /// A common factor g of c and the remainder cancels: (g*r) // (g*c') == r // c',
 /// (g*r) % (g*c') == g * (r % c'). What is left is decided from its bound when it stays
 /// within one multiple of c: r in [q*c, q*c + c) gives r // c == q and r % c == r - q*c.
+#include <algorithm>
+
 #include "arith_internal.h"
 
 namespace tl::arith::detail {
@@ -53,6 +55,40 @@ Split SplitByDivisor(const LinearForm& num, int64_t c) {
   return s;
 }
 
+/// (a*k + r) // (m*k) == a // m and (a*k + r) % (m*k) == (a % m)*k + r when 0 <= r < k
+/// (a thread's offset inside a row of k elements, under a loop stepping whole rows):
+/// splits `rest` (over divisor d) into `a` (the terms k divides, divided by k) and `r`, for
+/// the largest k dividing d whose remainder is bounded in [0, k).
+bool SplitByFactor(const Analyzer& an, const LinearForm& rest, int64_t d, LinearForm* a, LinearForm* r,
+                   int64_t* k) {
+  std::vector<int64_t> candidates;
+  for (const auto& term : rest.terms) {
+    int64_t g = Gcd(term.second < 0 ? -term.second : term.second, d);
+    if (g > 1 && g < d) candidates.push_back(g);
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (int64_t cand : candidates) {
+    LinearForm big, small;
+    for (const auto& [term, coeff] : rest.terms) {
+      if (coeff % cand == 0) {
+        big.terms.emplace_back(term, coeff / cand);
+      } else {
+        small.terms.emplace_back(term, coeff);
+      }
+    }
+    small.constant = rest.constant;
+    if (big.terms.empty()) continue;
+    IntBound b = BoundOfForm(an, small);
+    if (b.min && b.max && *b.min >= 0 && *b.max < cand) {
+      *a = std::move(big);
+      *r = std::move(small);
+      *k = cand;
+      return true;
+    }
+  }
+  return false;
+}
+
 /// If `f` is exactly one term `x <op> d` with a positive constant d, returns it.
 const Binary* SingleDivTerm(const LinearForm& f, BinOp op, int64_t* d) {
   if (f.terms.size() != 1 || f.constant != 0 || f.terms[0].second != 1) return nullptr;
@@ -87,10 +123,13 @@ Expr Rewriter::RewriteFloorDiv(const Expr& a, const Expr& b, const Expr& self) {
     if (br.min && br.max && FloorDivInt(*br.min, s.divisor) == FloorDivInt(*br.max, s.divisor)) {
       out.AddConst(FloorDivInt(*br.min, s.divisor));
     } else {
-      int64_t d, dd;
+      int64_t d, dd, k;
       Expr term;
-      if (auto* inner = SingleDivTerm(s.rest, BinOp::kFloorDiv, &d);
-          inner && CheckedMul(d, s.divisor, &dd)) {
+      LinearForm rows, offset;
+      if (SplitByFactor(*an_, s.rest, s.divisor, &rows, &offset, &k)) {
+        term = RewriteFloorDiv(BuildLinear(rows, t), Const(t, s.divisor / k), nullptr);  // (a*k + r) // (m*k)
+      } else if (auto* inner = SingleDivTerm(s.rest, BinOp::kFloorDiv, &d);
+                 inner && CheckedMul(d, s.divisor, &dd)) {
         term = RewriteFloorDiv(inner->a, Const(t, dd), nullptr);  // (x // d) // c
       } else if (!s.changed) {
         term = Rebuild(BinOp::kFloorDiv, a, b, self);
@@ -133,16 +172,21 @@ Expr Rewriter::RewriteFloorMod(const Expr& a, const Expr& b, const Expr& self) {
     }
     out.AddConst(qc);
   } else {
-    int64_t d;
+    int64_t d, k;
     Expr term;
-    if (auto* inner = SingleDivTerm(s.rest, BinOp::kFloorMod, &d); inner && d % s.divisor == 0) {
+    LinearForm rows, offset;
+    if (SplitByFactor(*an_, s.rest, s.divisor, &rows, &offset, &k)) {
+      // (a*k + r) % (m*k) == (a % m)*k + r
+      out.AddTerm(RewriteFloorMod(BuildLinear(rows, t), Const(t, s.divisor / k), nullptr), k * s.factor);
+      out.AddForm(offset, s.factor);
+    } else if (auto* inner = SingleDivTerm(s.rest, BinOp::kFloorMod, &d); inner && d % s.divisor == 0) {
       term = RewriteFloorMod(inner->a, Const(t, s.divisor), nullptr);  // (x % 8) % 4
     } else if (!s.changed) {
       term = Rebuild(BinOp::kFloorMod, a, b, self);
     } else {
       term = Binary::Make(BinOp::kFloorMod, BuildLinear(s.rest, t), Const(t, s.divisor));
     }
-    out.AddTerm(term, s.factor);
+    if (term) out.AddTerm(term, s.factor);
   }
   out.Compact();
   if (!out.FitsIn(t)) return Rebuild(BinOp::kFloorMod, a, b, self);

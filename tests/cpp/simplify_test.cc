@@ -218,6 +218,36 @@ TEST_F(SimplifyTest, FloorDivModByConstants) {
   EXPECT_EQ(S(an3, FMod(y, I(8))), "y + 8");
 }
 
+TEST_F(SimplifyTest, DivModSplitAtARowOfTheDivisor) {
+  // (x*64 + y) // 128 and % 128 with y in [0, 64): a loop stepping rows of 64 over rows of 128.
+  Analyzer an;
+  an.BindRange(y.get(), I(0), I(64));
+  EXPECT_EQ(S(an, FDiv(Add(Mul(x, I(64)), y), I(128))), "x // 2");
+  EXPECT_EQ(S(an, FMod(Add(Mul(x, I(64)), y), I(128))), "x % 2 * 64 + y");
+  // With a constant inside the row, and with z stepping half rows (z*32 + y is not in [0, 64)).
+  Analyzer an2;
+  an2.BindRange(y.get(), I(0), I(32));
+  EXPECT_EQ(S(an2, FDiv(Add(Add(Mul(x, I(64)), y), I(16)), I(256))), "x // 4");
+  EXPECT_EQ(S(an2, FMod(Add(Add(Mul(x, I(64)), y), I(16)), I(256))), "x % 4 * 64 + y + 16");
+  EXPECT_EQ(S(an2, FDiv(Add(Add(Mul(x, I(64)), y), I(40)), I(256))), "(x * 64 + y + 40) // 256");
+  // Checked by brute force over a range of x (negative too) for both rules.
+  for (int64_t xv = -9; xv <= 9; ++xv) {
+    for (int64_t yv = 0; yv < 32; ++yv) {
+      Analyzer at;
+      at.BindRange(x.get(), I(xv), I(1));
+      at.BindRange(y.get(), I(yv), I(1));
+      int64_t n = xv * 64 + yv + 16;
+      auto floordiv = [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); };
+      Expr d = an2.Simplify(FDiv(Add(Add(Mul(x, I(64)), y), I(16)), I(256)));
+      Expr m = an2.Simplify(FMod(Add(Add(Mul(x, I(64)), y), I(16)), I(256)));
+      IntBound bd = at.Bound(d), bm = at.Bound(m);  // x and y pinned: the bounds are the values
+      ASSERT_TRUE(bd.IsConst() && bm.IsConst()) << ToString(d) << " " << ToString(m);
+      EXPECT_EQ(*bd.min, floordiv(n, 256)) << xv << " " << yv;
+      EXPECT_EQ(*bm.min, n - floordiv(n, 256) * 256) << xv << " " << yv;
+    }
+  }
+}
+
 TEST_F(SimplifyTest, DivModPairsFoldBackIntoTheirNumerator) {
   // Flattening B[i // 128, i % 128] (row stride 128) gives back i, for any i.
   Expr i = Add(Mul(x, I(2048)), Add(Mul(y, I(8)), I(3)));

@@ -2,6 +2,8 @@
 /// \file Vectorized, thread-partitioned copies between global and shared memory.
 #include "copy_lowering.h"
 
+#include <algorithm>
+
 #include "../../arith/arith_internal.h"
 #include "../region_util.h"
 #include "pass_helpers.h"
@@ -16,6 +18,11 @@ using transform::IsOne;
 using transform::TileDims;
 
 using namespace ir;  // NOLINT: implementation file
+
+/// The dtypes a copy converts between in vectors (tl::cast_copy).
+bool VectorConvertible(DType t) {
+  return t == DType::Float(32) || t == DType::Float(16) || t == DType::BFloat16();
+}
 
 }  // namespace
 
@@ -82,12 +89,19 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
   const Region& dst = op->dst;
   Scope ss = src.buffer->scope, ds = dst.buffer->scope;
   bool global_shared = (ss == Scope::kGlobal || ss == Scope::kShared) && (ds == Scope::kGlobal || ds == Scope::kShared);
-  if (!global_shared || src.buffer->dtype != dst.buffer->dtype) return nullptr;
+  if (!global_shared) return nullptr;
+  // A copy between float32, float16 and bfloat16 converts each vector in registers
+  // (tl::cast_copy, whose conversions are the element casts'); other conversions stay
+  // element loops.
+  const DType sdt = src.buffer->dtype, ddt = dst.buffer->dtype;
+  const bool convert = sdt != ddt;
+  if (convert && !(VectorConvertible(sdt) && VectorConvertible(ddt))) return nullptr;
   // A packed 4-bit tensor and a tile (one value per byte) differ in layout: element loops.
   if (PackedInMemory(*src.buffer) || PackedInMemory(*dst.buffer)) return nullptr;
   auto sd = TileDims(src), dd = TileDims(dst);
   if (sd.size() != dd.size() || sd.empty()) return nullptr;
-  int bytes = src.buffer->dtype.bytes();
+  // the wider side's vector is at most 16 bytes: a swizzled tile moves 16-byte chunks
+  int bytes = std::max(sdt.bytes(), ddt.bytes());
   arith::Analyzer an;
   const AlignmentPromise promise = DynamicAlignment(ctx);
   int64_t vec = 1;
@@ -102,10 +116,12 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
     ctx.remarks.push_back("T.copy " + src.buffer->name + " -> " + dst.buffer->name + ": " +
                           std::to_string(vec * bytes) + "-byte accesses (16 needs contiguous, aligned rows)");
   }
-  bool use_async = async && ss == Scope::kGlobal && ds == Scope::kShared && vec * bytes >= 4;
+  bool use_async = async && !convert && ss == Scope::kGlobal && ds == Scope::kShared && vec * bytes >= 4;
   if (async && !use_async) {
     ctx.remarks.push_back("T.copy " + src.buffer->name + " -> " + dst.buffer->name +
-                          ": synchronous (cp.async needs 4-byte vectors)");
+                          (convert ? ": synchronous (it converts " + sdt.str() + " to " + ddt.str() +
+                                         "; cp.async only moves bytes)"
+                                   : std::string(": synchronous (cp.async needs 4-byte vectors)")));
   }
   std::vector<Expr> extents;
   for (size_t k : dd) extents.push_back(dst.ranges[k].extent);
@@ -130,6 +146,7 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
     }
     if (vec == 1) {
       Expr value = BufferLoad::Make(src.buffer, si);
+      if (convert) value = Cast::Make(ddt, value);
       if (src_ok) {
         Expr zero = value->dtype.IsFloat() ? MakeFloat(0, value->dtype) : MakeInt(0, value->dtype);
         value = Select::Make(src_ok, value, zero);
@@ -137,10 +154,16 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
       Stmt s = BufferStore::Make(dst.buffer, di, value, op->span);
       return dst_ok ? IfThenElse::Make(dst_ok, s, nullptr, op->span) : s;
     }
-    Stmt copy = Evaluate::Make(Call::Make(DType::Void(), "vec_copy", {AddressOf(dst.buffer, di), AddressOf(src.buffer, si), nbytes}),
-                               op->span);
+    Stmt copy =
+        convert ? Evaluate::Make(Call::Make(DType::Void(), "cast_copy",
+                                            {AddressOf(dst.buffer, di), AddressOf(src.buffer, si), MakeInt(vec)}),
+                                 op->span)
+                : Evaluate::Make(Call::Make(DType::Void(), "vec_copy",
+                                            {AddressOf(dst.buffer, di), AddressOf(src.buffer, si), nbytes}),
+                                 op->span);
     if (src_ok) {
-      Stmt zero = Evaluate::Make(Call::Make(DType::Void(), "vec_zero", {AddressOf(dst.buffer, di), nbytes}), op->span);
+      Expr dst_bytes = MakeInt(vec * ddt.bytes());
+      Stmt zero = Evaluate::Make(Call::Make(DType::Void(), "vec_zero", {AddressOf(dst.buffer, di), dst_bytes}), op->span);
       copy = IfThenElse::Make(src_ok, copy, zero, op->span);
     }
     return dst_ok ? IfThenElse::Make(dst_ok, copy, nullptr, op->span) : copy;
