@@ -236,14 +236,14 @@ bool ReadsWhatItWrites(const Stmt& s) {
       IRVisitor::Visit_(op);
     }
     void Visit_(const Call* op) override {
-      const auto* addr = HasEffect(op, kWritesArg0) && !op->args.empty() ? As<Call>(op->args[0]) : nullptr;
+      // Atomic updates need no barrier among themselves (each is one indivisible step), so
+      // only the plain writes of lowered copies count.
+      const bool plain_write = HasEffect(op, kWritesArg0) && !HasEffect(op, kReadsArg0);
+      const auto* addr = plain_write && !op->args.empty() ? As<Call>(op->args[0]) : nullptr;
       const auto* dst = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
       if (!dst) return IRVisitor::Visit_(op);
       // the destination's address is not a read of it (an atomic's is)
-      if (dst->buffer->scope == Scope::kShared) {
-        writes.insert(dst->buffer.get());
-        if (HasEffect(op, kReadsArg0)) reads.insert(dst->buffer.get());
-      }
+      if (dst->buffer->scope == Scope::kShared) writes.insert(dst->buffer.get());
       for (const Expr& i : dst->indices) Visit(i);
       for (size_t k = 1; k < op->args.size(); ++k) Visit(op->args[k]);
     }
@@ -255,6 +255,16 @@ bool ReadsWhatItWrites(const Stmt& s) {
   return false;
 }
 
+/// Whether `e` reads a per-thread buffer (a T.alloc_var or local array).
+bool ReadsThreadLocals(const Expr& e) {
+  bool reads = false;
+  ForEachExpr(e, [&](const Expr& x) {
+    const auto* load = As<BufferLoad>(x);
+    reads = reads || (load && (load->buffer->scope == Scope::kVar || load->buffer->scope == Scope::kLocal));
+  });
+  return reads;
+}
+
 bool Mentions(const Expr& e, const Var* v) {
   return UsesVar(e, [v](const Var* x) { return x == v; });
 }
@@ -262,13 +272,19 @@ bool Mentions(const Expr& e, const Var* v) {
 }  // namespace
 
 bool BarriersGoInside(const Stmt& s, const Var* tx) {
-  auto needs = [&] { return HasBlockLevelWork(s) || ReadsWhatItWrites(s); };
+  // Control that reads a thread's own variables (T.alloc_var) may differ between threads
+  // (`idx = s * 64 + tx // 2; if idx < 100:`): barriers go inside it only for block-level
+  // work, which the program runs there on every thread alike; data exchanged through shared
+  // memory alone does not make it uniform.
+  auto needs = [&](const Expr& control) {
+    return HasBlockLevelWork(s) || (!ReadsThreadLocals(control) && ReadsWhatItWrites(s));
+  };
   if (const auto* loop = As<For>(s)) {
     return loop->for_kind != ForKind::kThreadBinding && !loop->annotations.count(kPartitioned) &&
-           !Mentions(loop->extent, tx) && needs();
+           !Mentions(loop->extent, tx) && needs(loop->extent);
   }
-  if (const auto* w = As<While>(s)) return !Mentions(w->cond, tx) && needs();
-  if (const auto* br = As<IfThenElse>(s)) return !Mentions(br->cond, tx) && needs();
+  if (const auto* w = As<While>(s)) return !Mentions(w->cond, tx) && needs(w->cond);
+  if (const auto* br = As<IfThenElse>(s)) return !Mentions(br->cond, tx) && needs(br->cond);
   return false;
 }
 
