@@ -39,6 +39,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   // Fragment layouts must be known before copies are lowered: copies of register
   // fragments walk each thread's registers, the rest become shared-memory copies.
   out = RunPass("cuda-lower-fragments", out, ctx);
+  // A fragment kept in shared memory that only copies a shared tile reads that tile.
+  out = RunPass("cuda-forward-shared-copies", out, ctx);
   // T.tma_copy: TMA boxes into tiles whose layouts are known now.
   out = RunPass("cuda-lower-explicit-tma", out, ctx);
   // Pipelining needs the producer copies still as tile ops (it stages their buffers and

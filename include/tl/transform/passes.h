@@ -96,6 +96,11 @@ ir::PrimFunc CudaBindThreads(const ir::PrimFunc& f, PassContext& ctx);
 /// memory. Conflicting layouts are a CompileError naming both operations.
 ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "cuda-forward-shared-copies": a copy between two whole shared tiles (a fragment kept
+/// in shared memory, say) is dropped when nothing writes either while the destination is
+/// read; its reads read the source.
+ir::PrimFunc CudaForwardSharedCopies(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "cuda-pipeline": T.Pipelined loops whose body starts with global->shared copies become
 /// num_stages-deep cp.async pipelines over staged shared buffers; others run in order.
 ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx);
