@@ -10,9 +10,11 @@
 /// (per_thread_fragments.h).
 ///
 /// Precondition: "cuda-bind-threads" wrapped the kernel body in a thread binding `tx`.
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tl/arith/comparison.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/printer.h"
@@ -67,7 +69,10 @@ Expr FragmentRewriter::Mutate_(const BufferLoad* op, const Expr& self) {
   if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
     TL_USER_ERROR(span_) << "fragment " << op->buffer->name
                          << " (held in registers) can only be accessed element-wise inside a T.Parallel "
-                            "loop over its whole shape, as " << op->buffer->name << "[i, j]";
+                            "loop over its whole shape, as "
+                         << op->buffer->name << "[i, j] (or at the loop's variables plus offsets the loop does not "
+                         << "change, " << op->buffer->name << "[i + s * 32, j], where every iteration that runs "
+                         << "stays inside the fragment)";
   }
   return BufferLoad::Make(it->second.regs, {local->second.second});
 }
@@ -88,42 +93,153 @@ Stmt FragmentRewriter::Mutate_(const BufferStore* op, const Stmt& self) {
 Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   span_ = op->span;
   if (Stmt printed = PrintRegisterTile(op); printed) return printed;
-  if (op->for_kind != ForKind::kParallel) return IRMutator::Mutate_(op, self);
+  if (op->for_kind != ForKind::kParallel) {
+    enclosing_loops_.push_back({op->var.get(), {op->min, op->extent}});
+    Stmt out = IRMutator::Mutate_(op, self);
+    enclosing_loops_.pop_back();
+    return out;
+  }
   ParallelNest nest = CollectNest(op);
   AccessCollector c;
   c.Visit(nest.body);
   const RegFragment* anchor = nullptr;
+  Buffer anchor_buf;
+  std::optional<NestAnchor> at;
   for (auto& [b, idx] : c.accesses) {
     auto it = regs_.find(b.get());
-    if (it != regs_.end() && IndicesAreVars(idx, nest)) {
+    if (it == regs_.end()) continue;
+    at = AnchorOf(idx, nest);
+    if (at && (IndicesAreVars(idx, nest) || UnreachedIterationsIdle(*at, nest, b))) {
       anchor = &it->second;
+      anchor_buf = b;
       break;
     }
+    at.reset();
   }
   if (!anchor) return IRMutator::Mutate_(op, self);
   // for l in [0, num_local): (i, j) = inverse(tx, l); body with F[i, j] -> F_regs[l]
-  // (and, next to a tile, a per-row vector R[i] -> R_regs[row of l]).
+  // (and, next to a tile, a per-row vector R[i] -> R_regs[row of l]). An anchor at
+  // F[i + c, j] walks the same registers with i = (its row) - c, guarded to the loop's
+  // range: the iterations no register reaches do nothing (UnreachedIterationsIdle).
   const FragmentLayout& lay = *anchor->layout;
   VarRef l = Var::Make("l");
-  auto [i, j] = lay.Inverse(tx_, l);
-  const Var* vi = nest.loops[0]->var.get();
-  const Var* vj = nest.loops.size() > 1 ? nest.loops[1]->var.get() : nullptr;
-  std::vector<const Var*> all_vars = {vi};
-  if (vj) all_vars.push_back(vj);
+  auto [fi, fj] = lay.Inverse(tx_, l);
+  std::vector<Expr> element = {fi, fj};
   current_.clear();
   for (const auto& [buf, rf] : regs_) {
-    if (*rf.layout == lay) current_[buf] = {all_vars, l};
-    if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{vi}, lay.RowLocal(l)};
+    if (*rf.layout == lay) current_[buf] = {at->indices, l};
+    if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{at->indices[0]}, lay.RowLocal(l)};
   }
   Stmt body = Mutate(nest.body);
   current_.clear();
+  std::unordered_map<const Var*, Expr> value;
+  Expr in_range;
+  for (size_t d = 0; d < at->vars.size(); ++d) {
+    value[at->vars[d]] = at->offsets[d] ? element[d] - at->offsets[d] : element[d];
+  }
+  for (const For* loop : nest.loops) {
+    int64_t ext = -1, dim = -2;
+    size_t d = 0;
+    while (at->vars[d] != loop->var.get()) ++d;
+    AsConstInt(loop->extent, &ext);
+    AsConstInt(anchor_buf->shape[d], &dim);
+    if (!at->offsets[d] && ext == dim) continue;  // every register's index is in the loop's range
+    Expr v = value[loop->var.get()];
+    Expr ok = And(GE(v, MakeInt(0)), LT(v, loop->extent));
+    in_range = in_range ? And(in_range, ok) : ok;
+  }
   body = Substitute(body, [&](const Var* v) -> Expr {
-    if (v == vi) return i;
-    if (vj && v == vj) return j;
-    return nullptr;
+    auto it = value.find(v);
+    return it == value.end() ? nullptr : it->second;
   });
+  if (in_range) body = IfThenElse::Make(in_range, body, nullptr, op->span);
   return For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled, body,
                    {{cuda::kRegisterWalk, MakeInt(1)}}, op->span);
+}
+
+std::optional<FragmentRewriter::NestAnchor> FragmentRewriter::AnchorOf(const std::vector<Expr>& idx,
+                                                                      const ParallelNest& nest) {
+  if (idx.empty() || idx.size() != nest.loops.size() || idx.size() > 2) return std::nullopt;
+  auto nest_var = [&](const Var* v) {
+    for (const For* loop : nest.loops) {
+      if (loop->var.get() == v) return true;
+    }
+    return false;
+  };
+  NestAnchor a;
+  a.indices = idx;
+  for (const Expr& e : idx) {
+    // v, v + e, e + v or v - e, with e free of the nest's variables
+    const Var* v = As<Var>(e);
+    Expr off;
+    if (!v) {
+      const auto* bin = As<Binary>(e);
+      if (!bin || (bin->op != BinOp::kAdd && bin->op != BinOp::kSub)) return std::nullopt;
+      if (As<Var>(bin->a) && nest_var(As<Var>(bin->a))) {
+        v = As<Var>(bin->a);
+        off = bin->op == BinOp::kAdd ? bin->b : MakeInt(0, bin->b->dtype) - bin->b;
+      } else if (bin->op == BinOp::kAdd && As<Var>(bin->b) && nest_var(As<Var>(bin->b))) {
+        v = As<Var>(bin->b);
+        off = bin->a;
+      } else {
+        return std::nullopt;
+      }
+      if (UsesVar(off, nest_var)) return std::nullopt;
+    }
+    if (!nest_var(v)) return std::nullopt;
+    for (const Var* seen : a.vars) {
+      if (seen == v) return std::nullopt;
+    }
+    a.vars.push_back(v);
+    a.offsets.push_back(off);
+  }
+  return a;
+}
+
+bool FragmentRewriter::UnreachedIterationsIdle(const NestAnchor& a, const ParallelNest& nest, const Buffer& frag) {
+  // Every iteration that does something reaches a register: where the body's guard (`if
+  // cond:` around all of it, no else) holds, each index is inside the fragment. The guard's
+  // comparisons of loop variables with constants narrow their ranges for the proof.
+  arith::Analyzer an;
+  for (const auto& [v, range] : enclosing_loops_) an.BindRange(v, range.first, range.second);
+  for (const For* f : nest.loops) an.BindRange(f->var.get(), f->min, f->extent);
+  const auto* guard = As<IfThenElse>(nest.body);
+  if (guard && !guard->else_case) {
+    std::vector<Expr> conjuncts = {guard->cond};
+    while (!conjuncts.empty()) {
+      Expr c = conjuncts.back();
+      conjuncts.pop_back();
+      if (const auto* b = As<Binary>(c); b && b->op == BinOp::kAnd) {
+        conjuncts.push_back(b->a);
+        conjuncts.push_back(b->b);
+        continue;
+      }
+      auto cmp = arith::AsConstComparison(c);
+      const Var* v = cmp ? As<Var>(cmp->operand) : nullptr;
+      if (!v) continue;
+      arith::IntBound bound = an.VarBound(v).value_or(arith::IntBound{});
+      auto raise_min = [&](int64_t lo) { bound.min = bound.min ? std::max(*bound.min, lo) : lo; };
+      auto lower_max = [&](int64_t hi) { bound.max = bound.max ? std::min(*bound.max, hi) : hi; };
+      switch (cmp->op) {
+        case BinOp::kLT: lower_max(cmp->c - 1); break;
+        case BinOp::kLE: lower_max(cmp->c); break;
+        case BinOp::kGT: raise_min(cmp->c + 1); break;
+        case BinOp::kGE: raise_min(cmp->c); break;
+        case BinOp::kEQ: raise_min(cmp->c); lower_max(cmp->c); break;
+        default: continue;
+      }
+      an.BindBound(v, bound);
+    }
+  }
+  for (size_t d = 0; d < a.vars.size(); ++d) {
+    if (!a.offsets[d]) {
+      // v itself: inside the fragment when the loop is (IndicesAreVars' case, reordered)
+      if (!an.CanProve(LT(a.indices[d], frag->shape[d]))) return false;
+      continue;
+    }
+    if (!an.CanProve(GE(a.indices[d], MakeInt(0))) || !an.CanProve(LT(a.indices[d], frag->shape[d]))) return false;
+  }
+  return true;
 }
 
 /// T.print of a whole tile (serial loops around a once-per-block print) when the tile is

@@ -5,12 +5,14 @@
 /// wgmma, register A, element loops) and fragment_reduce.cc (T.reduce_*).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "tl/ir/equal.h"
 #include "tl/ir/functor.h"
 #include "tl/layout/fragment.h"
 #include "tl/transform/pass.h"
@@ -124,13 +126,27 @@ class FragmentRewriter : public IRMutator {
     return l.warps().interleave_m ? l.m() / (16 * l.warps().warps_m) : 1;
   }
 
-  static bool IndicesMatch(const std::vector<Expr>& idx, const std::vector<const Var*>& vars) {
-    if (idx.size() != vars.size()) return false;
+  static bool IndicesMatch(const std::vector<Expr>& idx, const std::vector<Expr>& expected) {
+    if (idx.size() != expected.size()) return false;
     for (size_t k = 0; k < idx.size(); ++k) {
-      if (As<Var>(idx[k]) != vars[k]) return false;
+      if (!StructuralEqual(idx[k], expected[k])) return false;
     }
     return true;
   }
+
+  /// A register fragment's access in a T.Parallel nest that the nest can walk by the
+  /// fragment's registers: each index a distinct loop variable plus an offset the nest does
+  /// not change (`acc[i, j]`, `acc[i + s * 32, j]`, `acc[j, i]`), one per loop.
+  struct NestAnchor {
+    std::vector<const Var*> vars;  ///< the loop variable of each fragment dimension
+    std::vector<Expr> offsets;     ///< and what is added to it (null: nothing)
+    std::vector<Expr> indices;     ///< the access's indices as written
+  };
+  static std::optional<NestAnchor> AnchorOf(const std::vector<Expr>& idx, const ParallelNest& nest);
+  /// Whether the nest's iterations that the anchor's registers never reach (their fragment
+  /// index outside the fragment) do nothing: none exist, or the body is `if cond:` whose
+  /// cond provably fails on them (in the ranges of the enclosing loops).
+  bool UnreachedIterationsIdle(const NestAnchor& a, const ParallelNest& nest, const Buffer& frag);
 
   Stmt FillRegs(const RegFragment& rf, const Expr& value, const Span& span) {
     VarRef l = Var::Make("l");
@@ -151,7 +167,9 @@ class FragmentRewriter : public IRMutator {
   std::unordered_map<const BufferNode*, Buffer> demoted_;
   /// Inside a T.Parallel nest over registers: each register fragment's expected indices
   /// (the nest's variables) and the register they map to.
-  std::unordered_map<const BufferNode*, std::pair<std::vector<const Var*>, Expr>> current_;
+  std::unordered_map<const BufferNode*, std::pair<std::vector<Expr>, Expr>> current_;
+  /// Serial loops around the statement being rewritten, with their ranges (min, extent).
+  std::vector<std::pair<const Var*, std::pair<Expr, Expr>>> enclosing_loops_;
   Span span_;
 };
 
