@@ -12,6 +12,8 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("check-target-features", out, ctx);
   // Reducers updated from T.Parallel nests of one shape accumulate in registers.
   out = RunPass("privatize-reducers", out, ctx);
+  // `if tid >= 128: P else: C` in a kernel that programs its barriers: two T.ws blocks.
+  out = RunPass("normalize-role-branches", out, ctx);
   // A global tensor with an annotated storage order: its tile ops become element loops ...
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);

@@ -96,6 +96,10 @@ ir::PrimFunc CudaBindThreads(const ir::PrimFunc& f, PassContext& ctx);
 /// memory. Conflicting layouts are a CompileError naming both operations.
 ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "normalize-role-branches": `if tid >= 128: P else: C` in a kernel that programs its
+/// barriers on two warpgroups becomes `with T.ws(1): P` and `with T.ws(0): C`.
+ir::PrimFunc NormalizeRoleBranches(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "cuda-forward-shared-copies": a copy between two whole shared tiles (a fragment kept
 /// in shared memory, say) is dropped when nothing writes either while the destination is
 /// read; its reads read the source.

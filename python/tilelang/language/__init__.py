@@ -380,9 +380,13 @@ def _range_args(start, stop, what):
 
 
 def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None, annotations=None):
-    """``for i, j in T.Parallel(M, N)``: independent iterations, mapped onto threads."""
+    """``for i, j in T.Parallel(M, N)``: independent iterations, mapped onto threads.
+    ``prefer_async`` (upstream: element copies as cp.async, committed by the user's
+    T.ptx_commit_group) is noted, and the copies run synchronously."""
     if len(extents) == 1 and isinstance(extents[0], (tuple, list)):
         extents = tuple(extents[0])
+    if prefer_async:
+        _remark("T.Parallel(prefer_async=True): its element copies run synchronously (not as cp.async)")
     return LoopSpec("parallel", [0] * len(extents), list(extents))
 
 
@@ -1427,7 +1431,8 @@ from .bits import (  # noqa: E402,F401
 from .barriers import (  # noqa: E402,F401
     WsSpec, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive, barrier_wait,
     fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity,
-    no_set_max_nreg, shuffle_elect, tma_copy, tma_store_arrive, tma_store_wait, wait_wgmma, ws)
+    no_set_max_nreg, ptx_commit_group, ptx_wait_group, shuffle_elect, tma_copy, tma_store_arrive, tma_store_wait,
+    wait_wgmma, ws)
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)

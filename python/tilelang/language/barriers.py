@@ -243,6 +243,22 @@ def tma_store_wait(count=0, read=True):
     _noted("T.tma_store_wait()", "no-op (T.tma_copy stores here complete before the next statement)")
 
 
+def ptx_commit_group():
+    """Upstream: cp.async.commit_group, closing a group of the asynchronous copies that
+    `T.Parallel(..., prefer_async=True)` element copies became. Those copies are synchronous
+    here (noted), so there is no group to commit; a real commit could also shift the
+    groups this compiler's own pipelines count."""
+    _noted("T.ptx_commit_group()", "no-op (T.Parallel copies with prefer_async run synchronously here)")
+
+
+def ptx_wait_group(count=0):
+    """Upstream: cp.async.wait_group(count). Nothing is in flight from the user's copies here
+    (see ptx_commit_group; noted)."""
+    if not _is_int(count) or count < 0:
+        raise _b._UserError(f"T.ptx_wait_group: count must be a non-negative int, got {count!r}")
+    _noted(f"T.ptx_wait_group({count})", "no-op (T.Parallel copies with prefer_async run synchronously here)")
+
+
 def wait_wgmma(id):  # noqa: A002 - upstream's name
     """Upstream: waits for in-flight wgmma groups. T.gemm here returns with its wgmmas
     complete, so there is nothing to wait for (noted)."""

@@ -139,6 +139,33 @@ class Projector : public IRMutator {
     span_ = op->span;
     return IRMutator::Mutate_(op, self);
   }
+  /// In the producer, a let of the thread index that nothing left in its scope reads (its
+  /// uses were in the other warpgroup's blocks: `tid = T.get_thread_binding()`, then
+  /// `if tid >= 128:`) is dropped rather than refused.
+  Stmt Mutate_(const Seq* op, const Stmt& self) override {
+    if (!producer_) return IRMutator::Mutate_(op, self);
+    const size_t n = op->stmts.size();
+    std::vector<Stmt> out(n);
+    for (size_t k = n; k-- > 0;) {
+      const auto* let = As<LetStmt>(op->stmts[k]);
+      if (let && HasEffect(As<Call>(let->value), kThreadIndex)) {
+        bool used = false;
+        for (size_t m = k + 1; m < n && !used; ++m) {
+          if (!out[m]) continue;
+          ForEachExpr(out[m], [&](const Expr& e) {
+            used = used || UsesVar(e, [&](const Var* v) { return v == let->var.get(); });
+          });
+        }
+        if (!used) continue;
+      }
+      out[k] = Mutate(op->stmts[k]);
+    }
+    std::vector<Stmt> kept;
+    for (Stmt& st : out) {
+      if (st) kept.push_back(std::move(st));
+    }
+    return Seq::Make(std::move(kept), op->span);
+  }
   Expr Mutate_(const Call* op, const Expr& self) override {
     if (!HasEffect(op, kThreadIndex)) return IRMutator::Mutate_(op, self);
     if (producer_) {

@@ -41,11 +41,12 @@ Stmt FragmentRewriter::RegisterAGemm(const GemmOp* op, bool wgmma) {
       MakeInt(c.layout->m()), MakeInt(c.layout->n()), MakeInt(a.layout->n()),
       MakeInt(Mma(c).warps().warps_m), MakeBool(op->trans_b), b.buffer->StrideOf(b.ranges.size() - 2)};
   if (wgmma) {
-    // tl::gemm_rs_wgmma(A regs, B tile base, C regs) reads B in its panelled layout.
-    std::vector<Expr> zeros(b.buffer->shape.size(), MakeInt(0));
+    // tl::gemm_rs_wgmma(A regs, B tile base, C regs) reads B in its panelled layout; B is a
+    // whole tile or a stage of one (`V_s[k % 2, :, :]`, WgmmaOptions::stages), whose first
+    // element is where that stage's panels start.
     // (A, B, C, M, N, K, trans_b, proxy_fence, 64-row blocks per warpgroup)
     const int64_t reps = MBlocksPerWarpgroup(c);
-    std::vector<Expr> wargs = {args[0], Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, zeros)}),
+    std::vector<Expr> wargs = {args[0], args[1],
                                args[2], args[3], args[4], args[5], MakeBool(op->trans_b), MakeBool(true),
                                MakeInt(reps)};
     out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs_wgmma", wargs), op->span));

@@ -96,7 +96,7 @@ void FragmentLayoutInference::Visit_(const GemmOp* op) {
         Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
         rs_gemms.insert(op);
         if (arch_.rfind("sm_90", 0) == 0) {
-          std::string no = cuda::WgmmaUnfit(op, num_threads_, arch_, /*a_in_registers=*/true);
+          std::string no = cuda::WgmmaUnfit(op, num_threads_, arch_, /*a_in_registers=*/true, nullptr, wgmma_);
           if (no.empty()) {
             wgmma_gemms.insert(op);
           } else {
