@@ -53,13 +53,56 @@ def test_row_sums_match_numpy(rng, then):
 def test_the_fragment_reads_the_staged_tile_in_place():
     k = tilelang.lower(row_sums(), target="cuda -arch=sm_90a")
     assert any("T.copy xs -> x16 (line" in r and "x16 reads xs in place" in r for r in k.remarks), k.remarks
+    # and the float32 fragment, read by element loads only, reads it too, converting
+    assert any("x32 reads xs in place, converting each element it loads" in r for r in k.remarks), k.remarks
     body = k.kernel_source[k.kernel_source.find("__global__"):]
-    assert "x16" not in body, body
-    assert "tl::cast_copy<4>((&x32[" in body and "(&xs[" in body, body
+    assert "x16" not in body and "x32" not in body, body
+    assert "static_cast<float>(xs[" in body, body
 
 
 @pytest.mark.parametrize("then", ["fill", "sync"])
 def test_no_forwarding_when_the_source_may_change(then):
     k = tilelang.lower(row_sums(then=then), target="cuda -arch=sm_90a")
-    assert not any("in place" in r for r in k.remarks), k.remarks
+    assert not any("x16 reads xs" in r for r in k.remarks), k.remarks
+    # x16 itself changes no more after its copy: the float32 fragment still reads it in place
+    assert any("x32 reads x16 in place" in r for r in k.remarks), k.remarks
     assert "x16[" in k.kernel_source
+
+
+def mix_rows(n=4, h=512, blk=128):
+    """X[r, j] = sum_i A[i, r] * B[i, j] per block of columns, B's bfloat16 stage read
+    through a float32 fragment allocated before the loop (upstream's mHC post)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n, n), "float32"), B: T.Tensor((n, h), "bfloat16"), X: T.Tensor((n, h), "float32")):
+        with T.Kernel(1, threads=128):
+            b_s = T.alloc_shared((n, blk), "bfloat16")
+            b_l = T.alloc_fragment((n, blk), "float32")
+            a_l = T.alloc_fragment((n, n), "float32")
+            x_l = T.alloc_fragment((n, blk), "float32")
+            T.copy(A, a_l)
+            for ko in T.Pipelined(h // blk, num_stages=2):
+                T.copy(B[0, ko * blk], b_s)
+                T.copy(b_s, b_l)
+                for r, j in T.Parallel(n, blk):
+                    x_l[r, j] = 0
+                    for i in T.serial(n):
+                        x_l[r, j] += a_l[i, r] * b_l[i, j]
+                T.copy(x_l, X[0, ko * blk])
+
+    return main
+
+
+def test_a_converting_copy_read_by_element_loads_matches_numpy(rng):
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 512)).astype(ml_dtypes.bfloat16)
+    x = poison((4, 512))
+    compile_cpu(mix_rows())(a, b, x)
+    np.testing.assert_allclose(x, a.astype(np.float64).T @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+def test_a_converting_copy_is_forwarded_as_converting_loads():
+    k = tilelang.lower(mix_rows(), target="cuda -arch=sm_90a")
+    assert any("b_l reads b_s in place, converting each element it loads" in r for r in k.remarks), k.remarks
+    body = k.kernel_source[k.kernel_source.find("__global__"):]
+    assert "b_l" not in body and "static_cast<float>(b_s[" in body, body
