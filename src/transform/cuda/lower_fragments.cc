@@ -11,6 +11,7 @@
 ///
 /// Precondition: "cuda-bind-threads" wrapped the kernel body in a thread binding `tx`.
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -67,6 +68,10 @@ Expr FragmentRewriter::Mutate_(const BufferLoad* op, const Expr& self) {
   if (it == regs_.end()) return IRMutator::Mutate_(op, self);
   auto local = current_.find(op->buffer.get());
   if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
+    if (unmapped_) {  // a trial (Mutate_(Seq)): the statement goes through shared memory
+      unmapped_->insert({op->buffer.get(), ToString(self)});
+      return self;
+    }
     TL_USER_ERROR(span_) << "fragment " << op->buffer->name
                          << " (held in registers) can only be accessed element-wise inside a T.Parallel "
                             "loop over its whole shape, as "
@@ -83,6 +88,12 @@ Stmt FragmentRewriter::Mutate_(const BufferStore* op, const Stmt& self) {
   if (it == regs_.end()) return IRMutator::Mutate_(op, self);
   auto local = current_.find(op->buffer.get());
   if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
+    if (unmapped_) {
+      std::vector<Expr> idx;
+      for (const Expr& i : op->indices) idx.push_back(i);
+      unmapped_->insert({op->buffer.get(), ToString(BufferLoad::Make(op->buffer, idx))});
+      return self;
+    }
     TL_USER_ERROR(op->span) << "fragment " << op->buffer->name
                             << " (held in registers) can only be written element-wise inside a T.Parallel "
                                "loop over its whole shape";
@@ -100,6 +111,11 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
     return out;
   }
   ParallelNest nest = CollectNest(op);
+  ++in_parallel_;
+  struct Leave {
+    int* depth;
+    ~Leave() { --*depth; }
+  } leave{&in_parallel_};
   AccessCollector c;
   c.Visit(nest.body);
   const RegFragment* anchor = nullptr;
@@ -240,6 +256,85 @@ bool FragmentRewriter::UnreachedIterationsIdle(const NestAnchor& a, const Parall
     if (!an.CanProve(GE(a.indices[d], MakeInt(0))) || !an.CanProve(LT(a.indices[d], frag->shape[d]))) return false;
   }
   return true;
+}
+
+Stmt FragmentRewriter::Mutate_(const Seq* op, const Stmt& self) {
+  // Inside a T.Parallel nest or a branch on the thread index a whole-fragment copy cannot
+  // go: what cannot be walked there is reported to the statement list around them.
+  if (in_parallel_ > 0 || thread_branch_ > 0) return IRMutator::Mutate_(op, self);
+  std::vector<Stmt> out;
+  bool changed = false;
+  for (const Stmt& child : op->stmts) {
+    std::set<std::pair<const BufferNode*, std::string>> bad;
+    auto* outer = unmapped_;
+    const size_t remarks = ctx_.remarks.size();
+    unmapped_ = &bad;
+    Stmt trial = Mutate(child);
+    unmapped_ = outer;
+    if (bad.empty()) {
+      changed |= trial != child;
+      out.push_back(trial);
+      continue;
+    }
+    ctx_.remarks.resize(remarks);
+    for (Stmt& s : RoundTrip(child, bad)) out.push_back(std::move(s));
+    changed = true;
+  }
+  return changed ? Seq::Make(std::move(out), op->span) : self;
+}
+
+std::vector<Stmt> FragmentRewriter::RoundTrip(const Stmt& s,
+                                              const std::set<std::pair<const BufferNode*, std::string>>& bad) {
+  // Each register fragment the statement accesses in a way no nest walks: written to a
+  // shared twin before it, the statement on the twin, and read back when it writes it.
+  std::unordered_map<const BufferNode*, Buffer> twins;
+  std::unordered_map<const BufferNode*, std::string> first_access;
+  for (const auto& [b, access] : bad) first_access.emplace(b, access);
+  struct Twin : IRMutator {
+    std::unordered_map<const BufferNode*, Buffer>* twins;
+    Buffer MutateBuffer(const Buffer& b) override {
+      auto it = twins->find(b.get());
+      return it == twins->end() ? b : it->second;
+    }
+  } twin;
+  twin.twins = &twins;
+  std::vector<Stmt> before, after;
+  std::unordered_set<const BufferNode*> written;
+  cuda::AddWrites(s, &written);
+  for (const auto& [b, access] : first_access) {
+    Buffer frag;
+    ForEachExpr(s, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e); load && load->buffer.get() == b) frag = load->buffer;
+    });
+    if (!frag) {
+      struct FindStore : IRVisitor {
+        const BufferNode* b;
+        Buffer found;
+        void Visit_(const BufferStore* op) override {
+          if (op->buffer.get() == b) found = op->buffer;
+          IRVisitor::Visit_(op);
+        }
+      } fs;
+      fs.b = b;
+      fs.Visit(s);
+      frag = fs.found;
+    }
+    TL_ICHECK(frag) << "round trip of a fragment the statement does not name";
+    Buffer shared = BufferNode::Make(frag->name + "_shared", frag->dtype, frag->shape, Scope::kShared);
+    twins[b] = shared;
+    Region whole_f = Region::Full(frag), whole_s = Region::Full(shared);
+    before.push_back(Allocate::Make(shared, nullptr, s->span));
+    before.push_back(Mutate(CopyOp::Make(whole_f, whole_s, s->span)));
+    if (written.count(b)) after.push_back(Mutate(CopyOp::Make(whole_s, whole_f, s->span)));
+    ctx_.remarks.push_back("fragment " + frag->name + " (registers) goes through shared memory at line " +
+                           std::to_string(s->span.line) + ": that statement accesses it as " + access +
+                           ", which no T.Parallel nest there walks in its registers (" +
+                           (written.count(b) ? "written to a shared tile and read back" : "written to a shared tile") +
+                           ")");
+  }
+  before.push_back(Mutate(twin.Mutate(s)));
+  for (Stmt& a : after) before.push_back(std::move(a));
+  return before;
 }
 
 /// T.print of a whole tile (serial loops around a once-per-block print) when the tile is

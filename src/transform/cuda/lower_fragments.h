@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -53,6 +54,11 @@ class FragmentRewriter : public IRMutator {
   Expr Mutate_(const BufferLoad* op, const Expr& self) override;
   Stmt Mutate_(const BufferStore* op, const Stmt& self) override;
   Stmt Mutate_(const For* op, const Stmt& self) override;
+  /// Tries each statement; one that accesses a register fragment in a way no T.Parallel
+  /// nest walks (`s[bn, bq * 16 + h]` over three loops, a read at a serial loop's index)
+  /// goes through a shared twin of the fragment instead (RoundTrip), with a remark.
+  Stmt Mutate_(const Seq* op, const Stmt& self) override;
+  std::vector<Stmt> RoundTrip(const Stmt& s, const std::set<std::pair<const BufferNode*, std::string>>& bad);
   /// T.print of a whole tile (serial loops around a once-per-block print) when the tile is
   /// a register fragment: every thread prints the elements it holds, with their indices.
   Stmt PrintRegisterTile(const For* op);
@@ -168,6 +174,10 @@ class FragmentRewriter : public IRMutator {
   /// Inside a T.Parallel nest over registers: each register fragment's expected indices
   /// (the nest's variables) and the register they map to.
   std::unordered_map<const BufferNode*, std::pair<std::vector<Expr>, Expr>> current_;
+  /// While a statement list tries a statement: the register fragments it could not map,
+  /// with the first such access (see Mutate_(Seq)); null: such an access is an error.
+  std::set<std::pair<const BufferNode*, std::string>>* unmapped_ = nullptr;
+  int in_parallel_ = 0;  ///< depth of T.Parallel nests being rewritten
   /// Serial loops around the statement being rewritten, with their ranges (min, extent).
   std::vector<std::pair<const Var*, std::pair<Expr, Expr>>> enclosing_loops_;
   Span span_;
