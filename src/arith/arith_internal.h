@@ -97,6 +97,9 @@ class Rewriter {
   ir::Expr RewriteNot(const ir::Expr& a, const ir::Expr& self);
   ir::Expr RewriteSelect(const ir::Expr& c, const ir::Expr& t, const ir::Expr& f, const ir::Expr& self);
   ir::Expr RewriteCast(ir::DType t, const ir::Expr& v, const ir::Expr& self);
+  /// `e` (a widened integer expression) computed in the narrower signed type `t`, or null
+  /// when some value on the way may not fit in `t`.
+  ir::Expr NarrowTo(ir::DType t, const ir::Expr& e) const;
 
   /// Bound of a simplified integer expression.
   IntBound BoundOf(const ir::Expr& e) const { return an_->BoundOfSimplified(e); }

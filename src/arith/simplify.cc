@@ -6,6 +6,8 @@
 /// interval bounds, boolean identities, and casts. Floor division and modulo live in
 /// div_mod.cc, bounds in bound.cc. Each node is rewritten once (results are memoised per
 /// input node), so the cost stays polynomial even for expressions that share subtrees.
+#include <cstdint>
+
 #include "tl/arith/comparison.h"
 #include "tl/arith/simplify.h"
 
@@ -309,9 +311,42 @@ Expr Rewriter::RewriteSelect(const Expr& c, const Expr& t, const Expr& f, const 
   return ir::Select::Make(c, t, f);
 }
 
+Expr Rewriter::NarrowTo(DType t, const Expr& e) const {
+  // The value and, for an operation, every intermediate value must fit in t.
+  auto fits = [&](const Expr& x) {
+    IntBound b = BoundOf(x);
+    const int64_t lo = t.bits >= 64 ? INT64_MIN : -(int64_t(1) << (t.bits - 1));
+    const int64_t hi = t.bits >= 64 ? INT64_MAX : (int64_t(1) << (t.bits - 1)) - 1;
+    return b.min && b.max && *b.min >= lo && *b.max <= hi;
+  };
+  if (auto* c = ir::As<ir::Cast>(e)) {
+    const DType src = c->value->dtype;
+    return src == t ? c->value : nullptr;
+  }
+  if (auto* imm = ir::As<IntImm>(e)) return fits(e) ? IntImm::Make(t, imm->value) : nullptr;
+  auto* b = ir::As<Binary>(e);
+  if (!b) return nullptr;
+  switch (b->op) {
+    case BinOp::kAdd: case BinOp::kSub: case BinOp::kMul: case BinOp::kFloorDiv: case BinOp::kFloorMod:
+    case BinOp::kMin: case BinOp::kMax:
+      break;
+    default:
+      return nullptr;
+  }
+  if (!fits(e)) return nullptr;
+  Expr na = NarrowTo(t, b->a), nb = na ? NarrowTo(t, b->b) : nullptr;
+  return nb ? Binary::Make(b->op, na, nb) : nullptr;
+}
+
 Expr Rewriter::RewriteCast(DType t, const Expr& v, const Expr& self) {
   if (v->dtype == t) return v;
   if (Expr folded = FoldCast(t, v)) return folded;
+  // Narrowing a sum of widened values (what T.reshape / T.view's flat index gives:
+  // int32(int64(i) * 16 + int64(j))) computes it in the narrow type when no value on the
+  // way leaves it.
+  if (t.IsInt() && t.IsSigned() && v->dtype.IsInt() && v->dtype.IsSigned() && v->dtype.bits > t.bits) {
+    if (Expr narrow = NarrowTo(t, v)) return narrow;
+  }
   // int32 -> int64 -> int32 round trips: widening an integer loses nothing.
   if (auto* inner = ir::As<ir::Cast>(v)) {
     const DType mid = inner->dtype, src = inner->value->dtype;

@@ -248,6 +248,22 @@ TEST_F(SimplifyTest, DivModSplitAtARowOfTheDivisor) {
   }
 }
 
+TEST_F(SimplifyTest, NarrowingAWidenedSumComputesItNarrow) {
+  // int32(int64(x) * 16 + int64(y)): what a T.reshape's flat index leaves, in int32 when
+  // every value on the way fits.
+  const DType i64 = DType::Int(64);
+  auto wide = [&](Expr e) { return Cast::Make(i64, e); };
+  Expr sum = Add(Mul(wide(x), I(16, i64)), wide(y));
+  Analyzer an;
+  an.BindRange(x.get(), I(0), I(4));
+  an.BindRange(y.get(), I(0), I(16));
+  EXPECT_EQ(S(an, Cast::Make(kI32, sum)), "x * 16 + y");
+  // Unbounded x: x * 16 may leave int32, so the cast stays.
+  Analyzer an2;
+  an2.BindRange(y.get(), I(0), I(16));
+  EXPECT_NE(S(an2, Cast::Make(kI32, sum)).find("int64"), std::string::npos);
+}
+
 TEST_F(SimplifyTest, DivModPairsFoldBackIntoTheirNumerator) {
   // Flattening B[i // 128, i % 128] (row stride 128) gives back i, for any i.
   Expr i = Add(Mul(x, I(2048)), Add(Mul(y, I(8)), I(3)));
