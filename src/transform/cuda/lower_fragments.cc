@@ -151,12 +151,18 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   std::unordered_map<const Var*, Expr> value;
   Expr in_range;
   for (size_t d = 0; d < at->vars.size(); ++d) {
+    if (at->inner[d]) {  // a fused dimension: exactly covered, no guard
+      value[at->vars[d]] = FloorDiv(element[d], MakeInt(at->inner_extent[d]));
+      value[at->inner[d]] = FloorMod(element[d], MakeInt(at->inner_extent[d]));
+      continue;
+    }
     value[at->vars[d]] = at->offsets[d] ? element[d] - at->offsets[d] : element[d];
   }
   for (const For* loop : nest.loops) {
     int64_t ext = -1, dim = -2;
     size_t d = 0;
-    while (at->vars[d] != loop->var.get()) ++d;
+    while (d < at->vars.size() && at->vars[d] != loop->var.get()) ++d;
+    if (d == at->vars.size() || at->inner[d]) continue;  // a fused pair's loop
     AsConstInt(loop->extent, &ext);
     AsConstInt(anchor_buf->shape[d], &dim);
     if (!at->offsets[d] && ext == dim) continue;  // every register's index is in the loop's range
@@ -175,19 +181,53 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
 
 std::optional<FragmentRewriter::NestAnchor> FragmentRewriter::AnchorOf(const std::vector<Expr>& idx,
                                                                       const ParallelNest& nest) {
-  if (idx.empty() || idx.size() != nest.loops.size() || idx.size() > 2) return std::nullopt;
+  if (idx.empty() || idx.size() > 2) return std::nullopt;
   auto nest_var = [&](const Var* v) {
     for (const For* loop : nest.loops) {
       if (loop->var.get() == v) return true;
     }
     return false;
   };
+  // outer * c + inner (either order), both loop variables
+  auto fused = [&](const Expr& e, const Var** outer, const Var** inner, int64_t* c) {
+    const auto* add = As<Binary>(e);
+    if (!add || add->op != BinOp::kAdd) return false;
+    for (int side = 0; side < 2; ++side) {
+      const auto* mul = As<Binary>(side ? add->b : add->a);
+      const Var* in = As<Var>(side ? add->a : add->b);
+      if (!mul || mul->op != BinOp::kMul || !in || !nest_var(in)) continue;
+      const Var* out = As<Var>(mul->a);
+      if (out && nest_var(out) && out != in && AsConstInt(mul->b, c) && *c > 0) {
+        *outer = out;
+        *inner = in;
+        return true;
+      }
+    }
+    return false;
+  };
   NestAnchor a;
   a.indices = idx;
+  size_t loops_named = 0;
   for (const Expr& e : idx) {
-    // v, v + e, e + v or v - e, with e free of the nest's variables
+    // v, v + e, e + v or v - e, with e free of the nest's variables; or a fused pair
     const Var* v = As<Var>(e);
     Expr off;
+    const Var *outer = nullptr, *in = nullptr;
+    int64_t c = 0;
+    if (!v && fused(e, &outer, &in, &c)) {
+      for (const Var* seen : a.vars) {
+        if (seen == outer || seen == in) return std::nullopt;
+      }
+      for (const Var* seen : a.inner) {
+        if (seen && (seen == outer || seen == in)) return std::nullopt;
+      }
+      a.vars.push_back(outer);
+      a.offsets.push_back(nullptr);
+      a.inner.push_back(in);
+      a.inner_extent.push_back(c);
+      loops_named += 2;
+      continue;
+    }
     if (!v) {
       const auto* bin = As<Binary>(e);
       if (!bin || (bin->op != BinOp::kAdd && bin->op != BinOp::kSub)) return std::nullopt;
@@ -206,9 +246,16 @@ std::optional<FragmentRewriter::NestAnchor> FragmentRewriter::AnchorOf(const std
     for (const Var* seen : a.vars) {
       if (seen == v) return std::nullopt;
     }
+    for (const Var* seen : a.inner) {
+      if (seen == v) return std::nullopt;
+    }
     a.vars.push_back(v);
     a.offsets.push_back(off);
+    a.inner.push_back(nullptr);
+    a.inner_extent.push_back(0);
+    ++loops_named;
   }
+  if (loops_named != nest.loops.size()) return std::nullopt;
   return a;
 }
 
@@ -247,7 +294,25 @@ bool FragmentRewriter::UnreachedIterationsIdle(const NestAnchor& a, const Parall
       an.BindBound(v, bound);
     }
   }
+  auto loop_of = [&](const Var* v) -> const For* {
+    for (const For* f : nest.loops) {
+      if (f->var.get() == v) return f;
+    }
+    return nullptr;
+  };
   for (size_t d = 0; d < a.vars.size(); ++d) {
+    if (a.inner[d]) {
+      // the fused pair covers the dimension exactly: inner over [0, c), outer over [0, dim / c)
+      int64_t in_min = -1, in_ext = -1, out_min = -1, out_ext = -1, dim = -1;
+      const For *in = loop_of(a.inner[d]), *out = loop_of(a.vars[d]);
+      if (!in || !out || !AsConstInt(in->min, &in_min) || !AsConstInt(in->extent, &in_ext) ||
+          !AsConstInt(out->min, &out_min) || !AsConstInt(out->extent, &out_ext) ||
+          !AsConstInt(frag->shape[d], &dim) || in_min || out_min || in_ext != a.inner_extent[d] ||
+          out_ext * in_ext != dim) {
+        return false;
+      }
+      continue;
+    }
     if (!a.offsets[d]) {
       // v itself: inside the fragment when the loop is (IndicesAreVars' case, reordered)
       if (!an.CanProve(LT(a.indices[d], frag->shape[d]))) return false;

@@ -143,10 +143,15 @@ class FragmentRewriter : public IRMutator {
   /// A register fragment's access in a T.Parallel nest that the nest can walk by the
   /// fragment's registers: each index a distinct loop variable plus an offset the nest does
   /// not change (`acc[i, j]`, `acc[i + s * 32, j]`, `acc[j, i]`), one per loop.
+  /// A dimension may also be two loops fused (`s[bn, bq * 16 + h]` over T.Parallel(BN, BQ,
+  /// 16): a T.reshape of the fragment): the outer variable times the inner loop's extent
+  /// plus the inner variable, the two loops covering the dimension exactly.
   struct NestAnchor {
-    std::vector<const Var*> vars;  ///< the loop variable of each fragment dimension
-    std::vector<Expr> offsets;     ///< and what is added to it (null: nothing)
-    std::vector<Expr> indices;     ///< the access's indices as written
+    std::vector<const Var*> vars;   ///< the loop variable of each fragment dimension (the outer, fused)
+    std::vector<Expr> offsets;      ///< and what is added to it (null: nothing)
+    std::vector<const Var*> inner;  ///< the inner variable of a fused dimension (null: none)
+    std::vector<int64_t> inner_extent;
+    std::vector<Expr> indices;      ///< the access's indices as written
   };
   static std::optional<NestAnchor> AnchorOf(const std::vector<Expr>& idx, const ParallelNest& nest);
   /// Whether the nest's iterations that the anchor's registers never reach (their fragment
