@@ -1428,6 +1428,7 @@ from .extern import access_ptr, call_extern, import_source  # noqa: E402,F401
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401
 from .bits import (  # noqa: E402,F401
     __ldg, ldg32, ldg64, ldg128, ldg256, reinterpret, stg32, stg64, stg128, stg256)
+from .tile_schedule import PersistentTileScheduler  # noqa: E402,F401
 from .barriers import (  # noqa: E402,F401
     WsSpec, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive, barrier_wait,
     fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity,
