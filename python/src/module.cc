@@ -19,6 +19,7 @@
 #include "tl/codegen/cuda.h"
 #include "tl/ir/equal.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/printer.h"
 #include "tl/op/make.h"
 #include "tl/runtime/cpu_module.h"
@@ -299,6 +300,37 @@ NB_MODULE(_tl, m) {
     int64_t c = 0;
     if (!AsConstInt(arith::Analyzer().Simplify(at), &c)) return nb::none();
     return nb::int_(c);
+  });
+
+  // Whether `e` may differ between a block's threads once the given let-bound variables are
+  // replaced by their values: it names the thread index, or reads a per-thread buffer (a
+  // T.alloc_var, local array or fragment element), which is taken to differ.
+  m.def("thread_dependent", [](const PyExpr& e, const std::vector<PyExpr>& vars,
+                               const std::vector<PyExpr>& values) -> bool {
+    std::unordered_map<const Var*, Expr> bound;
+    for (size_t k = 0; k < vars.size() && k < values.size(); ++k) {
+      if (const auto* v = As<Var>(vars[k].e)) bound[v] = values[k].e;
+    }
+    Expr at = e.e;
+    for (int depth = 0; depth < 8; ++depth) {
+      bool hit = false;
+      at = Substitute(at, [&](const Var* v) -> Expr {
+        auto it = bound.find(v);
+        if (it == bound.end()) return nullptr;
+        hit = true;
+        return it->second;
+      });
+      if (!hit) break;
+    }
+    bool found = false;
+    ForEachExpr(at, [&](const Expr& x) {
+      if (HasEffect(As<Call>(x), kThreadIndex)) found = true;
+      if (const auto* load = As<BufferLoad>(x)) {
+        Scope s = load->buffer->scope;
+        found = found || s == Scope::kVar || s == Scope::kLocal || s == Scope::kFragment;
+      }
+    });
+    return found;
   });
 
   // ---- buffers

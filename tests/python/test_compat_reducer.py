@@ -293,3 +293,40 @@ def test_a_tile_copied_each_step_is_fenced_before_and_after_its_reads(rng):
     assert 0 < copy_at < read_at, loop
     assert "__syncthreads()" in loop[:copy_at], loop  # the next step's copy waits for the reads
     assert "__syncthreads()" in loop[copy_at:read_at], loop  # the reads wait for the copy
+
+
+def _finalize_in_branch(cond_on_thread=False):
+    @T.prim_func
+    def kernel(A: T.Tensor((8,), "float32"), S: T.Tensor((2,), "int32"), B: T.Tensor((2,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            src = T.alloc_fragment((8,), "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(acc)
+            for i in T.Parallel(8):
+                T.reducer_update(acc[0], src[i])
+            if (T.get_thread_binding() < 64) if cond_on_thread else (S[bx] >= 0):
+                result = T.alloc_fragment((1,), "float32")
+                T.finalize_reducer(acc, result)
+                if T.get_thread_binding() == 0:
+                    B[bx] = result[0]
+            else:
+                if T.get_thread_binding() == 0:
+                    B[bx] = 0.0
+
+    return kernel
+
+
+def test_a_finalize_in_a_block_uniform_branch_is_upstreams_refinement(rng):
+    """Upstream's rule: a finalize inside a branch on block-uniform values, nested in the
+    init's block, runs 0 or 1 times per init (its sum_smaller_probs pattern)."""
+    a = rng.standard_normal(8).astype(np.float32)
+    b = np.full(2, np.nan, np.float32)
+    compile_cpu(_finalize_in_branch())(a, np.array([-1, 1], np.int32), b)
+    np.testing.assert_allclose(b, [0.0, a.astype(np.float64).sum()], rtol=1e-6)
+    tilelang.lower(_finalize_in_branch(), target="cuda -arch=sm_90a")  # lowers there too
+
+
+def test_a_finalize_under_a_thread_dependent_branch_is_refused():
+    with pytest.raises(Exception, match="under a condition that may differ between threads"):
+        compile_cpu(_finalize_in_branch(cond_on_thread=True))

@@ -808,9 +808,15 @@ class Parser:
         if not _is_runtime(cond):
             self.visit_body(node.body if cond else node.orelse)
             return
-        then_s = self.block(node.body, node)
-        else_s = self.block(node.orelse, node) if node.orelse else None
-        _b.emit(_tl.if_(_as_runtime(cond).node, then_s, else_s, self.span(node)))
+        rt = _as_runtime(cond)
+        branches = self.builder.branch_thread_dependent
+        branches.append(_tl.thread_dependent(rt.node, self.builder.let_vars, self.builder.let_values))
+        try:
+            then_s = self.block(node.body, node)
+            else_s = self.block(node.orelse, node) if node.orelse else None
+        finally:
+            branches.pop()
+        _b.emit(_tl.if_(rt.node, then_s, else_s, self.span(node)))
 
     def block(self, stmts, node):
         self.scopes.append({_RUNTIME_SCOPE: True})
@@ -829,7 +835,11 @@ class Parser:
         cond = self.eval(node.test)
         if not _is_runtime(cond):
             raise _b._UserError("a `while` in a kernel needs a run-time condition")
-        body = self.block(node.body, node)
+        self.builder.loop_kinds.append("while")
+        try:
+            body = self.block(node.body, node)
+        finally:
+            self.builder.loop_kinds.pop()
         _b.emit(_tl.while_(_as_runtime(cond).node, body, self.span(node)))
 
     def stmt_Break(self, node):

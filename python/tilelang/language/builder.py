@@ -32,6 +32,8 @@ class Builder:
         self.loop_ranges: dict = {}
         # the kinds of the enclosing loops ("parallel", "serial", ...), innermost last
         self.loop_kinds: list = []
+        # one entry per open run-time branch: whether its condition may differ between threads
+        self.branch_thread_dependent: list = []
         # the reducer an update is being emitted for (reducer.py: its own accesses are not reads)
         self.reducer_updating = []
         # Variables bound by `name = expr` in the kernel body and their values: a slice

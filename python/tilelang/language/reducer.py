@@ -40,10 +40,11 @@ class _Epoch:
     was opened ("init": T.reducer_init, updated by T.reducer_update; "v1": T.clear / T.fill,
     updated by `acc[i] += v`), where, and in which statement list."""
 
-    __slots__ = ("mode", "open", "frame", "line")
+    __slots__ = ("mode", "open", "frame", "line", "loops", "branches")
 
     def __init__(self):
         self.mode, self.open, self.frame, self.line = None, False, None, 0
+        self.loops, self.branches = 0, 0  # loops and branches open at the init
 
 
 def _entry(buf):
@@ -156,7 +157,9 @@ def reducer_init(reducer, init=None):
             raise _b._UserError(f"T.reducer_init of {reducer.name}: the starting value is {v.dtype}, which does not match "
                                 f"reducer dtype {reducer.dtype} (cast it with T.cast)")
     fill(reducer, _identity(op, reducer.dtype) if init is None else init)
-    ep.mode, ep.open, ep.frame, ep.line = "init", True, _b.current().frames[-1], _line()
+    b = _b.current()
+    ep.mode, ep.open, ep.frame, ep.line = "init", True, b.frames[-1], _line()
+    ep.loops, ep.branches = len(b.loop_kinds), len(b.branch_thread_dependent)
 
 
 def _atomic_update(ref, op, value):
@@ -229,9 +232,19 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
     if reducer_op(reducer) is None:
         raise _b._UserError("T.finalize_reducer takes a buffer made by T.alloc_reducer")
     ep = _epoch(reducer)
-    if ep.open and ep.mode == "init" and ep.frame is not _b.current().frames[-1]:
-        raise _b._UserError(f"T.finalize_reducer of {reducer.name} is not in the scope of its T.reducer_init (line "
-                            f"{ep.line}): finalize in the same block (not inside another loop or branch)")
+    b = _b.current()
+    if ep.open and ep.mode == "init" and ep.frame is not b.frames[-1]:
+        # Upstream's rule: the finalize is in the init's block, or in a block-uniform branch
+        # nested there (it runs 0 or 1 times per init); not in a loop the init is outside.
+        nested = any(f is ep.frame for f in b.frames)
+        if not nested or len(b.loop_kinds) != ep.loops:
+            raise _b._UserError(f"T.finalize_reducer of {reducer.name} is not in the scope of its T.reducer_init "
+                                f"(line {ep.line}): finalize in the same block, or in a branch nested there (not "
+                                f"inside another loop)")
+        if any(b.branch_thread_dependent[ep.branches:]):
+            raise _b._UserError(f"T.finalize_reducer of {reducer.name} under a condition that may differ between "
+                                f"threads: every thread's part of the reduction opened at line {ep.line} is needed; "
+                                f"finalize where all threads do (a branch on block-uniform values only)")
     ep.open = False
     if not isinstance(batch, numbers.Integral) or batch < 1:
         raise _b._UserError(f"T.finalize_reducer: batch must be >= 1 (a positive int), got {batch!r}")
