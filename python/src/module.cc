@@ -113,6 +113,27 @@ ForKind ParseForKind(const std::string& s) {
   throw nb::value_error(("unknown loop kind '" + s + "'").c_str());
 }
 
+/// `e` with the given let-bound variables replaced by their values (values may name
+/// earlier let variables, so a few rounds).
+Expr SubstituteLets(const Expr& e, const std::vector<PyExpr>& vars, const std::vector<PyExpr>& values) {
+  std::unordered_map<const Var*, Expr> bound;
+  for (size_t k = 0; k < vars.size() && k < values.size(); ++k) {
+    if (const auto* v = As<Var>(vars[k].e)) bound[v] = values[k].e;
+  }
+  Expr at = e;
+  for (int depth = 0; depth < 8; ++depth) {
+    bool hit = false;
+    at = Substitute(at, [&](const Var* v) -> Expr {
+      auto it = bound.find(v);
+      if (it == bound.end()) return nullptr;
+      hit = true;
+      return it->second;
+    });
+    if (!hit) break;
+  }
+  return at;
+}
+
 }  // namespace
 
 NB_MODULE(_tl, m) {
@@ -282,21 +303,7 @@ NB_MODULE(_tl, m) {
   // (kv_end - kv_start with both bound in the kernel body), or None.
   m.def("constant_through_lets", [](const PyExpr& e, const std::vector<PyExpr>& vars,
                                     const std::vector<PyExpr>& values) -> nb::object {
-    std::unordered_map<const Var*, Expr> bound;
-    for (size_t k = 0; k < vars.size() && k < values.size(); ++k) {
-      if (const auto* v = As<Var>(vars[k].e)) bound[v] = values[k].e;
-    }
-    Expr at = e.e;
-    for (int depth = 0; depth < 8; ++depth) {  // values may name earlier let variables
-      bool hit = false;
-      at = Substitute(at, [&](const Var* v) -> Expr {
-        auto it = bound.find(v);
-        if (it == bound.end()) return nullptr;
-        hit = true;
-        return it->second;
-      });
-      if (!hit) break;
-    }
+    Expr at = SubstituteLets(e.e, vars, values);
     int64_t c = 0;
     if (!AsConstInt(arith::Analyzer().Simplify(at), &c)) return nb::none();
     return nb::int_(c);
@@ -307,21 +314,7 @@ NB_MODULE(_tl, m) {
   // T.alloc_var, local array or fragment element), which is taken to differ.
   m.def("thread_dependent", [](const PyExpr& e, const std::vector<PyExpr>& vars,
                                const std::vector<PyExpr>& values) -> bool {
-    std::unordered_map<const Var*, Expr> bound;
-    for (size_t k = 0; k < vars.size() && k < values.size(); ++k) {
-      if (const auto* v = As<Var>(vars[k].e)) bound[v] = values[k].e;
-    }
-    Expr at = e.e;
-    for (int depth = 0; depth < 8; ++depth) {
-      bool hit = false;
-      at = Substitute(at, [&](const Var* v) -> Expr {
-        auto it = bound.find(v);
-        if (it == bound.end()) return nullptr;
-        hit = true;
-        return it->second;
-      });
-      if (!hit) break;
-    }
+    Expr at = SubstituteLets(e.e, vars, values);
     bool found = false;
     ForEachExpr(at, [&](const Expr& x) {
       if (HasEffect(As<Call>(x), kThreadIndex)) found = true;

@@ -42,4 +42,20 @@ BinOp NegatedComparison(BinOp op) {
   }
 }
 
+std::optional<IntBound> NarrowedBound(IntBound b, const ConstComparison& cmp, bool holds) {
+  if (cmp.op == BinOp::kNE) return std::nullopt;
+  const BinOp op = holds ? cmp.op : NegatedComparison(cmp.op);
+  auto raise_min = [&](int64_t lo) { b.min = b.min ? std::max(*b.min, lo) : lo; };
+  auto lower_max = [&](int64_t hi) { b.max = b.max ? std::min(*b.max, hi) : hi; };
+  switch (op) {
+    case BinOp::kLT: lower_max(cmp.c - 1); break;
+    case BinOp::kLE: lower_max(cmp.c); break;
+    case BinOp::kGT: raise_min(cmp.c + 1); break;
+    case BinOp::kGE: raise_min(cmp.c); break;
+    case BinOp::kEQ: raise_min(cmp.c); lower_max(cmp.c); break;
+    default: return std::nullopt;
+  }
+  return b;
+}
+
 }  // namespace tl::arith

@@ -217,20 +217,10 @@ class StmtSimplifier : public ir::IRMutator {
     auto cmp = AsConstComparison(cond);
     const ir::Var* v = cmp ? ir::As<ir::Var>(cmp->operand) : nullptr;
     // (v != c says nothing about v's range where it holds, so neither branch narrows on it)
-    if (!v || !v->dtype.IsInt() || cmp->op == ir::BinOp::kNE) return;
-    const ir::BinOp op = holds ? cmp->op : NegatedComparison(cmp->op);
-    const int64_t c = cmp->c;
-    IntBound bound = an_.VarBound(v).value_or(IntBound{});
-    auto raise_min = [&](int64_t lo) { bound.min = bound.min ? std::max(*bound.min, lo) : lo; };
-    auto lower_max = [&](int64_t hi) { bound.max = bound.max ? std::min(*bound.max, hi) : hi; };
-    switch (op) {
-      case ir::BinOp::kLT: lower_max(c - 1); break;
-      case ir::BinOp::kLE: lower_max(c); break;
-      case ir::BinOp::kGT: raise_min(c + 1); break;
-      case ir::BinOp::kGE: raise_min(c); break;
-      case ir::BinOp::kEQ: raise_min(c); lower_max(c); break;
-      default: return;
-    }
+    if (!v || !v->dtype.IsInt()) return;
+    std::optional<IntBound> narrowed = NarrowedBound(an_.VarBound(v).value_or(IntBound{}), *cmp, holds);
+    if (!narrowed) return;
+    const IntBound bound = *narrowed;
     if (bound.min && bound.max && *bound.min > *bound.max) return;  // dead branch: leave it alone
     saved->push_back(Save(v));
     an_.BindBound(v, bound);

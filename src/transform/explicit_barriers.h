@@ -12,6 +12,8 @@
 ///   one thread issues it, the barrier's phase expecting its bytes.
 #pragma once
 
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/stmt.h"
 
 namespace tl::transform {
@@ -19,6 +21,22 @@ namespace tl::transform {
 inline constexpr const char* kBarrierInitAttr = "tl.barrier_init";
 inline constexpr const char* kWsAttr = "tl.ws";
 inline constexpr const char* kTmaCopyAttr = "tl.tma_copy";
+
+/// Whether a kernel body programs its barriers: a barrier allocation, a T.ws block, a
+/// T.tma_copy, or an mbarrier operation (its own schedule; cuda-explicit-warp-specialize).
+inline bool ProgramsBarriers(const ir::Stmt& body) {
+  bool found = false;
+  struct Finder : ir::IRVisitor {
+    bool* found;
+    void Visit_(const ir::AttrStmt* op) override {
+      *found |= op->key == kBarrierInitAttr || op->key == kWsAttr || op->key == kTmaCopyAttr;
+    }
+  } f;
+  f.found = &found;
+  f.Visit(body);
+  ir::ForEachExpr(body, [&](const ir::Expr& e) { found |= ir::HasEffect(ir::As<ir::Call>(e), ir::kPerThread); });
+  return found;
+}
 
 /// The `tl.ws` marker opening `body`, or null.
 inline const ir::AttrStmt* WsMarker(const ir::Stmt& body) {

@@ -31,20 +31,6 @@ bool IsThreadIndexCall(const Expr& e) {
   return HasEffect(call, kThreadIndex) && (call->args.empty() || IsZero(call->args[0]));
 }
 
-/// Whether the kernel programs its barriers (the markers of explicit_barriers.h).
-bool ProgramsBarriers(const Stmt& body) {
-  bool found = false;
-  struct Finder : IRVisitor {
-    bool* found;
-    void Visit_(const AttrStmt* op) override {
-      *found |= op->key == kBarrierInitAttr || op->key == kWsAttr || op->key == kTmaCopyAttr;
-    }
-  } f;
-  f.found = &found;
-  f.Visit(body);
-  return found;
-}
-
 class RoleBranches : public IRMutator {
  public:
   bool changed = false;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "tl/arith/simplify.h"
 #include "tl/ir/expr.h"
 
 namespace tl::arith {
@@ -22,5 +23,10 @@ std::optional<ConstComparison> AsConstComparison(const ir::Expr& cond);
 
 /// The comparison that holds exactly when `op` fails (`<` and `>=`, ...; `==` and `!=`).
 ir::BinOp NegatedComparison(ir::BinOp op);
+
+/// `b` narrowed to where `operand op c` holds (holds = true) or fails: `x < 32` lowers x's
+/// maximum to 31 where it holds and raises its minimum to 32 where it fails. Nullopt when the
+/// comparison says nothing about a range (`!=`, or `==` where it fails).
+std::optional<IntBound> NarrowedBound(IntBound b, const ConstComparison& cmp, bool holds);
 
 }  // namespace tl::arith

@@ -47,19 +47,6 @@ bool IsTileOp(const Stmt& s) {
   return As<CopyOp>(s) || As<GemmOp>(s) || As<FillOp>(s) || As<ReduceOp>(s) || As<AtomicOp>(s);
 }
 
-bool IsExplicit(const Stmt& body) {
-  bool found = false;
-  struct Finder : IRVisitor {
-    bool* found;
-    void Visit_(const AttrStmt* op) override {
-      *found |= op->key == kBarrierInitAttr || op->key == kWsAttr || op->key == kTmaCopyAttr;
-    }
-  } f;
-  f.found = &found;
-  f.Visit(body);
-  ForEachExpr(body, [&](const Expr& e) { found |= HasEffect(As<Call>(e), kPerThread); });
-  return found;
-}
 
 /// What the kernel's T.ws blocks hold, per warpgroup.
 struct WsSurvey : IRVisitor {
@@ -241,7 +228,7 @@ class KernelRewriter : public IRMutator {
 
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
-    if (!IsExplicit(op->body)) return self;
+    if (!ProgramsBarriers(op->body)) return self;
     // Such kernels stage their own tiles and GEMM on a stage `A_s[k % 2, :, :]`, which TMA
     // fills: wgmma reads those stages in the panels TMA writes (mma.sync's ldmatrix layout is
     // not one TMA can write). Elsewhere that path stays off until a GPU run has checked it

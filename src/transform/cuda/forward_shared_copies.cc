@@ -32,19 +32,6 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-/// Whether `r` covers its whole buffer (every range [0, dim)).
-bool WholeTile(const Region& r) {
-  if (r.ranges.size() != r.buffer->shape.size()) return false;
-  for (size_t k = 0; k < r.ranges.size(); ++k) {
-    int64_t lo = -1, ext = -1, dim = -2;
-    if (!AsConstInt(r.ranges[k].min, &lo) || lo != 0 || !AsConstInt(r.ranges[k].extent, &ext) ||
-        !AsConstInt(r.buffer->shape[k], &dim) || ext != dim) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool SameShape(const Buffer& a, const Buffer& b) {
   if (a->shape.size() != b->shape.size() || !a->strides.empty() || !b->strides.empty()) return false;
   for (size_t k = 0; k < a->shape.size(); ++k) {
@@ -221,8 +208,8 @@ class Forwarder : public IRMutator {
       // element load, which converts what it reads.
       const bool converts = src->dtype != dst->dtype;
       if (src.get() == dst.get() || src->scope != Scope::kShared || dst->scope != Scope::kShared ||
-          (converts && !ConvertsOnLoad(src->dtype, dst->dtype)) || !SameShape(src, dst) || !WholeTile(copy->src) ||
-          !WholeTile(copy->dst)) {
+          (converts && !ConvertsOnLoad(src->dtype, dst->dtype)) || !SameShape(src, dst) || !CoversWholeBuffer(copy->src) ||
+          !CoversWholeBuffer(copy->dst)) {
         continue;
       }
       // dst: named nowhere but in this list from the copy on (wherever it is allocated: in a

@@ -11,7 +11,6 @@
 ///
 /// Precondition: "cuda-bind-threads" wrapped the kernel body in a thread binding `tx`.
 #include <algorithm>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -69,7 +68,7 @@ Expr FragmentRewriter::Mutate_(const BufferLoad* op, const Expr& self) {
   auto local = current_.find(op->buffer.get());
   if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
     if (unmapped_) {  // a trial (Mutate_(Seq)): the statement goes through shared memory
-      unmapped_->insert({op->buffer.get(), ToString(self)});
+      NoteUnmapped(op->buffer, ToString(self));
       return self;
     }
     TL_USER_ERROR(span_) << "fragment " << op->buffer->name
@@ -89,9 +88,7 @@ Stmt FragmentRewriter::Mutate_(const BufferStore* op, const Stmt& self) {
   auto local = current_.find(op->buffer.get());
   if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
     if (unmapped_) {
-      std::vector<Expr> idx;
-      for (const Expr& i : op->indices) idx.push_back(i);
-      unmapped_->insert({op->buffer.get(), ToString(BufferLoad::Make(op->buffer, idx))});
+      NoteUnmapped(op->buffer, ToString(BufferLoad::Make(op->buffer, op->indices)));
       return self;
     }
     TL_USER_ERROR(op->span) << "fragment " << op->buffer->name
@@ -280,18 +277,10 @@ bool FragmentRewriter::UnreachedIterationsIdle(const NestAnchor& a, const Parall
       auto cmp = arith::AsConstComparison(c);
       const Var* v = cmp ? As<Var>(cmp->operand) : nullptr;
       if (!v) continue;
-      arith::IntBound bound = an.VarBound(v).value_or(arith::IntBound{});
-      auto raise_min = [&](int64_t lo) { bound.min = bound.min ? std::max(*bound.min, lo) : lo; };
-      auto lower_max = [&](int64_t hi) { bound.max = bound.max ? std::min(*bound.max, hi) : hi; };
-      switch (cmp->op) {
-        case BinOp::kLT: lower_max(cmp->c - 1); break;
-        case BinOp::kLE: lower_max(cmp->c); break;
-        case BinOp::kGT: raise_min(cmp->c + 1); break;
-        case BinOp::kGE: raise_min(cmp->c); break;
-        case BinOp::kEQ: raise_min(cmp->c); lower_max(cmp->c); break;
-        default: continue;
-      }
-      an.BindBound(v, bound);
+      std::optional<arith::IntBound> bound =
+          arith::NarrowedBound(an.VarBound(v).value_or(arith::IntBound{}), *cmp, true);
+      if (!bound) continue;
+      an.BindBound(v, *bound);
     }
   }
   auto loop_of = [&](const Var* v) -> const For* {
@@ -330,7 +319,7 @@ Stmt FragmentRewriter::Mutate_(const Seq* op, const Stmt& self) {
   std::vector<Stmt> out;
   bool changed = false;
   for (const Stmt& child : op->stmts) {
-    std::set<std::pair<const BufferNode*, std::string>> bad;
+    std::vector<std::pair<Buffer, std::string>> bad;
     auto* outer = unmapped_;
     const size_t remarks = ctx_.remarks.size();
     unmapped_ = &bad;
@@ -348,13 +337,17 @@ Stmt FragmentRewriter::Mutate_(const Seq* op, const Stmt& self) {
   return changed ? Seq::Make(std::move(out), op->span) : self;
 }
 
-std::vector<Stmt> FragmentRewriter::RoundTrip(const Stmt& s,
-                                              const std::set<std::pair<const BufferNode*, std::string>>& bad) {
+void FragmentRewriter::NoteUnmapped(const Buffer& frag, std::string access) {
+  for (const auto& [b, first] : *unmapped_) {
+    if (b.get() == frag.get()) return;  // its first such access is the one a remark names
+  }
+  unmapped_->emplace_back(frag, std::move(access));
+}
+
+std::vector<Stmt> FragmentRewriter::RoundTrip(const Stmt& s, const std::vector<std::pair<Buffer, std::string>>& bad) {
   // Each register fragment the statement accesses in a way no nest walks: written to a
   // shared twin before it, the statement on the twin, and read back when it writes it.
   std::unordered_map<const BufferNode*, Buffer> twins;
-  std::unordered_map<const BufferNode*, std::string> first_access;
-  for (const auto& [b, access] : bad) first_access.emplace(b, access);
   struct Twin : IRMutator {
     std::unordered_map<const BufferNode*, Buffer>* twins;
     Buffer MutateBuffer(const Buffer& b) override {
@@ -366,25 +359,8 @@ std::vector<Stmt> FragmentRewriter::RoundTrip(const Stmt& s,
   std::vector<Stmt> before, after;
   std::unordered_set<const BufferNode*> written;
   cuda::AddWrites(s, &written);
-  for (const auto& [b, access] : first_access) {
-    Buffer frag;
-    ForEachExpr(s, [&](const Expr& e) {
-      if (const auto* load = As<BufferLoad>(e); load && load->buffer.get() == b) frag = load->buffer;
-    });
-    if (!frag) {
-      struct FindStore : IRVisitor {
-        const BufferNode* b;
-        Buffer found;
-        void Visit_(const BufferStore* op) override {
-          if (op->buffer.get() == b) found = op->buffer;
-          IRVisitor::Visit_(op);
-        }
-      } fs;
-      fs.b = b;
-      fs.Visit(s);
-      frag = fs.found;
-    }
-    TL_ICHECK(frag) << "round trip of a fragment the statement does not name";
+  for (const auto& [frag, access] : bad) {
+    const BufferNode* b = frag.get();
     Buffer shared = BufferNode::Make(frag->name + "_shared", frag->dtype, frag->shape, Scope::kShared);
     twins[b] = shared;
     Region whole_f = Region::Full(frag), whole_s = Region::Full(shared);

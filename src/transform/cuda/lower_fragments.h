@@ -6,7 +6,6 @@
 #pragma once
 
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -58,7 +57,9 @@ class FragmentRewriter : public IRMutator {
   /// nest walks (`s[bn, bq * 16 + h]` over three loops, a read at a serial loop's index)
   /// goes through a shared twin of the fragment instead (RoundTrip), with a remark.
   Stmt Mutate_(const Seq* op, const Stmt& self) override;
-  std::vector<Stmt> RoundTrip(const Stmt& s, const std::set<std::pair<const BufferNode*, std::string>>& bad);
+  std::vector<Stmt> RoundTrip(const Stmt& s, const std::vector<std::pair<Buffer, std::string>>& bad);
+  /// Records a fragment access the trial could not map (the first per fragment).
+  void NoteUnmapped(const Buffer& frag, std::string access);
   /// T.print of a whole tile (serial loops around a once-per-block print) when the tile is
   /// a register fragment: every thread prints the elements it holds, with their indices.
   Stmt PrintRegisterTile(const For* op);
@@ -181,7 +182,7 @@ class FragmentRewriter : public IRMutator {
   std::unordered_map<const BufferNode*, std::pair<std::vector<Expr>, Expr>> current_;
   /// While a statement list tries a statement: the register fragments it could not map,
   /// with the first such access (see Mutate_(Seq)); null: such an access is an error.
-  std::set<std::pair<const BufferNode*, std::string>>* unmapped_ = nullptr;
+  std::vector<std::pair<Buffer, std::string>>* unmapped_ = nullptr;
   int in_parallel_ = 0;  ///< depth of T.Parallel nests being rewritten
   /// Serial loops around the statement being rewritten, with their ranges (min, extent).
   std::vector<std::pair<const Var*, std::pair<Expr, Expr>>> enclosing_loops_;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "tl/ir/functor.h"
+#include "../region_util.h"
 
 namespace tl::transform::cuda {
 namespace {
@@ -14,19 +15,6 @@ using namespace ir;  // NOLINT: implementation file
 
 bool ConstShape2D(const Buffer& b, int64_t* m, int64_t* n) {
   return b->shape.size() == 2 && AsConstInt(b->shape[0], m) && AsConstInt(b->shape[1], n);
-}
-
-/// The region covers the whole buffer, starting at 0.
-bool IsWhole(const Region& r) {
-  if (r.ranges.size() != r.buffer->shape.size()) return false;
-  for (size_t k = 0; k < r.ranges.size(); ++k) {
-    int64_t lo = -1, ext = -1, dim = -2;
-    if (!AsConstInt(r.ranges[k].min, &lo) || lo != 0 || !AsConstInt(r.ranges[k].extent, &ext) ||
-        !AsConstInt(r.buffer->shape[k], &dim) || ext != dim) {
-      return false;
-    }
-  }
-  return true;
 }
 
 class CandidateFinder : public IRVisitor {
@@ -131,21 +119,21 @@ class CandidateFinder : public IRVisitor {
     for (const Region* r : {&op->src, &op->dst}) {
       const Region& other = r == &op->src ? op->dst : op->src;
       // A whole tile against a region of rank 2 or more (rows and columns to walk).
-      if (IsCandidate(r->buffer) && (!IsWhole(*r) || other.ranges.size() < 2)) Reject(r->buffer);
+      if (IsCandidate(r->buffer) && (!CoversWholeBuffer(*r) || other.ranges.size() < 2)) Reject(r->buffer);
     }
     Tie(op->src.buffer, op->dst.buffer);
     IRVisitor::Visit_(op);
   }
 
   void Visit_(const FillOp* op) override {
-    if (!IsWhole(op->dst)) Reject(op->dst.buffer);
+    if (!CoversWholeBuffer(op->dst)) Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
   }
 
   void Visit_(const ReduceOp* op) override {
     // Row reductions of a whole tile only; column reductions keep the tile in shared
     // memory, where they need no atomics.
-    if (op->dim != 1 || !IsWhole(op->src)) Reject(op->src.buffer);
+    if (op->dim != 1 || !CoversWholeBuffer(op->src)) Reject(op->src.buffer);
     Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
   }
@@ -164,7 +152,7 @@ class CandidateFinder : public IRVisitor {
         int64_t e = 0;
         non_unit += !(AsConstInt(rg.extent, &e) && e == 1);
       }
-      if (!IsWhole(op->src) || non_unit != 2) Reject(op->src.buffer);
+      if (!CoversWholeBuffer(op->src) || non_unit != 2) Reject(op->src.buffer);
     }
     Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
