@@ -50,8 +50,15 @@ def _safe(rel: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "__", rel)
 
 
+_DEADLINE = [None]  # --deadline: wall-clock time after which no further file starts
+
+
 def run_file(side, python, env, root, suite, path, out_dir, timeout, collect_only):
     rel = str(path.relative_to(root))
+    if _DEADLINE[0] is not None and time.time() > _DEADLINE[0]:
+        # Not started: the call's time was up. Counted as not run, so a cut-short run still
+        # writes its summary for the files that did run.
+        return dict(side=side, suite=suite, file=rel, rc="not-run", seconds=0, xml="", results={})
     xml = out_dir / side / (_safe(rel) + ".xml")
     log = out_dir / side / (_safe(rel) + ".log")
     xml.parent.mkdir(parents=True, exist_ok=True)
@@ -229,6 +236,8 @@ def main():
     p.add_argument("--suites", default=",".join(SUITES), help=f"comma-separated, from {','.join(SUITES)}")
     p.add_argument("--filter", default="", help="regex on the test file's path relative to the checkout")
     p.add_argument("--timeout", type=int, default=900, help="seconds per test file (default 900)")
+    p.add_argument("--deadline", type=float, default=None,
+                   help="seconds from the start of each side after which no further test file starts (a time-limited call)")
     p.add_argument("--jobs", type=int, default=1, help="test files run at once per side (default 1)")
     p.add_argument("--collect-only", action="store_true", help="only import and collect (no GPU needed)")
     p.add_argument("--examples", type=int, default=5, help="test ids listed per error group")
@@ -300,6 +309,8 @@ def main():
         sides = [s for s in sides if s != "upstream"]
         packages["upstream"] = f"(reused from {args.control_results})"
     for side in sides:  # one side at a time: the two packages never share a GPU run
+        if args.deadline:  # each side gets the same time to start its files
+            _DEADLINE[0] = time.time() + args.deadline
         with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futs = [pool.submit(run_file, side, pythons[side], envs[side], root, suite, f, out, args.timeout,
                                 args.collect_only) for suite, f in files]
