@@ -1146,8 +1146,9 @@ def align_up(x, alignment):
 
 
 def assume(cond):
-    """A fact the program guarantees (``T.assume(n % 4 == 0)``). This compiler proves what it
-    needs from loop and block ranges, so the hint is checked for type only and not used. A
+    """A fact the program guarantees (``T.assume(0 <= l + i and l + i < N)``), from this
+    statement to the end of its block. Comparisons in it (joined by ``and``) let the compiler
+    drop the range guards of global accesses they imply; it trusts them, as upstream does. A
     compile-time False is an error."""
     if isinstance(cond, numbers.Number) and not isinstance(cond, PrimExpr):
         if not cond:
@@ -1156,6 +1157,7 @@ def assume(cond):
     v = as_expr(cond)
     if v.dtype != "bool":
         raise _b._UserError(f"T.assume takes a condition (a bool expression), got a {v.dtype} value")
+    _b.emit(_tl.attr("tl.assume", [v.node], _b.current_span()))
     return None
 
 
