@@ -109,7 +109,8 @@ def shape_bindings(fdef, args: dict) -> dict:
             spec = named_shapes.get(spec.id, spec)
         if not isinstance(spec, (ast.Tuple, ast.List)) or len(spec.elts) != len(shape):
             continue
-        if shape and _packs_4bit(ann, value):
+        packed = bool(shape) and _packs_4bit(ann, value)
+        if packed:
             # Two 4-bit values per byte: the argument's last dimension is half the logical one.
             shape = tuple(shape[:-1]) + (int(shape[-1]) * 2,)
         for dim, e in zip(shape, spec.elts):
@@ -118,6 +119,12 @@ def shape_bindings(fdef, args: dict) -> dict:
         # T.StridedTensor[[M, N], [sM, sN], dtype]: bare stride names bind to the argument's
         # strides (in elements), as the sizes do to its shape.
         strides = _element_strides(value)
+        if packed and strides:
+            # ... and its strides count bytes: 2 values each, except the last (1: see
+            # jit/kernel.py, packed_logical_strides, which the call's checks use too).
+            from ..language.dtypes import packed_logical_strides
+
+            strides = packed_logical_strides(strides, 2)
         if head.attr == "StridedTensor" and strides is not None:
             st_spec = None
             if isinstance(ann, ast.Call) and len(ann.args) > 1:

@@ -77,7 +77,9 @@ def _param_lines(kernel):
         else:
             lines.append(f" *   {p.name}: {p.dtype} scalar")
     for name, pi, d, kind in kernel.dynamic_dims:
-        what = "stride (in elements)" if kind == "stride" else "dimension"
+        what = "dimension"
+        if kind == "stride":  # a 4-bit tensor's strides count values: twice its byte strides (the last 1)
+            what = "stride (in 4-bit values)" if kernel.params[pi].pack > 1 else "stride (in elements)"
         lines.append(f" *   {name}: dynamic {what} (int64_t) = {kernel.params[pi].name}.{kind}[{d}]")
     return lines
 

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _tl, env
 from ..errors import TileLangCompileError, TileLangArgumentError, TileLangRuntimeError
 from ..frontend.parser import PrimFunc
-from ..language.dtypes import output_storage_dtype, pack_factor, storage_dtypes
+from ..language.dtypes import output_storage_dtype, pack_factor, packed_logical_strides, storage_dtypes
 from ..language.values import Buffer, PrimExpr
 from ..cache import report_cache_warnings
 from . import arguments
@@ -582,21 +582,33 @@ class JITKernel:
 
     def _check_packed(self, p, t, dims):
         """A 4-bit tensor's argument: its storage shape, whose last dimension holds p.pack
-        values per byte, is checked as the logical shape."""
-        if p.strides is not None:
-            raise TileLangArgumentError(
-                f"{self.name}(): parameter {p.name!r} is a T.StridedTensor of the packed type {p.dtype}, which "
-                f"this compiler does not take yet; declare it a T.Tensor and pass a contiguous tensor")
+        values per byte, is checked as the logical shape; a T.StridedTensor's storage strides
+        (in bytes) as the logical strides they give (packed_logical_strides)."""
         if len(t.shape) != len(p.dims) or not t.shape:
             raise TileLangArgumentError(
                 f"{self.name}(): argument {p.name!r} ({p.dtype}, {p.pack} per byte along the last dimension) must "
                 f"be {len(p.dims)}-D with logical shape {p.shape_str()}, got storage shape {tuple(t.shape)}")
+        view = _LogicalView(logical_shape(t.shape, p.pack), p.dtype)
+        storage = f"storage shape {tuple(t.shape)} is the logical shape {view.shape}"
+        if p.strides is not None:
+            view.strides = self._packed_strides(p, t)
+            storage += f", its storage strides {tuple(t.strides)} the logical strides {view.strides}"
         try:
-            self._check_tensor(_LogicalParam(p), _LogicalView(logical_shape(t.shape, p.pack), p.dtype), dims)
+            self._check_tensor(_LogicalParam(p), view, dims)
         except TileLangArgumentError as e:
             raise TileLangArgumentError(
-                f"{e} (argument {p.name!r} is {p.dtype} packed {p.pack} per byte: its storage shape "
-                f"{tuple(t.shape)} is the logical shape {logical_shape(t.shape, p.pack)})") from None
+                f"{e} (argument {p.name!r} is {p.dtype} packed {p.pack} per byte: its {storage})") from None
+
+    def _packed_strides(self, p, t):
+        """The logical strides of a packed T.StridedTensor's argument, as upstream binds them:
+        the bytes of the last dimension must be consecutive (a byte holds two neighbours)."""
+        shape, strides = tuple(int(d) for d in t.shape), tuple(int(s) for s in t.strides)
+        if shape[-1] != 1 and strides[-1] != 1:
+            raise TileLangArgumentError(
+                f"{self.name}(): argument {p.name!r} ({p.dtype}, {p.pack} per byte along the last dimension) must "
+                f"have storage stride 1 in its last dimension, got storage strides {strides} for storage shape "
+                f"{shape}; the values of a row must be packed in consecutive bytes")
+        return packed_logical_strides(strides, p.pack)
 
     def _check_affine(self, p, t, axis, want, got, dims):
         var = want.var
@@ -640,12 +652,12 @@ class _LogicalParam:
     def __init__(self, p):
         self.name, self.dtype, self.dims, self.dim_max, self.pack = p.name, p.dtype, p.dims, p.dim_max, 1
         self.storage, self.shape_str = (p.dtype,), p.shape_str
-        self.strides = None  # (packed tensors are contiguous: _check_packed refuses strides)
+        self.strides, self.strides_str = p.strides, p.strides_str
 
 
 class _LogicalView:
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype = shape, dtype
+    def __init__(self, shape, dtype, strides=()):
+        self.shape, self.dtype, self.strides = shape, dtype, strides
 
 
 def _never():

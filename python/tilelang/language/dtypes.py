@@ -65,6 +65,15 @@ def pack_factor(name) -> int:
     return 2 if str(name) in ("float4_e2m1fn", "int4", "uint4") else 1
 
 
+def packed_logical_strides(strides, pack):
+    """The logical strides (in 4-bit values) of a packed tensor's storage strides (in bytes):
+    the last dimension's is 1 (its bytes hold consecutive values; jit/kernel.py checks the
+    argument's), the others count `pack` values per byte. Upstream binds a T.StridedTensor's symbolic
+    strides from these, and element (i, j) is value sum(idx * stride) of the byte array."""
+    strides = tuple(int(s) for s in strides)
+    return tuple(s * pack for s in strides[:-1]) + (1,)
+
+
 def storage_dtypes(name) -> tuple:
     """The dtype names a tensor argument for a parameter of dtype `name` may have."""
     return _STORAGE_DTYPES.get(str(name), (str(name),))
