@@ -223,6 +223,9 @@ class CudaBackend:
                 else:
                     values[i] = _arguments.scalar_arg(a, p.name, p.dtype, k.name)
                 continue
+            if a is None:  # an optional input the kernel does not use: a null pointer
+                values[i] = k._null_tensor(p)
+                continue
             if p.strides is not None:
                 # A T.StridedTensor: its strides are checked (and bound) on every call.
                 a = _as_cuda_tensor(a, p.name, k.name, self._device, strided=True)

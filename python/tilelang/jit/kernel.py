@@ -491,7 +491,9 @@ class JITKernel:
         use_torch = None
         for i, a in zip(self.in_idx, args):
             p = self.params[i]
-            if p.is_tensor:
+            if p.is_tensor and a is None:
+                values[i] = self._null_tensor(p)
+            elif p.is_tensor:
                 t = arguments.tensor_arg(a, p.name, self.name, strided=p.strides is not None)
                 self._check_tensor(p, t, dims)
                 values[i] = t.ptr
@@ -522,6 +524,20 @@ class JITKernel:
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _null_tensor(self, p):
+        """None for a tensor parameter the kernel never uses (an optional input the program was
+        built without: `if with_bias:` around its only use) passes a null pointer, as upstream
+        does; for one it uses, a clear error instead of a crash in the kernel."""
+        unused = getattr(self, "_unused_tensors", None)
+        if unused is None:
+            kept = set(_tl.run_pass("drop-unused-params", self.func.node).param_names)
+            unused = self._unused_tensors = {q.name for q in self.params if q.is_tensor and q.name not in kept}
+        if p.name in unused:
+            return 0
+        raise TileLangArgumentError(
+            f"{self.name}(): argument {p.name!r} is None, but the kernel uses {p.name} (None passes a null pointer "
+            f"only for a tensor the kernel never reads or writes); pass a tensor of shape {p.shape_str()}")
 
     def _check_tensor(self, p, t, dims):
         if t.dtype not in p.storage:

@@ -1249,6 +1249,25 @@ def func_attr(attrs):
     _remark(f"T.func_attr({', '.join(map(str, attrs))}): accepted, no effect here")
 
 
+def annotate_l2_hit_ratio(hit_ratio_map):
+    """A hint that these global tensors should persist in the L2 cache (upstream sets a
+    persisting access-policy window on the stream for them): ``T.annotate_l2_hit_ratio({B:
+    0.8})``, ratios in (0, 1]. Checked, then noted in the remarks: this compiler does not set
+    the window, so the kernel computes the same and the cache behaves as without the hint."""
+    _b.require_kernel("T.annotate_l2_hit_ratio")
+    if not isinstance(hit_ratio_map, dict):
+        raise _b._UserError(f"T.annotate_l2_hit_ratio takes a dict {{tensor: ratio}}, got "
+                            f"{type(hit_ratio_map).__name__}")
+    for buf, ratio in hit_ratio_map.items():
+        if not isinstance(buf, _Buffer) or buf.scope != "global":
+            raise _b._UserError(f"T.annotate_l2_hit_ratio: the keys are global tensors, got {buf!r}")
+        if not isinstance(ratio, numbers.Real) or not 0 < ratio <= 1:
+            raise _b._UserError(f"T.annotate_l2_hit_ratio: the ratio of {buf.name} must be a number in (0, 1], "
+                                f"got {ratio!r}")
+        _remark(f"T.annotate_l2_hit_ratio({{{buf.name}: {ratio}}}): noted, no L2 persisting window is set "
+                "(the hint changes cache behaviour only)")
+
+
 def annotate_safe_value(safe_value_map):
     """The value that out-of-range element reads of each global tensor give (instead of 0),
     for the element accesses after this statement: ``T.annotate_safe_value({A: -inf})``."""
