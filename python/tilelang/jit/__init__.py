@@ -59,6 +59,11 @@ def _is_lazy(func) -> bool:
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return True
     params = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs}
+    # A tensor annotation in the signature (`A: T.Tensor[(16, 16), T.float32]`) makes the
+    # body the kernel, whatever it holds (a macro that launches it, a bare thread_binding loop).
+    for a in fdef.args.args + fdef.args.kwonlyargs:
+        if a.annotation is not None and _names_tensor_type(a.annotation):
+            return False
     for node in _own_nodes(fdef):
         if isinstance(node, ast.FunctionDef):
             for dec in node.decorator_list:
@@ -74,6 +79,13 @@ def _is_lazy(func) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("const", "empty"):
             return False
     return True
+
+
+def _names_tensor_type(ann) -> bool:
+    """Whether an annotation is T.Tensor / T.StridedTensor / T.Buffer, called or subscripted."""
+    while isinstance(ann, (ast.Subscript, ast.Call)):
+        ann = ann.value if isinstance(ann, ast.Subscript) else ann.func
+    return isinstance(ann, ast.Attribute) and ann.attr in ("Tensor", "StridedTensor", "Buffer")
 
 
 def _own_nodes(fdef):
