@@ -272,3 +272,38 @@ def test_copies_that_read_what_another_writes_stay_element_by_element():
     code, remarks = cuda_source(two_copy_dot(alias=True))
     assert "tl::copy<16>(" not in code, code
     assert any("its copies write a buffer another of them reads or writes" in r for r in remarks), remarks
+
+
+def _rows_of_dynamic_width():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((32, N), "float32"), B: T.Tensor((32, N), "float32")):
+        with T.Kernel(1, threads=32):
+            tid = T.get_thread_binding()
+            for i in T.vectorized(4):
+                T.assume(tid * 4 + i < N)
+                B[tid, tid * 4 + i] = A[tid, tid * 4 + i]
+
+    return main
+
+
+def test_dynamic_row_width_vectorizes_under_the_jits_alignment_promise():
+    # Row tid starts at tid * N: aligned to 4 floats only when N is; the variant the JIT
+    # compiles for N a multiple of 16 (tl.dynamic_alignment) may count on it, the general one not.
+    func = _rows_of_dynamic_width()
+    for config, want in (({"tl.dynamic_alignment": "16:N"}, "16-byte accesses"), ({}, "element by element")):
+        lowered, remarks, _ = _tl.lower_cuda(func.node, dict(config, **{"tl.target_arch": "sm_90a"}), False)
+        assert any("T.vectorized loop" in r and want in r for r in remarks), remarks
+
+
+def test_dynamic_row_width_copy_runs_on_the_cpu():
+    rng = np.random.default_rng(3)
+    for n in (128, 130):
+        a = rng.standard_normal((32, n)).astype(np.float32)
+        b = np.full((32, n), -7.0, np.float32)
+        tilelang.compile(_rows_of_dynamic_width(), target="cpu")(a, b)
+        want = np.full((32, n), -7.0, np.float32)
+        for t in range(32):
+            want[t, t * 4:t * 4 + 4] = a[t, t * 4:t * 4 + 4]
+        np.testing.assert_array_equal(b, want)

@@ -69,7 +69,8 @@ bool Uses(const Expr& e, const Var* v) {
 class LoopVectorizer : public IRMutator {
  public:
   LoopVectorizer(const Stmt& body, PassContext& ctx)
-      : ctx_(ctx), gemm_(cuda::GemmOperands(body)), wgmma_(cuda::WgmmaOperands(body)) {}
+      : ctx_(ctx), gemm_(cuda::GemmOperands(body)), wgmma_(cuda::WgmmaOperands(body)),
+        promise_(cuda::DynamicAlignment(ctx)) {}
   int vectorized = 0;
 
  protected:
@@ -205,7 +206,7 @@ class LoopVectorizer : public IRMutator {
       return an_.Simplify(Substitute(off, [&](const Var* v) -> Expr { return Let(v); }));
     };
     Expr first = offset(0);
-    arith::detail::LinearForm f = arith::detail::ParseLinear(first);
+    arith::detail::LinearForm f = arith::detail::ParseLinear(Promised(first));
     if (f.overflow || f.constant % k != 0) return false;
     for (const auto& term : f.terms) {
       if (term.second % k != 0) return false;
@@ -217,6 +218,21 @@ class LoopVectorizer : public IRMutator {
     return true;
   }
 
+  /// `e` with each dynamic size the JIT promised to be a multiple of promise_.elems read as
+  /// that multiple (tid * N -> tid * N * 16), so the alignment proof may count on it: a row
+  /// of N elements then starts on a vector.
+  Expr Promised(const Expr& e) {
+    if (promise_.elems <= 1) return e;
+    struct Scale : IRMutator {
+      const cuda::AlignmentPromise* promise;
+      Expr Mutate_(const Var* op, const Expr& self) override {
+        return promise->Covers(op) ? self * MakeInt(promise->elems, op->dtype) : self;
+      }
+    } scale;
+    scale.promise = &promise_;
+    return an_.Simplify(scale.Mutate(e));
+  }
+
   Expr Let(const Var* v) const {
     auto it = lets_.find(v);
     return it == lets_.end() ? nullptr : it->second;
@@ -225,6 +241,7 @@ class LoopVectorizer : public IRMutator {
   PassContext& ctx_;
   std::unordered_map<const Var*, Expr> lets_;  ///< enclosing lets, their values with earlier lets inlined
   std::unordered_set<const BufferNode*> gemm_, wgmma_;
+  cuda::AlignmentPromise promise_;  ///< dynamic sizes this variant may take as multiples
   arith::Analyzer an_;
 };
 
