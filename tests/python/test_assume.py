@@ -4,6 +4,7 @@ range counts as such a fact (`for j in T.serial(N)` needs no `j < N` guard). Res
 checked on the CPU target; the guards' absence in the CUDA code is checked by compiling for
 sm_90a (no GPU needed)."""
 import numpy as np
+import pytest
 
 import tilelang
 import tilelang.language as T
@@ -111,3 +112,29 @@ def test_an_assumption_holds_to_the_end_of_its_block_only(rng):
     got = a.copy()
     compile_cpu(_scoped())(got, 3)
     np.testing.assert_array_equal(got, want)
+
+
+def _runtime_checked():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32), scale: T.int32):
+        with T.Kernel(1, threads=32):
+            T.assume(N % 4 == 0 and scale > 0)
+            for i in T.serial(N):
+                T.assume(i < N)  # names a loop index: left to the kernel, never checked on the host
+                A[i] = A[i] * scale
+
+    return main
+
+
+def test_assumptions_over_parameters_are_checked_before_each_launch(rng):
+    kernel = compile_cpu(_runtime_checked())
+    a = rand(rng, (8,))
+    got = a.copy()
+    kernel(got, 3)
+    np.testing.assert_array_equal(got, a * 3)
+    with pytest.raises(RuntimeError, match=r"Assume: N % 4 == 0 and scale > 0 does not hold .*N = 6"):
+        kernel(rand(rng, (6,)), 3)
+    with pytest.raises(RuntimeError, match=r"Assume: N % 4 == 0 and scale > 0 .*scale = 0"):
+        kernel(rand(rng, (8,)), 0)

@@ -100,6 +100,7 @@ class PrimFunc:
         # T.annotate_pass_configs / T.annotate_compile_flags in the body
         self.pass_configs = None
         self.compile_flags = None
+        self.assumptions = []  # T.assume conditions, printed
 
     @property
     def attrs(self) -> dict:
@@ -125,6 +126,7 @@ class PrimFunc:
     def _take_annotations(self, builder):
         self.pass_configs = dict(builder.pass_configs) if builder.pass_configs else None
         self.compile_flags = list(builder.compile_flags) if builder.compile_flags else None
+        self.assumptions = list(builder.assumptions)
         return self
 
     def script(self) -> str:

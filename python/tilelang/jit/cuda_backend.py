@@ -274,6 +274,8 @@ class CudaBackend:
             # A workspace is freed when this call returns: torch's caching allocator keeps
             # its memory for the stream, so the kernels queued on it still own it.
             values[i] = out.data_ptr()
+        if k._assume_checks:
+            k._check_assumptions(dims, values)
         dyn = [dims[name] for name in self._dyn_names]
         values.extend(dyn)
         gp = self._grid_params

@@ -204,6 +204,7 @@ class JITKernel:
             # A mistake found while lowering: point at the user's line, as the front end does.
             msg, file, line, col, _, end_col = e.args
             raise TileLangCompileError(msg, file, line, col, end_col) from None
+        self._assume_checks = self._host_assumptions()
         if os.environ.get("TILELANG_REMARKS", "0") not in ("0", "", "false"):
             for r in self.remarks:
                 print(f"[tilelang] {self.name}: {r}", file=sys.stderr)
@@ -511,6 +512,8 @@ class JITKernel:
             (outputs if i in self.out_idx else workspaces).append(out)
             values[i] = out.data_ptr() if use_torch is not None and use_torch is not False else \
                 out.__array_interface__["data"][0]
+        if self._assume_checks:
+            self._check_assumptions(dims, values)
         for name, *_ in self.dynamic_dims:
             values.append(dims[name])
         status = self._module.run(values)
@@ -524,6 +527,37 @@ class JITKernel:
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _host_assumptions(self):
+        """The T.assume conditions over scalar parameters and dynamic sizes only (`N % 4 ==
+        0`), compiled as Python: the host checks them before each launch, as upstream does. A
+        condition naming anything else (a loop or thread index, an element, a function) is
+        left to the kernel, which trusts it; so is one with a true division, whose meaning
+        on integers Python does not share."""
+        names = {p.name for p in self.params if not p.is_tensor and not p.is_pointer}
+        names |= {name for name, *_ in self.dynamic_dims}
+        checks = []
+        for text in getattr(self.func, "assumptions", ()):
+            if " / " in text:
+                continue
+            try:
+                code = compile(text, "<T.assume>", "eval")
+            except SyntaxError:
+                continue
+            if code.co_names and set(code.co_names) <= names:
+                checks.append((text, code))
+        return checks
+
+    def _check_assumptions(self, dims, values):
+        """Raises RuntimeError "Assume: <condition>" for a T.assume the call's sizes break."""
+        env = dict(dims)
+        for i, p in enumerate(self.params):
+            if not p.is_tensor and not p.is_pointer and values[i] is not None:
+                env[p.name] = values[i]
+        for text, code in self._assume_checks:
+            if not eval(code, {"__builtins__": {}}, env):  # noqa: S307 - our own printed condition, names checked
+                raise TileLangRuntimeError(f"{self.name}(): Assume: {text} does not hold for this call "
+                                           f"({', '.join(f'{k} = {env[k]}' for k in sorted(set(code.co_names)))})")
 
     def _null_tensor(self, p):
         """None for a tensor parameter the kernel never uses (an optional input the program was

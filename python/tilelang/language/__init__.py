@@ -1148,8 +1148,9 @@ def align_up(x, alignment):
 def assume(cond):
     """A fact the program guarantees (``T.assume(0 <= l + i and l + i < N)``), from this
     statement to the end of its block. Comparisons in it (joined by ``and``) let the compiler
-    drop the range guards of global accesses they imply; it trusts them, as upstream does. A
-    compile-time False is an error."""
+    drop the range guards of global accesses they imply; it trusts them, as upstream does. One
+    over the kernel's scalar parameters and dynamic sizes only (``N % 4 == 0``) is checked
+    before each launch (RuntimeError "Assume: ..."). A compile-time False is an error."""
     if isinstance(cond, numbers.Number) and not isinstance(cond, PrimExpr):
         if not cond:
             raise _b._UserError("T.assume: the condition is False at compile time")
@@ -1158,6 +1159,7 @@ def assume(cond):
     if v.dtype != "bool":
         raise _b._UserError(f"T.assume takes a condition (a bool expression), got a {v.dtype} value")
     _b.emit(_tl.attr("tl.assume", [v.node], _b.current_span()))
+    _b.current().assumptions.append(repr(v.node))
     return None
 
 

@@ -43,6 +43,9 @@ class Builder:
         # T.annotate_pass_configs / T.annotate_compile_flags: the function's own
         self.pass_configs = None
         self.compile_flags = None
+        # T.assume conditions as printed (`N % 4 == 0`): those over parameters only are
+        # checked by the JIT before each launch (jit/kernel.py, host_assume_checks)
+        self.assumptions = []
 
     def open(self):
         self.frames.append(Frame())
