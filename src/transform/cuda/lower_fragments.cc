@@ -556,12 +556,28 @@ Stmt FragmentRewriter::Mutate_(const FillOp* op, const Stmt& self) {
   auto it = regs_.find(op->dst.buffer.get());
   if (it == regs_.end()) return IRMutator::Mutate_(op, self);
   RefuseUnderThreadBranch(self, "T.fill");
-  int64_t m, n;
-  bool whole = it->second.layout->is_rows() ? op->dst.ranges.size() == 1 : IsWhole2D(op->dst, &m, &n);
-  if (!whole) {
-    TL_USER_ERROR(op->span) << "T.fill of part of a register fragment is not supported";
+  if (CoversWholeBuffer(op->dst)) return FillRegs(it->second, op->value, op->span);
+  return FillPartOfRegs(it->second, MutateRegion(op->dst), op->value, op->span);
+}
+
+/// T.fill of a region of a register fragment (`T.clear(C_local[:64, :32])`): each thread
+/// sets those of its registers whose element falls inside the region.
+Stmt FragmentRewriter::FillPartOfRegs(const RegFragment& rf, const Region& region, const Expr& value,
+                                      const Span& span) {
+  const size_t rank = rf.layout->is_rows() ? 1 : 2;
+  TL_ICHECK(region.ranges.size() == rank) << "T.fill region of rank " << region.ranges.size()
+                                          << " on a register fragment of rank " << rank;
+  VarRef l = Var::Make("l");
+  auto [i, j] = rf.layout->Inverse(tx_, l);
+  Expr inside;
+  const Expr at[2] = {i, j};
+  for (size_t d = 0; d < rank; ++d) {
+    const Range& rg = region.ranges[d];
+    inside = And(inside, And(GE(at[d], rg.min), LT(at[d], rg.min + rg.extent)));
   }
-  return FillRegs(it->second, op->value, op->span);
+  Stmt st = BufferStore::Make(rf.regs, {l}, Cast::Make(rf.regs->dtype, value), span);
+  st = IfThenElse::Make(inside, st, nullptr, span);
+  return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span);
 }
 
 Stmt FragmentRewriter::Mutate_(const AtomicOp* op, const Stmt& self) {

@@ -160,6 +160,7 @@ class FragmentRewriter : public IRMutator {
   /// cond provably fails on them (in the ranges of the enclosing loops).
   bool UnreachedIterationsIdle(const NestAnchor& a, const ParallelNest& nest, const Buffer& frag);
 
+  Stmt FillPartOfRegs(const RegFragment& rf, const Region& region, const Expr& value, const Span& span);
   Stmt FillRegs(const RegFragment& rf, const Expr& value, const Span& span) {
     VarRef l = Var::Make("l");
     Stmt st = BufferStore::Make(rf.regs, {l}, Cast::Make(rf.regs->dtype, value), span);

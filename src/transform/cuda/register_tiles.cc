@@ -126,7 +126,8 @@ class CandidateFinder : public IRVisitor {
   }
 
   void Visit_(const FillOp* op) override {
-    if (!CoversWholeBuffer(op->dst)) Reject(op->dst.buffer);
+    // A part of the tile is filled register by register (FillPartOfRegs), over both dimensions.
+    if (op->dst.ranges.size() != 2) Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
   }
 
