@@ -85,6 +85,30 @@ def two_gemms_two_waits(M=64, N=64, K=64):
     return main
 
 
+def mla_like(H=64, BI=64, D=256, tail=64, stages=2, dtype="bfloat16"):
+    """Upstream's sparse MLA pattern: three T.wgmma_gemm into one accumulator on column windows
+    of Q and of a stage of a staged KV tile, one T.wait_wgmma(0) per stage."""
+    W = D + tail
+
+    @T.prim_func
+    def main(Q: T.Tensor((H, W), dtype), KV: T.Tensor((stages, BI, W), dtype),
+             S: T.Tensor((stages, H, BI), "float32")):
+        with T.Kernel(1, threads=128):
+            Q_s = T.alloc_shared((H, W), dtype)
+            KV_s = T.alloc_shared((stages, BI, W), dtype)
+            acc = T.alloc_fragment((H, BI), "float32")
+            T.copy(Q, Q_s)
+            T.copy(KV, KV_s)
+            for st in T.serial(stages):
+                T.clear(acc)
+                T.wgmma_gemm(Q_s[:, :D // 2], KV_s[st, :, :D // 2], acc, transpose_B=True)
+                T.wgmma_gemm(Q_s[:, D // 2:D], KV_s[st, :, D // 2:D], acc, transpose_B=True)
+                T.wgmma_gemm(Q_s[:, D:], KV_s[st, :, D:], acc, transpose_B=True)
+                T.wait_wgmma(0)
+                T.copy(acc, S[st, :, :])
+    return main
+
+
 def run_cpu(func, *arrays, out_shape):
     kernel = tilelang.compile(func, target="cpu")
     out = np.full(out_shape, np.nan, dtype=np.float32)  # poisoned: every element must be written
@@ -111,6 +135,13 @@ def test_static_window_and_two_waits_on_cpu(rng):
     b2 = rand(rng, (64, 64), "bfloat16")
     out = run_cpu(two_gemms_two_waits(), a, b, b2, out_shape=(64, 64))
     assert_close(out, f64(a) @ f64(b) - 2 * (f64(a) @ f64(b2)))
+
+
+def test_mla_like_windows_of_stages_on_cpu(rng):
+    q, kv = rand(rng, (64, 320), "bfloat16"), rand(rng, (2, 64, 320), "bfloat16")
+    out = np.full((2, 64, 64), np.nan, dtype=np.float32)
+    tilelang.compile(mla_like(), target="cpu")(q, kv, out)
+    assert_close(out, np.stack([f64(q) @ f64(kv[s]).T for s in range(2)]))
 
 
 def _source(func):
@@ -151,6 +182,13 @@ def test_sm90_static_window_starts_inside_a_panel():
     src = _source(static_window())
     assert src.count("tl::gemm_ss_wgmma_issue<") == 1 and _waits(src) == ["0"]
     assert "64, 64, 16, false, true, true, 1, 1, 32, 32>(" in src
+
+
+def test_sm90_mla_like_windows_of_stages():
+    src = _source(mla_like())
+    assert src.count("tl::gemm_ss_wgmma_issue<") == 3 and _waits(src) == ["0"]
+    # windows of 128 and 64 columns of tiles 320 wide: the tile's columns follow K
+    assert src.count(", 320, 320>(") == 3
 
 
 def test_plain_gemm_keeps_its_own_wait():
@@ -293,7 +331,7 @@ def test_sm90_kernels_compile_without_spills():
     if not ok:
         pytest.skip(f"no CUDA compiler: {why}")
     for func in (sliced(64, 64, 64, 4), sliced(128, 64, 64, 2), sliced(64, 128, 128, 2), static_window(),
-                 two_gemms_two_waits(), sliced(64, 128, 64, 1, trans_b=False)):
+                 two_gemms_two_waits(), sliced(64, 128, 64, 1, trans_b=False), mla_like()):
         usage = tilelang.compile(func, target=SM90)._cuda.resource_usage
         if usage["registers"] is None:
             pytest.skip("the compiler does not report ptxas statistics")
