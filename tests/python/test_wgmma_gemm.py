@@ -232,6 +232,44 @@ def test_wait_wgmma_pipelined_loop_is_not_warp_specialized():
     assert_close(run_cpu(main, a, b, out_shape=(M, N)), f64(a) @ f64(b).T)
 
 
+def explicit_ws(M=128, N=128, K=256, bM=64, bN=64, bK=64, stages=2, dtype="float16"):
+    """Warpgroup 1 loads stages by TMA, warpgroup 0 issues T.wgmma_gemm on the stage, waits
+    for it, then frees the stage (the wait before the release is the program's)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=256) as (bx, by):
+            A_s = T.alloc_shared((stages, bM, bK), dtype)
+            B_s = T.alloc_shared((stages, bK, bN), dtype)
+            acc = T.alloc_fragment((bM, bN), "float32")
+            bars = T.alloc_barrier([128] * (2 * stages))
+            with T.ws(0):
+                T.clear(acc)
+            for k in range(T.ceildiv(K, bK)):
+                s = k % stages
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=bars[s + stages], parity=((k // stages) % 2) ^ 1)
+                    T.tma_copy(A[by * bM:(by + 1) * bM, k * bK:(k + 1) * bK], A_s[s, :, :], barrier=bars[s])
+                    T.tma_copy(B[k * bK:(k + 1) * bK, bx * bN:(bx + 1) * bN], B_s[s, :, :], barrier=bars[s])
+                    T.mbarrier_arrive(mbarrier=bars[s])
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=bars[s], parity=(k // stages) % 2)
+                    T.wgmma_gemm(A_s[s, :, :], B_s[s, :, :], acc)
+                    T.wait_wgmma(0)
+                    T.mbarrier_arrive(mbarrier=bars[s + stages])
+            with T.ws(0):
+                T.copy(acc, C[by * bM, bx * bN])
+    return main
+
+
+def test_explicit_warp_specialized_wgmma_gemm(rng):
+    a, b = rand(rng, (128, 256), "float16"), rand(rng, (256, 128), "float16")
+    assert_close(run_cpu(explicit_ws(), a, b, out_shape=(128, 128)), f64(a) @ f64(b))
+    src = _source(explicit_ws())
+    issue, wait = src.index("tl::gemm_ss_wgmma_issue<"), src.index("tl::wait_wgmma<0>();")
+    release = src.index("tl::mbarrier_arrive((&bars[(s + 2)]))")
+    assert issue < wait < release and _waits(src) == ["0"]
+
+
 def _rows32():
     @T.prim_func
     def main(A: T.Tensor((32, 64), "float16"), B: T.Tensor((64, 64), "float16"), D: T.Tensor((32, 64), "float32")):
@@ -331,7 +369,7 @@ def test_sm90_kernels_compile_without_spills():
     if not ok:
         pytest.skip(f"no CUDA compiler: {why}")
     for func in (sliced(64, 64, 64, 4), sliced(128, 64, 64, 2), sliced(64, 128, 128, 2), static_window(),
-                 two_gemms_two_waits(), sliced(64, 128, 64, 1, trans_b=False), mla_like()):
+                 two_gemms_two_waits(), sliced(64, 128, 64, 1, trans_b=False), mla_like(), explicit_ws()):
         usage = tilelang.compile(func, target=SM90)._cuda.resource_usage
         if usage["registers"] is None:
             pytest.skip("the compiler does not report ptxas statistics")
