@@ -469,13 +469,12 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
 
 
 def wgmma_gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
-               clear_accum=False, k_pack=1, wg_wait=0, mbar=None, annotations=None):
+               clear_accum=False, annotations=None):
     """C += A @ B as T.gemm, but on Hopper (sm_90a) its wgmma instructions are issued without
     waiting: C is complete only after a later ``T.wait_wgmma(n)``. It must lower to wgmma (a
     compile error says why where it cannot, sm_80 included). On the CPU it is T.gemm."""
     _b.require_kernel("T.wgmma_gemm")
-    gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait, mbar, annotations,
-         _async_wgmma=True)
+    gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, annotations=annotations, _async_wgmma=True)
 
 
 def _static_bool(v, name):
