@@ -270,6 +270,30 @@ def test_explicit_warp_specialized_wgmma_gemm(rng):
     assert issue < wait < release and _waits(src) == ["0"]
 
 
+def test_pipelined_wgmma_gemm_must_be_waited_in_its_iteration(rng):
+    M, N, K, bk = 64, 64, 256, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), D: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, bk), "float16")
+            B_s = T.alloc_shared((N, bk), "float16")
+            C = T.alloc_fragment((M, N), "float32")
+            T.clear(C)
+            for k in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[0, k * bk], A_s)
+                T.copy(B[0, k * bk], B_s)
+                T.wgmma_gemm(A_s, B_s, C, transpose_B=True)
+            T.wait_wgmma(0)
+            T.copy(C, D)
+
+    # the next iteration's prefetch would overwrite the stage the wgmmas still read
+    with pytest.raises(tvm.error.InternalError, match="not waited for with T.wait_wgmma"):
+        tilelang.lower(main, target=SM90)
+    a, b = rand(rng, (M, K), "float16"), rand(rng, (N, K), "float16")
+    assert_close(run_cpu(main, a, b, out_shape=(M, N)), f64(a) @ f64(b).T)
+
+
 def _rows32():
     @T.prim_func
     def main(A: T.Tensor((32, 64), "float16"), B: T.Tensor((64, 64), "float16"), D: T.Tensor((32, 64), "float32")):
