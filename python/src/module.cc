@@ -381,9 +381,11 @@ NB_MODULE(_tl, m) {
   });
   // tf32: A or B was declared T.tfloat32 (GemmOp::tf32)
   m.def("gemm", [](const PyRegion& a, const PyRegion& b, const PyRegion& c, bool ta, bool tb, int policy,
-                   const PyExpr& clear, const PySpan& span, bool tf32) {
-    return PyStmt{op::MakeGemm(ToRegion(a), ToRegion(b), ToRegion(c), ta, tb, policy, clear.e, ToSpan(span), tf32)};
-  });
+                   const PyExpr& clear, const PySpan& span, bool tf32, bool async_wgmma) {
+    return PyStmt{op::MakeGemm(ToRegion(a), ToRegion(b), ToRegion(c), ta, tb, policy, clear.e, ToSpan(span), tf32,
+                               async_wgmma)};
+  }, nb::arg("a"), nb::arg("b"), nb::arg("c"), nb::arg("ta"), nb::arg("tb"), nb::arg("policy"), nb::arg("clear"),
+     nb::arg("span"), nb::arg("tf32"), nb::arg("async_wgmma") = false);
   m.def("fill", [](const PyRegion& dst, const PyExpr& v, const PySpan& span) {
     return PyStmt{op::MakeFill(ToRegion(dst), v.e, ToSpan(span))};
   });

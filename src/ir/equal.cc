@@ -202,6 +202,7 @@ class EqualChecker {
   }
   bool Eq_(const GemmOp* a, const GemmOp* b) {
     return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->policy == b->policy && a->tf32 == b->tf32 &&
+           a->async_wgmma == b->async_wgmma &&
            RegionEq(a->a, b->a) && RegionEq(a->b, b->b) && RegionEq(a->c, b->c) &&
            Eq(a->clear_accum, b->clear_accum);
   }

@@ -245,7 +245,8 @@ Stmt IRMutator::Mutate_(const GemmOp* op, const Stmt& self) {
       clr == op->clear_accum) {
     return self;
   }
-  return GemmOp::Make(a, b, c, op->trans_a, op->trans_b, op->policy, clr, op->span, op->tf32);
+  return GemmOp::Make(a, b, c, op->trans_a, op->trans_b, op->policy, clr, op->span, op->tf32,
+                      op->async_wgmma);
 }
 Stmt IRMutator::Mutate_(const FillOp* op, const Stmt& self) {
   Region d = MutateRegion(op->dst);

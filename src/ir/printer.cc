@@ -111,7 +111,7 @@ class Printer {
       }
       case NodeKind::kGemmOp: {
         const auto* op = As<GemmOp>(s);
-        os_ << pad << "T.gemm(" << RegionStr(op->a) << ", " << RegionStr(op->b) << ", "
+        os_ << pad << (op->async_wgmma ? "T.wgmma_gemm(" : "T.gemm(") << RegionStr(op->a) << ", " << RegionStr(op->b) << ", "
             << RegionStr(op->c);
         if (op->trans_a) os_ << ", transpose_A=True";
         if (op->trans_b) os_ << ", transpose_B=True";

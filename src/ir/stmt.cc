@@ -161,12 +161,12 @@ Stmt CopyOp::Make(Region src, Region dst, Span span) {
 }
 
 Stmt GemmOp::Make(Region a, Region b, Region c, bool trans_a, bool trans_b, GemmPolicy policy,
-                  Expr clear_accum, Span span, bool tf32) {
+                  Expr clear_accum, Span span, bool tf32, bool async_wgmma) {
   CheckRegion(a, "gemm");
   CheckRegion(b, "gemm");
   CheckRegion(c, "gemm");
   return std::make_shared<GemmOp>(std::move(a), std::move(b), std::move(c), trans_a, trans_b,
-                                  policy, std::move(clear_accum), std::move(span), tf32);
+                                  policy, std::move(clear_accum), std::move(span), tf32, async_wgmma);
 }
 
 Stmt FillOp::Make(Region dst, Expr value, Span span) {

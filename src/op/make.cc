@@ -228,7 +228,7 @@ Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span) {
 }
 
 Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans_b, int policy,
-              Expr clear_accum, const Span& span, bool tf32) {
+              Expr clear_accum, const Span& span, bool tf32, bool async_wgmma) {
   Region ra = Whole(a, "T.gemm", "A", span), rb = Whole(b, "T.gemm", "B", span),
          rc = Whole(c, "T.gemm", "C", span);
   auto two_d = [&](const Region& r, const char* role) {
@@ -283,7 +283,7 @@ Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans
   }
   if (!clear_accum) clear_accum = MakeBool(false);
   return GemmOp::Make(ra, rb, rc, trans_a, trans_b, static_cast<GemmPolicy>(policy),
-                      ToBool(clear_accum), span, tf32);
+                      ToBool(clear_accum), span, tf32, async_wgmma);
 }
 
 Stmt MakeFill(RegionSpec dst, Expr value, const Span& span) {

@@ -32,6 +32,8 @@ enum IntrinsicEffect : uint32_t {
   kVote = 1u << 15,             ///< a vote over the lanes' operands (T.any_sync, T.syncthreads_count, ...)
   kPerThread = 1u << 16,        ///< each thread that reaches it does it once (mbarrier arrivals and waits)
   kSm100aOnly = 1u << 17,       ///< on CUDA, only for sm_100a and newer "a" targets (upstream's rule)
+  kWgmmaWait = 1u << 18,        ///< T.wait_wgmma: where the in-flight accumulators of T.wgmma_gemm are written
+  kWgmmaInFlight = 1u << 19,    ///< returns with its wgmmas in flight: they read A and B until a later wait
 };
 
 struct IntrinsicInfo {

@@ -197,11 +197,15 @@ struct GemmOp final : StmtNode {
   /// rounded to TF32 (10-bit mantissa, round to nearest, ties away from zero: cvt.rna)
   /// before the products, which are summed in float32. A, B and C are float32.
   const bool tf32;
+  /// T.wgmma_gemm: it must lower to Hopper's wgmma (an error where it cannot), whose
+  /// instructions are issued and committed without a wait; the accumulator is final only
+  /// after a later T.wait_wgmma (the wait_wgmma intrinsic). On the CPU an ordinary GEMM.
+  const bool async_wgmma;
   static Stmt Make(Region a, Region b, Region c, bool trans_a, bool trans_b, GemmPolicy policy,
-                   Expr clear_accum, Span span = {}, bool tf32 = false);
-  GemmOp(Region a_, Region b_, Region c_, bool ta, bool tb, GemmPolicy p, Expr clr, Span s, bool t32)
+                   Expr clear_accum, Span span = {}, bool tf32 = false, bool async_wgmma = false);
+  GemmOp(Region a_, Region b_, Region c_, bool ta, bool tb, GemmPolicy p, Expr clr, Span s, bool t32, bool aw)
       : StmtNode(kKind, std::move(s)), a(std::move(a_)), b(std::move(b_)), c(std::move(c_)),
-        trans_a(ta), trans_b(tb), policy(p), clear_accum(std::move(clr)), tf32(t32) {}
+        trans_a(ta), trans_b(tb), policy(p), clear_accum(std::move(clr)), tf32(t32), async_wgmma(aw) {}
 };
 
 /// Every element of `dst` = value (cast to the buffer's dtype).

@@ -31,7 +31,8 @@ ir::Expr MakeMath(const std::string& name, std::vector<ir::Expr> args, const Spa
 ir::Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span);
 /// tf32: A or B was declared T.tfloat32 (see GemmOp::tf32); A, B and C must then be float32.
 ir::Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans_b,
-                  int policy, ir::Expr clear_accum, const Span& span, bool tf32 = false);
+                  int policy, ir::Expr clear_accum, const Span& span, bool tf32 = false,
+                  bool async_wgmma = false);
 ir::Stmt MakeFill(RegionSpec dst, ir::Expr value, const Span& span);
 ir::Stmt MakeReduce(RegionSpec src, RegionSpec dst, ir::ReduceKind kind, int dim, bool clear,
                     const Span& span);

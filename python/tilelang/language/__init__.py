@@ -457,7 +457,7 @@ class GemmWarpPolicy(enum.IntEnum):
 
 
 def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
-         clear_accum=False, k_pack=1, wg_wait=0, mbar=None, annotations=None):
+         clear_accum=False, k_pack=1, wg_wait=0, mbar=None, annotations=None, *, _async_wgmma=False):
     """C += A @ B on tiles (A and B transposed when asked)."""
     _b.require_kernel("T.gemm")
     clear = as_expr(clear_accum, "bool").node if not isinstance(clear_accum, _builtins.bool) else _vconst(clear_accum, "bool").node
@@ -465,7 +465,16 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
     tf32 = any(getattr(x.buffer if isinstance(x, BufferRef) else x, "tf32", False) for x in (A, B))
     _b.emit(_tl.gemm(to_region(A, "T.gemm A"), to_region(B, "T.gemm B"), to_region(C, "T.gemm C"),
                      _static_bool(transpose_A, "transpose_A"), _static_bool(transpose_B, "transpose_B"),
-                     int(policy), clear, _b.current_span(), tf32))
+                     int(policy), clear, _b.current_span(), tf32, _async_wgmma))
+
+
+def wgmma_gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+               clear_accum=False, annotations=None):
+    """C += A @ B as T.gemm, but on Hopper (sm_90a) its wgmma instructions are issued without
+    waiting: C is complete only after a later ``T.wait_wgmma(n)``. It must lower to wgmma (a
+    compile error says why where it cannot, sm_80 included). On the CPU it is T.gemm."""
+    _b.require_kernel("T.wgmma_gemm")
+    gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, annotations=annotations, _async_wgmma=True)
 
 
 def _static_bool(v, name):

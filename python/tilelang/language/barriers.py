@@ -260,9 +260,13 @@ def ptx_wait_group(count=0):
 
 
 def wait_wgmma(id):  # noqa: A002 - upstream's name
-    """Upstream: waits for in-flight wgmma groups. T.gemm here returns with its wgmmas
-    complete, so there is nothing to wait for (noted)."""
-    _noted(f"T.wait_wgmma({id})", "no-op (T.gemm here waits for its own wgmmas)")
+    """Waits until at most `id` groups of the wgmma instructions T.wgmma_gemm issued are still
+    in flight (0: all done); the accumulators of those GEMMs are complete from here on.
+    T.gemm waits for its own wgmmas, so only T.wgmma_gemm needs it. A no-op on the CPU."""
+    _b.require_kernel("T.wait_wgmma")
+    if not _is_int(id) or isinstance(id, bool) or id < 0:
+        raise _b._UserError(f"T.wait_wgmma: the count of groups left in flight must be a non-negative int, got {id!r}")
+    _emit_call("wait_wgmma", [_tl.const_int(int(id), "int32")])
 
 
 def annotate_producer_reg_dealloc(reg_count=24):

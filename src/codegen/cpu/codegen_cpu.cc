@@ -188,6 +188,7 @@ class CpuCodegen : public CPrinter {
       return s + ")";
     }
     if (op->op == "fence_proxy_async") return "(void)0";
+    if (HasEffect(op, kWgmmaWait)) return "(void)0";  // T.wait_wgmma: the CPU's GEMMs are complete at once
     if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
     if (op->op == "fns") {
       return "tl::fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +

@@ -417,11 +417,13 @@ class CudaCodegen : public CPrinter {
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
+    if (op->op == "wait_wgmma") return "tl::wait_wgmma<" + Print(op->args[0]) + ">()";
+    if (op->op == "wgmma_hold") return "tl::wgmma_hold<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
     if (op->op == "wgmma_wait_hold") {
       return "tl::wgmma_wait_hold<" + Print(op->args[1]) + ", " + Print(op->args[2]) + ">(" + Print(op->args[0]) + ")";
     }
     if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" || op->op == "gemm_ss_wgmma_issue") {
-      // ss: (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups_n, m_blocks);
+      // ss: (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups_n, m_blocks[, KTileA, KTileB]);
       // rs: (A, B, C, M, N, K, trans_b, proxy_fence, m_blocks). The template arguments follow
       // the pointers; trailing ones at their defaults (true, 1, 1) are left out.
       const size_t first_default = op->op == "gemm_rs_wgmma" ? 7 : 8;

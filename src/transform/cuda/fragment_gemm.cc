@@ -4,10 +4,12 @@
 /// or element loops where tensor cores do not apply; layout inference
 /// (fragment_inference.cc) made the choice.
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
@@ -19,6 +21,8 @@
 #include "thread_binding.h"
 
 namespace tl::transform::fragments {
+
+using ir::IRVisitor;
 
 /// T.gemm with A in registers (the accumulator layout of M x K, warps along M only):
 /// gemm_rs packs A's registers into mma operands without touching shared memory.
@@ -94,20 +98,93 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
                             MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
                             MakeBool(op->trans_a), MakeBool(op->trans_b), MakeBool(true), MakeInt(wg_n),
                             MakeInt(reps)};
-  out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss_wgmma", args), op->span));
-  ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
-                         op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(n_per_wg, 256)) +
+  if (op->async_wgmma) {
+    // (KTileA, KTileB): the columns of the tiles whose windows K-major operands are, when a
+    // window is narrower than its tile (T.wgmma_gemm on A_s[:, j * 16 : (j + 1) * 16]).
+    int64_t kc = 0, ka = 0, kb = 0;
+    AsConstInt(k, &kc);
+    ka = kc, kb = kc;
+    if (!op->trans_a) AsConstInt(a.buffer->shape.back(), &ka);
+    if (op->trans_b) AsConstInt(b.buffer->shape.back(), &kb);
+    if (ka != kc || kb != kc) {
+      args.push_back(MakeInt(ka));
+      args.push_back(MakeInt(kb));
+    }
+  }
+  // T.wgmma_gemm: issued and committed, waited for by the program's T.wait_wgmma.
+  out.push_back(Evaluate::Make(Call::Make(DType::Void(), op->async_wgmma ? "gemm_ss_wgmma_issue" : "gemm_ss_wgmma",
+                                          args),
+                               op->span));
+  ctx_.remarks.push_back(std::string(op->async_wgmma ? "T.wgmma_gemm " : "T.gemm ") + op->a.buffer->name + " x " +
+                         op->b.buffer->name + " -> " + op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(n_per_wg, 256)) +
                          (op->a.buffer->dtype.bits == 8 ? "k32 (float8)" : "k16") + " from shared memory, " +
                          std::to_string(rf.layout->m() / 64 / reps * wg_n) +
                          " warpgroup(s)" +
                          (wg_n > 1 ? " (" + std::to_string(wg_n) + " along N, " + std::to_string(n_per_wg) +
                                          " columns each)"
                                    : "") +
-                         (reps > 1 ? " (" + std::to_string(reps) + " 64-row blocks each)" : ""));
+                         (reps > 1 ? " (" + std::to_string(reps) + " 64-row blocks each)" : "") +
+                         (op->async_wgmma ? ", not waited for (T.wait_wgmma)" : ""));
   return Seq::Make(out, op->span);
 }
 
+/// T.wgmma_gemm must become wgmma from shared memory (gemm_ss_wgmma_issue): the reason it
+/// cannot, at the user's line.
+void FragmentRewriter::RequireAsyncWgmma(const GemmOp* op) {
+  std::string why;
+  auto simt = simt_gemms_.find(op);
+  auto no = no_wgmma_.find(op);
+  if (wgmma_gemms_.count(op) && !rs_gemms_.count(op) && simt == simt_gemms_.end()) return;
+  if (no != no_wgmma_.end()) {
+    why = no->second;
+  } else if (simt != simt_gemms_.end()) {
+    why = simt->second;
+  } else if (rs_gemms_.count(op)) {
+    why = "operand A is a register fragment (T.wgmma_gemm reads A and B from shared memory here)";
+  } else if (!wgmma_gemms_.count(op)) {
+    auto arch = ctx_.config.find("tl.target_arch");
+    why = arch == ctx_.config.end() || arch->second != "sm_90a"
+              ? "the target is " + (arch == ctx_.config.end() ? std::string("unknown") : arch->second) + ", not sm_90a"
+              : "the GEMM takes another path";
+  }
+  TL_USER_ERROR(op->span) << "T.wgmma_gemm() requires Hopper WGMMA lowering (sm_90a, operands fit for wgmma), "
+                          << "but this GEMM cannot use it: " << why;
+}
+
+/// T.wait_wgmma: the accumulators of the kernel's T.wgmma_gemm calls are written here, so
+/// each is pinned in its registers after the wait (tl::wgmma_hold): no read of it moves
+/// above the wait.
+Stmt FragmentRewriter::Mutate_(const Evaluate* op, const Stmt& self) {
+  const auto* call = As<Call>(op->value);
+  if (!HasEffect(call, kWgmmaWait)) return IRMutator::Mutate_(op, self);
+  if (!async_accs_ready_) {
+    async_accs_ready_ = true;
+    struct Accumulators : IRVisitor {
+      std::vector<const BufferNode*>* out;
+      std::unordered_set<const BufferNode*> seen;
+      void Visit_(const GemmOp* g) override {
+        if (g->async_wgmma && seen.insert(g->c.buffer.get()).second) out->push_back(g->c.buffer.get());
+        IRVisitor::Visit_(g);
+      }
+    } accs;
+    accs.out = &async_accs_;
+    accs.Visit(kernel_body);
+  }
+  std::vector<Stmt> out{self};
+  for (const BufferNode* acc : async_accs_) {
+    auto it = regs_.find(acc);
+    if (it == regs_.end()) continue;
+    const Buffer& regs = it->second.regs;
+    out.push_back(Evaluate::Make(
+        Call::Make(DType::Void(), "wgmma_hold",
+                   {Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(regs, {MakeInt(0)})}), regs->shape[0]}),
+        op->span));
+  }
+  return out.size() == 1 ? self : Seq::Make(out, op->span);
+}
+
 Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
+  if (op->async_wgmma) RequireAsyncWgmma(op);
   auto simt = simt_gemms_.find(op);
   if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
   RefuseUnderThreadBranch(self, "T.gemm");  // every warp of the block issues its part

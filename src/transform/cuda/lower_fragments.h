@@ -88,6 +88,9 @@ class FragmentRewriter : public IRMutator {
   /// threads that take the branch hold only part of it.
   void RefuseUnderThreadBranch(const Stmt& op, const char* what);
   Stmt Mutate_(const GemmOp* op, const Stmt& self) override;
+  /// T.wait_wgmma (kWgmmaWait): the wait, then the in-flight accumulators pinned.
+  Stmt Mutate_(const Evaluate* op, const Stmt& self) override;
+  void RequireAsyncWgmma(const GemmOp* op);
   Stmt Mutate_(const ReduceOp* op, const Stmt& self) override;
   Stmt Mutate_(const AtomicOp* op, const Stmt& self) override;
   /// Row reduction of a register tile: each thread folds the registers of each of its
@@ -177,6 +180,9 @@ class FragmentRewriter : public IRMutator {
   int thread_branch_ = 0;                       ///< depth of branches on the thread index
   std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread
   std::unordered_map<const BufferNode*, RegFragment> regs_;
+  /// Accumulators of the kernel's T.wgmma_gemm calls (found at the first T.wait_wgmma).
+  std::vector<const BufferNode*> async_accs_;
+  bool async_accs_ready_ = false;
   std::unordered_map<const BufferNode*, Buffer> demoted_;
   /// Inside a T.Parallel nest over registers: each register fragment's expected indices
   /// (the nest's variables) and the register they map to.

@@ -26,6 +26,7 @@
 #include "thread_share.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
 #include "tl/transform/passes.h"
 
@@ -70,6 +71,32 @@ class Pipeliner : public cuda::ThreadShareMutator {
   }
 
  protected:
+  /// T.wgmma_gemm's wgmmas read their shared operands until a T.wait_wgmma. The loads this
+  /// loop prefetches go into the stage the previous iteration read, so a T.wgmma_gemm on a
+  /// staged tile must be waited for with T.wait_wgmma(0) later in the same iteration;
+  /// otherwise the next loads would overwrite operands its wgmmas may still read.
+  void CheckWgmmaWaited(const For* loop) {
+    bool pending = false;
+    ForEachExpr(loop->body, [&](const Expr& e) {
+      const auto* call = As<Call>(e);
+      int64_t n = -1;
+      if (HasEffect(call, kWgmmaInFlight)) {
+        for (int k = 0; k < 2; ++k) {
+          const auto* addr = As<Call>(call->args[k]);
+          const auto* load = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+          pending |= load && plan_.stages.count(load->buffer.get()) > 0;
+        }
+      } else if (HasEffect(call, kWgmmaWait) && AsConstInt(call->args[0], &n) && n == 0) {
+        pending = false;
+      }
+    });
+    if (pending) {
+      TL_USER_ERROR(loop->span) << "T.Pipelined: a T.wgmma_gemm on a tile this loop stages is not waited for with "
+                                   "T.wait_wgmma(0) later in the same iteration; the next iteration's loads into "
+                                   "its stage would overwrite operands its wgmmas may still read";
+    }
+  }
+
   // (ThreadShareMutator: in a branch on a range of threads, `if tx < 32: ... else:
   // <pipelined loop>`, the staged copies are spread over the range's threads.)
 
@@ -96,6 +123,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
         }
       }
     }
+    if (!producers.empty() || !gathers.empty()) CheckWgmmaWaited(op);
     if (producers.empty() && gathers.empty()) {
       if (s >= 2) ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why + ")");
       Stmt body = Mutate(op->body);

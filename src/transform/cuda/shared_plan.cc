@@ -47,16 +47,15 @@ bool StartsOnPanelAtom(const Buffer& b, const std::vector<Expr>& start) {
   return AsConstInt(arith::Analyzer().Simplify(FloorMod(offset, MakeInt(8 * cols))), &rem) && rem == 0;
 }
 
-/// Whether a wgmma operand window `start` begins a 128-byte panel of its tile: row 0 of
-/// the tile (of a stage), a column on a panel edge (WgmmaOptions::windows).
-bool StartsOnPanelColumn(const Buffer& b, const std::vector<Expr>& start) {
-  int64_t cols = 0, r = -1, c = -1;
-  if (start.size() < 2 || start.size() != b->shape.size() || !AsConstInt(b->shape.back(), &cols)) return false;
-  arith::Analyzer an;
-  if (!AsConstInt(an.Simplify(start[start.size() - 2]), &r) || !AsConstInt(an.Simplify(start.back()), &c)) {
-    return false;
-  }
-  return r == 0 && c % WgmmaPanelElems(cols, b->dtype.bytes()) == 0;
+/// Whether a wgmma operand window `start` (of a call with kWgmmaPanels) begins at row 0 of
+/// its tile (of a stage). Its columns need no check here: every such call's windows passed
+/// WgmmaUnfit (wgmma_select.cc), which for T.gemm puts them on a panel edge
+/// (WgmmaOptions::windows) and for T.wgmma_gemm on a panel edge or inside one, at a column
+/// that may be symbolic.
+bool StartsOnPanelRow(const Buffer& b, const std::vector<Expr>& start) {
+  int64_t r = -1;
+  if (start.size() < 2 || start.size() != b->shape.size()) return false;
+  return AsConstInt(arith::Analyzer().Simplify(start[start.size() - 2]), &r) && r == 0;
 }
 
 std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
@@ -74,7 +73,7 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
       out.insert(load->buffer.get());
       bool aligned = panelled.count(load->buffer.get())
                          ? StartsOnPanelAtom(load->buffer, load->indices) ||
-                               (HasEffect(call, kWgmmaPanels) && StartsOnPanelColumn(load->buffer, load->indices))
+                               (HasEffect(call, kWgmmaPanels) && StartsOnPanelRow(load->buffer, load->indices))
                          : StartsOnSwizzleAtom(load);
       if (!aligned) unaligned.insert(load->buffer.get());
     }

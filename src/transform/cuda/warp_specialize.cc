@@ -35,6 +35,8 @@
 
 #include "pass_helpers.h"
 #include "warp_specialize.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
@@ -57,6 +59,16 @@ class KernelRewriter : public IRMutator {
     if (!binding || binding->for_kind != ForKind::kThreadBinding || count.pipelined == 0) return self;
     if (disabled_) {
       ctx_.remarks.push_back("warp specialization is off (tl.disable_warp_specialized / tl.disable_tma_lower)");
+      return self;
+    }
+    // T.wgmma_gemm's wgmmas read their shared operands until the program's T.wait_wgmma;
+    // the consumer would release a stage right after the issue (the last statement that
+    // names it), while the wgmmas may still read it.
+    bool user_waits = false;
+    ForEachExpr(op->body, [&](const Expr& e) { user_waits |= HasEffect(As<Call>(e), kWgmmaWait); });
+    if (user_waits) {
+      ctx_.remarks.push_back("T.Pipelined: not warp-specialized (the kernel waits for its own wgmmas with "
+                             "T.wait_wgmma; cuda-pipeline keeps the loop's statement order)");
       return self;
     }
     WarpSpecializer sp(f_, ctx_);

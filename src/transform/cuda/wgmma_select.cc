@@ -3,6 +3,7 @@
 #include "wgmma_select.h"
 
 #include "../region_util.h"
+#include "tl/arith/simplify.h"
 #include "pass_helpers.h"
 #include "tl/layout/fragment.h"
 
@@ -50,6 +51,34 @@ bool WholeTile(const Region& r, int64_t* rows, int64_t* cols, bool stages = fals
 
 bool Sixteen(DType t) { return t == DType::Float(16) || t == DType::BFloat16(); }
 
+/// T.wgmma_gemm's windows (WgmmaUnfit): whole rows of a tile, or of a stage of a staged
+/// tile (leading dimensions of extent 1), and the columns [c0, c0 + width) with a constant
+/// width and c0 possibly symbolic (`A_s[:, j * 16 : (j + 1) * 16]`), of a tile whose rows are
+/// 128-byte multiples (panels of 128 bytes) or 64 bytes (one panel, the 64-byte swizzle).
+/// The window must start on a panel or lie inside one, which is proved from c0:
+/// c0 % panel == 0, or width divides the panel and c0 % width == 0, or a constant c0.
+bool PanelWindow(const Region& r, int64_t eb, int64_t* rows, int64_t* cols, int64_t* width) {
+  const size_t rank = r.ranges.size();
+  if (rank < 2 || r.buffer->shape.size() != rank || !r.buffer->strides.empty()) return false;
+  for (size_t k = 0; k + 2 < rank; ++k) {
+    if (!IsOne(r.ranges[k].extent)) return false;
+  }
+  int64_t lo = -1, ext = 0;
+  const Range &rr = r.ranges[rank - 2], &cr = r.ranges[rank - 1];
+  if (!AsConstInt(r.buffer->shape[rank - 2], rows) || !AsConstInt(r.buffer->shape[rank - 1], cols)) return false;
+  if (!AsConstInt(rr.min, &lo) || lo != 0 || !AsConstInt(rr.extent, &ext) || ext != *rows) return false;
+  if (!AsConstInt(cr.extent, width) || *width <= 0 || *width > *cols) return false;
+  if ((*cols * eb) % 128 != 0 && *cols * eb != 64) return false;
+  const int64_t panel = WgmmaPanelElems(*cols, eb);
+  int64_t c0 = 0;
+  if (AsConstInt(cr.min, &c0)) {
+    return c0 >= 0 && c0 + *width <= *cols && (c0 % panel == 0 || c0 % panel + *width <= panel);
+  }
+  arith::Analyzer an;
+  auto divides = [&](int64_t d) { return an.CanProve(EQ(FloorMod(cr.min, MakeInt(d, cr.min->dtype)), MakeInt(0, cr.min->dtype))); };
+  return divides(panel) || (panel % *width == 0 && divides(*width));
+}
+
 }  // namespace
 
 WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
@@ -89,22 +118,35 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   const int64_t eb = a->dtype.bytes(), kstep = fp8 ? 32 : 16;
   int64_t ar, ac, br, bc, m, n;
   int64_t a_col0 = 0, a_width = 0, b_col0 = 0, b_width = 0;
-  const bool a_whole = WholeTile(op->a, &ar, &ac, options.stages), b_whole = WholeTile(op->b, &br, &bc, options.stages);
+  // T.wgmma_gemm has no other path to fall back on: it takes stages of staged tiles, and
+  // windows of them that start at a symbolic column or are narrower than a panel (below).
+  const bool stages = options.stages || op->async_wgmma;
+  const bool a_whole = WholeTile(op->a, &ar, &ac, stages), b_whole = WholeTile(op->b, &br, &bc, stages);
   if (!WholeTile(op->c, &m, &n)) return "an operand is not a whole 2-D tile";
   // A window of a K-major operand along K, starting on a 128-byte panel (WgmmaOptions::windows).
   auto window = [&](const Region& r, bool k_major, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width) {
+    if (op->async_wgmma) {
+      // (gemm_ss_wgmma_issue's KTileA / KTileB: the tile's rows of 128-byte multiples)
+      return !a_in_registers && k_major && PanelWindow(r, eb, rows, cols, width);
+    }
     // (a window 64 bytes wide would take gemm_ss_wgmma's 64-byte swizzle, not its tile's panels)
     return options.windows && !a_in_registers && k_major && RowsWindow(r, rows, cols, col0, width) &&
            (*col0 * eb) % 128 == 0 && (*cols * eb) % 128 == 0 && *width * eb != 64;
   };
   if ((!a_whole && !window(op->a, !op->trans_a, &ar, &ac, &a_col0, &a_width)) ||
       (!b_whole && !window(op->b, op->trans_b, &br, &bc, &b_col0, &b_width))) {
+    if (op->async_wgmma) {
+      return "an operand is neither a whole 2-D tile (or a stage of one) nor a window of whole rows of a K-major "
+             "operand, in a tile of 64-byte rows or rows of a multiple of 128 bytes, whose columns start on a "
+             "swizzle panel or lie inside one";
+    }
     return options.windows ? "an operand is neither a whole 2-D tile nor a window of whole rows whose columns "
                              "start on a 128-byte panel of a K-major operand"
                            : "an operand is not a whole 2-D tile";
   }
   int64_t k = op->trans_a ? ar : (a_whole ? ac : a_width);
   if (!b_whole && b_width != k) return "B's window is not A's K wide";
+
   // Registers have no panels: only B's shared layout constrains a register A.
   if (a_in_registers) ar = ac = 64;
   const int64_t wgs = threads / 128;
@@ -130,7 +172,7 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   // a K-major operand whose whole K is 64 bytes (K = 32 of 16-bit, K = 64 of float8) takes
   // the 64-byte swizzle instead. Either way the planner aligns the tile to 1024 bytes.
   auto cols_fit = [&](int64_t c, bool k_major) {
-    return (c * eb) % 128 == 0 || (k_major && c * eb == 64 && k * eb == 64);
+    return (c * eb) % 128 == 0 || (k_major && c * eb == 64 && (k * eb == 64 || op->async_wgmma));
   };
   if (!cols_fit(ac, !op->trans_a) || !cols_fit(bc, op->trans_b) || ar % 8 || br % 8) {
     return "the contiguous dimension of each shared operand must be a multiple of 128 bytes (128-byte "

@@ -541,8 +541,13 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
 /// MReps > 1: each warpgroup owns MReps 64-row blocks, block r of warpgroup g being rows
 /// 64 (r M/64/MReps + g) (the compiler's interleaved rows), one m64 wgmma per block per k16
 /// step; C holds the blocks' registers one after the other (N/2 each).
+///
+/// KTileA / KTileB: the columns of the tile a K-major A (M x K) / B (N x K) is a window of
+/// (T.wgmma_gemm on A_s[:, c0 : c0 + K]): the pointer is the window's first element and
+/// the stored rows are those of the whole tile (its panels and swizzle mode); the window
+/// starts on a panel or lies inside one. For an MN-major operand they equal K.
 template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, int MReps = 1,
-          typename T>
+          int KTileA = K, int KTileB = K, typename T>
 TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value || detail::is_fp8_v<T>,
                 "gemm_ss_wgmma: T must be tl::half, tl::bfloat16 or a float8 type");
@@ -552,10 +557,12 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   static_assert(N >= 8 && N % 8 == 0, "gemm_ss_wgmma: N must be a multiple of 8");
   static_assert(K >= detail::kWgmmaKStep<T> && K % detail::kWgmmaKStep<T> == 0,
                 "gemm_ss_wgmma: K must be a multiple of the k step (16, or 32 for float8)");
-  static_assert(TransA || (K * sizeof(T)) % 128 == 0 || K * sizeof(T) == 64,
+  static_assert(TransA || (KTileA * sizeof(T)) % 128 == 0 || KTileA * sizeof(T) == 64,
                 "gemm_ss_wgmma: K-major A (M x K) needs rows of a multiple of 128 bytes, or of 64");
-  static_assert(!TransB || (K * sizeof(T)) % 128 == 0 || K * sizeof(T) == 64,
+  static_assert(!TransB || (KTileB * sizeof(T)) % 128 == 0 || KTileB * sizeof(T) == 64,
                 "gemm_ss_wgmma: K-major B (N x K) needs rows of a multiple of 128 bytes, or of 64");
+  static_assert((!TransA || KTileA == K) && (TransB || KTileB == K) && KTileA >= K && KTileB >= K,
+                "gemm_ss_wgmma: only a K-major operand can be a window of a wider tile");
   static_assert(TransB || N % 64 == 0, "gemm_ss_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
   static_assert(WgN >= 1 && N % WgN == 0 && (N / WgN) % 8 == 0, "gemm_ss_wgmma: N/WgN must be a multiple of 8");
   static_assert(TransB || (N / WgN) % 64 == 0, "gemm_ss_wgmma: N-major B split over warpgroups needs N/WgN a "
@@ -570,10 +577,11 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
   const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
   const int wg_m = warpgroup % kWgM, wg_n = warpgroup / kWgM;
-  constexpr uint32_t kKRow = detail::kKmajorRowBytes<K, T>, kKPanel = kKRow / sizeof(T);  // K-major rows
+  constexpr uint32_t kKRow = detail::kKmajorRowBytes<KTileA, T>, kKPanel = kKRow / sizeof(T);  // K-major A rows
   // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64.
-  const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * kKRow : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
-  const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B) + (b_col >> 4);
+  const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * detail::kKmajorRowBytes<KTileB, T>
+                                : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
+  const uint64_t desc_b0 = detail::wgmma_desc_b<KTileB, TransB>(B) + (b_col >> 4);
 
   if constexpr (ProxyFence) fence_proxy_async_shared();
   wgmma_hold<kN / 2 * MReps>(C);
@@ -585,16 +593,16 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
     const uint32_t a_start = smem_addr(A) + (TransA ? block * uint32_t(K) * kRow : block * 64u * kKRow);
     const uint64_t desc_a0 =
         TransA ? wgmma_desc_sw128(a_start, uint32_t(K) * kRow, detail::kWgmmaAtomBytes)
-               : wgmma_desc_sw128(a_start, 16u, 8 * kKRow, detail::kKmajorSwizzleMode<K, T>);
+               : wgmma_desc_sw128(a_start, 16u, 8 * kKRow, detail::kKmajorSwizzleMode<KTileA, T>);
 #pragma unroll
     for (int k = 0; k < K; k += detail::kWgmmaKStep<T>) {
       // k step: K-major A moves (k/64) panels and (k%64)*2 bytes along the row; M-major A
       // moves k rows of 128 bytes (B: detail::wgmma_b_k_offset, panels of all N rows).
       const uint32_t a_off = TransA ? uint32_t(k) * kRow
                                     : uint32_t(k / kKPanel) * M * kKRow + uint32_t(k % kKPanel) * uint32_t(sizeof(T));
-      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB, T>(k);
-      detail::wgmma_k16_chunks<0, kN, K, TransA, TransB, T>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
-                                                           desc_b0 + (b_off >> 4));
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, KTileB, TransB, T>(k);
+      detail::wgmma_k16_chunks<0, kN, KTileB, TransA, TransB, T>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
+                                                                desc_b0 + (b_off >> 4));
     }
   }
   wgmma_commit_group();
@@ -617,6 +625,14 @@ TL_DEVICE void wgmma_wait_hold(float* C) {
 #else
   (void)C;
 #endif
+}
+
+/// T.wait_wgmma(N): waits until at most N of this warp's committed wgmma groups (those
+/// T.wgmma_gemm issued: gemm_ss_wgmma_issue) are pending. The compiler follows it with
+/// wgmma_hold on each accumulator those GEMMs write, so that no read of them moves above it.
+template <int N>
+TL_DEVICE void wait_wgmma() {
+  wgmma_wait_group<N>();
 }
 
 /// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and

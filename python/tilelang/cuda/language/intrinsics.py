@@ -4,4 +4,7 @@ from ..intrinsics import TensorCoreIntrinEmitter, TensorCoreIntrinEmitterSM120  
 from ..intrinsics.layout.mma_layout import get_swizzle_layout  # noqa: F401
 from ..intrinsics.macro.wgmma_macro_generator import WGMMATensorCoreIntrinEmitter  # noqa: F401
 
+from ...language import wait_wgmma, wgmma_gemm  # noqa: F401,E402  (T.wgmma_gemm, T.wait_wgmma)
+
 TCGEN05TensorCoreIntrinEmitter = unsupported_class("TCGEN05TensorCoreIntrinEmitter", EMITTER_WHY)
+wgmma_mma = wgmma_gemm  # upstream's other name

@@ -63,5 +63,51 @@ def call_extern(dtype, func_name, *args, span=None):
     return _call_extern(dtype, func_name, *args)
 
 
-decl_buffer = _not_here("decl_buffer", "TIR buffers outside a kernel do not exist here; "
-                                       "declare buffers with T.Tensor / T.alloc_* in a @T.prim_func")
+class DeclaredBuffer:
+    """What ``tvm.tirx.decl_buffer`` gives here: a description of a buffer (shape, dtype, name,
+    scope) for Python-level helpers that only read those (the layout makers of
+    ``tilelang.layout``, ``compute_gmma_descriptor``). It is not a buffer of any kernel:
+    kernels declare theirs with T.Tensor / T.alloc_*, and using this one inside a kernel is an
+    error (docs/tvm-compat.md)."""
+
+    __slots__ = ("shape", "dtype", "name", "scope")
+
+    def __init__(self, shape, dtype, name, scope):
+        self.shape = shape
+        self.dtype = dtype
+        self.name = name
+        self.scope = scope
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(f"{self!r} cannot be used inside a kernel: declare kernel buffers with T.Tensor or "
+                        f"T.alloc_* (docs/tvm-compat.md)")
+
+    __getitem__ = _refuse
+    __setitem__ = _refuse
+
+    def __repr__(self):
+        return (f"tvm.tirx.decl_buffer({self.shape}, {str(self.dtype)!r}, name={self.name!r}, scope={self.scope!r}) "
+                f"(a description only, not a kernel buffer)")
+
+
+def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None, elem_offset=None, scope="global",
+                data_alignment=-1, offset_factor=0, buffer_type="", axis_separators=None, span=None):
+    """A standalone buffer description (DeclaredBuffer): static shape, dtype, name and scope,
+    enough for the layout makers and ``compute_gmma_descriptor``; not usable in kernels."""
+    from ...language.dtypes import canonical, dtype as _dtype
+
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise NotImplementedError("tvm.tirx.decl_buffer here takes a static shape of ints (docs/tvm-compat.md)")
+    for what, value in (("data", data), ("strides", strides), ("elem_offset", elem_offset),
+                        ("axis_separators", axis_separators)):
+        if value is not None:
+            raise NotImplementedError(f"tvm.tirx.decl_buffer: {what}= is not supported (a description of shape, "
+                                      f"dtype, name and scope only; docs/tvm-compat.md)")
+    scope = str(scope)
+    if scope == "shared.dyn":
+        scope = "shared"
+    return DeclaredBuffer(dims, _dtype(canonical(dtype)), str(name), scope)
