@@ -123,9 +123,21 @@ if os.environ.get("TILELANG_TEST_CUDA") == "1":
     _BITS = {"bfloat16": (np.int16, torch.bfloat16), "float8_e4m3fn": (np.uint8, torch.float8_e4m3fn),
              "float8_e5m2": (np.uint8, torch.float8_e5m2)}
 
-    def _to_torch(a):
+    def _strided_to_torch(a):
+        """A strided numpy view (T.StridedTensor tests) as a CUDA tensor with the same
+        strides: the memory it spans is copied over and viewed with them."""
+        itemsize = a.itemsize
+        elem_strides = [s // itemsize for s in a.strides]
+        span = 1 + sum((n - 1) * s for n, s in zip(a.shape, elem_strides))
+        flat = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(itemsize,)).copy()
+        return _to_torch(flat).as_strided(a.shape, elem_strides)
+
+    def _to_torch(a, strided=False):
         if not isinstance(a, np.ndarray):
             return a
+        if (strided and not a.flags.c_contiguous and a.size > 0 and a.ndim > 0
+                and all(s > 0 and s % a.itemsize == 0 for s in a.strides)):
+            return _strided_to_torch(a)
         a = np.ascontiguousarray(a)
         if a.dtype.name in _BITS:
             raw, tt = _BITS[a.dtype.name]
@@ -151,7 +163,10 @@ if os.environ.get("TILELANG_TEST_CUDA") == "1":
             # torch tensors (tests written for CUDA: CUDA graphs, torch.compile) go
             # straight through, without the synchronization below.
             return _call(self, *args)
-        moved = [_to_torch(a) for a in args]
+        # a T.StridedTensor parameter keeps its argument's strides; others get contiguous copies
+        strided = [self.params[i].strides is not None for i in self.in_idx]
+        strided += [False] * (len(args) - len(strided))
+        moved = [_to_torch(a, s) for a, s in zip(args, strided)]
         out = _call(self, *moved)
         torch.cuda.synchronize()
         for a, m in zip(args, moved):

@@ -270,6 +270,7 @@ def test_explicit_warp_specialized_wgmma_gemm(rng):
     assert issue < wait < release and _waits(src) == ["0"]
 
 
+@pytest.mark.cpu_target  # the CPU runs the program that CUDA refuses
 def test_pipelined_wgmma_gemm_must_be_waited_in_its_iteration(rng):
     M, N, K, bk = 64, 64, 256, 64
 
@@ -319,6 +320,7 @@ def test_cannot_use_wgmma_is_an_error_at_the_line(target):
     assert ("M = 32" in text) if target == SM90 else ("sm_80" in text)
 
 
+@pytest.mark.cpu_target  # wgmma cannot serve 32 rows on CUDA (the test above); the CPU runs it
 def test_rows32_runs_on_cpu(rng):
     a, b = rand(rng, (32, 64), "float16"), rand(rng, (64, 64), "float16")
     assert_close(run_cpu(_rows32(), a, b, out_shape=(32, 64)), f64(a) @ f64(b))
