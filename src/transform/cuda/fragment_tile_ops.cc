@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cuda-lower-fragments" (see lower_fragments.h), its tile ops on register fragments
+/// other than GEMMs (fragment_gemm.cc) and reductions (fragment_reduce.cc): copies between
+/// registers and tiles (as vectors where a thread's registers are consecutive in the tile),
+/// whole and partial fills, and atomics from registers into a tile.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tl/arith/simplify.h"
+#include "tl/ir/functor.h"
+#include "tl/layout/fragment.h"
+#include "tl/op/make.h"
+#include "tl/transform/passes.h"
+#include "../region_util.h"
+#include "copy_lowering.h"
+#include "fragment_inference.h"
+#include "lower_fragments.h"
+
+namespace tl::transform::fragments {
+
+Stmt FragmentRewriter::Mutate_(const CopyOp* op, const Stmt& self) {
+  auto s = regs_.find(op->src.buffer.get()), d = regs_.find(op->dst.buffer.get());
+  if (s == regs_.end() && d == regs_.end()) return IRMutator::Mutate_(op, self);
+  RefuseUnderThreadBranch(self, "T.copy");
+  if (s != regs_.end() && d != regs_.end() && !CoversWholeBuffer(op->dst)) {
+    TL_USER_ERROR(op->span) << "T.copy into part of register fragment " << op->dst.buffer->name
+                            << " is not supported (a fragment is spread over the threads as a whole); copy "
+                            << "into the whole fragment, or write the part element-wise in a T.Parallel loop";
+  }
+  bool whole_src = s != regs_.end() && CoversWholeBuffer(op->src);
+  if (s != regs_.end() && d != regs_.end() && (!(*s->second.layout == *d->second.layout) || !whole_src)) {
+    // Different layouts, or a part of the source (one row of a 2-D fragment into a per-row
+    // vector): through a shared scratch tile, written whole in the source layout and read
+    // back from the source's region in the destination's (the barrier pass orders the two).
+    Buffer scratch = BufferNode::Make(op->src.buffer->name + "_relayout", op->dst.buffer->dtype,
+                                      op->src.buffer->shape, Scope::kShared);
+    ctx_.remarks.push_back("T.copy " + op->src.buffer->name + " -> " + op->dst.buffer->name + ": " +
+                           (whole_src ? "layouts differ (" + s->second.layout->ToString() + " vs " +
+                                            d->second.layout->ToString() + ")"
+                                      : std::string("a part of the source fragment")) +
+                           ", converted through shared memory");
+    Region part = MutateRegion(op->src);
+    part.buffer = scratch;
+    return Seq::Make({Allocate::Make(scratch, nullptr, op->span),
+                      RegsToTile(s->second, Region::Full(scratch), op->span), TileToRegs(d->second, part, op->span)},
+                     op->span);
+  }
+  if (s != regs_.end() && d != regs_.end()) {
+    // Same layout: a register-to-register copy with a cast; pairs of floats narrowed to
+    // 16 bits go through one packed conversion each (tl::cast_copy<2>).
+    const RegFragment& rf = s->second;
+    DType from = rf.regs->dtype, to = op->dst.buffer->dtype;
+    if (from == DType::Float(32) && to.bits == 16 && to.IsFloat() && rf.layout->num_local() % 2 == 0) {
+      VarRef c = Var::Make("c");
+      auto addr = [&](const Buffer& b) {
+        return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, {Expr(c) * MakeInt(2)})});
+      };
+      Stmt st = Evaluate::Make(
+          Call::Make(DType::Void(), "cast_copy", {addr(d->second.regs), addr(rf.regs), MakeInt(2)}), op->span);
+      return For::Make(c, MakeInt(0), MakeInt(rf.layout->num_local() / 2), ForKind::kUnrolled, st, {}, op->span);
+    }
+    VarRef l = Var::Make("l");
+    Stmt st = BufferStore::Make(d->second.regs, {l},
+                                Cast::Make(op->dst.buffer->dtype, BufferLoad::Make(rf.regs, {l})), op->span);
+    return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
+  }
+  bool from_regs = s != regs_.end();
+  Region other = MutateRegion(from_regs ? op->dst : op->src);
+  return from_regs ? RegsToTile(s->second, other, op->span) : TileToRegs(d->second, other, op->span);
+}
+
+/// For each register l: the element (i, j) it holds goes to / comes from `tile` at the
+/// region's corner + (i, j), with edge guards.
+std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, const Region& tile, bool to_tile,
+                                                      const Span& span) {
+  std::vector<size_t> dims;
+  for (size_t k = 0; k < tile.ranges.size(); ++k) {
+    int64_t e;
+    if (!(AsConstInt(tile.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
+  }
+  size_t want = rf.layout->is_rows() ? 1 : 2;
+  if (dims.size() < want && tile.ranges.size() >= want) {
+    dims.clear();
+    for (size_t k = tile.ranges.size() - want; k < tile.ranges.size(); ++k) dims.push_back(k);
+  }
+  TL_ICHECK(dims.size() == want) << "copy between register fragment " << rf.regs->name << " ("
+                                 << rf.layout->ToString() << ") and tile " << tile.buffer->name << " of another rank";
+  int64_t v = rf.layout->vec();
+  arith::Analyzer an;
+  // Shared tiles may be swizzled in 16-byte chunks: a vector must not cross one.
+  bool chunked = tile.buffer->scope != Scope::kShared || v * tile.buffer->dtype.bytes() <= 16;
+  if (v > 1 && want == 2 && dims[1] + 1 == tile.ranges.size() && tile.buffer->scope != Scope::kLocal && chunked &&
+      cuda::VectorFits(tile, v, an, cuda::DynamicAlignment(ctx_))) {
+    return {VectorRegTileLoop(rf, tile, dims, to_tile, span), nullptr};
+  }
+  VarRef l = Var::Make("l");
+  auto [i, j] = rf.layout->Inverse(tx_, l);
+  Expr in_bounds;
+  std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
+  Stmt st;
+  if (to_tile) {
+    st = BufferStore::Make(tile.buffer, idx, Cast::Make(tile.buffer->dtype, BufferLoad::Make(rf.regs, {l})), span);
+    st = IfThenElse::Make(in_bounds, st, nullptr, span);
+  } else {
+    Expr v = Cast::Make(rf.regs->dtype, BufferLoad::Make(tile.buffer, idx));
+    Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
+    st = BufferStore::Make(rf.regs, {l}, Select::Make(in_bounds, v, zero), span);
+  }
+  return {For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span), l};
+}
+
+/// RegTileLoop for layouts whose registers come in runs of vec() consecutive columns,
+/// with the tile's columns contiguous and aligned: one vector access per run, each run
+/// wholly inside or wholly outside the tile's buffer (VectorFits), so one guard each.
+Stmt FragmentRewriter::VectorRegTileLoop(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims,
+                                         bool to_tile, const Span& span) {
+  int64_t v = rf.layout->vec();
+  VarRef c = Var::Make("c");
+  Expr first = Expr(c) * MakeInt(v);
+  auto [i, j] = rf.layout->Inverse(tx_, first);
+  Expr in_bounds;
+  std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
+  auto addr = [](const Buffer& b, const std::vector<Expr>& at) {
+    return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, at)});
+  };
+  Expr regs = addr(rf.regs, {first}), mem = addr(tile.buffer, idx);
+  Stmt move = Evaluate::Make(
+      Call::Make(DType::Void(), "cast_copy", {to_tile ? mem : regs, to_tile ? regs : mem, MakeInt(v)}), span);
+  Stmt outside;
+  if (!to_tile) {
+    // Past the edge T.copy reads zeros.
+    VarRef e = Var::Make("e");
+    Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
+    outside = For::Make(e, MakeInt(0), MakeInt(v), ForKind::kUnrolled,
+                        BufferStore::Make(rf.regs, {first + e}, zero, span), {}, span);
+  }
+  Stmt st = IfThenElse::Make(in_bounds, move, outside, span);
+  ctx_.remarks.push_back(std::string("T.copy ") + (to_tile ? "from" : "into") + " register fragment (" +
+                         rf.layout->ToString() + "): " + std::to_string(v) + "-element vector accesses");
+  return For::Make(c, MakeInt(0), MakeInt(rf.layout->num_local() / v), ForKind::kUnrolled, st, {}, span);
+}
+
+Stmt FragmentRewriter::RegsToTile(const RegFragment& rf, const Region& tile, const Span& span) {
+  return RegTileLoop(rf, tile, true, span).first;
+}
+
+Stmt FragmentRewriter::TileToRegs(const RegFragment& rf, const Region& tile, const Span& span) {
+  return RegTileLoop(rf, tile, false, span).first;
+}
+
+Stmt FragmentRewriter::Mutate_(const FillOp* op, const Stmt& self) {
+  auto it = regs_.find(op->dst.buffer.get());
+  if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+  RefuseUnderThreadBranch(self, "T.fill");
+  if (CoversWholeBuffer(op->dst)) return FillRegs(it->second, op->value, op->span);
+  return FillPartOfRegs(it->second, MutateRegion(op->dst), op->value, op->span);
+}
+
+/// T.fill of a region of a register fragment (`T.clear(C_local[:64, :32])`): each thread
+/// sets those of its registers whose element falls inside the region.
+Stmt FragmentRewriter::FillPartOfRegs(const RegFragment& rf, const Region& region, const Expr& value,
+                                      const Span& span) {
+  const size_t rank = rf.layout->is_rows() ? 1 : 2;
+  TL_ICHECK(region.ranges.size() == rank) << "T.fill region of rank " << region.ranges.size()
+                                          << " on a register fragment of rank " << rank;
+  VarRef l = Var::Make("l");
+  auto [i, j] = rf.layout->Inverse(tx_, l);
+  Expr inside;
+  const Expr at[2] = {i, j};
+  for (size_t d = 0; d < rank; ++d) {
+    const Range& rg = region.ranges[d];
+    inside = And(inside, And(GE(at[d], rg.min), LT(at[d], rg.min + rg.extent)));
+  }
+  Stmt st = BufferStore::Make(rf.regs, {l}, Cast::Make(rf.regs->dtype, value), span);
+  st = IfThenElse::Make(inside, st, nullptr, span);
+  return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span);
+}
+
+Stmt FragmentRewriter::Mutate_(const AtomicOp* op, const Stmt& self) {
+  auto it = op->src.buffer ? regs_.find(op->src.buffer.get()) : regs_.end();
+  if (it == regs_.end()) return IRMutator::Mutate_(op, self);
+  RefuseUnderThreadBranch(self, "T.atomic_*");
+  const RegFragment& rf = it->second;
+  Region dst = MutateRegion(op->dst);
+  std::vector<size_t> dims;
+  for (size_t k = 0; k < dst.ranges.size(); ++k) {
+    int64_t e;
+    if (!(AsConstInt(dst.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
+  }
+  TL_ICHECK(dims.size() == 2) << "atomic from a register fragment into a non-2-D region";
+  VarRef l = Var::Make("l");
+  auto [i, j] = rf.layout->Inverse(tx_, l);
+  Expr in_bounds;
+  std::vector<Expr> idx = AtCorner(dst, dims, i, j, &in_bounds);
+  static const char* kNames[] = {"atomic_add", "atomic_max", "atomic_min"};
+  DType t = dst.buffer->dtype;
+  Stmt st = Evaluate::Make(
+      Call::Make(t, kNames[static_cast<int>(op->atomic_kind)],
+                 {Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(dst.buffer, idx)}),
+                  Cast::Make(t, BufferLoad::Make(rf.regs, {l}))}),
+      op->span);
+  st = IfThenElse::Make(in_bounds, st, nullptr, op->span);
+  return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
+}
+
+}  // namespace tl::transform::fragments
