@@ -229,3 +229,28 @@ def test_atomics_in_thread_level_code_on_cuda():
     first = branch[:branch.index("}")]
     assert "tl::atomic_add" in first and "tx_1 == 0" not in first and "tx == 0" not in first, src
     assert "if ((tx == 0))" in src, src  # the block-level one
+
+
+def _warp_handoff():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "int32"), B: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), "int32")
+            S[tx] = A[tx] * 3
+            T.sync_warp()  # lane l reads what lane l ^ 1 of its own warp wrote
+            B[tx] = S[tx ^ 1]
+
+    return main
+
+
+def test_sync_warp_hands_values_between_lanes(rng):
+    a = rand(rng, (64,), "int32")
+    b = poison((64,), "int32")
+    compile_cpu(_warp_handoff())(a, b)
+    np.testing.assert_array_equal(b, (a * 3)[np.arange(64) ^ 1])
+    src = tilelang.compile(_warp_handoff(), target="cuda -arch=sm_90a").get_kernel_source()
+    assert "__syncwarp();" in src
+    # a warp's barrier, not the block's: the pass that places __syncthreads knows better
+    body = src[src.find("S[tx] ="):]
+    assert body.find("__syncwarp();") < body.find("S[(tx ^ 1)]"), body

@@ -746,6 +746,15 @@ def sync_threads(barrier_id=None, arrive_count=None):
     _b.emit(_tl.evaluate(_tl.call("void", "syncthreads", []), _b.current_span()))
 
 
+def sync_warp(mask=None):
+    """The lanes of the warp wait for each other (__syncwarp(mask), all lanes by default);
+    not a block barrier. Nothing to do on the CPU, whose lockstep emulation runs every
+    statement for all threads before the next."""
+    _b.require_kernel("T.sync_warp")
+    args = [] if mask is None else [as_expr(mask, "uint32").node]
+    _b.emit(_tl.evaluate(_tl.call("void", "syncwarp", args), _b.current_span()))
+
+
 def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - TileLang's name
     """Prints from the kernel (printf): a value from every thread that reaches it (on CUDA
     with its block and thread), or a whole tile / tensor once per block, element by element.

@@ -364,6 +364,7 @@ class CudaCodegen : public CPrinter {
              Print(op->args[2]) + "))";
     }
     if (op->op == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
+    if (op->op == "syncwarp") return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + Print(op->args[0]) + ")";
     if (op->op == "tma_descriptor" || op->op == "tma_im2col_descriptor") {
       return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
     }
