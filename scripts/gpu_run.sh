@@ -5,7 +5,7 @@
 # Steps by environment (each 0/unset by default unless said): GPU_RUN_SKIP_CPU, _SKIP_SUITE,
 # _SKIP_BENCH, _SKIP_OVERHEAD, _SKIP_PEER; GPU_RUN_REUSE_BUILD=1 (a warm machine's build);
 # GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED, _FUZZ_KINDS=hopper,...); GPU_RUN_FUZZ_REPLAY="a-b c-d";
-# GPU_RUN_LOAD_CYCLES=N; GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
+# GPU_RUN_LOAD_CYCLES=N; GPU_RUN_PROBE=1 (small kernels vs upstream, scripts/small_kernels_probe.py); GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
 # (our side against a recorded control); GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH): upstream's
 # regression_*.py side by side. Logs of the long steps go under $OUT.
 set -uo pipefail
@@ -143,6 +143,22 @@ if [ -n "${GPU_RUN_COMPAT_CONTROL:-}" ] && [ -f "$GPU_RUN_COMPAT_CONTROL" ] && [
   cp /tmp/compat-ours/summary.md "${OUT:-/tmp}/compat_summary.md" 2>/dev/null
   cp /tmp/compat-ours/results.json "${OUT:-/tmp}/compat_results.json" 2>/dev/null
   head -32 /tmp/compat-ours/summary.md 2>/dev/null || tail -5 /tmp/compat-ours.progress
+fi
+# GPU_RUN_PROBE=1: small kernels of upstream's examples under both packages, their code, times
+# and ncu figures (scripts/small_kernels_probe.py), under $OUT/probe.
+if [ "${GPU_RUN_PROBE:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .peer/upstream-tilelang.tar.xz ]; then
+  echo "== small kernels, ours and upstream's"
+  mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
+  [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
+  probe_out="${OUT:-/tmp}/probe"; mkdir -p "$probe_out"
+  "$PY" scripts/small_kernels_probe.py --out "$probe_out" 2>&1 | grep -v "^\[tilelang\]"
+  PYTHONPATH=/tmp/upstream-tilelang python3 scripts/small_kernels_probe.py --out "$probe_out" 2>&1 | grep -E "^upstream "
+  ncu_="ncu --clock-control none --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+  for n in gemm gqa mha; do
+    timeout 120 $ncu_ -k regex:"main|matmul" "$PY" scripts/small_kernels_probe.py --out /tmp --ncu $n > "$probe_out/ncu_ours_$n.txt" 2>&1
+    PYTHONPATH=/tmp/upstream-tilelang timeout 120 $ncu_ -k regex:"main|matmul" python3 scripts/small_kernels_probe.py --out /tmp --ncu $n \
+      > "$probe_out/ncu_upstream_$n.txt" 2>&1
+  done
 fi
 # Side by side with upstream TileLang on the same sources, when its wheel was packed into
 # .peer/ (../shared/tools/upstream-tilelang-pack.sh) and named in the call's carry.

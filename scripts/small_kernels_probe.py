@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Small kernels of upstream's examples where our package trails upstream's (BENCHMARKS.md,
+twelfth session): each is compiled from upstream's example source, unchanged, its generated
+code written to OUT/<side>_<name>.cu and its time printed (do_bench, cupti and events).
+Run it once under each package, as two processes (bash scripts/gpu_run.sh with GPU_RUN_PROBE=1
+does, with ncu on each kernel):
+
+    python scripts/small_kernels_probe.py --examples /tmp/upstream-src/examples [names] [--ncu]
+
+--ncu: the kernel only runs a few times (for `ncu --launch-skip 2 --launch-count 1`)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+
+def _load(examples, folder, module):
+    sys.path.insert(0, os.path.join(examples, folder))
+    return importlib.import_module(module)
+
+
+def gemm(ex):  # regression_example_gemm: 1024^3 fp16, 128x128x32, 3 stages
+    return _load(ex, "gemm", "example_gemm").matmul.compile(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32)
+
+
+def gqa(ex):  # regression_example_gqa_fwd_bshd
+    m = _load(ex, "flash_attention", "example_gqa_fwd_bshd")
+    return m.flashattn(1, 16, 1024, 128, False, groups=16, block_M=64, block_N=64, num_stages=2, threads=128)
+
+
+def mha(ex):  # regression_example_mha_fwd_bshd
+    m = _load(ex, "flash_attention", "example_mha_fwd_bshd")
+    return m.flashattn(1, 32, 256, 128, False, block_M=128, block_N=128, num_stages=1, threads=128)
+
+
+KERNELS = {"gemm": gemm, "gqa": gqa, "mha": mha}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("names", nargs="*", help=f"of {', '.join(KERNELS)} (default: all)")
+    p.add_argument("--examples", default="/tmp/upstream-src/examples", help="upstream's examples/ folder")
+    p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+    p.add_argument("--ncu", action="store_true")
+    a = p.parse_args()
+    import torch
+    import tilelang
+
+    side = "ours" if "upstream-tilelang" not in tilelang.__file__ else "upstream"
+    for name in a.names or KERNELS:
+        try:
+            kernel = KERNELS[name](a.examples)
+            with open(os.path.join(a.out, f"{side}_{name}.cu"), "w") as f:
+                f.write(kernel.get_kernel_source())
+            prof = kernel.get_profiler()
+            if a.ncu:
+                for _ in range(4):
+                    prof.run_once()
+                torch.cuda.synchronize()
+                continue
+            print(f"{side} {name}: cupti {prof.do_bench(backend='cupti'):.4f} ms, events {prof.do_bench():.4f} ms",
+                  flush=True)
+        except Exception as e:  # noqa: BLE001 - report and go on to the next kernel
+            print(f"{side} {name}: failed {type(e).__name__}: {str(e)[:300]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
