@@ -49,6 +49,8 @@ def main():
     import tilelang
 
     side = "ours" if "upstream-tilelang" not in tilelang.__file__ else "upstream"
+    if side == "ours" and os.environ.get("PROBE_VARIANT"):  # a pass-config variant (GPU_RUN_PROBE_VARIANTS)
+        side += "-" + os.environ["PROBE_VARIANT"]
     for name in a.names or KERNELS:
         try:
             kernel = KERNELS[name](a.examples)

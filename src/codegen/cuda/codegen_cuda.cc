@@ -382,6 +382,8 @@ class CudaCodegen : public CPrinter {
     }
     if (op->op == "ws_is_producer") return "(threadIdx.x >= " + Print(op->args[0]) + ")";
     if (op->op == "ws_is_producer_leader") return "(threadIdx.x == " + Print(op->args[0]) + ")";
+    if (op->op == "ws_is_producer_warp") return "(threadIdx.x < " + Print(op->args[0]) + " + 32)";
+    if (op->op == "elect_one") return "tl::elect_one_sync()";
     if (op->op == "warpgroup_reg_alloc" || op->op == "warpgroup_reg_dealloc") {
       return "tl::" + op->op + "<" + Print(op->args[0]) + ">()";
     }

@@ -53,7 +53,8 @@ class WarpSpecializer {
   WarpSpecializer(const ir::PrimFunc& f, PassContext& ctx)
       : f_(f),
         ctx_(ctx),
-        split_groups_(ConfigTrue(ctx, "tl.ws_barrier_groups")) {}
+        split_groups_(ConfigTrue(ctx, "tl.ws_barrier_groups")),
+        single_thread_producer_(ConfigTrue(ctx, "tl.ws_single_thread_producer")) {}
 
   /// The kernel's new thread-binding body, or null with `why_not_` set.
   ir::Stmt Run(const ir::KernelLaunch* launch, const ir::For* binding);
@@ -112,6 +113,7 @@ class WarpSpecializer {
   ir::Stmt Producer(const ir::Buffer& bars, int64_t* bytes);
   ir::Expr AtIteration(const ir::Expr& e, const ir::VarRef& k) const;
   void PrefetchDescriptor(const ir::Stmt& issue, std::vector<ir::Stmt>* prefetch) const;
+  ir::Stmt OneLane(const ir::Stmt& s) const;
 
   // warp_specialize_consumer.cc
   ir::Stmt Consumer(const ir::Buffer& bars, const Roles& roles, int64_t consumer_regs);
@@ -141,7 +143,9 @@ class WarpSpecializer {
   std::vector<Group> groups_;
   std::unordered_set<const ir::BufferNode*> written_in_loop_;  ///< by the consumer statements
   std::string why_not_;
+  std::vector<ir::Stmt> descriptor_prefetches_;  ///< one per TMA descriptor (Producer), issued by InitBarriers
   bool split_groups_;
+  bool single_thread_producer_;  ///< tl.ws_single_thread_producer: the producer loop in one thread (the old way)
 };
 
 }  // namespace tl::transform::cuda

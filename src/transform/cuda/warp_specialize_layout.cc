@@ -28,6 +28,8 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   Buffer bars = BufferNode::Make("tl_ws_bars", DType::UInt(64),
                                  {MakeInt(2 * groups * stages_ + (prologue_.empty() ? 0 : 1))}, Scope::kShared);
   common.push_back(Allocate::Make(bars, nullptr, span));
+  int64_t bytes = 0;
+  Stmt producer = Producer(bars, &bytes);  // (first: it collects the descriptors InitBarriers prefetches)
   common.push_back(InitBarriers(bars));
   common.push_back(CallStmt("syncthreads", {}, span));
 
@@ -36,8 +38,6 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   common.push_back(AttrStmt::Make(cuda::kWarpSpecializedAttr,
                                   {MakeInt(kProducerThreads), MakeInt(kProducerRegisters), MakeInt(consumer_regs)},
                                   span));
-  int64_t bytes = 0;
-  Stmt producer = Producer(bars, &bytes);
   Stmt consumer = Consumer(bars, roles, consumer_regs);
   common.push_back(IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(threads_)}), producer,
                                     consumer, span));
@@ -45,12 +45,12 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   return Seq::Make(common, binding_span_);
 }
 
-/// Thread 0 initializes every group's full barriers (one arrival: the producer's
+/// Thread 0 prefetches the TMA descriptors, then initializes every group's full barriers (one arrival: the producer's
 /// arrive_expect_tx) and empty barriers (one arrival per consumer thread), and the prologue's.
 Stmt WarpSpecializer::InitBarriers(const Buffer& bars) {
   const Span& span = loop_->span;
   int64_t groups = static_cast<int64_t>(groups_.size());
-  std::vector<Stmt> init;
+  std::vector<Stmt> init = descriptor_prefetches_;
   for (int64_t g = 0; g < groups; ++g) {
     for (int64_t s = 0; s < stages_; ++s) {
       init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt(g * stages_ + s)}), MakeInt(1)}, span));

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda-warp-specialize, the producer branch: the warpgroup gives up registers and
-/// one thread runs the loop's trip count, per k and group waiting for the stage's empty
-/// barrier, arming its full barrier with the stage's bytes and issuing the TMA loads (or,
-/// where the group's guard is false, arriving without bytes); before the loop it prefetches
-/// the tensor-map descriptors and issues the prologue's loads.
+/// its first warp runs the loop's trip count, per k and group waiting for the stage's empty
+/// barrier, and one elected lane arms its full barrier with the stage's bytes and issues the
+/// TMA loads (or, where the group's guard is false, arrives without bytes); before the loop
+/// it issues the prologue's loads. The tensor-map descriptors are prefetched at the
+/// kernel's start (InitBarriers).
 #include <vector>
 
 #include "pipeline_schedule.h"
@@ -45,30 +46,44 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
         CallStmt("mbarrier_wait_parity", {Empty(bars, g, stage), FloorMod(Round(k) + MakeInt(1), MakeInt(2))}, span));
     std::vector<Stmt> issue{CallStmt("mbarrier_arrive_expect_tx", {Full(bars, g, stage), MakeInt(group_bytes)}, span)};
     issue.insert(issue.end(), loads.begin(), loads.end());
+    Stmt issued = Seq::Make(issue, span);
     if (Expr guard = GroupGuard(groups_[g].copies, !groups_[g].im2cols.empty())) {
       // a skipped k-tile still completes the stage's phase: an arrival without bytes
       guard = AtIteration(guard, k);
-      body.push_back(IfThenElse::Make(guard, Seq::Make(issue, span),
-                                      CallStmt("mbarrier_arrive", {Full(bars, g, stage)}, span), span));
-    } else {
-      body.insert(body.end(), issue.begin(), issue.end());
+      issued = IfThenElse::Make(guard, issued, CallStmt("mbarrier_arrive", {Full(bars, g, stage)}, span), span);
     }
+    body.push_back(OneLane(issued));
     *bytes += group_bytes;
   }
-  std::vector<Stmt> leader = prefetch;
+  std::vector<Stmt> leader;
   if (!prologue_.empty()) {
     std::vector<Stmt> loads;
     int64_t prologue_bytes = 0;
     for (const CopyOp* c : prologue_) {
       loads.push_back(cuda::LowerTmaLoad(c, panelled_.at(c), PrologueBar(bars), &prologue_bytes));
+      PrefetchDescriptor(loads.back(), &prefetch);
     }
     leader.push_back(CallStmt("mbarrier_arrive_expect_tx", {PrologueBar(bars), MakeInt(prologue_bytes)}, span));
     leader.insert(leader.end(), loads.begin(), loads.end());
   }
-  leader.push_back(For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span));
-  Stmt issuer = IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer_leader", {MakeInt(threads_)}),
-                                 Seq::Make(leader, span), nullptr, span);
+  // The descriptors are prefetched where the barriers are initialized (InitBarriers), at
+  // the kernel's start: here, right before the first loads, the prefetch would hide nothing.
+  descriptor_prefetches_ = prefetch;
+  std::vector<Stmt> producer{OneLane(Seq::Make(leader, span)),
+                             For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span)};
+  const char* who = single_thread_producer_ ? "ws_is_producer_leader" : "ws_is_producer_warp";
+  Stmt issuer =
+      IfThenElse::Make(Call::Make(DType::Bool(), who, {MakeInt(threads_)}), Seq::Make(producer, span), nullptr, span);
   return Seq::Make({CallStmt("warpgroup_reg_dealloc", {MakeInt(kProducerRegisters)}, span), issuer}, span);
+}
+
+/// What one thread of the producer issues (arming a barrier, TMA loads): in the one-thread
+/// producer, `s` as is; in the producer warp (the default), under elect.sync, so that the
+/// loop's values stay warp-uniform and ptxas issues each TMA load once, without a loop over
+/// the lanes that might be active (upstream's producers are warps as well).
+Stmt WarpSpecializer::OneLane(const Stmt& s) const {
+  if (single_thread_producer_) return s;
+  return IfThenElse::Make(Call::Make(DType::Bool(), "elect_one", {}), s, nullptr, loop_->span);
 }
 
 /// `e` in iteration `k` of the producer's loop (the source loop's variable is min + k).
@@ -76,7 +91,7 @@ Expr WarpSpecializer::AtIteration(const Expr& e, const VarRef& k) const {
   return Substitute(e, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
 }
 
-/// The descriptor of the first TMA load in `issue`, prefetched once before the loop.
+/// The descriptor of the first TMA load in `issue`, prefetched once at the kernel's start.
 void WarpSpecializer::PrefetchDescriptor(const Stmt& issue, std::vector<Stmt>* prefetch) const {
   bool first = true;
   ForEachExpr(issue, [&](const Expr& e) {

@@ -121,6 +121,24 @@ TL_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
 }
 
 // ---------------------------------------------------------------------------------------
+/// True in one lane of the calling warp, which must be converged (elect.sync). A producer
+/// warp runs its loop with all lanes and issues under this test, so the TMA coordinates it
+/// computes stay warp-uniform: from one thread (`threadIdx.x == t`) ptxas cannot prove
+/// that, and wraps each TMA instruction in a loop over the active lanes.
+TL_DEVICE bool elect_one_sync() {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  uint32_t elected = 0;
+  asm volatile(
+      "{\n .reg .pred P;\n elect.sync _|P, 0xffffffff;\n selp.u32 %0, 1, 0, P;\n}"
+      : "=r"(elected));
+  return elected != 0;
+#elif defined(__CUDA_ARCH__)
+  return (threadIdx.x & 31) == 0;
+#else
+  return true;
+#endif
+}
+
 // TMA (cp.async.bulk.tensor), tiled mode, completion on an mbarrier
 
 /// Brings the tensor map into the cache ahead of its first use.
