@@ -389,6 +389,7 @@ class CudaCodegen : public CPrinter {
     }
     if (op->op == "mbarrier_init" || op->op == "mbarrier_init_fence" || op->op == "mbarrier_arrive" ||
         op->op == "mbarrier_arrive_expect_tx" || op->op == "mbarrier_expect_tx" || op->op == "mbarrier_wait_parity" ||
+        op->op == "mbarrier_test_wait_parity" ||
         op->op == "tma_prefetch_descriptor" || op->op == "named_barrier_sync") {
       std::string s = "tl::" + op->op + "(";
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);

@@ -112,11 +112,25 @@ Stmt WarpSpecializer::InFlightGemmLoop(const Buffer& bars, const Call* gemm) {
   Stmt issue = Evaluate::Make(Call::Make(gemm->dtype, "gemm_ss_wgmma_issue", args), consumers_[0]->span);
   issue = Substitute(issue, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
   cuda::StageSelector select(staged_, stage);
-  std::vector<Stmt> body{
-      CallStmt("mbarrier_wait_parity", {Full(bars, 0, stage), FloorMod(Round(k), MakeInt(2))}, span),
-      select.Mutate(issue), CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span),
-      IfThenElse::Make(LT(MakeInt(0), k),
-                       Release(Empty(bars, 0, FloorMod(k - MakeInt(1), MakeInt(stages_)))), nullptr, span)};
+  issue = select.Mutate(issue);
+  Expr parity = FloorMod(Round(k), MakeInt(2));
+  Stmt wait_full = CallStmt("mbarrier_wait_parity", {Full(bars, 0, stage), parity}, span);
+  Stmt release_previous = IfThenElse::Make(
+      LT(MakeInt(0), k), Release(Empty(bars, 0, FloorMod(k - MakeInt(1), MakeInt(stages_)))), nullptr, span);
+  std::vector<Stmt> body;
+  if (ConfigTrue(ctx_, "tl.ws_gemm_wait_all")) {
+    // upstream's order: each k-tile's wgmmas complete before its stage is released
+    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span), Release(Empty(bars, 0, stage))};
+  } else if (ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) {
+    // A stage that has not arrived yet: the previous k-tile's wgmmas are drained and its
+    // stage released before the wait, so the producer can refill it during the wait.
+    Stmt ready = Seq::Make({issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous}, span);
+    Stmt late = Seq::Make({CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span), release_previous, wait_full, issue}, span);
+    body = {IfThenElse::Make(Call::Make(DType::Bool(), "mbarrier_test_wait_parity", {Full(bars, 0, stage), parity}),
+                             ready, late, span)};
+  } else {
+    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous};
+  }
   Stmt loop = For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
   ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
                          ": the wgmmas of one k-tile stay in flight while the next is issued");

@@ -120,6 +120,26 @@ TL_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+/// Whether the phase with this parity has completed; never waits (test_wait).
+TL_DEVICE bool mbarrier_test_wait_parity(uint64_t* bar, uint32_t parity) {
+#if TL_MBARRIER_AVAILABLE
+  uint32_t done = 0;
+  asm volatile(
+      "{\n\t.reg .pred tl_done;\n\t"
+      "mbarrier.test_wait.parity.shared::cta.b64 tl_done, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, tl_done;\n\t}"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+  return false;
+#else
+  return true;
+#endif
+}
+
 // ---------------------------------------------------------------------------------------
 /// True in one lane of the calling warp, which must be converged (elect.sync). A producer
 /// warp runs its loop with all lanes and issues under this test, so the TMA coordinates it
