@@ -86,6 +86,40 @@ def lower(func, arch="sm_90a", **configs):
     return _tl.codegen_cuda(lowered), list(remarks), dict(dumps)
 
 
+def test_gemm_loop_orders_for_releasing_stages():
+    # tl.ws_gemm_in_flight: k-tile k's wgmmas stay in flight while k + 1's are issued, and
+    # stage k is released in iteration k + 1
+    src, remarks, _ = lower(gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128), **{"tl.ws_gemm_in_flight": True})
+    loop = src.code[src.code.index("for (int32_t k_1"):]
+    assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<1, 128>((&C_l[0]))") < \
+        loop.index("if ((0 < k_1))") < loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 2) % 3) + 3)]))")
+    assert any("stay in flight" in r for r in remarks)
+    # tl.ws_gemm_adaptive: the same when the stage has arrived; a late stage first drains
+    # the wgmmas in flight and releases the previous stage, then waits
+    src, _, _ = lower(gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128), **{"tl.ws_gemm_adaptive": True})
+    loop = src.code[src.code.index("for (int32_t k_1"):]
+    test = "if (tl::mbarrier_test_wait_parity((&tl_ws_bars[(k_1 % 3)]), ((k_1 / 3) & 1))) {"
+    assert loop.index(test) < loop.index("tl::wgmma_wait_hold<1, 128>") < loop.index("} else {") < \
+        loop.index("tl::wgmma_wait_hold<0, 128>") < loop.index("tl::mbarrier_wait_parity((&tl_ws_bars[(k_1 % 3)])")
+    assert loop.count("gemm_ss_wgmma_issue") == 2
+
+
+def test_producer_is_one_warp_with_an_elected_lane():
+    # The producer's loop runs in its first warp; one elected lane arms the barrier and
+    # issues, and the descriptors are prefetched where the barriers are initialized.
+    src, _, _ = lower(gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128))
+    code = src.code
+    producer = code[code.index("if ((threadIdx.x >= 128))"):code.index("} else {")]
+    assert "if ((threadIdx.x < 128 + 32))" in producer
+    assert producer.index("mbarrier_wait_parity") < producer.index("if (tl::elect_one_sync())") < \
+        producer.index("mbarrier_arrive_expect_tx") < producer.index("tl::tma_load_2d")
+    init = code[code.index("if ((tx == 0))"):code.index("__syncthreads()")]
+    assert init.count("tl::tma_prefetch_descriptor") == 2 and "mbarrier_init" in init
+    old, _, _ = lower(gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128),
+                      **{"tl.ws_single_thread_producer": True})
+    assert "if ((threadIdx.x == 128))" in old.code and "elect_one_sync" not in old.code
+
+
 def test_gemm_gets_a_tma_producer_warpgroup():
     src, remarks, dumps = lower(gemm(8192, 8192, 8192, stages=4))
     code = src.code
@@ -106,18 +140,16 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     # The only block-wide barrier is the one after the mbarriers are initialized.
     assert code.count("__syncthreads()") == 1
     assert "cp_async" not in code
-    # TMA fills both operands, so the wgmma skips its generic-to-async proxy fence; one
-    # k-tile's wgmmas stay in flight while the next is issued, and a stage is released
-    # once the wgmmas reading it are done.
+    # TMA fills both operands, so the wgmma skips its generic-to-async proxy fence; each
+    # k-tile's wgmmas complete before its stage is released, so the producer refills it early.
     assert "tl::gemm_ss_wgmma_issue<128, 256, 64, false, false, false>" in code
-    # the in-flight form reads wgmma's panels too: every access to its tiles goes through them
+    # the issue-and-wait form reads wgmma's panels too: every access to its tiles goes through them
     tiles = [line for line in code.splitlines() if "reinterpret_cast<tl::half*>(tl_smem" in line]
     assert len(tiles) == 2 and all(line.endswith("// wgmma panels") for line in tiles), tiles
     loop = code[code.index("for (int32_t k_1"):]
-    assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<1, 128>((&C_l[0]))") < \
-        loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 3) & 3) + 4)]))") < \
-        loop.index("tl::wgmma_wait_hold<0, 128>((&C_l[0]))") < loop.index("cast_copy")
-    assert any("stay in flight" in r for r in remarks)
+    assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<0, 128>((&C_l[0]))") < \
+        loop.index("tl::mbarrier_arrive((&tl_ws_bars[((k_1 & 3) + 4)]))") < loop.index("cast_copy")
+    assert not any("stay in flight" in r for r in remarks)
     assert any("warp-specialized, 4 stages" in r and "49152 bytes per stage" in r for r in remarks)
     # The pass is visible on its own in the IR dump.
     ir = dumps["cuda-warp-specialize"]

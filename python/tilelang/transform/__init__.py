@@ -106,8 +106,8 @@ ACTED_ON_CUDA = {
     "tl.enable_gather_pipeline": "element copies into shared tiles of a T.Pipelined loop prefetched by cp.async (gather_copy.h)",
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
-    "tl.ws_gemm_wait_all": "a warp-specialized GEMM loop waits for each k-tile's wgmmas before releasing its stage",
-    "tl.ws_gemm_adaptive": "a warp-specialized GEMM loop releases the previous stage before waiting for a late one",
+    "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next",
+    "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",
     "tl.ws_single_thread_producer": "the warp-specialized producer's loop in one thread, not one warp with an elected lane",
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",

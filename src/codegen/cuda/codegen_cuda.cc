@@ -395,8 +395,11 @@ class CudaCodegen : public CPrinter {
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (op->op.rfind("warp_reduce_", 0) == 0) {
-      return "tl::" + op->op + "<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
+    if (op->op.rfind("warp_reduce_", 0) == 0) {  // (value, lanes[, whole warp])
+      int64_t whole_warp = 0, lanes = 32;
+      if (op->args.size() > 2) AsConstInt(op->args[2], &whole_warp);
+      if (AsConstInt(op->args[1], &lanes) && lanes == 32) whole_warp = 0;  // (the default: no promise needed)
+      return "tl::" + op->op + "<" + Print(op->args[1]) + (whole_warp ? ", true" : "") + ">(" + Print(op->args[0]) + ")";
     }
     if (op->op == "shfl_xor" || op->op == "shfl_down" || op->op == "shfl_up" || op->op == "shfl_sync") {
       return "tl::" + op->op + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " + Print(op->args[2]) + ")";

@@ -191,7 +191,9 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   Stmt fold = BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span);
   fold = For::Make(q, MakeInt(0), MakeInt(lay.regs_per_row()), ForKind::kUnrolled, fold, {}, op->span);
   Expr reduced = BufferLoad::Make(acc, {MakeInt(0)});
-  if (lanes > 1) reduced = Call::Make(t, shuffle, {reduced, MakeInt(lanes)});
+  // (third argument: every lane of the warp calls it, converged: register-fragment
+  // reductions never run under a condition on the thread, RefuseUnderThreadBranch)
+  if (lanes > 1) reduced = Call::Make(t, shuffle, {reduced, MakeInt(lanes), MakeBool(true)});
   Expr row = rows->Inverse(tx_, lr).first;
   Stmt publish;
   if (dst_regs && wn == 1) {

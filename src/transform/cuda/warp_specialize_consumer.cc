@@ -93,7 +93,9 @@ const Call* WarpSpecializer::LoneWgmma() {
   return call && call->op == "gemm_ss_wgmma" ? call : nullptr;
 }
 
-/// A GEMM main loop that keeps one k-tile's wgmmas in flight while it issues the next:
+/// A GEMM main loop (the loop's one consumer is a wgmma GEMM from shared memory):
+///   for k: wait full[k % S]; issue gemm(k); wait for it; release stage k % S
+/// or, with tl.ws_gemm_in_flight, one k-tile's wgmmas in flight while the next is issued:
 ///   for k: wait full[k % S]; issue gemm(k); wait until gemm(k - 1) is done;
 ///          if k > 0: release stage (k - 1) % S
 ///   wait for gemm(n - 1)
@@ -118,22 +120,28 @@ Stmt WarpSpecializer::InFlightGemmLoop(const Buffer& bars, const Call* gemm) {
   Stmt release_previous = IfThenElse::Make(
       LT(MakeInt(0), k), Release(Empty(bars, 0, FloorMod(k - MakeInt(1), MakeInt(stages_)))), nullptr, span);
   std::vector<Stmt> body;
-  if (ConfigTrue(ctx_, "tl.ws_gemm_wait_all")) {
-    // upstream's order: each k-tile's wgmmas complete before its stage is released
-    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span), Release(Empty(bars, 0, stage))};
+  if (ConfigTrue(ctx_, "tl.ws_gemm_in_flight")) {
+    // k-tile k's wgmmas stay in flight while k + 1's are issued; stage k is released in
+    // iteration k + 1, only once k + 1's stage has arrived
+    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous};
   } else if (ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) {
-    // A stage that has not arrived yet: the previous k-tile's wgmmas are drained and its
-    // stage released before the wait, so the producer can refill it during the wait.
+    // ... the same, but a late stage first drains and releases the previous one
     Stmt ready = Seq::Make({issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous}, span);
     Stmt late = Seq::Make({CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span), release_previous, wait_full, issue}, span);
     body = {IfThenElse::Make(Call::Make(DType::Bool(), "mbarrier_test_wait_parity", {Full(bars, 0, stage), parity}),
                              ready, late, span)};
   } else {
-    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous};
+    // Each k-tile's wgmmas complete before its stage is released (upstream's order): the
+    // producer refills a stage as early as it can, which is what bounds a GEMM whose
+    // loads, not its tensor cores, set the pace (the H200, GEMM 1024^3 on 64 blocks:
+    // 0.0170 -> 0.0147 ms against the in-flight order; 4096^3: 0.2724 -> 0.2581 ms).
+    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span), Release(Empty(bars, 0, stage))};
   }
   Stmt loop = For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
-  ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
-                         ": the wgmmas of one k-tile stay in flight while the next is issued");
+  if (ConfigTrue(ctx_, "tl.ws_gemm_in_flight") || ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) {
+    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
+                           ": the wgmmas of one k-tile stay in flight while the next is issued");
+  }
   return Seq::Make({loop, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span)}, span);
 }
 

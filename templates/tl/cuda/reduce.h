@@ -4,7 +4,11 @@
 /// Warp level: tl::warp_reduce_sum<W>(v) combines v over aligned groups of W
 /// consecutive lanes (W = 1, 2, 4, 8, 16 or 32; default 32, the whole warp)
 /// with a butterfly of __shfl_xor_sync, so every lane of a group gets the
-/// result. Only the W lanes of a group need to take part together.
+/// result. Only the W lanes of a group need to take part together, unless
+/// kWholeWarp (the second template argument) promises that every lane of the warp
+/// calls it, converged, as in the compiler's tile reductions: the shuffles then name
+/// the whole warp, and ptxas drops the convergence checks (a branch per shuffle) that
+/// a lane-dependent group mask costs.
 ///
 /// Block level: tl::block_allreduce_sum(v, workspace, num_threads) combines v
 /// over the first num_threads (<= block size) threads of the block (linear
@@ -175,13 +179,13 @@ TL_DEVICE R warp_reduce_first_n(R v, int n, unsigned mask, Op op) {
   return v;
 }
 
-template <int W, typename T, typename Op>
+template <int W, bool kWholeWarp, typename T, typename Op>
 TL_DEVICE T warp_reduce(T v, Op op) {
   static_assert(W == 1 || W == 2 || W == 4 || W == 8 || W == 16 || W == 32,
                 "warp_reduce: the group width W must be a power of two <= 32");
   using R = typename reduce_type<T>::type;
   unsigned mask = 0xffffffffu;
-  if constexpr (W < 32) mask = ((1u << W) - 1u) << (lane_id() & ~(W - 1));
+  if constexpr (W < 32 && !kWholeWarp) mask = ((1u << W) - 1u) << (lane_id() & ~(W - 1));
   return static_cast<T>(warp_butterfly<W>(static_cast<R>(v), mask, op));
 }
 
@@ -219,28 +223,28 @@ TL_DEVICE T block_allreduce(T v, T* workspace, int num_threads, Op op) {
 }  // namespace detail
 
 /// Sum of v over aligned groups of W lanes (default: the whole warp); every lane gets it.
-template <int W = 32, typename T>
+template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_sum(T v) {
-  return detail::warp_reduce<W>(v, detail::SumOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, detail::SumOp{});
 }
 /// Maximum of v over aligned groups of W lanes (default: the whole warp).
-template <int W = 32, typename T>
+template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_max(T v) {
-  return detail::warp_reduce<W>(v, detail::MaxOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, detail::MaxOp{});
 }
 /// Minimum of v over aligned groups of W lanes (default: the whole warp).
-template <int W = 32, typename T>
+template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_min(T v) {
-  return detail::warp_reduce<W>(v, detail::MinOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, detail::MinOp{});
 }
 /// warp_reduce_max / warp_reduce_min, NaN when any lane's value is NaN.
-template <int W = 32, typename T>
+template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_max_nan(T v) {
-  return detail::warp_reduce<W>(v, detail::MaxNanOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, detail::MaxNanOp{});
 }
-template <int W = 32, typename T>
+template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_min_nan(T v) {
-  return detail::warp_reduce<W>(v, detail::MinNanOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, detail::MinNanOp{});
 }
 
 /// Shuffles over the whole warp (T.shfl_*): every lane must call. 16-bit and narrow
@@ -267,14 +271,14 @@ TL_DEVICE T shfl_sync(T v, int src_lane, int width = 32) {
 }
 
 /// Bitwise and of an integer v over aligned groups of W lanes (default: the whole warp).
-template <int W = 32, typename T>
+template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_bitand(T v) {
-  return detail::warp_reduce<W>(v, detail::BitAndOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, detail::BitAndOp{});
 }
 /// Bitwise or of an integer v over aligned groups of W lanes (default: the whole warp).
-template <int W = 32, typename T>
+template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_bitor(T v) {
-  return detail::warp_reduce<W>(v, detail::BitOrOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, detail::BitOrOp{});
 }
 
 /// Sum of v over threads 0..num_threads-1 of the block, returned to every
