@@ -435,6 +435,7 @@ class CPrinter {
   /// hints that leave a comment.
   virtual void EmitAttr(const AttrStmt* op) {
     if (op->key.rfind(kImportSourcePrefix, 0) == 0) return;  // at the top of the file (ImportedSources)
+    if (op->key == "tl.tma_store") return;  // T.tma_copy's store request: a plain copy where TMA is not used
     bool once = op->key.rfind("tl.print1:", 0) == 0;
     if (!once && op->key.rfind("tl.print:", 0) != 0) {
       Line() << "// attr " << op->key << " (a hint)\n";

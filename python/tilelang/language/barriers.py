@@ -171,7 +171,9 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     """A TMA load from a global tensor into a shared tile that completes its bytes on
     `barrier` (the caller waits on it with T.mbarrier_wait_parity): one thread issues it and
     the barrier's current phase expects its bytes. From shared memory to a global tensor it
-    is a store (no barrier), finished before the next statement here."""
+    is a TMA store on sm_90 and newer (one thread issues it and waits until it has read the
+    tile, so the tile may be reused after the next barrier; a store TMA cannot do is stored
+    by the threads, with a remark); elsewhere, and on the CPU, a plain copy."""
     _b.require_kernel("T.tma_copy")
     if cluster_mask is not None:
         raise _b._UserError("T.tma_copy(cluster_mask=...): clusters (TMA multicast) are not supported by this compiler")
@@ -191,6 +193,7 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     elif src_scope == "shared" and dst_scope == "global":
         if barrier is not None:
             raise _b._UserError("T.tma_copy: a store to a global tensor takes no barrier=")
+        _b.emit(_tl.attr("tl.tma_store", [], span))
     else:
         raise _b._UserError(f"T.tma_copy copies global -> shared (a load) or shared -> global (a store), "
                             f"got {src_scope} -> {dst_scope}")
@@ -231,16 +234,20 @@ def _noted(what, why):
 
 
 def tma_store_arrive():
-    """Upstream: commits the outstanding TMA stores. T.tma_copy stores finish before the next
-    statement here, so there is nothing to commit (noted in the remarks)."""
-    _noted("T.tma_store_arrive()", "no-op (T.tma_copy stores here complete before the next statement)")
+    """cp.async.bulk.commit_group: closes this thread's outstanding TMA stores into a group.
+    The stores T.copy and T.tma_copy make are already committed (and their reads of the tile
+    waited for) by the thread that issues them."""
+    _b.require_kernel("T.tma_store_arrive")
+    _emit_call("tma_store_arrive", [])
 
 
 def tma_store_wait(count=0, read=True):
-    """Upstream: waits for outstanding TMA stores; none are outstanding here (noted)."""
+    """cp.async.bulk.wait_group(.read) count: waits until at most `count` of this thread's
+    TMA store groups are outstanding (read=True: until they have read shared memory)."""
+    _b.require_kernel("T.tma_store_wait")
     if not _is_int(count) or count < 0:
         raise _b._UserError(f"T.tma_store_wait: count must be a non-negative int, got {count!r}")
-    _noted("T.tma_store_wait()", "no-op (T.tma_copy stores here complete before the next statement)")
+    _emit_call("tma_store_wait", [_tl.const_int(count, "int32"), _tl.const_int(1 if read else 0, "bool")])
 
 
 def ptx_commit_group():

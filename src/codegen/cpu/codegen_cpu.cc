@@ -187,7 +187,9 @@ class CpuCodegen : public CPrinter {
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (op->op == "fence_proxy_async" || op->op == "syncwarp") return "(void)0";  // lockstep: nothing to wait for
+    if (op->op == "fence_proxy_async" || op->op == "syncwarp" || op->op == "tma_store_arrive" || op->op == "tma_store_wait") {
+      return "(void)0";  // lockstep: nothing to wait for; stores here are plain copies
+    }
     if (HasEffect(op, kWgmmaWait)) return "(void)0";  // T.wait_wgmma: the CPU's GEMMs are complete at once
     if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
     if (op->op == "fns") {

@@ -375,6 +375,17 @@ class CudaCodegen : public CPrinter {
       }
       return s + ")";
     }
+    if (op->op == "tma_store") {  // (desc, smem, c0, ...)
+      std::string s = "tl::tma_store_" + std::to_string(op->args.size() - 2) + "d(";
+      for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
+      return s + ")";
+    }
+    if (op->op == "tma_store_arrive") return "tl::tma_store_arrive()";
+    if (op->op == "tma_store_wait") {  // (groups, read)
+      int64_t read = 1;
+      AsConstInt(op->args[1], &read);
+      return "tl::tma_store_wait<" + Print(op->args[0]) + ", " + (read ? "true" : "false") + ">()";
+    }
     if (op->op == "tma_load") {
       std::string s = "tl::tma_load_" + std::to_string(op->args.size() - 3) + "d(";
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);

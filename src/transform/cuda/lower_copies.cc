@@ -4,7 +4,15 @@
 /// for the generic loop lowering. Under a condition selecting a range of threads
 /// (thread_range.h) a copy is spread over those threads; under another thread-dependent
 /// condition it is refused.
+///
+/// On sm_90 and newer, a copy of a whole shared tile into a global tensor parameter that
+/// TMA can store (tma_copy.h) is a TMA store issued by one thread, as upstream lowers it;
+/// T.tma_copy asks for one explicitly, and a store TMA cannot do is then a remark.
+#include <cctype>
+#include <string>
+
 #include "copy_lowering.h"
+#include "tma_copy.h"
 #include "thread_share.h"
 #include "tl/ir/functor.h"
 #include "tl/support/error.h"
@@ -17,7 +25,8 @@ using namespace ir;  // NOLINT: implementation file
 
 class CopyLowerer : public cuda::ThreadShareMutator {
  public:
-  explicit CopyLowerer(PassContext& ctx) : ctx_(ctx) {}
+  CopyLowerer(const PrimFunc& f, PassContext& ctx)
+      : ctx_(ctx), params_(f->params), tma_stores_(TmaStoresAvailable(ctx)), panels_(cuda::WgmmaOperands(f->body)) {}
 
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
@@ -31,8 +40,19 @@ class CopyLowerer : public cuda::ThreadShareMutator {
     return out;
   }
 
+  Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
+    if (op->key != "tl.tma_store") return IRMutator::Mutate_(op, self);
+    explicit_store_ = true;  // T.tma_copy(shared, global): the copy that follows
+    return Seq::Make({}, op->span);
+  }
+
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
     TL_ICHECK(share_.Bound()) << "copy outside a thread binding";
+    bool asked = explicit_store_;
+    explicit_store_ = false;
+    if (op->src.buffer->scope == Scope::kShared && op->dst.buffer->scope == Scope::kGlobal) {
+      if (Stmt tma = TmaStore(op, asked)) return tma;
+    }
     Stmt s = cuda::LowerCopyPartitioned(op, share_.Spread(), share_.SpreadThreads(), false, ctx_);
     if (s && share_.Unranged()) {
       TL_USER_ERROR(op->span) << "T.copy under a condition on the thread index that does not select a range of "
@@ -43,13 +63,56 @@ class CopyLowerer : public cuda::ThreadShareMutator {
   }
 
  private:
+  /// TMA stores: sm_90 or newer, unless tl.disable_tma_lower.
+  static bool TmaStoresAvailable(const PassContext& ctx) {
+    auto arch = ctx.config.find("tl.target_arch");
+    if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0 || cuda::ConfigTrue(ctx, "tl.disable_tma_lower")) {
+      return false;
+    }
+    int number = 0;
+    for (size_t i = 3; i < arch->second.size() && std::isdigit(static_cast<unsigned char>(arch->second[i])); ++i) {
+      number = number * 10 + (arch->second[i] - '0');
+    }
+    return number >= 90;
+  }
+
+  /// The copy as a TMA store, or null (`asked`: by T.tma_copy, which notes why not).
+  Stmt TmaStore(const CopyOp* op, bool asked) {
+    std::string why;
+    bool panelled = cuda::TmaStorePanels(op, panels_);
+    if (!tma_stores_) {
+      why = "TMA needs sm_90 or newer (or tl.disable_tma_lower is set)";
+    } else if (share_.Unranged() || share_.SpreadThreads() % 32) {
+      why = "the copy runs on part of the block's threads that is not a range of whole warps";
+    } else {
+      why = cuda::TmaStoreUnfit(op, panelled, params_, cuda::DynamicAlignment(ctx_));
+    }
+    if (!why.empty()) {
+      if (asked) {
+        ctx_.remarks.push_back("T.tma_copy at line " + std::to_string(op->span.line) + " into " +
+                               op->dst.buffer->name + ": stored by the threads, not TMA (" + why + ")");
+      }
+      return nullptr;
+    }
+    if (!asked) {
+      ctx_.remarks.push_back("T.copy at line " + std::to_string(op->span.line) + ": " + op->src.buffer->name +
+                             " -> " + op->dst.buffer->name + " is a TMA store" +
+                             (panelled ? " (the tile in 128-byte-swizzled panels)" : ""));
+    }
+    return cuda::LowerTmaStore(op, panelled, EQ(share_.Spread(), MakeInt(0)));
+  }
+
   PassContext& ctx_;
+  std::vector<Param> params_;
+  bool tma_stores_;
+  std::unordered_set<const BufferNode*> panels_;  ///< tiles already in panel layout (wgmma operands)
+  bool explicit_store_ = false;
 };
 
 }  // namespace
 
 ir::PrimFunc CudaLowerCopies(const ir::PrimFunc& f, PassContext& ctx) {
-  return ir::PrimFuncNode::Make(f->name, f->params, CopyLowerer(ctx).Mutate(f->body), f->span);
+  return ir::PrimFuncNode::Make(f->name, f->params, CopyLowerer(f, ctx).Mutate(f->body), f->span);
 }
 
 TL_REGISTER_PASS("cuda-lower-copies", CudaLowerCopies);

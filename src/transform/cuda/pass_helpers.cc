@@ -95,11 +95,22 @@ void AddWrites(const Stmt& s, std::unordered_set<const BufferNode*>* out) {
   w.Visit(s);
 }
 
-/// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset).
+/// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset), and those a
+/// TMA store reads through a swizzling descriptor (tma_copy.h, TmaStorePanels).
 std::unordered_set<const BufferNode*> WgmmaOperands(const Stmt& body) {
   std::unordered_set<const BufferNode*> out;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
+    if (call && call->op == "tma_store") {  // (tma_descriptor(tensor, swizzle, box...), address_of(tile[...]), ...)
+      const auto* desc = As<Call>(call->args[0]);
+      int64_t swizzle = 0;
+      const auto* addr = As<Call>(call->args[1]);
+      const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr;
+      if (desc && desc->args.size() > 1 && AsConstInt(desc->args[1], &swizzle) && swizzle && load) {
+        out.insert(load->buffer.get());
+      }
+      return;
+    }
     if (!HasEffect(call, kWgmmaPanels)) return;
     for (int k = HasEffect(call, kRegisterA) ? 1 : 0; k < 2; ++k) {
       const auto* addr = As<Call>(call->args[k]);

@@ -47,7 +47,8 @@ std::unordered_set<const ir::BufferNode*> BuffersOf(const ir::Stmt& s);
 /// Adds the buffers `s` writes (stores and tile-op destinations) to `out`.
 void AddWrites(const ir::Stmt& s, std::unordered_set<const ir::BufferNode*>* out);
 
-/// Shared tiles that wgmma reads in its panel layout (see WgmmaOperandOffset).
+/// Shared tiles in wgmma's panel layout (see WgmmaOperandOffset): what wgmma reads, and what
+/// TMA stores read through a swizzling descriptor.
 std::unordered_set<const ir::BufferNode*> WgmmaOperands(const ir::Stmt& body);
 
 }  // namespace tl::transform::cuda

@@ -86,7 +86,8 @@ std::unordered_set<const BufferNode*> GemmOperands(const Stmt& body) {
 
 bool Swizzled(const Buffer& b, const std::unordered_set<const BufferNode*>& gemm_operands,
               const std::unordered_set<const BufferNode*>& wgmma_operands) {
-  if (b->scope != Scope::kShared || !gemm_operands.count(b.get()) || b->shape.size() < 2) return false;
+  if (b->scope != Scope::kShared || b->shape.size() < 2) return false;
+  if (!gemm_operands.count(b.get()) && !wgmma_operands.count(b.get())) return false;  // (TMA-stored panels)
   int64_t cols, rows;
   if (!AsConstInt(b->shape.back(), &cols) || !AsConstInt(b->shape[b->shape.size() - 2], &rows)) return false;
   // wgmma panels: 128-byte panels (or one 64-byte one) of 8-row atoms (WgmmaOperandOffset)

@@ -41,8 +41,9 @@ std::unordered_set<const ir::BufferNode*> GemmOperands(const ir::Stmt& body);
 /// are the window's own plus a constant (tl::swizzle, tile_ops.h).
 bool StartsOnPanelAtom(const ir::Buffer& b, const std::vector<ir::Expr>& start);
 
-/// Whether codegen swizzles `b`: a shared GEMM operand whose rows allow it. Those wgmma
-/// reads (`wgmma_operands`, see WgmmaOperands) take wgmma's panel layout, the others XOR rows.
+/// Whether codegen swizzles `b`: a shared GEMM operand whose rows allow it, or a tile in panel
+/// layout. Those wgmma reads (`wgmma_operands`, see WgmmaOperands; TMA-stored panel tiles too)
+/// take wgmma's panel layout, the others XOR rows.
 bool Swizzled(const ir::Buffer& b, const std::unordered_set<const ir::BufferNode*>& gemm_operands,
               const std::unordered_set<const ir::BufferNode*>& wgmma_operands);
 

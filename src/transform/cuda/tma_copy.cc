@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file TMA box loads for global -> shared copies (see tma_copy.h).
+/// \file TMA box loads (global -> shared) and stores (shared -> global); see tma_copy.h.
 #include "tma_copy.h"
+
+#include <unordered_set>
 
 #include "wgmma_select.h"
 
@@ -40,15 +42,17 @@ bool TileShape(const Buffer& b, int64_t* rows, int64_t* cols) {
   return true;
 }
 
-}  // namespace
 
-std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,
-                         const AlignmentPromise& promise) {
-  const Buffer &src = copy->src.buffer, &dst = copy->dst.buffer;
+/// Why a TMA box transfer between `global` (a region of a tensor parameter) and the whole
+/// shared tile `tile` is impossible, or "". `panelled`: the tile is in wgmma's panel layout;
+/// `wide_panels`: 4-byte elements may be in panels too (only wgmma's operands are 8- and 16-bit).
+std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled, bool wide_panels,
+                        const std::vector<Param>& params, const AlignmentPromise& promise) {
+  const Buffer &src = global.buffer, &dst = tile.buffer;
   bool is_param = false;
   for (const Param& p : params) is_param |= p.buffer.get() == src.get();
-  if (!is_param || src->scope != Scope::kGlobal) return "the source is not a tensor parameter";
-  if (!src->strides.empty()) return "the source tensor has explicit strides";
+  if (!is_param || src->scope != Scope::kGlobal) return "the global side is not a tensor parameter";
+  if (!src->strides.empty()) return "the global tensor has explicit strides";
   size_t rank = src->shape.size();
   if (rank < 1 || rank > 5) return "TMA takes tensors of rank 1 to 5";
   if (src->dtype != dst->dtype) return "the copy converts between dtypes";
@@ -64,14 +68,14 @@ std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Pa
     return "the tensor's innermost dimension is not static";
   }
   std::vector<int64_t> ext, dst_ext;
-  if (!ConstExtents(copy->src, &ext) || !ConstExtents(copy->dst, &dst_ext)) return "the copied extents are not static";
+  if (!ConstExtents(global, &ext) || !ConstExtents(tile, &dst_ext)) return "the copied extents are not static";
   int64_t rows = 0, cols = 0;
   if (!TileShape(dst, &rows, &cols)) return "the shared tile's shape is not static";
-  for (size_t i = 0; i < copy->dst.ranges.size(); ++i) {
+  for (size_t i = 0; i < tile.ranges.size(); ++i) {
     int64_t lo = -1, dim = 0;
     AsConstInt(dst->shape[i], &dim);
-    if (!AsConstInt(copy->dst.ranges[i].min, &lo) || lo != 0 || dst_ext[i] != dim) {
-      return "the copy does not fill the whole shared tile";
+    if (!AsConstInt(tile.ranges[i].min, &lo) || lo != 0 || dst_ext[i] != dim) {
+      return "the copy does not cover the whole shared tile";
     }
   }
   if (ext.back() != cols) return "the copied rows are not contiguous in the tensor";
@@ -83,27 +87,34 @@ std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Pa
   }
   if (outer != rows || non_unit > 1) return "the copied region does not line up with the tile's rows";
   if (panelled) {
-    if ((bytes != 2 && bytes != 1) || ((cols * bytes) % 128 && cols * bytes != 64)) {
+    bool sized = bytes == 2 || bytes == 1 || (wide_panels && bytes == 4);
+    if (!sized || ((cols * bytes) % 128 && cols * bytes != 64)) {
       return "a wgmma panel tile needs 16- or 8-bit elements in rows of a multiple of 128 bytes (or of 64)";
     }
   } else if (cols > kMaxBox || cols * bytes % 16) {
     return "the tile's rows must be at most 256 elements and a multiple of 16 bytes";
   }
-  // TMA writes only to 128-byte aligned shared addresses (1024 for a 128-byte swizzle, per
-  // 64-column panel), and the pipeline stacks its stages back to back: a 16-byte tile would
+  // TMA addresses shared memory 128-byte aligned (1024 for a 128-byte swizzle, per
+  // 64-column panel), and a pipeline stacks its stages back to back: a 16-byte tile would
   // put stage 1 at a misaligned address (a GPU fault).
   if (panelled && rows % 8) return "a wgmma panel tile needs a multiple of 8 rows (1024-byte swizzle atoms)";
   if (rows * cols * bytes % 128) return "the tile is not a multiple of 128 bytes (each stage must start 128-byte aligned)";
   return "";
 }
 
-Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* bytes) {
-  const Buffer& src = copy->src.buffer;
+/// The boxes of a transfer TmaBoxUnfit accepts: one per panel (or one for a plain tile),
+/// each as (descriptor, address in the tile, coordinates innermost first).
+struct TmaBox {
+  Expr desc, smem;
+  std::vector<Expr> coords;
+};
+std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool panelled, int64_t* box_bytes) {
+  const Buffer& src = global.buffer;
   size_t rank = src->shape.size();
   std::vector<int64_t> ext;
-  ConstExtents(copy->src, &ext);
+  ConstExtents(global, &ext);
   int64_t cols = ext.back();
-  // wgmma panels: 64 columns in SWIZZLE_128B, or a 32-column tile in SWIZZLE_64B
+  // wgmma panels: 128-byte rows in SWIZZLE_128B, or a 64-byte-row tile in SWIZZLE_64B
   // (cuda::WgmmaOperandOffset).
   int64_t box_inner = panelled ? WgmmaPanelElems(cols, src->dtype.bytes()) : cols;
   TmaSwizzle swizzle = !panelled                              ? TmaSwizzle::kNone
@@ -118,22 +129,74 @@ Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* b
     desc_args.push_back(MakeInt(e));
     box_elems *= e;
   }
+  *box_bytes = box_elems * src->dtype.bytes();
   Expr desc = Call::Make(DType::Handle(), "tma_descriptor", desc_args);
-  std::vector<Expr> dst_idx;
-  for (const Range& r : copy->dst.ranges) dst_idx.push_back(r.min);
-  std::vector<Stmt> loads;
+  std::vector<Expr> tile_idx;
+  for (const Range& r : tile.ranges) tile_idx.push_back(r.min);
+  std::vector<TmaBox> boxes;
   for (int64_t p = 0; p < cols / box_inner; ++p) {
-    std::vector<Expr> at = dst_idx;
+    std::vector<Expr> at = tile_idx;
     at.back() = at.back() + MakeInt(p * box_inner);
-    std::vector<Expr> args{desc, AddressOf(copy->dst.buffer, at), bar};
+    TmaBox box{desc, AddressOf(tile.buffer, at), {}};
     for (size_t j = 0; j < rank; ++j) {
-      Expr c = copy->src.ranges[rank - 1 - j].min;
-      args.push_back(j == 0 && p ? c + MakeInt(p * box_inner) : c);
+      Expr c = global.ranges[rank - 1 - j].min;
+      box.coords.push_back(j == 0 && p ? c + MakeInt(p * box_inner) : c);
     }
+    boxes.push_back(box);
+  }
+  return boxes;
+}
+
+}  // namespace
+
+std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,
+                         const AlignmentPromise& promise) {
+  return TmaBoxUnfit(copy->src, copy->dst, panelled, false, params, promise);
+}
+
+Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* bytes) {
+  int64_t box_bytes = 0;
+  std::vector<Stmt> loads;
+  for (const TmaBox& box : TmaBoxes(copy->src, copy->dst, panelled, &box_bytes)) {
+    std::vector<Expr> args{box.desc, box.smem, bar};
+    args.insert(args.end(), box.coords.begin(), box.coords.end());
     loads.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_load", args), copy->span));
-    *bytes += box_elems * src->dtype.bytes();
+    *bytes += box_bytes;
   }
   return loads.size() == 1 ? loads[0] : Seq::Make(loads, copy->span);
+}
+
+bool TmaStorePanels(const CopyOp* copy, const std::unordered_set<const BufferNode*>& wgmma_operands) {
+  const Buffer& tile = copy->src.buffer;
+  if (wgmma_operands.count(tile.get())) return true;
+  int64_t rows = 0, cols = 0, bytes = tile->dtype.bytes();
+  return TileShape(tile, &rows, &cols) && rows % 8 == 0 && (bytes == 1 || bytes == 2 || bytes == 4) &&
+         cols * bytes % 128 == 0;
+}
+
+std::string TmaStoreUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,
+                          const AlignmentPromise& promise) {
+  if (copy->src.buffer->scope != Scope::kShared || copy->dst.buffer->scope != Scope::kGlobal) {
+    return "the copy is not from a shared tile to a global tensor";
+  }
+  return TmaBoxUnfit(copy->dst, copy->src, panelled, true, params, promise);
+}
+
+Stmt LowerTmaStore(const CopyOp* copy, bool panelled, const Expr& issuer) {
+  const Span& span = copy->span;
+  int64_t box_bytes = 0;
+  std::vector<Stmt> issue;
+  for (const TmaBox& box : TmaBoxes(copy->dst, copy->src, panelled, &box_bytes)) {
+    std::vector<Expr> args{box.desc, box.smem};
+    args.insert(args.end(), box.coords.begin(), box.coords.end());
+    issue.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_store", args), span));
+  }
+  issue.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_store_arrive", {}), span));
+  issue.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_store_wait", {MakeInt(0), MakeBool(true)}), span));
+  return Seq::Make({Evaluate::Make(Call::Make(DType::Void(), "fence_proxy_async", {}), span),
+                    Evaluate::Make(Call::Make(DType::Void(), "syncthreads", {}), span),
+                    IfThenElse::Make(issuer, Seq::Make(issue, span), nullptr, span)},
+                   span);
 }
 
 }  // namespace tl::transform::cuda

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file One T.copy from a global tensor into a shared tile as TMA box loads (sm_90).
+/// \file One T.copy between a global tensor and a whole shared tile as TMA box loads or
+/// stores (sm_90).
 ///
 /// The tensor map covers the whole global tensor (innermost dimension first, as the
 /// driver takes it); the box is the copied region, except that a tile in wgmma's panel
@@ -16,6 +17,8 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "pass_helpers.h"
 #include "tl/ir/stmt.h"
@@ -36,5 +39,22 @@ std::string TmaLoadUnfit(const ir::CopyOp* copy, bool panelled, const std::vecto
 /// completing on the mbarrier at `bar` (an address_of expression); adds their bytes to
 /// `*bytes`. Only for copies TmaLoadUnfit accepts.
 ir::Stmt LowerTmaLoad(const ir::CopyOp* copy, bool panelled, const ir::Expr& bar, int64_t* bytes);
+
+/// Whether a TMA store of `copy` reads its tile in wgmma's panel layout: a wgmma operand, or
+/// a tile of whole 128-byte panel rows (8 rows a swizzle atom), which the store then gives
+/// that layout (written from register fragments without bank conflicts, like the XOR-rows
+/// staging tiles it replaces, and readable by a 128-byte-swizzled TMA box).
+bool TmaStorePanels(const ir::CopyOp* copy, const std::unordered_set<const ir::BufferNode*>& wgmma_operands);
+
+/// Why `copy` (shared tile -> global tensor) cannot be TMA box stores, or "" when it can.
+std::string TmaStoreUnfit(const ir::CopyOp* copy, bool panelled, const std::vector<ir::Param>& params,
+                          const AlignmentPromise& promise = {});
+
+/// The store of `copy` (which TmaStoreUnfit accepts): every thread fences its shared writes
+/// for the async proxy, a barrier, then the thread where `issuer` holds stores each box,
+/// commits them and waits until they have read the tile (so it may be overwritten after the
+/// next barrier, which cuda-insert-barriers places). The tile's panels show in the IR: a
+/// tma_store whose descriptor swizzles reads a tile in panel layout (WgmmaOperands).
+ir::Stmt LowerTmaStore(const ir::CopyOp* copy, bool panelled, const ir::Expr& issuer);
 
 }  // namespace tl::transform::cuda

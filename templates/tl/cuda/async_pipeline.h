@@ -255,6 +255,91 @@ TL_DEVICE void tma_load_5d(const TmaDescriptor& desc, void* smem, uint64_t* bar,
 }
 
 // ---------------------------------------------------------------------------------------
+// TMA stores (cp.async.bulk.tensor, shared -> global, bulk-group completion)
+//
+// The issuing thread stores a box of shared memory to coordinates (c0 innermost, ...) of
+// `desc`'s tensor (parts outside the tensor are not written), closes its outstanding stores
+// into a group with tma_store_arrive, and waits with tma_store_wait. The shared writes the
+// box holds must be ordered before the store by fence_proxy_async_shared (wgmma.h) in the writing threads
+// and a barrier.
+
+TL_DEVICE void tma_store_1d(const TmaDescriptor& desc, const void* smem, int32_t c0) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(&desc)),
+               "r"(smem_addr(smem)), "r"(c0)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_store_2d(const TmaDescriptor& desc, const void* smem, int32_t c0, int32_t c1) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(&desc)),
+               "r"(smem_addr(smem)), "r"(c0), "r"(c1)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_store_3d(const TmaDescriptor& desc, const void* smem, int32_t c0, int32_t c1, int32_t c2) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(&desc)),
+               "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_store_4d(const TmaDescriptor& desc, const void* smem, int32_t c0, int32_t c1, int32_t c2, int32_t c3) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(&desc)),
+               "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+TL_DEVICE void tma_store_5d(const TmaDescriptor& desc, const void* smem, int32_t c0, int32_t c1, int32_t c2, int32_t c3, int32_t c4) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(&desc)),
+               "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
+/// Closes this thread's outstanding TMA stores into a bulk group.
+TL_DEVICE void tma_store_arrive() {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+
+/// Waits until at most N of this thread's bulk groups are outstanding; with Read, only
+/// until they have read their shared memory (which may then be overwritten), not until
+/// their global writes are done.
+template <int N = 0, bool Read = true>
+TL_DEVICE void tma_store_wait() {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  if constexpr (Read) {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
 // Named barriers and register reallocation
 
 /// bar.sync on barrier `id` (1..15; 0 is __syncthreads') for `count` threads, a multiple
