@@ -5,6 +5,7 @@ thread-dependent statement is a loop over the threads). Results are checked agai
 numpy on the CPU, and on the GPU under TILELANG_TEST_CUDA=1; the CUDA source is also
 checked here without a GPU."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -130,6 +131,26 @@ def test_cuda_source_uses_the_hardware():
     for fn in ("warp_reduce_sum<32>", "warp_reduce_max<32>", "warp_reduce_bitor<32>", "warp_reduce_bitand<32>"):
         assert "tl::" + fn in src, src
     assert "threadIdx.x" in src and "thread_binding" not in src, src
+
+
+@needs_compiler
+def test_shuffles_bit_scans_and_isfinite_print_as_cuda_builtins():
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float32"), H: T.Tensor((32,), "float16"), B: T.Tensor((4, 32), "int32"),
+             C: T.Tensor((2, 32), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            C[0, tx] = T.shfl_sync(A[tx], 3)
+            C[1, tx] = T.shfl_xor(H[tx], 1)
+            B[0, tx] = T.__ffs(T.ballot_sync(tx >= 7)) - 1
+            B[1, tx] = T.__ffs(tx)
+            B[2, tx] = T.isfinite(A[tx])
+
+    src = tilelang.compile(main, target="cuda -arch=sm_80").get_kernel_source()
+    assert re.search(r"__shfl_sync\(0xffffffffu, A\[tx\w*\], 3, 32\)", src), src
+    assert re.search(r"tl::shfl_xor\(H\[tx\w*\], 1, 32\)", src), src  # 16-bit values widen in tl::'s
+    assert "__ffsll((long long)(" in src and re.search(r"__ffs\(\(int\)\(tx\w*\)\)", src), src
+    assert re.search(r"tl::isfinite\(A\[tx\w*\]\)", src), src
 
 
 @needs_compiler

@@ -1427,8 +1427,7 @@ def isfinite(x):
     v = as_expr(x)
     if not v.dtype.is_float:
         return _vconst(True, "bool")
-    inf = infinity(v.dtype)
-    return binary("and", binary("eq", v, v), binary("and", binary("lt", v, inf), binary("gt", v, -inf)))
+    return PrimExpr(_tl.call("bool", "isfinite", [v.node]))
 
 
 def isnan(x):

@@ -348,7 +348,10 @@ class CudaCodegen : public CPrinter {
   std::string PrintCall(const Call* op) override {
     if (op->op == "syncthreads") return "__syncthreads()";
     if (HasEffect(op, kVote)) return PrintVote(op);
-    if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
+    if (op->op == "ffs") {  // CUDA's own: __ffsll for 64-bit operands (a ballot), else __ffs
+      bool wide = op->args[0]->dtype.bytes() == 8;
+      return std::string(wide ? "__ffsll((long long)(" : "__ffs((int)(") + Print(op->args[0]) + "))";
+    }
     if (op->op == "ldg") {
       // __ldg reads global memory only (tl_cuda.h adds overloads for the 16- and 8-bit floats).
       const auto* load = As<BufferLoad>(op->args[0]);
@@ -413,6 +416,14 @@ class CudaCodegen : public CPrinter {
       return "tl::" + op->op + "<" + Print(op->args[1]) + (whole_warp ? ", true" : "") + ">(" + Print(op->args[0]) + ")";
     }
     if (op->op == "shfl_xor" || op->op == "shfl_down" || op->op == "shfl_up" || op->op == "shfl_sync") {
+      // 32- and 64-bit ints and floats: CUDA's __shfl_*_sync itself; the 16- and 8-bit types
+      // through tl::'s, which widens them (reduce.h)
+      DType t = op->args[0]->dtype;
+      if ((t.bytes() == 4 || t.bytes() == 8) && (t.IsInt() || t.code == DType::kFloat)) {
+        std::string name = op->op == "shfl_sync" ? "__shfl_sync" : "__" + op->op + "_sync";
+        return name + "(0xffffffffu, " + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " +
+               Print(op->args[2]) + ")";
+      }
       return "tl::" + op->op + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " + Print(op->args[2]) + ")";
     }
     if (op->op == "cp_async_commit") return "tl::cp_async_commit()";

@@ -63,10 +63,11 @@ class CopyLowerer : public cuda::ThreadShareMutator {
   }
 
  private:
-  /// TMA stores: sm_90 or newer, unless tl.disable_tma_lower.
+  /// TMA stores: sm_90 or newer, unless tl.disable_tma_lower or tl.disable_tma_store.
   static bool TmaStoresAvailable(const PassContext& ctx) {
     auto arch = ctx.config.find("tl.target_arch");
-    if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0 || cuda::ConfigTrue(ctx, "tl.disable_tma_lower")) {
+    if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0 || cuda::ConfigTrue(ctx, "tl.disable_tma_lower") ||
+        cuda::ConfigTrue(ctx, "tl.disable_tma_store")) {
       return false;
     }
     int number = 0;
@@ -81,7 +82,7 @@ class CopyLowerer : public cuda::ThreadShareMutator {
     std::string why;
     bool panelled = cuda::TmaStorePanels(op, panels_);
     if (!tma_stores_) {
-      why = "TMA needs sm_90 or newer (or tl.disable_tma_lower is set)";
+      why = "TMA needs sm_90 or newer (and neither tl.disable_tma_lower nor tl.disable_tma_store)";
     } else if (share_.Unranged() || share_.SpreadThreads() % 32) {
       why = "the copy runs on part of the block's threads that is not a range of whole warps";
     } else {

@@ -169,9 +169,10 @@ Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* b
 bool TmaStorePanels(const CopyOp* copy, const std::unordered_set<const BufferNode*>& wgmma_operands) {
   const Buffer& tile = copy->src.buffer;
   if (wgmma_operands.count(tile.get())) return true;
+  // (1-byte tiles stay row-major: their element loops would pay the swizzle on every access,
+  // as with the XOR-rows staging layout, which leaves them alone too)
   int64_t rows = 0, cols = 0, bytes = tile->dtype.bytes();
-  return TileShape(tile, &rows, &cols) && rows % 8 == 0 && (bytes == 1 || bytes == 2 || bytes == 4) &&
-         cols * bytes % 128 == 0;
+  return TileShape(tile, &rows, &cols) && rows % 8 == 0 && (bytes == 2 || bytes == 4) && cols * bytes % 128 == 0;
 }
 
 std::string TmaStoreUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,

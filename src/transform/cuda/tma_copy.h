@@ -41,7 +41,7 @@ std::string TmaLoadUnfit(const ir::CopyOp* copy, bool panelled, const std::vecto
 ir::Stmt LowerTmaLoad(const ir::CopyOp* copy, bool panelled, const ir::Expr& bar, int64_t* bytes);
 
 /// Whether a TMA store of `copy` reads its tile in wgmma's panel layout: a wgmma operand, or
-/// a tile of whole 128-byte panel rows (8 rows a swizzle atom), which the store then gives
+/// a tile of 16- or 32-bit elements in whole 128-byte panel rows (8 rows a swizzle atom), which the store then gives
 /// that layout (written from register fragments without bank conflicts, like the XOR-rows
 /// staging tiles it replaces, and readable by a 128-byte-swizzled TMA box).
 bool TmaStorePanels(const ir::CopyOp* copy, const std::unordered_set<const ir::BufferNode*>& wgmma_operands);

@@ -74,6 +74,16 @@ using enable_if_int_t = std::enable_if_t<std::is_integral<T>::value, int>;
   template <typename T, detail::enable_if_int_t<T> = 0>                         \
   inline double name(T x) { return name(static_cast<double>(x)); }
 
+/// Whether x is neither infinite nor NaN (T.isfinite); 16- and 8-bit floats through float.
+inline bool isfinite(float x) { return std::isfinite(x); }
+inline bool isfinite(double x) { return std::isfinite(x); }
+inline bool isfinite(half h) { return std::isfinite(static_cast<float>(h)); }
+inline bool isfinite(bfloat16 h) { return std::isfinite(static_cast<float>(h)); }
+template <typename T, detail::enable_if_float8_t<T> = 0>
+inline bool isfinite(T h) {
+  return std::isfinite(static_cast<float>(h));
+}
+
 TL_CPU_UNARY_MATH(exp, std::exp(x), std::exp(x))
 TL_CPU_UNARY_MATH(exp2, std::exp2(x), std::exp2(x))
 TL_CPU_UNARY_MATH(expm1, std::expm1(x), std::expm1(x))

@@ -145,6 +145,19 @@ TL_DEVICE float fast_tanh(float x) {
     return name(static_cast<double>(x));                                                \
   }
 
+/// Whether x is neither infinite nor NaN (T.isfinite): the exponent bits not all set (a
+/// test of the bits, which fast math cannot fold away); narrower floats through float.
+TL_DEVICE bool isfinite(float x) { return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }
+TL_DEVICE bool isfinite(double x) {
+  return (static_cast<unsigned long long>(__double_as_longlong(x)) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+TL_DEVICE bool isfinite(half h) { return isfinite(static_cast<float>(h)); }
+TL_DEVICE bool isfinite(bfloat16 h) { return isfinite(static_cast<float>(h)); }
+template <typename T, detail::enable_if_float8_t<T> = 0>
+TL_DEVICE bool isfinite(T h) {
+  return isfinite(static_cast<float>(h));
+}
+
 TL_CUDA_UNARY_MATH(exp, TL_CUDA_F_EXP, ::exp(x))
 TL_CUDA_UNARY_MATH(exp2, TL_CUDA_F_EXP2, ::exp2(x))
 TL_CUDA_UNARY_MATH(expm1, expm1f(x), ::expm1(x))
