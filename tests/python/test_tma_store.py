@@ -64,8 +64,16 @@ def round_trip(M, N, bm, bn, dtype, part=False, explicit=False, threads=128):
     return main
 
 
+AUTO = {"tl.auto_tma_store": True}
+
+
+def test_plain_copies_are_tma_stores_only_when_asked():
+    src, _ = lower(gemm_epilogue(1024, 1024, 1024))
+    assert "tl::tma_store" not in src.code and "XOR-swizzled staging tile" in src.code
+
+
 def test_gemm_epilogue_stores_its_tile_with_tma():
-    src, remarks = lower(gemm_epilogue(1024, 1024, 1024))
+    src, remarks = lower(gemm_epilogue(1024, 1024, 1024), **AUTO)
     code = src.code
     # C_s (64 x 128 halves, 256-byte rows) takes two 128-byte-swizzled panels, stored one box each
     assert re.search(r"tl::half\* C_s = .*// wgmma panels", code), code
@@ -80,7 +88,7 @@ def test_gemm_epilogue_stores_its_tile_with_tma():
 
 def test_narrow_tile_is_stored_row_major():
     # rows of 64 bytes: no whole 128-byte panel, so the tile stays row-major (no swizzle)
-    src, remarks = lower(round_trip(256, 256, 64, 16, "float32"))
+    src, remarks = lower(round_trip(256, 256, 64, 16, "float32"), **AUTO)
     assert "tl::tma_store_2d" in src.code and "XOR-swizzled" not in src.code and "panels" not in src.code
     assert [s for s in src.tma_specs if s[0] == 1] == [(1, 7, 4, [256, 256], [16, 64], 0)], src.tma_specs
     assert any("S -> Y is a TMA store" in r and "panels" not in r for r in remarks), remarks
@@ -89,12 +97,12 @@ def test_narrow_tile_is_stored_row_major():
 def test_no_tma_store_without_tma():
     for arch, configs in (("sm_80", {}), ("sm_90a", {"tl.disable_tma_lower": True}),
                           ("sm_90a", {"tl.disable_tma_store": True})):
-        src, _ = lower(round_trip(256, 256, 64, 64, "float16"), arch=arch, **configs)
+        src, _ = lower(round_trip(256, 256, 64, 64, "float16", explicit=True), arch=arch, **configs)
         assert "tl::tma_store" not in src.code and "fence_proxy" not in src.code
 
 
 def test_a_partial_tile_is_stored_by_the_threads():
-    src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part=True))
+    src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part=True), **AUTO)
     assert "tl::tma_store" not in src.code and not any("TMA store" in r for r in remarks)
     # T.tma_copy asks for TMA: the fallback is said
     src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part=True, explicit=True))
