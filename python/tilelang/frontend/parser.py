@@ -59,12 +59,20 @@ def _runs_as_code(st) -> bool:
 
 
 def _has_kernel(fdef) -> bool:
-    """Whether the function's body (not nested functions) has a `with ...Kernel(...)`."""
+    """Whether the function's body (not nested functions) has a `with ...Kernel(...)`, or
+    a TVM-style launch: `for ... in T.thread_binding(..., thread="blockIdx.x")`."""
     todo = list(fdef.body)
     while todo:
         n = todo.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
+        if isinstance(n, ast.For) and isinstance(n.iter, ast.Call):
+            f = n.iter.func
+            named = (isinstance(f, ast.Attribute) and f.attr == "thread_binding") or \
+                (isinstance(f, ast.Name) and f.id == "thread_binding")
+            thread = [k.value for k in n.iter.keywords if k.arg == "thread"] + n.iter.args[2:3]
+            if named and thread and isinstance(thread[0], ast.Constant) and str(thread[0].value).startswith("blockIdx"):
+                return True
         if isinstance(n, ast.With):
             for item in n.items:
                 f = item.context_expr.func if isinstance(item.context_expr, ast.Call) else None
@@ -701,6 +709,11 @@ class Parser:
                 names.append(e.id)
             if len(names) != len(spec.grid):
                 raise _b._UserError(f"T.Kernel has {len(spec.grid)} grid dimension(s) but `as` names {len(names)}")
+        self.kernel(node, spec, names, node.body)
+
+    def kernel(self, node, spec, names, body_nodes, thread_names=()):
+        """The kernel launch of `spec` around `body_nodes`, its block indices bound to `names`
+        (and, for a TVM-style launch, its thread indices to `thread_names`)."""
         default_names = ["bx", "by", "bz"]
         vars_ = [_tl.var(names[i] if i < len(names) else default_names[i], "int32") for i in range(len(spec.grid))]
         grid = [as_expr(_eager.resolve(g), "int32").node for g in spec.grid]
@@ -712,7 +725,11 @@ class Parser:
         self.builder.launch = (vars_, grid, list(spec.threads))
         self.builder.open()
         try:
-            self.visit_body(node.body)
+            from ..language import get_thread_binding
+            for dim, n in enumerate(thread_names):
+                if n is not None:
+                    self.bind(n, get_thread_binding(dim))
+            self.visit_body(body_nodes)
             check_reducers_finalized()
             body = self.builder.close(self.span(node))
         finally:
@@ -721,9 +738,72 @@ class Parser:
             self.scopes.pop()
         _b.emit(_tl.kernel(grid, vars_, spec.threads, body, self.span(node)))
 
+    def binding_launch(self, node):
+        """TVM's way of writing a launch (upstream's tests use it), outside any T.Kernel:
+
+            for bx in T.thread_binding(n, thread="blockIdx.x"):        # then .y, .z
+                for tx in T.thread_binding(128, thread="threadIdx.x"):  # then .y, .z
+                    body
+
+        is `with T.Kernel(n, threads=128) as bx:` with tx the thread index. Returns False
+        when `node` is not such a loop."""
+        from ..language import thread_binding
+
+        def binding(f):
+            if not (isinstance(f, ast.For) and isinstance(f.iter, ast.Call) and not f.orelse):
+                return None
+            it = f.iter
+            if self.eval(it.func) is not thread_binding:
+                return None
+            if not isinstance(f.target, ast.Name):
+                raise _b._UserError("a thread_binding loop binds one name")
+            args = [self.eval(a) for a in it.args]
+            kw = {k.arg: self.eval(k.value) for k in it.keywords}
+            thread = kw.get("thread", args[2] if len(args) > 2 else "threadIdx.x")
+            begin, end = (args + [None])[:2] if args else (kw.get("begin"), kw.get("end"))
+            extent = begin if end is None else end - begin
+            if end is not None and not (isinstance(begin, numbers.Integral) and begin == 0):
+                raise _b._UserError("a launch's thread_binding loops start at 0")
+            return f.target.id, extent, thread
+
+        first = binding(node)
+        if first is None or not str(first[2]).startswith("blockIdx."):
+            return False
+        axes = {"blockIdx": {}, "threadIdx": {}}
+        f = node
+        while True:
+            b = binding(f)
+            if b is None:
+                break
+            kind, _, axis = b[2].partition(".")
+            if kind not in axes or axis not in ("x", "y", "z") or axis in axes[kind]:
+                raise _b._UserError(f"thread_binding: thread must be blockIdx.x/y/z or threadIdx.x/y/z, each once, "
+                                    f"got {b[2]!r}")
+            if kind == "blockIdx" and axes["threadIdx"]:
+                raise _b._UserError("thread_binding: the blockIdx loops come before the threadIdx loops")
+            axes[kind][axis] = b
+            if len(f.body) != 1 or binding(f.body[0]) is None:
+                body = f.body
+                break
+            f = f.body[0]
+        blocks = [axes["blockIdx"].get(a) for a in "xyz"]
+        threads = [axes["threadIdx"].get(a) for a in "xyz"]
+        for kind, bs in (("blockIdx", blocks), ("threadIdx", threads)):
+            n = sum(b is not None for b in bs)
+            if any(b is None for b in bs[:n]):
+                raise _b._UserError(f"thread_binding: {kind} dimensions must be x, then y, then z")
+        grid = [b[1] for b in blocks if b is not None]
+        dims = [b[1] for b in threads if b is not None] or [1]
+        spec = KernelSpec(grid, dims[0] if len(dims) == 1 else dims)
+        self.kernel(node, spec, [b[0] for b in blocks if b is not None], body,
+                    thread_names=[b[0] if b is not None else None for b in threads])
+        return True
+
     def stmt_For(self, node):
         if node.orelse:
             raise self.error(node.orelse[0], "`for ... else` is not supported in kernels")
+        if not self.builder.in_kernel and self.binding_launch(node):
+            return
         it = node.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
                 and self.lookup("range", it.func) is builtins.range:

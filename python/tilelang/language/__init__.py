@@ -404,8 +404,14 @@ def serial(start, stop=None, step=None, annotations=None):
 
 
 def unroll(start, stop=None, step=None, explicit=False, unroll_factor=None, annotations=None):
+    """An unrolled loop; ``unroll_factor=n`` unrolls by n (``#pragma unroll n`` on CUDA)."""
     s, e = _range_args(start, stop, "T.unroll")
-    return LoopSpec("unroll", [s], [e], step=step)
+    ann = {}
+    if unroll_factor is not None:
+        if not isinstance(unroll_factor, numbers.Integral) or isinstance(unroll_factor, _builtins.bool) or unroll_factor < 1:
+            raise _b._UserError(f"T.unroll: unroll_factor must be a positive int, got {unroll_factor!r}")
+        ann["tl.unroll_factor"] = unroll_factor
+    return LoopSpec("unroll", [s], [e], annotations=ann, step=step)
 
 
 def vectorized(start, stop=None, annotations=None):
@@ -1463,7 +1469,7 @@ from .fastmath import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __ta
 from .tileops_extra import c2d_im2col, cummax, im2col, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
-from .pointers import handle, make_tensor, ptr  # noqa: E402,F401
+from .pointers import handle, make_tensor, match_buffer, ptr  # noqa: E402,F401
 from .extern import access_ptr, call_extern, import_source  # noqa: E402,F401
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401
 from .bits import (  # noqa: E402,F401

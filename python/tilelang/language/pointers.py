@@ -79,3 +79,20 @@ def make_tensor(ptr, shape, dtype="float32", strides=None):
     dims = [as_expr(d, "int32").node for d in shape]
     st = [as_expr(s, "int32").node for s in strides] if strides is not None else []
     return Buffer(_tl.buffer(name, str(dt), dims, "global", st, data))
+
+
+def match_buffer(param, shape, dtype="float32", strides=None, elem_offset=None, scope="global", align=None,
+                 offset_factor=None, buffer_type="", axis_separators=None):
+    """TVM's way of giving a `T.handle` parameter a tensor's shape and dtype
+    (``A = T.match_buffer(A_ptr, (16, 16), T.float32)``): here the tensor at the pointer, as
+    T.make_tensor makes it. The caller passes a tensor (or an address); its shape is not
+    checked against `shape`. `align` and `offset_factor` are accepted (hints)."""
+    if scope != "global":
+        raise _b._UserError(f"T.match_buffer: only global tensors can be matched to a parameter, got scope={scope!r}")
+    if elem_offset not in (None, 0):
+        raise _b._UserError(f"T.match_buffer: elem_offset is not supported (got {elem_offset!r}); "
+                            "pass the address of the first element instead")
+    if axis_separators:
+        raise _b._UserError("T.match_buffer: axis_separators are not supported")
+    return make_tensor(param, shape, dtype, strides)
+

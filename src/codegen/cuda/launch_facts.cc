@@ -80,6 +80,12 @@ int64_t RasterPanel(const KernelLaunch* op) {
 /// threads, where 512 iterations of a 32-step dot product took NVRTC 90 s to compile. Register arrays need constant indices, so
 /// loops over them always unroll fully.
 std::string UnrollPragma(const For* op) {
+  // T.unroll(..., unroll_factor=n): as asked
+  auto factor = op->annotations.find("tl.unroll_factor");
+  int64_t n = 0;
+  if (factor != op->annotations.end() && AsConstInt(factor->second, &n) && n > 0) {
+    return "#pragma unroll " + std::to_string(n);
+  }
   // Iterations times the trip counts of the loops nested inside (which the compiler
   // unrolls too when they are short).
   constexpr int64_t kFullUnrollTrips = 256, kFullUnrollWork = 2048;

@@ -17,7 +17,8 @@ int64_t MinBlocksPerSm(const ir::Stmt& body);
 const ir::KernelLaunch* FindLaunch(const ir::Stmt& s);
 /// Panel width for block rasterization: T.use_swizzle's, else 8 for wide 2-D grids; 0 for none.
 int64_t RasterPanel(const ir::KernelLaunch* op);
-/// The unroll pragma of a serial loop (full, or by 4 for long loops over no register array).
+/// The unroll pragma of a serial loop (T.unroll's unroll_factor; else full, or by 4 for long loops
+/// over no register array).
 std::string UnrollPragma(const ir::For* op);
 /// The largest product of constant trip counts along a chain of loops nested in `s`.
 int64_t InnerTrips(const ir::Stmt& s);

@@ -228,8 +228,12 @@ struct CudaModule::Impl {
                                          /*interleave=*/0, spec.swizzle, /*l2_promotion: 128B=*/2, /*oob_fill: zeros=*/0);
     } else {
       std::vector<uint32_t> box(spec.box.begin(), spec.box.end()), element_strides(box.size(), 1);
+      // A 1-D map has no strides; the driver still gets an array (a null one is suspected of
+      // failing the encode: the 1-D TMA stores of the thirteenth session's GPU run failed).
+      const uint64_t no_strides[1] = {0};
       status = drv.TensorMapEncodeTiled(m.bytes, spec.data_type, static_cast<uint32_t>(g.dims.size()),
-                                        reinterpret_cast<void*>(g.address), g.dims.data(), g.strides.data(),
+                                        reinterpret_cast<void*>(g.address), g.dims.data(),
+                                        g.strides.empty() ? no_strides : g.strides.data(),
                                         box.data(), element_strides.data(), /*interleave=*/0, spec.swizzle,
                                         /*l2_promotion: 256B=*/3, /*oob_fill: zeros=*/0);
     }
