@@ -17,6 +17,7 @@
 #include "../../transform/cuda/shared_plan.h"
 #include "../../transform/cuda/wgmma_select.h"
 #include "../c_printer.h"
+#include "async_intrinsics.h"
 #include "launch_facts.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
@@ -25,6 +26,7 @@ namespace tl::codegen {
 
 using namespace ir;  // NOLINT: implementation file
 using cuda::FindLaunch;
+using cuda::PrintAsyncPipelineCall;
 using cuda::ProducerThreads;
 using cuda::MinBlocksPerSm;
 using cuda::RasterPanel;
@@ -366,49 +368,12 @@ class CudaCodegen : public CPrinter {
       return "__fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +
              Print(op->args[2]) + "))";
     }
-    if (op->op == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
     if (op->op == "syncwarp") return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + Print(op->args[0]) + ")";
     if (op->op == "tma_descriptor" || op->op == "tma_im2col_descriptor") {
       return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
     }
-    if (op->op == "tma_load_im2col") {
-      std::string s = "tl::tma_load_im2col_4d(";
-      for (size_t k = 0; k < op->args.size(); ++k) {
-        s += (k ? ", " : "") + std::string(k >= 7 ? "(uint16_t)(" : "") + Print(op->args[k]) + (k >= 7 ? ")" : "");
-      }
-      return s + ")";
-    }
-    if (op->op == "tma_store") {  // (desc, smem, c0, ...)
-      std::string s = "tl::tma_store_" + std::to_string(op->args.size() - 2) + "d(";
-      for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
-      return s + ")";
-    }
-    if (op->op == "tma_store_arrive") return "tl::tma_store_arrive()";
-    if (op->op == "tma_store_wait") {  // (groups, read)
-      int64_t read = 1;
-      AsConstInt(op->args[1], &read);
-      return "tl::tma_store_wait<" + Print(op->args[0]) + ", " + (read ? "true" : "false") + ">()";
-    }
-    if (op->op == "tma_load") {
-      std::string s = "tl::tma_load_" + std::to_string(op->args.size() - 3) + "d(";
-      for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
-      return s + ")";
-    }
-    if (op->op == "ws_is_producer") return "(threadIdx.x >= " + Print(op->args[0]) + ")";
-    if (op->op == "ws_is_producer_leader") return "(threadIdx.x == " + Print(op->args[0]) + ")";
-    if (op->op == "ws_is_producer_warp") return "(threadIdx.x < " + Print(op->args[0]) + " + 32)";
-    if (op->op == "elect_one") return "tl::elect_one_sync()";
-    if (op->op == "warpgroup_reg_alloc" || op->op == "warpgroup_reg_dealloc") {
-      return "tl::" + op->op + "<" + Print(op->args[0]) + ">()";
-    }
-    if (op->op == "mbarrier_init" || op->op == "mbarrier_init_fence" || op->op == "mbarrier_arrive" ||
-        op->op == "mbarrier_arrive_expect_tx" || op->op == "mbarrier_expect_tx" || op->op == "mbarrier_wait_parity" ||
-        op->op == "mbarrier_test_wait_parity" ||
-        op->op == "tma_prefetch_descriptor" || op->op == "named_barrier_sync") {
-      std::string s = "tl::" + op->op + "(";
-      for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
-      return s + ")";
-    }
+    std::string async = PrintAsyncPipelineCall(op, [&](const Expr& e) { return Print(e); });
+    if (!async.empty()) return async;
     if (op->op.rfind("warp_reduce_", 0) == 0) {  // (value, lanes[, whole warp])
       int64_t whole_warp = 0, lanes = 32;
       if (op->args.size() > 2) AsConstInt(op->args[2], &whole_warp);

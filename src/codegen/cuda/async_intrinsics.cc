@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file The CUDA text of Hopper's asynchronous-pipeline intrinsics (see async_intrinsics.h).
+#include "async_intrinsics.h"
+
+#include <unordered_set>
+
+namespace tl::codegen::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// `tl::<name>(a0, a1, ...)`.
+std::string Plain(const std::string& name, const Call* op, const std::function<std::string(const Expr&)>& print) {
+  std::string s = "tl::" + name + "(";
+  for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + print(op->args[k]);
+  return s + ")";
+}
+
+}  // namespace
+
+std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::string(const Expr&)>& print) {
+  const std::string& n = op->op;
+  if (n == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
+  // TMA: loads (desc, smem, bar, c0, ...), im2col loads (desc, smem, bar, c, w, h, n, off_w,
+  // off_h), stores (desc, smem, c0, ...); the rank is the number of coordinates
+  if (n == "tma_load") return Plain("tma_load_" + std::to_string(op->args.size() - 3) + "d", op, print);
+  if (n == "tma_load_im2col") {
+    std::string s = "tl::tma_load_im2col_4d(";
+    for (size_t k = 0; k < op->args.size(); ++k) {
+      s += (k ? ", " : "") + std::string(k >= 7 ? "(uint16_t)(" : "") + print(op->args[k]) + (k >= 7 ? ")" : "");
+    }
+    return s + ")";
+  }
+  if (n == "tma_store") return Plain("tma_store_" + std::to_string(op->args.size() - 2) + "d", op, print);
+  if (n == "tma_store_arrive") return "tl::tma_store_arrive()";
+  if (n == "tma_store_wait") {  // (groups, read)
+    int64_t read = 1;
+    AsConstInt(op->args[1], &read);
+    return "tl::tma_store_wait<" + print(op->args[0]) + ", " + (read ? "true" : "false") + ">()";
+  }
+  // the roles of a warp-specialized kernel: the producer warpgroup is launched above the
+  // consumers' `threads` (ws_is_producer_warp only inside the producer's branch)
+  if (n == "ws_is_producer") return "(threadIdx.x >= " + print(op->args[0]) + ")";
+  if (n == "ws_is_producer_leader") return "(threadIdx.x == " + print(op->args[0]) + ")";
+  if (n == "ws_is_producer_warp") return "(threadIdx.x < " + print(op->args[0]) + " + 32)";
+  if (n == "elect_one") return "tl::elect_one_sync()";
+  if (n == "warpgroup_reg_alloc" || n == "warpgroup_reg_dealloc") return "tl::" + n + "<" + print(op->args[0]) + ">()";
+  static const std::unordered_set<std::string> kPlain = {
+      "mbarrier_init",     "mbarrier_init_fence",       "mbarrier_arrive",        "mbarrier_arrive_expect_tx",
+      "mbarrier_expect_tx", "mbarrier_wait_parity",     "mbarrier_test_wait_parity", "tma_prefetch_descriptor",
+      "named_barrier_sync"};
+  if (kPlain.count(n)) return Plain(n, op, print);
+  return "";
+}
+
+}  // namespace tl::codegen::cuda
