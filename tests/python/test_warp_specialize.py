@@ -104,6 +104,16 @@ def test_gemm_loop_orders_for_releasing_stages():
     assert loop.count("gemm_ss_wgmma_issue") == 2
 
 
+def test_consumer_registers_can_be_asked_for():
+    f = gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128)
+    src, remarks, _ = lower(f, **{"tl.ws_consumer_registers": 256})
+    assert "tl::warpgroup_reg_alloc<256>()" in src.code and any("registers 24/256" in r for r in remarks)
+    # what does not fit (or is no multiple of 8) is said, and the default stays
+    src, remarks, _ = lower(f, **{"tl.ws_consumer_registers": 250})
+    assert "tl::warpgroup_reg_alloc<240>()" in src.code
+    assert any("tl.ws_consumer_registers=250 ignored: a multiple of 8 in [24, 256]" in r for r in remarks), remarks
+
+
 def test_producer_is_one_warp_with_an_elected_lane():
     # The producer's loop runs in its first warp; one elected lane arms the barrier and
     # issues, and the descriptors are prefetched where the barriers are initialized.

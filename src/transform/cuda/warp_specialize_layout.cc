@@ -5,6 +5,7 @@
 /// barriers sit in tl_ws_bars (per group g and stage s: full at g * S + s, empty at
 /// (G + g) * S + s, then one barrier for the prologue's loads), and their initialization.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -35,6 +36,20 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
 
   int64_t consumer_regs = std::min<int64_t>(240, (kRegisterFile - kProducerThreads * kProducerRegisters) /
                                                      threads_ / 8 * 8);
+  // tl.ws_consumer_registers=n (a multiple of 8, 24..256, within the register file): for
+  // measurements. One consumer warpgroup could take 256: upstream's FP8 GEMM with two
+  // accumulators (example_tilelang_gemm_fp8_2xAcc) spills 252 bytes at 240, 80 at 256 (ptxas).
+  if (auto it = ctx_.config.find("tl.ws_consumer_registers"); it != ctx_.config.end()) {
+    int64_t asked = std::atoll(it->second.c_str());
+    int64_t most = (kRegisterFile - kProducerThreads * kProducerRegisters) / threads_ / 8 * 8;
+    if (asked >= 24 && asked <= 256 && asked % 8 == 0 && asked <= most) {
+      consumer_regs = asked;
+    } else {
+      ctx_.remarks.push_back("tl.ws_consumer_registers=" + it->second + " ignored: a multiple of 8 in [24, " +
+                             std::to_string(std::min<int64_t>(256, most)) + "] fits these " +
+                             std::to_string(threads_) + " consumer threads");
+    }
+  }
   common.push_back(AttrStmt::Make(cuda::kWarpSpecializedAttr,
                                   {MakeInt(kProducerThreads), MakeInt(kProducerRegisters), MakeInt(consumer_regs)},
                                   span));
