@@ -226,3 +226,27 @@ def test_cuda_pointer_kernels_compile_without_vector_accesses_through_addresses(
     gsrc = g.get_kernel_source()
     assert "const int64_t A_addr = " in gsrc and "a_ptrs[" in gsrc
     assert "reinterpret_cast<tl::half*>(A_addr)" in gsrc
+
+
+@tilelang.jit
+def scaled_through_pointers(A: T.ptr, B: T.ptr, M: int, N: int, dtype: T.dtype, factor: int = 2):
+    A = T.make_tensor(A, (M, N), dtype)
+    B = T.make_tensor(B, (M, N), dtype)
+    with T.Kernel(1, threads=32) as bx:
+        for i, j in T.Parallel(M, N):
+            B[i, j] = A[i, j] * factor
+
+
+def test_eager_pointer_parameters_are_runtime_addresses(rng):
+    # upstream's eager style: `A: T.ptr` in the signature is an address at every call; par_compile
+    # passes T.ptr() in its place, and calls with tensors then reuse those kernels
+    kernels = scaled_through_pointers.par_compile(
+        [{"A": T.ptr(), "B": T.ptr(), "M": 64, "N": 32, "dtype": T.float32, "factor": f} for f in (2, 3)])
+    assert len(kernels) == 2 and kernels[0] is not kernels[1]
+    for factor, kernel in zip((2, 3), kernels):
+        a = rand(rng, (64, 32))
+        b = poison((64, 32))
+        scaled_through_pointers(a, b, 64, 32, T.float32, factor)
+        np.testing.assert_array_equal(b, a * factor)
+        # the same kernel for any tensors: the addresses are not part of its key
+        assert scaled_through_pointers.compile(T.ptr(), T.ptr(), 64, 32, T.float32, factor) is kernel

@@ -45,6 +45,7 @@ class EagerContext:
         self.output_count = 0
         self.tensor_params = []           # (name, Buffer or PrimExpr) for annotated parameters
         self.scalar_params = set()        # names of parameters declared as run-time scalars
+        self.pointer_params = set()       # names of parameters annotated T.ptr (run-time addresses)
 
 
 def current() -> EagerContext:

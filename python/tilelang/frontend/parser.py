@@ -329,6 +329,11 @@ class Parser:
                     if isinstance(spec, TensorSpec):
                         self.eager.args.setdefault(arg.arg, None)
                         self._guard(arg, self.declare_tensor_param, arg.arg, spec, arg)
+                    elif isinstance(spec, PointerType):
+                        # `A: T.ptr`: an address (a tensor's, or an int) at every call, never a
+                        # compile-time value (par_compile passes T.ptr() in its place)
+                        self._guard(arg, self.declare_signature_param, arg.arg, spec)
+                        self.eager.pointer_params.add(arg.arg)
             # T.const dimensions the annotations will bind, known before any statement runs
             for name, value in _eager.shape_bindings(self.fdef, self.eager.args).items():
                 self.eager.const_values.setdefault(name, value)

@@ -166,6 +166,7 @@ class JITImpl:
                              "create outputs with T.empty() and return them")
         self._kernels = {}
         self._runtime_scalars = set()
+        self._runtime_pointers = set()  # `A: T.ptr` parameters: addresses, never part of the key
 
     def is_lazy_mode(self) -> bool:
         return self.lazy
@@ -220,7 +221,8 @@ class JITImpl:
         return self.compile(*args, **kwargs).get_kernel_source()
 
     def _eager_key(self, values, const_values):
-        parts = tuple((k, ("scalar",) if k in self._runtime_scalars and not _is_tensor(v) else _key_part(v))
+        parts = tuple((k, ("ptr",) if k in self._runtime_pointers else
+                       ("scalar",) if k in self._runtime_scalars and not _is_tensor(v) else _key_part(v))
                       for k, v in values.items())
         return parts, tuple(sorted(const_values.items()))
 
@@ -246,6 +248,7 @@ class JITImpl:
             kernel._eager_inputs = [n for n, _ in ctx.tensor_params]
             # run-time scalars (`alpha: T.float32` in the body) do not specialise the kernel
             self._runtime_scalars |= ctx.scalar_params
+            self._runtime_pointers |= ctx.pointer_params
             self._kernels[key] = kernel
             self._kernels[self._eager_key(given, const_values)] = kernel
         tensors = [values.get(n) for n in getattr(kernel, "_eager_inputs", [])]
