@@ -2,6 +2,7 @@
 names, T.serial/T.unroll/T.vectorized/range loops, T.Pipelined with 0 or few iterations,
 and compile-time Python (if on constants, closures, globals, helper functions)."""
 import numpy as np
+import pytest
 
 import tilelang
 import tilelang.language as T
@@ -185,3 +186,45 @@ def test_macro_sync_threads_clamp_and_pass_config_keys(rng):
     b = np.full((8, 16), np.nan, np.float32)
     kernel(a, b)
     np.testing.assert_allclose(b, np.clip(a * 2.0 * 3.0, -3.0, 3.0), rtol=1e-6)
+
+
+@T.macro
+def set_to_seven(x: T.Ref):
+    x = 7  # noqa: F841 - writes the caller's variable or element
+
+
+@T.macro
+def bump(x: T.Var):
+    x = x + 1  # noqa: F841
+
+
+def test_macro_reference_parameters_write_the_callers_variable_or_element():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            v = T.alloc_var("int32")
+            v = 1
+            bump(v)
+            A[0] = v
+            set_to_seven(v)
+            A[1] = v
+            set_to_seven(A[2])
+            A[3] = 3
+
+    a = np.zeros(4, np.int32)
+    compile_cpu(main)(a)
+    np.testing.assert_array_equal(a, [2, 7, 7, 3])
+
+
+@pytest.mark.parametrize("macro, message", [
+    (bump, "parameter 'x' is annotated T.Var, so it takes a variable \\(T.alloc_var\\)"),
+    (set_to_seven, "annotated T.Ref, so it takes a variable \\(T.alloc_var\\) or an element"),
+])
+def test_macro_reference_parameters_refuse_plain_values(macro, message):
+    with pytest.raises(tilelang.TileLangCompileError, match=message) as info:
+        @T.prim_func
+        def main(A: T.Tensor((4,), "int32")):
+            with T.Kernel(1, threads=1) as bx:
+                x = 1
+                macro(x)
+    assert isinstance(info.value, ValueError)  # as upstream's front end raises it

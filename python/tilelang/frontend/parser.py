@@ -23,6 +23,7 @@ import textwrap
 from .. import _tl
 from ..errors import TileLangCompileError, compile_error_as
 from ..language import KernelSpec, LoopSpec, ScopedBufferSpec, TensorSpec, WhileSpec, WsSpec
+from ..language import Ref as T_Ref, Var as T_Var
 from ..language import builder as _b
 from ..language.dtypes import dtype as _dtype
 from ..language.dtypes import require_supported as _require_supported
@@ -601,6 +602,9 @@ class Parser:
         if isinstance(existing, Buffer) and existing.scope == "var" and not isinstance(value, Buffer):
             self.store(existing[0], value, node)
             return
+        if name in getattr(self, "ref_params", ()) and isinstance(existing, BufferRef) and existing.is_point:
+            self.store(existing, value, node)  # `x: T.Ref` bound to an element: assignments write it
+            return
         if isinstance(value, BufferRef) and not value.is_point:
             self.bind(name, value)  # `X = A_shared[:64, :32]`: a name for the region, used as a tile operand
             return
@@ -1160,6 +1164,9 @@ class Parser:
             return self._guard(node, self.expand_macro, func, args, kwargs)
         return self._guard(node, func, *args, **kwargs)
 
+    def check_reference_argument(self, macro, name, ann, value):
+        _check_reference_argument(macro.func, name, ann, value)
+
     def expand_macro(self, macro, args, kwargs):
         """@T.macro: the macro's body is parsed in place, into the current kernel, with its
         parameters bound to the call's arguments (like an inlined __device__ function)."""
@@ -1183,12 +1190,29 @@ class Parser:
                     ann = None
             if isinstance(ann, ScopedBufferSpec) and arg.arg in bound.arguments:
                 ann.check(arg.arg, bound.arguments[arg.arg], macro.func.__name__)
+            if ann in (T_Var, T_Ref) and arg.arg in bound.arguments:
+                self.check_reference_argument(macro, arg.arg, ann, bound.arguments[arg.arg])
+                if ann is T_Ref:
+                    sub.ref_params = getattr(sub, "ref_params", set()) | {arg.arg}
         prev_span = self.builder.span
         try:
             sub.visit_body(sub.fdef.body)
         finally:
             self.builder.span = prev_span
         return sub.returned
+
+
+def _check_reference_argument(macro, name, ann, value):
+    """`x: T.Var` / `x: T.Ref` on a @T.macro parameter: assignments to x in the macro write the
+    caller's variable (T.alloc_var), or, for T.Ref, also an element (`A[i]`); anything else
+    is an error, as upstream's front end makes it."""
+    var = isinstance(value, Buffer) and value.scope == "var"
+    element = isinstance(value, BufferRef) and value.is_point
+    if var or (ann is T_Ref and element):
+        return
+    what = "a variable (T.alloc_var)" + (" or an element (A[i])" if ann is T_Ref else "")
+    raise _b._UserError(f"@T.macro {macro.__name__}: parameter {name!r} is annotated T.{ann.__name__}, so it takes "
+                        f"{what} that its assignments write; got {value!r}")
 
 
 class _Undeclared:

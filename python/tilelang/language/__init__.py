@@ -1465,6 +1465,12 @@ class Var(metaclass=_VarType):
         return dynamic(name, dtype)
 
 
+class Ref:
+    """``x: T.Ref`` on a @T.macro parameter: the argument is a variable (T.alloc_var) or an
+    element (``A[i]``) that assignments to x inside the macro write. (``x: T.Var`` takes a
+    variable only.)"""
+
+
 from .fastmath import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan  # noqa: E402,F401
 from .tileops_extra import c2d_im2col, cummax, im2col, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
