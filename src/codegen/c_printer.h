@@ -339,6 +339,9 @@ class CPrinter {
 
   /// The AttrStmt key of T.import_source: this prefix, then the source text.
   static inline const std::string kImportSourcePrefix = "tl.import_source:";
+  /// The AttrStmt key of T.CUDASourceCodeKernel: this prefix, the entry name, a newline, the
+  /// CUDA source (the whole body of its kernel launch).
+  static inline const std::string kCudaSourceKernelPrefix = "tl.cuda_source_kernel:";
 
   /// The texts of the T.import_source statements of `body`, each once, in program order:
   /// they go at the top of the generated file, before the kernel.
@@ -436,6 +439,9 @@ class CPrinter {
   virtual void EmitAttr(const AttrStmt* op) {
     if (op->key.rfind(kImportSourcePrefix, 0) == 0) return;  // at the top of the file (ImportedSources)
     if (op->key == "tl.tma_store") return;  // T.tma_copy's store request: a plain copy where TMA is not used
+    if (op->key.rfind(kCudaSourceKernelPrefix, 0) == 0) {
+      TL_USER_ERROR(op->span) << "T.CUDASourceCodeKernel is CUDA source: it runs on the cuda target only";
+    }
     bool once = op->key.rfind("tl.print1:", 0) == 0;
     if (!once && op->key.rfind("tl.print:", 0) != 0) {
       Line() << "// attr " << op->key << " (a hint)\n";

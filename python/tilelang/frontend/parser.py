@@ -60,13 +60,17 @@ def _runs_as_code(st) -> bool:
 
 
 def _has_kernel(fdef) -> bool:
-    """Whether the function's body (not nested functions) has a `with ...Kernel(...)`, or
-    a TVM-style launch: `for ... in T.thread_binding(..., thread="blockIdx.x")`."""
+    """Whether the function's body (not nested functions) has a `with ...Kernel(...)`, a
+    TVM-style launch (`for ... in T.thread_binding(..., thread="blockIdx.x")`) or a
+    T.CUDASourceCodeKernel."""
     todo = list(fdef.body)
     while todo:
         n = todo.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name)) and \
+                getattr(n.func, "attr", getattr(n.func, "id", None)) == "CUDASourceCodeKernel":
+            return True
         if isinstance(n, ast.For) and isinstance(n.iter, ast.Call):
             f = n.iter.func
             named = (isinstance(f, ast.Attribute) and f.attr == "thread_binding") or \

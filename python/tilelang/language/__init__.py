@@ -1476,7 +1476,7 @@ from .tileops_extra import c2d_im2col, cummax, im2col, reduce_bitand, reduce_bit
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
 from .pointers import handle, make_tensor, match_buffer, ptr  # noqa: E402,F401
-from .extern import access_ptr, call_extern, import_source  # noqa: E402,F401
+from .extern import CUDASourceCodeKernel, access_ptr, call_extern, import_source  # noqa: E402,F401
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401
 from .bits import (  # noqa: E402,F401
     __ldg, ldg32, ldg64, ldg128, ldg256, reinterpret, stg32, stg64, stg128, stg256)

@@ -104,3 +104,42 @@ def _unravel(buf: Buffer, offset):
         rest = rest // d
     idx.append(rest)
     return tuple(reversed(idx))
+
+
+def CUDASourceCodeKernel(*grid, threads=128, source_code_or_path=None, entry_name=None):  # noqa: N802 - upstream's name
+    """A kernel launch whose body is hand-written CUDA: `source_code_or_path` (the text, or a
+    path to a .cu file) defines an ``extern "C" __global__`` function `entry_name` (the only
+    one when not given) whose parameters are the prim_func's, in order, then its dynamic
+    sizes (``T.dynamic``) as ints. It is launched over `grid` with `threads` threads per
+    block. CUDA only: on the CPU target it is a compile error."""
+    import os
+    import pathlib
+
+    from . import KernelSpec
+    from .values import as_expr
+
+    bld = _b.current()
+    if bld.in_kernel:
+        raise _b._UserError("T.CUDASourceCodeKernel is a launch of its own: call it outside `with T.Kernel(...)`")
+    if isinstance(source_code_or_path, pathlib.PurePath) or (
+            isinstance(source_code_or_path, str) and "\n" not in source_code_or_path
+            and os.path.isfile(source_code_or_path)):
+        try:
+            source = pathlib.Path(source_code_or_path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise _b._UserError(f"T.CUDASourceCodeKernel: cannot read {str(source_code_or_path)!r}: {e}") from None
+    elif isinstance(source_code_or_path, str) and source_code_or_path.strip():
+        source = source_code_or_path
+    else:
+        raise _b._UserError("T.CUDASourceCodeKernel: source_code_or_path must be CUDA source text or the path of a "
+                            f"file holding it, got {source_code_or_path!r}")
+    if entry_name is not None and (not isinstance(entry_name, str) or not entry_name.isidentifier()):
+        raise _b._UserError(f"T.CUDASourceCodeKernel: entry_name must be a C identifier, got {entry_name!r}")
+    if len(grid) == 1 and isinstance(grid[0], (tuple, list)):
+        grid = tuple(grid[0])
+    spec = KernelSpec(grid, threads)
+    span = _b.current_span()
+    names = ["bx", "by", "bz"]
+    vars_ = [_tl.var(names[i], "int32") for i in range(len(spec.grid))]
+    body = _tl.attr("tl.cuda_source_kernel:" + (entry_name or "") + "\n" + source, [], span)
+    _b.emit(_tl.kernel([as_expr(g, "int32").node for g in spec.grid], vars_, spec.threads, body, span))
