@@ -8,9 +8,10 @@
 /// On sm_90 and newer, T.tma_copy(shared, global) is a TMA store issued by one thread
 /// (tma_copy.h; a store TMA cannot do is a remark). With tl.auto_tma_store, so is every
 /// T.copy of a whole shared tile into a global tensor parameter that TMA can store, as
-/// upstream lowers them. Not by default: the CUDA suite on the H200 failed 15 tests with it
-/// (reducers, scans, row copies), not yet diagnosed; one suspect is a kernel that reads or
-/// updates the stored tensor again, which the store's read-only wait does not order.
+/// upstream lowers them. Not by default: the CUDA suite on the H200 failed 14 tests with it,
+/// 11 of them kernels storing 1-D tiles (reducers, a scan, a row copy), not yet diagnosed
+/// (suspected: the 1-D tensor map's null strides array, given one since), and 3 that read
+/// the code.
 #include <cctype>
 #include <string>
 
