@@ -143,9 +143,13 @@ def test_accepted_hints_become_remarks_not_code():
     for name in ("T.disable_warp_group_reg_alloc()", "T.pdl_sync()", "T.pdl_trigger()"):
         assert name in text, text
     assert "remark" not in k.get_kernel_source()
-    # CUDA: compiled without a GPU; the hints leave nothing in the kernel (no griddepcontrol).
+    # CUDA: compiled without a GPU; the hints leave nothing in the kernel, the PDL calls are
+    # the CUDA runtime's (griddepcontrol), and after T.pdl_sync no pointer is __restrict__
     art = tilelang.lower(f, target="cuda -arch=sm_90a")
-    assert "griddepcontrol" not in art.kernel_source and "tl.remark" not in art.kernel_source
+    assert "tl.remark" not in art.kernel_source
+    code = art.kernel_source
+    assert code.index("tl::cudaGridDependencySynchronize();") < code.index("tl::cudaTriggerProgrammaticLaunchCompletion();")
+    assert "__restrict__" not in code, code
     assert any("T.pdl_sync()" in r for r in art.remarks)
     # T.annotate_min_blocks_per_sm is applied on CUDA: the second launch-bounds argument
     assert "__launch_bounds__(32, 2)" in art.kernel_source, art.kernel_source

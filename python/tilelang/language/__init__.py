@@ -1358,17 +1358,23 @@ def annotate_min_blocks_per_sm(n):
 
 
 def pdl_trigger():
-    """Programmatic dependent launch: lets the next kernel start early. Kernels here are
-    launched in stream order, so this is a no-op (noted in the remarks)."""
+    """Programmatic dependent launch: lets the next kernel start early
+    (griddepcontrol.launch_dependents on sm_90+). The launch does not ask for it yet, so
+    kernels still run one after another (noted in the remarks)."""
     _b.require_kernel("T.pdl_trigger")
-    _remark("T.pdl_trigger(): no-op (programmatic dependent launch is not used; kernels run in stream order)")
+    _b.emit(_tl.evaluate(_tl.call("void", "pdl_trigger", []), _b.current_span()))
+    _remark("T.pdl_trigger(): griddepcontrol.launch_dependents on sm_90+; kernels are not launched with "
+            "programmatic dependent launch yet, so the next one still starts after this one ends")
 
 
 def pdl_sync():
-    """Programmatic dependent launch: waits for the previous kernel. Kernels are launched in
-    stream order, so the previous kernel has finished; a no-op (noted in the remarks)."""
+    """Programmatic dependent launch: waits until the previous kernel's results are visible
+    (griddepcontrol.wait on sm_90+; the kernel's pointers lose __restrict__, as upstream's).
+    The launch does not ask for overlap yet, so the previous kernel has finished anyway."""
     _b.require_kernel("T.pdl_sync")
-    _remark("T.pdl_sync(): no-op (kernels run in stream order, the previous one has finished)")
+    _b.emit(_tl.evaluate(_tl.call("void", "pdl_sync", []), _b.current_span()))
+    _remark("T.pdl_sync(): griddepcontrol.wait on sm_90+; kernels are not launched with programmatic "
+            "dependent launch yet, so the previous one has finished already")
 
 
 def _elements_of(x, what):

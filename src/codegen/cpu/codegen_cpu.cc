@@ -187,7 +187,8 @@ class CpuCodegen : public CPrinter {
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (op->op == "fence_proxy_async" || op->op == "syncwarp" || op->op == "tma_store_arrive" || op->op == "tma_store_wait") {
+    if (op->op == "fence_proxy_async" || op->op == "syncwarp" || op->op == "tma_store_arrive" || op->op == "tma_store_wait" ||
+        op->op == "pdl_trigger" || op->op == "pdl_sync") {
       return "(void)0";  // lockstep: nothing to wait for; stores here are plain copies
     }
     if (HasEffect(op, kWgmmaWait)) return "(void)0";  // T.wait_wgmma: the CPU's GEMMs are complete at once

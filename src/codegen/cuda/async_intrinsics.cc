@@ -22,6 +22,9 @@ std::string Plain(const std::string& name, const Call* op, const std::function<s
 std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::string(const Expr&)>& print) {
   const std::string& n = op->op;
   if (n == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
+  // programmatic dependent launch, under the CUDA runtime's names (async_pipeline.h)
+  if (n == "pdl_trigger") return "tl::cudaTriggerProgrammaticLaunchCompletion()";
+  if (n == "pdl_sync") return "tl::cudaGridDependencySynchronize()";
   // TMA: loads (desc, smem, bar, c0, ...), im2col loads (desc, smem, bar, c, w, h, n, off_w,
   // off_h), stores (desc, smem, c0, ...); the rank is the number of coordinates
   if (n == "tma_load") return Plain("tma_load_" + std::to_string(op->args.size() - 3) + "d", op, print);

@@ -68,10 +68,18 @@ class CudaCodegen : public CPrinter {
     // Shared buffers without a planned offset (IR that skipped the planner) go after the plan.
     unplanned_end_ = shared_bytes_;
     std::ostringstream sig;
+    // T.pdl_sync: the previous grid may still be writing what this one reads until the
+    // wait, so no pointer promises the compiler read-only, unaliased data (upstream's rule)
+    bool pdl = false;
+    ForEachExpr(f->body, [&](const Expr& e) {
+      const auto* call = As<Call>(e);
+      pdl |= call && call->op == "pdl_sync";
+    });
+    const char* restrict = pdl ? "* " : "* __restrict__ ";
     for (const Param& p : f->params) {
       if (!sig.str().empty()) sig << ", ";
       if (p.buffer) {
-        sig << ElemPtrType(*p.buffer) << "* __restrict__ " << Ident(p.buffer->name, p.buffer.get());
+        sig << ElemPtrType(*p.buffer) << restrict << Ident(p.buffer->name, p.buffer.get());
         out.arg_kinds.push_back("ptr");
       } else if (p.var->dtype == DType::Handle()) {
         // A pointer parameter (T.ptr): passed as an address, read by T.make_tensor views.

@@ -340,6 +340,25 @@ TL_DEVICE void tma_store_wait() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Programmatic dependent launch (sm_90), under the CUDA runtime's names, which NVRTC lacks
+
+/// Waits until the grids this one depends on have completed and their writes are visible
+/// (returns at once when the kernel was not launched as a programmatic dependent).
+TL_DEVICE void cudaGridDependencySynchronize() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Lets the grids that depend on this one start (each block's call counts; a block that
+/// exits counts too).
+TL_DEVICE void cudaTriggerProgrammaticLaunchCompletion() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
 // Named barriers and register reallocation
 
 /// bar.sync on barrier `id` (1..15; 0 is __syncthreads') for `count` threads, a multiple
