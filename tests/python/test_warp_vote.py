@@ -88,3 +88,19 @@ def test_cuda_prints_the_hardware_votes():
 
     src = tilelang.lower(main, target="cuda -arch=sm_90a").kernel_source
     assert "__ballot_sync(" in src and "__any_sync(" in src and "__syncthreads_count(" in src
+
+
+def test_cuda_match_all_is_cudas_own():
+    from tilelang import _tl
+    from tilelang.jit.cuda_backend import _search_dirs
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "int32"), B: T.Tensor((32,), "int64")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            B[tx] = T.cast(T.match_all_sync(A[tx]), "int64") + T.__ffs(T.ballot_sync(tx >= 7))
+
+    src = tilelang.lower(main, target="cuda -arch=sm_90a").kernel_source
+    assert "__match_all_sync(" in src and "__ffsll(" in src, src
+    if _tl.find_cuda_compiler(_search_dirs())[0]:  # and NVRTC takes it
+        assert "__match_all_sync(" in tilelang.compile(main, target="cuda -arch=sm_90a").get_kernel_source()

@@ -355,7 +355,9 @@ class CudaCodegen : public CPrinter {
     if (n == "vote_ballot_sync") return "((unsigned long long)__ballot_sync(" + mask() + ", " + operand(1) + "))";
     if (n == "vote_activemask") return "((unsigned long long)__activemask())";
     if (n == "vote_match_any_sync") return "__match_any_sync(" + mask() + ", " + Print(op->args[1]) + ")";
-    if (n == "vote_match_all_sync") return "tl::match_all_sync(" + mask() + ", " + Print(op->args[1]) + ")";
+    if (n == "vote_match_all_sync") {  // CUDA's own, its predicate output dropped (the mask says the same)
+      return "[&] { int tl_all; return __match_all_sync(" + mask() + ", " + Print(op->args[1]) + ", &tl_all); }()";
+    }
     return "__" + n + "(" + operand(0) + ")";  // __syncthreads_count / _and / _or
   }
 
