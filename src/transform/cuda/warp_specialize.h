@@ -119,7 +119,7 @@ class WarpSpecializer {
   ir::Stmt Consumer(const ir::Buffer& bars, const Roles& roles, int64_t consumer_regs);
   ir::Stmt ConsumerLoop(const ir::Buffer& bars);
   const ir::Call* LoneWgmma();
-  ir::Stmt InFlightGemmLoop(const ir::Buffer& bars, const ir::Call* gemm);
+  ir::Stmt GemmMainLoop(const ir::Buffer& bars, const ir::Call* gemm);
   ir::Stmt Release(const ir::Expr& empty);
   ir::Stmt WithoutProxyFence(const ir::Stmt& s);
   bool ReadThroughGenericProxy(const Group& group);

@@ -51,7 +51,7 @@ Stmt WarpSpecializer::Consumer(const Buffer& bars, const Roles& roles, int64_t c
 }
 
 Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
-  if (const Call* gemm = groups_.size() == 1 ? LoneWgmma() : nullptr) return InFlightGemmLoop(bars, gemm);
+  if (const Call* gemm = groups_.size() == 1 ? LoneWgmma() : nullptr) return GemmMainLoop(bars, gemm);
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
   Expr stage = Stage(k);
@@ -100,7 +100,7 @@ const Call* WarpSpecializer::LoneWgmma() {
 ///          if k > 0: release stage (k - 1) % S
 ///   wait for gemm(n - 1)
 /// The accumulators stay untouched between issue and wait (nothing else is in the loop).
-Stmt WarpSpecializer::InFlightGemmLoop(const Buffer& bars, const Call* gemm) {
+Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
   Expr stage = Stage(k);

@@ -80,5 +80,4 @@ static_assert(sizeof(uint8_t) == 1 && sizeof(uint16_t) == 2 && sizeof(uint32_t) 
 #include "async_pipeline.h"
 #include "reduce.h"
 #include "atomic.h"
-#include "vote.h"
 // clang-format on
