@@ -111,6 +111,26 @@ def test_a_partial_tile_is_stored_by_the_threads():
                "shared tile)" in r for r in remarks), remarks
 
 
+def store_then_read(M, N, bm, bn):
+    """Y's tile stored from shared memory, then read back by the same kernel (into Z)."""
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32"), Z: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), "float32")
+            T.copy(X[by * bm, bx * bn], S)
+            T.copy(S, Y[by * bm, bx * bn])
+            for i, j in T.Parallel(bm, bn):
+                Z[by * bm + i, bx * bn + j] = Y[by * bm + i, bx * bn + j] * 2
+
+    return main
+
+
+def test_no_automatic_tma_store_into_a_tensor_the_kernel_reads():
+    # the store's wait only covers reading the tile: Y's later reads would race its writes
+    src, remarks = lower(store_then_read(256, 256, 64, 64), **AUTO)
+    assert "tl::tma_store" not in src.code and not any("TMA store" in r for r in remarks), remarks
+
+
 def test_explicit_store_and_wait():
     src, remarks = lower(gemm_epilogue(1024, 1024, 1024, explicit=True))
     code = src.code

@@ -8,10 +8,9 @@
 /// On sm_90 and newer, T.tma_copy(shared, global) is a TMA store issued by one thread
 /// (tma_copy.h; a store TMA cannot do is a remark). With tl.auto_tma_store, so is every
 /// T.copy of a whole shared tile into a global tensor parameter that TMA can store, as
-/// upstream lowers them. Not by default: the CUDA suite on the H200 failed 14 tests with it,
-/// 11 of them kernels storing 1-D tiles (reducers, a scan, a row copy), not yet diagnosed
-/// (suspected: the 1-D tensor map's null strides array, given one since), and 3 that read
-/// the code.
+/// upstream lowers them, unless the kernel also reads that tensor (or adds into it): the
+/// store's wait only covers reading the tile, so a later read of the tensor would not be
+/// ordered after the store's writes.
 #include <cctype>
 #include <string>
 
@@ -27,10 +26,51 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
+/// The tensors a kernel reads, or updates in place, anywhere: element loads (addresses and
+/// atomics included), copies and reductions from them, tile atomics into them.
+class ReadTensors : public IRVisitor {
+ public:
+  std::unordered_set<const BufferNode*> read;
+
+ protected:
+  void Visit_(const BufferLoad* op) override {
+    read.insert(op->buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const CopyOp* op) override {
+    read.insert(op->src.buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const ReduceOp* op) override {
+    read.insert(op->src.buffer.get());
+    read.insert(op->dst.buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const AtomicOp* op) override {
+    read.insert(op->dst.buffer.get());
+    if (op->src.buffer) read.insert(op->src.buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const GemmOp* op) override {
+    for (const Region* r : {&op->a, &op->b, &op->c}) read.insert(r->buffer.get());
+    IRVisitor::Visit_(op);
+  }
+};
+
+std::unordered_set<const BufferNode*> TensorsRead(const Stmt& body) {
+  ReadTensors v;
+  v.Visit(body);
+  return std::move(v.read);
+}
+
 class CopyLowerer : public cuda::ThreadShareMutator {
  public:
   CopyLowerer(const PrimFunc& f, PassContext& ctx)
-      : ctx_(ctx), params_(f->params), tma_stores_(TmaStoresAvailable(ctx)), panels_(cuda::WgmmaOperands(f->body)) {}
+      : ctx_(ctx),
+        params_(f->params),
+        tma_stores_(TmaStoresAvailable(ctx)),
+        panels_(cuda::WgmmaOperands(f->body)),
+        read_(TensorsRead(f->body)) {}
 
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
@@ -55,7 +95,7 @@ class CopyLowerer : public cuda::ThreadShareMutator {
     bool asked = explicit_store_;
     explicit_store_ = false;
     if (op->src.buffer->scope == Scope::kShared && op->dst.buffer->scope == Scope::kGlobal &&
-        (asked || cuda::ConfigTrue(ctx_, "tl.auto_tma_store"))) {
+        (asked || (auto_tma_store_ && !read_.count(op->dst.buffer.get())))) {
       if (Stmt tma = TmaStore(op, asked)) return tma;
     }
     Stmt s = cuda::LowerCopyPartitioned(op, share_.Spread(), share_.SpreadThreads(), false, ctx_);
@@ -112,6 +152,8 @@ class CopyLowerer : public cuda::ThreadShareMutator {
   std::vector<Param> params_;
   bool tma_stores_;
   std::unordered_set<const BufferNode*> panels_;  ///< tiles already in panel layout (wgmma operands)
+  std::unordered_set<const BufferNode*> read_;    ///< tensors the kernel reads (no automatic TMA store into them)
+  bool auto_tma_store_ = cuda::ConfigTrue(ctx_, "tl.auto_tma_store");
   bool explicit_store_ = false;
 };
 
