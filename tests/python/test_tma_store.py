@@ -67,9 +67,11 @@ def round_trip(M, N, bm, bn, dtype, part=False, explicit=False, threads=128):
 AUTO = {"tl.auto_tma_store": True}
 
 
-def test_plain_copies_are_tma_stores_only_when_asked():
-    src, _ = lower(gemm_epilogue(1024, 1024, 1024))
+def test_plain_copies_are_tma_stores_unless_turned_off():
+    src, _ = lower(gemm_epilogue(1024, 1024, 1024), **{"tl.auto_tma_store": 0})
     assert "tl::tma_store" not in src.code and "XOR-swizzled staging tile" in src.code
+    src, _ = lower(gemm_epilogue(1024, 1024, 1024))
+    assert "tl::tma_store_2d" in src.code
 
 
 def test_gemm_epilogue_stores_its_tile_with_tma():

@@ -35,6 +35,36 @@ def accumulate(M=64, N=64, K=32, col_offset=0, transposed=False, threads=128):
     return main
 
 
+def guarded(M=64, N=64, K=32, rows=None, guard="row", threads=128):
+    """Out[i, j] += (A @ B)[i, j] where a guard holds: `i < limit` (a row bound, as attention
+    backward's sequence length), `j < limit` (a column bound), or none; Out may have fewer
+    rows than the tile (`rows`), so the update also carries the bounds guard."""
+    rows = rows or M
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), Out: T.Tensor((rows, N), "float32"),
+             limit: T.int32):
+        with T.Kernel(1, threads=threads) as _:
+            a_s = T.alloc_shared((M, K), "float16")
+            b_s = T.alloc_shared((K, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.clear(acc)
+            T.gemm(a_s, b_s, acc)
+            for i, j in T.Parallel(M, N):
+                if guard == "row":
+                    if i < limit:
+                        T.atomic_add(Out[i, j], acc[i, j])
+                elif guard == "col":
+                    if j < limit:
+                        T.atomic_add(Out[i, j], acc[i, j])
+                else:
+                    T.atomic_add(Out[i, j], acc[i, j])
+
+    return main
+
+
 def cuda_source(func, arch="sm_90a"):
     lowered, remarks, _ = _tl.lower_cuda(func.node, {"tl.target_arch": arch}, False)
     return _tl.codegen_cuda(lowered).code, list(remarks)
@@ -50,7 +80,18 @@ def test_column_pairs_become_one_vector_reduction():
     assert any("vector reduction" in r for r in remarks)
 
 
+def test_row_guarded_pairs_become_one_vector_reduction_under_the_guard():
+    # a row bound and the bounds guard of a tensor with fewer rows than the tile: both hold
+    # for a whole column pair, so the pair is one reduction under the first register's guards
+    code, remarks = cuda_source(guarded(rows=40))
+    assert "tl::atomic_add_vec(" in code and "tl::atomic_add(" not in code, code
+    body = code[code.index("tl::atomic_add_vec(") - 400:code.index("tl::atomic_add_vec(")]
+    assert "< limit)" in body and "< 40)" in body, body
+    assert any("vector reduction" in r for r in remarks)
+
+
 @pytest.mark.parametrize("why, func, arch", [
+    ("a column bound differs within a pair", guarded(guard="col"), "sm_90a"),
     ("sm_80 has no vector reductions", accumulate(), "sm_80"),
     ("an odd column offset: pairs start at odd floats", accumulate(col_offset=1), "sm_90a"),
     ("transposed: a pair's floats are a row apart", accumulate(transposed=True), "sm_90a"),
@@ -59,6 +100,25 @@ def test_scalar_atomics_where_pairs_do_not_qualify(why, func, arch):
     code, remarks = cuda_source(func, arch)
     assert "tl::atomic_add_vec(" not in code and "tl::atomic_add(" in code, why
     assert not any("vector reduction" in r for r in remarks)
+
+
+@pytest.mark.parametrize("guard, rows, limit", [("row", 64, 37), ("row", 40, 64), ("col", 64, 23), (None, 40, 0)])
+def test_guarded_sums_match_float64(guard, rows, limit):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    kernel = tilelang.compile(guarded(rows=rows, guard=guard))
+    base = rng.standard_normal((rows, 64)).astype(np.float32)
+    out = base.copy()
+    kernel(a, b, out, limit)
+    prod = (a.astype(np.float64) @ b.astype(np.float64))[:rows]
+    mask = np.ones_like(prod, dtype=bool)
+    if guard == "row":
+        mask[limit:, :] = False
+    elif guard == "col":
+        mask[:, limit:] = False
+    want = base.astype(np.float64) + np.where(mask, prod, 0)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("col_offset, transposed", [(0, False), (1, False), (0, True), (2, False)])

@@ -6,11 +6,11 @@
 /// condition it is refused.
 ///
 /// On sm_90 and newer, T.tma_copy(shared, global) is a TMA store issued by one thread
-/// (tma_copy.h; a store TMA cannot do is a remark). With tl.auto_tma_store, so is every
-/// T.copy of a whole shared tile into a global tensor parameter that TMA can store, as
-/// upstream lowers them, unless the kernel also reads that tensor (or adds into it): the
-/// store's wait only covers reading the tile, so a later read of the tensor would not be
-/// ordered after the store's writes.
+/// (tma_copy.h; a store TMA cannot do is a remark). So is every T.copy of a whole shared
+/// tile into a global tensor parameter that TMA can store, as upstream lowers them, unless
+/// the kernel also reads that tensor (or adds into it: the store's wait only covers reading
+/// the tile, so a later read of the tensor would not be ordered after the store's writes)
+/// or tl.auto_tma_store=0 (the threads store it, as on sm_80).
 #include <cctype>
 #include <string>
 
@@ -153,7 +153,7 @@ class CopyLowerer : public cuda::ThreadShareMutator {
   bool tma_stores_;
   std::unordered_set<const BufferNode*> panels_;  ///< tiles already in panel layout (wgmma operands)
   std::unordered_set<const BufferNode*> read_;    ///< tensors the kernel reads (no automatic TMA store into them)
-  bool auto_tma_store_ = cuda::ConfigTrue(ctx_, "tl.auto_tma_store");
+  bool auto_tma_store_ = cuda::ConfigOn(ctx_, "tl.auto_tma_store", true);
   bool explicit_store_ = false;
 };
 

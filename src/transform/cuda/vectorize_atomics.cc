@@ -10,7 +10,11 @@
 /// operations. The pass checks, for every register of the walk (the loop is unrolled with a
 /// constant trip count), that the group's addresses are consecutive and that the first is a
 /// multiple of the vector width from the tensor's start (tensors are 16-byte aligned: the
-/// runtime refuses others). Guarded updates and anything else are left as they are.
+/// runtime refuses others). An update under guards (ifs without else around it, or the
+/// bounds guard's `cond ? atomic_add(...) : 0`) is vectorized when every guard has the same
+/// value for all registers of a group (attention backward's row bound `i < seqlen`: a
+/// register pair shares its row); the vector update then runs under the first register's
+/// guards. Anything else is left as it is.
 #include <cstdlib>
 
 #include "tl/arith/simplify.h"
@@ -25,16 +29,17 @@ using namespace ir;  // NOLINT: implementation file
 
 namespace {
 
-/// The unrolled walk's update: atomic_add(address_of(G[idx]), value) on a global float tensor.
+/// The unrolled walk's update: atomic_add(address_of(G[idx]), value) on a global float tensor,
+/// under `guards` (conditions that must all hold for it to run).
 struct Update {
   const BufferLoad* target = nullptr;
   Expr target_expr;  ///< the same load, as an expression
   Expr value;
+  std::vector<Expr> guards;
 };
 
-bool AsUpdate(const Stmt& body, Update* out) {
-  const auto* ev = As<Evaluate>(body);
-  const auto* call = ev ? As<Call>(ev->value) : nullptr;
+bool AsAtomicAdd(const Expr& e, Update* out) {
+  const auto* call = As<Call>(e);
   if (!call || call->op != "atomic_add" || call->args.size() != 2) return false;
   const auto* addr = As<Call>(call->args[0]);
   const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
@@ -44,6 +49,22 @@ bool AsUpdate(const Stmt& body, Update* out) {
   out->target_expr = addr->args[0];
   out->value = call->args[1];
   return true;
+}
+
+bool AsUpdate(const Stmt& body, Update* out) {
+  Stmt s = body;
+  while (const auto* branch = As<IfThenElse>(s)) {
+    if (branch->else_case) return false;
+    out->guards.push_back(branch->cond);
+    s = branch->then_case;
+  }
+  const auto* ev = As<Evaluate>(s);
+  if (!ev) return false;
+  if (const auto* sel = As<Select>(ev->value)) {  // the bounds guard of the update's address
+    out->guards.push_back(sel->cond);
+    return AsAtomicAdd(sel->t, out);
+  }
+  return AsAtomicAdd(ev->value, out);
 }
 
 /// Whether `e` is a multiple of `d` for every value of its variables (structurally).
@@ -95,6 +116,11 @@ class Vectorizer : public IRMutator {
     return arith_.Simplify(offset);
   }
 
+  /// `e` at register `l` (a constant), simplified.
+  Expr At(const Var* var, const Expr& e, int64_t l) {
+    return arith_.Simplify(Substitute(e, [&](const Var* v) -> Expr { return v == var ? MakeInt(l) : nullptr; }));
+  }
+
   bool Consecutive(const Var* var, const Update& u, int64_t n, int64_t width) {
     for (int64_t g = 0; g < n; g += width) {
       Expr first = OffsetAt(var, u, g);
@@ -102,6 +128,9 @@ class Vectorizer : public IRMutator {
       for (int64_t e = 1; e < width; ++e) {
         int64_t step;
         if (!AsConstInt(arith_.Simplify(OffsetAt(var, u, g + e) - first), &step) || step != e) return false;
+        for (const Expr& guard : u.guards) {  // the whole group runs, or none of it
+          if (!StructuralEqual(At(var, guard, g + e), At(var, guard, g))) return false;
+        }
       }
     }
     return true;
@@ -117,6 +146,9 @@ class Vectorizer : public IRMutator {
     std::vector<Expr> args{Call::Make(DType::Handle(), "address_of", {Substitute(u.target_expr, lane(0))})};
     for (int64_t e = 0; e < width; ++e) args.push_back(Substitute(u.value, lane(e)));
     Stmt call = Evaluate::Make(Call::Make(DType::Void(), "atomic_add_vec", args), op->body->span);
+    for (auto g = u.guards.rbegin(); g != u.guards.rend(); ++g) {
+      call = IfThenElse::Make(Substitute(*g, lane(0)), call, nullptr, op->body->span);
+    }
     ++vectorized;
     return For::Make(m, MakeInt(0), MakeInt(n / width), ForKind::kUnrolled, call, op->annotations, op->span);
   }
