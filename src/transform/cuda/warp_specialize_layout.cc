@@ -34,11 +34,14 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   common.push_back(InitBarriers(bars));
   common.push_back(CallStmt("syncthreads", {}, span));
 
-  int64_t consumer_regs = std::min<int64_t>(240, (kRegisterFile - kProducerThreads * kProducerRegisters) /
+  // As many registers as the file leaves the consumers, at most 256 (setmaxnreg's limit):
+  // 240 for two consumer warpgroups, 256 for one. One warpgroup at 256 rather than 240 was
+  // faster on the H200 (fourteenth session: upstream's FP8 GEMM with two accumulators 0.0790
+  // -> 0.0766 ms, spilling 80 bytes rather than 252; GQA forward 0.0308 -> 0.0302, MHA
+  // forward 0.0152 -> 0.0148). tl.ws_consumer_registers=n (a multiple of 8, 24..256, within
+  // the register file) overrides it, for measurements.
+  int64_t consumer_regs = std::min<int64_t>(256, (kRegisterFile - kProducerThreads * kProducerRegisters) /
                                                      threads_ / 8 * 8);
-  // tl.ws_consumer_registers=n (a multiple of 8, 24..256, within the register file): for
-  // measurements. One consumer warpgroup could take 256: upstream's FP8 GEMM with two
-  // accumulators (example_tilelang_gemm_fp8_2xAcc) spills 252 bytes at 240, 80 at 256 (ptxas).
   if (auto it = ctx_.config.find("tl.ws_consumer_registers"); it != ctx_.config.end()) {
     int64_t asked = std::atoll(it->second.c_str());
     int64_t most = (kRegisterFile - kProducerThreads * kProducerRegisters) / threads_ / 8 * 8;
