@@ -144,6 +144,8 @@ void BindCuda(nb::module_& m) {
           "tensor_arg"_a, "data_type"_a, "elem_bytes"_a, "dims"_a, "box"_a, "swizzle"_a,
           "im2col"_a = std::vector<int64_t>{},
           "Declares the kernel's next TMA tensor-map parameter (see CudaSource.tma_specs); launches build it.")
+      .def_prop_rw("programmatic_launch", &CudaModule::programmatic_launch, &CudaModule::SetProgrammaticLaunch,
+                   "Launch with programmatic stream serialization allowed (CudaSource.programmatic_launch).")
       .def(
           "launch",
           [](CudaModule& self, const std::vector<int64_t>& grid, const std::vector<int64_t>& block,

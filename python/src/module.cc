@@ -487,6 +487,7 @@ NB_MODULE(_tl, m) {
       .def_ro("entry", &codegen::CudaSource::entry)
       .def_ro("block", &codegen::CudaSource::block)
       .def_ro("shared_bytes", &codegen::CudaSource::shared_bytes)
+      .def_ro("programmatic_launch", &codegen::CudaSource::programmatic_launch)
       .def_ro("arg_kinds", &codegen::CudaSource::arg_kinds)
       .def_prop_ro("dynamic_dims", [](const codegen::CudaSource& s) {
         std::vector<std::tuple<std::string, int, int, std::string>> dims;

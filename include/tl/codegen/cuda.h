@@ -44,6 +44,10 @@ struct CudaSource {
   std::vector<std::string> arg_kinds;
   /// Tensor-map parameters, after the arguments of arg_kinds.
   std::vector<TmaSpec> tma_specs;
+  /// The kernel waits for the previous grid itself (T.pdl_sync, griddepcontrol.wait): it is
+  /// launched with programmatic stream serialization allowed, so it may start while the
+  /// previous kernel in the stream is still running (upstream's rule).
+  bool programmatic_launch = false;
 };
 
 /// Generates CUDA for a function lowered by LowerForCuda.

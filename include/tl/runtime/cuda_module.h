@@ -143,6 +143,11 @@ class CudaModule {
   /// the same).
   void AddTensorMap(const TensorMapSpec& spec);
 
+  /// Launches with programmatic stream serialization allowed (the kernel runs T.pdl_sync,
+  /// CudaSource::programmatic_launch), through cuLaunchKernelEx where the driver has it.
+  void SetProgrammaticLaunch(bool on);
+  bool programmatic_launch() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -3,6 +3,7 @@ the arch is given), then launch on torch CUDA tensors on the current stream."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -160,9 +161,9 @@ class CudaBackend:
                 raise TileLangRuntimeError(
                     f"kernel {self.kernel.name!r} needs {self.shared_bytes} bytes of shared memory, the "
                     f"device has {limit}; use smaller tiles or fewer pipeline stages")
-            self._more_modules = [_with_tensor_maps(_tl.CudaModule(self.cubin_path, src.entry), src)
+            self._more_modules = [_with_tensor_maps(_tl.CudaModule(self.cubin_path, src.entry), src, self.arch)
                                   for src in self.srcs[1:]]
-            self._module = _with_tensor_maps(_tl.CudaModule(self.cubin_path, self.src.entry), self.src)
+            self._module = _with_tensor_maps(_tl.CudaModule(self.cubin_path, self.src.entry), self.src, self.arch)
         return self._module
 
     def _prepare(self, torch):
@@ -322,10 +323,15 @@ def default_arch() -> str:
     return arch
 
 
-def _with_tensor_maps(module, src):
-    """Declares the kernel's TMA descriptor parameters; each launch builds them from the tensors."""
+def _with_tensor_maps(module, src, arch):
+    """Declares the kernel's TMA descriptor parameters (each launch builds them from the
+    tensors) and how it is launched."""
     for spec, im2col in zip(src.tma_specs, src.tma_im2col):
         module.add_tensor_map(*spec, im2col=im2col)
+    # T.pdl_sync: the kernel may start while the previous one in the stream still runs
+    # (sm_90+: before, griddepcontrol is not emitted, so the kernel must not start early)
+    digits = re.match(r"sm_(\d+)", arch or "")
+    module.programmatic_launch = bool(src.programmatic_launch and digits and int(digits.group(1)) >= 90)
     return module
 
 

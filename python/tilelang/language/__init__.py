@@ -1358,23 +1358,25 @@ def annotate_min_blocks_per_sm(n):
 
 
 def pdl_trigger():
-    """Programmatic dependent launch: lets the next kernel start early
-    (griddepcontrol.launch_dependents on sm_90+). The launch does not ask for it yet, so
-    kernels still run one after another (noted in the remarks)."""
+    """Programmatic dependent launch: lets the next kernel in the stream start early
+    (griddepcontrol.launch_dependents on sm_90+), if that kernel waits for this one with
+    T.pdl_sync (kernels with T.pdl_sync are launched with programmatic stream serialization
+    allowed, as upstream launches them)."""
     _b.require_kernel("T.pdl_trigger")
     _b.emit(_tl.evaluate(_tl.call("void", "pdl_trigger", []), _b.current_span()))
-    _remark("T.pdl_trigger(): griddepcontrol.launch_dependents on sm_90+; kernels are not launched with "
-            "programmatic dependent launch yet, so the next one still starts after this one ends")
+    _remark("T.pdl_trigger(): griddepcontrol.launch_dependents on sm_90+; a next kernel that waits with "
+            "T.pdl_sync may start once every block of this one has passed it")
 
 
 def pdl_sync():
     """Programmatic dependent launch: waits until the previous kernel's results are visible
     (griddepcontrol.wait on sm_90+; the kernel's pointers lose __restrict__, as upstream's).
-    The launch does not ask for overlap yet, so the previous kernel has finished anyway."""
+    The kernel is launched with programmatic stream serialization allowed, so it may start
+    before the previous kernel in the stream ends: the work before T.pdl_sync overlaps it."""
     _b.require_kernel("T.pdl_sync")
     _b.emit(_tl.evaluate(_tl.call("void", "pdl_sync", []), _b.current_span()))
-    _remark("T.pdl_sync(): griddepcontrol.wait on sm_90+; kernels are not launched with programmatic "
-            "dependent launch yet, so the previous one has finished already")
+    _remark("T.pdl_sync(): griddepcontrol.wait on sm_90+; the kernel is launched with programmatic "
+            "dependent launch (cuLaunchKernelEx), so it may start before the previous kernel ends")
 
 
 def _elements_of(x, what):

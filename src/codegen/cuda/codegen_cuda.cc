@@ -76,6 +76,7 @@ class CudaCodegen : public CPrinter {
       pdl |= call && call->op == "pdl_sync";
     });
     const char* restrict = pdl ? "* " : "* __restrict__ ";
+    out.programmatic_launch = pdl;
     for (const Param& p : f->params) {
       if (!sig.str().empty()) sig << ", ";
       if (p.buffer) {

@@ -63,6 +63,7 @@ DriverState LoadDriver() {
   Resolve(lib, "cuLaunchKernel", &d.LaunchKernel, &missing);
   Resolve(lib, "cuGetErrorString", &d.GetErrorString, &missing);
   Resolve(lib, "cuGetErrorName", &d.GetErrorName, &missing);
+  d.LaunchKernelEx = reinterpret_cast<decltype(d.LaunchKernelEx)>(::dlsym(lib, "cuLaunchKernelEx"));
   // Optional: only kernels that load with TMA need it, and they say so when it is absent.
   d.TensorMapEncodeTiled = reinterpret_cast<decltype(d.TensorMapEncodeTiled)>(::dlsym(lib, "cuTensorMapEncodeTiled"));
   d.TensorMapEncodeIm2col =
@@ -186,6 +187,7 @@ struct CudaModule::Impl {
     int dynamic_limit = 0;     // the dynamic shared memory attribute as last set
   };
   std::string path, entry, image;
+  bool programmatic_launch = false;  ///< CudaSource::programmatic_launch
   std::mutex mu;
   std::unordered_map<CUcontext, Loaded> loaded;
   /// The kernel's tensor-map parameters and, per map, the last one encoded.
@@ -302,11 +304,53 @@ CudaModule::~CudaModule() {
 
 const std::string& CudaModule::entry() const { return impl_->entry; }
 
+void CudaModule::SetProgrammaticLaunch(bool on) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->programmatic_launch = on;
+}
+
+bool CudaModule::programmatic_launch() const { return impl_->programmatic_launch; }
+
 void CudaModule::AddTensorMap(const TensorMapSpec& spec) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->map_specs.push_back(spec);
   impl_->maps.push_back(std::make_unique<Impl::EncodedMap>());
 }
+
+namespace {
+
+// cuda.h's CUlaunchAttribute and CUlaunchConfig, laid out as the driver reads them (the
+// header is not included: the driver is loaded with dlopen).
+struct LaunchAttribute {
+  uint32_t id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+struct LaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CUstream stream;
+  LaunchAttribute* attrs;
+  unsigned num_attrs;
+};
+constexpr uint32_t kLaunchAttributeProgrammaticStreamSerialization = 6;
+
+/// cuLaunchKernelEx with programmatic stream serialization allowed: the kernel may start
+/// before the previous one in the stream ends (it waits with griddepcontrol.wait).
+CUresult LaunchProgrammatic(const Driver& drv, CUfunction f, const std::array<uint32_t, 3>& grid,
+                            const std::array<uint32_t, 3>& block, uint32_t shared_bytes, CUstream stream,
+                            void** params) {
+  LaunchAttribute attr{};
+  attr.id = kLaunchAttributeProgrammaticStreamSerialization;
+  attr.value.programmatic_stream_serialization_allowed = 1;
+  LaunchConfig config{grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream, &attr, 1};
+  return drv.LaunchKernelEx(&config, f, params, nullptr);
+}
+
+}  // namespace
 
 void CudaModule::Launch(const std::array<uint32_t, 3>& grid, const std::array<uint32_t, 3>& block,
                         uint32_t shared_bytes, uint64_t stream, const std::vector<CudaArg>& args) {
@@ -337,10 +381,15 @@ void CudaModule::Launch(const std::array<uint32_t, 3>& grid, const std::array<ui
   for (size_t i = 0; i < impl_->map_specs.size(); ++i) {
     params.push_back(const_cast<void*>(impl_->TensorMap(drv, i, args)));
   }
-  CUresult status = drv.LaunchKernel(l.function, grid[0], grid[1], grid[2], block[0], block[1],
-                                     block[2], shared_bytes,
-                                     reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream)),
-                                     params.empty() ? nullptr : params.data(), nullptr);
+  CUstream cu_stream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream));
+  void** kernel_params = params.empty() ? nullptr : params.data();
+  CUresult status;
+  if (impl_->programmatic_launch && drv.LaunchKernelEx) {
+    status = LaunchProgrammatic(drv, l.function, grid, block, shared_bytes, cu_stream, kernel_params);
+  } else {
+    status = drv.LaunchKernel(l.function, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                              cu_stream, kernel_params, nullptr);
+  }
   if (status != kCudaSuccess) {
     throw std::runtime_error(
         "launching kernel " + entry + " (grid " + std::to_string(grid[0]) + "x" +

@@ -47,6 +47,9 @@ struct Driver {
   CUresult (*FuncSetAttribute)(CUfunction, int, int);                  // cuFuncSetAttribute
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, unsigned, CUstream, void**, void**);  // cuLaunchKernel
+  /// cuLaunchKernelEx (CUDA 12+), for launch attributes (programmatic dependent launch);
+  /// null on older drivers, which then launch such kernels plainly (they still wait).
+  CUresult (*LaunchKernelEx)(const void* config, CUfunction, void**, void**);
   CUresult (*GetErrorString)(CUresult, const char**);                  // cuGetErrorString
   CUresult (*GetErrorName)(CUresult, const char**);                    // cuGetErrorName
   /// cuTensorMapEncodeTiled (CUDA 12+); null on older drivers, which then cannot run
