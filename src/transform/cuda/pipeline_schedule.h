@@ -16,7 +16,7 @@
 
 namespace tl::transform::cuda {
 
-/// The statements of a Seq, or `s` alone.
+/// The statements of a Seq (nested ones flattened), or `s` alone.
 std::vector<ir::Stmt> Flatten(const ir::Stmt& s);
 
 /// The loop's num_stages annotation, 0 when absent.
