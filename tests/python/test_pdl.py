@@ -4,6 +4,7 @@ start while the previous kernel in the stream still runs; T.pdl_trigger lets it.
 choice is read from the generated code without a GPU; results are checked against numpy on
 whichever target the suite runs, and back to back on the GPU's stream where there is one."""
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -49,6 +50,30 @@ def test_only_a_kernel_that_waits_is_launched_programmatically():
     # the trigger alone does not change how its own kernel is launched
     assert not triggers.programmatic_launch
     assert "tl::cudaTriggerProgrammaticLaunchCompletion();" in triggers.code
+
+
+def test_exported_launcher_launches_it_programmatically(tmp_path):
+    import os
+    import subprocess
+
+    from tilelang.jit.cuda_backend import _search_dirs
+
+    if not _tl.find_cuda_compiler(_search_dirs())[0]:
+        pytest.skip("needs a CUDA compiler (NVRTC)")
+    waits = tilelang.compile(consumer(1000), target="cuda -arch=sm_90a")
+    launcher_path = waits.export_library(str(tmp_path / "waits.cubin"))["launcher"]
+    launcher = open(launcher_path).read()
+    assert "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION" in launcher and "cuLaunchKernelEx(" in launcher
+    plain = tilelang.compile(producer(1000), target="cuda -arch=sm_90a")
+    paths = plain.export_library(str(tmp_path / "plain.cubin"))
+    assert "cuLaunchKernelEx(" not in open(paths["launcher"]).read()
+    include = next((os.path.join(r, "include") for r in (os.environ.get("CUDA_HOME"), "/usr/local/cuda")
+                    if r and os.path.exists(os.path.join(r, "include", "cuda.h"))), None)
+    cc = os.environ.get("CC", "cc")
+    if include is None or not shutil.which(cc):
+        return
+    subprocess.run([cc, "-Wall", "-Werror", "-c", launcher_path, f"-I{include}", f"-I{tmp_path}",
+                    "-o", str(tmp_path / "w.o")], check=True, capture_output=True)
 
 
 def test_results_match_numpy():

@@ -328,11 +328,16 @@ def _with_tensor_maps(module, src, arch):
     tensors) and how it is launched."""
     for spec, im2col in zip(src.tma_specs, src.tma_im2col):
         module.add_tensor_map(*spec, im2col=im2col)
-    # T.pdl_sync: the kernel may start while the previous one in the stream still runs
-    # (sm_90+: before, griddepcontrol is not emitted, so the kernel must not start early)
-    digits = re.match(r"sm_(\d+)", arch or "")
-    module.programmatic_launch = bool(src.programmatic_launch and digits and int(digits.group(1)) >= 90)
+    module.programmatic_launch = programmatic_launch(src, arch)
     return module
+
+
+def programmatic_launch(src, arch) -> bool:
+    """Whether the kernel is launched with programmatic stream serialization allowed: it runs
+    T.pdl_sync, so it may start while the previous kernel in the stream still runs (sm_90+:
+    before, griddepcontrol is not emitted, so the kernel must not start early)."""
+    digits = re.match(r"sm_(\d+)", arch or "")
+    return bool(src.programmatic_launch and digits and int(digits.group(1)) >= 90)
 
 
 def _current_device() -> int:

@@ -285,6 +285,8 @@ def cuda_launcher_params(kernel):
 def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
     """C source of `function`: the driver-API launch of the kernel's CUDA kernels in order,
     as the JIT's call does (same arguments, grids, blocks, shared memory, TMA maps)."""
+    from .cuda_backend import programmatic_launch
+
     backend = kernel._cuda.general()  # for any sizes, as export_cuda
     decl = cuda_launcher_params(kernel)
     names = [d.split()[-1] for d in decl]  # C names: params, then dynamic dims
@@ -362,8 +364,25 @@ def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
             f"    void* params[] = {{{', '.join(params) or '0'}}};",
             f"    unsigned int gx = {grid[0]}, gy = {grid[1]}, gz = {grid[2]};",
             "    if (gx && gy && gz) {",
-            f"      r = cuLaunchKernel(tl_functions[{k}], gx, gy, gz, {b[0]}, {b[1]}, {b[2]}, {src.shared_bytes}u,",
-            "                         (CUstream)stream, params, 0);",
+        ]
+        if programmatic_launch(src, backend.arch):
+            # T.pdl_sync: the kernel may start while the previous one in the stream runs, as
+            # the JIT launches it (CudaModule.programmatic_launch)
+            body += [
+                "      CUlaunchAttribute attr;",
+                "      memset(&attr, 0, sizeof attr);",
+                "      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;",
+                "      attr.value.programmaticStreamSerializationAllowed = 1;",
+                f"      CUlaunchConfig config = {{gx, gy, gz, {b[0]}, {b[1]}, {b[2]}, {src.shared_bytes}u, (CUstream)stream,",
+                "                                &attr, 1};",
+                f"      r = cuLaunchKernelEx(&config, tl_functions[{k}], params, 0);",
+            ]
+        else:
+            body += [
+                f"      r = cuLaunchKernel(tl_functions[{k}], gx, gy, gz, {b[0]}, {b[1]}, {b[2]}, {src.shared_bytes}u,",
+                "                         (CUstream)stream, params, 0);",
+            ]
+        body += [
             "      if (r != CUDA_SUCCESS) return (int)r;",
             "    }",
             "  }",
@@ -377,6 +396,7 @@ def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
         " * first call (module load); later calls from several threads are fine. */",
         "#include <cuda.h>",
         "#include <stdint.h>",
+        "#include <string.h>",
         f'#include "{header_name}"',
         "",
         "static const unsigned char tl_cubin[] = {",
