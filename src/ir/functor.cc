@@ -305,6 +305,22 @@ Expr Substitute(const Expr& e, const std::function<Expr(const Var*)>& f) {
 Stmt Substitute(const Stmt& s, const std::function<Expr(const Var*)>& f) {
   return Substituter(f).Mutate(s);
 }
+namespace {
+void FlattenInto(const Stmt& s, std::vector<Stmt>* out) {
+  if (const auto* seq = As<Seq>(s)) {
+    for (const Stmt& c : seq->stmts) FlattenInto(c, out);
+  } else if (s) {
+    out->push_back(s);
+  }
+}
+}  // namespace
+
+std::vector<Stmt> FlattenSeq(const Stmt& s) {
+  std::vector<Stmt> out;
+  FlattenInto(s, &out);
+  return out;
+}
+
 void ForEachExpr(const Stmt& s, const std::function<void(const Expr&)>& f) {
   ExprCollector(f).Visit(s);
 }

@@ -16,22 +16,13 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-void FlattenInto(const Stmt& s, std::vector<Stmt>* out) {
-  if (const auto* seq = As<Seq>(s)) {
-    for (const Stmt& c : seq->stmts) FlattenInto(c, out);
-  } else if (s) {
-    out->push_back(s);
-  }
-}
-
 class Hoister : public IRMutator {
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
     Stmt visited = IRMutator::Mutate_(op, self);
     const auto* loop = As<For>(visited);
     if (!loop || loop->for_kind != ForKind::kPipelined) return visited;
-    std::vector<Stmt> body, hoisted;
-    FlattenInto(loop->body, &body);
+    std::vector<Stmt> body = FlattenSeq(loop->body), hoisted;
     std::vector<Stmt> kept;
     for (const Stmt& s : body) {
       const auto* alloc = As<Allocate>(s);

@@ -51,6 +51,10 @@ void ForEachExpr(const Stmt& s, const std::function<void(const Expr&)>& f);
 /// The same over one expression and its operands.
 void ForEachExpr(const Expr& e, const std::function<void(const Expr&)>& f);
 
+/// The statements of a sequence, nested sequences flattened (null statements dropped), or
+/// `s` alone.
+std::vector<Stmt> FlattenSeq(const Stmt& s);
+
 /// Whether `e` mentions a variable for which `pred` holds.
 bool UsesVar(const Expr& e, const std::function<bool(const Var*)>& pred);
 

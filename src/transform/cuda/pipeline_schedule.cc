@@ -240,22 +240,10 @@ class InlineIndexLets : public IRMutator {
 
 }  // namespace
 
-namespace {
-void FlattenInto(const Stmt& s, std::vector<Stmt>* out) {
-  if (const auto* seq = As<Seq>(s)) {
-    for (const Stmt& c : seq->stmts) FlattenInto(c, out);
-  } else if (s) {
-    out->push_back(s);
-  }
-}
-}  // namespace
-
 std::vector<Stmt> Flatten(const Stmt& s) {
   // Nested sequences too: hoist-pipelined-allocations puts a loop's hoisted tiles and the
   // loop in a sequence of their own, which must not hide the loop from its callers.
-  std::vector<Stmt> out;
-  FlattenInto(s, &out);
-  return out;
+  return FlattenSeq(s);
 }
 
 int64_t NumStages(const For* op) {
