@@ -62,6 +62,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cuda-vectorize-loops", out, ctx);
   // sm_90+: a register walk's float atomics into global memory, two or four at a time.
   out = RunPass("cuda-vectorize-atomics", out, ctx);
+  // Element conversions of a register walk: two registers per packed conversion.
+  out = RunPass("cuda-pair-conversions", out, ctx);
   // Shared buffers never live together share bytes. Liveness needs the final statement
   // order, and the barriers that make reuse safe are placed next, from this plan.
   out = RunPass("cuda-plan-shared-memory", out, ctx);

@@ -140,6 +140,8 @@ TL_F8_FN float f8_to_float(unsigned char c) {
 /// An 8-bit float of format F (see the file comment). Arithmetic promotes to float.
 template <typename F>
 struct float8 {
+  /// The format's description (mantissa and exponent widths, special codes).
+  using format = F;
   /// The raw 8-bit pattern.
   unsigned char bits;
 

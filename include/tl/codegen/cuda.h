@@ -53,6 +53,12 @@ struct CudaSource {
 /// Generates CUDA for a function lowered by LowerForCuda.
 CudaSource GenerateCuda(const ir::PrimFunc& f);
 
+/// The device library's conversion of two elements at a time from `from` to `to`
+/// (tl/cuda/pair_convert.h: one packed instruction per pair), as generated code names it;
+/// empty when there is none. Code generation uses it for tl::cast_copy and convert_pair
+/// (the pass cuda-pair-conversions asks it which element casts to pair up).
+std::string CudaPairConversion(ir::DType from, ir::DType to);
+
 /// The value of `e` once dynamic variables are bound (all of e's variables must be).
 int64_t EvalWithBindings(const ir::Expr& e, const std::vector<ir::VarRef>& vars,
                          const std::vector<int64_t>& values);

@@ -36,6 +36,13 @@ using cuda::UnrollPragma;
 
 namespace {
 
+/// The element type an address expression points at: `address_of(B[...])` -> B's dtype.
+DType AddressedType(const Expr& address) {
+  const auto* call = As<Call>(address);
+  const auto* load = call && call->op == "address_of" && call->args.size() == 1 ? As<BufferLoad>(call->args[0]) : nullptr;
+  return load ? load->buffer->dtype : DType::Void();
+}
+
 std::string ArgKind(DType t) {
   if (t.IsFloat()) return t.bits == 64 ? "f64" : "f32";
   return t.bits == 64 ? "i64" : "i32";
@@ -416,7 +423,19 @@ class CudaCodegen : public CPrinter {
       return "tl::copy<" + Print(op->args[2]) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
     }
     if (op->op == "cast_copy") {
-      return "tl::cast_copy<" + Print(op->args[2]) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
+      // Two at a time where the device library converts pairs (tl::cast_copy<N, pair>).
+      int64_t n = 0;
+      std::string pair;
+      if (AsConstInt(op->args[2], &n) && n % 2 == 0) {
+        pair = CudaPairConversion(AddressedType(op->args[1]), AddressedType(op->args[0]));
+      }
+      return "tl::cast_copy<" + Print(op->args[2]) + (pair.empty() ? "" : ", " + pair) + ">(" + Print(op->args[0]) +
+             ", " + Print(op->args[1]) + ")";
+    }
+    if (op->op == "convert_pair") {  // (address of the first of two elements, lo, hi)
+      std::string pair = CudaPairConversion(op->args[1]->dtype, AddressedType(op->args[0]));
+      TL_ICHECK(!pair.empty()) << "convert_pair between types without a pair conversion";
+      return pair + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " + Print(op->args[2]) + ")";
     }
     if (op->op == "vec_zero") return "tl::vec_zero<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
     if (op->op == "gemm_rs") {

@@ -9,6 +9,7 @@
 #include "pass_helpers.h"
 
 #include "tl/arith/simplify.h"
+#include "tl/codegen/cuda.h"
 
 namespace tl::transform::cuda {
 namespace {
@@ -90,12 +91,15 @@ Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, b
   Scope ss = src.buffer->scope, ds = dst.buffer->scope;
   bool global_shared = (ss == Scope::kGlobal || ss == Scope::kShared) && (ds == Scope::kGlobal || ds == Scope::kShared);
   if (!global_shared) return nullptr;
-  // A copy between float32, float16 and bfloat16 converts each vector in registers
-  // (tl::cast_copy, whose conversions are the element casts'); other conversions stay
-  // element loops.
+  // A copy between float32, float16 and bfloat16, or between two types the device library
+  // converts in pairs (8-bit floats), converts each vector in registers (tl::cast_copy,
+  // whose conversions are the element casts'); other conversions stay element loops.
   const DType sdt = src.buffer->dtype, ddt = dst.buffer->dtype;
   const bool convert = sdt != ddt;
-  if (convert && !(VectorConvertible(sdt) && VectorConvertible(ddt))) return nullptr;
+  if (convert && !(VectorConvertible(sdt) && VectorConvertible(ddt)) &&
+      codegen::CudaPairConversion(sdt, ddt).empty()) {
+    return nullptr;
+  }
   // A packed 4-bit tensor and a tile (one value per byte) differ in layout: element loops.
   if (PackedInMemory(*src.buffer) || PackedInMemory(*dst.buffer)) return nullptr;
   auto sd = TileDims(src), dd = TileDims(dst);

@@ -34,7 +34,9 @@ TL_DEVICE void vec_zero(void* dst) {
 /// Moves N elements from src to dst with a conversion, in the widest aligned accesses
 /// (up to 16 bytes) on both sides: the copies between a register tile and memory. Both
 /// pointers are aligned to the size of their N elements (or to 16 bytes when larger).
-template <int N, typename D, typename S>
+/// Pair, when given (code generation names it where the two types have one), converts two
+/// elements at a time (pair_convert.h: one packed instruction per pair).
+template <int N, auto Pair = nullptr, typename D, typename S>
 TL_DEVICE void cast_copy(D* dst, const S* src) {
   constexpr int kIn = N * int(sizeof(S)), kOut = N * int(sizeof(D));
   constexpr int kInStep = kIn < 16 ? kIn : 16, kOutStep = kOut < 16 ? kOut : 16;
@@ -44,9 +46,13 @@ TL_DEVICE void cast_copy(D* dst, const S* src) {
   for (int b = 0; b < kIn; b += kInStep) {
     copy<kInStep>(reinterpret_cast<char*>(in) + b, reinterpret_cast<const char*>(src) + b);
   }
-  constexpr bool kPairs = N % 2 == 0 && detail::is_same<S, float>::value &&
-                          (detail::is_same<D, half>::value || detail::is_same<D, bfloat16>::value);
-  if constexpr (kPairs) {
+  constexpr bool kFloatTo16 = N % 2 == 0 && detail::is_same<S, float>::value &&
+                              (detail::is_same<D, half>::value || detail::is_same<D, bfloat16>::value);
+  if constexpr (!detail::is_same<decltype(Pair), decltype(nullptr)>::value) {
+    static_assert(N % 2 == 0, "cast_copy: a pair conversion needs an even count");
+#pragma unroll
+    for (int i = 0; i < N; i += 2) Pair(&out[i], in[i], in[i + 1]);
+  } else if constexpr (kFloatTo16) {
     // float -> half / bfloat16 two at a time: one packed conversion (cvt.rn.f16x2.f32).
 #pragma unroll
     for (int i = 0; i < N; i += 2) reinterpret_cast<uint32_t*>(out)[i / 2] = pack_float2<D>(in[i], in[i + 1]);

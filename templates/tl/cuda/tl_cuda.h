@@ -72,6 +72,7 @@ static_assert(sizeof(uint8_t) == 1 && sizeof(uint16_t) == 2 && sizeof(uint32_t) 
 // Order matters: each part uses the ones before it.
 // clang-format off
 #include "types.h"
+#include "pair_convert.h"
 #include "math.h"
 #include "memory.h"
 #include "ldmatrix.h"
