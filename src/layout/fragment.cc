@@ -135,6 +135,30 @@ std::string RowStripLayout::ToString() const {
          ")";
 }
 
+std::shared_ptr<const VectorLayout> VectorLayout::Choose(int64_t length, int64_t threads) {
+  if (length <= 0 || threads <= 0) return nullptr;
+  for (int64_t vec : {8, 4, 2, 1}) {
+    if (length % (vec * threads) == 0) return std::make_shared<VectorLayout>(length, threads, vec);
+  }
+  return nullptr;
+}
+
+VectorLayout::VectorLayout(int64_t length, int64_t threads, int64_t vec)
+    : length_(length), threads_(threads), vec_(vec) {}
+
+FragmentLayoutRef VectorLayout::Rows() const { return std::make_shared<VectorLayout>(length_, threads_, vec_); }
+
+std::pair<Expr, Expr> VectorLayout::Inverse(const Expr& thread, const Expr& local) const {
+  // register `local` is element local % vec of the thread's run local / vec
+  Expr run = FloorDiv(local, C(vec_)) * C(threads_) + thread;
+  return {run * C(vec_) + FloorMod(local, C(vec_)), MakeInt(0)};
+}
+
+std::string VectorLayout::ToString() const {
+  return "vector(" + std::to_string(length_) + ", " + std::to_string(threads_) + " threads, vec " +
+         std::to_string(vec_) + ")";
+}
+
 int SwizzleShift(int64_t row_bytes) {
   int shift = 7;
   while ((int64_t{1} << shift) < row_bytes) ++shift;

@@ -154,6 +154,36 @@ class RowStripLayout : public FragmentLayout {
   bool rows_;
 };
 
+/// The layout of a 1-D fragment that no tile constrains (a vector of `length` elements used
+/// element-wise and copied whole): runs of vec consecutive elements dealt round-robin to
+/// the block's threads, thread t holding runs t, t + threads, ... (its registers in that
+/// order). Neighbouring threads hold neighbouring runs, so copies to and from memory are
+/// coalesced vector accesses. Indexed like a per-row vector (is_rows(): Inverse gives
+/// (element, 0)), but no element is held twice; it takes part in no row reduction.
+class VectorLayout : public FragmentLayout {
+ public:
+  /// Widest vec (8, 4, 2, 1) with length a multiple of vec x threads; nullptr if none.
+  static std::shared_ptr<const VectorLayout> Choose(int64_t length, int64_t threads);
+  VectorLayout(int64_t length, int64_t threads, int64_t vec);
+  FragmentLayoutRef Rows() const override;
+  bool is_rows() const override { return true; }
+  int64_t m() const override { return length_; }
+  int64_t n() const override { return 0; }
+  int64_t num_threads() const override { return threads_; }
+  int64_t num_local() const override { return length_ / threads_; }
+  ir::Expr RowLocal(const ir::Expr& local) const override { return local; }
+  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
+  int64_t row_lanes() const override { return 1; }
+  int64_t row_warps() const override { return 1; }
+  int64_t regs_per_row() const override { return 1; }
+  ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override { return row_local; }
+  int64_t vec() const override { return vec_; }
+  std::string ToString() const override;
+
+ private:
+  int64_t length_, threads_, vec_;
+};
+
 /// XOR swizzle of a row-major shared tile in 16-byte chunks: with rows of R bytes (a power
 /// of two, at least 64) and L = max(R, 128), the chunk index within each 128-byte segment
 /// is XORed with (byte_offset / L) % 8, i.e. with the row number (R >= 128) or the pair of

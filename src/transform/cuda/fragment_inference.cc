@@ -143,10 +143,15 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
     if (!free) continue;
     int64_t m = 0, n = 0;
     AsConstInt(group[0]->shape[0], &m);
-    AsConstInt(group[0]->shape[1], &n);
-    auto strip = layout::RowStripLayout::Choose(m, n, threads);
-    if (!strip) continue;
-    for (const Buffer& b : group) inference.Assign(b, strip, "element-wise use (no T.gemm)", Span{});
+    layout::FragmentLayoutRef own;
+    if (group[0]->shape.size() == 1) {
+      own = layout::VectorLayout::Choose(m, threads);
+    } else {
+      AsConstInt(group[0]->shape[1], &n);
+      own = layout::RowStripLayout::Choose(m, n, threads);
+    }
+    if (!own) continue;
+    for (const Buffer& b : group) inference.Assign(b, own, "element-wise use (no T.gemm)", Span{});
   }
   Propagate(inference, body);
   // A shared tile read by a wgmma GEMM is laid out in wgmma panels; another GEMM (mma.sync

@@ -90,7 +90,7 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
   arith::Analyzer an;
   // Shared tiles may be swizzled in 16-byte chunks: a vector must not cross one.
   bool chunked = tile.buffer->scope != Scope::kShared || v * tile.buffer->dtype.bytes() <= 16;
-  if (v > 1 && want == 2 && dims[1] + 1 == tile.ranges.size() && tile.buffer->scope != Scope::kLocal && chunked &&
+  if (v > 1 && dims.back() + 1 == tile.ranges.size() && tile.buffer->scope != Scope::kLocal && chunked &&
       cuda::VectorFits(tile, v, an, cuda::DynamicAlignment(ctx_))) {
     return {VectorRegTileLoop(rf, tile, dims, to_tile, span), nullptr};
   }

@@ -19,6 +19,7 @@
 #include "tl/arith/comparison.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
@@ -174,6 +175,7 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
     return it == value.end() ? nullptr : it->second;
   });
   if (in_range) body = IfThenElse::Make(in_range, body, nullptr, op->span);
+  if (lay.is_rows()) body = GuardReplicatedWrites(body, lay);
   return For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled, body,
                    {{cuda::kRegisterWalk, MakeInt(1)}}, op->span);
 }
@@ -256,6 +258,51 @@ std::optional<FragmentRewriter::NestAnchor> FragmentRewriter::AnchorOf(const std
   }
   if (loops_named != nest.loops.size()) return std::nullopt;
   return a;
+}
+
+namespace {
+
+/// Wraps every write a walk makes outside the thread's own registers (stores to shared or
+/// global memory, atomic updates) in `first`.
+class ReplicaGuard : public IRMutator {
+ public:
+  explicit ReplicaGuard(Expr first) : first_(std::move(first)) {}
+
+ protected:
+  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
+    return op->buffer->scope == Scope::kLocal ? self : IfThenElse::Make(first_, self, nullptr, op->span);
+  }
+  Stmt Mutate_(const AtomicOp* op, const Stmt& self) override {  // T.atomic_*, lowered later
+    return op->dst.buffer->scope == Scope::kLocal ? self : IfThenElse::Make(first_, self, nullptr, op->span);
+  }
+  Stmt Mutate_(const Evaluate* op, const Stmt& self) override {
+    bool writes = false;
+    ForEachExpr(op->value, [&](const Expr& e) {
+      const auto* call = As<Call>(e);
+      if (!call || !(HasEffect(call, kAtomicUpdate) || HasEffect(call, kWritesArg0))) return;
+      const auto* addr = call->args.empty() ? nullptr : As<Call>(call->args[0]);
+      const auto* at = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
+      writes |= !at || at->buffer->scope != Scope::kLocal;
+    });
+    return writes ? IfThenElse::Make(first_, self, nullptr, op->span) : self;
+  }
+
+ private:
+  Expr first_;
+};
+
+}  // namespace
+
+/// A walk over a per-row vector runs in every thread that holds a copy of the row (the
+/// row_lanes() lanes of each of row_warps() warps): its register updates must, but a write
+/// to memory made by each copy would repeat (an atomic add would count the row that many
+/// times), so only the row's first holder (lane group 0 of warp 0 along the row) makes it.
+Stmt FragmentRewriter::GuardReplicatedWrites(const Stmt& body, const FragmentLayout& lay) {
+  Expr first;
+  if (lay.row_lanes() > 1) first = EQ(FloorMod(Expr(tx_), MakeInt(lay.row_lanes())), MakeInt(0));
+  if (lay.row_warps() > 1) first = And(first, EQ(lay.RowWarp(tx_), MakeInt(0)));
+  if (!first) return body;
+  return ReplicaGuard(first).Mutate(body);
 }
 
 bool FragmentRewriter::UnreachedIterationsIdle(const NestAnchor& a, const ParallelNest& nest, const Buffer& frag) {

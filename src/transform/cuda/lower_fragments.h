@@ -111,6 +111,9 @@ class FragmentRewriter : public IRMutator {
   /// Indices into `tile` of register element (i, j): the region's corner plus i along its
   /// first tile dimension (and j along the second, when `dims` has two); `in_bounds` gets
   /// the edge guard over every dimension.
+  /// `body`, a walk over the registers of per-row vector layout `lay`, with its writes to
+  /// memory made by one holder of each row only.
+  Stmt GuardReplicatedWrites(const Stmt& body, const FragmentLayout& lay);
   static std::vector<Expr> AtCorner(const Region& tile, const std::vector<size_t>& dims, const Expr& i,
                                     const Expr& j, Expr* in_bounds) {
     std::vector<Expr> idx;

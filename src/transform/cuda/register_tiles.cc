@@ -17,6 +17,21 @@ bool ConstShape2D(const Buffer& b, int64_t* m, int64_t* n) {
   return b->shape.size() == 2 && AsConstInt(b->shape[0], m) && AsConstInt(b->shape[1], n);
 }
 
+/// A 1-D fragment of constant length (a vector).
+bool ConstShape1D(const Buffer& b, int64_t* len) { return b->shape.size() == 1 && AsConstInt(b->shape[0], len); }
+
+bool IsFragmentBuffer(const Buffer& b) { return b && b->scope == Scope::kFragment; }
+
+/// How many dimensions of a region are longer than one element.
+size_t NonUnitDims(const Region& r) {
+  size_t n = 0;
+  for (const Range& rg : r.ranges) {
+    int64_t e = 0;
+    n += !(AsConstInt(rg.extent, &e) && e == 1);
+  }
+  return n;
+}
+
 class CandidateFinder : public IRVisitor {
  public:
   std::vector<Buffer> order;  ///< candidates in allocation order
@@ -44,12 +59,15 @@ class CandidateFinder : public IRVisitor {
   }
   static bool ShapesEqual(const Buffer& a, const Buffer& b) {
     int64_t am, an, bm, bn;
+    if (ConstShape1D(a, &am)) return ConstShape1D(b, &bm) && am == bm;
     return ConstShape2D(a, &am, &an) && ConstShape2D(b, &bm, &bn) && am == bm && an == bn;
   }
+  bool IsVectorCandidate(const Buffer& b) const { return IsCandidate(b) && b->shape.size() == 1; }
 
   void Visit_(const Allocate* op) override {
     int64_t m, n;
-    if (op->buffer->scope == Scope::kFragment && ConstShape2D(op->buffer, &m, &n) && !op->init) {
+    if (op->buffer->scope == Scope::kFragment && (ConstShape2D(op->buffer, &m, &n) || ConstShape1D(op->buffer, &m)) &&
+        !op->init) {
       parent[op->buffer.get()] = op->buffer.get();
       order.push_back(op->buffer);
     }
@@ -81,15 +99,28 @@ class CandidateFinder : public IRVisitor {
     // Every fragment tile here must be indexed by exactly the nest's variables, over
     // exactly its shape; the tiles that are share one layout.
     Buffer first;
+    std::vector<Buffer> fragments;  // every fragment the nest reads or writes
     ForEachExpr(loops.back()->body, [&](const Expr& e) {
-      if (const auto* load = As<BufferLoad>(e)) Access(load->buffer, load->indices, loops, extents, &first);
+      if (const auto* load = As<BufferLoad>(e)) {
+        Access(load->buffer, load->indices, loops, extents, &first);
+        if (IsFragmentBuffer(load->buffer)) fragments.push_back(load->buffer);
+      }
     });
-    VisitStores(loops.back()->body, loops, extents, &first);
+    VisitStores(loops.back()->body, loops, extents, &first, &fragments);
+    // A vector shares its nest only with vectors that get its layout: next to a tile (as
+    // that tile's per-row values) or to a fragment kept in shared memory it is not one.
+    bool vectors_alone = true;
+    for (const Buffer& b : fragments) vectors_alone &= IsVectorCandidate(b);
+    if (!vectors_alone) {
+      for (const Buffer& b : fragments) {
+        if (IsVectorCandidate(b)) Reject(b);
+      }
+    }
     // Tile ops inside a T.Parallel body are not expected; anything else was seen above.
   }
 
   void VisitStores(const Stmt& s, const std::vector<const For*>& loops, const std::vector<int64_t>& extents,
-                   Buffer* first) {
+                   Buffer* first, std::vector<Buffer>* fragments) {
     struct Stores : IRVisitor {
       std::vector<const BufferStore*> found;
       void Visit_(const BufferStore* op) override {
@@ -98,7 +129,10 @@ class CandidateFinder : public IRVisitor {
       }
     } stores;
     stores.Visit(s);
-    for (const BufferStore* st : stores.found) Access(st->buffer, st->indices, loops, extents, first);
+    for (const BufferStore* st : stores.found) {
+      Access(st->buffer, st->indices, loops, extents, first);
+      if (IsFragmentBuffer(st->buffer)) fragments->push_back(st->buffer);
+    }
   }
 
   void Access(const Buffer& b, const std::vector<Expr>& idx, const std::vector<const For*>& loops,
@@ -107,6 +141,8 @@ class CandidateFinder : public IRVisitor {
     int64_t m, n;
     bool ok = loops.size() == 2 && idx.size() == 2 && ConstShape2D(b, &m, &n) && extents[0] == m &&
               extents[1] == n && As<Var>(idx[0]) == loops[0]->var.get() && As<Var>(idx[1]) == loops[1]->var.get();
+    ok |= loops.size() == 1 && idx.size() == 1 && ConstShape1D(b, &m) && extents[0] == m &&
+          As<Var>(idx[0]) == loops[0]->var.get();
     if (!ok) return Reject(b);
     if (*first) {
       Tie(*first, b);
@@ -118,6 +154,12 @@ class CandidateFinder : public IRVisitor {
   void Visit_(const CopyOp* op) override {
     for (const Region* r : {&op->src, &op->dst}) {
       const Region& other = r == &op->src ? op->dst : op->src;
+      if (IsVectorCandidate(r->buffer)) {
+        // A whole vector against one run of elements, or against another vector.
+        bool fits = IsFragmentBuffer(other.buffer) ? IsVectorCandidate(other.buffer) : NonUnitDims(other) == 1;
+        if (!CoversWholeBuffer(*r) || !fits) Reject(r->buffer);
+        continue;
+      }
       // A whole tile against a region of rank 2 or more (rows and columns to walk).
       if (IsCandidate(r->buffer) && (!CoversWholeBuffer(*r) || other.ranges.size() < 2)) Reject(r->buffer);
     }
@@ -127,14 +169,14 @@ class CandidateFinder : public IRVisitor {
 
   void Visit_(const FillOp* op) override {
     // A part of the tile is filled register by register (FillPartOfRegs), over both dimensions.
-    if (op->dst.ranges.size() != 2) Reject(op->dst.buffer);
+    if (op->dst.ranges.size() != op->dst.buffer->shape.size()) Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
   }
 
   void Visit_(const ReduceOp* op) override {
     // Row reductions of a whole tile only; column reductions keep the tile in shared
     // memory, where they need no atomics.
-    if (op->dim != 1 || !CoversWholeBuffer(op->src)) Reject(op->src.buffer);
+    if (op->dim != 1 || !CoversWholeBuffer(op->src) || op->src.buffer->shape.size() != 2) Reject(op->src.buffer);
     Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
   }
