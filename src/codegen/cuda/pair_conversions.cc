@@ -21,6 +21,11 @@ std::string CudaPairConversion(DType from, DType to) {
   if (f16_from && f8_to) return "tl::__tl_cvt_half2_to_fp8x2<" + CType(to) + ">";
   if (f8_from && f32_to) return "tl::__tl_cvt_fp8x2_to_float2<" + CType(from) + ">";
   if (f8_from && f16_to) return "tl::__tl_cvt_fp8x2_to_half2<" + CType(from) + ">";
+  const bool e8m0_from = from.code == DType::kFloat8E8M0, e8m0_to = to.code == DType::kFloat8E8M0;
+  if (f32_from && e8m0_to) return "tl::__tl_cvt_float2_to_e8m0x2";
+  if (from == DType::Float(64) && e8m0_to) return "tl::__tl_cvt_double2_to_e8m0x2";
+  if (from == DType::BFloat16() && e8m0_to) return "tl::__tl_cvt_bfloat162_to_e8m0x2";
+  if (e8m0_from && to == DType::BFloat16()) return "tl::__tl_cvt_e8m0x2_to_bfloat162";
   return "";
 }
 

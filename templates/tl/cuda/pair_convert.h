@@ -127,4 +127,29 @@ TL_DEVICE void __tl_cvt_fp8x2_to_half2(half* dst, S lo, S hi) {
   dst[1] = half2_hi(h2);
 }
 
+// --- 8-bit exponents (float8_e8m0fnu) -------------------------------------------------
+// No packed instruction before sm_100: the element conversions, two at a time, so that every
+// vectorized conversion goes through one kind of call.
+
+/// Two floats to 8-bit exponents.
+TL_DEVICE void __tl_cvt_float2_to_e8m0x2(float8_e8m0* dst, float lo, float hi) {
+  dst[0] = float8_e8m0(lo);
+  dst[1] = float8_e8m0(hi);
+}
+/// Two doubles to 8-bit exponents.
+TL_DEVICE void __tl_cvt_double2_to_e8m0x2(float8_e8m0* dst, double lo, double hi) {
+  dst[0] = float8_e8m0(lo);
+  dst[1] = float8_e8m0(hi);
+}
+/// Two bfloat16 to 8-bit exponents.
+TL_DEVICE void __tl_cvt_bfloat162_to_e8m0x2(float8_e8m0* dst, bfloat16 lo, bfloat16 hi) {
+  dst[0] = float8_e8m0(lo);
+  dst[1] = float8_e8m0(hi);
+}
+/// Two 8-bit exponents to bfloat16 (exact: powers of two within bfloat16's range).
+TL_DEVICE void __tl_cvt_e8m0x2_to_bfloat162(bfloat16* dst, float8_e8m0 lo, float8_e8m0 hi) {
+  dst[0] = bfloat16(static_cast<float>(lo));
+  dst[1] = bfloat16(static_cast<float>(hi));
+}
+
 }  // namespace tl
