@@ -307,6 +307,18 @@ class CPrinter {
 
   /// Target calls; the base handles math, infinities, addresses and atomics and returns
   /// "" for anything else, which derived printers handle.
+  /// The device library's stochastic rounding of one float to `t` (stochastic_round.h).
+  static std::string StochasticRoundingHelper(DType t) {
+    const char* fmt = t == DType::Float(16) ? "f16"
+                      : t == DType::BFloat16() ? "bf16"
+                      : t.code == DType::kFloat8E4M3 ? "e4m3"
+                      : t.code == DType::kFloat8E5M2 ? "e5m2"
+                      : t.code == DType::kFloat4E2M1 ? "e2m1"
+                                                     : nullptr;
+    TL_ICHECK(fmt) << "stochastic rounding to " << t.str();
+    return std::string("__tl_cvt_f32x1_to_") + fmt + "x1_rs_sat";
+  }
+
   virtual std::string PrintCall(const Call* op) {
     auto args = [&](size_t from) {
       std::string s;
@@ -319,7 +331,7 @@ class CPrinter {
       return "tl::" + op->op + "<" + CType(op->dtype) + ">()";
     }
     if (HasEffect(op, kSm100aOnly)) {  // cast_rs(value, rbits, sat), the one such intrinsic (sat: checked)
-      return "tl::cast_rs<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
+      return "tl::" + StochasticRoundingHelper(op->dtype) + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
     }
     if (op->op == "reinterpret") return "tl::bit_cast<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ")";
     // A read-only-cache load is a plain load here; the CUDA printer overrides it.

@@ -78,4 +78,19 @@ TL_F8_FN T cast_rs(float x, unsigned int rbits) {
   return T(sign * r);
 }
 
+// The same, one element at a time, under the names generated code uses (those of upstream
+// TileLang's helpers, which code inspecting a kernel's source may look for): float -> format
+// with saturation ("_sat": the only mode, see the file comment).
+TL_F8_FN half __tl_cvt_f32x1_to_f16x1_rs_sat(float x, unsigned int rbits) { return cast_rs<half>(x, rbits); }
+TL_F8_FN bfloat16 __tl_cvt_f32x1_to_bf16x1_rs_sat(float x, unsigned int rbits) { return cast_rs<bfloat16>(x, rbits); }
+TL_F8_FN float8_e4m3 __tl_cvt_f32x1_to_e4m3x1_rs_sat(float x, unsigned int rbits) {
+  return cast_rs<float8_e4m3>(x, rbits);
+}
+TL_F8_FN float8_e5m2 __tl_cvt_f32x1_to_e5m2x1_rs_sat(float x, unsigned int rbits) {
+  return cast_rs<float8_e5m2>(x, rbits);
+}
+TL_F8_FN float4_e2m1 __tl_cvt_f32x1_to_e2m1x1_rs_sat(float x, unsigned int rbits) {
+  return cast_rs<float4_e2m1>(x, rbits);
+}
+
 }  // namespace tl
