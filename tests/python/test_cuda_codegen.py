@@ -115,6 +115,27 @@ def test_other_kernels_compile(arch):
         assert "__global__" in k.get_kernel_source()
 
 
+def _scale_2d(M, N, swizzle=None):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, 32), T.ceildiv(M, 32), threads=128) as (bx, by):
+            if swizzle:
+                T.use_swizzle(swizzle)
+            t = T.alloc_fragment((32, 32), "float32")
+            T.copy(A[by * 32, bx * 32], t)
+            for i, j in T.Parallel(32, 32):
+                t[i, j] = t[i, j] * 2
+            T.copy(t, B[by * 32, bx * 32])
+
+    return main
+
+
+def test_element_wise_grids_are_not_rasterized_unless_asked():
+    # blocks reading disjoint tiles share nothing in L2: the panel order's arithmetic only delays them
+    assert "tl_linear" not in compile_for(_scale_2d(1024, 1024), "sm_90a").get_kernel_source()
+    assert "tl_linear" in compile_for(_scale_2d(1024, 1024, swizzle=4), "sm_90a").get_kernel_source()
+
+
 def test_remarks_and_rasterization():
     k = compile_for(gemm(4096, 4096, 4096), "sm_80")
     remarks = "\n".join(k.get_remarks())

@@ -9,6 +9,7 @@
 
 #include "../../transform/cuda/shared_plan.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::codegen::cuda {
 
@@ -53,8 +54,11 @@ const KernelLaunch* FindLaunch(const Stmt& s) {
   return nullptr;
 }
 
-/// Panel width for block rasterization: T.use_swizzle's, else 8 for 2-D grids that are
-/// wide enough to profit; 0 for none.
+/// Panel width for block rasterization: T.use_swizzle's, else 8 for 2-D grids of GEMM
+/// kernels that are wide enough to profit (neighbouring blocks then share operand tiles in
+/// L2); 0 for none. A kernel without a GEMM reads disjoint data per block: the panel order
+/// gains nothing there and its index arithmetic (four divisions) delays every block's first
+/// load, which shows in short element-wise kernels.
 int64_t RasterPanel(const KernelLaunch* op) {
   int64_t panel = -1;
   std::function<void(const Stmt&)> find = [&](const Stmt& s) {
@@ -71,6 +75,9 @@ int64_t RasterPanel(const KernelLaunch* op) {
   find(op->body);
   if (op->grid.size() < 2) return 0;
   if (panel > 0) return panel;
+  bool gemm = false;
+  ForEachExpr(op->body, [&](const Expr& e) { gemm |= HasEffect(As<Call>(e), kGemm); });
+  if (!gemm) return 0;
   int64_t gx = 0;
   return AsConstInt(op->grid[0], &gx) && gx <= 8 ? 0 : 8;
 }
