@@ -107,7 +107,9 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
     Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
     st = BufferStore::Make(rf.regs, {l}, Select::Make(in_bounds, v, zero), span);
   }
-  return {For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, span), l};
+  return {For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st,
+                    {{cuda::kRegisterWalk, MakeInt(1)}}, span),
+          l};
 }
 
 /// RegTileLoop for layouts whose registers come in runs of vec() consecutive columns,

@@ -23,10 +23,13 @@
 #include <string>
 
 #include "../../arith/arith_internal.h"
+#include "copy_lowering.h"
 #include "pass_helpers.h"
 #include "shared_plan.h"
 #include "tl/arith/simplify.h"
+#include "tl/ir/equal.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/transform/pass.h"
 
 namespace tl::transform {
@@ -88,6 +91,9 @@ class LoopVectorizer : public IRMutator {
       std::string why;
       if (Stmt v = Vectorize(op, body, &why)) return v;
       ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + ": element by element (" + why + ")");
+    }
+    if (op->for_kind == ForKind::kUnrolled && op->annotations.count(cuda::kRegisterWalk)) {
+      if (Stmt v = VectorizeWalk(op, body)) return v;
     }
     return body == op->body ? self
                             : For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
@@ -175,6 +181,150 @@ class LoopVectorizer : public IRMutator {
     return nullptr;
   }
 
+  /// A register walk `for l in unroll(n): D[f(l)] = e(l)` (a T.Parallel over a register
+  /// fragment, a copy between one and a tile) whose accesses to memory (shared tiles,
+  /// tensors) touch consecutive, aligned elements for consecutive l: in groups of k,
+  ///   for m in unroll(n / k):
+  ///     vec_copy(&t[0], &S[g(m k)], bytes)       (each memory load S[g(l)] of e)
+  ///     for j in unroll(k): D'[j] = e(m k + j)    (S[g(l)] read as t[j])
+  ///     vec_copy(&D[f(m k)], &D'[0], bytes)       (when D is memory; else D' is D)
+  /// The register work stays element by element (registers have no access cost); each
+  /// memory access becomes one 4-, 8- or 16-byte access per group instead of k. Shared tiles
+  /// count as swizzled in 16-byte chunks whatever their layout (a group stays inside one
+  /// chunk of a row of whole chunks). Loads that do not depend on l (a per-row scale) stay.
+  /// D must not be read by e (a group reads everything before writing), and e calls nothing
+  /// with effects.
+  Stmt VectorizeWalk(const For* op, const Stmt& body) {
+    int64_t n = 0, lo = -1;
+    if (!AsConstInt(op->extent, &n) || !AsConstInt(op->min, &lo) || lo != 0 || n < 2) return nullptr;
+    const auto* store = As<BufferStore>(body);
+    if (!store) return nullptr;
+    const Var* var = op->var.get();
+    auto in_memory = [](const Buffer& b) { return b->scope == Scope::kShared || b->scope == Scope::kGlobal; };
+    std::vector<const BufferLoad*> loads;  // the memory loads that move with l
+    bool ok = true;
+    ForEachExpr(store->value, [&](const Expr& e) {
+      if (const auto* load = As<BufferLoad>(e)) {
+        if (load->buffer.get() == store->buffer.get()) ok = false;
+        bool moves = false;
+        for (const Expr& i : load->indices) moves |= Uses(i, var);
+        if (in_memory(load->buffer) && moves) loads.push_back(load);
+      }
+      if (const auto* call = As<Call>(e)) {
+        const IntrinsicInfo* info = LookupIntrinsic(call->op);
+        if (!info || (info->effects & ~(kTlFunction | kThreadIndex | kAddress))) ok = false;
+      }
+    });
+    const bool store_in_memory = in_memory(store->buffer);
+    if (!ok || (loads.empty() && !store_in_memory)) return nullptr;
+    VarRef m = Var::Make(op->var->name, op->var->dtype);
+    for (int64_t k : {8, 4, 2}) {
+      if (n % k != 0) continue;
+      auto lane = [&](int64_t j) {
+        Expr v = m * MakeInt(k, op->var->dtype) + MakeInt(j, op->var->dtype);
+        return [v, var](const Var* x) -> Expr { return x == var ? v : nullptr; };
+      };
+      auto fits = [&](const Buffer& b, const std::vector<Expr>& idx) {
+        const int64_t width = k * b->dtype.bytes();
+        if (b->dtype.bits % 8 != 0 || (width != 4 && width != 8 && width != 16)) return false;
+        int64_t cols = 0;
+        if (b->scope == Scope::kShared &&
+            (!AsConstInt(b->shape.back(), &cols) || cols * b->dtype.bytes() % 16 != 0)) {
+          return false;
+        }
+        return Fits(b, idx, k, width, lane);
+      };
+      bool all = !store_in_memory || fits(store->buffer, store->indices);
+      for (const BufferLoad* load : loads) all = all && fits(load->buffer, load->indices);
+      if (all) return GroupWalk(op, store, k, m, store_in_memory);
+    }
+    return nullptr;
+  }
+
+  Stmt GroupWalk(const For* op, const BufferStore* store, int64_t k, const VarRef& m, bool store_in_memory) {
+    const Var* var = op->var.get();
+    VarRef j = Var::Make("j", op->var->dtype);
+    Expr l = m * MakeInt(k, op->var->dtype) + j;
+    auto at_l = [&](const Var* x) -> Expr { return x == var ? l : nullptr; };
+    auto first = [&](const Var* x) -> Expr { return x == j.get() ? MakeInt(0, j->dtype) : nullptr; };
+    auto address = [&](const Buffer& b, const std::vector<Expr>& idx) {
+      std::vector<Expr> at;
+      for (const Expr& e : idx) at.push_back(an_.Simplify(Substitute(e, first)));
+      return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, at)});
+    };
+    std::vector<Stmt> pre;
+    // Each distinct memory load that moves with l: one vector load into registers t[0..k).
+    struct Hoist : IRMutator {
+      GroupedLoads* self;
+      Expr Mutate_(const BufferLoad* load, const Expr& e) override { return self->Replace(load, e); }
+    };
+    GroupedLoads grouped{this, j, k, store->span, &pre};
+    Hoist hoist;
+    hoist.self = &grouped;
+    Expr value = hoist.Mutate(Substitute(store->value, at_l));
+    std::vector<Expr> idx;
+    for (const Expr& e : store->indices) idx.push_back(Substitute(e, at_l));
+    std::vector<Stmt> body = pre;
+    if (store_in_memory) {
+      Buffer out = BufferNode::Make(store->buffer->name + "_group", store->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
+      body.insert(body.begin(), Allocate::Make(out, nullptr, store->span));
+      body.push_back(For::Make(j, MakeInt(0, j->dtype), MakeInt(k, j->dtype), ForKind::kUnrolled,
+                               BufferStore::Make(out, {j}, value, store->span), {}, op->span));
+      body.push_back(cuda::CallStmt("vec_copy", {address(store->buffer, idx), address(out, {MakeInt(0)}),
+                                                 MakeInt(k * store->buffer->dtype.bytes())}, store->span));
+    } else {
+      body.push_back(For::Make(j, MakeInt(0, j->dtype), MakeInt(k, j->dtype), ForKind::kUnrolled,
+                               BufferStore::Make(store->buffer, idx, value, store->span), {}, op->span));
+    }
+    ++vectorized;
+    ++walks_;
+    int64_t n = 0;
+    AsConstInt(op->extent, &n);
+    return For::Make(m, MakeInt(0, m->dtype), MakeInt(n / k, m->dtype), ForKind::kUnrolled, Seq::Make(body, op->span),
+                     op->annotations, op->span);
+  }
+
+  /// The memory loads of one register walk's group, each read once as a vector (GroupWalk).
+  struct GroupedLoads {
+    LoopVectorizer* owner;
+    VarRef j;
+    int64_t k;
+    Span span;
+    std::vector<Stmt>* pre;
+    std::vector<std::pair<Expr, Buffer>> seen;  ///< (load at lane j, its registers)
+
+    Expr Replace(const BufferLoad* load, const Expr& e) {
+      if (load->buffer->scope != Scope::kShared && load->buffer->scope != Scope::kGlobal) return e;
+      bool moves = false;
+      for (const Expr& i : load->indices) moves |= Uses(i, j.get());
+      if (!moves) return e;
+      for (const auto& [expr, regs] : seen) {
+        if (StructuralEqual(expr, e)) return BufferLoad::Make(regs, {j});
+      }
+      Buffer regs = BufferNode::Make(load->buffer->name + "_group", load->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
+      std::vector<Expr> at;
+      for (const Expr& i : load->indices) {
+        at.push_back(owner->an_.Simplify(
+            Substitute(i, [&](const Var* x) -> Expr { return x == j.get() ? MakeInt(0, j->dtype) : nullptr; })));
+      }
+      pre->push_back(Allocate::Make(regs, nullptr, span));
+      pre->push_back(cuda::CallStmt(
+          "vec_copy",
+          {Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(regs, {MakeInt(0)})}),
+           Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(load->buffer, at)}),
+           MakeInt(k * load->buffer->dtype.bytes())},
+          span));
+      seen.emplace_back(e, regs);
+      return BufferLoad::Make(regs, {j});
+    }
+  };
+
+ public:
+  int walks() const { return walks_; }
+
+ private:
+  int walks_ = 0;
+
   /// Byte alignment of the buffer's first element, or 0 when unknown.
   int64_t BaseAlignment(const Buffer& b) {
     switch (b->scope) {
@@ -251,6 +401,10 @@ ir::PrimFunc CudaVectorizeLoops(const ir::PrimFunc& f, PassContext& ctx) {
   LoopVectorizer v(f->body, ctx);
   ir::Stmt body = v.Mutate(f->body);
   if (!v.vectorized) return f;
+  if (v.walks()) {
+    ctx.remarks.push_back(std::to_string(v.walks()) +
+                          " register walk(s): their shared-memory and tensor accesses in 4-, 8- or 16-byte groups");
+  }
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
 
