@@ -192,8 +192,8 @@ class LoopVectorizer : public IRMutator {
   /// memory access becomes one 4-, 8- or 16-byte access per group instead of k. Shared tiles
   /// count as swizzled in 16-byte chunks whatever their layout (a group stays inside one
   /// chunk of a row of whole chunks). Loads that do not depend on l (a per-row scale) stay.
-  /// D must not be read by e (a group reads everything before writing), and e calls nothing
-  /// with effects.
+  /// D must not be read by e (a group reads everything before writing), e calls nothing
+  /// with effects, and e selects nothing (a guarded load may not be read out of its guard).
   Stmt VectorizeWalk(const For* op, const Stmt& body) {
     int64_t n = 0, lo = -1;
     if (!AsConstInt(op->extent, &n) || !AsConstInt(op->min, &lo) || lo != 0 || n < 2) return nullptr;
@@ -204,6 +204,8 @@ class LoopVectorizer : public IRMutator {
     std::vector<const BufferLoad*> loads;  // the memory loads that move with l
     bool ok = true;
     ForEachExpr(store->value, [&](const Expr& e) {
+      // A guarded load (`in_bounds ? A[i] : 0`) must not be read for the whole group.
+      if (As<Select>(e)) ok = false;
       if (const auto* load = As<BufferLoad>(e)) {
         if (load->buffer.get() == store->buffer.get()) ok = false;
         bool moves = false;
