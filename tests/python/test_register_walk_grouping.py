@@ -91,3 +91,31 @@ def test_tensor_reads_match_float64_at_the_edges(M, N, rng):
     c = poison((M, N))
     tilelang.compile(scale_from_global(M, N))(a, c)
     assert_close(c, 3 * a.astype(np.float64))
+
+
+def narrow_from_shared(M=64, N=64):
+    """H = half(A - 1), A staged through a shared tile: a grouped walk whose conversions pair."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), H: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=128):
+            a_s = T.alloc_shared((M, N), "float32")
+            h = T.alloc_fragment((M, N), "float16")
+            T.copy(A, a_s)
+            for i, j in T.Parallel(M, N):
+                h[i, j] = a_s[i, j] - 1
+            T.copy(h, H)
+
+    return main
+
+
+def test_grouped_walks_still_convert_in_pairs():
+    code, _ = cuda_source(narrow_from_shared())
+    assert "tl::copy<16>((&a_s_group[0])" in code and "tl::__float22half2_rn(" in code, code
+
+
+def test_grouped_pairs_match_float64(rng):
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    h = poison((64, 64), "float16")
+    tilelang.compile(narrow_from_shared())(a, h)
+    assert_close(h, a.astype(np.float64) - 1, "float16")

@@ -95,6 +95,7 @@ ACTED_ON_CUDA = {
     "tl.disable_warp_specialized": "no producer warpgroup (cp.async pipelines)",
     "tl.disable_tma_lower": "no TMA loads, hence no warp specialization, and no TMA stores",
     "tl.disable_tma_store": "no TMA stores, T.tma_copy's included",
+    "tl.group_register_walks": "0: register walks (T.Parallel over a register fragment, its copies) access shared tiles and tensors element by element, not in 4-16-byte groups (CUDA; on by default)",
     "tl.auto_tma_store": "0: a T.copy of a whole shared tile into a global tensor is stored by the threads, not TMA (sm_90+; on by default)",
     "tl.min_blocks_per_sm": "the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)",
     # ours, on unless set to False (src/transform/cuda/wgmma_select.cc, jit/cuda_backend.py)

@@ -12,7 +12,8 @@
 ///
 /// The walk qualifies when its trip count is a constant even number, its body is exactly
 /// that one store into a register array (local scope), the register of step l + 1 is the one
-/// after that of step l for every even l, and the pair starts on an even register; `e` reads
+/// after that of step l for every even l, and the pair starts on an even register (provably,
+/// whatever the enclosing loops' variables); `e` reads
 /// no element of R and calls nothing with effects (its two evaluations may then happen
 /// before both stores). Anything else is left as it is.
 #include "tl/arith/simplify.h"
@@ -76,11 +77,14 @@ class Pairer : public IRMutator {
         Substitute(c.store->indices[0], [&](const Var* v) -> Expr { return v == var ? MakeInt(l) : nullptr; }));
   }
 
+  /// Register l + 1 follows register l, which is even, for every even l (the index may
+  /// depend on enclosing loops: a walk grouped by cuda-vectorize-loops, `R[m * 2 + j]`).
   bool PairsAdjacent(const Var* var, const Conversion& c, int64_t n) {
     for (int64_t l = 0; l < n; l += 2) {
-      int64_t first = -1, second = -1;
-      if (!AsConstInt(RegisterAt(var, c, l), &first) || !AsConstInt(RegisterAt(var, c, l + 1), &second)) return false;
-      if (first % 2 != 0 || second != first + 1) return false;
+      Expr first = RegisterAt(var, c, l);
+      int64_t step = -1, parity = -1;
+      if (!AsConstInt(arith_.Simplify(RegisterAt(var, c, l + 1) - first), &step) || step != 1) return false;
+      if (!AsConstInt(arith_.Simplify(FloorMod(first, MakeInt(2, first->dtype))), &parity) || parity != 0) return false;
     }
     return true;
   }

@@ -73,7 +73,9 @@ class LoopVectorizer : public IRMutator {
  public:
   LoopVectorizer(const Stmt& body, PassContext& ctx)
       : ctx_(ctx), gemm_(cuda::GemmOperands(body)), wgmma_(cuda::WgmmaOperands(body)),
-        promise_(cuda::DynamicAlignment(ctx)) {}
+        promise_(cuda::DynamicAlignment(ctx)) {
+    group_walks_ = cuda::ConfigOn(ctx, "tl.group_register_walks", true);
+  }
   int vectorized = 0;
 
  protected:
@@ -92,7 +94,7 @@ class LoopVectorizer : public IRMutator {
       if (Stmt v = Vectorize(op, body, &why)) return v;
       ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + ": element by element (" + why + ")");
     }
-    if (op->for_kind == ForKind::kUnrolled && op->annotations.count(cuda::kRegisterWalk)) {
+    if (op->for_kind == ForKind::kUnrolled && op->annotations.count(cuda::kRegisterWalk) && group_walks_) {
       if (Stmt v = VectorizeWalk(op, body)) return v;
     }
     return body == op->body ? self
@@ -326,6 +328,8 @@ class LoopVectorizer : public IRMutator {
 
  private:
   int walks_ = 0;
+  /// tl.group_register_walks=0: register walks stay element by element (for comparisons).
+  bool group_walks_ = true;
 
   /// Byte alignment of the buffer's first element, or 0 when unknown.
   int64_t BaseAlignment(const Buffer& b) {
