@@ -35,4 +35,8 @@ CpuSource GenerateCpu(const ir::PrimFunc& f);
 /// The C++ spelling of a dtype in generated code ("float", "tl::half", "int32_t").
 std::string CType(ir::DType t);
 
+/// The device library's stochastic rounding of one float to `t` (templates/tl/stochastic_round.h),
+/// named as upstream TileLang's helper: `__tl_cvt_f32x1_to_<format>x1_rs_sat`.
+std::string StochasticRoundingHelper(ir::DType t);
+
 }  // namespace tl::codegen

@@ -44,6 +44,17 @@ std::string CType(DType t) {
   return "";
 }
 
+std::string StochasticRoundingHelper(DType t) {
+  const char* fmt = t == DType::Float(16)            ? "f16"
+                    : t == DType::BFloat16()         ? "bf16"
+                    : t.code == DType::kFloat8E4M3   ? "e4m3"
+                    : t.code == DType::kFloat8E5M2   ? "e5m2"
+                    : t.code == DType::kFloat4E2M1   ? "e2m1"
+                                                     : nullptr;
+  TL_ICHECK(fmt) << "stochastic rounding to " << t.str();
+  return std::string("__tl_cvt_f32x1_to_") + fmt + "x1_rs_sat";
+}
+
 namespace {
 
 /// Local buffers go on the stack until a block's total passes this many bytes, the rest

@@ -18,6 +18,8 @@
 #include "../../transform/cuda/wgmma_select.h"
 #include "../c_printer.h"
 #include "async_intrinsics.h"
+#include "copy_intrinsics.h"
+#include "warp_intrinsics.h"
 #include "hand_written.h"
 #include "launch_facts.h"
 #include "tl/ir/printer.h"
@@ -29,19 +31,14 @@ using namespace ir;  // NOLINT: implementation file
 using cuda::FindLaunch;
 using cuda::HandWrittenKernel;
 using cuda::PrintAsyncPipelineCall;
+using cuda::PrintCopyCall;
+using cuda::PrintWarpCall;
 using cuda::ProducerThreads;
 using cuda::MinBlocksPerSm;
 using cuda::RasterPanel;
 using cuda::UnrollPragma;
 
 namespace {
-
-/// The element type an address expression points at: `address_of(B[...])` -> B's dtype.
-DType AddressedType(const Expr& address) {
-  const auto* call = As<Call>(address);
-  const auto* load = call && call->op == "address_of" && call->args.size() == 1 ? As<BufferLoad>(call->args[0]) : nullptr;
-  return load ? load->buffer->dtype : DType::Void();
-}
 
 std::string ArgKind(DType t) {
   if (t.IsFloat()) return t.bits == 64 ? "f64" : "f32";
@@ -352,30 +349,8 @@ class CudaCodegen : public CPrinter {
     return 0;
   }
 
-  /// Warp and block votes: the CUDA intrinsics (ballot and activemask widened to 64 bits, as
-  /// TileLang types them).
-  std::string PrintVote(const Call* op) {
-    auto mask = [&] { return "(unsigned int)(" + Print(op->args[0]) + ")"; };
-    auto operand = [&](size_t k) { return "(int)(" + Print(op->args[k]) + ")"; };
-    const std::string& n = op->op;
-    if (n == "vote_any_sync") return "__any_sync(" + mask() + ", " + operand(1) + ")";
-    if (n == "vote_all_sync") return "__all_sync(" + mask() + ", " + operand(1) + ")";
-    if (n == "vote_ballot_sync") return "((unsigned long long)__ballot_sync(" + mask() + ", " + operand(1) + "))";
-    if (n == "vote_activemask") return "((unsigned long long)__activemask())";
-    if (n == "vote_match_any_sync") return "__match_any_sync(" + mask() + ", " + Print(op->args[1]) + ")";
-    if (n == "vote_match_all_sync") {  // CUDA's own, its predicate output dropped (the mask says the same)
-      return "[&] { int tl_all; return __match_all_sync(" + mask() + ", " + Print(op->args[1]) + ", &tl_all); }()";
-    }
-    return "__" + n + "(" + operand(0) + ")";  // __syncthreads_count / _and / _or
-  }
-
   std::string PrintCall(const Call* op) override {
     if (op->op == "syncthreads") return "__syncthreads()";
-    if (HasEffect(op, kVote)) return PrintVote(op);
-    if (op->op == "ffs") {  // CUDA's own: __ffsll for 64-bit operands (a ballot), else __ffs
-      bool wide = op->args[0]->dtype.bytes() == 8;
-      return std::string(wide ? "__ffsll((long long)(" : "__ffs((int)(") + Print(op->args[0]) + "))";
-    }
     if (op->op == "ldg") {
       // __ldg reads global memory only (tl_cuda.h adds overloads for the 16- and 8-bit floats).
       const auto* load = As<BufferLoad>(op->args[0]);
@@ -386,58 +361,15 @@ class CudaCodegen : public CPrinter {
       }
       return Print(op->args[0]);
     }
-    if (op->op == "fns") {
-      return "__fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +
-             Print(op->args[2]) + "))";
-    }
-    if (op->op == "syncwarp") return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + Print(op->args[0]) + ")";
     if (op->op == "tma_descriptor" || op->op == "tma_im2col_descriptor") {
       return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
     }
     std::string async = PrintAsyncPipelineCall(op, [&](const Expr& e) { return Print(e); });
     if (!async.empty()) return async;
-    if (op->op.rfind("warp_reduce_", 0) == 0) {  // (value, lanes[, whole warp])
-      int64_t whole_warp = 0, lanes = 32;
-      if (op->args.size() > 2) AsConstInt(op->args[2], &whole_warp);
-      if (AsConstInt(op->args[1], &lanes) && lanes == 32) whole_warp = 0;  // (the default: no promise needed)
-      return "tl::" + op->op + "<" + Print(op->args[1]) + (whole_warp ? ", true" : "") + ">(" + Print(op->args[0]) + ")";
-    }
-    if (op->op == "shfl_xor" || op->op == "shfl_down" || op->op == "shfl_up" || op->op == "shfl_sync") {
-      // 32- and 64-bit ints and floats: CUDA's __shfl_*_sync itself; the 16- and 8-bit types
-      // through tl::'s, which widens them (reduce.h)
-      DType t = op->args[0]->dtype;
-      if ((t.bytes() == 4 || t.bytes() == 8) && (t.IsInt() || t.code == DType::kFloat)) {
-        std::string name = op->op == "shfl_sync" ? "__shfl_sync" : "__" + op->op + "_sync";
-        return name + "(0xffffffffu, " + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " +
-               Print(op->args[2]) + ")";
-      }
-      return "tl::" + op->op + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " + Print(op->args[2]) + ")";
-    }
-    if (op->op == "cp_async_commit") return "tl::cp_async_commit()";
-    if (op->op == "cp_async_wait") return "tl::cp_async_wait<" + Print(op->args[0]) + ">()";
-    if (op->op == "cp_async") {
-      return "tl::cp_async_zfill_" + Print(op->args[2]) + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) +
-             ", " + Print(op->args[3]) + ")";
-    }
-    if (op->op == "vec_copy") {
-      return "tl::copy<" + Print(op->args[2]) + ">(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
-    }
-    if (op->op == "cast_copy") {
-      // Two at a time where the device library converts pairs (tl::cast_copy<N, pair>).
-      int64_t n = 0;
-      std::string pair;
-      if (AsConstInt(op->args[2], &n) && n % 2 == 0) {
-        pair = CudaPairConversion(AddressedType(op->args[1]), AddressedType(op->args[0]));
-      }
-      return "tl::cast_copy<" + Print(op->args[2]) + (pair.empty() ? "" : ", " + pair) + ">(" + Print(op->args[0]) +
-             ", " + Print(op->args[1]) + ")";
-    }
-    if (op->op == "convert_pair") {  // (address of the first of two elements, lo, hi)
-      std::string pair = CudaPairConversion(op->args[1]->dtype, AddressedType(op->args[0]));
-      TL_ICHECK(!pair.empty()) << "convert_pair between types without a pair conversion";
-      return pair + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ", " + Print(op->args[2]) + ")";
-    }
-    if (op->op == "vec_zero") return "tl::vec_zero<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
+    std::string warp = PrintWarpCall(op, [&](const Expr& e) { return Print(e); });
+    if (!warp.empty()) return warp;
+    std::string copy = PrintCopyCall(op, [&](const Expr& e) { return Print(e); });
+    if (!copy.empty()) return copy;
     if (op->op == "gemm_rs") {
       std::string s = "tl::gemm_rs<";
       for (int k = 3; k < 9; ++k) s += Print(op->args[k]) + ", ";
