@@ -30,4 +30,9 @@ bool HasEffect(const std::string& name, uint32_t effects) {
   return info && (info->effects & effects) == effects;
 }
 
+bool IsPureCall(const Call* call) {
+  const IntrinsicInfo* info = call ? LookupIntrinsic(call->op) : nullptr;
+  return info && (info->effects & ~(kTlFunction | kThreadIndex | kAddress)) == 0;
+}
+
 }  // namespace tl::ir

@@ -47,6 +47,9 @@ const IntrinsicInfo* LookupIntrinsic(const std::string& name);
 /// Whether the intrinsic `name` declares every bit of `effects`.
 bool HasEffect(const std::string& name, uint32_t effects);
 inline bool HasEffect(const Call* call, uint32_t effects) { return call && HasEffect(call->op, effects); }
+/// Whether `call` is a declared intrinsic that only computes a value (math, the thread index,
+/// an address): evaluating it again or earlier changes nothing.
+bool IsPureCall(const Call* call);
 
 /// T.call_extern: a call of a function the compiler does not know, its op this prefix and
 /// the function's name. It is assumed to read and write every tile whose address it gets.

@@ -43,10 +43,7 @@ bool AsConversion(const Stmt& body, Conversion* out) {
   bool pure = true;
   ForEachExpr(cast->value, [&](const Expr& e) {
     if (const auto* load = As<BufferLoad>(e); load && load->buffer.get() == st->buffer.get()) pure = false;
-    if (const auto* call = As<Call>(e)) {
-      const IntrinsicInfo* info = LookupIntrinsic(call->op);
-      if (!info || (info->effects & ~(kTlFunction | kThreadIndex | kAddress))) pure = false;
-    }
+    if (const auto* call = As<Call>(e); call && !IsPureCall(call)) pure = false;
   });
   if (!pure) return false;
   out->store = st;

@@ -22,16 +22,6 @@ bool ConstShape1D(const Buffer& b, int64_t* len) { return b->shape.size() == 1 &
 
 bool IsFragmentBuffer(const Buffer& b) { return b && b->scope == Scope::kFragment; }
 
-/// How many dimensions of a region are longer than one element.
-size_t NonUnitDims(const Region& r) {
-  size_t n = 0;
-  for (const Range& rg : r.ranges) {
-    int64_t e = 0;
-    n += !(AsConstInt(rg.extent, &e) && e == 1);
-  }
-  return n;
-}
-
 class CandidateFinder : public IRVisitor {
  public:
   std::vector<Buffer> order;  ///< candidates in allocation order
@@ -156,7 +146,8 @@ class CandidateFinder : public IRVisitor {
       const Region& other = r == &op->src ? op->dst : op->src;
       if (IsVectorCandidate(r->buffer)) {
         // A whole vector against one run of elements, or against another vector.
-        bool fits = IsFragmentBuffer(other.buffer) ? IsVectorCandidate(other.buffer) : NonUnitDims(other) == 1;
+        bool fits = IsFragmentBuffer(other.buffer) ? IsVectorCandidate(other.buffer)
+                                                   : transform::TileDims(other).size() == 1;
         if (!CoversWholeBuffer(*r) || !fits) Reject(r->buffer);
         continue;
       }

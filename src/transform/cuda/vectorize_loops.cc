@@ -214,10 +214,7 @@ class LoopVectorizer : public IRMutator {
         for (const Expr& i : load->indices) moves |= Uses(i, var);
         if (in_memory(load->buffer) && moves) loads.push_back(load);
       }
-      if (const auto* call = As<Call>(e)) {
-        const IntrinsicInfo* info = LookupIntrinsic(call->op);
-        if (!info || (info->effects & ~(kTlFunction | kThreadIndex | kAddress))) ok = false;
-      }
+      if (const auto* call = As<Call>(e); call && !IsPureCall(call)) ok = false;
     });
     const bool store_in_memory = in_memory(store->buffer);
     if (!ok || (loads.empty() && !store_in_memory)) return nullptr;
@@ -240,12 +237,13 @@ class LoopVectorizer : public IRMutator {
       };
       bool all = !store_in_memory || fits(store->buffer, store->indices);
       for (const BufferLoad* load : loads) all = all && fits(load->buffer, load->indices);
-      if (all) return GroupWalk(op, store, k, m, store_in_memory);
+      if (all) return GroupWalk(op, store, n, k, m, store_in_memory);
     }
     return nullptr;
   }
 
-  Stmt GroupWalk(const For* op, const BufferStore* store, int64_t k, const VarRef& m, bool store_in_memory) {
+  Stmt GroupWalk(const For* op, const BufferStore* store, int64_t n, int64_t k, const VarRef& m,
+                 bool store_in_memory) {
     const Var* var = op->var.get();
     VarRef j = Var::Make("j", op->var->dtype);
     Expr l = m * MakeInt(k, op->var->dtype) + j;
@@ -282,8 +280,6 @@ class LoopVectorizer : public IRMutator {
     }
     ++vectorized;
     ++walks_;
-    int64_t n = 0;
-    AsConstInt(op->extent, &n);
     return For::Make(m, MakeInt(0, m->dtype), MakeInt(n / k, m->dtype), ForKind::kUnrolled, Seq::Make(body, op->span),
                      op->annotations, op->span);
   }
