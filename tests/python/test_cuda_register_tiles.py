@@ -38,7 +38,7 @@ def test_elementwise_tiles_and_row_vectors_are_registers():
     assert "fragment x: registers, layout strip(4x256, 128 threads, 32 per row, vec 8)" in remarks, remarks
     assert "fragment mx: registers, layout strip_rows(4" in remarks, remarks
     # 16-byte loads and stores, one warp per row: shuffles only, no shared memory at all.
-    assert "tl::cast_copy<8>" in src and "tl::warp_reduce_max<32>" in src, src
+    assert "tl::cast_copy<8>" in src and "tl::AllReduce<tl::MaxOp, 32>::run(" in src, src
     assert "tl_smem +" not in src and "__syncthreads" not in src, src
     assert k._cuda.resource_usage["spill_stores_bytes"] in (0, None)
 

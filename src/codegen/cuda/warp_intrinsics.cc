@@ -40,6 +40,22 @@ std::string PrintWarpCall(const Call* op, const std::function<std::string(const 
            print(op->args[2]) + "))";
   }
   if (op->op == "syncwarp") return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + print(op->args[0]) + ")";
+  if (op->op.rfind("allreduce_", 0) == 0) {  // (value, lanes, whole warp): upstream's spelling
+    static const std::pair<const char*, const char*> kOps[] = {
+        {"allreduce_sum", "SumOp"},         {"allreduce_max", "MaxOp"},         {"allreduce_min", "MinOp"},
+        {"allreduce_max_nan", "MaxOpNan"}, {"allreduce_min_nan", "MinOpNan"}};
+    const char* name = nullptr;
+    for (const auto& [intrinsic, op_name] : kOps) {
+      if (op->op == intrinsic) name = op_name;
+    }
+    int64_t whole_warp = 0, lanes = 0;
+    if (op->args.size() > 2) AsConstInt(op->args[2], &whole_warp);
+    if (AsConstInt(op->args[1], &lanes) && lanes == 32) whole_warp = 0;  // (the whole warp anyway)
+    if (name) {
+      return std::string("tl::AllReduce<tl::") + name + ", " + print(op->args[1]) + (whole_warp ? ", true" : "") +
+             ">::run(" + print(op->args[0]) + ")";
+    }
+  }
   if (op->op.rfind("warp_reduce_", 0) == 0) {  // (value, lanes[, whole warp])
     int64_t whole_warp = 0, lanes = 32;
     if (op->args.size() > 2) AsConstInt(op->args[2], &whole_warp);

@@ -24,7 +24,8 @@ namespace {
 /// max, NaN-propagating min/max), and whether elements enter as their absolute value.
 struct RowFold {
   RowFold(ReduceKind k, DType t)
-      : kind(WithoutNan(k)),
+      : type(t),
+        kind(WithoutNan(k)),
         nan(PropagatesNan(k)),
         sum(kind == ReduceKind::kSum || kind == ReduceKind::kAbsSum),
         is_abs(kind == ReduceKind::kAbsSum || kind == ReduceKind::kAbsMax),
@@ -32,9 +33,23 @@ struct RowFold {
                  : Call::Make(t, kind == ReduceKind::kMin ? "infinity" : "neg_infinity", {})) {}
   Expr Combine(const Expr& a, const Expr& b) const {
     if (sum) return op::MakeBinary(BinOp::kAdd, a, b);
-    Expr m = kind == ReduceKind::kMin ? Min(a, b) : Max(a, b);
+    bool is_min = kind == ReduceKind::kMin;
+    if (type.IsFloat() && type.bits == 16) {
+      // half / bfloat16: one max.f16 / max.NaN.bf16 (CUDA's __hmax, __hmax_nan) rather than
+      // a widening, a float max and a rounding
+      const char* name = is_min ? (nan ? "__hmin_nan" : "__hmin") : (nan ? "__hmax_nan" : "__hmax");
+      return Call::Make(type, name, {a, b});
+    }
+    Expr m = is_min ? Min(a, b) : Max(a, b);
     return nan ? NanPropagating(a, b, m) : m;
   }
+  /// The tile reduction's combine across lanes (tl::AllReduce with this fold's Op).
+  const char* AllReduceName() const {
+    if (sum) return "allreduce_sum";
+    if (kind == ReduceKind::kMin) return nan ? "allreduce_min_nan" : "allreduce_min";
+    return nan ? "allreduce_max_nan" : "allreduce_max";
+  }
+  const DType type;
   const ReduceKind kind;  ///< without the NaN flavour
   const bool nan, sum, is_abs;
   const Expr init;
@@ -47,6 +62,9 @@ Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   auto dst_regs = regs_.find(op->dst.buffer.get());
   if (it != regs_.end() || dst_regs != regs_.end()) RefuseUnderThreadBranch(self, "T.reduce_*");
   if (it != regs_.end() && op->dim == 1) return ReduceRows(op, it->second);
+  if (it != regs_.end() && op->src.buffer->shape.size() == 1 && dst_regs == regs_.end()) {
+    if (Stmt s = ReduceVector(op, it->second)) return s;
+  }
   if (it == regs_.end() && dst_regs != regs_.end() && dst_regs->second.layout->is_rows()) {
     return ReduceIntoRows(op, dst_regs->second);
   }
@@ -96,6 +114,83 @@ Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   out.push_back(For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span));
   ctx_.remarks.push_back("T.reduce of register fragment " + op->src.buffer->name +
                          ": shared-memory atomics (no warp-shuffle reduction yet)");
+  return Seq::Make(out, op->span);
+}
+
+/// A whole register vector reduced into one element (of a shared destination): each thread
+/// folds its registers, the lanes of each warp combine theirs with shuffles
+/// (tl::AllReduce), and when the vector spans several warps, lane 0 of each leaves its
+/// partial in a small shared workspace that one thread folds. A vector of per-row values
+/// keeps identical copies in the lanes (and warps) that share a row: for a sum only the
+/// first copy of each counts.
+Stmt FragmentRewriter::ReduceVector(const ReduceOp* op, const RegFragment& rf) {
+  const FragmentLayout& lay = *rf.layout;
+  const int64_t threads = lay.num_threads();
+  const int64_t lanes = threads < 32 ? threads : 32, warps = threads / lanes;
+  if (!lay.is_rows() || lanes & (lanes - 1) || warps * lanes != threads || warps > 32) return Stmt();
+  Region dst = MutateRegion(op->dst);
+  for (const Range& rg : dst.ranges) {
+    if (!IsOne(rg.extent)) return Stmt();
+  }
+  DType t = dst.buffer->dtype;
+  const RowFold f(op->reduce_kind, t);
+  auto combine = [&](const Expr& a, const Expr& b) { return f.Combine(a, b); };
+  std::vector<Expr> di;
+  for (const Range& rg : dst.ranges) di.push_back(rg.min);
+  std::vector<Stmt> out;
+  Buffer work;
+  if (warps > 1) {
+    work = BufferNode::Make(op->src.buffer->name + "_red", t, {MakeInt(warps)}, Scope::kShared);
+    out.push_back(Allocate::Make(work, nullptr, op->span));
+  }
+  // acc = fold of this thread's registers
+  VarRef l = Var::Make("l");
+  Buffer acc = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+  Expr x = Cast::Make(t, BufferLoad::Make(rf.regs, {l}));
+  if (f.is_abs) x = Call::Make(t, "abs", {x});
+  out.push_back(Allocate::Make(acc, f.init, op->span));
+  out.push_back(For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled,
+                          BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span),
+                          {}, op->span));
+  Expr mine = BufferLoad::Make(acc, {MakeInt(0)});
+  const int64_t copies = lay.row_lanes() * lay.row_warps();
+  if (copies > 1 && f.sum) {
+    Expr first = EQ(FloorMod(FloorMod(tx_, MakeInt(32)), MakeInt(lay.row_lanes())), MakeInt(0));
+    if (lay.row_warps() > 1) first = Binary::Make(BinOp::kAnd, first, EQ(lay.RowWarp(tx_), MakeInt(0)));
+    mine = Select::Make(first, mine, f.init);
+  }
+  Expr reduced = lanes > 1 ? Call::Make(t, f.AllReduceName(), {mine, MakeInt(lanes), MakeBool(true)}) : mine;
+  VarRef part = Var::Make("part", t);
+  Expr lane = FloorMod(tx_, MakeInt(32));
+  Stmt publish;
+  if (warps == 1) {
+    // Every lane has the result; thread 0 writes it.
+    Expr v = op->clear ? Expr(part) : combine(BufferLoad::Make(dst.buffer, di), part);
+    publish = IfThenElse::Make(EQ(tx_, MakeInt(0)), BufferStore::Make(dst.buffer, di, v, op->span), nullptr, op->span);
+  } else {
+    publish = IfThenElse::Make(EQ(lane, MakeInt(0)),
+                               BufferStore::Make(work, {FloorDiv(tx_, MakeInt(32))}, part, op->span), nullptr, op->span);
+  }
+  out.push_back(LetStmt::Make(part, reduced, op->span));
+  out.push_back(publish);
+  if (warps > 1) {
+    // One thread folds the warps' partials (a one-iteration T.Parallel: the barrier pass
+    // orders it after the partials' writes).
+    VarRef r = Var::Make("r"), w = Var::Make("w");
+    Buffer acc2 = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
+    Stmt f2 = BufferStore::Make(acc2, {MakeInt(0)},
+                                combine(BufferLoad::Make(acc2, {MakeInt(0)}), BufferLoad::Make(work, {Expr(w)})),
+                                op->span);
+    f2 = For::Make(w, MakeInt(0), MakeInt(warps), ForKind::kUnrolled, f2, {}, op->span);
+    Expr v = BufferLoad::Make(acc2, {MakeInt(0)});
+    if (!op->clear) v = combine(BufferLoad::Make(dst.buffer, di), v);
+    Stmt one = Seq::Make({Allocate::Make(acc2, f.init, op->span), f2, BufferStore::Make(dst.buffer, di, v, op->span)},
+                         op->span);
+    out.push_back(For::Make(r, MakeInt(0), MakeInt(1), ForKind::kParallel, one, {}, op->span));
+  }
+  ctx_.remarks.push_back("T.reduce of register vector " + op->src.buffer->name + " (" + lay.ToString() +
+                         "): in-thread fold, warp shuffles" +
+                         (warps > 1 ? ", shared workspace across " + std::to_string(warps) + " warps" : ""));
   return Seq::Make(out, op->span);
 }
 
@@ -160,9 +255,7 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   const Expr init = fold_kind.init;
   const bool is_abs = fold_kind.is_abs, sum = fold_kind.sum, nan = fold_kind.nan;
   const ReduceKind kind = fold_kind.kind;
-  const char* shuffle = sum ? "warp_reduce_sum"
-                        : kind == ReduceKind::kMin ? (nan ? "warp_reduce_min_nan" : "warp_reduce_min")
-                                                   : (nan ? "warp_reduce_max_nan" : "warp_reduce_max");
+  const char* shuffle = fold_kind.AllReduceName();
   const int64_t lanes = lay.row_lanes(), wn = lay.row_warps();
   Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = lay.RowWarp(tx_);
   auto dst_at = [&](const Expr& row) {

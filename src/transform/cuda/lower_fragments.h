@@ -98,6 +98,9 @@ class FragmentRewriter : public IRMutator {
   /// split a row their partials meet in a small shared workspace.
   Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf);
   Stmt ReduceIntoRows(const ReduceOp* op, const RegFragment& dst_rf);
+  /// A whole register vector (a 1-D fragment) reduced to one value: in-thread fold, warp
+  /// shuffles, a shared workspace across warps; null when its layout does not allow it.
+  Stmt ReduceVector(const ReduceOp* op, const RegFragment& rf);
   /// C[i, j] += sum_k A[i, k] * B[k, j] as a T.Parallel nest over C (spread over threads
   /// later), for GEMMs that cannot use the tensor-core path.
   Stmt SimtGemm(const GemmOp* op, const std::string& why);

@@ -167,7 +167,11 @@ class CandidateFinder : public IRVisitor {
   void Visit_(const ReduceOp* op) override {
     // Row reductions of a whole tile only; column reductions keep the tile in shared
     // memory, where they need no atomics.
-    if (op->dim != 1 || !CoversWholeBuffer(op->src) || op->src.buffer->shape.size() != 2) Reject(op->src.buffer);
+    // A whole vector reduced to one value is folded in registers too (ReduceVector).
+    bool whole_vector = op->src.buffer->shape.size() == 1 && CoversWholeBuffer(op->src);
+    if (!whole_vector && (op->dim != 1 || !CoversWholeBuffer(op->src) || op->src.buffer->shape.size() != 2)) {
+      Reject(op->src.buffer);
+    }
     Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
   }

@@ -281,6 +281,37 @@ TL_DEVICE detail::mixed_t<A, B> max(A a, B b) {
   return max(static_cast<C>(a), static_cast<C>(b));
 }
 
+// --- 16-bit max / min under CUDA's names -------------------------------------
+// What the tile reductions fold half and bfloat16 values with (printed tl::__hmax(a, b),
+// as CUDA's cuda_fp16.h spells it). __hmax / __hmin return the other operand when one is
+// NaN (fmax's rule, as tl::max); the _nan forms return NaN when either operand is (T.reduce_*
+// with nan_propagate=True). One instruction from sm_80 on (max.f16, min.NaN.bf16, ...);
+// before it, through float (exact: the result is one of the operands, or NaN).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define TL_HALF_MINMAX(T, NAME, PTX, IS_MAX, NAN)                         \
+  TL_DEVICE T NAME(T a, T b) {                                             \
+    unsigned short r;                                                      \
+    asm(PTX " %0, %1, %2;" : "=h"(r) : "h"(a.bits), "h"(b.bits));          \
+    return T(r, from_bits_t{});                                            \
+  }
+#else
+#define TL_HALF_MINMAX(T, NAME, PTX, IS_MAX, NAN)                                   \
+  TL_DEVICE T NAME(T a, T b) {                                                       \
+    const float x = static_cast<float>(a), y = static_cast<float>(b);               \
+    if (NAN && (x != x || y != y)) return T(x + y);                                  \
+    return T(IS_MAX ? max(x, y) : min(x, y));                                        \
+  }
+#endif
+TL_HALF_MINMAX(half, __hmax, "max.f16", true, false)
+TL_HALF_MINMAX(half, __hmin, "min.f16", false, false)
+TL_HALF_MINMAX(half, __hmax_nan, "max.NaN.f16", true, true)
+TL_HALF_MINMAX(half, __hmin_nan, "min.NaN.f16", false, true)
+TL_HALF_MINMAX(bfloat16, __hmax, "max.bf16", true, false)
+TL_HALF_MINMAX(bfloat16, __hmin, "min.bf16", false, false)
+TL_HALF_MINMAX(bfloat16, __hmax_nan, "max.NaN.bf16", true, true)
+TL_HALF_MINMAX(bfloat16, __hmin_nan, "min.NaN.bf16", false, true)
+#undef TL_HALF_MINMAX
+
 /// Python-style integer division: rounds toward negative infinity.
 /// Division by zero is undefined, as in C.
 template <typename T, detail::enable_if_int_t<T> = 0>

@@ -89,7 +89,10 @@ struct reduce_type<unsigned short> {
   using type = unsigned int;
 };
 
-// kCommutative: op(a, b) is bit-identical to op(b, a). IEEE addition is;
+}  // namespace detail
+
+// The combining steps of the reductions (upstream's names: tl::SumOp, tl::MaxOp, ...),
+// the Op of tl::AllReduce. kCommutative: op(a, b) is bit-identical to op(b, a). IEEE addition is;
 // the compare-selects of max / min are not for +0/-0 and NaN, so butterflies
 // order their operands by lane for those to give every lane the same bits.
 struct SumOp {
@@ -115,14 +118,14 @@ struct MinOp {
 };
 /// max / min that propagate NaN (T.reduce_max(..., nan_propagate=True)): NaN when either
 /// operand is (a + b is then NaN); R is float or double here (reduce_type of the value).
-struct MaxNanOp {
+struct MaxOpNan {
   static constexpr bool kCommutative = false;
   template <typename T>
   TL_DEVICE T operator()(T a, T b) const {
     return (a != a || b != b) ? a + b : tl::max(a, b);
   }
 };
-struct MinNanOp {
+struct MinOpNan {
   static constexpr bool kCommutative = false;
   template <typename T>
   TL_DEVICE T operator()(T a, T b) const {
@@ -143,6 +146,8 @@ struct BitOrOp {
     return a | b;
   }
 };
+
+namespace detail {
 
 /// Butterfly over aligned groups of W lanes (mask: the lanes taking part).
 template <int W, typename R, typename Op>
@@ -225,27 +230,38 @@ TL_DEVICE T block_allreduce(T v, T* workspace, int num_threads, Op op) {
 /// Sum of v over aligned groups of W lanes (default: the whole warp); every lane gets it.
 template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_sum(T v) {
-  return detail::warp_reduce<W, kWholeWarp>(v, detail::SumOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, SumOp{});
 }
 /// Maximum of v over aligned groups of W lanes (default: the whole warp).
 template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_max(T v) {
-  return detail::warp_reduce<W, kWholeWarp>(v, detail::MaxOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, MaxOp{});
 }
 /// Minimum of v over aligned groups of W lanes (default: the whole warp).
 template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_min(T v) {
-  return detail::warp_reduce<W, kWholeWarp>(v, detail::MinOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, MinOp{});
 }
 /// warp_reduce_max / warp_reduce_min, NaN when any lane's value is NaN.
 template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_max_nan(T v) {
-  return detail::warp_reduce<W, kWholeWarp>(v, detail::MaxNanOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, MaxOpNan{});
 }
 template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_min_nan(T v) {
-  return detail::warp_reduce<W, kWholeWarp>(v, detail::MinNanOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, MinOpNan{});
 }
+
+/// The reduction the compiler's tile reductions print (T.reduce_*, reducers): v combined
+/// with Op over aligned groups of W lanes, every lane of a group getting the result
+/// (tl::AllReduce<tl::SumOp, 16, true>::run(v)); kWholeWarp as for warp_reduce_sum.
+template <typename Op, int W, bool kWholeWarp = false>
+struct AllReduce {
+  template <typename T>
+  static TL_DEVICE T run(T v) {
+    return detail::warp_reduce<W, kWholeWarp>(v, Op{});
+  }
+};
 
 /// Shuffles over the whole warp (T.shfl_*): every lane must call. 16-bit and narrow
 /// values travel as the type reductions combine in (exact for every value they hold).
@@ -273,29 +289,29 @@ TL_DEVICE T shfl_sync(T v, int src_lane, int width = 32) {
 /// Bitwise and of an integer v over aligned groups of W lanes (default: the whole warp).
 template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_bitand(T v) {
-  return detail::warp_reduce<W, kWholeWarp>(v, detail::BitAndOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, BitAndOp{});
 }
 /// Bitwise or of an integer v over aligned groups of W lanes (default: the whole warp).
 template <int W = 32, bool kWholeWarp = false, typename T>
 TL_DEVICE T warp_reduce_bitor(T v) {
-  return detail::warp_reduce<W, kWholeWarp>(v, detail::BitOrOp{});
+  return detail::warp_reduce<W, kWholeWarp>(v, BitOrOp{});
 }
 
 /// Sum of v over threads 0..num_threads-1 of the block, returned to every
 /// thread. All threads of the block must call; workspace: __shared__ T[kBlockReduceWorkspace].
 template <typename T>
 TL_DEVICE T block_allreduce_sum(T v, T* workspace, int num_threads) {
-  return detail::block_allreduce(v, workspace, num_threads, detail::SumOp{});
+  return detail::block_allreduce(v, workspace, num_threads, SumOp{});
 }
 /// Maximum of v over threads 0..num_threads-1 of the block (see block_allreduce_sum).
 template <typename T>
 TL_DEVICE T block_allreduce_max(T v, T* workspace, int num_threads) {
-  return detail::block_allreduce(v, workspace, num_threads, detail::MaxOp{});
+  return detail::block_allreduce(v, workspace, num_threads, MaxOp{});
 }
 /// Minimum of v over threads 0..num_threads-1 of the block (see block_allreduce_sum).
 template <typename T>
 TL_DEVICE T block_allreduce_min(T v, T* workspace, int num_threads) {
-  return detail::block_allreduce(v, workspace, num_threads, detail::MinOp{});
+  return detail::block_allreduce(v, workspace, num_threads, MinOp{});
 }
 
 }  // namespace tl
