@@ -396,7 +396,7 @@ class CudaCodegen : public CPrinter {
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (op->op == "gemm_ss") {
+    if (op->op == "gemm_ss" || op->op == "gemm_ss_panels") {
       std::string s = "tl::gemm_ss<";
       for (int k = 3; k < 12; ++k) s += Print(op->args[k]) + ", ";
       s += SharedLayoutCode(op->args[0]) + ", " + SharedLayoutCode(op->args[1]);

@@ -3,6 +3,7 @@
 /// accumulator as ldmatrix + mma.sync (gemm_ss), wgmma on Hopper, A in registers (gemm_rs),
 /// or element loops where tensor cores do not apply; layout inference
 /// (fragment_inference.cc) made the choice.
+#include <cstdio>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "copy_lowering.h"
 #include "fragment_inference.h"
 #include "lower_fragments.h"
+#include "shared_plan.h"
 #include "thread_binding.h"
 
 namespace tl::transform::fragments {
@@ -183,6 +185,32 @@ Stmt FragmentRewriter::Mutate_(const Evaluate* op, const Stmt& self) {
   return out.size() == 1 ? self : Seq::Make(out, op->span);
 }
 
+/// Whether an mma.sync GEMM reads both shared operands in wgmma's panel layout rather than
+/// XOR rows (tl.mma_sync_panels, sm_90 and newer): ldmatrix reads both without bank
+/// conflicts, and TMA can write panels (128-byte swizzled boxes), so a pipelined loop
+/// feeding the GEMM can be warp-specialized with TMA loads. Each tile needs rows a multiple
+/// of 8, rows of 64 or a multiple of 128 bytes, and a window starting on a panel atom.
+bool FragmentRewriter::PanelOperands(const Region& a, const Region& b) const {
+  auto arch = ctx_.config.find("tl.target_arch");
+  int sm = 0;
+  if (arch == ctx_.config.end() || std::sscanf(arch->second.c_str(), "sm_%d", &sm) != 1 || sm < 90) return false;
+  if (!cuda::ConfigOn(ctx_, "tl.mma_sync_panels", false)) return false;
+  for (const Region* r : {&a, &b}) {
+    const Buffer& t = r->buffer;
+    int64_t rows = 0, cols = 0;
+    if (t->scope != Scope::kShared || t->shape.size() < 2 || !AsConstInt(t->shape.back(), &cols) ||
+        !AsConstInt(t->shape[t->shape.size() - 2], &rows)) {
+      return false;
+    }
+    const int64_t row_bytes = cols * t->dtype.bytes();
+    if (rows % 8 || !(row_bytes % 128 == 0 || row_bytes == 64)) return false;
+    std::vector<Expr> start;
+    for (const Range& rg : r->ranges) start.push_back(rg.min);
+    if (!cuda::StartsOnPanelAtom(t, start)) return false;
+  }
+  return true;
+}
+
 Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   if (op->async_wgmma) RequireAsyncWgmma(op);
   auto simt = simt_gemms_.find(op);
@@ -228,7 +256,12 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   if (Mma(rf).warps().m_fastest || interleave || op->tf32) args.push_back(MakeBool(Mma(rf).warps().m_fastest));
   if (interleave || op->tf32) args.push_back(MakeBool(interleave));
   if (op->tf32) args.push_back(MakeBool(true));
-  out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_ss", args), op->span));
+  const bool panels = PanelOperands(a, b);
+  out.push_back(Evaluate::Make(Call::Make(DType::Void(), panels ? "gemm_ss_panels" : "gemm_ss", args), op->span));
+  if (panels) {
+    ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + ": shared operands in wgmma's "
+                           "panel layout (tl.mma_sync_panels), which TMA can load");
+  }
   auto no = no_wgmma_.find(op);
   // gemm_ss (tile_ops.h) takes the tensor cores where cuda::MmaSyncUnfit allows (the same
   // test); other GEMMs run its per-thread multiply-add loop in the same warp layout.

@@ -111,7 +111,7 @@ std::unordered_set<const BufferNode*> WgmmaOperands(const Stmt& body) {
       }
       return;
     }
-    if (!HasEffect(call, kWgmmaPanels)) return;
+    if (!HasEffect(call, kPanelOperands)) return;
     for (int k = HasEffect(call, kRegisterA) ? 1 : 0; k < 2; ++k) {
       const auto* addr = As<Call>(call->args[k]);
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) out.insert(load->buffer.get());

@@ -45,7 +45,8 @@ bool TileShape(const Buffer& b, int64_t* rows, int64_t* cols) {
 
 /// Why a TMA box transfer between `global` (a region of a tensor parameter) and the whole
 /// shared tile `tile` is impossible, or "". `panelled`: the tile is in wgmma's panel layout;
-/// `wide_panels`: 4-byte elements may be in panels too (only wgmma's operands are 8- and 16-bit).
+/// `wide_panels`: 4-byte elements may be in panels too (tf32 operands of gemm_ss_panels, and
+/// TMA stores; wgmma's own operands are 8- and 16-bit).
 std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled, bool wide_panels,
                         const std::vector<Param>& params, const AlignmentPromise& promise) {
   const Buffer &src = global.buffer, &dst = tile.buffer;
@@ -151,7 +152,8 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
 
 std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,
                          const AlignmentPromise& promise) {
-  return TmaBoxUnfit(copy->src, copy->dst, panelled, false, params, promise);
+  // (4-byte panels: the tf32 operands of an mma.sync GEMM on panels, gemm_ss_panels)
+  return TmaBoxUnfit(copy->src, copy->dst, panelled, true, params, promise);
 }
 
 Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* bytes) {
