@@ -155,6 +155,11 @@ class CPrinter {
   /// Row-major (or strided) element offset, in int64 when an index or a stride is 64-bit.
   /// Which accesses need 64 bits is decided by the "legalize-index-width" pass, which
   /// knows loop ranges and pass configs; the printer only follows the types it left.
+  /// The element of `b` at `idx`, as an lvalue: b[offset] (a target may keep a buffer as a
+  /// scalar variable).
+  virtual std::string Element(const Buffer& b, const std::vector<Expr>& idx) {
+    return Name(b.get()) + "[" + Offset(b, idx) + "]";
+  }
   virtual std::string Offset(const Buffer& b, const std::vector<Expr>& idx) {
     bool wide = false;
     for (size_t i = 0; i < idx.size(); ++i) wide |= idx[i]->dtype.bits > 32 || b->StrideOf(i)->dtype.bits > 32;
@@ -233,7 +238,7 @@ class CPrinter {
           return "tl::load_packed<" + CType(op->buffer->dtype) + ">(" + Name(op->buffer.get()) + ", " +
                  Offset(op->buffer, op->indices) + ")";
         }
-        return Name(op->buffer.get()) + "[" + Offset(op->buffer, op->indices) + "]";
+        return Element(op->buffer, op->indices);
       }
       default: TL_ICHECK(false) << "cannot print expression kind in CPU codegen";
     }
@@ -418,8 +423,7 @@ class CPrinter {
                  << CType(op->buffer->dtype) << "(" << Print(op->value) << "));\n";
           return;
         }
-        Line() << Name(op->buffer.get()) << "[" << Offset(op->buffer, op->indices) << "] = " << Print(op->value)
-               << ";\n";
+        Line() << Element(op->buffer, op->indices) << " = " << Print(op->value) << ";\n";
         return;
       }
       case NodeKind::kAllocate: return EmitAllocate(As<Allocate>(s));

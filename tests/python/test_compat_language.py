@@ -767,7 +767,8 @@ def test_possibly_non_negative_indices_are_left_alone():
 
 
 def test_a_variable_named_i_with_an_initial_value():
-    # The initialising loop of T.alloc_var(..., init) once used the C name `i` itself.
+    # The initialising loop of T.alloc_var(..., init) once used the C name `i` itself; a
+    # variable is now a scalar initialised where it is declared (`int32_t i = 0;`).
     @T.prim_func
     def f(A: T.Tensor((1,), "int32")):
         with T.Kernel(1) as _:
@@ -781,7 +782,7 @@ def test_a_variable_named_i_with_an_initial_value():
     a = np.zeros(1, dtype=np.int32)
     compile_cpu(f)(a)
     assert a[0] == 45
-    assert "init_i" in tilelang.lower(f, target="cuda -arch=sm_90a").kernel_source
+    assert "int32_t i = 0;" in tilelang.lower(f, target="cuda -arch=sm_90a").kernel_source
 
 
 def test_alloc_var_starts_at_zero_and_takes_upstreams_forms(rng):

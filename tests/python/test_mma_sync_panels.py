@@ -1,4 +1,4 @@
-"""mma.sync GEMMs on wgmma's panel layout (tl.mma_sync_panels, sm_90 and newer): the shared
+"""mma.sync GEMMs on wgmma's panel layout (tl.mma_sync_panels, on by default for sm_90 and newer): the shared
 operands of an ldmatrix + mma.sync GEMM are laid out in 128-byte swizzled panels instead of
 XOR rows, so TMA can write them and a T.Pipelined loop feeding the GEMM can be
 warp-specialized (upstream's mHC pre-norm GEMM: a tf32 B tile of 256 columns, A a bfloat16
@@ -14,6 +14,7 @@ from tilelang import _tl
 from test_tf32_mma import bf16_rows_times_weights, round_tf32, shared_gemm
 
 PANELS = {"tl.mma_sync_panels": True}
+NO_PANELS = {"tl.mma_sync_panels": "0"}
 
 
 def cuda_lowering(func, arch="sm_90a", **cfg):
@@ -32,14 +33,14 @@ def test_tf32_operands_in_panels_are_loaded_by_tma_in_a_specialized_loop():
 
 
 def test_without_the_switch_the_tiles_stay_in_xor_rows():
-    code, remarks = cuda_lowering(bf16_rows_times_weights(256, 1024))
+    code, remarks = cuda_lowering(bf16_rows_times_weights(256, 1024), **NO_PANELS)
     assert "tl::kXorRows, tl::kXorRows" in code, code
     assert any("not warp-specialized" in r for r in remarks), remarks
 
 
 def test_before_hopper_the_switch_changes_nothing():
     with_switch, _ = cuda_lowering(bf16_rows_times_weights(256, 1024), arch="sm_80", **{k: "1" for k in PANELS})
-    without, _ = cuda_lowering(bf16_rows_times_weights(256, 1024), arch="sm_80")
+    without, _ = cuda_lowering(bf16_rows_times_weights(256, 1024), arch="sm_80", **NO_PANELS)
     assert with_switch == without
 
 
@@ -63,3 +64,18 @@ def test_shared_shared_tf32_gemm_on_panels_matches_rounded_float64(rng):
     tilelang.compile(shared_gemm(M, N, K, bm=64, bn=64, bk=32), pass_configs=PANELS)(a, b, c)
     ref = round_tf32(a).astype(np.float64) @ round_tf32(b).astype(np.float64).T
     np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
+
+
+def test_by_default_only_tf32_operands_take_panels():
+    _, tf32 = cuda_lowering(bf16_rows_times_weights(256, 1024))
+    assert any("operands in wgmma's panel layout" in r for r in tf32), tf32
+    _, half = cuda_lowering(shared_gemm(128, 64, 256, a_dtype="float16", b_dtype="float16", bk=64, threads=128))
+    assert not any("panel layout" in r for r in half), half
+
+
+def test_a_second_gemm_off_the_panel_atoms_keeps_the_tiles_in_xor_rows():
+    from test_gemm_shared_operands import misaligned_window
+
+    code, remarks = cuda_lowering(misaligned_window(), **{k: "1" for k in PANELS})
+    assert not any("panel layout" in r for r in remarks), remarks
+    assert "gemm_ss_panels" not in code and "tl::kWgmmaPanels" not in code, code

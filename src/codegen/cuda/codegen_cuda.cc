@@ -266,6 +266,12 @@ class CudaCodegen : public CPrinter {
                                                   : "  // XOR-swizzled (conflict-free ldmatrix)")
              << "\n";
       if (swz) swizzled_.insert(b.get());
+    } else if (b->scope == Scope::kVar && count == 1) {
+      // A variable (T.alloc_var, a reduction's accumulator): a scalar, as upstream prints it
+      // (`bool pred = false;`, then `pred = ...`); its address, where taken, is &pred.
+      scalars_.insert(b.get());
+      Line() << ty << " " << name << (op->init ? " = " + Print(op->init) : std::string()) << ";\n";
+      return;
     } else {
       // Aligned so that vector accesses (tl::cast_copy, tl::copy) may address register arrays too.
       int64_t align = transform::cuda::LocalAlignment(count * b->dtype.bytes());
@@ -280,6 +286,10 @@ class CudaCodegen : public CPrinter {
       Line() << "for (int " << k << " = 0; " << k << " < " << count << "; ++" << k << ") " << name << "[" << k
              << "] = " << Print(op->init) << ";\n";
     }
+  }
+
+  std::string Element(const Buffer& b, const std::vector<Expr>& idx) override {
+    return scalars_.count(b.get()) ? Name(b.get()) : CPrinter::Element(b, idx);
   }
 
   std::string Offset(const Buffer& b, const std::vector<Expr>& idx) override {
@@ -453,6 +463,7 @@ class CudaCodegen : public CPrinter {
 
  private:
   std::unordered_set<const BufferNode*> gemm_operands_, swizzled_;
+  std::unordered_set<const BufferNode*> scalars_;  ///< one-element variables printed as scalars
   /// Parameter name of each tma_descriptor(...), keyed by its printed form.
   std::unordered_map<std::string, std::string> tma_names_;
   /// Shared operands of wgmma, in its panelled layout (cuda::WgmmaOperandOffset).

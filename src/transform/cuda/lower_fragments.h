@@ -98,7 +98,7 @@ class FragmentRewriter : public IRMutator {
   /// split a row their partials meet in a small shared workspace.
   Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf);
   Stmt ReduceIntoRows(const ReduceOp* op, const RegFragment& dst_rf);
-  bool PanelOperands(const Region& a, const Region& b) const;
+  bool PanelOperands(const GemmOp* op, const Region& a, const Region& b) const;
   /// A whole register vector (a 1-D fragment) reduced to one value: in-thread fold, warp
   /// shuffles, a shared workspace across warps; null when its layout does not allow it.
   Stmt ReduceVector(const ReduceOp* op, const RegFragment& rf);
