@@ -556,6 +556,33 @@ def _check_memory_order(what, memory_order):
         raise _b._UserError(f"{what}: memory_order must be one of {', '.join(_MEMORY_ORDERS)}, got {memory_order!r}")
 
 
+# Orders that need a fence before the (relaxed) atomic, and after it: the atomic with a
+# device-scope fence on each side it orders is at least as strong as the order asked.
+_RELEASING = ("release", "acq_rel", "seq_cst")
+_ACQUIRING = ("consume", "acquire", "acq_rel", "seq_cst")
+
+
+def _thread_fence():
+    _b.emit(_tl.evaluate(_tl.call("void", "thread_fence", []), _b.current_span()))
+
+
+def _ordered(what, memory_order, return_prev, emit_atomic):
+    """Runs emit_atomic() between the fences memory_order asks for. An atomic used as a
+    value (return_prev=True) gets its releasing fence before the statement it is in; an
+    acquiring order there is refused (nothing can follow an expression)."""
+    if return_prev and memory_order in _ACQUIRING:
+        raise _b._UserError(
+            f"{what}(return_prev=True, memory_order={memory_order!r}): an acquiring order on an atomic used as a "
+            f"value is not supported here; use memory_order='release' or 'relaxed', and read the location with "
+            f"T.atomic_load(..., memory_order='acquire') after it")
+    if memory_order in _RELEASING:
+        _thread_fence()
+    result = emit_atomic()
+    if memory_order in _ACQUIRING:
+        _thread_fence()
+    return result
+
+
 def _element_address(dst, what):
     if not isinstance(dst, BufferRef) or not dst.is_point:
         raise _b._UserError(f"{what} takes one element of a buffer (e.g. B[i]), got {dst!r}")
@@ -574,6 +601,11 @@ def _atomic_element_call(kind, dst, value):
 def _atomic(kind, dst, value, return_prev, memory_order=None):
     _b.require_kernel(f"T.atomic_{kind}")
     _check_memory_order(f"T.atomic_{kind}", memory_order)
+    return _ordered(f"T.atomic_{kind}", memory_order, return_prev,
+                    lambda: _atomic_unordered(kind, dst, value, return_prev))
+
+
+def _atomic_unordered(kind, dst, value, return_prev):
     if return_prev:
         # An expression (the old value); guarded and narrowed like an element access.
         return _atomic_element_call(kind, dst, value)
@@ -700,11 +732,14 @@ def _atomic_bitwise(kind, dst, value, memory_order, return_prev):
     _check_memory_order(what, memory_order)
     if not str(dst.dtype).startswith(("int", "uint")):
         raise _b._UserError(f"{what} takes an integer destination, got {dst.dtype}")
-    call = _atomic_element_call(kind, dst, value)
-    if return_prev:
-        return call
-    _b.emit(_tl.evaluate(call.node, _b.current_span()))
-    return None
+    def emit_atomic():
+        call = _atomic_element_call(kind, dst, value)
+        if return_prev:
+            return call
+        _b.emit(_tl.evaluate(call.node, _b.current_span()))
+        return None
+
+    return _ordered(what, memory_order, return_prev, emit_atomic)
 
 
 def atomic_or(dst, value, memory_order=None, return_prev=False):

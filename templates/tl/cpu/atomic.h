@@ -48,6 +48,9 @@ inline T atomic_select(T* addr, T val, Better better) {
 
 }  // namespace detail
 
+/// A sequentially consistent fence (T.atomic_*(memory_order=...) around a relaxed atomic).
+inline void thread_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
 /// *addr += val atomically; returns the old value. val is first converted to T.
 template <typename T, typename U>
 inline T atomic_add(T* addr, U val) {
