@@ -65,3 +65,65 @@ def test_refusals_point_at_the_line(tmp_path, body, message):
     with pytest.raises(TileLangCompileError, match=message) as info:
         spec.loader.exec_module(mod)
     assert info.value.line == 7
+
+
+@T.prim_func
+def _shared_bits(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+    with T.Kernel(1, threads=N) as _:
+        tx = T.get_thread_binding()
+        S = T.alloc_shared((N,), "float32")
+        T.sts32(S[tx], T.reinterpret(X[tx], T.uint32))
+        T.sync_threads()
+        T.stg32(Y[tx], T.lds32(S[N - 1 - tx]))
+
+
+def test_shared_32_bit_accesses_reverse_a_vector(rng):
+    x = rng.standard_normal(N).astype(np.float32)
+    y = np.full(N, np.nan, np.float32)
+    tilelang.compile(_shared_bits)(x, y)
+    assert np.array_equal(y.view(np.uint32), x[::-1].view(np.uint32))
+    src = tilelang.lower(_shared_bits, target="cuda -arch=sm_90a").kernel_source
+    assert "tl::store_shared_32(" in src and "tl::load_shared_32(" in src, src
+
+
+@T.prim_func
+def _async_copied(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=32) as _:
+        S = T.alloc_shared((64,), "float16")
+        T.async_copy(A[0:64], S)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        T.copy(S, B)
+
+
+def test_async_copy_is_a_copy_said_in_the_remarks(rng):
+    a = rng.standard_normal(64).astype(np.float16)
+    b = np.full(64, np.nan, np.float16)
+    k = tilelang.compile(_async_copied)
+    k(a, b)
+    assert np.array_equal(b, a)
+    assert any("T.async_copy: a synchronous T.copy here" in r for r in k.get_remarks()), k.get_remarks()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("T.sts32(X[i], T.uint32(1))", "accesses shared memory"),
+    ("T.async_copy(X[0:4], Y[0:4])", "only supports global->shared"),
+    ("Y[i] = T.reinterpret(T.lds64(X[i:i + 2]), T.float32)", "vector value"),
+])
+def test_shared_and_async_refusals(tmp_path, body, message):
+    src = (
+        "import tilelang.language as T\n"
+        "@T.prim_func\n"
+        "def f(X: T.Tensor((8,), 'float32'), Y: T.Tensor((8,), 'float32')):\n"
+        "    with T.Kernel(1, threads=8) as _:\n"
+        "        i = T.get_thread_binding()\n"
+        f"        {body}\n"
+    )
+    path = tmp_path / "kern.py"
+    path.write_text(src)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kern", path)
+    mod = importlib.util.module_from_spec(spec)
+    with pytest.raises(TileLangCompileError, match=message):
+        spec.loader.exec_module(mod)

@@ -449,6 +449,19 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
     _b.emit(_tl.copy(to_region(src, "T.copy source"), to_region(dst, "T.copy destination"), _b.current_span()))
 
 
+def async_copy(src, dst, *, coalesced_width=None, annotations=None, loop_layout=None):
+    """Upstream's explicitly asynchronous global -> shared copy (cp.async, committed, not
+    waited for). Here it is a T.copy whose data is in place when the statement ends, so a
+    later T.ptx_wait_group or barrier finds nothing in flight (said in the remarks)."""
+    _b.require_kernel("T.async_copy")
+    scopes = [(x.buffer if isinstance(x, BufferRef) else x).scope for x in (src, dst)]
+    if scopes[0] != "global" or scopes[1] not in ("shared", "shared.dyn"):
+        raise _b._UserError(f"T.async_copy only supports global->shared copies; this one is {scopes[0]} -> "
+                            f"{scopes[1]} (use T.copy)")
+    _remark("T.async_copy: a synchronous T.copy here (its data is in place when it ends; waits for it are no-ops)")
+    copy(src, dst)
+
+
 def _is_element(x):
     """A single element: A[i, j], or a one-element scalar variable (T.alloc_var)."""
     if isinstance(x, BufferRef):
@@ -1522,7 +1535,8 @@ from .pointers import handle, make_tensor, match_buffer, ptr  # noqa: E402,F401
 from .extern import CUDASourceCodeKernel, access_ptr, call_extern, import_source  # noqa: E402,F401
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401
 from .bits import (  # noqa: E402,F401
-    __ldg, ldg32, ldg64, ldg128, ldg256, reinterpret, stg32, stg64, stg128, stg256)
+    __ldg, ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, reinterpret, stg32, stg64, stg128, stg256, sts32,
+    sts64, sts128)
 from .tile_schedule import PersistentTileScheduler  # noqa: E402,F401
 from .barriers import (  # noqa: E402,F401
     WsSpec, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive, barrier_wait,

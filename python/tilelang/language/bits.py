@@ -1,7 +1,8 @@
 """Bit-level values and explicit global loads and stores (upstream's names): T.reinterpret,
-T.ldg32 / T.stg32 (32 bits at an element's address, optionally predicated) and T.__ldg (a
-load through the read-only data cache). On CUDA they are tl::bit_cast, tl::load_global_32,
-tl::store_global_32 and __ldg; the CPU target does the same loads and stores plainly.
+T.ldg32 / T.stg32 (32 bits at an element's address, optionally predicated), T.lds32 / T.sts32
+(the same in shared memory) and T.__ldg (a load through the read-only data cache). On CUDA
+they are tl::bit_cast, tl::load_global_32, tl::store_global_32, tl::load_shared_32,
+tl::store_shared_32 and __ldg; the CPU target does the same loads and stores plainly.
 
 The 64-, 128- and 256-bit forms (T.ldg64, T.stg128, ...) give vector values (uint32x2, ...),
 which this compiler's IR does not have: they are errors at the user's line."""
@@ -82,6 +83,34 @@ def stg32(dst, value, pred=None):
     _b.emit(_tl.evaluate(_tl.call("void", name, args), _b.current_span()))
 
 
+def _require_shared(ref, what):
+    if ref.buffer.scope not in ("shared", "shared.dyn"):
+        raise _b._UserError(f"{what} accesses shared memory; {ref.buffer.name} is in {ref.buffer.scope}")
+
+
+def lds32(src):
+    """The 32 bits (uint32) at the address of `src`'s first element, in shared memory."""
+    _b.require_kernel("T.lds32")
+    ref = _first_element(src, "T.lds32")
+    _require_shared(ref, "T.lds32")
+    return PrimExpr(_tl.call("uint32", "load_shared_32", [_address(ref, "T.lds32", 4)]))
+
+
+def sts32(dst, value):
+    """Stores the 32-bit `value` at the address of `dst`'s first element, in shared memory
+    (a value of another 32-bit type keeps its bits)."""
+    _b.require_kernel("T.sts32")
+    ref = _first_element(dst, "T.sts32")
+    _require_shared(ref, "T.sts32")
+    v = as_expr(value)
+    if _BYTES.get(str(v.dtype)) != 4:
+        raise _b._UserError(f"T.sts32 stores 32 bits; the value is {v.dtype}")
+    if str(v.dtype) != "uint32":
+        v = reinterpret(v, "uint32")
+    _b.emit(_tl.evaluate(_tl.call("void", "store_shared_32", [_address(ref, "T.sts32", 4), v.node]),
+                         _b.current_span()))
+
+
 def __ldg(load_or_buf, index=None):
     """A load through the read-only data cache on CUDA (a plain load elsewhere)."""
     if isinstance(load_or_buf, Buffer):
@@ -106,3 +135,5 @@ def _vector_form(name, bits):
 
 ldg64, ldg128, ldg256 = (_vector_form(f"ldg{b}", b) for b in (64, 128, 256))
 stg64, stg128, stg256 = (_vector_form(f"stg{b}", b) for b in (64, 128, 256))
+lds64, lds128 = (_vector_form(f"lds{b}", b) for b in (64, 128))
+sts64, sts128 = (_vector_form(f"sts{b}", b) for b in (64, 128))

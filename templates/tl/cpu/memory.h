@@ -31,5 +31,8 @@ inline void store_global_32(void* p, uint32_t v) { std::memcpy(p, &v, sizeof v);
 inline void store_global_32_conditional(void* p, uint32_t v, bool pred) {
   if (pred) store_global_32(p, v);
 }
+/// T.lds32 / T.sts32: shared memory is ordinary memory here.
+inline uint32_t load_shared_32(const void* p) { return load_global_32(p); }
+inline void store_shared_32(void* p, uint32_t v) { store_global_32(p, v); }
 
 }  // namespace tl

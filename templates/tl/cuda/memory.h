@@ -196,6 +196,10 @@ TL_DEVICE void store_global_32(void* p, uint32_t v) { *static_cast<uint32_t*>(p)
 TL_DEVICE void store_global_32_conditional(void* p, uint32_t v, bool pred) {
   if (pred) store_global_32(p, v);
 }
+/// The 32 bits at a (4-byte aligned) shared address (T.lds32).
+TL_DEVICE uint32_t load_shared_32(const void* p) { return *static_cast<const uint32_t*>(p); }
+/// Stores 32 bits at a (4-byte aligned) shared address (T.sts32).
+TL_DEVICE void store_shared_32(void* p, uint32_t v) { *static_cast<uint32_t*>(p) = v; }
 
 }  // namespace tl
 
