@@ -253,8 +253,7 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   const RowFold fold_kind(op->reduce_kind, t);
   auto combine = [&](const Expr& a, const Expr& b) { return fold_kind.Combine(a, b); };
   const Expr init = fold_kind.init;
-  const bool is_abs = fold_kind.is_abs, sum = fold_kind.sum, nan = fold_kind.nan;
-  const ReduceKind kind = fold_kind.kind;
+  const bool is_abs = fold_kind.is_abs;
   const char* shuffle = fold_kind.AllReduceName();
   const int64_t lanes = lay.row_lanes(), wn = lay.row_warps();
   Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = lay.RowWarp(tx_);
