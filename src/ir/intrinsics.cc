@@ -32,7 +32,8 @@ bool HasEffect(const std::string& name, uint32_t effects) {
 
 bool IsPureCall(const Call* call) {
   const IntrinsicInfo* info = call ? LookupIntrinsic(call->op) : nullptr;
-  return info && (info->effects & ~(kTlFunction | kThreadIndex | kAddress)) == 0;
+  // A call without a value (a fence, an mbarrier's init fence) is there for what it does.
+  return info && !call->dtype.IsVoid() && (info->effects & ~(kTlFunction | kThreadIndex | kAddress)) == 0;
 }
 
 }  // namespace tl::ir
