@@ -152,14 +152,14 @@ class CPrinter {
     return it->second;
   }
 
-  /// Row-major (or strided) element offset, in int64 when an index or a stride is 64-bit.
-  /// Which accesses need 64 bits is decided by the "legalize-index-width" pass, which
-  /// knows loop ranges and pass configs; the printer only follows the types it left.
   /// The element of `b` at `idx`, as an lvalue: b[offset] (a target may keep a buffer as a
   /// scalar variable).
   virtual std::string Element(const Buffer& b, const std::vector<Expr>& idx) {
     return Name(b.get()) + "[" + Offset(b, idx) + "]";
   }
+  /// Row-major (or strided) element offset, in int64 when an index or a stride is 64-bit.
+  /// Which accesses need 64 bits is decided by the "legalize-index-width" pass, which
+  /// knows loop ranges and pass configs; the printer only follows the types it left.
   virtual std::string Offset(const Buffer& b, const std::vector<Expr>& idx) {
     bool wide = false;
     for (size_t i = 0; i < idx.size(); ++i) wide |= idx[i]->dtype.bits > 32 || b->StrideOf(i)->dtype.bits > 32;

@@ -34,8 +34,8 @@ enum IntrinsicEffect : uint32_t {
   kSm100aOnly = 1u << 17,       ///< on CUDA, only for sm_100a and newer "a" targets (upstream's rule)
   kWgmmaWait = 1u << 18,        ///< T.wait_wgmma: where the in-flight accumulators of T.wgmma_gemm are written
   kWgmmaInFlight = 1u << 19,    ///< returns with its wgmmas in flight: they read A and B until a later wait
-  kFence = 1u << 21,            ///< orders this thread's memory accesses before it against those after (not pure)
   kPanelOperands = 1u << 20,    ///< its shared operands are in wgmma's panel layout (TMA writes it; ldmatrix reads it too)
+  kFence = 1u << 21,            ///< orders this thread's memory accesses before it against those after (not pure)
 };
 
 struct IntrinsicInfo {
