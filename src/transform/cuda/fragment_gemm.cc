@@ -3,8 +3,6 @@
 /// accumulator as ldmatrix + mma.sync (gemm_ss), wgmma on Hopper, A in registers (gemm_rs),
 /// or element loops where tensor cores do not apply; layout inference
 /// (fragment_inference.cc) made the choice.
-#include <cstdio>
-#include <functional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -194,12 +192,28 @@ Stmt FragmentRewriter::Mutate_(const Evaluate* op, const Stmt& self) {
 /// the H200); tl.mma_sync_panels=1 takes 8- and 16-bit ones too, =0 none. Each tile needs
 /// rows a multiple of 8, rows of 64 or a multiple of 128 bytes, and every GEMM window into
 /// it (this one's and any other GEMM's) starting on a panel atom.
-bool FragmentRewriter::PanelOperands(const GemmOp* op, const Region& a, const Region& b) const {
-  auto arch = ctx_.config.find("tl.target_arch");
-  int sm = 0;
-  if (arch == ctx_.config.end() || std::sscanf(arch->second.c_str(), "sm_%d", &sm) != 1 || sm < 90) return false;
-  if (!cuda::ConfigOn(ctx_, "tl.mma_sync_panels", true)) return false;
+bool FragmentRewriter::PanelOperands(const Region& a, const Region& b) {
+  if (cuda::TargetSm(ctx_) < 90 || !cuda::ConfigOn(ctx_, "tl.mma_sync_panels", true)) return false;
   const bool asked = ctx_.config.count("tl.mma_sync_panels") > 0;
+  auto starts_on_atom = [](const Region& r) {
+    std::vector<Expr> start;
+    for (const Range& rg : r.ranges) start.push_back(rg.min);
+    return cuda::StartsOnPanelAtom(r.buffer, start);
+  };
+  if (!off_atom_tiles_) {
+    // The tiles some GEMM of the kernel reads through a window off the panel atoms.
+    struct Gemms : IRVisitor {
+      std::vector<const GemmOp*> found;
+      void Visit_(const GemmOp* g) override { found.push_back(g); }
+    } gemms;
+    gemms.Visit(kernel_body);
+    off_atom_tiles_.emplace();
+    for (const GemmOp* g : gemms.found) {
+      for (const Region* r : {&g->a, &g->b}) {
+        if (!starts_on_atom(*r)) off_atom_tiles_->insert(r->buffer.get());
+      }
+    }
+  }
   for (const Region* r : {&a, &b}) {
     const Buffer& t = r->buffer;
     int64_t rows = 0, cols = 0;
@@ -209,27 +223,9 @@ bool FragmentRewriter::PanelOperands(const GemmOp* op, const Region& a, const Re
     }
     const int64_t row_bytes = cols * t->dtype.bytes();
     if (rows % 8 || !(row_bytes % 128 == 0 || row_bytes == 64)) return false;
-    std::vector<Expr> start;
-    for (const Range& rg : r->ranges) start.push_back(rg.min);
-    if (!cuda::StartsOnPanelAtom(t, start)) return false;
+    if (!starts_on_atom(*r) || off_atom_tiles_->count(t.get())) return false;
   }
-  // Every other GEMM reading these tiles must read them on panel atoms too.
-  bool fit = true;
-  const BufferNode* tiles[] = {op->a.buffer.get(), op->b.buffer.get()};
-  struct Gemms : IRVisitor {
-    std::function<void(const GemmOp*)> f;
-    void Visit_(const GemmOp* g) override { f(g); }
-  } gemms;
-  gemms.f = [&](const GemmOp* g) {
-    for (const Region* r : {&g->a, &g->b}) {
-      if (r->buffer.get() != tiles[0] && r->buffer.get() != tiles[1]) continue;
-      std::vector<Expr> start;
-      for (const Range& rg : r->ranges) start.push_back(rg.min);
-      fit &= cuda::StartsOnPanelAtom(r->buffer, start);
-    }
-  };
-  gemms.Visit(kernel_body);
-  return fit;
+  return true;
 }
 
 Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
@@ -277,7 +273,7 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   if (Mma(rf).warps().m_fastest || interleave || op->tf32) args.push_back(MakeBool(Mma(rf).warps().m_fastest));
   if (interleave || op->tf32) args.push_back(MakeBool(interleave));
   if (op->tf32) args.push_back(MakeBool(true));
-  const bool panels = PanelOperands(op, a, b);
+  const bool panels = PanelOperands(a, b);
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), panels ? "gemm_ss_panels" : "gemm_ss", args), op->span));
   auto no = no_wgmma_.find(op);
   // gemm_ss (tile_ops.h) takes the tensor cores where cuda::MmaSyncUnfit allows (the same

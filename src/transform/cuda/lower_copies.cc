@@ -11,7 +11,6 @@
 /// the kernel also reads that tensor (or adds into it: the store's wait only covers reading
 /// the tile, so a later read of the tensor would not be ordered after the store's writes)
 /// or tl.auto_tma_store=0 (the threads store it, as on sm_80).
-#include <cctype>
 #include <string>
 
 #include "copy_lowering.h"
@@ -110,16 +109,8 @@ class CopyLowerer : public cuda::ThreadShareMutator {
  private:
   /// TMA stores: sm_90 or newer, unless tl.disable_tma_lower or tl.disable_tma_store.
   static bool TmaStoresAvailable(const PassContext& ctx) {
-    auto arch = ctx.config.find("tl.target_arch");
-    if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0 || cuda::ConfigTrue(ctx, "tl.disable_tma_lower") ||
-        cuda::ConfigTrue(ctx, "tl.disable_tma_store")) {
-      return false;
-    }
-    int number = 0;
-    for (size_t i = 3; i < arch->second.size() && std::isdigit(static_cast<unsigned char>(arch->second[i])); ++i) {
-      number = number * 10 + (arch->second[i] - '0');
-    }
-    return number >= 90;
+    return cuda::TargetSm(ctx) >= 90 && !cuda::ConfigTrue(ctx, "tl.disable_tma_lower") &&
+           !cuda::ConfigTrue(ctx, "tl.disable_tma_store");
   }
 
   /// The copy as a TMA store, or null (`asked`: by T.tma_copy, which notes why not).

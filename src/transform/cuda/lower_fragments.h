@@ -98,7 +98,8 @@ class FragmentRewriter : public IRMutator {
   /// split a row their partials meet in a small shared workspace.
   Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf);
   Stmt ReduceIntoRows(const ReduceOp* op, const RegFragment& dst_rf);
-  bool PanelOperands(const GemmOp* op, const Region& a, const Region& b) const;
+  /// Whether the mma.sync GEMM on shared tiles a and b reads them in wgmma's panels.
+  bool PanelOperands(const Region& a, const Region& b);
   /// A whole register vector (a 1-D fragment) reduced to one value: in-thread fold, warp
   /// shuffles, a shared workspace across warps; null when its layout does not allow it.
   Stmt ReduceVector(const ReduceOp* op, const RegFragment& rf);
@@ -183,6 +184,8 @@ class FragmentRewriter : public IRMutator {
   const std::unordered_set<const GemmOp*>& wgmma_gemms_;
   const std::unordered_map<const GemmOp*, std::string>& no_wgmma_;
   VarRef tx_;
+  /// Tiles some GEMM reads through a window off the panel atoms (found once, PanelOperands).
+  std::optional<std::unordered_set<const BufferNode*>> off_atom_tiles_;
   PassContext& ctx_;
   int thread_branch_ = 0;                       ///< depth of branches on the thread index
   std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread

@@ -24,6 +24,16 @@ bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on) {
   return ctx.config.count(key) ? ConfigTrue(ctx, key) : default_on;
 }
 
+int TargetSm(const PassContext& ctx) {
+  auto arch = ctx.config.find("tl.target_arch");
+  if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0) return 0;
+  int number = 0;
+  for (size_t i = 3; i < arch->second.size() && std::isdigit(static_cast<unsigned char>(arch->second[i])); ++i) {
+    number = number * 10 + (arch->second[i] - '0');
+  }
+  return number;
+}
+
 AlignmentPromise DynamicAlignment(const PassContext& ctx) {
   AlignmentPromise out;
   auto it = ctx.config.find("tl.dynamic_alignment");

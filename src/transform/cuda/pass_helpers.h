@@ -19,6 +19,9 @@ bool ConfigTrue(const PassContext& ctx, const std::string& key);
 /// (so "tl.enable_wgmma_fp8": False turns off a path that is on by default).
 bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on);
 
+/// The number of the target's arch ("tl.target_arch" sm_90a -> 90), 0 when unknown.
+int TargetSm(const PassContext& ctx);
+
 /// "tl.dynamic_alignment" = "16:k,n": the JIT's promise, for the variant of a kernel it
 /// compiles for calls where the dynamic sizes k and n are multiples of 16 elements (it
 /// checks them at each call). Vector widths and TMA may rely on it; nothing else does.

@@ -15,13 +15,13 @@
 /// value for all registers of a group (attention backward's row bound `i < seqlen`: a
 /// register pair shares its row); the vector update then runs under the first register's
 /// guards. Anything else is left as it is.
-#include <cstdlib>
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/equal.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/transform/pass.h"
+#include "pass_helpers.h"
 
 namespace tl::transform {
 
@@ -157,11 +157,7 @@ class Vectorizer : public IRMutator {
 };
 
 /// sm_90 and later: red.global.add.v2/v4.f32.
-bool HasVectorReductions(const PassContext& ctx) {
-  auto arch = ctx.config.find("tl.target_arch");
-  if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0) return false;
-  return std::atoi(arch->second.c_str() + 3) >= 90;
-}
+bool HasVectorReductions(const PassContext& ctx) { return cuda::TargetSm(ctx) >= 90; }
 
 }  // namespace
 

@@ -222,11 +222,11 @@ struct native_minmax_type<unsigned long> {
 
 }  // namespace detail
 
-/// *addr += val atomically; returns the old value. val is first converted to T.
 /// A fence at device scope (T.atomic_*(memory_order=...) around a relaxed atomic): this
 /// thread's accesses before it are seen by every thread of the device before those after.
 TL_DEVICE void thread_fence() { __threadfence(); }
 
+/// *addr += val atomically; returns the old value. val is first converted to T.
 template <typename T, typename U>
 TL_DEVICE T atomic_add(T* addr, U val) {
   return detail::atomic_add_impl(addr, static_cast<T>(val));

@@ -288,17 +288,17 @@ TL_DEVICE detail::mixed_t<A, B> max(A a, B b) {
 // with nan_propagate=True). One instruction from sm_80 on (max.f16, min.NaN.bf16, ...);
 // before it, through float (exact: the result is one of the operands, or NaN).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define TL_HALF_MINMAX(T, NAME, PTX, IS_MAX, NAN)                         \
+#define TL_HALF_MINMAX(T, NAME, PTX, IS_MAX, PROPAGATE_NAN)              \
   TL_DEVICE T NAME(T a, T b) {                                             \
     unsigned short r;                                                      \
     asm(PTX " %0, %1, %2;" : "=h"(r) : "h"(a.bits), "h"(b.bits));          \
     return T(r, from_bits_t{});                                            \
   }
 #else
-#define TL_HALF_MINMAX(T, NAME, PTX, IS_MAX, NAN)                                   \
+#define TL_HALF_MINMAX(T, NAME, PTX, IS_MAX, PROPAGATE_NAN)                        \
   TL_DEVICE T NAME(T a, T b) {                                                       \
     const float x = static_cast<float>(a), y = static_cast<float>(b);               \
-    if (NAN && (x != x || y != y)) return T(x + y);                                  \
+    if (PROPAGATE_NAN && (x != x || y != y)) return T(x + y);                        \
     return T(IS_MAX ? max(x, y) : min(x, y));                                        \
   }
 #endif
