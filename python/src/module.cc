@@ -29,6 +29,7 @@
 namespace nb = nanobind;
 
 void BindCuda(nb::module_& m);  // bind_cuda.cc
+void BindCudaCallPlan(nb::module_& m);  // bind_cuda_call.cc
 using namespace tl;      // NOLINT: binding file
 using namespace tl::ir;  // NOLINT: binding file
 
@@ -535,6 +536,7 @@ NB_MODULE(_tl, m) {
 
   // ---- CUDA runtime (bind_cuda.cc)
   BindCuda(m);
+  BindCudaCallPlan(m);
 
   // ---- CPU runtime
   m.def("build_cpu", [](const std::string& source, const std::string& cache_dir, const std::string& include_dir,

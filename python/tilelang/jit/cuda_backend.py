@@ -13,6 +13,8 @@ from . import arguments as _arguments
 from . import kernel as _kernel
 
 
+
+
 # Shared memory a block may opt in to, per arch (CUDA programming guide, compute
 # capabilities table); checked at compile time so the error comes before any launch.
 _SHARED_LIMITS = {"sm_80": 166912, "sm_86": 101376, "sm_87": 166912, "sm_89": 101376, "sm_90": 232448,
@@ -200,6 +202,67 @@ class CudaBackend:
         get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         index = self._device.index
         self._stream = (lambda: get_raw(index)) if get_raw else (lambda: torch.cuda.current_stream().cuda_stream)
+        # From the next call on, the kernel's ordinary calls skip this file (JITKernel.__call__).
+        self.kernel._call_plan = self._call_plan(torch, get_raw) if get_raw else None
+
+    def _call_plan(self, torch, get_raw):
+        """The per-call path in C++ (_tl.CudaCallPlan, python/src/bind_cuda_call.cc) for this
+        kernel, or None when a call needs what only this file does (alignment variants,
+        assumption checks, several launches, strided or packed tensors, raw pointers). The plan
+        returns CALL_FALLBACK for any call it does not take as it is; call() then runs."""
+        import numpy as np
+
+        k = self.kernel
+        if (self._align > 1 or k._assume_checks or self._more_launches or any(self._grid_params)
+                or not hasattr(_tl, "CudaCallPlan")):
+            return None
+        names = list(self._dyn_names)
+        dim_max = {}
+
+        def code(d, p):
+            if isinstance(d, int):
+                return d
+            if not isinstance(d, str):
+                raise LookupError  # an AffineDim: the Python path computes it
+            if d not in names:
+                names.append(d)
+            dim_max[d] = min(dim_max.get(d, p.dim_max[d]), p.dim_max[d])
+            return -(names.index(d) + 1)
+
+        inputs = []
+        try:
+            for i, p, want_dtype, _static in self._in:
+                letter = self._kinds[i]
+                if p.is_tensor:
+                    if p.strides is not None or p.pack != 1:
+                        return None
+                    inputs.append(("p", i, want_dtype, [code(d, p) for d in p.dims], 0, 0))
+                elif p.is_pointer or p.dtype == "bool":
+                    return None
+                elif letter in "fd" and (p.dtype.startswith("float") or p.dtype == "bfloat16"):
+                    inputs.append((letter, i, None, [], 0, 0))
+                elif letter in "il" and p.dtype.startswith(("int", "uint")) and p.dtype in np.sctypeDict:
+                    info = np.iinfo(p.dtype)
+                    inputs.append((letter, i, None, [], int(info.min), int(info.max)))
+                else:
+                    return None
+            bound = set(names)  # every size an input's shape gives
+            outputs = []
+            for i, dtype, _shape, p_dims, returned, pack in self._out:
+                if pack != 1 or any(isinstance(d, str) and d not in bound for d in p_dims):
+                    return None
+                outputs.append((i, dtype, [code(d, k.params[i]) if isinstance(d, str) else code(d, None)
+                                           for d in p_dims], returned))
+        except LookupError:
+            return None
+        if any(name not in dim_max for name in self._dyn_names):
+            return None  # a size no input tensor gives
+        n_params = len(k.params)
+        dynamic_args = list(range(n_params, n_params + len(self._dyn_names)))
+        grid, grid_fn = ([1], self.src.grid) if self._dyn_names else (list(self._static_grid()), None)
+        return _tl.CudaCallPlan(self._module, torch.Tensor, torch.empty, self._device, self._device.index,
+                                get_raw, inputs, outputs, [dim_max[n] for n in names], dynamic_args, self._kinds,
+                                grid, grid_fn, self._block, self._shared, _kernel.CALL_FALLBACK)
 
     def call(self, args):
         k = self.kernel

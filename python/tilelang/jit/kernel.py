@@ -169,6 +169,8 @@ class JITKernel:
     """A kernel compiled for one target. Calling it runs it on arrays; parameters listed in
     ``out_idx`` are allocated and returned rather than passed."""
 
+    _call_plan = None  # a CUDA kernel's C++ call path, once its first call has prepared it
+
     def __init__(self, func: PrimFunc, out_idx=None, target="auto", pass_configs=None,
                  compile_flags=None, verbose=False):
         if not isinstance(func, PrimFunc):
@@ -462,6 +464,15 @@ class JITKernel:
             op = getattr(self, "_torch_op", None)
             if op is not None:
                 return op[1](*args)
+        # A CUDA kernel's ordinary calls run in one C++ call (cuda_backend.CudaBackend._call_plan).
+        plan = self._call_plan
+        if plan is not None:
+            try:
+                result = plan(args)
+            except RuntimeError as e:
+                raise TileLangRuntimeError(arguments.describe_cuda_failure(self.name, e)) from e
+            if result is not CALL_FALLBACK:
+                return result
         return self._call_direct(args)
 
     def as_torch_op(self, name=None):
@@ -713,6 +724,10 @@ class _LogicalView:
 def _never():
     return False
 
+
+# What a CUDA kernel's call plan (set by CudaBackend on its first call) returns for a call it
+# leaves to the Python path.
+CALL_FALLBACK = object()
 
 # torch.compiler.is_compiling once torch is loaded (set by JITKernel._register_with_torch).
 _torch_compiling = _never
