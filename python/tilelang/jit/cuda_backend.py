@@ -15,6 +15,10 @@ from . import kernel as _kernel
 
 
 
+# Integer scalar dtypes a call plan checks itself (their range from numpy); others (bool,
+# int4) go through arguments.scalar_arg.
+_PLAIN_INTS = {f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)}
+
 # Shared memory a block may opt in to, per arch (CUDA programming guide, compute
 # capabilities table); checked at compile time so the error comes before any launch.
 _SHARED_LIMITS = {"sm_80": 166912, "sm_86": 101376, "sm_87": 166912, "sm_89": 101376, "sm_90": 232448,
@@ -241,7 +245,7 @@ class CudaBackend:
                     return None
                 elif letter in "fd" and (p.dtype.startswith("float") or p.dtype == "bfloat16"):
                     inputs.append((letter, i, None, [], 0, 0))
-                elif letter in "il" and p.dtype.startswith(("int", "uint")) and p.dtype in np.sctypeDict:
+                elif letter in "il" and p.dtype in _PLAIN_INTS:
                     info = np.iinfo(p.dtype)
                     inputs.append((letter, i, None, [], int(info.min), int(info.max)))
                 else:
