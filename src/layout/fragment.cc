@@ -107,6 +107,21 @@ std::shared_ptr<const RowStripLayout> RowStripLayout::Choose(int64_t m, int64_t 
   return nullptr;
 }
 
+std::shared_ptr<const RowStripLayout> RowStripLayout::ChooseWholeColumns(int64_t m, int64_t n, int64_t threads) {
+  if (m <= 0 || n <= 0 || threads <= 0) return nullptr;
+  for (int64_t vec : {8, 4, 2, 1}) {
+    if (n % (vec * threads) == 0) return std::make_shared<RowStripLayout>(m, n, threads, vec, threads);
+  }
+  return nullptr;
+}
+
+FragmentLayoutRef RowStripLayout::Columns() const {
+  // Chunk c of a row (vec columns) is held by lane c % lanes as its (c / lanes)-th chunk:
+  // with lanes = threads, the dealing of VectorLayout(n, threads, vec).
+  if (!whole_columns()) return nullptr;
+  return std::make_shared<VectorLayout>(n_, threads_, vec_);
+}
+
 RowStripLayout::RowStripLayout(int64_t m, int64_t n, int64_t threads, int64_t vec, int64_t lanes, bool rows)
     : m_(m), n_(n), threads_(threads), vec_(vec), lanes_(lanes), rows_(rows) {}
 

@@ -77,6 +77,14 @@ class FragmentLayout {
   /// Registers come in runs of vec() that hold consecutive columns of one row (the run
   /// starts at a register index that is a multiple of vec()): one vector access each.
   virtual int64_t vec() const { return 1; }
+  /// A tile layout in which every thread holds every row of its columns: register
+  /// row * regs_per_row() + q holds (row, column of register q). Then an element of another
+  /// row in the thread's column (F[s, j] in a loop over F[i, j]) is one of its registers,
+  /// and a vector of per-column values (V[j]) can be held as Columns().
+  virtual bool whole_columns() const { return false; }
+  /// With whole_columns(): the layout of a vector of n() per-column values next to this tile
+  /// (each thread holds the values of its columns, in its registers' column order).
+  virtual std::shared_ptr<const FragmentLayout> Columns() const { return nullptr; }
   /// Canonical text, used in messages and for equality: "mma_acc(128x128, warps 2x2)".
   virtual std::string ToString() const = 0;
   bool operator==(const FragmentLayout& o) const { return ToString() == o.ToString(); }
@@ -132,6 +140,9 @@ class RowStripLayout : public FragmentLayout {
   /// The layout for an m x n fragment over `threads` threads: widest vec (8, 4, 2, 1),
   /// then the most lanes per row, such that the tile splits evenly; nullptr if none does.
   static std::shared_ptr<const RowStripLayout> Choose(int64_t m, int64_t n, int64_t threads);
+  /// The layout in which every thread holds whole columns (lanes = threads: whole_columns()),
+  /// widest vec first; nullptr if n is not a multiple of threads.
+  static std::shared_ptr<const RowStripLayout> ChooseWholeColumns(int64_t m, int64_t n, int64_t threads);
   RowStripLayout(int64_t m, int64_t n, int64_t threads, int64_t vec, int64_t lanes, bool rows = false);
   FragmentLayoutRef Rows() const override;
   bool is_rows() const override { return rows_; }
@@ -146,6 +157,8 @@ class RowStripLayout : public FragmentLayout {
   int64_t regs_per_row() const override { return n_ / lanes_; }
   ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override;
   int64_t vec() const override { return rows_ ? 1 : vec_; }
+  bool whole_columns() const override { return !rows_ && lanes_ == threads_; }
+  std::shared_ptr<const FragmentLayout> Columns() const override;
   std::string ToString() const override;
 
  private:

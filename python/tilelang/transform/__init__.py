@@ -107,6 +107,7 @@ ACTED_ON_CUDA = {
     "tl.enable_tf32_mma": "T.gemm on tfloat32 tiles with mma.sync m16n8k8 tf32 (templates/tl/cuda/tile_ops.h)",
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_gather_pipeline": "element copies into shared tiles of a T.Pipelined loop prefetched by cp.async (gather_copy.h)",
+    "tl.pipeline_early_refill": "a cp.async pipeline whose stages are read only by its first statements (copies into registers) refills each stage right after them: one more stage of loads in flight",
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next",

@@ -137,21 +137,26 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
   // Tiles that no T.gemm reached get a layout of their own when all their uses allow
   // registers (element-wise work, row reductions, copies): a strip layout whose rows
   // split into vector-wide chunks, so copies are coalesced vector accesses.
+  // A group read across its rows (F[s, j]) gets whole columns per thread.
   for (const auto& group : RegisterTileGroups(body)) {
     bool free = true;
-    for (const Buffer& b : group) free &= !inference.layouts.count(b.get()) && !inference.forced_shared.count(b.get());
+    for (const Buffer& b : group.members) {
+      free &= !inference.layouts.count(b.get()) && !inference.forced_shared.count(b.get());
+    }
     if (!free) continue;
+    const Buffer& first = group.members[0];
     int64_t m = 0, n = 0;
-    AsConstInt(group[0]->shape[0], &m);
+    AsConstInt(first->shape[0], &m);
     layout::FragmentLayoutRef own;
-    if (group[0]->shape.size() == 1) {
+    if (first->shape.size() == 1) {
       own = layout::VectorLayout::Choose(m, threads);
     } else {
-      AsConstInt(group[0]->shape[1], &n);
-      own = layout::RowStripLayout::Choose(m, n, threads);
+      AsConstInt(first->shape[1], &n);
+      own = group.whole_columns ? layout::RowStripLayout::ChooseWholeColumns(m, n, threads)
+                                : layout::RowStripLayout::Choose(m, n, threads);
     }
     if (!own) continue;
-    for (const Buffer& b : group) inference.Assign(b, own, "element-wise use (no T.gemm)", Span{});
+    for (const Buffer& b : group.members) inference.Assign(b, own, "element-wise use (no T.gemm)", Span{});
   }
   Propagate(inference, body);
   // A shared tile read by a wgmma GEMM is laid out in wgmma panels; another GEMM (mma.sync

@@ -70,6 +70,7 @@ Expr FragmentRewriter::Mutate_(const BufferLoad* op, const Expr& self) {
   if (it == regs_.end()) return IRMutator::Mutate_(op, self);
   auto local = current_.find(op->buffer.get());
   if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
+    if (std::optional<Expr> reg = ColumnRead(op)) return BufferLoad::Make(it->second.regs, {*reg});
     if (unmapped_) {  // a trial (Mutate_(Seq)): the statement goes through shared memory
       NoteUnmapped(op->buffer, ToString(self));
       return self;
@@ -142,12 +143,24 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   auto [fi, fj] = lay.Inverse(tx_, l);
   std::vector<Expr> element = {fi, fj};
   current_.clear();
+  column_reads_.clear();
+  FragmentLayoutRef columns = lay.whole_columns() && at->indices.size() == 2 ? lay.Columns() : nullptr;
   for (const auto& [buf, rf] : regs_) {
     if (*rf.layout == lay) current_[buf] = {at->indices, l};
     if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{at->indices[0]}, lay.RowLocal(l)};
+    if (!columns) continue;
+    // (whole columns: register row * per_row + q holds column q's element of that row)
+    Expr in_row = FloorMod(l, MakeInt(lay.regs_per_row()));
+    if (*rf.layout == *columns) current_[buf] = {{at->indices[1]}, in_row};
+    if (*rf.layout == lay) {
+      std::vector<const Var*> vars;
+      for (const For* loop : nest.loops) vars.push_back(loop->var.get());
+      column_reads_[buf] = ColumnReads{at->indices[1], in_row, lay.regs_per_row(), vars};
+    }
   }
   Stmt body = Mutate(nest.body);
   current_.clear();
+  column_reads_.clear();
   std::unordered_map<const Var*, Expr> value;
   Expr in_range;
   for (size_t d = 0; d < at->vars.size(); ++d) {
@@ -178,6 +191,16 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   if (lay.is_rows()) body = GuardReplicatedWrites(body, lay);
   return For::Make(l, MakeInt(0), MakeInt(lay.num_local()), ForKind::kUnrolled, body,
                    {{cuda::kRegisterWalk, MakeInt(1)}}, op->span);
+}
+
+std::optional<Expr> FragmentRewriter::ColumnRead(const BufferLoad* op) {
+  auto it = column_reads_.find(op->buffer.get());
+  if (it == column_reads_.end() || op->indices.size() != 2) return std::nullopt;
+  const ColumnReads& c = it->second;
+  if (!StructuralEqual(op->indices[1], c.column)) return std::nullopt;
+  auto in_nest = [&](const Var* v) { return std::find(c.nest_vars.begin(), c.nest_vars.end(), v) != c.nest_vars.end(); };
+  if (UsesVar(op->indices[0], in_nest)) return std::nullopt;
+  return Mutate(op->indices[0]) * MakeInt(c.per_row) + c.in_row;
 }
 
 std::optional<FragmentRewriter::NestAnchor> FragmentRewriter::AnchorOf(const std::vector<Expr>& idx,

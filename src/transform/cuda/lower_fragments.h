@@ -197,6 +197,17 @@ class FragmentRewriter : public IRMutator {
   /// Inside a T.Parallel nest over registers: each register fragment's expected indices
   /// (the nest's variables) and the register they map to.
   std::unordered_map<const BufferNode*, std::pair<std::vector<Expr>, Expr>> current_;
+  /// In such a nest led by a tile holding whole columns (FragmentLayout::whole_columns):
+  /// the fragments of that layout, read as F[s, j] (s free of the nest's variables) at the
+  /// column of the nest's register: row s's register of that column.
+  struct ColumnReads {
+    Expr column;   ///< the anchor's column index (j)
+    Expr in_row;   ///< the register's place in its row: l % regs_per_row
+    int64_t per_row = 0;
+    std::vector<const Var*> nest_vars;
+  };
+  std::unordered_map<const BufferNode*, ColumnReads> column_reads_;
+  std::optional<Expr> ColumnRead(const BufferLoad* op);
   /// While a statement list tries a statement: the register fragments it could not map,
   /// with the first such access (see Mutate_(Seq)); null: such an access is an error.
   std::vector<std::pair<Buffer, std::string>>* unmapped_ = nullptr;

@@ -16,6 +16,17 @@
 /// (consumed in k-1) before it is refilled, and makes the copies of stage k visible.
 /// Correct for any n, including n < s and n = 0. Loops that do not fit this shape run in
 /// order, and the reason is recorded.
+///
+/// When the stages are read only by the first r consumer statements (register copies:
+/// cuda::StageReadersPrefix; "tl.pipeline_early_refill", on), s loads are kept in flight:
+///
+///   for p in [0, s):  if p < n: produce(p) into stage p;  commit
+///   for k in [0, n):
+///     wait until at most s-1 groups are pending; __syncthreads
+///     consume_1..r(k) from stage k % s;  __syncthreads
+///     if k + s < n: produce(k + s) into stage k % s
+///     commit
+///     consume_r+1..(k)
 #include <unordered_map>
 #include <unordered_set>
 
@@ -163,21 +174,40 @@ class Pipeliner : public cuda::ThreadShareMutator {
       }
       return Seq::Make(out, span);
     };
+    // The consumers that read the stages, when they come first (cuda::StageReadersPrefix):
+    // a stage is refilled as soon as they are done, so s loads are in flight, not s - 1.
+    size_t readers = 0;
+    if (gathers.empty() && cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true)) {
+      std::unordered_set<const BufferNode*> stage_tiles;
+      for (const CopyOp* c : producers) stage_tiles.insert(c->dst.buffer.get());
+      readers = cuda::StageReadersPrefix(consumers, stage_tiles);
+    }
+    int64_t ahead = readers ? s : s - 1;  // loads issued before the one a step consumes
     std::vector<Stmt> result;
-    for (int64_t p = 0; p + 1 < s; ++p) {
+    for (int64_t p = 0; p < ahead; ++p) {
       result.push_back(IfThenElse::Make(LT(MakeInt(p), n), produce(MakeInt(p), MakeInt(p)), nullptr, span));
       result.push_back(CallStmt("cp_async_commit", {}, span));
     }
     VarRef k = Var::Make(op->var->name, op->var->dtype);
-    Expr next = k + MakeInt(s - 1);
+    Expr next = k + MakeInt(ahead);
+    Stmt refill = IfThenElse::Make(LT(next, n), produce(next, FloorMod(next, MakeInt(s))), nullptr, span);
     std::vector<Stmt> body;
-    body.push_back(CallStmt("cp_async_wait", {MakeInt(s - 2)}, span));
+    body.push_back(CallStmt("cp_async_wait", {MakeInt(ahead - 1)}, span));
     body.push_back(CallStmt("syncthreads", {}, span));
-    body.push_back(IfThenElse::Make(LT(next, n), produce(next, FloorMod(next, MakeInt(s))), nullptr, span));
-    body.push_back(CallStmt("cp_async_commit", {}, span));
+    if (!readers) {
+      body.push_back(refill);
+      body.push_back(CallStmt("cp_async_commit", {}, span));
+    }
     cuda::StageSelector consume(staged_, FloorMod(k, MakeInt(s)));
-    for (const Stmt& c : consumers) {
-      Stmt x = Substitute(Mutate(c), [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
+    for (size_t i = 0; i < consumers.size(); ++i) {
+      if (readers && i == readers) {
+        // Every thread is done reading stage k % s before any refills it.
+        body.push_back(CallStmt("syncthreads", {}, span));
+        body.push_back(refill);
+        body.push_back(CallStmt("cp_async_commit", {}, span));
+      }
+      Stmt x = Substitute(Mutate(consumers[i]),
+                          [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
       body.push_back(consume.Mutate(x));
     }
     result.push_back(For::Make(k, MakeInt(0), n, ForKind::kSerial, Seq::Make(body, span), {}, span));
@@ -185,7 +215,10 @@ class Pipeliner : public cuda::ThreadShareMutator {
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
                            "-stage cp.async pipeline over " + std::to_string(producers.size()) + " copies" +
                            (gathers.empty() ? "" : " and " + std::to_string(gathers.size()) +
-                                                       " element copies (16-byte groups of gathered rows)"));
+                                                       " element copies (16-byte groups of gathered rows)") +
+                           (readers ? "; each stage refilled once the first " + std::to_string(readers) +
+                                          " statement(s) have read it (" + std::to_string(s) + " loads in flight)"
+                                    : ""));
     return Seq::Make(result, span);
   }
 

@@ -4,7 +4,9 @@
 
 #include <unordered_set>
 
+#include "pass_helpers.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform::cuda {
 
@@ -251,6 +253,37 @@ int64_t NumStages(const For* op) {
   int64_t s = 0;
   if (it != op->annotations.end()) AsConstInt(it->second, &s);
   return s;
+}
+
+size_t StageReadersPrefix(const std::vector<Stmt>& consumers, const std::unordered_set<const BufferNode*>& staged) {
+  // Whether a statement's accesses are all synchronous element work: no tile op (a copy may
+  // become a TMA store, which reads its shared source later), no GEMM or asynchronous call.
+  struct Synchronous : IRVisitor {
+    bool ok = true;
+    void Visit_(const CopyOp*) override { ok = false; }
+    void Visit_(const GemmOp*) override { ok = false; }
+    void Visit_(const FillOp*) override { ok = false; }
+    void Visit_(const ReduceOp*) override { ok = false; }
+    void Visit_(const AtomicOp*) override { ok = false; }
+    void Visit_(const Call* op) override {
+      if (HasEffect(op, kGemm) || HasEffect(op, kWgmmaInFlight) || HasEffect(op, kAsyncWritesArg0) ||
+          HasEffect(op, kBarrier) || HasEffect(op, kBlockLevel)) {
+        ok = false;
+      }
+      IRVisitor::Visit_(op);
+    }
+  };
+  size_t n = 0;
+  for (size_t i = 0; i < consumers.size(); ++i) {
+    bool names_stage = false;
+    for (const BufferNode* b : BuffersOf(consumers[i])) names_stage |= staged.count(b) > 0;
+    if (!names_stage) continue;
+    Synchronous sync;
+    sync.Visit(consumers[i]);
+    if (!sync.ok) return 0;
+    n = i + 1;
+  }
+  return n < consumers.size() ? n : 0;
 }
 
 Stmt InlinePipelineIndexLets(const Stmt& body) { return InlineIndexLets().Mutate(body); }

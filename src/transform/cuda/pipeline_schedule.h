@@ -8,6 +8,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gather_copy.h"
@@ -34,6 +35,16 @@ std::vector<const ir::CopyOp*> PipelineProducers(const ir::For* op, std::string*
 /// writes, or allocates. The gather copies left out are described in `refused`.
 std::vector<GatherCopy> PipelineGathers(const ir::For* op, const std::vector<const ir::CopyOp*>& producers,
                                         std::vector<std::string>* refused);
+
+/// How many leading statements of a pipelined loop's consumers read its staged tiles: every
+/// statement naming a staged tile is among the first n, each reads them synchronously (element
+/// loads and synchronous copy intrinsics, as the register walk of `T.copy(stage, fragment)`
+/// is: no tile op, no GEMM, nothing asynchronous, no barrier), and statements follow them.
+/// Then a stage is free once those n have run, and its refill can be issued right there,
+/// before the rest of the iteration: one more stage of loads in flight (upstream's order for
+/// a loop that copies its stages into registers first, as its mHC post does). 0 otherwise.
+size_t StageReadersPrefix(const std::vector<ir::Stmt>& consumers,
+                          const std::unordered_set<const ir::BufferNode*>& staged);
 
 /// Substitutes, inside T.Pipelined bodies, lets of plain index arithmetic into the copies
 /// after them (`k0 = ko * bk; T.copy(A[by * bm, k0], A_s)`), so that such copies can be

@@ -27,6 +27,7 @@ class CandidateFinder : public IRVisitor {
   std::vector<Buffer> order;  ///< candidates in allocation order
   std::unordered_set<const BufferNode*> bad;
   std::unordered_map<const BufferNode*, const BufferNode*> parent;
+  std::unordered_set<const BufferNode*> column_reads;  ///< read as F[s, j] somewhere
 
   const BufferNode* Find(const BufferNode* b) {
     while (parent[b] != b) b = parent[b] = parent[parent[b]];
@@ -92,7 +93,7 @@ class CandidateFinder : public IRVisitor {
     std::vector<Buffer> fragments;  // every fragment the nest reads or writes
     ForEachExpr(loops.back()->body, [&](const Expr& e) {
       if (const auto* load = As<BufferLoad>(e)) {
-        Access(load->buffer, load->indices, loops, extents, &first);
+        Access(load->buffer, load->indices, loops, extents, &first, /*load=*/true);
         if (IsFragmentBuffer(load->buffer)) fragments.push_back(load->buffer);
       }
     });
@@ -126,11 +127,18 @@ class CandidateFinder : public IRVisitor {
   }
 
   void Access(const Buffer& b, const std::vector<Expr>& idx, const std::vector<const For*>& loops,
-              const std::vector<int64_t>& extents, Buffer* first) {
+              const std::vector<int64_t>& extents, Buffer* first, bool load = false) {
     if (!IsCandidate(b)) return;
     int64_t m, n;
-    bool ok = loops.size() == 2 && idx.size() == 2 && ConstShape2D(b, &m, &n) && extents[0] == m &&
-              extents[1] == n && As<Var>(idx[0]) == loops[0]->var.get() && As<Var>(idx[1]) == loops[1]->var.get();
+    bool nest_2d = loops.size() == 2 && idx.size() == 2 && ConstShape2D(b, &m, &n) && extents[0] == m &&
+                   extents[1] == n && As<Var>(idx[1]) == loops[1]->var.get();
+    bool ok = nest_2d && As<Var>(idx[0]) == loops[0]->var.get();
+    // F[s, j], read only: another row of the thread's column when it holds whole columns.
+    if (nest_2d && !ok && load && !UsesVar(idx[0], [&](const Var* v) { return v == loops[0]->var.get() ||
+                                                                            v == loops[1]->var.get(); })) {
+      ok = true;
+      column_reads.insert(b.get());
+    }
     ok |= loops.size() == 1 && idx.size() == 1 && ConstShape1D(b, &m) && extents[0] == m &&
           As<Var>(idx[0]) == loops[0]->var.get();
     if (!ok) return Reject(b);
@@ -199,19 +207,20 @@ class CandidateFinder : public IRVisitor {
 
 }  // namespace
 
-std::vector<std::vector<Buffer>> RegisterTileGroups(const Stmt& body) {
+std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body) {
   CandidateFinder finder;
   finder.Visit(body);
   std::unordered_set<const BufferNode*> bad_roots;
   for (const BufferNode* b : finder.bad) bad_roots.insert(finder.Find(b));
-  std::vector<std::vector<Buffer>> groups;
+  std::vector<RegisterTileGroup> groups;
   std::unordered_map<const BufferNode*, size_t> group_of;
   for (const Buffer& b : finder.order) {
     const BufferNode* root = finder.Find(b.get());
     if (bad_roots.count(root)) continue;
     auto [it, fresh] = group_of.emplace(root, groups.size());
     if (fresh) groups.emplace_back();
-    groups[it->second].push_back(b);
+    groups[it->second].members.push_back(b);
+    groups[it->second].whole_columns |= finder.column_reads.count(b.get()) > 0;
   }
   return groups;
 }

@@ -18,6 +18,15 @@ namespace tl::transform::cuda {
 /// fragments a nest or a copy ties together must share a layout, so they form a group,
 /// and one member that does not qualify keeps the whole group out (in shared memory,
 /// where every use works).
-std::vector<std::vector<ir::Buffer>> RegisterTileGroups(const ir::Stmt& body);
+///
+/// A 2-D tile may also be read as F[s, j] in a nest over (i, j) of its shape, s free of the
+/// nest's variables (a serial loop inside the nest walking the tile's rows: upstream's mHC
+/// post reads b_local[i_hci, i1_h] for every i_hci): its group then needs a layout in which
+/// every thread holds whole columns (`whole_columns`).
+struct RegisterTileGroup {
+  std::vector<ir::Buffer> members;
+  bool whole_columns = false;
+};
+std::vector<RegisterTileGroup> RegisterTileGroups(const ir::Stmt& body);
 
 }  // namespace tl::transform::cuda
