@@ -45,6 +45,33 @@ def mix_columns(rows, width, block, threads, stages, dtype="bfloat16"):
     return mix
 
 
+def weighted_rows(rows, width, block, threads, stages):
+    """out[t, j] = sum_s w[s] x[t, s, j]: a one-loop nest over a vector reading the tile across
+    its rows (the shape of upstream's mHC pre "apply mix" loop)."""
+    tokens = T.dynamic("tokens")
+
+    @T.prim_func
+    def mix(x: T.Tensor((tokens, rows, width), "bfloat16"), w: T.Tensor((rows,), "float32"),
+            out: T.Tensor((tokens, width), "bfloat16")):
+        with T.Kernel(tokens, threads=threads) as t:
+            w_s = T.alloc_shared(rows, "float32")
+            T.copy(w, w_s)
+            for step in T.Pipelined(T.ceildiv(width, block), num_stages=stages):
+                x_tile = T.alloc_shared((rows, block), "float32")
+                x_reg = T.alloc_fragment((rows, block), "float32")
+                T.copy(x[t, 0, step * block], x_tile)
+                T.copy(x_tile, x_reg)
+                o = T.alloc_fragment(block, "float32")
+                T.clear(o)
+                for s in T.serial(rows):
+                    ws = w_s[s]
+                    for j in T.Parallel(block):
+                        o[j] += ws * x_reg[s, j]
+                T.copy(o, out[t, step * block])
+
+    return mix
+
+
 def _inputs(rng, tokens, rows, width, np_dtype):
     a = rng.standard_normal((tokens, rows, rows)).astype(np.float32)
     b = rng.standard_normal((tokens, rows, width)).astype(np_dtype)
@@ -75,6 +102,28 @@ def test_matches_float64(rng, tokens, width, block, threads, stages):
     out = np.full((tokens, rows, width), np.nan, NP["bfloat16"])
     k(a, b, c, d, out)
     np.testing.assert_allclose(out.astype(np.float64), _reference(a, b, c, d), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("width,block,threads,stages", [(1024, 512, 64, 2), (768, 256, 128, 3), (96, 96, 64, 2)])
+def test_vector_nest_reading_a_tile_across_rows_matches_float64(rng, width, block, threads, stages):
+    from conftest import NP
+
+    k = tilelang.compile(weighted_rows(4, width, block, threads, stages))
+    x = rng.standard_normal((3, 4, width)).astype(NP["bfloat16"])
+    w = rng.standard_normal(4).astype(np.float32)
+    out = np.full((3, width), np.nan, NP["bfloat16"])
+    k(x, w, out)
+    want = np.einsum("s,tsj->tj", w.astype(np.float64), x.astype(np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+def test_vector_nest_leads_a_tile_held_in_whole_columns():
+    remarks = "\n".join(_sm90(weighted_rows(4, 1024, 512, 64, 2)).get_remarks())
+    assert "fragment x_reg: registers, layout strip(4x512, 64 threads, 64 per row, vec 8)" in remarks
+    assert "fragment o: registers, layout vector(512, 64 threads, vec 8)" in remarks
+    # 96 columns on 64 threads: neither fits, both stay in shared memory
+    remarks = "\n".join(_sm90(weighted_rows(4, 96, 96, 64, 2)).get_remarks())
+    assert "fragment x_reg: kept in shared memory" in remarks and "fragment o: kept in shared memory" in remarks
 
 
 def _sm90(kernel):

@@ -109,6 +109,15 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
     enclosing_loops_.push_back({op->var.get(), {op->min, op->extent}});
     Stmt out = IRMutator::Mutate_(op, self);
     enclosing_loops_.pop_back();
+    // A loop choosing the row of a column read (F[s, j]) is unrolled: registers cannot be
+    // indexed at run time (a loop left rolled would put the fragment in local memory).
+    int64_t extent = 0;
+    const auto* loop = As<For>(out);
+    if (column_row_vars_.count(op->var.get()) && loop && loop->for_kind == ForKind::kSerial &&
+        AsConstInt(loop->extent, &extent) && extent <= 64) {
+      return For::Make(loop->var, loop->min, loop->extent, ForKind::kUnrolled, loop->body, loop->annotations,
+                       loop->span);
+    }
     return out;
   }
   ParallelNest nest = CollectNest(op);
@@ -146,6 +155,13 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   column_reads_.clear();
   FragmentLayoutRef columns = lay.whole_columns() && at->indices.size() == 2 ? lay.Columns() : nullptr;
   for (const auto& [buf, rf] : regs_) {
+    // A vector leads the nest: a tile whose columns it matches is read as F[s, j] at its
+    // register's column.
+    if (lay.is_rows() && at->indices.size() == 1 && rf.layout->whole_columns() && *rf.layout->Columns() == lay) {
+      std::vector<const Var*> vars;
+      for (const For* loop : nest.loops) vars.push_back(loop->var.get());
+      column_reads_[buf] = ColumnReads{at->indices[0], l, rf.layout->regs_per_row(), vars};
+    }
     if (*rf.layout == lay) current_[buf] = {at->indices, l};
     if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{at->indices[0]}, lay.RowLocal(l)};
     if (!columns) continue;
@@ -200,6 +216,10 @@ std::optional<Expr> FragmentRewriter::ColumnRead(const BufferLoad* op) {
   if (!StructuralEqual(op->indices[1], c.column)) return std::nullopt;
   auto in_nest = [&](const Var* v) { return std::find(c.nest_vars.begin(), c.nest_vars.end(), v) != c.nest_vars.end(); };
   if (UsesVar(op->indices[0], in_nest)) return std::nullopt;
+  UsesVar(op->indices[0], [&](const Var* v) {
+    column_row_vars_.insert(v);
+    return false;
+  });
   return Mutate(op->indices[0]) * MakeInt(c.per_row) + c.in_row;
 }
 

@@ -207,6 +207,7 @@ class FragmentRewriter : public IRMutator {
     std::vector<const Var*> nest_vars;
   };
   std::unordered_map<const BufferNode*, ColumnReads> column_reads_;
+  std::unordered_set<const Var*> column_row_vars_;  ///< variables in the row index of a column read
   std::optional<Expr> ColumnRead(const BufferLoad* op);
   /// While a statement list tries a statement: the register fragments it could not map,
   /// with the first such access (see Mutate_(Seq)); null: such an access is an error.

@@ -28,6 +28,9 @@ class CandidateFinder : public IRVisitor {
   std::unordered_set<const BufferNode*> bad;
   std::unordered_map<const BufferNode*, const BufferNode*> parent;
   std::unordered_set<const BufferNode*> column_reads;  ///< read as F[s, j] somewhere
+  /// The vectors leading the one-loop nests that read a tile as F[s, j]: the tile can be
+  /// held in registers only if they are.
+  std::unordered_map<const BufferNode*, std::vector<const BufferNode*>> column_leaders;
 
   const BufferNode* Find(const BufferNode* b) {
     while (parent[b] != b) b = parent[b] = parent[parent[b]];
@@ -91,8 +94,13 @@ class CandidateFinder : public IRVisitor {
     // exactly its shape; the tiles that are share one layout.
     Buffer first;
     std::vector<Buffer> fragments;  // every fragment the nest reads or writes
+    std::vector<Buffer> column_tiles;  // tiles a one-loop nest reads as F[s, j]
     ForEachExpr(loops.back()->body, [&](const Expr& e) {
       if (const auto* load = As<BufferLoad>(e)) {
+        if (IsColumnRead(load, loops, extents)) {
+          column_tiles.push_back(load->buffer);
+          return;
+        }
         Access(load->buffer, load->indices, loops, extents, &first, /*load=*/true);
         if (IsFragmentBuffer(load->buffer)) fragments.push_back(load->buffer);
       }
@@ -107,7 +115,34 @@ class CandidateFinder : public IRVisitor {
         if (IsVectorCandidate(b)) Reject(b);
       }
     }
+    // A one-loop nest over V[j] reading F[s, j] (upstream's mHC pre: ol[j] += pre * xl[s, j]):
+    // F in registers holds whole columns, its columns laid out as the vectors are (both take
+    // the widest vec that splits n evenly over the threads), and the vectors lead the nest.
+    // Without a vector to lead it, F stays in shared memory.
+    std::vector<Buffer> leaders;
+    for (const Buffer& b : fragments) {
+      if (vectors_alone && IsVectorCandidate(b)) leaders.push_back(b);
+    }
+    for (const Buffer& f : column_tiles) {
+      if (leaders.empty()) {
+        Reject(f);
+        continue;
+      }
+      column_reads.insert(f.get());
+      for (const Buffer& v : leaders) column_leaders[f.get()].push_back(v.get());
+    }
     // Tile ops inside a T.Parallel body are not expected; anything else was seen above.
+  }
+
+  /// F[s, j] in a one-loop nest over j covering F's columns, F a 2-D candidate, s free of j.
+  bool IsColumnRead(const BufferLoad* load, const std::vector<const For*>& loops,
+                    const std::vector<int64_t>& extents) const {
+    int64_t m, n;
+    if (loops.size() != 1 || load->indices.size() != 2 || !IsCandidate(load->buffer) ||
+        !ConstShape2D(load->buffer, &m, &n) || extents[0] != n || As<Var>(load->indices[1]) != loops[0]->var.get()) {
+      return false;
+    }
+    return !UsesVar(load->indices[0], [&](const Var* v) { return v == loops[0]->var.get(); });
   }
 
   void VisitStores(const Stmt& s, const std::vector<const For*>& loops, const std::vector<int64_t>& extents,
@@ -212,6 +247,20 @@ std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body) {
   finder.Visit(body);
   std::unordered_set<const BufferNode*> bad_roots;
   for (const BufferNode* b : finder.bad) bad_roots.insert(finder.Find(b));
+  // A tile read across its rows in a nest that a vector leads stays out with that vector.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [tile, leaders] : finder.column_leaders) {
+      if (bad_roots.count(finder.Find(tile))) continue;
+      for (const BufferNode* v : leaders) {
+        if (bad_roots.count(finder.Find(v))) {
+          bad_roots.insert(finder.Find(tile));
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
   std::vector<RegisterTileGroup> groups;
   std::unordered_map<const BufferNode*, size_t> group_of;
   for (const Buffer& b : finder.order) {
