@@ -138,7 +138,8 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
   // registers (element-wise work, row reductions, copies): a strip layout whose rows
   // split into vector-wide chunks, so copies are coalesced vector accesses.
   // A group read across its rows (F[s, j]) gets whole columns per thread.
-  for (const auto& group : RegisterTileGroups(body)) {
+  std::vector<RegisterTileGroup> groups = RegisterTileGroups(body);
+  for (const auto& group : groups) {
     bool free = true;
     for (const Buffer& b : group.members) {
       free &= !inference.layouts.count(b.get()) && !inference.forced_shared.count(b.get());
@@ -157,6 +158,22 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
     }
     if (!own) continue;
     for (const Buffer& b : group.members) inference.Assign(b, own, "element-wise use (no T.gemm)", Span{});
+  }
+  // A tile read as F[s, j] under a vector's nest needs that vector in registers as its
+  // columns (the nest walks the vector's registers); otherwise the tile stays in shared memory.
+  for (const auto& group : groups) {
+    if (group.column_leaders.empty() || !inference.layouts.count(group.members[0].get())) continue;
+    layout::FragmentLayoutRef columns = inference.layouts.at(group.members[0].get()).layout->Columns();
+    bool led = columns != nullptr;
+    for (const Buffer& v : group.column_leaders) {
+      auto it = inference.layouts.find(v.get());
+      led &= it != inference.layouts.end() && *it->second.layout == *columns;
+    }
+    if (led) continue;
+    for (const Buffer& b : group.members) {
+      inference.layouts.erase(b.get());
+      inference.forced_shared.insert(b.get());
+    }
   }
   Propagate(inference, body);
   // A shared tile read by a wgmma GEMM is laid out in wgmma panels; another GEMM (mma.sync

@@ -30,7 +30,7 @@ class CandidateFinder : public IRVisitor {
   std::unordered_set<const BufferNode*> column_reads;  ///< read as F[s, j] somewhere
   /// The vectors leading the one-loop nests that read a tile as F[s, j]: the tile can be
   /// held in registers only if they are.
-  std::unordered_map<const BufferNode*, std::vector<const BufferNode*>> column_leaders;
+  std::unordered_map<const BufferNode*, std::vector<Buffer>> column_leaders;
 
   const BufferNode* Find(const BufferNode* b) {
     while (parent[b] != b) b = parent[b] = parent[parent[b]];
@@ -129,7 +129,7 @@ class CandidateFinder : public IRVisitor {
         continue;
       }
       column_reads.insert(f.get());
-      for (const Buffer& v : leaders) column_leaders[f.get()].push_back(v.get());
+      for (const Buffer& v : leaders) column_leaders[f.get()].push_back(v);
     }
     // Tile ops inside a T.Parallel body are not expected; anything else was seen above.
   }
@@ -252,8 +252,8 @@ std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body) {
     changed = false;
     for (const auto& [tile, leaders] : finder.column_leaders) {
       if (bad_roots.count(finder.Find(tile))) continue;
-      for (const BufferNode* v : leaders) {
-        if (bad_roots.count(finder.Find(v))) {
+      for (const Buffer& v : leaders) {
+        if (bad_roots.count(finder.Find(v.get()))) {
           bad_roots.insert(finder.Find(tile));
           changed = true;
           break;
@@ -270,6 +270,11 @@ std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body) {
     if (fresh) groups.emplace_back();
     groups[it->second].members.push_back(b);
     groups[it->second].whole_columns |= finder.column_reads.count(b.get()) > 0;
+    auto leaders = finder.column_leaders.find(b.get());
+    if (leaders != finder.column_leaders.end()) {
+      auto& out = groups[it->second].column_leaders;
+      out.insert(out.end(), leaders->second.begin(), leaders->second.end());
+    }
   }
   return groups;
 }

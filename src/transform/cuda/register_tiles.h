@@ -26,6 +26,9 @@ namespace tl::transform::cuda {
 struct RegisterTileGroup {
   std::vector<ir::Buffer> members;
   bool whole_columns = false;
+  /// Vectors leading one-loop nests that read members as F[s, j]: the members are register
+  /// tiles only if these vectors are, laid out as the members' columns.
+  std::vector<ir::Buffer> column_leaders;
 };
 std::vector<RegisterTileGroup> RegisterTileGroups(const ir::Stmt& body);
 
