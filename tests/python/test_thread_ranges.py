@@ -101,3 +101,43 @@ def test_fragment_work_under_a_thread_condition_is_refused(target):
 
     with pytest.raises(TileLangCompileError, match="thread"):
         tilelang.compile(half_gemm, target=target)
+
+
+def _fragment_in_branch():
+    @T.prim_func
+    def branch_fragment(X: T.Tensor((96,), "float32"), Y: T.Tensor((96,), "float32"), Z: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=96) as bx:
+            tx = T.get_thread_binding()
+            if tx < 32:
+                Z[tx] = 1.0
+            else:  # threads 32..95 between them: every element of v and Y
+                v = T.alloc_fragment(96, "float32")
+                for j in T.Parallel(96):
+                    v[j] = X[j] * 2.0
+                for j in T.Parallel(96):
+                    Y[j] = v[j] + 1.0
+
+    return branch_fragment
+
+
+def test_a_fragment_used_by_a_range_of_threads_holds_every_element(rng):
+    """A register layout spreads a fragment over all the block's threads; under `else:` only
+    threads 32..95 run, so elements held by threads 0..31 were never computed (Y[0..31] kept
+    whatever was there). Such a fragment lives in shared memory, the range's threads sharing
+    the work (upstream lays it out over the range's threads)."""
+    x = rng.standard_normal(96).astype(np.float32)
+    y, z = poison((96,), "float32"), poison((32,), "float32")
+    tilelang.compile(_fragment_in_branch())(x, y, z)
+    np.testing.assert_allclose(y, x.astype(np.float64) * 2 + 1, rtol=1e-6)
+    assert (z == 1).all()
+
+
+def test_barriers_in_a_branch_on_a_copy_of_the_thread_index_are_named():
+    """`tx = T.get_thread_binding()` then `if tx < 32:`: a barrier the else branch needs (its
+    threads exchange v through shared memory) is a named barrier over its 64 threads, not a
+    __syncthreads that threads 0..31 never reach."""
+    k = tilelang.compile(_fragment_in_branch(), target="cuda -arch=sm_90a")
+    assert any("fragment v: kept in shared memory" in r for r in k.get_remarks())
+    body = k.get_kernel_source()
+    body = body[body.index("} else {"):]
+    assert "tl::named_barrier_sync(" in body and ", 64);" in body and "__syncthreads()" not in body

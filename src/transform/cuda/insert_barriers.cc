@@ -177,6 +177,26 @@ struct KernelBarriers {
   bool producers_above = false;
 };
 
+/// `body` with the variables bound to the thread index itself (`tx = T.get_thread_binding()`
+/// gives `let tx_1 = tx`) replaced by it: a condition on such a variable is a condition on
+/// the thread, which decides where barriers may go (a __syncthreads inside `if tx_1 < 32:`
+/// would wait for threads that never come).
+Stmt WithoutThreadAliases(const Stmt& body, const VarRef& tx) {
+  struct Aliases : IRVisitor {
+    std::unordered_set<const Var*> found;
+    const Var* tx = nullptr;
+    void Visit_(const LetStmt* op) override {
+      const auto* v = As<Var>(op->value);
+      if (v && (v == tx || found.count(v))) found.insert(op->var.get());
+      IRVisitor::Visit_(op);
+    }
+  } aliases;
+  aliases.tx = tx.get();
+  aliases.Visit(body);
+  if (aliases.found.empty()) return body;
+  return Substitute(body, [&](const Var* v) -> Expr { return aliases.found.count(v) ? Expr(tx) : nullptr; });
+}
+
 class BarrierInserter {
  public:
   /// `named_threads` > 0: the statements run on that many threads only (the consumers of
@@ -392,7 +412,7 @@ class KernelVisitor : public IRMutator {
     split.Visit(op->body);
     kernel.producers_above = split.found;
     State state;
-    Stmt body = BarrierInserter(op->var.get(), memory_, &kernel).Run(op->body, &state);
+    Stmt body = BarrierInserter(op->var.get(), memory_, &kernel).Run(WithoutThreadAliases(op->body, op->var), &state);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
   }
 

@@ -7,6 +7,8 @@
 
 #include "tl/ir/functor.h"
 #include "../region_util.h"
+#include "../thread_range.h"
+#include "thread_binding.h"
 
 namespace tl::transform::cuda {
 namespace {
@@ -31,6 +33,10 @@ class CandidateFinder : public IRVisitor {
   /// The vectors leading the one-loop nests that read a tile as F[s, j]: the tile can be
   /// held in registers only if they are.
   std::unordered_map<const BufferNode*, std::vector<Buffer>> column_leaders;
+
+  /// The kernel's thread index and count, to tell branches on part of the threads.
+  const Var* tx = nullptr;
+  int64_t threads = 0;
 
   const BufferNode* Find(const BufferNode* b) {
     while (parent[b] != b) b = parent[b] = parent[parent[b]];
@@ -68,6 +74,48 @@ class CandidateFinder : public IRVisitor {
     IRVisitor::Visit_(op);
   }
 
+  // Work under a branch that only part of the block's threads take: a register layout is
+  // spread over all of them, so the threads outside the branch would hold elements nobody
+  // computes (or reads). Such fragments stay in shared memory, where the work is spread over
+  // the branch's threads.
+  int partial_branch_ = 0;
+  std::unordered_set<const Var*> thread_vars_, aliases_;
+
+  bool OnThread(const Expr& e) const {
+    return UsesVar(e, [&](const Var* v) { return v == tx || thread_vars_.count(v) || aliases_.count(v); });
+  }
+  void Visit_(const LetStmt* op) override {
+    const Var* v = As<Var>(op->value);
+    if (v && (v == tx || aliases_.count(v))) {
+      aliases_.insert(op->var.get());
+    } else if (OnThread(op->value)) {
+      thread_vars_.insert(op->var.get());
+    }
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const IfThenElse* op) override {
+    if (!tx || !OnThread(op->cond)) return IRVisitor::Visit_(op);
+    auto is_thread = [&](const Expr& e) {
+      const Var* v = As<Var>(e);
+      return v && (v == tx || aliases_.count(v));
+    };
+    std::optional<ThreadRange> range = ThreadRangeOf(op->cond, is_thread, threads);
+    bool then_all = range && range->lo <= 0 && range->hi >= threads;
+    bool else_all = range && range->Empty();
+    Visit(op->cond);
+    partial_branch_ += !then_all;
+    Visit(op->then_case);
+    partial_branch_ -= !then_all;
+    if (op->else_case) {
+      partial_branch_ += !else_all;
+      Visit(op->else_case);
+      partial_branch_ -= !else_all;
+    }
+  }
+  void RejectUnderPartialBranch(const Buffer& b) {
+    if (partial_branch_ > 0) Reject(b);
+  }
+
   // Element accesses outside a T.Parallel nest over the tile's shape.
   void Visit_(const BufferLoad* op) override {
     Reject(op->buffer);
@@ -97,6 +145,7 @@ class CandidateFinder : public IRVisitor {
     std::vector<Buffer> column_tiles;  // tiles a one-loop nest reads as F[s, j]
     ForEachExpr(loops.back()->body, [&](const Expr& e) {
       if (const auto* load = As<BufferLoad>(e)) {
+        RejectUnderPartialBranch(load->buffer);
         if (IsColumnRead(load, loops, extents)) {
           column_tiles.push_back(load->buffer);
           return;
@@ -156,6 +205,7 @@ class CandidateFinder : public IRVisitor {
     } stores;
     stores.Visit(s);
     for (const BufferStore* st : stores.found) {
+      RejectUnderPartialBranch(st->buffer);
       Access(st->buffer, st->indices, loops, extents, first);
       if (IsFragmentBuffer(st->buffer)) fragments->push_back(st->buffer);
     }
@@ -185,6 +235,8 @@ class CandidateFinder : public IRVisitor {
   }
 
   void Visit_(const CopyOp* op) override {
+    RejectUnderPartialBranch(op->src.buffer);
+    RejectUnderPartialBranch(op->dst.buffer);
     for (const Region* r : {&op->src, &op->dst}) {
       const Region& other = r == &op->src ? op->dst : op->src;
       if (IsVectorCandidate(r->buffer)) {
@@ -202,12 +254,14 @@ class CandidateFinder : public IRVisitor {
   }
 
   void Visit_(const FillOp* op) override {
+    RejectUnderPartialBranch(op->dst.buffer);
     // A part of the tile is filled register by register (FillPartOfRegs), over both dimensions.
     if (op->dst.ranges.size() != op->dst.buffer->shape.size()) Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
   }
 
   void Visit_(const ReduceOp* op) override {
+    RejectUnderPartialBranch(op->src.buffer);
     // Row reductions of a whole tile only; column reductions keep the tile in shared
     // memory, where they need no atomics.
     // A whole vector reduced to one value is folded in registers too (ReduceVector).
@@ -227,6 +281,7 @@ class CandidateFinder : public IRVisitor {
   }
 
   void Visit_(const AtomicOp* op) override {
+    if (op->src.buffer) RejectUnderPartialBranch(op->src.buffer);
     if (op->src.buffer) {
       size_t non_unit = 0;
       for (const Range& rg : op->dst.ranges) {
@@ -244,6 +299,9 @@ class CandidateFinder : public IRVisitor {
 
 std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body) {
   CandidateFinder finder;
+  ThreadBinding tb = GetThreadBinding(body, "cuda-lower-fragments");
+  finder.tx = tb.tx.get();
+  finder.threads = tb.threads;
   finder.Visit(body);
   std::unordered_set<const BufferNode*> bad_roots;
   for (const BufferNode* b : finder.bad) bad_roots.insert(finder.Find(b));
