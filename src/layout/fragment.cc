@@ -150,6 +150,27 @@ std::string RowStripLayout::ToString() const {
          ")";
 }
 
+FragmentLayoutRef ThreadRangeLayout::Rows() const {
+  FragmentLayoutRef rows = inner_->Rows();
+  return rows ? std::make_shared<ThreadRangeLayout>(rows, first_) : nullptr;
+}
+
+FragmentLayoutRef ThreadRangeLayout::Columns() const {
+  FragmentLayoutRef columns = inner_->Columns();
+  return columns ? std::make_shared<ThreadRangeLayout>(columns, first_) : nullptr;
+}
+
+std::pair<Expr, Expr> ThreadRangeLayout::Inverse(const Expr& thread, const Expr& local) const {
+  return inner_->Inverse(thread - C(first_), local);
+}
+
+Expr ThreadRangeLayout::RowWarp(const Expr& thread) const { return inner_->RowWarp(thread - C(first_)); }
+
+std::string ThreadRangeLayout::ToString() const {
+  return "threads " + std::to_string(first_) + ".." + std::to_string(first_ + num_threads() - 1) + " " +
+         inner_->ToString();
+}
+
 std::shared_ptr<const VectorLayout> VectorLayout::Choose(int64_t length, int64_t threads) {
   if (length <= 0 || threads <= 0) return nullptr;
   for (int64_t vec : {8, 4, 2, 1}) {

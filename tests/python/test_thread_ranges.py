@@ -3,6 +3,8 @@ mask_op tests): when the condition selects a range of threads (tx < c, tx >= c, 
 threads of the range do the whole T.Parallel loop or T.copy between them; any other
 thread-dependent condition around such work is refused at its line (only part of the work
 would run). Both targets."""
+import os
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,102 @@ def test_barriers_in_a_branch_on_a_copy_of_the_thread_index_are_named():
     body = k.get_kernel_source()
     body = body[body.index("} else {"):]
     assert "tl::named_barrier_sync(" in body and ", 64);" in body and "__syncthreads()" not in body
+
+
+RANGE_TILES = {"tl.range_register_tiles": True}
+
+
+def _apply_mix(first_branch):
+    """Upstream's mHC pre "apply mix" shape: o[j] = sum_s w[s] x[s, j] on the threads of one
+    branch on the thread index (96 threads: 32..95 in `else:` of `tx < 32`, or 0..63 in
+    `tx < 64`), with x and o fragments."""
+
+    @T.prim_func
+    def apply_mix_else(X: T.Tensor((4, 256), "float32"), W: T.Tensor((4,), "float32"),
+                       O: T.Tensor((256,), "float32"), Z: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=96) as bx:
+            tx = T.get_thread_binding()
+            w_s = T.alloc_shared((4,), "float32")
+            T.copy(W, w_s)
+            if tx < 32:
+                Z[tx] = 1.0
+            else:
+                xs = T.alloc_shared((4, 256), "float32")
+                xl = T.alloc_fragment((4, 256), "float32")
+                ol = T.alloc_fragment(256, "float32")
+                T.copy(X, xs)
+                T.copy(xs, xl)
+                T.clear(ol)
+                for s in T.serial(4):
+                    for j in T.Parallel(256):
+                        ol[j] += w_s[s] * xl[s, j]
+                T.copy(ol, O)
+
+    @T.prim_func
+    def apply_mix_then(X: T.Tensor((4, 256), "float32"), W: T.Tensor((4,), "float32"),
+                       O: T.Tensor((256,), "float32"), Z: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=96) as bx:
+            tx = T.get_thread_binding()
+            w_s = T.alloc_shared((4,), "float32")
+            T.copy(W, w_s)
+            if tx < 64:
+                xs = T.alloc_shared((4, 256), "float32")
+                xl = T.alloc_fragment((4, 256), "float32")
+                ol = T.alloc_fragment(256, "float32")
+                T.copy(X, xs)
+                T.copy(xs, xl)
+                T.clear(ol)
+                for s in T.serial(4):
+                    for j in T.Parallel(256):
+                        ol[j] += w_s[s] * xl[s, j]
+                T.copy(ol, O)
+            else:
+                Z[tx - 64] = 1.0
+
+    return apply_mix_then if first_branch else apply_mix_else
+
+
+# The CPU target does not run tile ops on fragments under a thread condition in
+# thread-level code (it emulates a block's threads in lockstep): this one runs on CUDA
+# (the GPU suite, TILELANG_TEST_CUDA=1).
+@pytest.mark.skipif(os.environ.get("TILELANG_TEST_CUDA") != "1", reason="runs on the CUDA target only")
+@pytest.mark.parametrize("first_branch", [False, True])
+def test_fragments_laid_out_over_a_range_of_warps(rng, first_branch):
+    x = rng.standard_normal((4, 256)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    o, z = poison((256,), "float32"), poison((32,), "float32")
+    tilelang.compile(_apply_mix(first_branch), pass_configs=RANGE_TILES)(x, w, o, z)
+    np.testing.assert_allclose(o, w.astype(np.float64) @ x.astype(np.float64), rtol=1e-5, atol=1e-5)
+    assert (z == 1).all()
+
+
+def test_range_layouts_name_their_threads():
+    remarks = "\n".join(tilelang.compile(_apply_mix(False), target="cuda -arch=sm_90a",
+                                         pass_configs=RANGE_TILES).get_remarks())
+    assert "fragment xl: registers, layout threads 32..95 strip(4x256, 64 threads, 64 per row, vec 4)" in remarks
+    assert "fragment ol: registers, layout threads 32..95 vector(256, 64 threads, vec 4)" in remarks
+    remarks = "\n".join(tilelang.compile(_apply_mix(True), target="cuda -arch=sm_90a",
+                                         pass_configs=RANGE_TILES).get_remarks())
+    assert "fragment xl: registers, layout threads 0..63 strip(4x256, 64 threads, 64 per row, vec 4)" in remarks
+    # without the key (the default until checked on a GPU): shared memory, as before
+    remarks = "\n".join(tilelang.compile(_apply_mix(False), target="cuda -arch=sm_90a").get_remarks())
+    assert "fragment xl: kept in shared memory" in remarks and "fragment ol: kept in shared memory" in remarks
+
+
+def test_a_fragment_used_inside_and_outside_the_branch_stays_in_shared_memory(rng):
+    @T.prim_func
+    def mixed(X: T.Tensor((128,), "float32"), Y: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=96) as bx:
+            tx = T.get_thread_binding()
+            v = T.alloc_fragment(128, "float32")
+            T.copy(X, v)  # all 96 threads
+            if tx >= 32:
+                for j in T.Parallel(128):
+                    Y[j] = v[j] * 3.0
+
+    k = tilelang.compile(mixed, target="cuda -arch=sm_90a", pass_configs=RANGE_TILES)
+    assert any("fragment v: kept in shared memory" in r for r in k.get_remarks())
+    x = rng.standard_normal(128).astype(np.float32)
+    y = poison((128,), "float32")
+    tilelang.compile(mixed, pass_configs=RANGE_TILES)(x, y)
+    np.testing.assert_allclose(y, x.astype(np.float64) * 3, rtol=1e-6)

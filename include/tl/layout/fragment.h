@@ -85,6 +85,9 @@ class FragmentLayout {
   /// With whole_columns(): the layout of a vector of n() per-column values next to this tile
   /// (each thread holds the values of its columns, in its registers' column order).
   virtual std::shared_ptr<const FragmentLayout> Columns() const { return nullptr; }
+  /// The first of the num_threads() consecutive threads that hold the fragment: 0, or the
+  /// start of a range of threads a branch selects (ThreadRangeLayout).
+  virtual int64_t first_thread() const { return 0; }
   /// Canonical text, used in messages and for equality: "mma_acc(128x128, warps 2x2)".
   virtual std::string ToString() const = 0;
   bool operator==(const FragmentLayout& o) const { return ToString() == o.ToString(); }
@@ -195,6 +198,36 @@ class VectorLayout : public FragmentLayout {
 
  private:
   int64_t length_, threads_, vec_;
+};
+
+/// A layout held by threads first .. first + inner.num_threads() - 1 only: those of a branch
+/// on a range of whole warps (`else:` of `if tx < 32:`), numbered from the range's first.
+/// Every other method is the inner layout's.
+class ThreadRangeLayout : public FragmentLayout {
+ public:
+  ThreadRangeLayout(FragmentLayoutRef inner, int64_t first) : inner_(std::move(inner)), first_(first) {}
+  int64_t m() const override { return inner_->m(); }
+  int64_t n() const override { return inner_->n(); }
+  bool is_rows() const override { return inner_->is_rows(); }
+  int64_t num_threads() const override { return inner_->num_threads(); }
+  int64_t num_local() const override { return inner_->num_local(); }
+  FragmentLayoutRef Rows() const override;
+  FragmentLayoutRef Columns() const override;
+  ir::Expr RowLocal(const ir::Expr& local) const override { return inner_->RowLocal(local); }
+  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
+  int64_t row_lanes() const override { return inner_->row_lanes(); }
+  int64_t row_warps() const override { return inner_->row_warps(); }
+  ir::Expr RowWarp(const ir::Expr& thread) const override;
+  int64_t regs_per_row() const override { return inner_->regs_per_row(); }
+  ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override { return inner_->RowReg(row_local, q); }
+  int64_t vec() const override { return inner_->vec(); }
+  bool whole_columns() const override { return inner_->whole_columns(); }
+  int64_t first_thread() const override { return first_; }
+  std::string ToString() const override;
+
+ private:
+  FragmentLayoutRef inner_;
+  int64_t first_;
 };
 
 /// XOR swizzle of a row-major shared tile in 16-byte chunks: with rows of R bytes (a power

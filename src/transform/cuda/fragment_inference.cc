@@ -122,6 +122,7 @@ void Propagate(FragmentLayoutInference& inference, const ir::Stmt& body) {
 }
 
 FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& arch, WgmmaOptions wgmma,
+                          bool range_tiles,
                           std::unordered_map<const BufferNode*, layout::WarpPartition>* preferred,
                           std::unordered_map<const BufferNode*, SplitRequest>* requests) {
   FragmentLayoutInference inference(threads, arch, wgmma);
@@ -138,7 +139,7 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
   // registers (element-wise work, row reductions, copies): a strip layout whose rows
   // split into vector-wide chunks, so copies are coalesced vector accesses.
   // A group read across its rows (F[s, j]) gets whole columns per thread.
-  std::vector<RegisterTileGroup> groups = RegisterTileGroups(body);
+  std::vector<RegisterTileGroup> groups = RegisterTileGroups(body, range_tiles);
   for (const auto& group : groups) {
     bool free = true;
     for (const Buffer& b : group.members) {
@@ -148,15 +149,18 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
     const Buffer& first = group.members[0];
     int64_t m = 0, n = 0;
     AsConstInt(first->shape[0], &m);
+    // (a group used only under a branch on a range of warps: over those threads)
+    int64_t over = group.threads ? group.threads->hi - group.threads->lo : threads;
     layout::FragmentLayoutRef own;
     if (first->shape.size() == 1) {
-      own = layout::VectorLayout::Choose(m, threads);
+      own = layout::VectorLayout::Choose(m, over);
     } else {
       AsConstInt(first->shape[1], &n);
-      own = group.whole_columns ? layout::RowStripLayout::ChooseWholeColumns(m, n, threads)
-                                : layout::RowStripLayout::Choose(m, n, threads);
+      own = group.whole_columns ? layout::RowStripLayout::ChooseWholeColumns(m, n, over)
+                                : layout::RowStripLayout::Choose(m, n, over);
     }
     if (!own) continue;
+    if (group.threads) own = std::make_shared<layout::ThreadRangeLayout>(own, group.threads->lo);
     for (const Buffer& b : group.members) inference.Assign(b, own, "element-wise use (no T.gemm)", Span{});
   }
   // A tile read as F[s, j] under a vector's nest needs that vector in registers as its
@@ -218,14 +222,15 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
 
 }  // namespace
 
-FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch, WgmmaOptions wgmma) {
+FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch, WgmmaOptions wgmma,
+                                     bool range_tiles) {
   // A T.Parallel over two GEMM accumulators of one shape needs them split over the warps
   // alike; when their GEMMs chose differently, inference runs again with the split the loop
   // asked for given to the GEMM (on mma.sync when it is not the wgmma split).
   std::unordered_map<const BufferNode*, layout::WarpPartition> preferred;
   std::unordered_map<const BufferNode*, SplitRequest> requests;
   for (int attempt = 0;; ++attempt) {
-    FragmentLayouts out = InferOnce(body, threads, arch, wgmma, &preferred, &requests);
+    FragmentLayouts out = InferOnce(body, threads, arch, wgmma, range_tiles, &preferred, &requests);
     if (requests.empty()) return out;
     if (attempt == 3) TL_USER_ERROR(requests.begin()->second.span) << requests.begin()->second.why;
     for (auto& [b, req] : requests) preferred[b] = req.warps;

@@ -83,6 +83,6 @@ struct FragmentLayouts {
 /// ("" when unknown: no arch-specific instruction is chosen).
 /// wgmma: the optional wgmma paths the pass configs allow (WgmmaOptionsOf).
 FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const std::string& arch,
-                                     WgmmaOptions wgmma = {});
+                                     WgmmaOptions wgmma = {}, bool range_tiles = false);
 
 }  // namespace tl::transform::cuda

@@ -22,7 +22,7 @@ namespace tl::transform::fragments {
 Stmt FragmentRewriter::Mutate_(const CopyOp* op, const Stmt& self) {
   auto s = regs_.find(op->src.buffer.get()), d = regs_.find(op->dst.buffer.get());
   if (s == regs_.end() && d == regs_.end()) return IRMutator::Mutate_(op, self);
-  RefuseUnderThreadBranch(self, "T.copy");
+  RefuseUnderThreadBranch(self, "T.copy", {s == regs_.end() ? nullptr : &s->second, d == regs_.end() ? nullptr : &d->second});
   if (s != regs_.end() && d != regs_.end() && !CoversWholeBuffer(op->dst)) {
     TL_USER_ERROR(op->span) << "T.copy into part of register fragment " << op->dst.buffer->name
                             << " is not supported (a fragment is spread over the threads as a whole); copy "
@@ -154,7 +154,7 @@ Stmt FragmentRewriter::TileToRegs(const RegFragment& rf, const Region& tile, con
 Stmt FragmentRewriter::Mutate_(const FillOp* op, const Stmt& self) {
   auto it = regs_.find(op->dst.buffer.get());
   if (it == regs_.end()) return IRMutator::Mutate_(op, self);
-  RefuseUnderThreadBranch(self, "T.fill");
+  RefuseUnderThreadBranch(self, "T.fill", {&it->second});
   if (CoversWholeBuffer(op->dst)) return FillRegs(it->second, op->value, op->span);
   return FillPartOfRegs(it->second, MutateRegion(op->dst), op->value, op->span);
 }

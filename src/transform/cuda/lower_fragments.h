@@ -17,6 +17,7 @@
 #include "tl/layout/fragment.h"
 #include "tl/transform/pass.h"
 #include "../region_util.h"
+#include "../thread_range.h"
 #include "fragment_inference.h"
 
 namespace tl::transform::fragments {
@@ -46,6 +47,8 @@ class FragmentRewriter : public IRMutator {
         tx_(std::move(tx)), ctx_(ctx) {}
   /// The kernel being rewritten (where per-thread fragments are looked for).
   Stmt kernel_body;
+  /// The block's thread count (to tell which threads a branch on the thread index selects).
+  int64_t threads = 0;
 
  protected:
   Stmt Mutate_(const Allocate* op, const Stmt& self) override;
@@ -86,7 +89,9 @@ class FragmentRewriter : public IRMutator {
   /// A tile op on register fragments (or a tensor-core GEMM) under a condition on the
   /// thread index is refused: a fragment is spread over all the block's threads, so the
   /// threads that take the branch hold only part of it.
-  void RefuseUnderThreadBranch(const Stmt& op, const char* what);
+  /// A copy or fill of fragments laid out over exactly the threads of the branch it runs in
+  /// (layout::ThreadRangeLayout, "tl.range_register_tiles") is not refused.
+  void RefuseUnderThreadBranch(const Stmt& op, const char* what, std::vector<const RegFragment*> frags = {});
   Stmt Mutate_(const GemmOp* op, const Stmt& self) override;
   /// T.wait_wgmma (kWgmmaWait): the wait, then the in-flight accumulators pinned.
   Stmt Mutate_(const Evaluate* op, const Stmt& self) override;
@@ -188,6 +193,11 @@ class FragmentRewriter : public IRMutator {
   std::optional<std::unordered_set<const BufferNode*>> off_atom_tiles_;
   PassContext& ctx_;
   int thread_branch_ = 0;                       ///< depth of branches on the thread index
+  /// The threads running the statement being rewritten: known when every enclosing branch on
+  /// the thread index selects a range, then `range_` (the block's threads at the top).
+  bool range_known_ = true;
+  std::optional<ThreadRange> range_;
+  std::unordered_set<const Var*> tx_aliases_;   ///< lets bound to the thread index itself
   std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread
   std::unordered_map<const BufferNode*, RegFragment> regs_;
   /// Accumulators of the kernel's T.wgmma_gemm calls (found at the first T.wait_wgmma).

@@ -74,11 +74,25 @@ class CandidateFinder : public IRVisitor {
     IRVisitor::Visit_(op);
   }
 
-  // Work under a branch that only part of the block's threads take: a register layout is
-  // spread over all of them, so the threads outside the branch would hold elements nobody
-  // computes (or reads). Such fragments stay in shared memory, where the work is spread over
-  // the branch's threads.
-  int partial_branch_ = 0;
+  // Work under a branch that only part of the block's threads take: a layout over all of
+  // them would leave the elements of the threads outside the branch uncomputed. With
+  // `range_tiles`, a fragment whose every use is under one range of whole warps is laid out
+  // over that range's threads (ThreadRangeLayout); otherwise it stays in shared memory,
+  // where the work is spread over the branch's threads.
+
+ public:
+  bool range_tiles = false;
+  /// The threads that run the statement being visited: all, a range, or unknown (a
+  /// thread-dependent condition that is no range).
+  struct Threads {
+    bool known = true;
+    ThreadRange range;
+  };
+  Threads current_;
+  /// Each candidate's threads, from its first use (a later use on others rejects it).
+  std::unordered_map<const BufferNode*, ThreadRange> range_of;
+
+ protected:
   std::unordered_set<const Var*> thread_vars_, aliases_;
 
   bool OnThread(const Expr& e) const {
@@ -99,21 +113,43 @@ class CandidateFinder : public IRVisitor {
       const Var* v = As<Var>(e);
       return v && (v == tx || aliases_.count(v));
     };
-    std::optional<ThreadRange> range = ThreadRangeOf(op->cond, is_thread, threads);
-    bool then_all = range && range->lo <= 0 && range->hi >= threads;
-    bool else_all = range && range->Empty();
+    std::optional<ThreadRange> then_range = ThreadRangeOf(op->cond, is_thread, threads);
+    std::optional<ThreadRange> else_range;
+    if (then_range) else_range = ComplementRange(*then_range, threads);
     Visit(op->cond);
-    partial_branch_ += !then_all;
+    Threads outer = current_;
+    auto within = [&](const std::optional<ThreadRange>& r) {
+      Threads t = outer;
+      if (!r) {
+        t.known = false;
+      } else {
+        t.range = ThreadRange{std::max(outer.range.lo, r->lo), std::min(outer.range.hi, r->hi)};
+      }
+      return t;
+    };
+    current_ = within(then_range);
     Visit(op->then_case);
-    partial_branch_ -= !then_all;
     if (op->else_case) {
-      partial_branch_ += !else_all;
+      current_ = within(else_range);
       Visit(op->else_case);
-      partial_branch_ -= !else_all;
     }
+    current_ = outer;
   }
+  /// Notes a use of `b` by the threads running it now.
+  void NoteThreads(const Buffer& b) {
+    if (!IsCandidate(b)) return;
+    const ThreadRange& r = current_.range;
+    bool all = current_.known && r.lo <= 0 && r.hi >= threads;
+    bool whole_warps = r.lo % 32 == 0 && (r.hi - r.lo) % 32 == 0 && r.hi > r.lo;
+    if (!current_.known || (!all && !(range_tiles && whole_warps))) return Reject(b);
+    ThreadRange use = all ? ThreadRange{0, threads} : r;
+    auto [it, fresh] = range_of.emplace(b.get(), use);
+    if (!fresh && (it->second.lo != use.lo || it->second.hi != use.hi)) Reject(b);
+  }
+  /// Reductions and atomics run on the whole block's threads only.
   void RejectUnderPartialBranch(const Buffer& b) {
-    if (partial_branch_ > 0) Reject(b);
+    const ThreadRange& r = current_.range;
+    if (!current_.known || r.lo > 0 || r.hi < threads) Reject(b);
   }
 
   // Element accesses outside a T.Parallel nest over the tile's shape.
@@ -145,7 +181,7 @@ class CandidateFinder : public IRVisitor {
     std::vector<Buffer> column_tiles;  // tiles a one-loop nest reads as F[s, j]
     ForEachExpr(loops.back()->body, [&](const Expr& e) {
       if (const auto* load = As<BufferLoad>(e)) {
-        RejectUnderPartialBranch(load->buffer);
+        NoteThreads(load->buffer);
         if (IsColumnRead(load, loops, extents)) {
           column_tiles.push_back(load->buffer);
           return;
@@ -205,7 +241,7 @@ class CandidateFinder : public IRVisitor {
     } stores;
     stores.Visit(s);
     for (const BufferStore* st : stores.found) {
-      RejectUnderPartialBranch(st->buffer);
+      NoteThreads(st->buffer);
       Access(st->buffer, st->indices, loops, extents, first);
       if (IsFragmentBuffer(st->buffer)) fragments->push_back(st->buffer);
     }
@@ -235,8 +271,8 @@ class CandidateFinder : public IRVisitor {
   }
 
   void Visit_(const CopyOp* op) override {
-    RejectUnderPartialBranch(op->src.buffer);
-    RejectUnderPartialBranch(op->dst.buffer);
+    NoteThreads(op->src.buffer);
+    NoteThreads(op->dst.buffer);
     for (const Region* r : {&op->src, &op->dst}) {
       const Region& other = r == &op->src ? op->dst : op->src;
       if (IsVectorCandidate(r->buffer)) {
@@ -254,7 +290,7 @@ class CandidateFinder : public IRVisitor {
   }
 
   void Visit_(const FillOp* op) override {
-    RejectUnderPartialBranch(op->dst.buffer);
+    NoteThreads(op->dst.buffer);
     // A part of the tile is filled register by register (FillPartOfRegs), over both dimensions.
     if (op->dst.ranges.size() != op->dst.buffer->shape.size()) Reject(op->dst.buffer);
     IRVisitor::Visit_(op);
@@ -297,12 +333,20 @@ class CandidateFinder : public IRVisitor {
 
 }  // namespace
 
-std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body) {
+std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body, bool range_tiles) {
   CandidateFinder finder;
   ThreadBinding tb = GetThreadBinding(body, "cuda-lower-fragments");
   finder.tx = tb.tx.get();
   finder.threads = tb.threads;
+  finder.range_tiles = range_tiles;
+  finder.current_.range = ThreadRange{0, tb.threads};
   finder.Visit(body);
+  // A group's members run on the same threads (those of its first member's uses).
+  std::unordered_map<const BufferNode*, ThreadRange> group_range;
+  for (const auto& [b, r] : finder.range_of) {
+    auto [it, fresh] = group_range.emplace(finder.Find(b), r);
+    if (!fresh && (it->second.lo != r.lo || it->second.hi != r.hi)) finder.bad.insert(b);
+  }
   std::unordered_set<const BufferNode*> bad_roots;
   for (const BufferNode* b : finder.bad) bad_roots.insert(finder.Find(b));
   // A tile read across its rows in a nest that a vector leads stays out with that vector.
@@ -328,6 +372,10 @@ std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body) {
     if (fresh) groups.emplace_back();
     groups[it->second].members.push_back(b);
     groups[it->second].whole_columns |= finder.column_reads.count(b.get()) > 0;
+    auto range = group_range.find(root);
+    if (range != group_range.end() && (range->second.lo > 0 || range->second.hi < tb.threads)) {
+      groups[it->second].threads = range->second;
+    }
     auto leaders = finder.column_leaders.find(b.get());
     if (leaders != finder.column_leaders.end()) {
       auto& out = groups[it->second].column_leaders;

@@ -2,8 +2,10 @@
 /// \file Which fragments no T.gemm constrains can still live in registers.
 #pragma once
 
+#include <optional>
 #include <vector>
 
+#include "../thread_range.h"
 #include "tl/ir/stmt.h"
 
 namespace tl::transform::cuda {
@@ -26,10 +28,17 @@ namespace tl::transform::cuda {
 struct RegisterTileGroup {
   std::vector<ir::Buffer> members;
   bool whole_columns = false;
+  /// Set when every use runs under a branch on one range of whole warps (with
+  /// `range_tiles`): the members are laid out over those threads only.
+  std::optional<ThreadRange> threads;
   /// Vectors leading one-loop nests that read members as F[s, j]: the members are register
   /// tiles only if these vectors are, laid out as the members' columns.
   std::vector<ir::Buffer> column_leaders;
 };
-std::vector<RegisterTileGroup> RegisterTileGroups(const ir::Stmt& body);
+///
+/// Fragments used under a branch that only part of the block's threads take stay out
+/// (a layout over all threads would leave elements uncomputed), unless `range_tiles`
+/// ("tl.range_register_tiles") and the branch is a range of whole warps (`threads`).
+std::vector<RegisterTileGroup> RegisterTileGroups(const ir::Stmt& body, bool range_tiles = false);
 
 }  // namespace tl::transform::cuda
