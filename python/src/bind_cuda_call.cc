@@ -76,7 +76,7 @@ class CudaCallPlan {
                int device_index, nb::object stream_fn, nb::list inputs, nb::list outputs,
                std::vector<int64_t> dim_max, std::vector<int> dynamic_args, std::string kinds,
                std::vector<int64_t> grid, nb::object grid_fn, std::vector<int64_t> block,
-               int64_t shared_bytes, nb::object fallback)
+               int64_t shared_bytes, nb::object fallback, std::vector<int> aligned_dims, int64_t alignment)
       : module_obj_(module),
         module_(nb::cast<CudaModule*>(module)),
         tensor_type_(tensor_type),
@@ -91,7 +91,13 @@ class CudaCallPlan {
         grid_fn_(grid_fn),
         shared_(static_cast<uint32_t>(shared_bytes)),
         fallback_(fallback),
+        aligned_dims_(std::move(aligned_dims)),
+        alignment_(alignment),
         empty_kwnames_(nb::make_tuple("dtype", "device")) {
+    if (alignment_ < 1) throw nb::value_error("alignment must be at least 1");
+    for (int d : aligned_dims_) {
+      if (d < 0 || static_cast<size_t>(d) >= dim_max_.size()) throw nb::value_error("aligned dimension out of range");
+    }
     for (nb::handle h : inputs) {
       nb::tuple t = nb::cast<nb::tuple>(h);
       InputSpec s;
@@ -139,29 +145,23 @@ class CudaCallPlan {
         return fallback_;
       }
     }
+    // The kernel was compiled for sizes that are multiples of alignment_ (tl.dynamic_alignment):
+    // other sizes run the general variant, which the Python path has.
+    for (int d : aligned_dims_) {
+      if (dims[d] < 0 || dims[d] % alignment_ != 0) return fallback_;
+    }
     for (size_t d = 0; d < dynamic_args_.size(); ++d) {
       int64_t v = dims[d];
       if (v < 0) return fallback_;  // (not bound by an input: the Python path says why)
       int slot = dynamic_args_[d];
       values[slot] = kinds_[slot] == 'i' ? CudaArg::I32(static_cast<int32_t>(v)) : CudaArg::I64(v);
     }
-    nb::object result = nb::none();
-    nb::list many;
-    size_t n_returned = 0;
-    std::vector<nb::object> workspaces;  // kept until the launch is queued
+    std::vector<nb::object> returned, workspaces;  // (workspaces: kept until the launch is queued)
     for (const OutputSpec& s : outputs_) {
       nb::object out = Allocate(s, dims);
-      PyObject* ptr = PyObject_CallMethodNoArgs(out.ptr(), AttrNames().data_ptr);
-      nb::object ptr_obj = Steal(ptr);
-      values[s.slot] = CudaArg::Ptr(PyLong_AsUnsignedLongLong(ptr));
-      if (!s.returned) {
-        workspaces.push_back(std::move(out));
-      } else if (n_returned++ == 0) {
-        result = std::move(out);
-      } else {
-        if (n_returned == 2) many.append(result);
-        many.append(out);
-      }
+      nb::object ptr = Steal(PyObject_CallMethodNoArgs(out.ptr(), AttrNames().data_ptr));
+      values[s.slot] = CudaArg::Ptr(PyLong_AsUnsignedLongLong(ptr.ptr()));
+      (s.returned ? returned : workspaces).push_back(std::move(out));
     }
     std::array<uint32_t, 3> grid = grid_;
     if (grid_fn_.is_valid() && !grid_fn_.is_none()) {
@@ -176,7 +176,11 @@ class CudaCallPlan {
       nb::gil_scoped_release release;
       module_->Launch(grid, block_, shared_, stream, values);
     }
-    return n_returned > 1 ? nb::object(many) : result;
+    if (returned.empty()) return nb::none();
+    if (returned.size() == 1) return returned[0];
+    nb::list many;
+    for (const nb::object& o : returned) many.append(o);
+    return many;
   }
 
  private:
@@ -292,6 +296,8 @@ class CudaCallPlan {
   std::array<uint32_t, 3> grid_{}, block_{};
   uint32_t shared_;
   nb::object fallback_;
+  std::vector<int> aligned_dims_;  ///< dynamic sizes the kernel assumes are multiples of alignment_
+  int64_t alignment_ = 1;
   nb::tuple empty_kwnames_;
 };
 
@@ -301,10 +307,10 @@ void BindCudaCallPlan(nb::module_& m) {
   nb::class_<CudaCallPlan>(m, "CudaCallPlan")
       .def(nb::init<nb::object, nb::object, nb::object, nb::object, int, nb::object, nb::list, nb::list,
                     std::vector<int64_t>, std::vector<int>, std::string, std::vector<int64_t>, nb::object,
-                    std::vector<int64_t>, int64_t, nb::object>(),
+                    std::vector<int64_t>, int64_t, nb::object, std::vector<int>, int64_t>(),
            "module"_a, "tensor_type"_a, "empty"_a, "device"_a, "device_index"_a, "stream_fn"_a, "inputs"_a,
            "outputs"_a, "dim_max"_a, "dynamic_args"_a, "kinds"_a, "grid"_a, "grid_fn"_a.none(), "block"_a,
-           "shared_bytes"_a, "fallback"_a,
+           "shared_bytes"_a, "fallback"_a, "aligned_dims"_a = std::vector<int>{}, "alignment"_a = 1,
            "The per-call path of one kernel (see bind_cuda_call.cc); built by jit/cuda_backend.py.")
       .def("__call__", &CudaCallPlan::Call, "args"_a,
            "Runs the kernel on the argument tuple; returns the plan's fallback object when the "

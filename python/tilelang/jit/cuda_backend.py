@@ -71,6 +71,7 @@ class CudaBackend:
     def __init__(self, kernel, arch, pass_configs, flags, verbose, general=False):
         """general=True: the variant without an alignment promise (see general())."""
         self.kernel = kernel
+        self._is_general = general
         if arch is None:
             arch = default_arch()
         self.arch = arch
@@ -207,18 +208,24 @@ class CudaBackend:
         index = self._device.index
         self._stream = (lambda: get_raw(index)) if get_raw else (lambda: torch.cuda.current_stream().cuda_stream)
         # From the next call on, the kernel's ordinary calls skip this file (JITKernel.__call__).
-        self.kernel._call_plan = self._call_plan(torch, get_raw) if get_raw else None
+        # (Not the general variant's: the plan runs the aligned one and hands other sizes back.)
+        if not self._is_general and get_raw:
+            try:
+                self.kernel._call_plan = self._call_plan(torch, get_raw)
+            except (TypeError, ValueError) as e:  # (an extension built from other sources)
+                self.kernel._call_plan = None
+                self.remarks.append(f"calls take the Python path: the C++ call plan could not be built ({e})")
 
     def _call_plan(self, torch, get_raw):
         """The per-call path in C++ (_tl.CudaCallPlan, python/src/bind_cuda_call.cc) for this
-        kernel, or None when a call needs what only this file does (alignment variants,
-        assumption checks, several launches, strided or packed tensors, raw pointers). The plan
-        returns CALL_FALLBACK for any call it does not take as it is; call() then runs."""
+        kernel, or None when a call needs what only this file does (assumption checks, several
+        launches, strided or packed tensors, raw pointers). The plan returns CALL_FALLBACK for
+        any call it does not take as it is (sizes off the alignment promise too: the general
+        variant is this file's); call() then runs."""
         import numpy as np
 
         k = self.kernel
-        if (self._align > 1 or k._assume_checks or self._more_launches or any(self._grid_params)
-                or not hasattr(_tl, "CudaCallPlan")):
+        if k._assume_checks or self._more_launches or any(self._grid_params) or not hasattr(_tl, "CudaCallPlan"):
             return None
         names = list(self._dyn_names)
         dim_max = {}
@@ -250,23 +257,23 @@ class CudaBackend:
                     inputs.append((letter, i, None, [], int(info.min), int(info.max)))
                 else:
                     return None
-            bound = set(names)  # every size an input's shape gives
+            given = set(dim_max)  # the sizes the inputs' shapes give
+            if any(name not in given for name in list(self._dyn_names) + list(self._align_dims)):
+                return None  # a size no input tensor gives
             outputs = []
             for i, dtype, _shape, p_dims, returned, pack in self._out:
-                if pack != 1 or any(isinstance(d, str) and d not in bound for d in p_dims):
+                if pack != 1 or any(isinstance(d, str) and d not in given for d in p_dims):
                     return None
-                outputs.append((i, dtype, [code(d, k.params[i]) if isinstance(d, str) else code(d, None)
-                                           for d in p_dims], returned))
+                outputs.append((i, dtype, [code(d, k.params[i]) for d in p_dims], returned))
         except LookupError:
             return None
-        if any(name not in dim_max for name in self._dyn_names):
-            return None  # a size no input tensor gives
         n_params = len(k.params)
         dynamic_args = list(range(n_params, n_params + len(self._dyn_names)))
         grid, grid_fn = ([1], self.src.grid) if self._dyn_names else (list(self._static_grid()), None)
         return _tl.CudaCallPlan(self._module, torch.Tensor, torch.empty, self._device, self._device.index,
                                 get_raw, inputs, outputs, [dim_max[n] for n in names], dynamic_args, self._kinds,
-                                grid, grid_fn, self._block, self._shared, _kernel.CALL_FALLBACK)
+                                grid, grid_fn, self._block, self._shared, _kernel.CALL_FALLBACK,
+                                [names.index(n) for n in self._align_dims], self._align)
 
     def call(self, args):
         k = self.kernel
