@@ -154,13 +154,13 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   current_.clear();
   column_reads_.clear();
   FragmentLayoutRef columns = lay.whole_columns() && at->indices.size() == 2 ? lay.Columns() : nullptr;
+  std::vector<const Var*> nest_vars;
+  for (const For* loop : nest.loops) nest_vars.push_back(loop->var.get());
   for (const auto& [buf, rf] : regs_) {
     // A vector leads the nest: a tile whose columns it matches is read as F[s, j] at its
     // register's column.
     if (lay.is_rows() && at->indices.size() == 1 && rf.layout->whole_columns() && *rf.layout->Columns() == lay) {
-      std::vector<const Var*> vars;
-      for (const For* loop : nest.loops) vars.push_back(loop->var.get());
-      column_reads_[buf] = ColumnReads{at->indices[0], l, rf.layout->regs_per_row(), vars};
+      column_reads_[buf] = ColumnReads{at->indices[0], l, rf.layout->regs_per_row(), nest_vars};
     }
     if (*rf.layout == lay) current_[buf] = {at->indices, l};
     if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{at->indices[0]}, lay.RowLocal(l)};
@@ -168,11 +168,7 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
     // (whole columns: register row * per_row + q holds column q's element of that row)
     Expr in_row = FloorMod(l, MakeInt(lay.regs_per_row()));
     if (*rf.layout == *columns) current_[buf] = {{at->indices[1]}, in_row};
-    if (*rf.layout == lay) {
-      std::vector<const Var*> vars;
-      for (const For* loop : nest.loops) vars.push_back(loop->var.get());
-      column_reads_[buf] = ColumnReads{at->indices[1], in_row, lay.regs_per_row(), vars};
-    }
+    if (*rf.layout == lay) column_reads_[buf] = ColumnReads{at->indices[1], in_row, lay.regs_per_row(), nest_vars};
   }
   Stmt body = Mutate(nest.body);
   current_.clear();

@@ -88,7 +88,7 @@ class CandidateFinder : public IRVisitor {
     bool known = true;
     ThreadRange range;
   };
-  Threads current_;
+  Threads running;
   /// Each candidate's threads, from its first use (a later use on others rejects it).
   std::unordered_map<const BufferNode*, ThreadRange> range_of;
 
@@ -117,7 +117,7 @@ class CandidateFinder : public IRVisitor {
     std::optional<ThreadRange> else_range;
     if (then_range) else_range = ComplementRange(*then_range, threads);
     Visit(op->cond);
-    Threads outer = current_;
+    Threads outer = running;
     auto within = [&](const std::optional<ThreadRange>& r) {
       Threads t = outer;
       if (!r) {
@@ -127,29 +127,29 @@ class CandidateFinder : public IRVisitor {
       }
       return t;
     };
-    current_ = within(then_range);
+    running = within(then_range);
     Visit(op->then_case);
     if (op->else_case) {
-      current_ = within(else_range);
+      running = within(else_range);
       Visit(op->else_case);
     }
-    current_ = outer;
+    running = outer;
   }
   /// Notes a use of `b` by the threads running it now.
   void NoteThreads(const Buffer& b) {
     if (!IsCandidate(b)) return;
-    const ThreadRange& r = current_.range;
-    bool all = current_.known && r.lo <= 0 && r.hi >= threads;
+    const ThreadRange& r = running.range;
+    bool all = running.known && r.lo <= 0 && r.hi >= threads;
     bool whole_warps = r.lo % 32 == 0 && (r.hi - r.lo) % 32 == 0 && r.hi > r.lo;
-    if (!current_.known || (!all && !(range_tiles && whole_warps))) return Reject(b);
+    if (!running.known || (!all && !(range_tiles && whole_warps))) return Reject(b);
     ThreadRange use = all ? ThreadRange{0, threads} : r;
     auto [it, fresh] = range_of.emplace(b.get(), use);
     if (!fresh && (it->second.lo != use.lo || it->second.hi != use.hi)) Reject(b);
   }
   /// Reductions and atomics run on the whole block's threads only.
   void RejectUnderPartialBranch(const Buffer& b) {
-    const ThreadRange& r = current_.range;
-    if (!current_.known || r.lo > 0 || r.hi < threads) Reject(b);
+    const ThreadRange& r = running.range;
+    if (!running.known || r.lo > 0 || r.hi < threads) Reject(b);
   }
 
   // Element accesses outside a T.Parallel nest over the tile's shape.
@@ -339,7 +339,7 @@ std::vector<RegisterTileGroup> RegisterTileGroups(const Stmt& body, bool range_t
   finder.tx = tb.tx.get();
   finder.threads = tb.threads;
   finder.range_tiles = range_tiles;
-  finder.current_.range = ThreadRange{0, tb.threads};
+  finder.running.range = ThreadRange{0, tb.threads};
   finder.Visit(body);
   // A group's members run on the same threads (those of its first member's uses).
   std::unordered_map<const BufferNode*, ThreadRange> group_range;
