@@ -5,8 +5,8 @@
 /// a fragment with a layout becomes `num_local` registers per thread; T.Parallel nests
 /// over it become loops over each thread's own registers, and copies, fills, reductions
 /// and GEMMs address the registers (fragment_tile_ops.cc, fragment_reduce.cc,
-/// fragment_gemm.cc; this file places fragments and rewrites element accesses and T.Parallel
-/// nests). Fragments without a layout are kept in shared memory
+/// fragment_gemm.cc; branches on the thread index, fragment_branches.cc; this file places
+/// fragments and rewrites element accesses and T.Parallel nests). Fragments without a layout are kept in shared memory
 /// (a reported decision), where every tile op works on them as on shared tiles, except
 /// small ones used as per-thread scalars, of which each thread holds a copy
 /// (per_thread_fragments.h).
@@ -486,65 +486,6 @@ Stmt FragmentRewriter::PrintRegisterTile(const For* op) {
   ctx_.remarks.push_back("T.print of register fragment " + load->buffer->name +
                          ": each thread prints the elements it holds");
   return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, print, {}, op->span);
-}
-
-Stmt FragmentRewriter::Mutate_(const IfThenElse* op, const Stmt& self) {
-  bool on_thread = UsesVar(op->cond, [&](const Var* v) { return v == tx_.get() || thread_vars_.count(v) > 0; });
-  if (!on_thread) return IRMutator::Mutate_(op, self);
-  // The threads each branch runs on (ThreadRangeLayout fragments work there).
-  auto is_thread = [&](const Expr& e) {
-    const auto* v = As<Var>(e);
-    return v && (v == tx_.get() || tx_aliases_.count(v));
-  };
-  ThreadRange all{0, threads};
-  std::optional<ThreadRange> then_range = threads > 0 ? ThreadRangeOf(op->cond, is_thread, threads) : std::nullopt;
-  std::optional<ThreadRange> else_range;
-  if (then_range) else_range = ComplementRange(*then_range, threads);
-  bool outer_known = range_known_;
-  std::optional<ThreadRange> outer = range_;
-  auto enter = [&](const std::optional<ThreadRange>& r) {
-    range_known_ = outer_known && r.has_value();
-    if (range_known_) {
-      ThreadRange o = outer.value_or(all);
-      range_ = ThreadRange{std::max(o.lo, r->lo), std::min(o.hi, r->hi)};
-    }
-  };
-  ++thread_branch_;
-  Expr cond = Mutate(op->cond);
-  enter(then_range);
-  Stmt then_case = Mutate(op->then_case);
-  Stmt else_case;
-  if (op->else_case) {
-    enter(else_range);
-    else_case = Mutate(op->else_case);
-  }
-  range_known_ = outer_known;
-  range_ = outer;
-  --thread_branch_;
-  return IfThenElse::Make(cond, then_case, else_case, op->span);
-}
-
-Stmt FragmentRewriter::Mutate_(const LetStmt* op, const Stmt& self) {
-  const auto* v = As<Var>(op->value);
-  if (v && (v == tx_.get() || tx_aliases_.count(v))) tx_aliases_.insert(op->var.get());
-  if (UsesVar(op->value, [&](const Var* v) { return v == tx_.get() || thread_vars_.count(v) > 0; })) {
-    thread_vars_.insert(op->var.get());
-  }
-  return IRMutator::Mutate_(op, self);
-}
-
-void FragmentRewriter::RefuseUnderThreadBranch(const Stmt& op, const char* what, std::vector<const RegFragment*> frags) {
-  if (thread_branch_ == 0) return;
-  // Fragments laid out over exactly the threads running this statement.
-  bool own_threads = !frags.empty() && range_known_ && range_;
-  for (const RegFragment* rf : frags) {
-    own_threads &= rf == nullptr || (rf->layout->first_thread() == range_->lo &&
-                                     rf->layout->first_thread() + rf->layout->num_threads() == range_->hi);
-  }
-  if (own_threads) return;
-  TL_USER_ERROR(op->span) << what << " on a register fragment under a condition on the thread index: a fragment is "
-                          << "spread over all the block's threads, so the threads that take the branch hold only "
-                          << "part of it; move the operation out of the condition";
 }
 
 }  // namespace fragments
