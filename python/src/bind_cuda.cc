@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "launch_dims.h"
 #include "tl/runtime/cuda_module.h"
 
 namespace nb = nanobind;
@@ -21,6 +22,7 @@ void BindCuda(nb::module_& m);
 namespace {
 
 using tl::runtime::CudaArg;
+using tl_bind::Dim3;
 using tl::runtime::ResourceUsage;
 
 nb::dict UsageDict(const ResourceUsage& u) {
@@ -31,22 +33,6 @@ nb::dict UsageDict(const ResourceUsage& u) {
   d["shared_bytes"] = u.shared_bytes;
   d["stack_bytes"] = u.stack_bytes;
   return d;
-}
-
-/// (x[, y[, z]]) -> {x, y, z}, missing dimensions being 1.
-std::array<uint32_t, 3> Dim3(const std::vector<int64_t>& v, const char* what) {
-  if (v.empty() || v.size() > 3) {
-    throw nb::value_error((std::string(what) + " must have 1 to 3 dimensions").c_str());
-  }
-  std::array<uint32_t, 3> out = {1, 1, 1};
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] < 1 || v[i] > std::numeric_limits<uint32_t>::max()) {
-      throw nb::value_error((std::string(what) + " dimensions must be positive, got " +
-                             std::to_string(v[i])).c_str());
-    }
-    out[i] = static_cast<uint32_t>(v[i]);
-  }
-  return out;
 }
 
 CudaArg ToArg(const std::string& kind, nb::handle value, size_t index) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_dims.h"
 #include "tl/runtime/cuda_module.h"
 
 namespace nb = nanobind;
@@ -31,6 +32,7 @@ namespace {
 
 using tl::runtime::CudaArg;
 using tl::runtime::CudaModule;
+using tl_bind::Dim3;
 
 /// One dimension of a declared shape: a fixed size (>= 0) or dynamic size number -(d + 1).
 using DimCode = int64_t;
@@ -184,18 +186,6 @@ class CudaCallPlan {
   }
 
  private:
-  static std::array<uint32_t, 3> Dim3(const std::vector<int64_t>& v, const char* what, bool allow_zero) {
-    if (v.empty() || v.size() > 3) throw nb::value_error((std::string(what) + " must have 1 to 3 dimensions").c_str());
-    std::array<uint32_t, 3> out = {1, 1, 1};
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] < (allow_zero ? 0 : 1) || v[i] > std::numeric_limits<uint32_t>::max()) {
-        throw nb::value_error((std::string(what) + " dimension out of range: " + std::to_string(v[i])).c_str());
-      }
-      out[i] = static_cast<uint32_t>(v[i]);
-    }
-    return out;
-  }
-
   /// A torch tensor as the kernel declares it: its address in `value`, its dynamic sizes
   /// bound in `dims`. False when it is anything else (the Python path decides).
   bool TensorArg(const InputSpec& s, PyObject* a, CudaArg* value, std::vector<int64_t>* dims) const {

@@ -153,6 +153,19 @@ def _apply_mix(first_branch):
     branch on the thread index (96 threads: 32..95 in `else:` of `tx < 32`, or 0..63 in
     `tx < 64`), with x and o fragments."""
 
+    @T.macro
+    def mix(X, w_s, O):
+        xs = T.alloc_shared((4, 256), "float32")
+        xl = T.alloc_fragment((4, 256), "float32")
+        ol = T.alloc_fragment(256, "float32")
+        T.copy(X, xs)
+        T.copy(xs, xl)
+        T.clear(ol)
+        for s in T.serial(4):
+            for j in T.Parallel(256):
+                ol[j] += w_s[s] * xl[s, j]
+        T.copy(ol, O)
+
     @T.prim_func
     def apply_mix_else(X: T.Tensor((4, 256), "float32"), W: T.Tensor((4,), "float32"),
                        O: T.Tensor((256,), "float32"), Z: T.Tensor((32,), "float32")):
@@ -163,16 +176,7 @@ def _apply_mix(first_branch):
             if tx < 32:
                 Z[tx] = 1.0
             else:
-                xs = T.alloc_shared((4, 256), "float32")
-                xl = T.alloc_fragment((4, 256), "float32")
-                ol = T.alloc_fragment(256, "float32")
-                T.copy(X, xs)
-                T.copy(xs, xl)
-                T.clear(ol)
-                for s in T.serial(4):
-                    for j in T.Parallel(256):
-                        ol[j] += w_s[s] * xl[s, j]
-                T.copy(ol, O)
+                mix(X, w_s, O)
 
     @T.prim_func
     def apply_mix_then(X: T.Tensor((4, 256), "float32"), W: T.Tensor((4,), "float32"),
@@ -182,16 +186,7 @@ def _apply_mix(first_branch):
             w_s = T.alloc_shared((4,), "float32")
             T.copy(W, w_s)
             if tx < 64:
-                xs = T.alloc_shared((4, 256), "float32")
-                xl = T.alloc_fragment((4, 256), "float32")
-                ol = T.alloc_fragment(256, "float32")
-                T.copy(X, xs)
-                T.copy(xs, xl)
-                T.clear(ol)
-                for s in T.serial(4):
-                    for j in T.Parallel(256):
-                        ol[j] += w_s[s] * xl[s, j]
-                T.copy(ol, O)
+                mix(X, w_s, O)
             else:
                 Z[tx - 64] = 1.0
 
