@@ -110,7 +110,7 @@ ACTED_ON_CUDA = {
     "tl.pipeline_early_refill": "a cp.async pipeline whose stages are read only by its first statements (copies into registers) refills each stage right after them: one more stage of loads in flight",
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
-    "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout)",
+    "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout); on by default",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next",
     "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",
     "tl.ws_consumer_registers": "registers per consumer thread after setmaxnreg (default 240; 24..256, a multiple of 8)",

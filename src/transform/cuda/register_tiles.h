@@ -38,7 +38,7 @@ struct RegisterTileGroup {
 ///
 /// Fragments used under a branch that only part of the block's threads take stay out
 /// (a layout over all threads would leave elements uncomputed), unless `range_tiles`
-/// ("tl.range_register_tiles") and the branch is a range of whole warps (`threads`).
+/// ("tl.range_register_tiles", on by default) and the branch is a range of whole warps (`threads`).
 std::vector<RegisterTileGroup> RegisterTileGroups(const ir::Stmt& body, bool range_tiles = false);
 
 }  // namespace tl::transform::cuda
