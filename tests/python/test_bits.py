@@ -1,5 +1,5 @@
-"""T.reinterpret, T.ldg32 / T.stg32 (predicated too) and T.__ldg on both targets, checked
-bit for bit; the vector forms and width mismatches are errors at the user's line."""
+"""T.reinterpret, T.ldg32 / T.stg32 (predicated too), their 64- and 128-bit vector forms and
+T.__ldg on both targets, checked bit for bit; width mismatches are errors at the user's line."""
 import numpy as np
 import pytest
 
@@ -48,6 +48,13 @@ def test_cuda_source_names_the_accesses():
     ("Y[i] = T.reinterpret(X[i], T.float16)", "differ in width"),
     ("T.stg32(Y[i], T.ldg64(X[i:i + 2]))", "vector value"),
     ("T.stg32(Y[i], T.float16(1.0))", "stores 32 bits"),
+    ("T.stg64(Y[i:i + 4], T.ldg64(X[i:i + 2]))", "moves 8 bytes; the slice spans 4 elements"),
+    ("T.stg128(Y[i:i + 4], T.ldg64(X[i:i + 2]))", "stores 128 bits; the value has 64"),
+    ("T.stg64(Y[i:i + 2], X[i])", "stores a 64-bit vector value"),
+    ("Y[i:i + 2] = T.reinterpret(T.ldg64(X[i:i + 2]), T.float32x4)", "cannot be read as float32x4"),
+    ("Y[i:i + 2] = T.reinterpret(X[i], T.float32x2)", "takes a vector value"),
+    ("T.sts64(Y[i:i + 2], T.ldg64(X[i:i + 2]))", "accesses shared memory"),
+    ("v = T.ldg256(X[i:i + 8])", "needs sm_100"),
 ])
 def test_refusals_point_at_the_line(tmp_path, body, message):
     src = tmp_path / "k.py"
@@ -108,7 +115,8 @@ def test_async_copy_is_a_copy_said_in_the_remarks(rng):
 @pytest.mark.parametrize("body, message", [
     ("T.sts32(X[i], T.uint32(1))", "accesses shared memory"),
     ("T.async_copy(X[0:4], Y[0:4])", "only supports global->shared"),
-    ("Y[i] = T.reinterpret(T.lds64(X[i:i + 2]), T.float32)", "vector value"),
+    ("Y[i] = T.reinterpret(T.lds64(X[i:i + 2]), T.float32)", "T.lds64 accesses shared memory; X is in global"),
+    ("Y[i] = T.reinterpret(T.ldg64(X[i:i + 2]), T.float32)", "cannot be read as float32"),
 ])
 def test_shared_and_async_refusals(tmp_path, body, message):
     src = (
@@ -127,3 +135,47 @@ def test_shared_and_async_refusals(tmp_path, body, message):
     mod = importlib.util.module_from_spec(spec)
     with pytest.raises(TileLangCompileError, match=message):
         spec.loader.exec_module(mod)
+
+
+@T.prim_func
+def _vectors(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"), Z: T.Tensor((N,), "float32"),
+             H: T.Tensor((N,), "float16"), G: T.Tensor((N,), "float16")):
+    with T.Kernel(N // 8, threads=2) as pid:
+        tx = T.get_thread_binding()
+        S = T.alloc_shared((8,), "float32")
+        base = pid * 8 + tx * 4
+        v = T.ldg128(X[base:base + 4])
+        T.sts128(S[tx * 4:tx * 4 + 4], v)
+        T.sync_threads()
+        w = T.lds64(S[(1 - tx) * 4:(1 - tx) * 4 + 2])  # the other thread's first two
+        T.stg64(Y[base:base + 2], w)
+        Y[base + 2:base + 4] = T.reinterpret(T.ldg64(X[base + 2:base + 4], pred=pid < N // 16), T.float32x2)
+        T.stg128(Z[base:base + 4], v, pred=tx == 0)
+        h = T.reinterpret(T.ldg64(H[base:base + 4]), T.float16x4)  # four 16-bit lanes of two words
+        G[base:base + 4] = h
+
+
+def test_vector_loads_and_stores(rng):
+    """T.ldg128 / T.sts128 / T.lds64 / T.stg64 move whole vectors (their lanes in order),
+    predicated forms give zeros or skip the store, T.reinterpret views the words as lanes."""
+    x = rng.standard_normal(N).astype(np.float32)
+    h = rng.standard_normal(N).astype(np.float16)
+    y, z, g = np.full(N, np.nan, np.float32), np.full(N, np.nan, np.float32), np.zeros(N, np.float16)
+    compile_cpu(_vectors)(x, y, z, h, g)
+    want_y = np.empty(N, np.float32)
+    for pid in range(N // 8):
+        for tx in range(2):
+            base, other = pid * 8 + tx * 4, pid * 8 + (1 - tx) * 4
+            want_y[base:base + 2] = x[other:other + 2]
+            want_y[base + 2:base + 4] = x[base + 2:base + 4] if pid < N // 16 else 0
+    assert np.array_equal(y, want_y)
+    first = (np.arange(N) % 8) < 4
+    assert np.array_equal(z[first], x[first]) and np.isnan(z[~first]).all(), "the predicated store skips tx 1"
+    assert np.array_equal(g.view(np.uint16), h.view(np.uint16))
+
+
+def test_vector_accesses_in_cuda_source():
+    src = tilelang.lower(_vectors, target="cuda -arch=sm_90a").kernel_source
+    assert "alignas(16) uint32_t v[4];" in src and "tl::load_global_128((&v[0]), (&X[base]));" in src
+    assert "tl::store_shared_128(" in src and "tl::load_shared_64(" in src and "tl::store_global_64(" in src
+    assert "tl::load_global_64_conditional(" in src and "tl::store_global_128_conditional(" in src

@@ -650,7 +650,7 @@ def _last_dim_slice(ref):
     start = 0 if last.start is None else last.start
     extent = (ref.buffer.shape[-1] if last.stop is None else last.stop) - start
     if not isinstance(extent, numbers.Integral):
-        extent = as_expr(extent, "int32").node.const_value
+        extent = _tl.simplify(as_expr(extent, "int32").node).const_value  # X[i + 2:i + 4]: 2
     return outer, start, extent
 
 

@@ -201,6 +201,50 @@ TL_DEVICE uint32_t load_shared_32(const void* p) { return *static_cast<const uin
 /// Stores 32 bits at a (4-byte aligned) shared address (T.sts32).
 TL_DEVICE void store_shared_32(void* p, uint32_t v) { *static_cast<uint32_t*>(p) = v; }
 
+/// The 64- and 128-bit forms (T.ldg64 / T.stg128 / T.lds64 / ...): the value is a vector of
+/// 32-bit words held in a register array (`regs`, aligned to the access width), one vector
+/// load or store of the address (aligned to the access width too).
+template <typename V>
+TL_DEVICE void load_vector(void* regs, const void* p) {
+  *static_cast<V*>(regs) = *static_cast<const V*>(p);
+}
+template <typename V>
+TL_DEVICE void load_vector_conditional(void* regs, const void* p, bool pred) {
+  if (pred) {
+    load_vector<V>(regs, p);
+  } else {
+    *static_cast<V*>(regs) = V{};
+  }
+}
+template <typename V>
+TL_DEVICE void store_vector(void* p, const void* regs) {
+  *static_cast<V*>(p) = *static_cast<const V*>(regs);
+}
+template <typename V>
+TL_DEVICE void store_vector_conditional(void* p, const void* regs, bool pred) {
+  if (pred) store_vector<V>(p, regs);
+}
+TL_DEVICE void load_global_64(void* regs, const void* p) { load_vector<uint2>(regs, p); }
+TL_DEVICE void load_global_128(void* regs, const void* p) { load_vector<uint4>(regs, p); }
+TL_DEVICE void load_global_64_conditional(void* regs, const void* p, bool pred) {
+  load_vector_conditional<uint2>(regs, p, pred);
+}
+TL_DEVICE void load_global_128_conditional(void* regs, const void* p, bool pred) {
+  load_vector_conditional<uint4>(regs, p, pred);
+}
+TL_DEVICE void store_global_64(void* p, const void* regs) { store_vector<uint2>(p, regs); }
+TL_DEVICE void store_global_128(void* p, const void* regs) { store_vector<uint4>(p, regs); }
+TL_DEVICE void store_global_64_conditional(void* p, const void* regs, bool pred) {
+  store_vector_conditional<uint2>(p, regs, pred);
+}
+TL_DEVICE void store_global_128_conditional(void* p, const void* regs, bool pred) {
+  store_vector_conditional<uint4>(p, regs, pred);
+}
+TL_DEVICE void load_shared_64(void* regs, const void* p) { load_vector<uint2>(regs, p); }
+TL_DEVICE void load_shared_128(void* regs, const void* p) { load_vector<uint4>(regs, p); }
+TL_DEVICE void store_shared_64(void* p, const void* regs) { store_vector<uint2>(p, regs); }
+TL_DEVICE void store_shared_128(void* p, const void* regs) { store_vector<uint4>(p, regs); }
+
 }  // namespace tl
 
 // __ldg (the read-only data cache) for the library's own 16- and 8-bit floats, beside the
