@@ -1,6 +1,7 @@
 """Element copies into shared tiles in a T.Pipelined loop (`S[i, d] = X[Idx[k * BI + i], d]`,
 the sparse attention kernels' gathered rows) prefetched as 16-byte cp.async groups
-(cuda-pipeline, gather_copy.h; "tl.enable_gather_pipeline", on by default): rows an index names
+(cuda-pipeline, gather_copy.h; "tl.enable_gather_pipeline", on by default), or, outside a
+pipeline (num_stages=0), copied as such groups in place: rows an index names
 outside the tensor are zero-filled, as the guarded element copy gives. Results against numpy
 on whichever target the suite runs (the CPU target runs the loop in order; the CUDA run of
 the suite exercises the prefetch); the CUDA choices from the generated code (compile-only)."""
@@ -52,7 +53,7 @@ def reference(x, idx, BI, D, tail):
     return out
 
 
-@pytest.mark.parametrize("stages, tail", [(2, False), (3, False), (2, True)])
+@pytest.mark.parametrize("stages, tail", [(2, False), (3, False), (2, True), (0, True)])
 def test_gathered_rows_match_numpy(rng, stages, tail):
     rows, D, topk, BI = 300, 128, 256, 32
     x = rng.standard_normal((rows, D + (64 if tail else 0))).astype(np.float16)
@@ -67,7 +68,15 @@ def test_the_copies_become_cp_async_groups_unless_turned_off():
     k = tilelang.lower(gather_sum(tail=True), target="cuda -arch=sm_90a")
     remarks = "\n".join(k.remarks)
     assert "2-stage cp.async pipeline over 0 copies and 2 element copies" in remarks, remarks
-    assert k.kernel_source.count("tl::cp_async_zfill_16(") == 4, k.kernel_source  # prologue + next, two tiles
+    # two stages in flight: both loaded before the loop, each refilled at the end of the step that
+    # read it (two tiles: 2 x 2 + 2 calls), waited for one step ahead
+    assert "each stage refilled at the end of the step that read it (2 loads in flight)" in remarks, remarks
+    assert k.kernel_source.count("tl::cp_async_zfill_16(") == 6, k.kernel_source
+    assert "tl::cp_async_wait<1>();" in k.kernel_source
+    # without early refills, one stage ahead: the next loads issued after the wait
+    one = tilelang.lower(gather_sum(tail=True), target="cuda -arch=sm_90a",
+                         pass_configs={"tl.pipeline_early_refill": False})
+    assert one.kernel_source.count("tl::cp_async_zfill_16(") == 4 and "tl::cp_async_wait<0>();" in one.kernel_source
     off = tilelang.lower(gather_sum(), target="cuda -arch=sm_90a", pass_configs={"tl.enable_gather_pipeline": False})
     remarks = "\n".join(off.remarks)
     assert "could be prefetched, but tl.enable_gather_pipeline is off" in remarks and "runs in order" in remarks
@@ -89,4 +98,21 @@ def test_copies_the_loop_depends_on_are_not_prefetched():
     k = tilelang.lower(main, target="cuda -arch=sm_90a", pass_configs=ON)
     remarks = "\n".join(k.remarks)
     assert "the element copy into S at line" in remarks and "read or copied into earlier" in remarks, remarks
-    assert "cp_async" not in k.kernel_source
+    # not prefetched: copied in place in each step (16-byte groups, waited for at once), no prologue
+    src = k.kernel_source
+    loop = src.index("for (int32_t k = 0;")
+    assert "cp_async" not in src[:loop] and src.count("tl::cp_async_zfill_16(") == 1, src
+    assert src.index("tl::cp_async_wait<0>();") > src.index("tl::cp_async_zfill_16(")
+
+
+def test_a_gather_outside_a_pipeline_moves_16_bytes_at_a_time():
+    """num_stages=0 (upstream's sparse MLA backward): no prefetch, but each 16-byte group of a
+    gathered row is one cp.async, waited for before the tile is read (it was 2-byte stores)."""
+    k = tilelang.lower(gather_sum(tail=True, stages=0), target="cuda -arch=sm_90a")
+    remarks = "\n".join(k.remarks)
+    assert "element copy into S at line" in remarks and "16-byte cp.async groups of gathered rows, waited for in place" \
+        in remarks, remarks
+    src = k.kernel_source
+    assert src.count("tl::cp_async_zfill_16(") == 2 and src.count("tl::cp_async_wait<0>();") >= 2, src
+    body = src[src.index("tl::cp_async_zfill_16("):]
+    assert body.index("tl::cp_async_wait<0>();") < body.index("__syncthreads();"), "landed, then the barrier"

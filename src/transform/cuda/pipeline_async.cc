@@ -18,7 +18,9 @@
 /// order, and the reason is recorded.
 ///
 /// When the stages are read only by the first r consumer statements (register copies:
-/// cuda::StageReadersPrefix; "tl.pipeline_early_refill", on), s loads are kept in flight:
+/// cuda::StageReadersPrefix; "tl.pipeline_early_refill", on), or the loop gathers rows and its
+/// last reader of the stages is statement r (cuda::StageReadersThrough; r may be the last
+/// statement), s loads are kept in flight:
 ///
 ///   for p in [0, s):  if p < n: produce(p) into stage p;  commit
 ///   for k in [0, n):
@@ -27,10 +29,13 @@
 ///     if k + s < n: produce(k + s) into stage k % s
 ///     commit
 ///     consume_r+1..(k)
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "copy_lowering.h"
+#include "gather_copy.h"
 #include "pass_helpers.h"
 #include "pipeline_schedule.h"
 #include "thread_binding.h"
@@ -77,7 +82,8 @@ struct Planner : IRVisitor {
 
 class Pipeliner : public cuda::ThreadShareMutator {
  public:
-  Pipeliner(const Planner& plan, const VarRef& tx, int64_t threads, PassContext& ctx) : plan_(plan), ctx_(ctx) {
+  Pipeliner(const Planner& plan, const VarRef& tx, int64_t threads, PassContext& ctx)
+      : plan_(plan), ctx_(ctx), threads_(threads) {
     share_.Bind(tx, threads);
   }
 
@@ -119,7 +125,29 @@ class Pipeliner : public cuda::ThreadShareMutator {
     return Allocate::Make(staged, op->init, op->span);
   }
 
+  /// An element copy of gathered rows outside a pipeline (`T.Pipelined(n, num_stages=0)`,
+  /// a plain loop; cuda::MatchGatherCopy) is done 16 bytes at a time too: cp.async groups of
+  /// the whole block, then waited for. Element stores would move 2 bytes each. The barrier
+  /// before them orders earlier reads of the tile (the barrier pass leaves cp.async writes
+  /// to their issuer); the one after, before the tile's readers, comes from that pass.
+  std::optional<Stmt> GatherInPlace(const For* op, const Stmt& self) {
+    std::string why;
+    if (in_pipeline_ || !plan_.gathers_on || share_.Unranged() || share_.SpreadThreads() != threads_) {
+      return std::nullopt;
+    }
+    auto gather = cuda::MatchGatherCopy(self, &why);
+    if (!gather) return std::nullopt;
+    ctx_.remarks.push_back("element copy into " + gather->store->buffer->name + " at line " + std::to_string(op->span.line) +
+                           ": 16-byte cp.async groups of gathered rows, waited for in place");
+    return Seq::Make({CallStmt("syncthreads", {}, op->span), cuda::LowerGatherCopy(self, share_.Spread(), threads_),
+                      CallStmt("cp_async_commit", {}, op->span), CallStmt("cp_async_wait", {MakeInt(0)}, op->span)},
+                     op->span);
+  }
+
   Stmt Mutate_(const For* op, const Stmt& self) override {
+    if (op->for_kind == ForKind::kParallel) {
+      if (auto lowered = GatherInPlace(op, self)) return *lowered;
+    }
     if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
     int64_t s = cuda::NumStages(op);
     std::string why = "its body has no copy from global to shared memory that can be prefetched";
@@ -176,11 +204,15 @@ class Pipeliner : public cuda::ThreadShareMutator {
     };
     // The consumers that read the stages, when they come first (cuda::StageReadersPrefix):
     // a stage is refilled as soon as they are done, so s loads are in flight, not s - 1.
+    // A loop that gathers rows: refilled once its last reader is done (the end of the body,
+    // often), which keeps s gathers in flight too (cuda::StageReadersThrough).
     size_t readers = 0;
-    if (gathers.empty() && cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true)) {
+    if (cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true)) {
       std::unordered_set<const BufferNode*> stage_tiles;
       for (const CopyOp* c : producers) stage_tiles.insert(c->dst.buffer.get());
-      readers = cuda::StageReadersPrefix(consumers, stage_tiles);
+      for (const auto& g : gathers) stage_tiles.insert(g.store->buffer.get());
+      readers = gathers.empty() ? cuda::StageReadersPrefix(consumers, stage_tiles)
+                                : cuda::StageReadersThrough(consumers, stage_tiles);
     }
     int64_t ahead = readers ? s : s - 1;  // loads issued before the one a step consumes
     std::vector<Stmt> result;
@@ -199,15 +231,18 @@ class Pipeliner : public cuda::ThreadShareMutator {
       body.push_back(CallStmt("cp_async_commit", {}, span));
     }
     cuda::StageSelector consume(staged_, FloorMod(k, MakeInt(s)));
-    for (size_t i = 0; i < consumers.size(); ++i) {
+    for (size_t i = 0; i <= consumers.size(); ++i) {
       if (readers && i == readers) {
         // Every thread is done reading stage k % s before any refills it.
         body.push_back(CallStmt("syncthreads", {}, span));
         body.push_back(refill);
         body.push_back(CallStmt("cp_async_commit", {}, span));
       }
-      Stmt x = Substitute(Mutate(consumers[i]),
-                          [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
+      if (i == consumers.size()) break;
+      in_pipeline_ = true;  // (a gather the pipeline left among its consumers stays as it is)
+      Stmt mutated = Mutate(consumers[i]);
+      in_pipeline_ = false;
+      Stmt x = Substitute(mutated, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
       body.push_back(consume.Mutate(x));
     }
     result.push_back(For::Make(k, MakeInt(0), n, ForKind::kSerial, Seq::Make(body, span), {}, span));
@@ -216,15 +251,20 @@ class Pipeliner : public cuda::ThreadShareMutator {
                            "-stage cp.async pipeline over " + std::to_string(producers.size()) + " copies" +
                            (gathers.empty() ? "" : " and " + std::to_string(gathers.size()) +
                                                        " element copies (16-byte groups of gathered rows)") +
-                           (readers ? "; each stage refilled once the first " + std::to_string(readers) +
-                                          " statement(s) have read it (" + std::to_string(s) + " loads in flight)"
-                                    : ""));
+                           (!readers ? ""
+                            : readers == consumers.size()
+                                ? "; each stage refilled at the end of the step that read it (" + std::to_string(s) +
+                                      " loads in flight)"
+                                : "; each stage refilled once the first " + std::to_string(readers) +
+                                      " statement(s) have read it (" + std::to_string(s) + " loads in flight)"));
     return Seq::Make(result, span);
   }
 
  private:
   const Planner& plan_;
   PassContext& ctx_;
+  int64_t threads_;
+  bool in_pipeline_ = false;  ///< mutating a pipelined loop's consumers
   std::unordered_map<const BufferNode*, Buffer> staged_;
 };
 

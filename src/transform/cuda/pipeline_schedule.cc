@@ -255,34 +255,58 @@ int64_t NumStages(const For* op) {
   return s;
 }
 
-size_t StageReadersPrefix(const std::vector<Stmt>& consumers, const std::unordered_set<const BufferNode*>& staged) {
-  // Whether a statement's accesses are all synchronous element work: no tile op (a copy may
-  // become a TMA store, which reads its shared source later), no GEMM or asynchronous call.
-  struct Synchronous : IRVisitor {
-    bool ok = true;
-    void Visit_(const CopyOp*) override { ok = false; }
-    void Visit_(const GemmOp*) override { ok = false; }
-    void Visit_(const FillOp*) override { ok = false; }
-    void Visit_(const ReduceOp*) override { ok = false; }
-    void Visit_(const AtomicOp*) override { ok = false; }
-    void Visit_(const Call* op) override {
-      if (HasEffect(op, kGemm) || HasEffect(op, kWgmmaInFlight) || HasEffect(op, kAsyncWritesArg0) ||
-          HasEffect(op, kBarrier) || HasEffect(op, kBlockLevel)) {
-        ok = false;
-      }
-      IRVisitor::Visit_(op);
+namespace {
+
+/// Whether a statement's accesses are all synchronous element work: no tile op (a copy may
+/// become a TMA store, which reads its shared source later), no GEMM (unless `gemms`: a T.gemm
+/// other than T.wgmma_gemm is done with its operands when it returns) or asynchronous call.
+struct Synchronous : IRVisitor {
+  explicit Synchronous(bool gemms = false) : gemms_(gemms) {}
+  bool ok = true;
+  void Visit_(const CopyOp*) override { ok = false; }
+  void Visit_(const GemmOp* op) override { ok &= gemms_ && !op->async_wgmma; }
+  void Visit_(const FillOp*) override { ok = false; }
+  void Visit_(const ReduceOp*) override { ok = false; }
+  void Visit_(const AtomicOp*) override { ok = false; }
+  void Visit_(const Call* op) override {
+    // (GEMMs are lowered by now: gemm_ss, gemm_ss_wgmma, ... wait for their own work)
+    const bool done_gemm = gemms_ && HasEffect(op, kGemm) && !HasEffect(op, kWgmmaInFlight);
+    if (!done_gemm && (HasEffect(op, kGemm) || HasEffect(op, kWgmmaInFlight) || HasEffect(op, kAsyncWritesArg0) ||
+                       HasEffect(op, kBarrier) || HasEffect(op, kBlockLevel))) {
+      ok = false;
     }
-  };
+    IRVisitor::Visit_(op);
+  }
+
+ private:
+  bool gemms_;
+};
+
+/// The number of leading consumers that hold every statement naming a staged tile (0: none
+/// does, or one of them is not Synchronous(gemms)).
+size_t StageReaders(const std::vector<Stmt>& consumers, const std::unordered_set<const BufferNode*>& staged,
+                    bool gemms) {
   size_t n = 0;
   for (size_t i = 0; i < consumers.size(); ++i) {
     bool names_stage = false;
     for (const BufferNode* b : BuffersOf(consumers[i])) names_stage |= staged.count(b) > 0;
     if (!names_stage) continue;
-    Synchronous sync;
+    Synchronous sync(gemms);
     sync.Visit(consumers[i]);
     if (!sync.ok) return 0;
     n = i + 1;
   }
+  return n;
+}
+
+}  // namespace
+
+size_t StageReadersThrough(const std::vector<Stmt>& consumers, const std::unordered_set<const BufferNode*>& staged) {
+  return StageReaders(consumers, staged, /*gemms=*/true);
+}
+
+size_t StageReadersPrefix(const std::vector<Stmt>& consumers, const std::unordered_set<const BufferNode*>& staged) {
+  size_t n = StageReaders(consumers, staged, /*gemms=*/false);
   return n < consumers.size() ? n : 0;
 }
 

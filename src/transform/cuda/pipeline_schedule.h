@@ -46,6 +46,17 @@ std::vector<GatherCopy> PipelineGathers(const ir::For* op, const std::vector<con
 size_t StageReadersPrefix(const std::vector<ir::Stmt>& consumers,
                           const std::unordered_set<const ir::BufferNode*>& staged);
 
+/// How many leading statements of a pipelined loop's consumers hold every read of its staged
+/// tiles, when each of those reads is done by the statement's end: synchronous element work as
+/// in StageReadersPrefix, or a T.gemm (lowered to mma.sync or to wgmma that it waits for; not
+/// T.wgmma_gemm, whose wgmmas read on until a T.wait_wgmma). Unlike StageReadersPrefix the
+/// readers may run to the end of the body (n == consumers.size()). A stage can be refilled once
+/// they have run: for loops whose loads are gathered rows (latency-bound), keeping s loads in
+/// flight instead of s - 1 is worth the extra barrier, as upstream's order for its sparse MLA
+/// kernels does. 0 when no statement reads a staged tile or a reader does not qualify.
+size_t StageReadersThrough(const std::vector<ir::Stmt>& consumers,
+                           const std::unordered_set<const ir::BufferNode*>& staged);
+
 /// Substitutes, inside T.Pipelined bodies, lets of plain index arithmetic into the copies
 /// after them (`k0 = ko * bk; T.copy(A[by * bm, k0], A_s)`), so that such copies can be
 /// prefetched (and proven aligned).

@@ -2,6 +2,7 @@
 /// \file Shared-memory facts common to planning, barriers and codegen (see shared_plan.h).
 #include "shared_plan.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "copy_lowering.h"
@@ -41,10 +42,17 @@ bool StartsOnSwizzleAtom(const BufferLoad* load) {
 bool StartsOnPanelAtom(const Buffer& b, const std::vector<Expr>& start) {
   int64_t cols = 0;
   if (b->shape.empty() || !AsConstInt(b->shape.back(), &cols) || start.size() != b->shape.size()) return false;
-  Expr offset = MakeInt(0);
-  for (size_t i = 0; i < start.size(); ++i) offset = offset + start[i] * b->StrideOf(i);
-  int64_t rem = -1;
-  return AsConstInt(arith::Analyzer().Simplify(FloorMod(offset, MakeInt(8 * cols))), &rem) && rem == 0;
+  // Rows: a multiple of 8 (stages included: a tile's rows are a multiple of 8 in panel layout).
+  Expr rows_offset = MakeInt(0);
+  for (size_t i = 0; i + 1 < start.size(); ++i) rows_offset = rows_offset + start[i] * b->StrideOf(i);
+  // Columns: the first of a 128-byte panel (Q_s[:, 512:] of a 576-column float16 tile), whose
+  // 8-row atoms are 1024-byte aligned like the tile's; a 64-byte row is one panel.
+  const int64_t row_bytes = cols * b->dtype.bytes();
+  const int64_t panel = row_bytes == 64 ? cols : std::max<int64_t>(1, 128 / b->dtype.bytes());
+  arith::Analyzer an;
+  int64_t rem_rows = -1, rem_cols = -1;
+  return AsConstInt(an.Simplify(FloorMod(rows_offset, MakeInt(8 * cols))), &rem_rows) && rem_rows == 0 &&
+         AsConstInt(an.Simplify(FloorMod(start.back(), MakeInt(panel))), &rem_cols) && rem_cols == 0;
 }
 
 /// Whether a wgmma operand window `start` (of a call with kWgmmaPanels) begins at row 0 of

@@ -37,8 +37,9 @@ bool IsWarpSpecializedSplit(const ir::Stmt& s);
 std::unordered_set<const ir::BufferNode*> GemmOperands(const ir::Stmt& body);
 
 /// Whether a window of `b` starting at `start` (one index per dimension) starts on an atom
-/// of wgmma's panel layout: a multiple of 8 whole rows, so that its offsets in the panels
-/// are the window's own plus a constant (tl::swizzle, tile_ops.h).
+/// of wgmma's panel layout: a row that is a multiple of 8 and the first column of a 128-byte
+/// panel, so that its offsets in the panels are the window's own plus a multiple of 1024
+/// bytes, which the swizzle leaves alone (tl::swizzle, tile_ops.h).
 bool StartsOnPanelAtom(const ir::Buffer& b, const std::vector<ir::Expr>& start);
 
 /// Whether codegen swizzles `b`: a shared GEMM operand whose rows allow it, or a tile in panel
