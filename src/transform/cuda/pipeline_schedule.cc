@@ -31,16 +31,24 @@ struct WriteCollector : IRVisitor {
   void Visit_(const ReduceOp* op) override { writes.insert(op->dst.buffer.get()); }
 };
 
-/// Whether an expression reads only variables and constants (no buffer loads), so that it
-/// can be evaluated ahead of the statements before it.
-bool IsPure(const Region& r) {
+/// Whether a region's bounds read only variables, constants and the thread's own scalars
+/// that the loop never writes (`cu_k_s_min = T.alloc_var(...)` set before the loop), so that
+/// they can be evaluated ahead of the statements before them, iterations ahead.
+bool IsPure(const Region& r, const std::unordered_set<const BufferNode*>& loop_writes) {
   bool pure = true;
   for (const Range& rg : r.ranges) {
     for (const Expr& e : {rg.min, rg.extent}) {
       struct LoadFinder : IRVisitor {
+        const std::unordered_set<const BufferNode*>* loop_writes = nullptr;
         bool found = false;
-        void Visit_(const BufferLoad*) override { found = true; }
+        void Visit_(const BufferLoad* op) override {
+          const bool own_scalar = (op->buffer->scope == Scope::kVar || op->buffer->scope == Scope::kLocal) &&
+                                  !loop_writes->count(op->buffer.get());
+          found |= !own_scalar;
+          IRVisitor::Visit_(op);
+        }
       } f;
+      f.loop_writes = &loop_writes;
       f.Visit(e);
       pure = pure && !f.found;
     }
@@ -112,11 +120,13 @@ std::vector<const CopyOp*> PipelineProducers(const For* op, std::string* why) {
   auto defined = DefinedIn(stmts);
   const auto allocated = AllocatedIn(op->body);
   std::vector<const CopyOp*> producers;
-  WriteCollector rest;
+  WriteCollector rest, loop_writes;
+  loop_writes.Visit(op->body);
   std::unordered_set<const BufferNode*> read_so_far;  // statements before may not read it
   for (const Stmt& s : stmts) {
     const auto* c = As<CopyOp>(s);
-    if (IsProducer(s) && IsPure(c->src) && IsPure(c->dst) && !Mentions(c->src, defined) &&
+    if (IsProducer(s) && IsPure(c->src, loop_writes.writes) && IsPure(c->dst, loop_writes.writes) &&
+        !Mentions(c->src, defined) &&
         !Mentions(c->dst, defined) && !read_so_far.count(c->dst.buffer.get()) &&
         !allocated.count(c->dst.buffer.get())) {
       producers.push_back(c);

@@ -8,6 +8,7 @@
 
 #include "copy_lowering.h"
 #include "tl/ir/expr.h"
+#include "tl/ir/printer.h"
 
 namespace tl::transform::cuda {
 
@@ -60,6 +61,15 @@ std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled,
   if (PackedInMemory(*src)) return "the tensor packs two 4-bit values per byte, the tile one per byte";
   int64_t bytes = src->dtype.bytes();
   if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return "the element type has no TMA encoding";
+  // The tensor map is encoded on the host from the call's sizes: each dimension static or one
+  // size variable (`seq_len * 32` is neither).
+  for (const Expr& d : src->shape) {
+    int64_t v = 0;
+    if (!AsConstInt(d, &v) && !As<Var>(d)) {
+      return "the tensor's dimension " + ToString(d) + " is an expression of sizes (the host encodes static or "
+             "single-size dimensions)";
+    }
+  }
   // The tensor map's row pitch must be a multiple of 16 bytes: a static innermost size, or
   // a dynamic one the call promises to be a multiple of enough elements.
   int64_t inner = 0;
