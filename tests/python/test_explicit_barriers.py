@@ -430,3 +430,77 @@ def test_stage_gemms_elsewhere_keep_mma_sync_until_checked():
     remarks = "\n".join(tilelang.lower(main, target="cuda -arch=sm_90a",
                                        pass_configs={"tl.enable_wgmma_stages": True}).remarks)
     assert "wgmma" in remarks and "ldmatrix + mma.sync" not in remarks, remarks
+
+
+def cp_async_handoff(M=64, N=64, K=256, bK=32, dtype="float16"):
+    """C = A @ B with the loader warpgroup's threads copying each A/B tile pair 16 bytes at a
+    time with T.ptx_cp_async and signalling with T.cp_async_barrier_noinc (each arrival lands
+    with its copies), as upstream's hand-pipelined sparse MLA forward loads its rows."""
+    chunks_a, chunks_b = M * bK // 8, bK * N // 8  # 16-byte chunks of float16
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((M, bK), dtype)
+            B_s = T.alloc_shared((bK, N), dtype)
+            acc = T.alloc_fragment((M, N), "float32")
+            loaded = T.alloc_barrier(arrive_count=128)
+            consumed = T.alloc_barrier(arrive_count=128)
+            tx = T.get_thread_binding()
+            with T.ws(0):
+                T.clear(acc)
+            for k in T.serial(K // bK):
+                with T.ws(1):
+                    T.barrier_wait(consumed, (k + 1) % 2)
+                    for c in T.serial(chunks_a // 128):
+                        f = c * 128 + (tx - 128)
+                        T.ptx_cp_async(T.access_ptr(A_s[f // (bK // 8), f % (bK // 8) * 8], "w"),
+                                       T.access_ptr(A[f // (bK // 8), k * bK + f % (bK // 8) * 8], "r"), 16)
+                    for c in T.serial(chunks_b // 128):
+                        f = c * 128 + (tx - 128)
+                        T.ptx_cp_async(T.access_ptr(B_s[f // (N // 8), f % (N // 8) * 8], "w"),
+                                       T.access_ptr(B[k * bK + f // (N // 8), f % (N // 8) * 8], "r"), 16)
+                    T.cp_async_barrier_noinc(loaded)
+                with T.ws(0):
+                    T.barrier_wait(loaded, k % 2)
+                    T.gemm(A_s, B_s, acc)
+                    T.barrier_arrive(consumed)
+            with T.ws(0):
+                T.copy(acc, C)
+
+    return main
+
+
+def test_cp_async_handoff_matches_numpy(rng):
+    a, b = rand(rng, (64, 256), "float16"), rand(rng, (256, 64), "float16")
+    c = poison((64, 64))
+    compile_cpu(cp_async_handoff())(a, b, c)
+    assert_close(c, f64(a) @ f64(b), "float16")
+
+
+def test_cp_async_handoff_cuda_source():
+    src, remarks = cuda_source(cp_async_handoff())
+    assert src.count("tl::ptx_cp_async(") == 2 and "tl::cp_async_barrier_noinc((&loaded[0]));" in src, src
+
+
+@pytest.mark.parametrize("body, message", [
+    ("T.ptx_cp_async(T.access_ptr(S[0], 'w'), T.access_ptr(X[0], 'r'), 12)", "bytes must be 4, 8 or 16"),
+    ("T.ptx_cp_async(S[0], T.access_ptr(X[0], 'r'), 16)", "dst must be an address"),
+    ("T.cp_async_barrier_noinc(S[0])", "the barrier must come from T.alloc_barrier"),
+])
+def test_cp_async_refusals_point_at_the_line(tmp_path, body, message):
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import tilelang.language as T\n\n"
+        "@T.prim_func\n"
+        "def k(X: T.Tensor((64,), 'float16')):\n"
+        "    with T.Kernel(1, threads=128) as bx:\n"
+        "        S = T.alloc_shared((64,), 'float16')\n"
+        f"        {body}\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("k", src)
+    mod = importlib.util.module_from_spec(spec)
+    with pytest.raises(TileLangCompileError, match=message) as info:
+        spec.loader.exec_module(mod)
+    assert info.value.line == 7

@@ -1540,9 +1540,9 @@ from .bits import (  # noqa: E402,F401
 from .tile_schedule import PersistentTileScheduler  # noqa: E402,F401
 from .barriers import (  # noqa: E402,F401
     WsSpec, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive, barrier_wait,
-    fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity,
-    no_set_max_nreg, ptx_commit_group, ptx_wait_group, shuffle_elect, tma_copy, tma_store_arrive, tma_store_wait,
-    wait_wgmma, ws)
+    cp_async_barrier_noinc, fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx,
+    mbarrier_wait_parity, no_set_max_nreg, ptx_commit_group, ptx_cp_async, ptx_wait_group, shuffle_elect, tma_copy,
+    tma_store_arrive, tma_store_wait, wait_wgmma, ws)
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)

@@ -104,6 +104,26 @@ def mbarrier_arrive(mbarrier, cta_id=None):
     _emit_call("mbarrier_arrive", [barrier_address(mbarrier, "T.mbarrier_arrive")])
 
 
+def cp_async_barrier_noinc(mbarrier):
+    """One arrival on `mbarrier` once the copies this thread issued with T.ptx_cp_async have
+    landed (counted in the barrier's arrive count)."""
+    _emit_call("cp_async_barrier_noinc", [barrier_address(mbarrier, "T.cp_async_barrier_noinc")])
+
+
+def ptx_cp_async(dst, src, bytes):
+    """This thread's asynchronous copy of `bytes` (4, 8 or 16) bytes from global memory (`src`,
+    T.access_ptr of a tensor element) into shared memory (`dst`, of a tile element); the
+    program waits for it through an mbarrier (T.cp_async_barrier_noinc, then a wait). The
+    CPU target copies at once."""
+    _b.require_kernel("T.ptx_cp_async")
+    if not _is_int(bytes) or bytes not in (4, 8, 16):
+        raise _b._UserError(f"T.ptx_cp_async: bytes must be 4, 8 or 16 (a constant), got {bytes!r}")
+    for what, ptr in (("dst", dst), ("src", src)):
+        if not isinstance(ptr, PrimExpr) or ptr.node.dtype != "handle":
+            raise _b._UserError(f"T.ptx_cp_async: {what} must be an address (T.access_ptr(...)), got {ptr!r}")
+    _emit_call("ptx_cp_async", [dst.node, src.node, _tl.const_int(bytes, "int32")])
+
+
 def mbarrier_expect_tx(mbarrier, tx):
     """Raises the bytes the current phase of `mbarrier` waits for by `tx` (no arrival)."""
     bar = barrier_address(mbarrier, "T.mbarrier_expect_tx")

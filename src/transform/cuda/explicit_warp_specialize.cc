@@ -20,8 +20,9 @@
 /// becomes, on one thread, mbarrier_expect_tx of its bytes and its TMA box loads.
 ///
 /// What this cannot compile correctly is refused at its line: tile ops outside T.ws, tile
-/// work in both warpgroups, a producer's own tile ops other than T.tma_copy, the thread
-/// index in the producer, more than two warpgroups, and TMA off sm_90a.
+/// work in both warpgroups, a producer's own tile ops other than T.tma_copy, more than two
+/// warpgroups, and TMA off sm_90a. The thread index keeps its source value in both (the
+/// producer's per-thread copies, T.ptx_cp_async, address by it).
 #include <algorithm>
 #include <set>
 
@@ -155,11 +156,6 @@ class Projector : public IRMutator {
   }
   Expr Mutate_(const Call* op, const Expr& self) override {
     if (!HasEffect(op, kThreadIndex)) return IRMutator::Mutate_(op, self);
-    if (producer_) {
-      TL_USER_ERROR(span_) << "the thread index in the producer warpgroup's T.ws block is not supported by this "
-                              "compiler (the producer warpgroup runs above the consumer threads); use it in the "
-                              "warpgroup that does the tile work";
-    }
     return offset_ ? self + MakeInt(offset_) : self;
   }
 
@@ -284,7 +280,9 @@ class KernelRewriter : public IRMutator {
     Hoister hoist;
     hoist.Visit(op->body);
     const Span& span = op->body->span;
-    Stmt p = Projector(producer, true, 0).Mutate(op->body);
+    // The producer's threads are launched at 128..255: source thread producer * 128 + i is
+    // thread 128 + i there.
+    Stmt p = Projector(producer, true, (producer - 1) * kWarpgroup).Mutate(op->body);
     Stmt c = Projector(consumer, false, consumer * kWarpgroup).Mutate(op->body);
     std::vector<Stmt> body = hoist.allocs;
     for (const Stmt& s : BarrierInit(hoist.inits, span)) body.push_back(s);

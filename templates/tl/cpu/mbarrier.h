@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 namespace tl::cpu {
 
@@ -61,3 +62,14 @@ inline void mbarrier_wait_parity(uint64_t* bar, uint32_t parity, int32_t line) {
 }
 
 }  // namespace tl::cpu
+
+namespace tl {
+
+/// T.cp_async_barrier_noinc: the CPU's copies (T.ptx_cp_async) have landed already, so the
+/// arrival happens now.
+inline void cp_async_barrier_noinc(uint64_t* bar) { cpu::mbarrier_arrive(bar); }
+
+/// T.ptx_cp_async: a copy of `bytes` bytes, done at once.
+inline void ptx_cp_async(void* dst, const void* src, int32_t bytes) { std::memcpy(dst, src, static_cast<size_t>(bytes)); }
+
+}  // namespace tl

@@ -70,6 +70,16 @@ TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
 #endif
 }
 
+/// T.cp_async_barrier_noinc: one arrival on `bar` once this thread's earlier cp.async copies
+/// have landed, counted in the barrier's arrivals (.noinc: the pending count is not raised).
+TL_DEVICE void cp_async_barrier_noinc(uint64_t* bar) {
+#if TL_MBARRIER_AVAILABLE
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
 /// One arrival on `bar` that also raises the bytes the current phase waits for by
 /// `bytes` (the TMA loads issued next complete them).
 TL_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {

@@ -153,6 +153,17 @@ TL_DEVICE void cp_async_16_partial(void* smem_dst, const void* gmem_src, int src
                : "memory");
 }
 
+/// T.ptx_cp_async(dst, src, bytes): this thread's cp.async of 4, 8 or 16 bytes (a constant).
+TL_DEVICE void ptx_cp_async(void* smem_dst, const void* gmem_src, int bytes) {
+  if (bytes == 16) {
+    cp_async_16(smem_dst, gmem_src);
+  } else if (bytes == 8) {
+    cp_async_8(smem_dst, gmem_src);
+  } else {
+    cp_async_4(smem_dst, gmem_src);
+  }
+}
+
 /// Closes the group of cp.async copies this thread issued since the last commit.
 TL_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
