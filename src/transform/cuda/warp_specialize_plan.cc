@@ -73,6 +73,27 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
   loop_ = HoistGuardedCopies(loop_, binding->body);
   producers_ = cuda::PipelineProducers(loop_, &why);
   if (producers_.empty()) return Fail(why);
+  // The statements before the loop run on the consumer threads only: a per-thread scalar
+  // they set (`start = T.alloc_var(...)`) would keep its initial value in the producer.
+  std::vector<Expr> producer_reads = {loop_->min, loop_->extent};
+  for (const CopyOp* c : producers_) {
+    for (const Region* r : {&c->src, &c->dst}) {
+      for (const Range& rg : r->ranges) producer_reads.insert(producer_reads.end(), {rg.min, rg.extent});
+    }
+  }
+  for (const Expr& e : producer_reads) {
+    const BufferNode* scalar = nullptr;
+    ForEachExpr(e, [&](const Expr& x) {
+      const auto* load = As<BufferLoad>(x);
+      if (load && (load->buffer->scope == Scope::kVar || load->buffer->scope == Scope::kLocal)) {
+        scalar = load->buffer.get();
+      }
+    });
+    if (scalar) {
+      return Fail("the loop's bounds or copies read " + scalar->name +
+                  ", a per-thread variable that only the consumer threads would compute");
+    }
+  }
   if (!CheckProducers()) return nullptr;
   TakeIm2colNests();
   // What runs outside the loop must leave the produced tiles alone: their stages belong
