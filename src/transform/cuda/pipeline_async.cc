@@ -137,7 +137,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
     }
     auto gather = cuda::MatchGatherCopy(self, &why);
     if (!gather) return std::nullopt;
-    ctx_.remarks.push_back("element copy into " + gather->store->buffer->name + " at line " + std::to_string(op->span.line) +
+    ctx_.remarks.push_back("element copy into " + gather->store->buffer->name + " at line " +
+                           std::to_string(op->span.line) +
                            ": 16-byte cp.async groups of gathered rows, waited for in place");
     return Seq::Make({CallStmt("syncthreads", {}, op->span), cuda::LowerGatherCopy(self, share_.Spread(), threads_),
                       CallStmt("cp_async_commit", {}, op->span), CallStmt("cp_async_wait", {MakeInt(0)}, op->span)},
@@ -239,9 +240,10 @@ class Pipeliner : public cuda::ThreadShareMutator {
         body.push_back(CallStmt("cp_async_commit", {}, span));
       }
       if (i == consumers.size()) break;
+      const bool outer = in_pipeline_;
       in_pipeline_ = true;  // (a gather the pipeline left among its consumers stays as it is)
       Stmt mutated = Mutate(consumers[i]);
-      in_pipeline_ = false;
+      in_pipeline_ = outer;
       Stmt x = Substitute(mutated, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
       body.push_back(consume.Mutate(x));
     }

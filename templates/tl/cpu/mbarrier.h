@@ -70,6 +70,8 @@ namespace tl {
 inline void cp_async_barrier_noinc(uint64_t* bar) { cpu::mbarrier_arrive(bar); }
 
 /// T.ptx_cp_async: a copy of `bytes` bytes, done at once.
-inline void ptx_cp_async(void* dst, const void* src, int32_t bytes) { std::memcpy(dst, src, static_cast<size_t>(bytes)); }
+inline void ptx_cp_async(void* dst, const void* src, int32_t bytes) {
+  std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
 
 }  // namespace tl

@@ -53,7 +53,9 @@ inline void store_vector_conditional(void* p, const void* regs, bool pred) {
 }
 inline void load_global_64(void* regs, const void* p) { load_vector<8>(regs, p); }
 inline void load_global_128(void* regs, const void* p) { load_vector<16>(regs, p); }
-inline void load_global_64_conditional(void* regs, const void* p, bool pred) { load_vector_conditional<8>(regs, p, pred); }
+inline void load_global_64_conditional(void* regs, const void* p, bool pred) {
+  load_vector_conditional<8>(regs, p, pred);
+}
 inline void load_global_128_conditional(void* regs, const void* p, bool pred) {
   load_vector_conditional<16>(regs, p, pred);
 }
