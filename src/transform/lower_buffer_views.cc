@@ -127,7 +127,9 @@ class ViewLowerer : public IRMutator {
     return Touches({op->dst}) ? Mutate(LowerTileOpToLoops(self)) : IRMutator::Mutate_(op, self);
   }
   Stmt Mutate_(const ReduceOp* op, const Stmt& self) override {
-    return Touches({op->src, op->dst}) ? Mutate(LowerTileOpToLoops(self)) : IRMutator::Mutate_(op, self);
+    if (!Touches({op->src, op->dst})) return IRMutator::Mutate_(op, self);
+    if (Stmt windows = ReduceOfSplitColumns(op)) return windows;
+    return Mutate(LowerTileOpToLoops(self));
   }
   Stmt Mutate_(const AtomicOp* op, const Stmt& self) override {
     return Touches({op->dst, op->src}) ? Mutate(LowerTileOpToLoops(self)) : IRMutator::Mutate_(op, self);
@@ -144,6 +146,46 @@ class ViewLowerer : public IRMutator {
   }
 
  private:
+  /// T.reduce_*(V, D, dim=-1) where V = T.reshape(F, (M, B, C)) of a whole 2-D fragment F
+  /// (M, B * C) into D (M, B): one reduction along the rows of each column window
+  /// F[:, b * C:(b + 1) * C] into column D[:, b] (at most 16 of them). Upstream's fp8
+  /// lighting indexer sums its (block_N, block_Q, heads) view of the score tile over the
+  /// heads this way; as element loops the tile could not stay in registers. Null otherwise.
+  Stmt ReduceOfSplitColumns(const ReduceOp* op) {
+    auto it = owner_.find(op->src.buffer.get());
+    if (it == owner_.end() || owner_.count(op->dst.buffer.get())) return nullptr;
+    const Buffer &view = op->src.buffer, &owner = it->second;
+    int64_t m = 0, bc = 0, m2 = 0, b = 0, c = 0, dm = 0, db = 0;
+    if (owner->scope != Scope::kFragment || view->dtype != owner->dtype || owner->shape.size() != 2 ||
+        view->shape.size() != 3 || op->dst.buffer->shape.size() != 2 || op->dim != 2 ||
+        !AsConstInt(owner->shape[0], &m) || !AsConstInt(owner->shape[1], &bc) || !AsConstInt(view->shape[0], &m2) ||
+        !AsConstInt(view->shape[1], &b) || !AsConstInt(view->shape[2], &c) ||
+        !AsConstInt(op->dst.buffer->shape[0], &dm) || !AsConstInt(op->dst.buffer->shape[1], &db)) {
+      return nullptr;
+    }
+    if (m != m2 || b * c != bc || dm != m || db != b || b > 16 || !CoversWhole(op->src) || !CoversWhole(op->dst)) {
+      return nullptr;
+    }
+    std::vector<Stmt> out;
+    for (int64_t k = 0; k < b; ++k) {
+      Region src{owner, {Range{MakeInt(0), MakeInt(m)}, Range{MakeInt(k * c), MakeInt(c)}}};
+      Region dst{op->dst.buffer, {Range{MakeInt(0), MakeInt(m)}, Range{MakeInt(k), MakeInt(1)}}};
+      out.push_back(ReduceOp::Make(src, dst, op->reduce_kind, 1, op->clear, op->span));
+    }
+    return Seq::Make(out, op->span);
+  }
+
+  static bool CoversWhole(const Region& r) {
+    for (size_t i = 0; i < r.ranges.size(); ++i) {
+      int64_t lo = -1, ext = -1, dim = -2;
+      if (!AsConstInt(r.ranges[i].min, &lo) || !AsConstInt(r.ranges[i].extent, &ext) ||
+          !AsConstInt(r.buffer->shape[i], &dim) || lo != 0 || ext != dim) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   std::vector<Expr> MutateAll(const std::vector<Expr>& v) {
     std::vector<Expr> out;
     for (const Expr& e : v) out.push_back(Mutate(e));

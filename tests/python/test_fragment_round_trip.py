@@ -1,10 +1,12 @@
 """A 3-D T.reshape of a GEMM accumulator (upstream's fp8 lighting indexer): the element-wise
 update over the view walks the registers (its last two loops fused into the accumulator's
-columns), and a statement no nest walks in registers (the reduction over groups of its
-columns) goes through a shared twin for that statement on CUDA: the registers
-are written to it before, the statement runs on it, and a statement that writes the
-fragment reads it back after. A remark names the access. Against numpy on whichever target
-the suite runs; the CUDA choices compile-only."""
+columns), and the reduction over the view's last dimension is one row reduction per group
+of columns, each folding the registers of its columns and combining across lanes, so the
+tile stays in registers (lower-buffer-views, FragmentRewriter::FoldColumnWindow). A
+statement no nest walks in registers goes through a shared twin for that statement on CUDA:
+the registers are written to it before, the statement runs on it, and a statement that
+writes the fragment reads it back after; a remark names the access. Against numpy on
+whichever target the suite runs; the CUDA choices compile-only."""
 import numpy as np
 import pytest
 
@@ -15,8 +17,10 @@ from conftest import compile_cpu, poison
 BN, BQ, H, D = 64, 4, 16, 64
 
 
-def grouped_logits():
-    """O[bq, bn] = sum_h relu(K Q^T)[bn, bq * H + h] * W[bq, h], through a (BN, BQ, H) view."""
+def grouped_logits(reduce="sum", groups=BQ):
+    """O[bq, bn] = reduce_h relu(K Q^T)[bn, bq * H + h] * W[bq, h], through a (BN, BQ, H) view."""
+    BQ, H = groups, 64 // groups  # 64 columns in `groups` groups
+    reducer = {"sum": T.reduce_sum, "max": T.reduce_max}[reduce]
 
     @T.prim_func
     def main(K: T.Tensor((BN, D), "float16"), Q: T.Tensor((BQ * H, D), "float16"), W: T.Tensor((BQ, H), "float32"),
@@ -34,33 +38,43 @@ def grouped_logits():
             T.gemm(ks, qs, s, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
             for bn, bq, h in T.Parallel(BN, BQ, H):
                 s3[bn, bq, h] = T.max(s3[bn, bq, h], 0) * w[bq, h]
-            T.reduce_sum(s3, logits, dim=-1, clear=True)
+            reducer(s3, logits, dim=-1, clear=True)
             for bq, bn in T.Parallel(BQ, BN):
                 O[bq, bn] = logits[bn, bq]
 
     return main
 
 
-def test_grouped_logits_match_numpy(rng):
+@pytest.mark.parametrize("reduce, groups", [("sum", 4), ("max", 4), ("sum", 1), ("sum", 32)])
+def test_grouped_logits_match_numpy(rng, reduce, groups):
+    H = 64 // groups
     k = rng.standard_normal((BN, D)).astype(np.float16)
-    q = rng.standard_normal((BQ * H, D)).astype(np.float16)
-    w = rng.standard_normal((BQ, H)).astype(np.float32)
-    o = poison((BQ, BN))
-    compile_cpu(grouped_logits())(k, q, w, o)
-    s = np.maximum(k.astype(np.float64) @ q.astype(np.float64).T, 0).reshape(BN, BQ, H) * w[None]
-    np.testing.assert_allclose(o, s.sum(-1).T, rtol=1e-4, atol=1e-4)
+    q = rng.standard_normal((groups * H, D)).astype(np.float16)
+    w = rng.standard_normal((groups, H)).astype(np.float32)
+    o = poison((groups, BN))
+    compile_cpu(grouped_logits(reduce, groups))(k, q, w, o)
+    s = np.maximum(k.astype(np.float64) @ q.astype(np.float64).T, 0).reshape(BN, groups, H) * w[None]
+    want = s.sum(-1) if reduce == "sum" else s.max(-1)
+    np.testing.assert_allclose(o, want.T, rtol=1e-4, atol=1e-4)
 
 
-def test_the_view_goes_through_a_shared_twin_on_cuda():
+def test_the_grouped_reduction_stays_in_registers_on_cuda():
     k = tilelang.lower(grouped_logits(), target="cuda -arch=sm_90a")
     remarks = "\n".join(k.remarks)
     assert "fragment s: registers" in remarks, remarks
-    # the element-wise update walks the registers (s[bn, bq * 16 + h]: the fused pair of
-    # loops covers the accumulator's columns); the grouped reduction goes through shared
-    # memory and only reads it
-    trips = [r for r in k.remarks if r.startswith("fragment s (registers) goes through shared memory")]
-    assert len(trips) == 1 and trips[0].endswith("(written to a shared tile)"), remarks
-    assert "s[i0, i1 * 16 + r]" in trips[0], trips
-    assert "s_shared" in k.kernel_source
-    update = k.kernel_source[k.kernel_source.find("tl::max(s["):][:200]
+    assert not any(r.startswith("fragment s (registers) goes through shared memory") for r in k.remarks), remarks
+    assert remarks.count("T.reduce of register fragment s (") == BQ, remarks
+    assert "s_shared" not in k.kernel_source
+    # each group folds only the registers of its 16 columns: 2 of each 8-column tile, 2 tiles
+    src = k.kernel_source
+    first = src[src.index("float acc = "):src.index("tl::AllReduce")]
+    assert first.count("+ s[") == 4, first
+    update = src[src.find("tl::max(s["):][:200]
     assert update.startswith("tl::max(s[l_"), update
+
+
+def test_many_groups_still_go_through_a_shared_twin():
+    """More than 16 groups: one reduction each would be too many; the element loops remain."""
+    k = tilelang.lower(grouped_logits(groups=32), target="cuda -arch=sm_90a")
+    trips = [r for r in k.remarks if r.startswith("fragment s (registers) goes through shared memory")]
+    assert len(trips) == 1 and trips[0].endswith("(written to a shared tile)"), k.remarks

@@ -241,6 +241,35 @@ Stmt FragmentRewriter::ReduceIntoRows(const ReduceOp* op, const RegFragment& dst
 /// Row reduction of a register tile: each thread folds the registers of each of its
 /// rows, the lanes that share a row combine with warp shuffles, and when several warps
 /// split a row their partials meet in a small shared workspace.
+/// The fold of a row reduction over a column window of a register tile (`F[:, c0:c0 + w]`,
+/// a reshaped tile reduced over its inner columns; lower-buffer-views): the thread's registers
+/// of row lr, each folded where its column is in the window. Which are is decided here where
+/// the layout allows (an mma tile's register q holds one of 8 columns whatever the lane), else
+/// by a test in the code. Null when the reduction reads the whole row.
+Stmt FragmentRewriter::FoldColumnWindow(const ReduceOp* op, const FragmentLayout& lay, const VarRef& lr,
+                                        const VarRef& q, const Stmt& fold) {
+  int64_t lo = 0, width = 0, cols = 0;
+  const Range& r = op->src.ranges.back();
+  if (op->src.ranges.size() != 2 || !AsConstInt(r.min, &lo) || !AsConstInt(r.extent, &width) ||
+      !AsConstInt(op->src.buffer->shape.back(), &cols)) {
+    TL_ICHECK(false) << "row reduction of " << op->src.buffer->name << ": a window of a register tile needs static "
+                     << "columns";
+  }
+  if (lo == 0 && width == cols) return nullptr;
+  arith::Analyzer an;
+  an.BindRange(tx_.get(), MakeInt(0), MakeInt(threads));
+  an.BindRange(lr.get(), MakeInt(0), MakeInt(lay.Rows()->num_local()));
+  std::vector<Stmt> out;
+  for (int64_t k = 0; k < lay.regs_per_row(); ++k) {
+    Expr col = lay.Inverse(tx_, lay.RowReg(lr, MakeInt(k))).second;
+    Expr in = And(GE(col, MakeInt(lo)), LT(col, MakeInt(lo + width)));
+    if (an.CanProve(Not::Make(in))) continue;
+    Stmt at = Substitute(fold, [&](const Var* v) -> Expr { return v == q.get() ? MakeInt(k) : nullptr; });
+    out.push_back(an.CanProve(in) ? at : IfThenElse::Make(in, at, nullptr, op->span));
+  }
+  return Seq::Make(out, op->span);
+}
+
 Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   const FragmentLayout& lay = *rf.layout;
   FragmentLayoutRef rows = lay.Rows();
@@ -281,7 +310,11 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   Expr x = Cast::Make(t, BufferLoad::Make(rf.regs, {lay.RowReg(lr, q)}));
   if (is_abs) x = Call::Make(t, "abs", {x});
   Stmt fold = BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span);
-  fold = For::Make(q, MakeInt(0), MakeInt(lay.regs_per_row()), ForKind::kUnrolled, fold, {}, op->span);
+  if (Stmt window = FoldColumnWindow(op, lay, lr, q, fold)) {
+    fold = window;
+  } else {
+    fold = For::Make(q, MakeInt(0), MakeInt(lay.regs_per_row()), ForKind::kUnrolled, fold, {}, op->span);
+  }
   Expr reduced = BufferLoad::Make(acc, {MakeInt(0)});
   // (third argument: every lane of the warp calls it, converged: register-fragment
   // reductions never run under a condition on the thread, RefuseUnderThreadBranch)

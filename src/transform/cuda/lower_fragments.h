@@ -101,6 +101,8 @@ class FragmentRewriter : public IRMutator {
   /// Row reduction of a register tile: each thread folds the registers of each of its
   /// rows, the lanes that share a row combine with warp shuffles, and when several warps
   /// split a row their partials meet in a small shared workspace.
+  Stmt FoldColumnWindow(const ReduceOp* op, const FragmentLayout& lay, const VarRef& lr, const VarRef& q,
+                        const Stmt& fold);
   Stmt ReduceRows(const ReduceOp* op, const RegFragment& rf);
   Stmt ReduceIntoRows(const ReduceOp* op, const RegFragment& dst_rf);
   /// Whether the mma.sync GEMM on shared tiles a and b reads them in wgmma's panels.
