@@ -480,7 +480,7 @@ def test_cp_async_handoff_matches_numpy(rng):
 
 def test_cp_async_handoff_cuda_source():
     src, remarks = cuda_source(cp_async_handoff())
-    assert src.count("tl::ptx_cp_async(") == 2 and "tl::cp_async_barrier_noinc((&loaded[0]));" in src, src
+    assert src.count("tl::ptx_cp_async(") == 2 and "tl::mbarrier_cp_async_arrive((&loaded[0]));" in src, src
 
 
 @pytest.mark.parametrize("body, message", [

@@ -107,7 +107,7 @@ def mbarrier_arrive(mbarrier, cta_id=None):
 def cp_async_barrier_noinc(mbarrier):
     """One arrival on `mbarrier` once the copies this thread issued with T.ptx_cp_async have
     landed (counted in the barrier's arrive count)."""
-    _emit_call("cp_async_barrier_noinc", [barrier_address(mbarrier, "T.cp_async_barrier_noinc")])
+    _emit_call("mbarrier_cp_async_arrive", [barrier_address(mbarrier, "T.cp_async_barrier_noinc")])
 
 
 def ptx_cp_async(dst, src, bytes):

@@ -43,6 +43,10 @@ inline void mbarrier_arrive(uint64_t* bar) {
   mbarrier_complete_if_done(bar);
 }
 
+/// T.cp_async_barrier_noinc: the CPU's copies (T.ptx_cp_async) have landed already, so the
+/// arrival happens now.
+inline void mbarrier_cp_async_arrive(uint64_t* bar) { mbarrier_arrive(bar); }
+
 inline void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
   uint64_t tx = (((*bar >> 40) & kMbarTxMask) + bytes) & kMbarTxMask;
   *bar = (*bar & ~(kMbarTxMask << 40)) | (tx << 40);
@@ -64,10 +68,6 @@ inline void mbarrier_wait_parity(uint64_t* bar, uint32_t parity, int32_t line) {
 }  // namespace tl::cpu
 
 namespace tl {
-
-/// T.cp_async_barrier_noinc: the CPU's copies (T.ptx_cp_async) have landed already, so the
-/// arrival happens now.
-inline void cp_async_barrier_noinc(uint64_t* bar) { cpu::mbarrier_arrive(bar); }
 
 /// T.ptx_cp_async: a copy of `bytes` bytes, done at once.
 inline void ptx_cp_async(void* dst, const void* src, int32_t bytes) {

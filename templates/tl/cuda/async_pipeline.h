@@ -72,7 +72,7 @@ TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
 
 /// T.cp_async_barrier_noinc: one arrival on `bar` once this thread's earlier cp.async copies
 /// have landed, counted in the barrier's arrivals (.noinc: the pending count is not raised).
-TL_DEVICE void cp_async_barrier_noinc(uint64_t* bar) {
+TL_DEVICE void mbarrier_cp_async_arrive(uint64_t* bar) {
 #if TL_MBARRIER_AVAILABLE
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
 #elif defined(__CUDA_ARCH__)
