@@ -116,3 +116,9 @@ def test_a_gather_outside_a_pipeline_moves_16_bytes_at_a_time():
     assert src.count("tl::cp_async_zfill_16(") == 2 and src.count("tl::cp_async_wait<0>();") >= 2, src
     body = src[src.index("tl::cp_async_zfill_16("):]
     assert body.index("tl::cp_async_wait<0>();") < body.index("__syncthreads();"), "landed, then the barrier"
+
+
+def test_no_cp_async_before_sm_80():
+    """cp.async is sm_80's: for sm_75 the gather stays element stores."""
+    src = tilelang.lower(gather_sum(stages=0), target="cuda -arch=sm_75").kernel_source
+    assert "cp_async" not in src, src

@@ -132,7 +132,9 @@ class Pipeliner : public cuda::ThreadShareMutator {
   /// to their issuer); the one after, before the tile's readers, comes from that pass.
   std::optional<Stmt> GatherInPlace(const For* op, const Stmt& self) {
     std::string why;
-    if (in_pipeline_ || !plan_.gathers_on || share_.Unranged() || share_.SpreadThreads() != threads_) {
+    const int sm = cuda::TargetSm(ctx_);  // (cp.async is sm_80's; 0: the arch is not known)
+    if (in_pipeline_ || !plan_.gathers_on || (sm != 0 && sm < 80) || share_.Unranged() ||
+        share_.SpreadThreads() != threads_) {
       return std::nullopt;
     }
     auto gather = cuda::MatchGatherCopy(self, &why);
