@@ -997,6 +997,60 @@ exp, exp2, log, log2, sqrt, rsqrt, tanh, sigmoid, floor, ceil = (
     _math1(n) for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "floor", "ceil"))
 sin, cos, log10, log1p, erf, round, trunc = (  # noqa: A001
     _math1(n) for n in ("sin", "cos", "log10", "log1p", "erf", "round", "trunc"))
+tan, sinh, cosh, asin, acos, atan, asinh, acosh, atanh, exp10, expm1, nearbyint = (
+    _math1(n) for n in ("tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "exp10", "expm1",
+                        "nearbyint"))
+
+
+def _math2(name):
+    def f(x, y):
+        return call_math(name, x, y)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} of two values (computed in their common type)."
+    return f
+
+
+atan2, hypot, copysign, fmod, nextafter = (_math2(n) for n in ("atan2", "hypot", "copysign", "fmod", "nextafter"))
+
+
+def fma(a, b, c):
+    """a * b + c, rounded once."""
+    return call_math("fma", a, b, c)
+
+
+def fabs(x):
+    """Absolute value (TIR's name for T.abs of a float)."""
+    return abs(x)
+
+
+def _bit_count(name, what):
+    def f(x):
+        v = as_expr(x, "int32")
+        if not str(v.dtype).startswith(("int", "uint")):
+            raise _b._UserError(f"T.{name} counts the {what} bits of an integer, got {v.dtype}")
+        return PrimExpr(_tl.call("int32", name, [v.node]))
+    f.__name__ = name
+    f.__doc__ = f"The number of {what} bits of an integer (int32)."
+    return f
+
+
+popcount = _bit_count("popcount", "set")
+clz = _bit_count("clz", "leading zero")
+
+
+def truncdiv(a, b):
+    """Integer division rounding toward zero (C's /)."""
+    return binary("div", a, b)
+
+
+def truncmod(a, b):
+    """The remainder of truncdiv (C's %: the sign of the dividend)."""
+    return binary("mod", a, b)
+
+
+def likely(cond):
+    """A hint that `cond` is usually true: the condition itself here."""
+    return as_expr(cond, "bool")
 
 
 def abs(x):  # noqa: A001

@@ -258,6 +258,7 @@ inline T neg_infinity() {
 
 }  // namespace tl
 
+#include "math_extra.h"  // more element-wise math, in the same style
 #define TL_RNG_FN inline
 #include "../philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
 #undef TL_RNG_FN

@@ -418,6 +418,7 @@ TL_DEVICE T neg_infinity() {
 
 }  // namespace tl
 
+#include "tl/cuda/math_extra.h"  // more element-wise math, in the same style
 #define TL_RNG_FN TL_DEVICE
 #include "tl/philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
 #undef TL_RNG_FN

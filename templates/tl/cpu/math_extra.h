@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file More element-wise math for generated CPU kernels (T.sinh, T.atan2, T.fma, T.popcount,
+/// ...): the same functions as the CUDA library's math_extra.h, through <cmath>. Included at
+/// the end of math.h.
+#pragma once
+
+namespace tl {
+
+#define TL_CPU_MORE_UNARY(name, fn)                                                    \
+  inline float name(float x) { return std::fn(x); }                                    \
+  inline double name(double x) { return std::fn(x); }                                  \
+  inline half name(half h) { return half(name(static_cast<float>(h))); }               \
+  inline bfloat16 name(bfloat16 h) { return bfloat16(name(static_cast<float>(h))); }   \
+  template <typename T, detail::enable_if_float8_t<T> = 0>                             \
+  inline T name(T h) { return T(name(static_cast<float>(h))); }                        \
+  template <typename T, detail::enable_if_int_t<T> = 0>                                \
+  inline double name(T x) { return name(static_cast<double>(x)); }
+
+TL_CPU_MORE_UNARY(sinh, sinh)
+TL_CPU_MORE_UNARY(cosh, cosh)
+TL_CPU_MORE_UNARY(asin, asin)
+TL_CPU_MORE_UNARY(acos, acos)
+TL_CPU_MORE_UNARY(atan, atan)
+TL_CPU_MORE_UNARY(asinh, asinh)
+TL_CPU_MORE_UNARY(acosh, acosh)
+TL_CPU_MORE_UNARY(atanh, atanh)
+
+#undef TL_CPU_MORE_UNARY
+
+/// 10 raised to x.
+inline float exp10(float x) { return std::pow(10.0f, x); }
+inline double exp10(double x) { return std::pow(10.0, x); }
+inline half exp10(half h) { return half(exp10(static_cast<float>(h))); }
+inline bfloat16 exp10(bfloat16 h) { return bfloat16(exp10(static_cast<float>(h))); }
+template <typename T, detail::enable_if_float8_t<T> = 0>
+inline T exp10(T h) { return T(exp10(static_cast<float>(h))); }
+template <typename T, detail::enable_if_int_t<T> = 0>
+inline double exp10(T x) { return exp10(static_cast<double>(x)); }
+
+#define TL_CPU_MORE_BINARY(name, fn)                                                              \
+  inline float name(float a, float b) { return std::fn(a, b); }                                   \
+  inline double name(double a, double b) { return std::fn(a, b); }                                \
+  inline half name(half a, half b) { return half(name(static_cast<float>(a), static_cast<float>(b))); } \
+  inline bfloat16 name(bfloat16 a, bfloat16 b) {                                                  \
+    return bfloat16(name(static_cast<float>(a), static_cast<float>(b)));                          \
+  }                                                                                               \
+  template <typename T, detail::enable_if_float8_t<T> = 0>                                        \
+  inline T name(T a, T b) { return T(name(static_cast<float>(a), static_cast<float>(b))); }       \
+  template <typename T, detail::enable_if_int_t<T> = 0>                                           \
+  inline double name(T a, T b) { return name(static_cast<double>(a), static_cast<double>(b)); }
+
+TL_CPU_MORE_BINARY(atan2, atan2)
+TL_CPU_MORE_BINARY(hypot, hypot)
+TL_CPU_MORE_BINARY(copysign, copysign)
+TL_CPU_MORE_BINARY(fmod, fmod)
+TL_CPU_MORE_BINARY(nextafter, nextafter)
+
+#undef TL_CPU_MORE_BINARY
+
+/// a * b + c with one rounding.
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+inline double fma(double a, double b, double c) { return std::fma(a, b, c); }
+inline half fma(half a, half b, half c) {
+  return half(std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+inline bfloat16 fma(bfloat16 a, bfloat16 b, bfloat16 c) {
+  return bfloat16(std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+template <typename T, detail::enable_if_float8_t<T> = 0>
+inline T fma(T a, T b, T c) {
+  return T(std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+
+/// The number of set bits (T.popcount) and of leading zero bits (T.clz; the width for 0) of an
+/// integer, as int32.
+template <typename T, detail::enable_if_int_t<T> = 0>
+inline int popcount(T x) {
+  using U = typename std::make_unsigned<T>::type;
+  return __builtin_popcountll(static_cast<unsigned long long>(static_cast<U>(x)));
+}
+template <typename T, detail::enable_if_int_t<T> = 0>
+inline int clz(T x) {
+  using U = typename std::make_unsigned<T>::type;
+  const unsigned long long v = static_cast<U>(x);
+  const int width = static_cast<int>(8 * sizeof(T));
+  return v == 0 ? width : __builtin_clzll(v) - (64 - width);
+}
+
+}  // namespace tl

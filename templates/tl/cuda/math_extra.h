@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file More element-wise math for generated CUDA kernels (T.sinh, T.atan2, T.fma, T.popcount,
+/// ...), in the style of math.h: float and double map to the CUDA math library, 16- and 8-bit
+/// floats compute in float, integers in double. Included at the end of math.h.
+#pragma once
+
+namespace tl {
+
+#define TL_CUDA_MORE_UNARY(name, fexpr, dexpr)                                        \
+  TL_DEVICE float name(float x) { return fexpr; }                                     \
+  TL_DEVICE double name(double x) { return dexpr; }                                   \
+  TL_DEVICE half name(half h) { return half(name(static_cast<float>(h))); }           \
+  TL_DEVICE bfloat16 name(bfloat16 h) { return bfloat16(name(static_cast<float>(h))); } \
+  template <typename T, detail::enable_if_float8_t<T> = 0>                            \
+  TL_DEVICE T name(T h) {                                                             \
+    return T(name(static_cast<float>(h)));                                            \
+  }                                                                                   \
+  template <typename T, detail::enable_if_int_t<T> = 0>                               \
+  TL_DEVICE double name(T x) {                                                        \
+    return name(static_cast<double>(x));                                              \
+  }
+
+TL_CUDA_MORE_UNARY(sinh, sinhf(x), ::sinh(x))
+TL_CUDA_MORE_UNARY(cosh, coshf(x), ::cosh(x))
+TL_CUDA_MORE_UNARY(asin, asinf(x), ::asin(x))
+TL_CUDA_MORE_UNARY(acos, acosf(x), ::acos(x))
+TL_CUDA_MORE_UNARY(atan, atanf(x), ::atan(x))
+TL_CUDA_MORE_UNARY(asinh, asinhf(x), ::asinh(x))
+TL_CUDA_MORE_UNARY(acosh, acoshf(x), ::acosh(x))
+TL_CUDA_MORE_UNARY(atanh, atanhf(x), ::atanh(x))
+TL_CUDA_MORE_UNARY(exp10, exp10f(x), ::exp10(x))
+
+#undef TL_CUDA_MORE_UNARY
+
+// Two operands of one type (MakeMath gives both the common type).
+#define TL_CUDA_MORE_BINARY(name, fexpr, dexpr)                                                        \
+  TL_DEVICE float name(float a, float b) { return fexpr; }                                             \
+  TL_DEVICE double name(double a, double b) { return dexpr; }                                          \
+  TL_DEVICE half name(half a, half b) { return half(name(static_cast<float>(a), static_cast<float>(b))); } \
+  TL_DEVICE bfloat16 name(bfloat16 a, bfloat16 b) {                                                    \
+    return bfloat16(name(static_cast<float>(a), static_cast<float>(b)));                               \
+  }                                                                                                    \
+  template <typename T, detail::enable_if_float8_t<T> = 0>                                             \
+  TL_DEVICE T name(T a, T b) {                                                                         \
+    return T(name(static_cast<float>(a), static_cast<float>(b)));                                      \
+  }                                                                                                    \
+  template <typename T, detail::enable_if_int_t<T> = 0>                                                \
+  TL_DEVICE double name(T a, T b) {                                                                    \
+    return name(static_cast<double>(a), static_cast<double>(b));                                       \
+  }
+
+TL_CUDA_MORE_BINARY(atan2, atan2f(a, b), ::atan2(a, b))
+TL_CUDA_MORE_BINARY(hypot, hypotf(a, b), ::hypot(a, b))
+TL_CUDA_MORE_BINARY(copysign, copysignf(a, b), ::copysign(a, b))
+TL_CUDA_MORE_BINARY(fmod, fmodf(a, b), ::fmod(a, b))
+TL_CUDA_MORE_BINARY(nextafter, nextafterf(a, b), ::nextafter(a, b))
+
+#undef TL_CUDA_MORE_BINARY
+
+/// a * b + c with one rounding.
+TL_DEVICE float fma(float a, float b, float c) { return fmaf(a, b, c); }
+TL_DEVICE double fma(double a, double b, double c) { return ::fma(a, b, c); }
+TL_DEVICE half fma(half a, half b, half c) {
+  return half(fmaf(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+TL_DEVICE bfloat16 fma(bfloat16 a, bfloat16 b, bfloat16 c) {
+  return bfloat16(fmaf(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+template <typename T, detail::enable_if_float8_t<T> = 0>
+TL_DEVICE T fma(T a, T b, T c) {
+  return T(fmaf(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+
+/// The number of set bits (T.popcount) and of leading zero bits (T.clz; the width for 0) of an
+/// integer, as int32.
+template <typename T, detail::enable_if_int_t<T> = 0>
+TL_DEVICE int popcount(T x) {
+  return sizeof(T) == 8 ? __popcll(static_cast<unsigned long long>(x))
+                        : __popc(static_cast<unsigned>(x) & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u));
+}
+template <typename T, detail::enable_if_int_t<T> = 0>
+TL_DEVICE int clz(T x) {
+  if (sizeof(T) == 8) return __clzll(static_cast<long long>(x));
+  const unsigned bits = static_cast<unsigned>(x) & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u);
+  return __clz(static_cast<int>(bits)) - static_cast<int>(32 - 8 * sizeof(T));
+}
+
+}  // namespace tl
