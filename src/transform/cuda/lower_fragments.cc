@@ -495,7 +495,8 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   auto arch = ctx.config.find("tl.target_arch");
   cuda::FragmentLayouts inference =
       cuda::InferFragmentLayouts(f->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
-                                 cuda::WgmmaOptionsOf(ctx), cuda::ConfigOn(ctx, "tl.range_register_tiles", /*default_on=*/true));
+                                 cuda::WgmmaOptionsOf(ctx),
+                                 cuda::ConfigOn(ctx, "tl.range_register_tiles", /*default_on=*/true));
   fragments::FragmentRewriter rewriter(inference, tb.tx, ctx);
   rewriter.threads = tb.threads;
   rewriter.kernel_body = f->body;

@@ -73,16 +73,21 @@ TL_DEVICE T fma(T a, T b, T c) {
 
 /// The number of set bits (T.popcount) and of leading zero bits (T.clz; the width for 0) of an
 /// integer, as int32.
+namespace detail {
+/// The bits of a 8-, 16- or 32-bit integer, zero-extended to 32.
+template <typename T>
+TL_DEVICE unsigned low_bits(T x) {
+  return static_cast<unsigned>(x) & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u);
+}
+}  // namespace detail
 template <typename T, detail::enable_if_int_t<T> = 0>
 TL_DEVICE int popcount(T x) {
-  return sizeof(T) == 8 ? __popcll(static_cast<unsigned long long>(x))
-                        : __popc(static_cast<unsigned>(x) & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u));
+  return sizeof(T) == 8 ? __popcll(static_cast<unsigned long long>(x)) : __popc(detail::low_bits(x));
 }
 template <typename T, detail::enable_if_int_t<T> = 0>
 TL_DEVICE int clz(T x) {
   if (sizeof(T) == 8) return __clzll(static_cast<long long>(x));
-  const unsigned bits = static_cast<unsigned>(x) & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u);
-  return __clz(static_cast<int>(bits)) - static_cast<int>(32 - 8 * sizeof(T));
+  return __clz(static_cast<int>(detail::low_bits(x))) - static_cast<int>(32 - 8 * sizeof(T));
 }
 
 }  // namespace tl
