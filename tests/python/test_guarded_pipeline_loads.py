@@ -45,8 +45,11 @@ def reference(a, b, mask, bm, bn, bk):
     return c
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3])
-def test_block_sparse_gemm_matches_float64(stages):
+SKIP = {"tl.ws_skip_masked_steps": True}
+
+
+@pytest.mark.parametrize("stages, configs", [(1, None), (2, None), (3, None), (2, SKIP), (3, SKIP)])
+def test_block_sparse_gemm_matches_float64(stages, configs):
     func, mask_shape = block_sparse_gemm(128, 128, 256, stages=stages)
     rng = np.random.default_rng(stages)
     a = rng.standard_normal((128, 256)).astype(np.float16)
@@ -55,14 +58,33 @@ def test_block_sparse_gemm_matches_float64(stages):
     mask[0, 0, :] = False  # a tile with nothing to add
     mask[1, 1, :] = True
     c = poison((128, 128))
-    compile_cpu(func)(a, b, mask, c)
+    compile_cpu(func, pass_configs=configs)(a, b, mask, c)
     assert_close(c, reference(a, b, mask, 64, 64, 32), dtype="float16")
 
 
-def _hopper(func):
+def _hopper(func, configs=None):
     from tilelang import _tl
-    lowered, remarks, _ = _tl.lower_cuda(func.node, {"tl.target_arch": "sm_90a"}, False)
+    lowered, remarks, _ = _tl.lower_cuda(func.node, {"tl.target_arch": "sm_90a", **(configs or {})}, False)
     return _tl.codegen_cuda(lowered).code, list(remarks)
+
+
+def test_skipped_k_tiles_can_take_no_stage():
+    """tl.ws_skip_masked_steps: both roles count the steps the mask keeps and take stages and
+    phases from that count, so a masked k-tile costs no barrier handshake (upstream's order)."""
+    code, remarks = _hopper(block_sparse_gemm(128, 128, 256)[0], {"tl.ws_skip_masked_steps": "1"})
+    assert any("the k-tiles its guard skips take no stage" in r for r in remarks), remarks
+    producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
+    consumer = code[code.index("tl::warpgroup_reg_alloc"):]
+    import re
+
+    for role in (producer, consumer):
+        name = re.search(r"int32_t (tl_ws_step\w*) = 0;", role).group(1)
+        assert f"{name} = ({name} + 1);" in role, role
+        assert f"tl::floormod({name}, 2)" in role, role  # the stage (2 stages) from the count, not from k
+    assert "tl::mbarrier_arrive((&tl_ws_bars[(k & 1)]));" not in producer, producer  # no bare arrivals
+    # without the key: the trip count's stages, a bare arrival for a masked tile
+    code, _ = _hopper(block_sparse_gemm(128, 128, 256)[0])
+    assert "tl_ws_step" not in code
 
 
 def test_producer_skips_the_loads_the_mask_drops():

@@ -95,6 +95,10 @@ class WarpSpecializer {
   // warp_specialize_guards.cc: copies hoisted out of `if guard:`.
   const ir::For* HoistGuardedCopies(const ir::For* loop, const ir::Stmt& kernel_body);
   ir::Expr GroupGuard(const std::vector<const ir::CopyOp*>& copies, bool has_im2col) const;
+  ir::Expr SkippedStepGuard() const;
+  ir::Stmt CountedSteps(const ir::VarRef& k, const ir::Expr& guard, const std::vector<ir::Stmt>& body,
+                        const ir::Buffer& step) const;
+  static ir::Buffer StepCounter();
 
   // warp_specialize_layout.cc: the kernel body, staged tiles and mbarrier bookkeeping.
   ir::Stmt Build(const Roles& roles);

@@ -51,6 +51,29 @@ Stmt WarpSpecializer::Consumer(const Buffer& bars, const Roles& roles, int64_t c
 }
 
 Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
+  if (Expr guard = SkippedStepGuard()) {
+    // Only the steps where the guard holds, counted: each waits for its stage, runs the
+    // statements inside the guard and releases the stage (SkippedStepGuard).
+    const Span& span = loop_->span;
+    VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
+    const Buffer step = StepCounter();
+    const Expr count = BufferLoad::Make(step, {MakeInt(0)});
+    const Expr stage = FloorMod(count, MakeInt(stages_));
+    cuda::StageSelector select(staged_, stage);
+    std::vector<Stmt> body{CallStmt("mbarrier_wait_parity",
+                                    {Full(bars, 0, stage), FloorMod(FloorDiv(count, MakeInt(stages_)), MakeInt(2))},
+                                    span)};
+    for (const Stmt& s : consumers_) {
+      Stmt inner = WithoutProxyFence(As<IfThenElse>(s)->then_case);
+      inner = Substitute(inner, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+      body.push_back(select.Mutate(inner));
+    }
+    if (ReadThroughGenericProxy(groups_[0])) body.push_back(CallStmt("fence_proxy_async", {}, span));
+    body.push_back(Release(Empty(bars, 0, stage)));
+    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
+                           ": the k-tiles its guard skips take no stage (steps counted where it holds)");
+    return CountedSteps(k, guard, body, step);
+  }
   if (const Call* gemm = groups_.size() == 1 ? LoneWgmma() : nullptr) return GemmMainLoop(bars, gemm);
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);

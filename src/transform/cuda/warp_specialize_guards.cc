@@ -7,6 +7,7 @@
 
 #include "pipeline_schedule.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/ir/equal.h"
 #include "warp_specialize.h"
 
 namespace tl::transform::cuda {
@@ -94,6 +95,39 @@ const For* WarpSpecializer::HoistGuardedCopies(const For* loop, const Stmt& kern
 
 /// The guard shared by every copy of a group (null when some copy has none or another):
 /// the producer skips the group's loads when it is false.
+/// With "tl.ws_skip_masked_steps": the guard of a loop whose whole body runs under it (one
+/// group of copies hoisted from `if g:`, every consumer statement under the same `if g:`, a
+/// block-sparse GEMM's mask). Then both roles count the steps where it holds and take stages
+/// and phases from that count, so a skipped k-tile costs no barrier handshake (upstream's
+/// order); by default a skipped k-tile still completes its stage's phase. Null otherwise.
+Expr WarpSpecializer::SkippedStepGuard() const {
+  if (!ConfigTrue(ctx_, "tl.ws_skip_masked_steps") || groups_.size() != 1 || consumers_.empty()) return nullptr;
+  Expr guard = GroupGuard(groups_[0].copies, !groups_[0].im2cols.empty());
+  if (!guard) return nullptr;
+  for (const Stmt& s : consumers_) {
+    const auto* branch = As<IfThenElse>(s);
+    if (!branch || branch->else_case || !StructuralEqual(branch->cond, guard)) return nullptr;
+  }
+  return guard;
+}
+
+/// The per-role step counter of SkippedStepGuard (a scalar of each thread, from 0).
+Buffer WarpSpecializer::StepCounter() {
+  return BufferNode::Make("tl_ws_step", DType::Int(32), {MakeInt(1)}, Scope::kVar);
+}
+
+/// `for k: if guard(k): body; step += 1`, with the counter declared before the loop.
+Stmt WarpSpecializer::CountedSteps(const VarRef& k, const Expr& guard, const std::vector<Stmt>& body,
+                                   const Buffer& step) const {
+  const Span& span = loop_->span;
+  std::vector<Stmt> counted = body;
+  counted.push_back(BufferStore::Make(step, {MakeInt(0)}, BufferLoad::Make(step, {MakeInt(0)}) + MakeInt(1), span));
+  Stmt each = IfThenElse::Make(AtIteration(guard, k), Seq::Make(counted, span), nullptr, span);
+  return Seq::Make({Allocate::Make(step, MakeInt(0), span),
+                    For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, each, {}, span)},
+                   span);
+}
+
 Expr WarpSpecializer::GroupGuard(const std::vector<const CopyOp*>& copies, bool has_im2col) const {
   if (copies.empty() || has_im2col) return nullptr;
   auto first = guards_.find(copies[0]);

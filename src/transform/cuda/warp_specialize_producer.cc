@@ -20,7 +20,12 @@ using namespace ir;  // NOLINT: implementation file
 Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
-  Expr stage = Stage(k);
+  // Stages and phases from the loop's trip count, or from the steps where the loop's guard
+  // held (SkippedStepGuard: the masked k-tiles skipped altogether).
+  const Expr skip = SkippedStepGuard();
+  const Buffer step = skip ? StepCounter() : Buffer();
+  const Expr count = skip ? BufferLoad::Make(step, {MakeInt(0)}) : Expr(k);
+  Expr stage = FloorMod(count, MakeInt(stages_)), round = FloorDiv(count, MakeInt(stages_));
   std::vector<Stmt> body, prefetch;
   cuda::StageSelector select(staged_, stage);
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -43,11 +48,12 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
       PrefetchDescriptor(issue, &prefetch);
     }
     body.push_back(
-        CallStmt("mbarrier_wait_parity", {Empty(bars, g, stage), FloorMod(Round(k) + MakeInt(1), MakeInt(2))}, span));
+        CallStmt("mbarrier_wait_parity", {Empty(bars, g, stage), FloorMod(round + MakeInt(1), MakeInt(2))}, span));
     std::vector<Stmt> issue{CallStmt("mbarrier_arrive_expect_tx", {Full(bars, g, stage), MakeInt(group_bytes)}, span)};
     issue.insert(issue.end(), loads.begin(), loads.end());
     Stmt issued = Seq::Make(issue, span);
-    if (Expr guard = GroupGuard(groups_[g].copies, !groups_[g].im2cols.empty())) {
+    Expr guard = skip ? Expr() : GroupGuard(groups_[g].copies, !groups_[g].im2cols.empty());
+    if (guard) {
       // a skipped k-tile still completes the stage's phase: an arrival without bytes
       guard = AtIteration(guard, k);
       issued = IfThenElse::Make(guard, issued, CallStmt("mbarrier_arrive", {Full(bars, g, stage)}, span), span);
@@ -69,8 +75,9 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
   // The descriptors are prefetched where the barriers are initialized (InitBarriers), at
   // the kernel's start: here, right before the first loads, the prefetch would hide nothing.
   descriptor_prefetches_ = prefetch;
-  std::vector<Stmt> producer{OneLane(Seq::Make(leader, span)),
-                             For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span)};
+  Stmt loop = skip ? CountedSteps(k, skip, body, step)
+                   : For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+  std::vector<Stmt> producer{OneLane(Seq::Make(leader, span)), loop};
   const char* who = single_thread_producer_ ? "ws_is_producer_leader" : "ws_is_producer_warp";
   Stmt issuer =
       IfThenElse::Make(Call::Make(DType::Bool(), who, {MakeInt(threads_)}), Seq::Make(producer, span), nullptr, span);
