@@ -78,3 +78,41 @@ def test_many_groups_still_go_through_a_shared_twin():
     k = tilelang.lower(grouped_logits(groups=32), target="cuda -arch=sm_90a")
     trips = [r for r in k.remarks if r.startswith("fragment s (registers) goes through shared memory")]
     assert len(trips) == 1 and trips[0].endswith("(written to a shared tile)"), k.remarks
+
+
+def grouped_logits_plus_bias():
+    """The grouped reduction's destination also meets a register tile of its shape in a
+    T.Parallel: it stays in shared memory (the reduction writes it column by column)."""
+
+    @T.prim_func
+    def main(K: T.Tensor((BN, D), "float16"), Q: T.Tensor((BQ * H, D), "float16"), Bias: T.Tensor((BN, BQ), "float32"),
+             O: T.Tensor((BN, BQ), "float32")):
+        with T.Kernel(1, threads=128):
+            ks = T.alloc_shared((BN, D), "float16")
+            qs = T.alloc_shared((BQ * H, D), "float16")
+            s = T.alloc_fragment((BN, BQ * H), "float32")
+            s3 = T.reshape(s, (BN, BQ, H))
+            logits = T.alloc_fragment((BN, BQ), "float32")
+            bias = T.alloc_fragment((BN, BQ), "float32")
+            T.copy(K, ks)
+            T.copy(Q, qs)
+            T.copy(Bias, bias)
+            T.gemm(ks, qs, s, transpose_B=True, clear_accum=True)
+            T.reduce_sum(s3, logits, dim=-1, clear=True)
+            for i, j in T.Parallel(BN, BQ):
+                logits[i, j] += bias[i, j]
+            T.copy(logits, O)
+
+    return main
+
+
+def test_a_grouped_destination_next_to_a_register_tile(rng):
+    k = rng.standard_normal((BN, D)).astype(np.float16)
+    q = rng.standard_normal((BQ * H, D)).astype(np.float16)
+    bias = rng.standard_normal((BN, BQ)).astype(np.float32)
+    o = poison((BN, BQ))
+    compile_cpu(grouped_logits_plus_bias())(k, q, bias, o)
+    s = (k.astype(np.float64) @ q.astype(np.float64).T).reshape(BN, BQ, H).sum(-1) + bias
+    np.testing.assert_allclose(o, s, rtol=1e-4, atol=1e-3)
+    remarks = "\n".join(tilelang.lower(grouped_logits_plus_bias(), target="cuda -arch=sm_90a").remarks)
+    assert "fragment logits: kept in shared memory" in remarks, remarks

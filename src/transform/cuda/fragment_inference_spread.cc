@@ -112,6 +112,12 @@ void FragmentLayoutInference::Visit_(const For* op) {
 }
 
 void FragmentLayoutInference::Visit_(const ReduceOp* op) {
+  // A reduction into part of a 2-D fragment (a column of it: the reduction of a reshaped
+  // tile, lower-buffer-views) writes it from shared memory's side: it stays there.
+  if (IsFragment(op->dst.buffer) && op->dst.buffer->shape.size() == 2 && !CoversWholeBuffer(op->dst)) {
+    if (layouts.erase(op->dst.buffer.get())) changed = true;
+    forced_shared.insert(op->dst.buffer.get());
+  }
   auto it = layouts.find(op->src.buffer.get());
   if (it != layouts.end() && !it->second.layout->is_rows() && op->dim == 1 &&
       IsRowVector(op->dst.buffer, it->second.layout->m())) {

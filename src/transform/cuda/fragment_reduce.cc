@@ -238,9 +238,6 @@ Stmt FragmentRewriter::ReduceIntoRows(const ReduceOp* op, const RegFragment& dst
   return For::Make(lr, MakeInt(0), MakeInt(dst_rf.layout->num_local()), ForKind::kUnrolled, body, {}, op->span);
 }
 
-/// Row reduction of a register tile: each thread folds the registers of each of its
-/// rows, the lanes that share a row combine with warp shuffles, and when several warps
-/// split a row their partials meet in a small shared workspace.
 /// The fold of a row reduction over a column window of a register tile (`F[:, c0:c0 + w]`,
 /// a reshaped tile reduced over its inner columns; lower-buffer-views): the thread's registers
 /// of row lr, each folded where its column is in the window. Which are is decided here where
@@ -270,6 +267,9 @@ Stmt FragmentRewriter::FoldColumnWindow(const ReduceOp* op, const FragmentLayout
   return Seq::Make(out, op->span);
 }
 
+/// Row reduction of a register tile: each thread folds the registers of each of its
+/// rows, the lanes that share a row combine with warp shuffles, and when several warps
+/// split a row their partials meet in a small shared workspace.
 Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   const FragmentLayout& lay = *rf.layout;
   FragmentLayoutRef rows = lay.Rows();
