@@ -16,6 +16,7 @@
 #include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
 #include "tl/transform/passes.h"
+#include "region_util.h"
 
 namespace tl::transform {
 namespace {
@@ -163,7 +164,8 @@ class ViewLowerer : public IRMutator {
         !AsConstInt(op->dst.buffer->shape[0], &dm) || !AsConstInt(op->dst.buffer->shape[1], &db)) {
       return nullptr;
     }
-    if (m != m2 || b * c != bc || dm != m || db != b || b > 16 || !CoversWhole(op->src) || !CoversWhole(op->dst)) {
+    if (m != m2 || b * c != bc || dm != m || db != b || b > 16 || !CoversWholeBuffer(op->src) ||
+        !CoversWholeBuffer(op->dst)) {
       return nullptr;
     }
     std::vector<Stmt> out;
@@ -173,17 +175,6 @@ class ViewLowerer : public IRMutator {
       out.push_back(ReduceOp::Make(src, dst, op->reduce_kind, 1, op->clear, op->span));
     }
     return Seq::Make(out, op->span);
-  }
-
-  static bool CoversWhole(const Region& r) {
-    for (size_t i = 0; i < r.ranges.size(); ++i) {
-      int64_t lo = -1, ext = -1, dim = -2;
-      if (!AsConstInt(r.ranges[i].min, &lo) || !AsConstInt(r.ranges[i].extent, &ext) ||
-          !AsConstInt(r.buffer->shape[i], &dim) || lo != 0 || ext != dim) {
-        return false;
-      }
-    }
-    return true;
   }
 
   std::vector<Expr> MutateAll(const std::vector<Expr>& v) {

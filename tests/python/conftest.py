@@ -93,6 +93,22 @@ def marker_line(func, marker="# ERR-HERE"):
     return hits[0]
 
 
+def refusal(tmp_path, source, message):
+    """Loads `source` (a module defining a kernel) from a file, expecting the TileLangCompileError
+    matching `message` while its @T.prim_func is parsed; returns the error (its .line names the
+    user's line)."""
+    import importlib.util
+
+    from tilelang.errors import TileLangCompileError
+
+    path = tmp_path / "k.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("k", path)
+    with pytest.raises(TileLangCompileError, match=message) as info:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    return info.value
+
+
 def source_line(file, line):
     import linecache
 

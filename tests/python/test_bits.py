@@ -5,8 +5,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from conftest import compile_cpu
-from tilelang.errors import TileLangCompileError
+from conftest import compile_cpu, refusal
 
 N = 128
 
@@ -57,21 +56,14 @@ def test_cuda_source_names_the_accesses():
     ("v = T.ldg256(X[i:i + 8])", "needs sm_100"),
 ])
 def test_refusals_point_at_the_line(tmp_path, body, message):
-    src = tmp_path / "k.py"
-    src.write_text(
-        "import tilelang.language as T\n\n"
-        "@T.prim_func\n"
-        "def k(X: T.Tensor((8,), 'float32'), Y: T.Tensor((8,), 'float32')):\n"
-        "    with T.Kernel(1, threads=8) as bx:\n"
-        "        for i in T.Parallel(8):\n"
-        f"            {body}\n")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("k", src)
-    mod = importlib.util.module_from_spec(spec)
-    with pytest.raises(TileLangCompileError, match=message) as info:
-        spec.loader.exec_module(mod)
-    assert info.value.line == 7
+    error = refusal(tmp_path,
+                    "import tilelang.language as T\n\n"
+                    "@T.prim_func\n"
+                    "def k(X: T.Tensor((8,), 'float32'), Y: T.Tensor((8,), 'float32')):\n"
+                    "    with T.Kernel(1, threads=8) as bx:\n"
+                    "        for i in T.Parallel(8):\n"
+                    f"            {body}\n", message)
+    assert error.line == 7
 
 
 @T.prim_func
@@ -119,22 +111,13 @@ def test_async_copy_is_a_copy_said_in_the_remarks(rng):
     ("Y[i] = T.reinterpret(T.ldg64(X[i:i + 2]), T.float32)", "cannot be read as float32"),
 ])
 def test_shared_and_async_refusals(tmp_path, body, message):
-    src = (
-        "import tilelang.language as T\n"
-        "@T.prim_func\n"
-        "def f(X: T.Tensor((8,), 'float32'), Y: T.Tensor((8,), 'float32')):\n"
-        "    with T.Kernel(1, threads=8) as _:\n"
-        "        i = T.get_thread_binding()\n"
-        f"        {body}\n"
-    )
-    path = tmp_path / "kern.py"
-    path.write_text(src)
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("kern", path)
-    mod = importlib.util.module_from_spec(spec)
-    with pytest.raises(TileLangCompileError, match=message):
-        spec.loader.exec_module(mod)
+    refusal(tmp_path,
+            "import tilelang.language as T\n"
+            "@T.prim_func\n"
+            "def f(X: T.Tensor((8,), 'float32'), Y: T.Tensor((8,), 'float32')):\n"
+            "    with T.Kernel(1, threads=8) as _:\n"
+            "        i = T.get_thread_binding()\n"
+            f"        {body}\n", message)
 
 
 @T.prim_func

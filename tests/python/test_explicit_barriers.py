@@ -14,7 +14,7 @@ from tilelang import _tl
 from tilelang.errors import TileLangCompileError, TileLangRuntimeError
 from tilelang.jit.cuda_backend import _search_dirs
 
-from conftest import assert_close, compile_cpu, f64, marker_line, poison, rand
+from conftest import assert_close, compile_cpu, f64, marker_line, poison, rand, refusal
 
 HAVE_NVCC, _ = _tl.find_cuda_compiler(_search_dirs())
 needs_cuda_compiler = pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA compiler")
@@ -489,18 +489,11 @@ def test_cp_async_handoff_cuda_source():
     ("T.cp_async_barrier_noinc(S[0])", "the barrier must come from T.alloc_barrier"),
 ])
 def test_cp_async_refusals_point_at_the_line(tmp_path, body, message):
-    src = tmp_path / "k.py"
-    src.write_text(
-        "import tilelang.language as T\n\n"
-        "@T.prim_func\n"
-        "def k(X: T.Tensor((64,), 'float16')):\n"
-        "    with T.Kernel(1, threads=128) as bx:\n"
-        "        S = T.alloc_shared((64,), 'float16')\n"
-        f"        {body}\n")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("k", src)
-    mod = importlib.util.module_from_spec(spec)
-    with pytest.raises(TileLangCompileError, match=message) as info:
-        spec.loader.exec_module(mod)
-    assert info.value.line == 7
+    error = refusal(tmp_path,
+                    "import tilelang.language as T\n\n"
+                    "@T.prim_func\n"
+                    "def k(X: T.Tensor((64,), 'float16')):\n"
+                    "    with T.Kernel(1, threads=128) as bx:\n"
+                    "        S = T.alloc_shared((64,), 'float16')\n"
+                    f"        {body}\n", message)
+    assert error.line == 7

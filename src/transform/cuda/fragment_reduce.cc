@@ -247,11 +247,9 @@ Stmt FragmentRewriter::FoldColumnWindow(const ReduceOp* op, const FragmentLayout
                                         const VarRef& q, const Stmt& fold) {
   int64_t lo = 0, width = 0, cols = 0;
   const Range& r = op->src.ranges.back();
-  if (op->src.ranges.size() != 2 || !AsConstInt(r.min, &lo) || !AsConstInt(r.extent, &width) ||
-      !AsConstInt(op->src.buffer->shape.back(), &cols)) {
-    TL_ICHECK(false) << "row reduction of " << op->src.buffer->name << ": a window of a register tile needs static "
-                     << "columns";
-  }
+  TL_ICHECK(op->src.ranges.size() == 2 && AsConstInt(r.min, &lo) && AsConstInt(r.extent, &width) &&
+            AsConstInt(op->src.buffer->shape.back(), &cols))
+      << "row reduction of " << op->src.buffer->name << ": a window of a register tile needs static columns";
   if (lo == 0 && width == cols) return nullptr;
   arith::Analyzer an;
   an.BindRange(tx_.get(), MakeInt(0), MakeInt(threads));

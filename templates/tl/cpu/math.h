@@ -104,6 +104,15 @@ TL_CPU_UNARY_MATH(ceil, std::ceil(x), std::ceil(x))
 TL_CPU_UNARY_MATH(trunc, std::trunc(x), std::trunc(x))
 TL_CPU_UNARY_MATH(round, std::round(x), std::round(x))  // Ties away from zero, like C round().
 TL_CPU_UNARY_MATH(nearbyint, std::nearbyint(x), std::nearbyint(x))  // Ties to even.
+TL_CPU_UNARY_MATH(sinh, std::sinh(x), std::sinh(x))
+TL_CPU_UNARY_MATH(cosh, std::cosh(x), std::cosh(x))
+TL_CPU_UNARY_MATH(asin, std::asin(x), std::asin(x))
+TL_CPU_UNARY_MATH(acos, std::acos(x), std::acos(x))
+TL_CPU_UNARY_MATH(atan, std::atan(x), std::atan(x))
+TL_CPU_UNARY_MATH(asinh, std::asinh(x), std::asinh(x))
+TL_CPU_UNARY_MATH(acosh, std::acosh(x), std::acosh(x))
+TL_CPU_UNARY_MATH(atanh, std::atanh(x), std::atanh(x))
+TL_CPU_UNARY_MATH(exp10, std::pow(10.0f, x), std::pow(10.0, x))
 
 #undef TL_CPU_UNARY_MATH
 

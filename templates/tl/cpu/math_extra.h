@@ -1,41 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file More element-wise math for generated CPU kernels (T.sinh, T.atan2, T.fma, T.popcount,
-/// ...): the same functions as the CUDA library's math_extra.h, through <cmath>. Included at
-/// the end of math.h.
+/// \file More element-wise math for generated CPU kernels, of two or three operands (T.atan2,
+/// T.fma, ...) and integer bit counts (T.popcount, T.clz): the same functions as the CUDA
+/// library's math_extra.h, through <cmath>. Included at the end of math.h.
 #pragma once
 
 namespace tl {
-
-#define TL_CPU_MORE_UNARY(name, fn)                                                    \
-  inline float name(float x) { return std::fn(x); }                                    \
-  inline double name(double x) { return std::fn(x); }                                  \
-  inline half name(half h) { return half(name(static_cast<float>(h))); }               \
-  inline bfloat16 name(bfloat16 h) { return bfloat16(name(static_cast<float>(h))); }   \
-  template <typename T, detail::enable_if_float8_t<T> = 0>                             \
-  inline T name(T h) { return T(name(static_cast<float>(h))); }                        \
-  template <typename T, detail::enable_if_int_t<T> = 0>                                \
-  inline double name(T x) { return name(static_cast<double>(x)); }
-
-TL_CPU_MORE_UNARY(sinh, sinh)
-TL_CPU_MORE_UNARY(cosh, cosh)
-TL_CPU_MORE_UNARY(asin, asin)
-TL_CPU_MORE_UNARY(acos, acos)
-TL_CPU_MORE_UNARY(atan, atan)
-TL_CPU_MORE_UNARY(asinh, asinh)
-TL_CPU_MORE_UNARY(acosh, acosh)
-TL_CPU_MORE_UNARY(atanh, atanh)
-
-#undef TL_CPU_MORE_UNARY
-
-/// 10 raised to x.
-inline float exp10(float x) { return std::pow(10.0f, x); }
-inline double exp10(double x) { return std::pow(10.0, x); }
-inline half exp10(half h) { return half(exp10(static_cast<float>(h))); }
-inline bfloat16 exp10(bfloat16 h) { return bfloat16(exp10(static_cast<float>(h))); }
-template <typename T, detail::enable_if_float8_t<T> = 0>
-inline T exp10(T h) { return T(exp10(static_cast<float>(h))); }
-template <typename T, detail::enable_if_int_t<T> = 0>
-inline double exp10(T x) { return exp10(static_cast<double>(x)); }
 
 #define TL_CPU_MORE_BINARY(name, fn)                                                              \
   inline float name(float a, float b) { return std::fn(a, b); }                                   \

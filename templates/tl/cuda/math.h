@@ -178,6 +178,15 @@ TL_CUDA_UNARY_MATH(ceil, ceilf(x), ::ceil(x))
 TL_CUDA_UNARY_MATH(trunc, truncf(x), ::trunc(x))
 TL_CUDA_UNARY_MATH(round, roundf(x), ::round(x))    // Ties away from zero, like C round().
 TL_CUDA_UNARY_MATH(nearbyint, rintf(x), ::rint(x))  // Ties to even.
+TL_CUDA_UNARY_MATH(sinh, sinhf(x), ::sinh(x))
+TL_CUDA_UNARY_MATH(cosh, coshf(x), ::cosh(x))
+TL_CUDA_UNARY_MATH(asin, asinf(x), ::asin(x))
+TL_CUDA_UNARY_MATH(acos, acosf(x), ::acos(x))
+TL_CUDA_UNARY_MATH(atan, atanf(x), ::atan(x))
+TL_CUDA_UNARY_MATH(asinh, asinhf(x), ::asinh(x))
+TL_CUDA_UNARY_MATH(acosh, acoshf(x), ::acosh(x))
+TL_CUDA_UNARY_MATH(atanh, atanhf(x), ::atanh(x))
+TL_CUDA_UNARY_MATH(exp10, exp10f(x), ::exp10(x))
 
 #undef TL_CUDA_UNARY_MATH
 #undef TL_CUDA_F_EXP

@@ -1,36 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file More element-wise math for generated CUDA kernels (T.sinh, T.atan2, T.fma, T.popcount,
-/// ...), in the style of math.h: float and double map to the CUDA math library, 16- and 8-bit
-/// floats compute in float, integers in double. Included at the end of math.h.
+/// \file More element-wise math for generated CUDA kernels, of two or three operands (T.atan2,
+/// T.fma, ...) and integer bit counts (T.popcount, T.clz), in the style of math.h (whose unary
+/// macro has the one-operand functions, T.sinh and the rest): float and double map to the CUDA
+/// math library, 16- and 8-bit floats compute in float, integers in double. Included at the end
+/// of math.h.
 #pragma once
 
 namespace tl {
-
-#define TL_CUDA_MORE_UNARY(name, fexpr, dexpr)                                        \
-  TL_DEVICE float name(float x) { return fexpr; }                                     \
-  TL_DEVICE double name(double x) { return dexpr; }                                   \
-  TL_DEVICE half name(half h) { return half(name(static_cast<float>(h))); }           \
-  TL_DEVICE bfloat16 name(bfloat16 h) { return bfloat16(name(static_cast<float>(h))); } \
-  template <typename T, detail::enable_if_float8_t<T> = 0>                            \
-  TL_DEVICE T name(T h) {                                                             \
-    return T(name(static_cast<float>(h)));                                            \
-  }                                                                                   \
-  template <typename T, detail::enable_if_int_t<T> = 0>                               \
-  TL_DEVICE double name(T x) {                                                        \
-    return name(static_cast<double>(x));                                              \
-  }
-
-TL_CUDA_MORE_UNARY(sinh, sinhf(x), ::sinh(x))
-TL_CUDA_MORE_UNARY(cosh, coshf(x), ::cosh(x))
-TL_CUDA_MORE_UNARY(asin, asinf(x), ::asin(x))
-TL_CUDA_MORE_UNARY(acos, acosf(x), ::acos(x))
-TL_CUDA_MORE_UNARY(atan, atanf(x), ::atan(x))
-TL_CUDA_MORE_UNARY(asinh, asinhf(x), ::asinh(x))
-TL_CUDA_MORE_UNARY(acosh, acoshf(x), ::acosh(x))
-TL_CUDA_MORE_UNARY(atanh, atanhf(x), ::atanh(x))
-TL_CUDA_MORE_UNARY(exp10, exp10f(x), ::exp10(x))
-
-#undef TL_CUDA_MORE_UNARY
 
 // Two operands of one type (MakeMath gives both the common type).
 #define TL_CUDA_MORE_BINARY(name, fexpr, dexpr)                                                        \
