@@ -45,10 +45,10 @@ def reference(a, b, mask, bm, bn, bk):
     return c
 
 
-SKIP = {"tl.ws_skip_masked_steps": True}
+EVERY_STEP = {"tl.ws_skip_masked_steps": False}  # the trip count's stages, bare arrivals
 
 
-@pytest.mark.parametrize("stages, configs", [(1, None), (2, None), (3, None), (2, SKIP), (3, SKIP)])
+@pytest.mark.parametrize("stages, configs", [(1, None), (2, None), (3, None), (2, EVERY_STEP), (3, EVERY_STEP)])
 def test_block_sparse_gemm_matches_float64(stages, configs):
     func, mask_shape = block_sparse_gemm(128, 128, 256, stages=stages)
     rng = np.random.default_rng(stages)
@@ -69,9 +69,10 @@ def _hopper(func, configs=None):
 
 
 def test_skipped_k_tiles_can_take_no_stage():
-    """tl.ws_skip_masked_steps: both roles count the steps the mask keeps and take stages and
-    phases from that count, so a masked k-tile costs no barrier handshake (upstream's order)."""
-    code, remarks = _hopper(block_sparse_gemm(128, 128, 256)[0], {"tl.ws_skip_masked_steps": "1"})
+    """tl.ws_skip_masked_steps (on by default): both roles count the steps the mask keeps and
+    take stages and phases from that count, so a masked k-tile costs no barrier handshake
+    (upstream's order)."""
+    code, remarks = _hopper(block_sparse_gemm(128, 128, 256)[0])
     assert any("the k-tiles its guard skips take no stage" in r for r in remarks), remarks
     producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
     consumer = code[code.index("tl::warpgroup_reg_alloc"):]
@@ -82,13 +83,13 @@ def test_skipped_k_tiles_can_take_no_stage():
         assert f"{name} = ({name} + 1);" in role, role
         assert f"tl::floormod({name}, 2)" in role, role  # the stage (2 stages) from the count, not from k
     assert "tl::mbarrier_arrive((&tl_ws_bars[(k & 1)]));" not in producer, producer  # no bare arrivals
-    # without the key: the trip count's stages, a bare arrival for a masked tile
-    code, _ = _hopper(block_sparse_gemm(128, 128, 256)[0])
+    # with the key off: the trip count's stages, a bare arrival for a masked tile
+    code, _ = _hopper(block_sparse_gemm(128, 128, 256)[0], {"tl.ws_skip_masked_steps": "0"})
     assert "tl_ws_step" not in code
 
 
 def test_producer_skips_the_loads_the_mask_drops():
-    code, remarks = _hopper(block_sparse_gemm(128, 128, 256)[0])
+    code, remarks = _hopper(block_sparse_gemm(128, 128, 256)[0], {"tl.ws_skip_masked_steps": "0"})
     assert any("warp-specialized" in r and "2 copies with TMA" in r for r in remarks), remarks
     producer = code[code.index("tl_ws_bars[((k & 1) + 2)]"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
     # the expect-tx and the loads under the mask; otherwise a bare arrival on the full barrier

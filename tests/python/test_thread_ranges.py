@@ -207,6 +207,10 @@ def test_fragments_laid_out_over_a_range_of_warps(rng, first_branch):
     assert (z == 1).all()
 
 
+def _layout_remarks(remarks):
+    return [r for r in remarks if not r.startswith("compiled by")]
+
+
 def test_range_layouts_name_their_threads():
     remarks = "\n".join(tilelang.compile(_apply_mix(False), target="cuda -arch=sm_90a",
                                          pass_configs=RANGE_TILES).get_remarks())
@@ -215,8 +219,10 @@ def test_range_layouts_name_their_threads():
     remarks = "\n".join(tilelang.compile(_apply_mix(True), target="cuda -arch=sm_90a",
                                          pass_configs=RANGE_TILES).get_remarks())
     assert "fragment xl: registers, layout threads 0..63 strip(4x256, 64 threads, 64 per row, vec 4)" in remarks
-    # the default since it was checked on the H200; with the key off, shared memory as before
-    assert remarks == "\n".join(tilelang.compile(_apply_mix(True), target="cuda -arch=sm_90a").get_remarks())
+    # the default since it was checked on the H200 (the compiler's own line, with registers
+    # read from the module, differs between a first build and a cache hit)
+    default = tilelang.compile(_apply_mix(True), target="cuda -arch=sm_90a").get_remarks()
+    assert _layout_remarks(remarks.split("\n")) == _layout_remarks(default)
     remarks = "\n".join(tilelang.compile(_apply_mix(False), target="cuda -arch=sm_90a",
                                          pass_configs={"tl.range_register_tiles": False}).get_remarks())
     assert "fragment xl: kept in shared memory" in remarks and "fragment ol: kept in shared memory" in remarks

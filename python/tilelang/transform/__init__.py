@@ -112,7 +112,7 @@ ACTED_ON_CUDA = {
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
     "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout); on by default",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next",
-    "tl.ws_skip_masked_steps": "a warp-specialized loop whose whole body is under `if mask[k]:` takes stages only for the k-tiles the mask keeps (off by default until measured)",
+    "tl.ws_skip_masked_steps": "a warp-specialized loop whose whole body is under `if mask[k]:` takes stages only for the k-tiles the mask keeps (on by default; false: every step takes its stage)",
     "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",
     "tl.ws_consumer_registers": "registers per consumer thread after setmaxnreg (default 240; 24..256, a multiple of 8)",
     "tl.ws_single_thread_producer": "the warp-specialized producer's loop in one thread, not one warp with an elected lane",
