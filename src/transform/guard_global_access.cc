@@ -23,8 +23,16 @@ using namespace ir;  // NOLINT: implementation file
 class GlobalAccessGuard : public IRMutator {
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    size_t facts = assumed_.size();
     for (size_t i = 0; i < op->block_vars.size(); ++i) {
-      an_.BindRange(op->block_vars[i].get(), MakeInt(0, op->block_vars[i]->dtype), op->grid[i]);
+      const VarRef& v = op->block_vars[i];
+      an_.BindRange(v.get(), MakeInt(0, v->dtype), op->grid[i]);
+      // A grid of a symbolic size (`T.Kernel(seq_len, batch)`): the interval bounds cannot
+      // show by < batch, the fact batch - by - 1 >= 0 does (as for loops below).
+      if (v->dtype.IsSigned() && op->grid[i]->dtype == v->dtype && !As<IntImm>(op->grid[i])) {
+        assumed_.push_back(Expr(v));
+        assumed_.push_back(op->grid[i] - Expr(v) - MakeInt(1, v->dtype));
+      }
     }
     // T.get_thread_binding(d) is compared through a variable in [0, threads[d]) (see Inlined).
     thread_index_.clear();
@@ -32,7 +40,9 @@ class GlobalAccessGuard : public IRMutator {
       thread_index_.push_back(Var::Make("tid" + std::to_string(d), DType::Int(32)));
       an_.BindRange(thread_index_.back().get(), MakeInt(0), MakeInt(op->threads[d]));
     }
-    return IRMutator::Mutate_(op, self);
+    Stmt out = IRMutator::Mutate_(op, self);
+    assumed_.resize(facts);
+    return out;
   }
 
   Stmt Mutate_(const For* op, const Stmt& self) override {

@@ -138,3 +138,32 @@ def test_assumptions_over_parameters_are_checked_before_each_launch(rng):
         kernel(rand(rng, (6,)), 3)
     with pytest.raises(RuntimeError, match=r"Assume: N % 4 == 0 and scale > 0 .*scale = 0"):
         kernel(rand(rng, (8,)), 0)
+
+
+def _rows_by_block(rows_expr):
+    B = T.dynamic("B")
+    S = T.dynamic("S")
+
+    @T.prim_func
+    def main(X: T.Tensor((B, S, 64), T.float32), Y: T.Tensor((B, S, 64), T.float32)):
+        with T.Kernel(S, B, threads=64) as (bx, by):
+            b_i = by
+            for j in T.Parallel(64):
+                Y[b_i, rows_expr(bx), j] = X[b_i, rows_expr(bx), j] * 2.0
+
+    return main
+
+
+def test_a_symbolic_grid_bounds_its_block_index(rng):
+    """T.Kernel(S, B): bx < S and by < B hold, so X[by, bx, j] needs no guard (sparse MLA's
+    gathers read Indices[by, bx, ...] once per copy instead of behind a branch)."""
+    x = rand(rng, (3, 5, 64))
+    y = poison((3, 5, 64))
+    compile_cpu(_rows_by_block(lambda bx: bx))(x, y)
+    np.testing.assert_array_equal(y, x * 2)
+    assert "if (" not in _body(tilelang.compile(_rows_by_block(lambda bx: bx), target=SM90))
+    # bx + 1 may be S: that access keeps its guard (the last block's row is skipped / reads 0)
+    y = poison((3, 5, 64))
+    compile_cpu(_rows_by_block(lambda bx: bx + 1))(x, y)
+    np.testing.assert_array_equal(y[:, 1:], x[:, 1:] * 2)
+    assert "if (" in _body(tilelang.compile(_rows_by_block(lambda bx: bx + 1), target=SM90))

@@ -15,6 +15,10 @@
 /// value for all registers of a group (attention backward's row bound `i < seqlen`: a
 /// register pair shares its row); the vector update then runs under the first register's
 /// guards. Anything else is left as it is.
+///
+/// The same holds for a run of `width` statements in a row that update consecutive floats
+/// under the same guards: what T.atomic_addx4(dst[row, j:j + 4], tile[i, k:k + 4]) lowers to
+/// (sparse attention backward's scatter of dKV rows through a gathered index).
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/equal.h"
@@ -91,6 +95,27 @@ class Vectorizer : public IRMutator {
   int vectorized = 0;
 
  protected:
+  Stmt Mutate_(const Seq* op, const Stmt& self) override {
+    Stmt mutated = IRMutator::Mutate_(op, self);
+    const auto* seq = As<Seq>(mutated);
+    if (!seq) return mutated;
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (size_t i = 0; i < seq->stmts.size();) {
+      size_t taken = 0;
+      for (size_t width : {4, 2}) {
+        if (i + width <= seq->stmts.size() && (taken = VectorizeRun(seq->stmts, i, width, &out))) break;
+      }
+      if (taken) {
+        changed = true;
+        i += taken;
+      } else {
+        out.push_back(seq->stmts[i++]);
+      }
+    }
+    return changed ? Seq::Make(out, seq->span) : mutated;
+  }
+
   Stmt Mutate_(const For* op, const Stmt& self) override {
     Stmt body = Mutate(op->body);
     int64_t min = -1, n;
@@ -153,6 +178,46 @@ class Vectorizer : public IRMutator {
     return For::Make(m, MakeInt(0), MakeInt(n / width), ForKind::kUnrolled, call, op->annotations, op->span);
   }
 
+  /// stmts[i .. i + width) as one guarded vector update appended to `out` (returns width),
+  /// when they update consecutive floats of one tensor, the first a multiple of `width` from
+  /// its start, under structurally equal guards; 0 otherwise.
+  size_t VectorizeRun(const std::vector<Stmt>& stmts, size_t i, size_t width, std::vector<Stmt>* out) {
+    std::vector<Update> run(width);
+    for (size_t e = 0; e < width; ++e) {
+      if (!AsUpdate(stmts[i + e], &run[e])) return 0;
+    }
+    Expr first = ElementOffset(run[0]);
+    if (!Multiple(first, static_cast<int64_t>(width))) return 0;
+    for (size_t e = 1; e < width; ++e) {
+      int64_t step;
+      if (run[e].target->buffer.get() != run[0].target->buffer.get() ||
+          !AsConstInt(arith_.Simplify(ElementOffset(run[e]) - first), &step) || step != static_cast<int64_t>(e)) {
+        return 0;
+      }
+      if (run[e].guards.size() != run[0].guards.size()) return 0;
+      for (size_t k = 0; k < run[0].guards.size(); ++k) {
+        if (!StructuralEqual(arith_.Simplify(run[e].guards[k]), arith_.Simplify(run[0].guards[k]))) return 0;
+      }
+    }
+    std::vector<Expr> args{Call::Make(DType::Handle(), "address_of", {run[0].target_expr})};
+    for (const Update& u : run) args.push_back(u.value);
+    Stmt call = Evaluate::Make(Call::Make(DType::Void(), "atomic_add_vec", args), stmts[i]->span);
+    for (auto g = run[0].guards.rbegin(); g != run[0].guards.rend(); ++g) {
+      call = IfThenElse::Make(*g, call, nullptr, stmts[i]->span);
+    }
+    out->push_back(call);
+    ++vectorized;
+    return width;
+  }
+
+  Expr ElementOffset(const Update& u) {
+    Expr offset = MakeInt(0);
+    for (size_t k = 0; k < u.target->indices.size(); ++k) {
+      offset = offset + u.target->indices[k] * u.target->buffer->StrideOf(k);
+    }
+    return arith_.Simplify(offset);
+  }
+
   arith::Analyzer arith_;
 };
 
@@ -167,7 +232,7 @@ ir::PrimFunc CudaVectorizeAtomics(const ir::PrimFunc& f, PassContext& ctx) {
   ir::Stmt body = v.Mutate(f->body);
   if (!v.vectorized) return f;
   ctx.remarks.push_back(std::to_string(v.vectorized) +
-                        " register walk(s) of float atomic adds into global memory: one vector reduction "
+                        " register walk(s) or run(s) of float atomic adds into global memory: one vector reduction "
                         "(red.global.add.v2/v4.f32) per group of consecutive floats");
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
