@@ -22,6 +22,9 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   // Tiles a pipelined loop stages must exist before it (its prologue loads them).
   out = RunPass("hoist-pipelined-allocations", out, ctx);
+  // A short loop that offsets fragment rows by its variable: one copy per step, so the
+  // register walks below see constant offsets.
+  out = RunPass("cuda-unroll-fragment-offsets", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
   out = RunPass("report-packed-tensors", out, ctx);
   // Canonical regions first: layout inference matches fragment indices structurally.

@@ -49,6 +49,19 @@ def _templates_root() -> str:
 DYNAMIC_ALIGNMENT = 16
 
 
+def _device_compile_flags(value) -> list:
+    """tl.device_compile_flags (upstream's key): a string split as a shell would, or a list
+    of strings, each split the same way."""
+    if value is None or value == "":
+        return []
+    import shlex
+
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise TypeError(f"pass config tl.device_compile_flags: expected a string or a list of strings, got {value!r}")
+    return [tok for item in items for tok in shlex.split(item)]
+
+
 def _enabled(configs, key, default=False):
     if key not in configs:
         return default
@@ -128,6 +141,7 @@ class CudaBackend:
         # both paths gave the same bits; the fp16 x int4 GEMV ran 1.8x faster.
         if _enabled(pass_configs, "tl.enable_native_half_arith", default=True):
             all_flags.append("-DTL_NATIVE_HALF_ARITH=1")
+        all_flags += _device_compile_flags(pass_configs.get("tl.device_compile_flags"))
         self.nvrtc_flags = all_flags  # (get_ptx compiles the source again with the same ones)
         path, hit, compiler, log, usage = _tl.build_cuda(
             self.source, arch, env.kernel_cache_dir(), [_templates_root()], all_flags, _search_dirs(), "")

@@ -119,6 +119,8 @@ ACTED_ON_CUDA = {
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
     "tl.enable_wgmma_stages": "wgmma on a stage X[s, :, :] of a 3-D shared tile (src/transform/cuda/wgmma_select.cc)",
+    "tl.unroll_fragment_offsets": "a short serial loop whose T.Parallel nests offset a fragment by its variable is unrolled (src/transform/cuda/unroll_fragment_offsets.cc; on by default)",
+    "tl.device_compile_flags": "extra NVRTC options (a string, split as a shell would, or a list), after ours",
 }
 
 

@@ -22,6 +22,10 @@
 #error "include tl_cuda.h before tile_ops.h"
 #endif
 
+#ifndef TL_MMA_PREFETCH_FRAGMENTS
+#define TL_MMA_PREFETCH_FRAGMENTS 1  // gemm_ss_mma: the next k-step's fragments load during this one's mmas
+#endif
+
 namespace tl {
 
 /// Stores Bytes zero bytes (1, 2, 4, 8 or 16; dst aligned to Bytes).
@@ -163,8 +167,10 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   Acc(*acc)[kTilesN][4] = reinterpret_cast<Acc(*)[kTilesN][4]>(C);
   // Fragments of step kk + kK are loaded before the mma of step kk, so shared-memory
   // latency overlaps tensor-core work (two register buffers, selected at compile time).
-  uint32_t a[2][kTilesM][4];
-  uint32_t b[2][kTilesN][2];
+  // TL_MMA_PREFETCH_FRAGMENTS=0: one buffer, loaded right before its mmas (fewer live
+  // registers in kernels whose accumulators nearly fill the register file).
+  uint32_t a[TL_MMA_PREFETCH_FRAGMENTS ? 2 : 1][kTilesM][4];
+  uint32_t b[TL_MMA_PREFETCH_FRAGMENTS ? 2 : 1][kTilesN][2];
   auto load = [&](int kk, uint32_t (&fa)[kTilesM][4], uint32_t (&fb)[kTilesN][2]) {
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
@@ -219,11 +225,18 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
         for (int i = 0; i < 2; ++i) fb[nt][i] = float_to_tf32(__uint_as_float(fb[nt][i]));
     }
   };
+#if TL_MMA_PREFETCH_FRAGMENTS
   load(0, a[0], b[0]);
+#endif
 #pragma unroll
   for (int kk = 0; kk < K; kk += kK) {
+#if TL_MMA_PREFETCH_FRAGMENTS
     const int cur = (kk / kK) & 1;
     if (kk + kK < K) load(kk + kK, a[cur ^ 1], b[cur ^ 1]);
+#else
+    const int cur = 0;
+    load(kk, a[0], b[0]);
+#endif
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
 #pragma unroll
