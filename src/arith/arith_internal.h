@@ -93,6 +93,7 @@ class Rewriter {
                               const ir::Expr& self);
   ir::Expr RewriteMinMax(ir::BinOp op, const ir::Expr& a, const ir::Expr& b, const ir::Expr& self);
   ir::Expr RewriteCompare(ir::BinOp op, const ir::Expr& a, const ir::Expr& b, const ir::Expr& self);
+  ir::Expr DropRemainderTerm(ir::BinOp op, LinearForm d, ir::DType t);
   ir::Expr RewriteLogic(ir::BinOp op, const ir::Expr& a, const ir::Expr& b, const ir::Expr& self);
   ir::Expr RewriteNot(const ir::Expr& a, const ir::Expr& self);
   ir::Expr RewriteSelect(const ir::Expr& c, const ir::Expr& t, const ir::Expr& f, const ir::Expr& self);

@@ -6,6 +6,7 @@
 /// interval bounds, boolean identities, and casts. Floor division and modulo live in
 /// div_mod.cc, bounds in bound.cc. Each node is rewritten once (results are memoised per
 /// input node), so the cost stays polynomial even for expressions that share subtrees.
+#include <numeric>
 #include <cstdint>
 
 #include "tl/arith/comparison.h"
@@ -268,9 +269,47 @@ Expr Rewriter::RewriteCompare(BinOp op, const Expr& a, const Expr& b, const Expr
     LinearForm d = Diff(a, b);
     if (!d.overflow) {
       if (auto decided = DecideSign(op, BoundOfForm(*an_, d))) return Bool(*decided);
+      if (Expr dropped = DropRemainderTerm(op, d, t)) return dropped;
     }
   }
   return Rebuild(op, a, b, self);
+}
+
+/// `d < 0` (or `>=`, and `<=` / `>` through d - 1) where d = m*g + r, every other term and
+/// the constant a multiple of g and r one term in [0, g): then d < 0 exactly when m*g < 0,
+/// so r can go. A register walk's row test `(l >> 5) * 16 + (lane >> 2) + ... < 16` then
+/// reads the register index only (the lane's part of the row cannot move it past a
+/// multiple of 8): a test that is the same for the whole warp and folds once unrolled.
+/// Null when no term can be dropped.
+Expr Rewriter::DropRemainderTerm(BinOp op, LinearForm d, DType t) {
+  if (op == BinOp::kLE || op == BinOp::kGT) {  // d <= 0: d - 1 < 0; d > 0: d - 1 >= 0
+    d.AddConst(-1);
+    op = op == BinOp::kLE ? BinOp::kLT : BinOp::kGE;
+  }
+  if ((op != BinOp::kLT && op != BinOp::kGE) || d.terms.size() < 2) return nullptr;
+  bool dropped = false;
+  for (size_t j = 0; j < d.terms.size();) {
+    int64_t g = std::llabs(d.constant);
+    for (size_t i = 0; i < d.terms.size(); ++i) {
+      if (i != j) g = std::gcd(g, std::llabs(d.terms[i].second));
+    }
+    IntBound r = BoundOfForm(*an_, [&] {
+      LinearForm one;
+      one.AddTerm(d.terms[j].first, d.terms[j].second);
+      return one;
+    }());
+    if (g > 1 && r.min && r.max && *r.min >= 0 && *r.max < g && d.terms.size() > 1) {
+      d.terms.erase(d.terms.begin() + static_cast<std::ptrdiff_t>(j));
+      dropped = true;
+      continue;
+    }
+    ++j;
+  }
+  if (!dropped) return nullptr;
+  // d' < 0 as `terms < -constant` (d' >= 0 as `terms >= -constant`)
+  int64_t c = -d.constant;
+  d.constant = 0;
+  return ir::Binary::Make(op, BuildLinear(d, t), IntImm::Make(t, c));
 }
 
 Expr Rewriter::RewriteLogic(BinOp op, const Expr& a, const Expr& b, const Expr& self) {

@@ -682,3 +682,38 @@ TEST(ArithBound, BitwiseOfNonNegativeValuesIsNonNegative) {
 
 }  // namespace
 }  // namespace tl::arith
+
+namespace {
+
+// d = m*g + r with every other term and the constant multiples of g and r in [0, g): the
+// sign tests `d < 0` and `d >= 0` do not depend on r (a register walk's row test minus the
+// lane's part of the row).
+TEST(ArithCompare, DropsATermThatCannotCrossAMultiple) {
+  VarRef l = Var::Make("l"), lane = Var::Make("lane");
+  Analyzer an;
+  an.BindBound(lane.get(), IntBound{0, 7});
+  an.BindBound(l.get(), IntBound{0, 63});
+  Expr row = Add(Add(Mul(FDiv(l, I(32)), I(16)), lane), Mul(FDiv(FMod(l, I(4)), I(2)), I(8)));
+  Expr lt = an.Simplify(Lt(row, I(16)));
+  EXPECT_FALSE(UsesVar(lt, [&](const Var* v) { return v == lane.get(); })) << ToString(lt);
+  Expr ge = an.Simplify(Bin(BinOp::kGE, Sub(row, I(16)), I(0)));
+  EXPECT_FALSE(UsesVar(ge, [&](const Var* v) { return v == lane.get(); })) << ToString(ge);
+  // every (l, lane): the simplified tests agree with the originals
+  for (int64_t lv = 0; lv < 64; ++lv) {
+    for (int64_t tv = 0; tv < 8; ++tv) {
+      auto at = [&](const Expr& e) {
+        Analyzer plain;
+        return ConstOf(plain.Simplify(Substitute(e, [&](const Var* v) -> Expr {
+          return v == l.get() ? I(lv) : v == lane.get() ? I(tv) : nullptr;
+        })));
+      };
+      EXPECT_EQ(at(lt), at(Lt(row, I(16)))) << lv << " " << tv;
+      EXPECT_EQ(at(ge), at(Bin(BinOp::kGE, Sub(row, I(16)), I(0)))) << lv << " " << tv;
+    }
+  }
+  // `<=` depends on the remainder (x*8 + r <= 0 holds for r = 0 only): kept
+  Expr le = an.Simplify(Bin(BinOp::kLE, Add(Mul(l, I(8)), lane), I(0)));
+  EXPECT_TRUE(UsesVar(le, [&](const Var* v) { return v == lane.get(); })) << ToString(le);
+}
+
+}  // namespace

@@ -54,6 +54,15 @@ def test_split_store_loop_is_unrolled():
     assert "for (int32_t s = 0" not in src, src
 
 
+def test_each_step_stores_its_rows_in_register_pairs():
+    # after unrolling, a register's row test reads the register index only (the lane's part
+    # of the row cannot cross a multiple of 8), so pairs of registers store 8 bytes at once
+    src = tilelang.compile(split_store(), target=SM90).get_kernel_source()
+    assert "float stage_group[2];" in src, src
+    remarks = _remarks(split_store())
+    assert any("register walk(s): their shared-memory and tensor accesses" in r for r in remarks), remarks
+
+
 def test_unrolling_can_be_turned_off():
     remarks = _remarks(split_store(), **{"tl.unroll_fragment_offsets": False})
     assert not any("unrolled (" in r for r in remarks), remarks

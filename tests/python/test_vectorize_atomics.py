@@ -161,11 +161,14 @@ def test_atomic_addx4_runs_become_one_vector_reduction():
     code, remarks = cuda_source(scatter_rows())
     assert "tl::atomic_add_vec(" in code and "tl::atomic_add(" not in code, code
     call = code[code.index("tl::atomic_add_vec("):].split(";")[0]
-    assert call.count("tile[") == 4, call  # four floats in one red.global.add.v4.f32
+    # four floats in one red.global.add.v4.f32, read from the staging tile as one vector
+    assert "tile_group" in call and "tile[" not in call, call
+    before = code[:code.index("tl::atomic_add_vec(")]
+    assert "tl::copy<16>((&tile_group" in before[before.rindex("float tile_group"):], before[-600:]
     assert any("vector reduction" in r for r in remarks)
     code, _ = cuda_source(scatter_rows(width=2))
     call = code[code.index("tl::atomic_add_vec("):].split(";")[0]
-    assert call.count("tile[") == 2, call
+    assert call.count("tile_group") == 2, call
 
 
 def test_atomic_addx4_at_an_unaligned_column_stays_scalar():

@@ -19,6 +19,10 @@
 /// The same holds for a run of `width` statements in a row that update consecutive floats
 /// under the same guards: what T.atomic_addx4(dst[row, j:j + 4], tile[i, k:k + 4]) lowers to
 /// (sparse attention backward's scatter of dKV rows through a gathered index).
+///
+/// When the group's values are consecutive floats of one shared tile (that scatter reads a
+/// staging tile), they are read with one vector load: four scalar reads at a 16-byte stride
+/// across the warp's lanes take four bank-conflicted wavefronts each.
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/equal.h"
@@ -168,9 +172,9 @@ class Vectorizer : public IRMutator {
       Expr l = MakeInt(width) * m + MakeInt(e);
       return [l, var = op->var.get()](const Var* v) -> Expr { return v == var ? l : nullptr; };
     };
-    std::vector<Expr> args{Call::Make(DType::Handle(), "address_of", {Substitute(u.target_expr, lane(0))})};
-    for (int64_t e = 0; e < width; ++e) args.push_back(Substitute(u.value, lane(e)));
-    Stmt call = Evaluate::Make(Call::Make(DType::Void(), "atomic_add_vec", args), op->body->span);
+    std::vector<Expr> values;
+    for (int64_t e = 0; e < width; ++e) values.push_back(Substitute(u.value, lane(e)));
+    Stmt call = VectorUpdate(Substitute(u.target_expr, lane(0)), values, op->body->span);
     for (auto g = u.guards.rbegin(); g != u.guards.rend(); ++g) {
       call = IfThenElse::Make(Substitute(*g, lane(0)), call, nullptr, op->body->span);
     }
@@ -199,15 +203,54 @@ class Vectorizer : public IRMutator {
         if (!StructuralEqual(arith_.Simplify(run[e].guards[k]), arith_.Simplify(run[0].guards[k]))) return 0;
       }
     }
-    std::vector<Expr> args{Call::Make(DType::Handle(), "address_of", {run[0].target_expr})};
-    for (const Update& u : run) args.push_back(u.value);
-    Stmt call = Evaluate::Make(Call::Make(DType::Void(), "atomic_add_vec", args), stmts[i]->span);
+    std::vector<Expr> values;
+    for (const Update& u : run) values.push_back(u.value);
+    Stmt call = VectorUpdate(run[0].target_expr, values, stmts[i]->span);
     for (auto g = run[0].guards.rbegin(); g != run[0].guards.rend(); ++g) {
       call = IfThenElse::Make(*g, call, nullptr, stmts[i]->span);
     }
     out->push_back(call);
     ++vectorized;
     return width;
+  }
+
+  /// atomic_add_vec(&target, values...), the values first read as one vector when they are
+  /// consecutive elements of one shared tile (the first a multiple of their number from the
+  /// tile's start, rows of whole 16-byte chunks, so a swizzle keeps them together).
+  Stmt VectorUpdate(const Expr& target, std::vector<Expr> values, const Span& span) {
+    std::vector<Stmt> pre;
+    const auto* first = As<BufferLoad>(values[0]);
+    const int64_t n = static_cast<int64_t>(values.size());
+    int64_t cols = 0;
+    bool grouped = first && first->buffer->scope == Scope::kShared && first->buffer->dtype == DType::Float(32) &&
+                   AsConstInt(first->buffer->shape.back(), &cols) && cols * 4 % 16 == 0;
+    Expr base = grouped ? Offset(first->buffer, first->indices) : nullptr;
+    grouped = grouped && Multiple(base, n);
+    for (int64_t e = 1; grouped && e < n; ++e) {
+      const auto* load = As<BufferLoad>(values[e]);
+      int64_t step = 0;
+      grouped = load && load->buffer.get() == first->buffer.get() &&
+                AsConstInt(arith_.Simplify(Offset(load->buffer, load->indices) - base), &step) && step == e;
+    }
+    if (grouped) {
+      Buffer regs = BufferNode::Make(first->buffer->name + "_group", DType::Float(32), {MakeInt(n)}, Scope::kLocal);
+      pre.push_back(Allocate::Make(regs, nullptr, span));
+      pre.push_back(cuda::CallStmt("vec_copy",
+                                   {Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(regs, {MakeInt(0)})}),
+                                    Call::Make(DType::Handle(), "address_of", {values[0]}), MakeInt(4 * n)},
+                                   span));
+      for (int64_t e = 0; e < n; ++e) values[e] = BufferLoad::Make(regs, {MakeInt(e)});
+    }
+    std::vector<Expr> args{Call::Make(DType::Handle(), "address_of", {target})};
+    args.insert(args.end(), values.begin(), values.end());
+    pre.push_back(Evaluate::Make(Call::Make(DType::Void(), "atomic_add_vec", args), span));
+    return pre.size() == 1 ? pre[0] : Seq::Make(pre, span);
+  }
+
+  Expr Offset(const Buffer& b, const std::vector<Expr>& indices) {
+    Expr offset = MakeInt(0);
+    for (size_t k = 0; k < indices.size(); ++k) offset = offset + indices[k] * b->StrideOf(k);
+    return arith_.Simplify(offset);
   }
 
   Expr ElementOffset(const Update& u) {

@@ -199,9 +199,19 @@ class LoopVectorizer : public IRMutator {
   Stmt VectorizeWalk(const For* op, const Stmt& body) {
     int64_t n = 0, lo = -1;
     if (!AsConstInt(op->extent, &n) || !AsConstInt(op->min, &lo) || lo != 0 || n < 2) return nullptr;
-    const auto* store = As<BufferStore>(body);
-    if (!store) return nullptr;
     const Var* var = op->var.get();
+    // A walk over part of the registers (`if ((l >> 5) * 16 < 16)`: the rows of one step of a
+    // split store): a guard that reads the register index only is a constant per register,
+    // and a group may take it when it is the same for all of the group's registers.
+    Expr guard;
+    Stmt inner = body;
+    if (const auto* branch = As<IfThenElse>(body); branch && !branch->else_case &&
+                                                   !UsesVar(branch->cond, [&](const Var* v) { return v != var; })) {
+      guard = branch->cond;
+      inner = branch->then_case;
+    }
+    const auto* store = As<BufferStore>(inner);
+    if (!store) return nullptr;
     auto in_memory = [](const Buffer& b) { return b->scope == Scope::kShared || b->scope == Scope::kGlobal; };
     std::vector<const BufferLoad*> loads;  // the memory loads that move with l
     bool ok = true;
@@ -237,9 +247,37 @@ class LoopVectorizer : public IRMutator {
       };
       bool all = !store_in_memory || fits(store->buffer, store->indices);
       for (const BufferLoad* load : loads) all = all && fits(load->buffer, load->indices);
-      if (all) return GroupWalk(op, store, n, k, m, store_in_memory);
+      if (all && guard && !GuardUniformInGroups(guard, var, n, k)) all = false;
+      if (all) {
+        Stmt grouped = GroupWalk(op, store, n, k, m, store_in_memory);
+        if (!guard) return grouped;
+        // the guard of each group's first register, around the group's accesses
+        const auto* loop = As<For>(grouped);
+        Expr first = Substitute(guard, [&](const Var* x) -> Expr { return x == var ? m * MakeInt(k, m->dtype) : nullptr; });
+        return For::Make(loop->var, loop->min, loop->extent, loop->for_kind,
+                         IfThenElse::Make(an_.Simplify(first), loop->body, nullptr, op->body->span), loop->annotations,
+                         loop->span);
+      }
     }
     return nullptr;
+  }
+
+  /// Whether `guard` (a condition on the register index `var` only) has one constant value
+  /// over each group of k consecutive registers of 0 .. n-1.
+  bool GuardUniformInGroups(const Expr& guard, const Var* var, int64_t n, int64_t k) {
+    for (int64_t g = 0; g < n; g += k) {
+      int64_t first = 0;
+      for (int64_t e = 0; e < k; ++e) {
+        int64_t v = 0;
+        Expr at = an_.Simplify(Substitute(guard, [&](const Var* x) -> Expr {
+          return x == var ? MakeInt(g + e, var->dtype) : nullptr;
+        }));
+        if (!AsConstInt(at, &v)) return false;
+        if (e == 0) first = v;
+        if (v != first) return false;
+      }
+    }
+    return true;
   }
 
   Stmt GroupWalk(const For* op, const BufferStore* store, int64_t n, int64_t k, const VarRef& m,
