@@ -1048,6 +1048,75 @@ def truncmod(a, b):
     return binary("mod", a, b)
 
 
+_ROUNDING_MODES = {"rn": 0, "rz": 1, "ru": 2, "rd": 3}
+
+
+def _ieee(name, operands, rounding_mode=None):
+    """A float operation in an explicit IEEE rounding mode: rn (to nearest even), rz (toward
+    zero), ru (up), rd (down); float and double take all four, 16-bit floats rn only."""
+    if rounding_mode is not None and rounding_mode not in _ROUNDING_MODES:
+        raise ValueError(f"Invalid rounding mode {rounding_mode!r} for T.{name}: expected one of "
+                         f"{', '.join(_ROUNDING_MODES)}")
+    like = next((str(o.dtype) for o in operands if hasattr(o, "dtype")), "float32")
+    values = [as_expr(o, like) for o in operands]
+    t = str(values[0].dtype)
+    if not t.startswith(("float", "bfloat")) or any(str(v.dtype) != t for v in values):
+        raise _b._UserError(f"T.{name} takes float operands of one type, got "
+                            f"{', '.join(str(v.dtype) for v in values)}")
+    if t.startswith("float8"):
+        raise _b._UserError(f"T.{name}: float8 operands are not supported, got {t}")
+    if name == "ieee_frsqrt" and t == "float64":
+        raise _b._UserError("T.ieee_frsqrt: frsqrt is not supported for float64 (CUDA has no correctly "
+                            "rounded double rsqrt)")
+    args = [v.node for v in values]
+    if rounding_mode is not None:
+        if t in ("float16", "bfloat16") and rounding_mode != "rn":
+            raise _b._UserError(f"T.{name}: Only rounding mode 'rn' is available for half precision "
+                                f"({t}), got {rounding_mode!r}")
+        args.append(as_expr(_ROUNDING_MODES[rounding_mode], "int32").node)
+    return PrimExpr(_tl.call(t, name, args))
+
+
+def ieee_add(x, y, rounding_mode="rn"):
+    """x + y rounded as `rounding_mode` says (rn, rz, ru, rd)."""
+    return _ieee("ieee_add", [x, y], rounding_mode)
+
+
+def ieee_sub(x, y, rounding_mode="rn"):
+    """x - y rounded as `rounding_mode` says."""
+    return _ieee("ieee_sub", [x, y], rounding_mode)
+
+
+def ieee_mul(x, y, rounding_mode="rn"):
+    """x * y rounded as `rounding_mode` says."""
+    return _ieee("ieee_mul", [x, y], rounding_mode)
+
+
+def ieee_fmaf(x, y, z, rounding_mode="rn"):
+    """x * y + z, rounded once as `rounding_mode` says."""
+    return _ieee("ieee_fmaf", [x, y, z], rounding_mode)
+
+
+def ieee_frcp(x, rounding_mode="rn"):
+    """1 / x rounded as `rounding_mode` says."""
+    return _ieee("ieee_frcp", [x], rounding_mode)
+
+
+def ieee_fsqrt(x, rounding_mode="rn"):
+    """sqrt(x) rounded as `rounding_mode` says."""
+    return _ieee("ieee_fsqrt", [x], rounding_mode)
+
+
+def ieee_frsqrt(x):
+    """1 / sqrt(x) rounded to nearest (no other mode; float32 and 16-bit floats)."""
+    return _ieee("ieee_frsqrt", [x])
+
+
+def ieee_fdiv(x, y, rounding_mode="rn"):
+    """x / y rounded as `rounding_mode` says."""
+    return _ieee("ieee_fdiv", [x, y], rounding_mode)
+
+
 def likely(cond):
     """A hint that `cond` is usually true: the condition itself here."""
     return as_expr(cond, "bool")

@@ -271,3 +271,4 @@ inline T neg_infinity() {
 #define TL_RNG_FN inline
 #include "../philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
 #undef TL_RNG_FN
+#include "ieee_math.h"  // T.ieee_add .. T.ieee_fdiv: explicit rounding modes

@@ -431,3 +431,4 @@ TL_DEVICE T neg_infinity() {
 #define TL_RNG_FN TL_DEVICE
 #include "tl/philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
 #undef TL_RNG_FN
+#include "tl/cuda/ieee_math.h"  // T.ieee_add .. T.ieee_fdiv: explicit rounding modes
