@@ -140,3 +140,66 @@ def test_a_tile_also_used_outside_the_guard_is_not_hoisted():
     assert_close(c, reference(a, b, mask.reshape(1, 1, -1), M, N, bk), dtype="float16")
     want_last = np.stack([a[:, 0:32], a[:, 0:32], a[:, 64:96], a[:, 64:96]])
     np.testing.assert_array_equal(last, want_last)
+
+
+def block_sparse_two_gemms(seq=256, d=64, bm=64, bn=64):
+    """Upstream's block-sparse attention, without the softmax: the block mask is copied into a
+    tile before a one-stage loop whose body runs under `if block_mask[k]:`, K feeds the first
+    GEMM and V the second. O[rows] = sum over kept k of half(Q K_k^T) V_k."""
+    nb = seq // bn
+
+    @T.prim_func
+    def main(Q: T.Tensor((seq, d), "float16"), K: T.Tensor((seq, d), "float16"), V: T.Tensor((seq, d), "float16"),
+             Mask: T.Tensor((seq // bm, nb), "bool"), O: T.Tensor((seq, d), "float32")):
+        with T.Kernel(seq // bm, threads=128) as bx:
+            Q_s = T.alloc_shared((bm, d), "float16")
+            K_s = T.alloc_shared((bn, d), "float16")
+            V_s = T.alloc_shared((bn, d), "float16")
+            block_mask = T.alloc_fragment((nb,), "bool")
+            s = T.alloc_fragment((bm, bn), "float32")
+            s_cast = T.alloc_fragment((bm, bn), "float16")
+            o = T.alloc_fragment((bm, d), "float32")
+            T.copy(Q[bx * bm, 0], Q_s)
+            T.copy(Mask[bx, :], block_mask)
+            T.clear(o)
+            for k in T.Pipelined(nb, num_stages=1):
+                if block_mask[k] != 0:
+                    T.copy(K[k * bn, 0], K_s)
+                    T.clear(s)
+                    T.gemm(Q_s, K_s, s, transpose_B=True)
+                    T.copy(s, s_cast)
+                    T.copy(V[k * bn, 0], V_s)
+                    T.gemm(s_cast, V_s, o)
+            T.copy(o, O[bx * bm, 0])
+
+    return main
+
+
+def test_a_mask_copied_into_a_tile_is_read_by_the_producer_from_its_tensor():
+    """The consumers copy the mask into block_mask; the producer, which does not run that
+    copy, reads the same elements from Mask. K and V get barriers of their own (one stage:
+    V's load overlaps the first GEMM, the next K's the second), as upstream does."""
+    code, remarks = _hopper(block_sparse_two_gemms())
+    assert any("warp-specialized, 1 stages" in r and "2 mbarrier full/empty pair(s)" in r for r in remarks), remarks
+    producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
+    assert "Mask[" in producer and "block_mask[" not in producer, producer
+    consumer = code[code.index("tl::warpgroup_reg_alloc"):]
+    assert "block_mask[" in consumer
+
+
+@pytest.mark.parametrize("pattern", ["random", "none", "all"])
+def test_block_sparse_two_gemms_match_float64(pattern):
+    import tilelang
+
+    rng = np.random.default_rng(23)
+    q, k, v = (rng.standard_normal((256, 64)).astype(np.float16) * np.float16(0.25) for _ in range(3))
+    mask = {"random": rng.random((4, 4)) > 0.5, "none": np.zeros((4, 4), bool), "all": np.ones((4, 4), bool)}[pattern]
+    out = poison((256, 64))
+    tilelang.compile(block_sparse_two_gemms())(q, k, v, mask, out)
+    want = np.zeros((256, 64))
+    for i in range(4):
+        for j in range(4):
+            if mask[i, j]:
+                s = (f64(q[i * 64:(i + 1) * 64]) @ f64(k[j * 64:(j + 1) * 64]).T).astype(np.float16)
+                want[i * 64:(i + 1) * 64] += f64(s) @ f64(v[j * 64:(j + 1) * 64])
+    np.testing.assert_allclose(out, want, rtol=2e-2, atol=2e-2)

@@ -136,6 +136,8 @@ class WarpSpecializer {
   std::unordered_map<const ir::CopyOp*, bool> panelled_;  ///< per TMA copy (loop and prologue): writes wgmma panels
   std::vector<const ir::CopyOp*> prologue_;  ///< copies before the loop, issued by the producer
   std::unordered_map<const ir::CopyOp*, ir::Expr> guards_;  ///< copies hoisted out of `if guard:` (HoistGuardedCopies)
+  /// A hoisted guard (as the producer reads it) -> the consumers' own condition, where they differ
+  std::unordered_map<const ir::ExprNode*, ir::Expr> consumer_guards_;
   ir::Stmt rewritten_loop_;                                  ///< owns loop_ when HoistGuardedCopies rewrote it
   std::vector<Im2colNest> im2cols_;  ///< T.im2col nests of the loop the producer loads
   std::vector<bool> im2col_panelled_;  ///< per nest: its tile is in wgmma panels

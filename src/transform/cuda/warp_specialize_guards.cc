@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../region_util.h"
 #include "pipeline_schedule.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/equal.h"
@@ -34,6 +35,71 @@ bool Evaluable(const Expr& cond, const std::unordered_set<const BufferNode*>& wr
   return ok;
 }
 
+/// The one T.copy that fills all of `tile` from a global tensor, when nothing else in the
+/// kernel writes `tile` and the copy is outside `loop`; null otherwise.
+const CopyOp* SoleFillingCopy(const Buffer& tile, const Stmt& kernel_body, const For* loop) {
+  struct Finder : IRVisitor {
+    const BufferNode* tile;
+    std::vector<const CopyOp*> copies;
+    void Visit_(const CopyOp* op) override {
+      if (op->dst.buffer.get() == tile) copies.push_back(op);
+      IRVisitor::Visit_(op);
+    }
+  } all, inside;
+  all.tile = inside.tile = tile.get();
+  all.Visit(kernel_body);
+  inside.Visit(loop->body);
+  if (all.copies.size() != 1 || !inside.copies.empty()) return nullptr;
+  const CopyOp* copy = all.copies[0];
+  if (copy->src.buffer->scope != Scope::kGlobal || !CoversWholeBuffer(copy->dst)) return nullptr;
+  // the source's non-unit extents are the tile's, in order
+  std::vector<Expr> src_ext, dst_ext;
+  for (const Range& r : copy->src.ranges) {
+    if (!IsOne(r.extent)) src_ext.push_back(r.extent);
+  }
+  for (const Range& r : copy->dst.ranges) {
+    if (!IsOne(r.extent)) dst_ext.push_back(r.extent);
+  }
+  if (src_ext.size() != dst_ext.size()) return nullptr;
+  for (size_t i = 0; i < src_ext.size(); ++i) {
+    if (!StructuralEqual(src_ext[i], dst_ext[i])) return nullptr;
+  }
+  // nothing else writes the tile
+  struct Without : IRMutator {
+    const CopyOp* copy;
+    Stmt Mutate_(const CopyOp* op, const Stmt& self) override { return op == copy ? Seq::Make({}, op->span) : self; }
+  } without;
+  without.copy = copy;
+  std::unordered_set<const BufferNode*> written;
+  AddWrites(without.Mutate(kernel_body), &written);
+  return written.count(tile.get()) ? nullptr : copy;
+}
+
+/// `cond` with each read of a tile that SoleFillingCopy finds replaced by the read of the
+/// global element it was copied from (upstream's block-sparse attention: the producer reads
+/// the block mask from the tensor the consumers copied it from, `block_mask[k]` ->
+/// `BlockSparseMask[bz, by, bx, k]`). The tensor must be one the kernel does not write.
+Expr ReadThroughFillingCopies(const Expr& cond, const Stmt& kernel_body, const For* loop) {
+  struct Reader : IRMutator {
+    const Stmt* body;
+    const For* loop;
+    Expr Mutate_(const BufferLoad* op, const Expr& self) override {
+      if (op->buffer->scope == Scope::kGlobal) return IRMutator::Mutate_(op, self);
+      const CopyOp* copy = SoleFillingCopy(op->buffer, *body, loop);
+      if (!copy) return self;
+      std::vector<Expr> at;
+      for (size_t d = 0; d < op->indices.size(); ++d) {
+        if (!IsOne(copy->dst.ranges[d].extent)) at.push_back(Mutate(op->indices[d]));
+      }
+      Expr value = BufferLoad::Make(copy->src.buffer, RegionIndices(copy->src, at));
+      return value->dtype == op->dtype ? value : Cast::Make(op->dtype, value);
+    }
+  } reader;
+  reader.body = &kernel_body;
+  reader.loop = loop;
+  return reader.Mutate(cond);
+}
+
 }  // namespace
 
 /// `if c: T.copy(...); ...; T.gemm(...)` at the top of the loop body (block-sparse GEMMs):
@@ -41,7 +107,9 @@ bool Evaluable(const Expr& cond, const std::unordered_set<const BufferNode*>& wr
 /// their guard, which the producer evaluates to skip their loads (arriving on the stage's
 /// full barrier without bytes, so phases stay those of the trip count); the rest stays
 /// under the `if` for the consumers. Only a guard the producer can evaluate: it reads no
-/// buffer the kernel writes, nothing but global tensors, and no value the loop body binds.
+/// buffer the kernel writes, nothing but global tensors, and no value the loop body binds;
+/// a tile filled once from a global tensor before the loop counts as that tensor
+/// (ReadThroughFillingCopies), the consumers keep reading the tile.
 const For* WarpSpecializer::HoistGuardedCopies(const For* loop, const Stmt& kernel_body) {
   std::unordered_set<const BufferNode*> written;
   AddWrites(kernel_body, &written);
@@ -59,7 +127,8 @@ const For* WarpSpecializer::HoistGuardedCopies(const For* loop, const Stmt& kern
   const std::vector<Stmt> top = cuda::Flatten(loop->body);
   for (const Stmt& st : top) {
     const auto* branch = As<IfThenElse>(st);
-    if (!branch || branch->else_case || !Evaluable(branch->cond, written, bound_in_loop)) {
+    Expr producer_cond = branch && !branch->else_case ? ReadThroughFillingCopies(branch->cond, kernel_body, loop) : nullptr;
+    if (!producer_cond || !Evaluable(producer_cond, written, bound_in_loop)) {
       body.push_back(st);
       continue;
     }
@@ -82,9 +151,19 @@ const For* WarpSpecializer::HoistGuardedCopies(const For* loop, const Stmt& kern
       body.push_back(st);
       continue;
     }
-    for (const Stmt& c : copies) guards_[As<CopyOp>(c)] = branch->cond;
+    for (const Stmt& c : copies) guards_[As<CopyOp>(c)] = producer_cond;
+    consumer_guards_[producer_cond.get()] = branch->cond;
     body.insert(body.end(), copies.begin(), copies.end());
-    if (!rest.empty()) body.push_back(IfThenElse::Make(branch->cond, Seq::Make(rest, st->span), nullptr, st->span));
+    // One `if` per statement (upstream's form): the loads then group by the statements that
+    // read them (K for the first GEMM, V for the second), each with barriers of its own. The
+    // guard reads nothing the loop writes or binds, so each `if` sees the same value.
+    bool declares = false;
+    for (const Stmt& r : rest) declares = declares || As<LetStmt>(r) || As<Allocate>(r);
+    if (declares) {
+      if (!rest.empty()) body.push_back(IfThenElse::Make(branch->cond, Seq::Make(rest, st->span), nullptr, st->span));
+    } else {
+      for (const Stmt& r : rest) body.push_back(IfThenElse::Make(branch->cond, r, nullptr, r->span));
+    }
     changed = true;
   }
   if (!changed) return loop;
@@ -106,9 +185,11 @@ Expr WarpSpecializer::SkippedStepGuard() const {
   if (!ConfigOn(ctx_, "tl.ws_skip_masked_steps", /*default_on=*/true) || groups_.size() != 1 || consumers_.empty()) return nullptr;
   Expr guard = GroupGuard(groups_[0].copies, !groups_[0].im2cols.empty());
   if (!guard) return nullptr;
+  auto consumer_form = consumer_guards_.find(guard.get());
+  const Expr& theirs = consumer_form == consumer_guards_.end() ? guard : consumer_form->second;
   for (const Stmt& s : consumers_) {
     const auto* branch = As<IfThenElse>(s);
-    if (!branch || branch->else_case || !StructuralEqual(branch->cond, guard)) return nullptr;
+    if (!branch || branch->else_case || !StructuralEqual(branch->cond, theirs)) return nullptr;
   }
   return guard;
 }
