@@ -30,6 +30,7 @@ SUITES = {
     "jit": ("testing/python/jit", False),
     "autotune": ("testing/python/autotune", False),
     "cpu": ("testing/python/cpu", False),
+    "math": ("testing/python/math", False),
 }
 
 
