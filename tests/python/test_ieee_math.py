@@ -145,3 +145,40 @@ def test_bad_rounding_modes_and_types_are_refused():
         kernel("ieee_add", "float16", "rz")
     with pytest.raises(Exception, match="frsqrt is not supported for float64"):
         kernel("ieee_frsqrt", "float64", "rn")
+
+
+def _unary(fn, dtype="float32", n=256):
+    @T.prim_func
+    def main(A: T.Tensor((n,), dtype), Out: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=128) as _:
+            for i in T.Parallel(n):
+                Out[i] = fn(A[i])
+
+    return main
+
+
+@pytest.mark.parametrize("mode, want", [(None, np.round), ("ties-to-even", np.round),
+                                        ("ties-away-from-zero", lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5))])
+def test_round_ties_as_upstream(mode, want):
+    # halves (x.5 for every x) and random values: ties go to even by default, as upstream's
+    # T.round (nearbyint), or away from zero on request
+    x = np.concatenate([np.arange(-64, 64, dtype=np.float32) + np.float32(0.5),
+                        np.random.default_rng(3).standard_normal(128).astype(np.float32) * 8])
+    out = poison((256,))
+    fn = (lambda v: T.round(v)) if mode is None else (lambda v: T.round(v, mode))
+    tilelang.compile(_unary(fn))(x, out)
+    np.testing.assert_array_equal(out, want(x).astype(np.float32))
+
+
+def test_round_refuses_other_modes():
+    with pytest.raises(ValueError, match="Unsupported T.round rounding_mode"):
+        T.round(1.5, "up")
+
+
+def test_fast_rcp_is_close_to_the_reciprocal():
+    x = np.random.default_rng(5).random(256).astype(np.float32) + np.float32(0.25)
+    out = poison((256,))
+    tilelang.compile(_unary(T.fast_rcp))(x, out)
+    np.testing.assert_allclose(out, 1 / x.astype(np.float64), rtol=2e-6)
+    src = tilelang.compile(_unary(T.fast_rcp), target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::fast_rcp(" in src

@@ -995,8 +995,28 @@ def _math1(name):
 
 exp, exp2, log, log2, sqrt, rsqrt, tanh, sigmoid, floor, ceil = (
     _math1(n) for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "floor", "ceil"))
-sin, cos, log10, log1p, erf, round, trunc = (  # noqa: A001
-    _math1(n) for n in ("sin", "cos", "log10", "log1p", "erf", "round", "trunc"))
+sin, cos, log10, log1p, erf, trunc = (
+    _math1(n) for n in ("sin", "cos", "log10", "log1p", "erf", "trunc"))
+
+
+def round(x, rounding_mode="ties-to-even"):  # noqa: A001
+    """x rounded to an integral value: ties to even by default (upstream's T.round, what
+    nearbyint does), or "ties-away-from-zero" (C's round)."""
+    if rounding_mode is None or rounding_mode == "ties-to-even":
+        return call_math("nearbyint", x)
+    if rounding_mode == "ties-away-from-zero":
+        return call_math("round", x)
+    raise ValueError(f"Unsupported T.round rounding_mode {rounding_mode!r}; expected 'ties-to-even' or "
+                     "'ties-away-from-zero'")
+
+
+def fast_rcp(x):
+    """An approximate 1 / x (CUDA's rcp.approx.ftz.f32, about 1 ulp; float32 only; the CPU
+    target divides)."""
+    v = as_expr(x, "float32")
+    if str(v.dtype) != "float32":
+        raise _b._UserError(f"T.fast_rcp takes a float32 value, got {v.dtype}")
+    return PrimExpr(_tl.call("float32", "fast_rcp", [v.node]))
 tan, sinh, cosh, asin, acos, atan, asinh, acosh, atanh, exp10, expm1, nearbyint = (
     _math1(n) for n in ("tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "exp10", "expm1",
                         "nearbyint"))

@@ -85,6 +85,9 @@ inline T ieee_fmaf(T a, T b, T c, int mode) {
   }
 }
 
+/// T.fast_rcp: the CPU divides (CUDA's is an approximation within about 1 ulp of this).
+inline float fast_rcp(float x) { return 1.0f / x; }
+
 /// 1 / sqrt(a) to nearest: in long double, then rounded to float (an error of about 2^-63
 /// before the last rounding, so a wrong rounding needs a result within that of a tie).
 template <typename T>

@@ -79,6 +79,13 @@ TL_DEVICE T ieee_fmaf(T a, T b, T c, int mode) {
   }
 }
 
+/// An approximate 1 / x (rcp.approx.ftz.f32: T.fast_rcp).
+TL_DEVICE float fast_rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <typename T>
 TL_DEVICE T ieee_frsqrt(T a) {
   return T(detail::ieee_frsqrt(static_cast<float>(a)));
