@@ -795,9 +795,22 @@ def atomic_store(dst, value, memory_order="seq_cst"):
 
 def sync_threads(barrier_id=None, arrive_count=None):
     """A block-wide barrier (__syncthreads on CUDA; nothing to do on the CPU, where a block
-    runs as one sequence)."""
+    runs as one sequence). With a barrier id, hardware barrier `barrier_id` (bar.sync), for
+    `arrive_count` threads (a multiple of 32) or, without one, for all the block's threads:
+    the barrier a subset of the warps meets (`if tx < 128: ... T.sync_threads(1, 128)`)."""
     _b.require_kernel("T.sync_threads")
-    _b.emit(_tl.evaluate(_tl.call("void", "syncthreads", []), _b.current_span()))
+    if barrier_id is None and arrive_count is None:
+        _b.emit(_tl.evaluate(_tl.call("void", "syncthreads", []), _b.current_span()))
+        return
+    bid = as_expr(0 if barrier_id is None else barrier_id, "int32")
+    if arrive_count is None:
+        call = _tl.call("void", "named_barrier_sync_all", [bid.node])
+    else:
+        if isinstance(arrive_count, numbers.Integral) and (arrive_count <= 0 or arrive_count % 32):
+            raise _b._UserError(f"T.sync_threads: arrive_count must be a positive multiple of 32 (whole warps), "
+                                f"got {arrive_count}")
+        call = _tl.call("void", "named_barrier_sync", [bid.node, as_expr(arrive_count, "int32").node])
+    _b.emit(_tl.evaluate(call, _b.current_span()))
 
 
 def sync_warp(mask=None):

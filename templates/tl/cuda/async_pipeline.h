@@ -379,6 +379,13 @@ TL_DEVICE void named_barrier_sync(uint32_t id, uint32_t count) {
 #endif
 }
 
+/// Hardware barrier `id` for all the block's threads (bar.sync without a count).
+TL_DEVICE void named_barrier_sync_all(uint32_t id) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("bar.sync %0;" ::"r"(id) : "memory");
+#endif
+}
+
 /// Lowers this warpgroup's register budget to N per thread (all its warps execute it).
 template <int N>
 TL_DEVICE void warpgroup_reg_dealloc() {
