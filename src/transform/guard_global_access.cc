@@ -100,6 +100,12 @@ class GlobalAccessGuard : public IRMutator {
       AddFacts(op->values[0]);
       return Seq::Make({}, op->span);
     }
+    if (op->key == "tl.safe_value_clear") {  // the end of a T.sblock that set one: the default again
+      const auto* first = op->values.size() == 1 ? As<BufferLoad>(op->values[0]) : nullptr;
+      TL_ICHECK(first) << "tl.safe_value_clear names a tensor element";
+      safe_values_.erase(first->buffer.get());
+      return Seq::Make({}, op->span);
+    }
     if (op->key != "tl.safe_value") return IRMutator::Mutate_(op, self);
     const auto* first = op->values.size() == 2 ? As<BufferLoad>(op->values[0]) : nullptr;
     TL_ICHECK(first) << "tl.safe_value names a tensor element and a value";

@@ -708,6 +708,14 @@ class Parser:
             finally:
                 self.builder.reduce_scope = saved
             return
+        from ..language import _SBlock
+        if isinstance(spec, _SBlock):  # `with T.sblock(name):` a lexical scope for safe values
+            if item.optional_vars is not None:
+                raise _b._UserError("`with T.sblock(...)` binds no names")
+            spec.__enter__()
+            self.visit_body(node.body)
+            spec.__exit__(None, None, None)
+            return
         if not isinstance(spec, KernelSpec):
             raise _b._UserError("inside a kernel, `with` is only used as `with T.Kernel(...) as ...`")
         if self.builder.in_kernel:

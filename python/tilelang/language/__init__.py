@@ -1507,8 +1507,57 @@ def annotate_safe_value(safe_value_map):
     for buf, value in safe_value_map.items():
         if not isinstance(buf, _Buffer):
             raise _b._UserError(f"T.annotate_safe_value: the keys are tensors, got {buf!r}")
-        first = buf[tuple(0 for _ in buf.shape)].load()  # names the tensor in the IR
-        _b.emit(_tl.attr("tl.safe_value", [first.node, as_expr(value, buf.dtype).node], _b.current_span()))
+        v = as_expr(value, buf.dtype)
+        _emit_safe_value(buf, v)
+        _b.current().safe_values[id(buf.node)] = (buf, v)
+
+
+def _emit_safe_value(buf, value):
+    first = buf[tuple(0 for _ in buf.shape)].load()  # names the tensor in the IR
+    if value is None:
+        _b.emit(_tl.attr("tl.safe_value_clear", [first.node], _b.current_span()))
+    else:
+        _b.emit(_tl.attr("tl.safe_value", [first.node, value.node], _b.current_span()))
+
+
+class _SBlock:
+    """T.sblock: a lexical scope (TVM's block, without its iteration variables). Its own
+    T.annotate_safe_value settings end with it; T.reads / T.writes inside are accepted."""
+
+    def __init__(self, name=""):
+        self.name = name
+
+    def __enter__(self):
+        _b.require_kernel("T.sblock")
+        self._saved = dict(_b.current().safe_values)
+        return None
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            now = _b.current().safe_values
+            for key, (buf, value) in list(now.items()):
+                before = self._saved.get(key)
+                if before is None:
+                    _emit_safe_value(buf, None)
+                elif before[1] is not value:
+                    _emit_safe_value(buf, before[1])
+            _b.current().safe_values = self._saved
+        return False
+
+
+def sblock(name=""):
+    """A lexical scope for T.annotate_safe_value (upstream's T.sblock)."""
+    return _SBlock(name)
+
+
+def reads(*regions):
+    """TVM's block read regions: accepted (the compiler finds what a block reads)."""
+    return None
+
+
+def writes(*regions):
+    """TVM's block write regions: accepted (the compiler finds what a block writes)."""
+    return None
 
 
 def disable_warp_group_reg_alloc():

@@ -46,6 +46,9 @@ class Builder:
         # T.assume conditions as printed (`N % 4 == 0`): those over parameters only are
         # checked by the JIT before each launch (jit/kernel.py, host_assume_checks)
         self.assumptions = []
+        # T.annotate_safe_value settings in force: id(tensor node) -> (tensor, value); a
+        # T.sblock restores them at its end
+        self.safe_values = {}
 
     def open(self):
         self.frames.append(Frame())
