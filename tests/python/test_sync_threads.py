@@ -67,3 +67,22 @@ def test_arrive_count_must_be_whole_warps():
         def main(X: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as _:
                 T.sync_threads(1, 100)
+
+
+def test_launch_thread_names_the_thread_index(rng):
+    @T.prim_func
+    def main(X: T.Tensor((256,), "float32"), Y: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as _:
+            tx = T.launch_thread("threadIdx.x", 256)
+            Y[tx] = X[255 - tx]
+
+    x = rng.standard_normal(256).astype(np.float32)
+    y = poison((256,))
+    tilelang.compile(main)(x, y)
+    np.testing.assert_array_equal(y, x[::-1])
+    with pytest.raises(Exception, match="the kernel launches 256 threads"):
+        @T.prim_func
+        def bad(X: T.Tensor((256,), "float32")):
+            with T.Kernel(1, threads=256) as _:
+                tx = T.launch_thread("threadIdx.x", 128)
+                X[tx] = 0.0

@@ -1187,6 +1187,23 @@ def _check_dim(what, dim):
         raise _b._UserError(f"{what}: dim must be 0, 1 or 2, got {dim!r}")
 
 
+def launch_thread(name, extent):
+    """TVM's `tx = T.launch_thread("threadIdx.x", 256)` inside a T.Kernel: this thread's
+    index along that dimension (the block's extent there must be `extent`); blockIdx.* gives
+    the block's index."""
+    dims = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2, "blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
+    if name not in dims:
+        raise _b._UserError(f"T.launch_thread: expected threadIdx.x/y/z or blockIdx.x/y/z, got {name!r}")
+    vars_, grid, threads = _launch("T.launch_thread")
+    d = dims[name]
+    if name.startswith("threadIdx"):
+        if isinstance(extent, numbers.Integral) and extent != threads[d]:
+            raise _b._UserError(f"T.launch_thread({name!r}, {extent}): the kernel launches {threads[d]} threads "
+                                f"along that dimension")
+        return get_thread_binding(d)
+    return get_block_binding(d)
+
+
 def get_thread_bindings():
     """This thread's index along each of the block's 3 dimensions."""
     return [get_thread_binding(d) for d in range(3)]
