@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On the GPU machine: one upstream regression function's kernel profiled by ncu under our
+# package and under upstream's (two processes), to see where a kernel's time goes.
+#   bash scripts/ncu_compare.sh <tag> <kernel-name regex> <family> <module> '<json kwargs>'
+#   e.g. bash scripts/ncu_compare.sh smla_fwd "^sparse_mla_fwd" deepseek_v32 sparse_mla_fwd \
+#          '{"S":256,"SKV":1024,"H":64,"HKV":1,"DQK":576,"DV":512,"topk":256}'
+# Needs .peer/upstream-src.tar.gz and .peer/upstream-tilelang.tar.xz (see scripts/gpu_run.sh).
+# Writes to $OUT: ncu_<tag>_<side>.txt (speed of light, occupancy, warp state, scheduler,
+# memory, instruction statistics), sass_<tag>_<side>.csv (per SASS instruction: executed
+# count, stall samples, shared-memory wavefronts; read it with any CSV tool) and prints the
+# headline figures and the stall reasons.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tag=$1; rx=$2; shift 2
+OUT=${OUT:-/tmp}
+mkdir -p /tmp/upstream-src && [ -d /tmp/upstream-src/examples ] || tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
+[ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
+export TILELANG_PRINT_ON_COMPILATION=0
+for side in ours upstream; do
+  if [ "$side" = ours ]; then py=.venv/bin/python; pp=; else py=python3; pp=/tmp/upstream-tilelang; fi
+  rep=/tmp/ncu_${tag}_$side
+  PYTHONPATH=$pp timeout 200 ncu --clock-control none --launch-skip 1 --launch-count 1 -k "regex:$rx" \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters --section InstructionStats \
+    --metrics 'regex:smsp__pcsamp_warps_issue_stalled_.*' -o "$rep" -f "$py" scripts/ncu_probe.py "$@" > "$rep.log" 2>&1
+  ncu --import "$rep.ncu-rep" --page details --print-details all > "$OUT/ncu_${tag}_$side.txt" 2>&1
+  ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_${tag}_$side.csv" 2>&1
+  echo "== $tag $side"
+  grep -E "Duration|Registers Per|Executed Instructions  |Branch Instructions  |Warp Cycles Per Issued" "$OUT/ncu_${tag}_$side.txt" | head -6
+  grep -E "pcsamp_warps_issue_stalled" "$OUT/ncu_${tag}_$side.txt" | sort -k3 -t' ' | awk '{print $1, $NF}' | sort -k2 -n -r | head -8
+done
