@@ -27,5 +27,5 @@ for side in ours upstream; do
   ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_${tag}_$side.csv" 2>&1
   echo "== $tag $side"
   grep -E "Duration|Registers Per|Executed Instructions  |Branch Instructions  |Warp Cycles Per Issued" "$OUT/ncu_${tag}_$side.txt" | head -6
-  grep -E "pcsamp_warps_issue_stalled" "$OUT/ncu_${tag}_$side.txt" | sort -k3 -t' ' | awk '{print $1, $NF}' | sort -k2 -n -r | head -8
+  grep -E "pcsamp_warps_issue_stalled" "$OUT/ncu_${tag}_$side.txt" | awk '{gsub(",", "", $NF); print $NF, $1}' | sort -n -r | head -8
 done
