@@ -1030,6 +1030,8 @@ def fast_rcp(x):
     if str(v.dtype) != "float32":
         raise _b._UserError(f"T.fast_rcp takes a float32 value, got {v.dtype}")
     return PrimExpr(_tl.call("float32", "fast_rcp", [v.node]))
+
+
 tan, sinh, cosh, asin, acos, atan, asinh, acosh, atanh, exp10, expm1, nearbyint = (
     _math1(n) for n in ("tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "exp10", "expm1",
                         "nearbyint"))
