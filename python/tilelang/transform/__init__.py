@@ -98,6 +98,7 @@ ACTED_ON_CUDA = {
     "tl.group_register_walks": "0: register walks (T.Parallel over a register fragment, its copies) access shared tiles and tensors element by element, not in 4-16-byte groups (CUDA; on by default)",
     "tl.auto_tma_store": "0: a T.copy of a whole shared tile into a global tensor is stored by the threads, not TMA (sm_90+; on by default)",
     "tl.min_blocks_per_sm": "the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)",
+    "tl.device_compile_flags": "extra NVRTC options (a string, split as a shell would, or a list), after ours",
     # ours, on unless set to False (src/transform/cuda/wgmma_select.cc, jit/cuda_backend.py)
     "tl.enable_wgmma_fp8": "float8 GEMMs on Hopper's k32 wgmma",
     "tl.enable_dynamic_alignment": "a variant for dynamic row lengths that are multiples of 16 (jit/cuda_backend.py)",
@@ -108,19 +109,18 @@ ACTED_ON_CUDA = {
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_gather_pipeline": "element copies into shared tiles of a T.Pipelined loop prefetched by cp.async (gather_copy.h)",
     "tl.pipeline_early_refill": "a cp.async pipeline whose stages are read only by its first statements (copies into registers), or one that gathers rows, refills each stage right after its last reader: one more stage of loads in flight",
+    "tl.ws_skip_masked_steps": "a warp-specialized loop whose whole body is under `if mask[k]:` takes stages only for the k-tiles the mask keeps (on by default; false: every step takes its stage)",
+    "tl.unroll_fragment_offsets": "a short serial loop whose T.Parallel nests offset a fragment by its variable is unrolled (src/transform/cuda/unroll_fragment_offsets.cc; on by default)",
+    "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout); on by default",
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
-    "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout); on by default",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next",
-    "tl.ws_skip_masked_steps": "a warp-specialized loop whose whole body is under `if mask[k]:` takes stages only for the k-tiles the mask keeps (on by default; false: every step takes its stage)",
     "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",
     "tl.ws_consumer_registers": "registers per consumer thread after setmaxnreg (default 240; 24..256, a multiple of 8)",
     "tl.ws_single_thread_producer": "the warp-specialized producer's loop in one thread, not one warp with an elected lane",
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
     "tl.enable_wgmma_stages": "wgmma on a stage X[s, :, :] of a 3-D shared tile (src/transform/cuda/wgmma_select.cc)",
-    "tl.unroll_fragment_offsets": "a short serial loop whose T.Parallel nests offset a fragment by its variable is unrolled (src/transform/cuda/unroll_fragment_offsets.cc; on by default)",
-    "tl.device_compile_flags": "extra NVRTC options (a string, split as a shell would, or a list), after ours",
 }
 
 

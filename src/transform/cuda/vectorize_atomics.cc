@@ -190,12 +190,12 @@ class Vectorizer : public IRMutator {
     for (size_t e = 0; e < width; ++e) {
       if (!AsUpdate(stmts[i + e], &run[e])) return 0;
     }
-    Expr first = ElementOffset(run[0]);
+    Expr first = Offset(run[0].target->buffer, run[0].target->indices);
     if (!Multiple(first, static_cast<int64_t>(width))) return 0;
     for (size_t e = 1; e < width; ++e) {
       int64_t step;
       if (run[e].target->buffer.get() != run[0].target->buffer.get() ||
-          !AsConstInt(arith_.Simplify(ElementOffset(run[e]) - first), &step) || step != static_cast<int64_t>(e)) {
+          !AsConstInt(arith_.Simplify(Offset(run[e].target->buffer, run[e].target->indices) - first), &step) || step != static_cast<int64_t>(e)) {
         return 0;
       }
       if (run[e].guards.size() != run[0].guards.size()) return 0;
@@ -247,19 +247,13 @@ class Vectorizer : public IRMutator {
     return pre.size() == 1 ? pre[0] : Seq::Make(pre, span);
   }
 
+  /// The element offset of b[indices] from the buffer's start, simplified.
   Expr Offset(const Buffer& b, const std::vector<Expr>& indices) {
     Expr offset = MakeInt(0);
     for (size_t k = 0; k < indices.size(); ++k) offset = offset + indices[k] * b->StrideOf(k);
     return arith_.Simplify(offset);
   }
 
-  Expr ElementOffset(const Update& u) {
-    Expr offset = MakeInt(0);
-    for (size_t k = 0; k < u.target->indices.size(); ++k) {
-      offset = offset + u.target->indices[k] * u.target->buffer->StrideOf(k);
-    }
-    return arith_.Simplify(offset);
-  }
 
   arith::Analyzer arith_;
 };
