@@ -310,6 +310,17 @@ class CPrinter {
     return r;
   }
 
+  /// The device library's name for an element-wise math call: the intrinsic's own, except
+  /// three that print as upstream TileLang's generated code spells them (tools and tests
+  /// search generated source for these): a float's abs as fabs, C's round (ties away from
+  /// zero) as RoundTiesAwayFromZero, a 16-bit float's tan as htan.
+  static std::string PrintedMathName(const Call* op) {
+    if (op->op == "abs" && op->dtype.IsFloat()) return "fabs";
+    if (op->op == "round") return "RoundTiesAwayFromZero";
+    if (op->op == "tan" && op->dtype.IsFloat() && op->dtype.bits == 16) return "htan";
+    return op->op;
+  }
+
   /// Target calls; the base handles math, infinities, addresses and atomics and returns
   /// "" for anything else, which derived printers handle.
   virtual std::string PrintCall(const Call* op) {
@@ -319,7 +330,7 @@ class CPrinter {
       return s;
     };
     // Element-wise math and atomics: a function of the device library (intrinsics.def).
-    if (HasEffect(op, kTlFunction)) return "tl::" + op->op + "(" + args(0) + ")";
+    if (HasEffect(op, kTlFunction)) return "tl::" + PrintedMathName(op) + "(" + args(0) + ")";
     if (op->op == "infinity" || op->op == "neg_infinity") {
       return "tl::" + op->op + "<" + CType(op->dtype) + ">()";
     }

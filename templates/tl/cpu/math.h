@@ -272,3 +272,4 @@ inline T neg_infinity() {
 #include "../philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
 #undef TL_RNG_FN
 #include "ieee_math.h"  // T.ieee_add .. T.ieee_fdiv: explicit rounding modes
+#include "fast_math.h"  // T.__exp ..; upstream's spellings of some math

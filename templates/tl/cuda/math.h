@@ -432,3 +432,4 @@ TL_DEVICE T neg_infinity() {
 #include "tl/philox.h"  // T.rng_*: after tl::log / tl::sqrt / tl::cos
 #undef TL_RNG_FN
 #include "tl/cuda/ieee_math.h"  // T.ieee_add .. T.ieee_fdiv: explicit rounding modes
+#include "tl/cuda/fast_math.h"  // T.__exp ..: the hardware approximations; upstream's spellings
