@@ -32,6 +32,8 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("lower-tile-ops-cpu", out, ctx);
   // ... because this simplify proves most of them true (interior tiles) and drops them.
   out = RunPass("simplify", out, ctx);
+  // 16-bit a * b + c as one fma, rounded once (nvcc's contraction, on both targets).
+  out = RunPass("contract-half-fma", out, ctx);
   // Last, on the final index expressions: 64-bit offsets where a tensor may pass 2^31.
   out = RunPass("legalize-index-width", out, ctx);
   return out;

@@ -72,6 +72,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cuda-plan-shared-memory", out, ctx);
   // Last: barriers depend on the final statement order.
   out = RunPass("cuda-insert-barriers", out, ctx);
+  // 16-bit a * b + c as one fma, rounded once (nvcc's contraction, on both targets).
+  out = RunPass("contract-half-fma", out, ctx);
   // On the final index expressions: 64-bit offsets where a tensor may pass 2^31.
   out = RunPass("legalize-index-width", out, ctx);
   // T.annotate_min_blocks_per_sm: a marker the code generator reads into __launch_bounds__.

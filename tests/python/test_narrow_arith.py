@@ -15,8 +15,13 @@ HAVE_NVCC, _ = _tl.find_cuda_compiler(_search_dirs())
 needs_cuda_compiler = pytest.mark.skipif(not HAVE_NVCC, reason="no CUDA compiler")
 
 
+# The element-wise program below rounds each operation on its own (test_half_fma.py covers
+# the contraction of a * b + c, on by default).
+SEPARATE = {"tl.contract_half_fma": "false"}
+
+
 def cuda_source(func, arch="sm_90a"):
-    lowered, _, _ = _tl.lower_cuda(func.node, {"tl.target_arch": arch}, False)
+    lowered, _, _ = _tl.lower_cuda(func.node, dict(SEPARATE, **{"tl.target_arch": arch}), False)
     return _tl.codegen_cuda(lowered).code
 
 
@@ -63,7 +68,7 @@ def test_narrow_arith_cpu_matches_numpy(dtype, np_dtype, native):
     a = rng.standard_normal(256).astype(np_dtype)
     b = rng.standard_normal(256).astype(np_dtype)
     c = np.zeros(256, np_dtype)
-    tilelang.compile(elementwise(dtype), pass_configs={"tl.enable_native_half_arith": native})(a, b, c)
+    tilelang.compile(elementwise(dtype), pass_configs=dict(SEPARATE, **{"tl.enable_native_half_arith": native}))(a, b, c)
     # Each operation rounded to the 16-bit type, in the program's order (no fma).
     r = lambda x: np.asarray(x, np.float64).astype(np_dtype)
     prod, diff = r(a.astype(np.float64) * b), r(a.astype(np.float64) - b)
@@ -77,19 +82,19 @@ def test_narrow_arith_cuda_is_native(dtype, ptx_type):
     assert "tl::hmul(" in src and "tl::hadd(" in src and "tl::hsub(" in src, src
     if HAVE_NVCC:
         # on by default; the pass config turns the float path back on
-        ptx = tilelang.compile(elementwise(dtype), target="cuda -arch=sm_90a").get_ptx()
+        ptx = tilelang.compile(elementwise(dtype), target="cuda -arch=sm_90a", pass_configs=SEPARATE).get_ptx()
         for op in ("mul", "add", "sub"):
             assert f"{op}.rn.{ptx_type}" in ptx, ptx
         assert "fma" not in ptx  # the .rn forms are never contracted
         off = tilelang.compile(elementwise(dtype), target="cuda -arch=sm_90a",
-                               pass_configs={"tl.enable_native_half_arith": False}).get_ptx()
+                               pass_configs=dict(SEPARATE, **{"tl.enable_native_half_arith": False})).get_ptx()
         assert f"mul.rn.{ptx_type}" not in off
 
 
 @needs_cuda_compiler
 def test_bf16_before_sm90_uses_float_path():
     ptx = tilelang.compile(elementwise("bfloat16"), target="cuda -arch=sm_80",
-                           pass_configs={"tl.enable_native_half_arith": True}).get_ptx()
+                           pass_configs=dict(SEPARATE, **{"tl.enable_native_half_arith": True})).get_ptx()
     assert "mul.rn.bf16" not in ptx and "mul.f32" in ptx
 
 

@@ -104,6 +104,7 @@ ACTED_ON_CUDA = {
     "tl.enable_dynamic_alignment": "a variant for dynamic row lengths that are multiples of 16 (jit/cuda_backend.py)",
     "tl.enable_float8_hw_convert": "float8 conversions with sm_89+'s cvt instructions (TL_FLOAT8_HW_CVT)",
     "tl.enable_native_half_arith": "16-bit float + - * as native add/sub/mul.rn.f16/bf16 (templates/tl/cuda/types.h)",
+    "tl.contract_half_fma": "16-bit float a * b + c as one fma rounded once, on both targets, as nvcc contracts float (src/transform/contract_half_fma.cc)",
     "tl.enable_staging_swizzle": "XOR-swizzle shared tiles no GEMM reads whose accesses allow it (shared_plan.h StagingTiles)",
     "tl.enable_tf32_mma": "T.gemm on tfloat32 tiles with mma.sync m16n8k8 tf32 (templates/tl/cuda/tile_ops.h)",
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",

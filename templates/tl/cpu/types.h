@@ -254,6 +254,45 @@ static_assert(std::is_trivially_copyable<half>::value && std::is_trivial<half>::
 static_assert(std::is_trivially_copyable<bfloat16>::value && std::is_trivial<bfloat16>::value,
               "bfloat16 must be POD-like");
 
+namespace detail {
+/// a * b + c of 16-bit values (held in floats), rounded to odd at float's 24 bits, as the
+/// CUDA types.h's fallback: rounding it once more to 16 bits is the correctly rounded fma.
+/// volatile keeps the compiler from contracting or reassociating the error terms.
+inline float fma_round_to_odd(float a, float b, float c) {
+  volatile double p = static_cast<double>(a) * static_cast<double>(b);
+  const double cd = c;
+  volatile double s = p + cd;
+  volatile double bb = s - p;
+  const double e = (p - (s - bb)) + (cd - bb);
+  double sv = s;
+  uint64_t u;
+  std::memcpy(&u, &sv, sizeof u);
+  if (e != 0.0 && (u & 1u) == 0u) u += ((e > 0.0) == (sv > 0.0)) ? 1u : ~uint64_t{0};
+  std::memcpy(&sv, &u, sizeof u);
+  float f = static_cast<float>(sv);
+  uint32_t v;
+  std::memcpy(&v, &f, sizeof v);
+  if (static_cast<double>(f) != sv && (v & 1u) == 0u && (v & 0x7f800000u) != 0x7f800000u) {
+    if ((v & 0x7fffffffu) == 0u) {
+      v = sv < 0.0 ? 0x80000001u : 1u;  // underflowed to zero: the smallest subnormal, signed
+    } else {
+      v += ((static_cast<double>(f) < sv) == (f > 0.0f)) ? 1u : 0xffffffffu;
+    }
+  }
+  std::memcpy(&f, &v, sizeof v);
+  return f;
+}
+}  // namespace detail
+
+/// a * b + c rounded once (contract-half-fma; CUDA's fma.rn.f16 gives the same bits).
+inline half hfma(half a, half b, half c) {
+  return half(detail::fma_round_to_odd(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+/// a * b + c rounded once (contract-half-fma; CUDA's fma.rn.bf16 gives the same bits).
+inline bfloat16 hfma(bfloat16 a, bfloat16 b, bfloat16 c) {
+  return bfloat16(detail::fma_round_to_odd(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
+
 }  // namespace tl
 
 #define TL_F8_FN inline

@@ -451,6 +451,57 @@ TL_BF16_OP(bfloat16, hmul, *, "mul.rn.bf16")
 #undef TL_BF16_OP
 #undef TL_NARROW_NATIVE
 #undef TL_NARROW_FLOAT
+
+namespace detail {
+/// a * b + c of 16-bit values (held in floats), rounded to odd at float's 24 bits: in double
+/// the product is exact (two significands of at most 11 bits) and so is the sum's rounding
+/// error e (TwoSum); an inexact sum moves to its odd neighbour toward the exact value, and
+/// the narrowing to float does the same. Rounding that once more to 16 bits gives the
+/// correctly rounded fma (round to odd at p + 2 bits or more composes with round to nearest).
+TL_DEVICE float fma_round_to_odd(float a, float b, float c) {
+  double p = __dmul_rn(a, b), cd = c;
+  double s = __dadd_rn(p, cd);
+  double bb = __dsub_rn(s, p);
+  double e = __dadd_rn(__dsub_rn(p, __dsub_rn(s, bb)), __dsub_rn(cd, bb));
+  unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(s));
+  if (e != 0.0 && (u & 1ull) == 0ull) u += ((e > 0.0) == (s > 0.0)) ? 1ull : ~0ull;
+  s = __longlong_as_double(static_cast<long long>(u));
+  float f = __double2float_rn(s);
+  uint32_t v = __float_as_uint(f);
+  if (static_cast<double>(f) != s && (v & 1u) == 0u && (v & 0x7f800000u) != 0x7f800000u) {
+    if ((v & 0x7fffffffu) == 0u) {
+      v = s < 0.0 ? 0x80000001u : 1u;  // underflowed to zero: the smallest subnormal, signed
+    } else {
+      v += ((static_cast<double>(f) < s) == (f > 0.0f)) ? 1u : 0xffffffffu;
+    }
+  }
+  return __uint_as_float(v);
+}
+}  // namespace detail
+
+// a * b + c rounded once (contract-half-fma): fma.rn, or the float path's exact emulation.
+#define TL_FMA_NATIVE(T, PTX)                                                               \
+  TL_DEVICE T hfma(T a, T b, T c) {                                                         \
+    unsigned short r;                                                                       \
+    asm(PTX " %0, %1, %2, %3;" : "=h"(r) : "h"(a.bits), "h"(b.bits), "h"(c.bits));          \
+    return T(r, from_bits_t{});                                                             \
+  }
+#define TL_FMA_FLOAT(T, PTX)                                                                \
+  TL_DEVICE T hfma(T a, T b, T c) {                                                         \
+    return T(detail::fma_round_to_odd(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c))); \
+  }
+#ifdef TL_NATIVE_F16
+TL_FMA_NATIVE(half, "fma.rn.f16")
+#else
+TL_FMA_FLOAT(half, "")
+#endif
+#if defined(TL_NATIVE_HALF_ARITH) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // fma.rn.bf16: sm_80
+TL_FMA_NATIVE(bfloat16, "fma.rn.bf16")
+#else
+TL_FMA_FLOAT(bfloat16, "")
+#endif
+#undef TL_FMA_NATIVE
+#undef TL_FMA_FLOAT
 #undef TL_NATIVE_F16
 #undef TL_NATIVE_BF16
 
