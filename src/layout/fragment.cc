@@ -92,6 +92,52 @@ std::string MmaAccumulatorLayout::ToString() const {
   return "mma_acc(" + std::to_string(m_) + "x" + std::to_string(n_) + ", " + warps + ")";
 }
 
+MmaTf32ALayout::MmaTf32ALayout(int64_t m, int64_t k, WarpPartition warps)
+    : m_(m), k_(k), warps_(warps.Normalized()), tile_m_(m / warps.warps_m) {
+  if (tile_m_ == 16) warps_.interleave_m = false;  // as MmaAccumulatorLayout
+}
+
+FragmentLayoutRef MmaTf32ALayout::Rows() const {
+  // The rows a thread holds are those of the accumulator with the same warp grid.
+  return MmaAccumulatorLayout(m_, 8 * warps_.warps_n, warps_).Rows();
+}
+
+Expr MmaTf32ALayout::RowLocal(const Expr& local) const {
+  return FloorDiv(local, C(2 * groups())) * C(2) + FloorMod(local, C(2));
+}
+
+Expr MmaTf32ALayout::RowReg(const Expr& row_local, const Expr& q) const {
+  return (FloorDiv(row_local, C(2)) * C(groups()) + q) * C(2) + FloorMod(row_local, C(2));
+}
+
+std::pair<Expr, Expr> MmaTf32ALayout::Inverse(const Expr& thread, const Expr& local) const {
+  Expr warp = FloorDiv(thread, C(32)), lane = FloorMod(thread, C(32));
+  Expr warp_m = warps_.m_fastest ? FloorMod(warp, C(warps_.warps_m)) : FloorDiv(warp, C(warps_.warps_n));
+  Expr h = FloorMod(local, C(2)), group = FloorMod(FloorDiv(local, C(2)), C(groups()));
+  Expr mt = FloorDiv(local, C(2 * groups()));
+  Expr slice = warps_.interleave_m ? (mt * C(warps_.warps_m) + warp_m) * C(16) : warp_m * C(tile_m_) + mt * C(16);
+  return {slice + FloorDiv(lane, C(4)) + h * C(8), group * C(4) + FloorMod(lane, C(4))};
+}
+
+std::shared_ptr<const FragmentLayout> MmaTf32ALayout::FoldedColumns(int64_t p) const {
+  if (p <= 0 || p % 4 || k_ % p) return nullptr;
+  return std::make_shared<MmaTf32ALayout>(m_, p, warps_);
+}
+
+Expr MmaTf32ALayout::FoldedLocal(int64_t p, const Expr& folded_local, const Expr& s) const {
+  // (mt * p/4 + group) * 2 + h there -> (mt * k/4 + group + s * p/4) * 2 + h here
+  const int64_t fg = p / 4;
+  Expr h = FloorMod(folded_local, C(2)), group = FloorMod(FloorDiv(folded_local, C(2)), C(fg));
+  Expr mt = FloorDiv(folded_local, C(2 * fg));
+  return (mt * C(groups()) + group + s * C(fg)) * C(2) + h;
+}
+
+std::string MmaTf32ALayout::ToString() const {
+  return "mma_tf32_a(" + std::to_string(m_) + "x" + std::to_string(k_) + ", warps " + std::to_string(warps_.warps_m) +
+         "x" + std::to_string(warps_.warps_n) + (warps_.m_fastest ? " m-fastest" : "") +
+         (warps_.interleave_m ? " interleaved" : "") + ")";
+}
+
 std::shared_ptr<const RowStripLayout> RowStripLayout::Choose(int64_t m, int64_t n, int64_t threads) {
   if (m <= 0 || n <= 0 || threads <= 0) return nullptr;
   for (int64_t vec : {8, 4, 2, 1}) {

@@ -88,6 +88,15 @@ class FragmentLayout {
   /// The first of the num_threads() consecutive threads that hold the fragment: 0, or the
   /// start of a range of threads a branch selects (ThreadRangeLayout).
   virtual int64_t first_thread() const { return 0; }
+  /// A layout of m() x p in which each thread holds (i, j) exactly when it holds (i, j + p s)
+  /// here for every s: then a nest over that tile reading this one at F[i, j + p s] finds
+  /// its element in the thread's own registers (FoldedLocal). nullptr when there is none.
+  virtual std::shared_ptr<const FragmentLayout> FoldedColumns(int64_t /*p*/) const { return nullptr; }
+  /// With FoldedColumns(p) = L: the register here holding the element (i, j + p s) of the
+  /// element (i, j) that register `folded_local` holds in L.
+  virtual ir::Expr FoldedLocal(int64_t /*p*/, const ir::Expr& folded_local, const ir::Expr& /*s*/) const {
+    return folded_local;
+  }
   /// Canonical text, used in messages and for equality: "mma_acc(128x128, warps 2x2)".
   virtual std::string ToString() const = 0;
   bool operator==(const FragmentLayout& o) const { return ToString() == o.ToString(); }
@@ -130,6 +139,43 @@ class MmaAccumulatorLayout : public FragmentLayout {
   WarpPartition warps_;
   int64_t tile_m_, tile_n_;  ///< the part of C one warp owns
   bool rows_ = false;
+};
+
+/// The A operand of mma.sync m16n8k8 on tf32, held in registers (T.gemm with a tfloat32
+/// register fragment A): an m x k fragment over the warp grid of the GEMM's accumulator, warp
+/// row wm holding its rows as the accumulator does (16-row slices) and every warp of that row
+/// an identical copy (A is read by all the warps along N). Within a slice, lane l holds rows
+/// l/4 and l/4 + 8 of column l%4 of every group of 4 columns (PTX ISA, "matrix fragments for
+/// mma.m16n8k8", .tf32: a0..a3 = (g, t), (g+8, t), (g, t+4), (g+8, t+4)); register
+/// (mt * (k/4) + group) * 2 + h holds row slice(mt) + l/4 + 8h, column 4 group + l%4. The four
+/// registers of k-step s of slice mt are 4 consecutive ones starting at (mt k/4 + 2 s) 2: an
+/// mma's A operand. Rows: a row's parts are 4 lanes of one warp (the copies along N are not
+/// parts), so a row reduction stays in the warp.
+class MmaTf32ALayout : public FragmentLayout {
+ public:
+  MmaTf32ALayout(int64_t m, int64_t k, WarpPartition warps);
+  FragmentLayoutRef Rows() const override;
+  bool is_rows() const override { return false; }
+  int64_t m() const override { return m_; }
+  int64_t n() const override { return k_; }
+  int64_t num_threads() const override { return 32 * warps_.warps_m * warps_.warps_n; }
+  int64_t num_local() const override { return tile_m_ / 16 * groups() * 2; }
+  ir::Expr RowLocal(const ir::Expr& local) const override;
+  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
+  int64_t row_lanes() const override { return 4; }
+  int64_t row_warps() const override { return 1; }
+  int64_t regs_per_row() const override { return groups(); }
+  ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override;
+  std::shared_ptr<const FragmentLayout> FoldedColumns(int64_t p) const override;
+  ir::Expr FoldedLocal(int64_t p, const ir::Expr& folded_local, const ir::Expr& s) const override;
+  std::string ToString() const override;
+  const WarpPartition& warps() const { return warps_; }
+
+ private:
+  int64_t groups() const { return k_ / 4; }
+  int64_t m_, k_;
+  WarpPartition warps_;
+  int64_t tile_m_;
 };
 
 /// The layout of a fragment that no T.gemm constrains: each row is cut into chunks of

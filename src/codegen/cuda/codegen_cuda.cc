@@ -387,6 +387,14 @@ class CudaCodegen : public CPrinter {
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
+    if (op->op == "panel_layout") return "(void)0";  // a request to the shared-memory plan, already applied
+    if (op->op == "gemm_rs_tf32" || op->op == "gemm_rs_tf32_panels") {
+      std::string s = "tl::gemm_rs_tf32<";
+      for (int k = 3; k < 11; ++k) s += Print(op->args[k]) + ", ";
+      s += SharedLayoutCode(op->args[1]) + ">(";
+      for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
+      return s + ")";
+    }
     if (op->op == "wait_wgmma") return "tl::wait_wgmma<" + Print(op->args[0]) + ">()";
     if (op->op == "wgmma_hold") return "tl::wgmma_hold<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
     if (op->op == "wgmma_wait_hold") {

@@ -39,6 +39,7 @@ Stmt FragmentRewriter::RegisterAGemm(const GemmOp* op, bool wgmma) {
   }
   std::vector<Expr> bmins;
   for (const Range& rg : b.ranges) bmins.push_back(rg.min);
+  if (op->tf32) return RegisterTf32AGemm(op, a, c, b, std::move(out));
   std::vector<Expr> args = {
       Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(a.regs, {MakeInt(0)})}),
       Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, bmins)}),
@@ -67,6 +68,35 @@ Stmt FragmentRewriter::RegisterAGemm(const GemmOp* op, bool wgmma) {
                          op->c.buffer->name + ": A from registers (no trip through shared memory), "
                          "ldmatrix + mma.sync m16n8k16 for B" +
                          (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")"));
+  return Seq::Make(out, op->span);
+}
+
+/// T.gemm on tfloat32 tiles with A in registers (layout::MmaTf32ALayout, each warp along N
+/// holding its rows' copy): tl::gemm_rs_tf32, mma.sync m16n8k8 with B by ldmatrix.
+Stmt FragmentRewriter::RegisterTf32AGemm(const GemmOp* op, const RegFragment& a, const RegFragment& c, const Region& b,
+                                         std::vector<Stmt> out) {
+  const auto* al = dynamic_cast<const layout::MmaTf32ALayout*>(a.layout.get());
+  TL_ICHECK(al) << "tfloat32 register A without its operand layout: " << a.layout->ToString();
+  const layout::WarpPartition& w = Mma(c).warps();
+  std::vector<Expr> bmins;
+  for (const Range& rg : b.ranges) bmins.push_back(rg.min);
+  // (A, B, C, M, N, K, WM, WN, MFastest, InterleaveM, LdB)
+  std::vector<Expr> args = {
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(a.regs, {MakeInt(0)})}),
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, bmins)}),
+      Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(c.regs, {MakeInt(0)})}),
+      MakeInt(c.layout->m()), MakeInt(c.layout->n()), MakeInt(a.layout->n()), MakeInt(w.warps_m),
+      MakeInt(w.warps_n), MakeBool(w.m_fastest), MakeBool(w.interleave_m), b.buffer->StrideOf(b.ranges.size() - 2)};
+  const bool panels = PanelOperands(b, b);
+  out.push_back(Evaluate::Make(Call::Make(DType::Void(), panels ? "gemm_rs_tf32_panels" : "gemm_rs_tf32", args),
+                               op->span));
+  auto no = no_wgmma_.find(op);
+  ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " + op->c.buffer->name +
+                         ": A from registers (tf32 operand layout, a copy per warp along N; no trip through "
+                         "shared memory), ldmatrix + mma.sync m16n8k8 for B (tf32 tensor cores, operands rounded "
+                         "to TF32), warps " + std::to_string(w.warps_m) + "x" + std::to_string(w.warps_n) +
+                         (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")") +
+                         (panels ? "; B in wgmma's panel layout, which TMA can load (tl.mma_sync_panels)" : ""));
   return Seq::Make(out, op->span);
 }
 

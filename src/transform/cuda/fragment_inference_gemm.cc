@@ -73,7 +73,10 @@ void FragmentLayoutInference::Visit_(const GemmOp* op) {
     DType ta = op->a.buffer->dtype;
     bool sixteen = (ta == DType::Float(16) || ta == DType::BFloat16()) && ta == op->b.buffer->dtype &&
                    op->c.buffer->dtype == DType::Float(32);
-    if (op->trans_a || !IsWhole2D(op->a, &ka, &kb) || ka != m || !sixteen || m % (16 * w) || n % 8 || kb % 16) {
+    if (Tf32RegisterA(op, m, n, &warps)) {
+      // (the tfloat32 A operand of mma.sync m16n8k8, replicated over the warps along N)
+    } else if (op->trans_a || !IsWhole2D(op->a, &ka, &kb) || ka != m || !sixteen || m % (16 * w) || n % 8 ||
+               kb % 16) {
       why = "operand A is a fragment that the tensor-core path cannot read from registers (it needs "
             "16-bit A of M x K, not transposed, and M a multiple of 16 x warps)";
       StageA(op, m, n, &warps, &why);
@@ -135,6 +138,35 @@ void FragmentLayoutInference::Visit_(const GemmOp* op) {
     return;
   }
   Assign(op->c.buffer, std::make_shared<MmaAccumulatorLayout>(m, n, warps), "T.gemm", op->span);
+}
+
+/// A tfloat32 register fragment A read in place by mma.sync m16n8k8 (tl::gemm_rs_tf32): A is
+/// M x K in the tf32 A-operand layout (layout::MmaTf32ALayout) over the accumulator's warp
+/// grid, each warp along N holding a copy of its rows' A, as upstream keeps mHC pre's x_frag;
+/// B a shared N x K tile (ldmatrix moves 4-byte elements along K only). False, with nothing
+/// assigned, when any of that does not hold or A already has another layout.
+bool FragmentLayoutInference::Tf32RegisterA(const GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps) {
+  int64_t ka = 0, kb = 0;
+  const DType f32 = DType::Float(32);
+  if (!op->tf32 || !wgmma_.tf32_mma || op->trans_a || !op->trans_b || op->a.buffer->dtype != f32 ||
+      op->b.buffer->dtype != f32 || op->c.buffer->dtype != f32 || op->b.buffer->scope != Scope::kShared ||
+      !IsWhole2D(op->a, &ka, &kb) || ka != m || kb % 8) {
+    return false;
+  }
+  layout::WarpPartition split;
+  if (auto held = HeldSplit(op->c.buffer, op)) {
+    split = *held;
+  } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &split)) {
+    return false;
+  }
+  auto a_layout = std::make_shared<layout::MmaTf32ALayout>(m, kb, split);
+  auto it = layouts.find(op->a.buffer.get());
+  if (it != layouts.end() && !(*it->second.layout == *a_layout)) return false;
+  Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
+  *warps = split;
+  rs_gemms.insert(op);
+  if (arch_.rfind("sm_90", 0) == 0) no_wgmma[op] = "a tfloat32 GEMM with A in registers takes mma.sync here";
+  return true;
 }
 
 /// The warp split `c` must take: one asked of it by an earlier attempt, or that of the mma

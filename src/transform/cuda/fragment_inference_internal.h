@@ -66,6 +66,9 @@ class FragmentLayoutInference : public ir::IRVisitor {
   void Visit_(const ir::GemmOp* op) override;
   std::optional<layout::WarpPartition> HeldSplit(const ir::Buffer& c, const ir::GemmOp* op);
   void StageA(const ir::GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why);
+  bool Tf32RegisterA(const ir::GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps);
+  bool FoldColumns(const ParallelNest& nest, const std::vector<std::pair<ir::Buffer, std::vector<ir::Expr>>>& accesses,
+                   const Span& span);
   bool WgmmaPartition(int64_t m, layout::WarpPartition* out) const;
   bool UseWgmma(const ir::GemmOp* op);
 

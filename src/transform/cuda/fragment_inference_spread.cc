@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../region_util.h"
+#include "tl/arith/simplify.h"
 #include "fragment_inference_internal.h"
 #include "tl/support/error.h"
 
@@ -102,6 +103,8 @@ void FragmentLayoutInference::Visit_(const For* op) {
         Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
       }
     }
+  } else if (FoldColumns(nest, c.accesses, op->span)) {
+    // (a tile read through another's columns folded: it holds them, FoldedColumns)
   } else {
     // No register tile leads this loop: its vectors must be reachable by any thread.
     for (auto& [b, idx] : c.accesses) {
@@ -109,6 +112,41 @@ void FragmentLayoutInference::Visit_(const For* op) {
     }
   }
   IRVisitor::Visit(nest.body);
+}
+
+/// `F[i, j] op= ... G[i, j + p s] ...` in a nest over F (m x p, no layout yet) where G has a
+/// layout that folds its columns by p (FragmentLayout::FoldedColumns): F takes the folded
+/// layout, so each thread finds G[i, j + p s] for every s among its own registers (mHC pre's
+/// `sqrsum_part[i, j] += x_frag[i, jj * 4 + j] ** 2` over a tf32 GEMM operand).
+bool FragmentLayoutInference::FoldColumns(const ParallelNest& nest,
+                                          const std::vector<std::pair<Buffer, std::vector<Expr>>>& accesses,
+                                          const Span& span) {
+  if (nest.loops.size() != 2) return false;
+  const Var* vi = nest.loops[0]->var.get();
+  const Var* vj = nest.loops[1]->var.get();
+  auto in_nest = [&](const Var* v) { return v == vi || v == vj; };
+  for (auto& [f, fidx] : accesses) {
+    int64_t m = 0, p = 0;
+    if (!IsFragment(f) || layouts.count(f.get()) || forced_shared.count(f.get()) || fidx.size() != 2 ||
+        As<Var>(fidx[0]) != vi || As<Var>(fidx[1]) != vj || !IsWhole2D(Region::Full(f), &m, &p)) {
+      continue;
+    }
+    for (auto& [g, gidx] : accesses) {
+      auto lay = layouts.find(g.get());
+      if (lay == layouts.end() || gidx.size() != 2 || As<Var>(gidx[0]) != vi || lay->second.layout->m() != m) continue;
+      FragmentLayoutRef folded = lay->second.layout->FoldedColumns(p);
+      if (!folded) continue;
+      arith::Analyzer az;
+      Expr shift = az.Simplify(gidx[1] - nest.loops[1]->var);
+      int64_t rem = -1;
+      if (UsesVar(shift, in_nest) || !AsConstInt(az.Simplify(FloorMod(shift, MakeInt(p))), &rem) || rem != 0) {
+        continue;
+      }
+      Assign(f, folded, "T.Parallel reading " + g->name + " by its columns folded", span);
+      return true;
+    }
+  }
+  return false;
 }
 
 void FragmentLayoutInference::Visit_(const ReduceOp* op) {

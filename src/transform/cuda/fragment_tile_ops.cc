@@ -148,7 +148,42 @@ Stmt FragmentRewriter::RegsToTile(const RegFragment& rf, const Region& tile, con
 }
 
 Stmt FragmentRewriter::TileToRegs(const RegFragment& rf, const Region& tile, const Span& span) {
-  return RegTileLoop(rf, tile, false, span).first;
+  Stmt walk = RegTileLoop(rf, tile, false, span).first;
+  if (!PanelsAvoidConflicts(rf, tile.buffer)) return walk;
+  std::vector<Expr> origin(tile.buffer->shape.size(), MakeInt(0));
+  Expr at = Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(tile.buffer, origin)});
+  ctx_.remarks.push_back("shared tile " + tile.buffer->name + ": in wgmma's panel layout (128-byte swizzle), "
+                         "which register fragment " + rf.regs->name + " (" + rf.layout->ToString() +
+                         ") reads several rows per instruction without bank conflicts");
+  return Seq::Make({Evaluate::Make(Call::Make(DType::Void(), "panel_layout", {at, at}), span), walk}, span);
+}
+
+/// Whether a register walk of `rf` reading the shared tile `t` hits bank conflicts that the
+/// panel layout removes: each warp instruction reads 32 / row_lanes rows, less than 128 bytes
+/// of each, and rows a multiple of 128 bytes apart share their banks (8-way for the mma
+/// operand layouts), while the panel layout XORs each row's 16-byte chunks by the row. Only
+/// for tiles of 2- or 4-byte elements that no T.gemm reads (a GEMM operand's layout is the
+/// GEMM path's) and whose shape the panels fit (rows a multiple of 8, of 64 or 128k bytes).
+bool FragmentRewriter::PanelsAvoidConflicts(const RegFragment& rf, const Buffer& t) {
+  const FragmentLayout& lay = *rf.layout;
+  int64_t rows = 0, cols = 0;
+  const int64_t bytes = t->dtype.bytes();
+  if (t->scope != Scope::kShared || t->shape.size() != 2 || lay.is_rows() || (bytes != 2 && bytes != 4) ||
+      !AsConstInt(t->shape[0], &rows) || !AsConstInt(t->shape[1], &cols) || rows % 8) {
+    return false;
+  }
+  const int64_t row_bytes = cols * bytes;
+  if (row_bytes % 128 != 0 && row_bytes != 64) return false;
+  const int64_t lanes = std::min<int64_t>(lay.row_lanes(), 32);
+  if (32 / lanes < 2 || lanes * lay.vec() * bytes >= 128) return false;
+  struct GemmTiles : IRVisitor {
+    const BufferNode* tile;
+    bool read = false;
+    void Visit_(const GemmOp* g) override { read |= g->a.buffer.get() == tile || g->b.buffer.get() == tile; }
+  } gemms;
+  gemms.tile = t.get();
+  gemms.Visit(kernel_body);
+  return !gemms.read;
 }
 
 Stmt FragmentRewriter::Mutate_(const FillOp* op, const Stmt& self) {

@@ -71,6 +71,7 @@ Expr FragmentRewriter::Mutate_(const BufferLoad* op, const Expr& self) {
   auto local = current_.find(op->buffer.get());
   if (local == current_.end() || !IndicesMatch(op->indices, local->second.first)) {
     if (std::optional<Expr> reg = ColumnRead(op)) return BufferLoad::Make(it->second.regs, {*reg});
+    if (std::optional<Expr> reg = FoldedRead(op, it->second)) return BufferLoad::Make(it->second.regs, {*reg});
     if (unmapped_) {  // a trial (Mutate_(Seq)): the statement goes through shared memory
       NoteUnmapped(op->buffer, ToString(self));
       return self;
@@ -153,6 +154,7 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   std::vector<Expr> element = {fi, fj};
   current_.clear();
   column_reads_.clear();
+  folded_reads_.clear();
   FragmentLayoutRef columns = lay.whole_columns() && at->indices.size() == 2 ? lay.Columns() : nullptr;
   std::vector<const Var*> nest_vars;
   for (const For* loop : nest.loops) nest_vars.push_back(loop->var.get());
@@ -163,6 +165,10 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
       column_reads_[buf] = ColumnReads{at->indices[0], l, rf.layout->regs_per_row(), nest_vars};
     }
     if (*rf.layout == lay) current_[buf] = {at->indices, l};
+    if (!lay.is_rows() && at->indices.size() == 2) {
+      FragmentLayoutRef folded = rf.layout->FoldedColumns(lay.n());
+      if (folded && *folded == lay) folded_reads_[buf] = FoldedReads{at->indices[0], at->indices[1], l, lay.n(), nest_vars};
+    }
     if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{at->indices[0]}, lay.RowLocal(l)};
     if (!columns) continue;
     // (whole columns: register row * per_row + q holds column q's element of that row)
@@ -173,6 +179,7 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   Stmt body = Mutate(nest.body);
   current_.clear();
   column_reads_.clear();
+  folded_reads_.clear();
   std::unordered_map<const Var*, Expr> value;
   Expr in_range;
   for (size_t d = 0; d < at->vars.size(); ++d) {
@@ -217,6 +224,27 @@ std::optional<Expr> FragmentRewriter::ColumnRead(const BufferLoad* op) {
     return false;
   });
   return Mutate(op->indices[0]) * MakeInt(c.per_row) + c.in_row;
+}
+
+std::optional<Expr> FragmentRewriter::FoldedRead(const BufferLoad* op, const RegFragment& rf) {
+  auto it = folded_reads_.find(op->buffer.get());
+  if (it == folded_reads_.end() || op->indices.size() != 2) return std::nullopt;
+  const FoldedReads& f = it->second;
+  if (!StructuralEqual(op->indices[0], f.row)) return std::nullopt;
+  auto in_nest = [&](const Var* v) { return std::find(f.nest_vars.begin(), f.nest_vars.end(), v) != f.nest_vars.end(); };
+  arith::Analyzer az;
+  Expr shift = az.Simplify(op->indices[1] - f.column);
+  int64_t rem = -1;
+  if (UsesVar(shift, in_nest) || !AsConstInt(az.Simplify(FloorMod(shift, MakeInt(f.p))), &rem) || rem != 0) {
+    return std::nullopt;
+  }
+  // The register depends on the shift's loop variables: those loops are unrolled, as for
+  // column reads (registers cannot be indexed at run time).
+  UsesVar(shift, [&](const Var* v) {
+    column_row_vars_.insert(v);
+    return false;
+  });
+  return az.Simplify(rf.layout->FoldedLocal(f.p, f.local, Mutate(FloorDiv(shift, MakeInt(f.p)))));
 }
 
 std::optional<FragmentRewriter::NestAnchor> FragmentRewriter::AnchorOf(const std::vector<Expr>& idx,

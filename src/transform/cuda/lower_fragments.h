@@ -77,9 +77,12 @@ class FragmentRewriter : public IRMutator {
                          const Span& span);
   Stmt RegsToTile(const RegFragment& rf, const Region& tile, const Span& span);
   Stmt TileToRegs(const RegFragment& rf, const Region& tile, const Span& span);
+  bool PanelsAvoidConflicts(const RegFragment& rf, const Buffer& tile);
   /// T.gemm with A in registers (the accumulator layout of M x K, warps along M only):
   /// gemm_rs packs A's registers into mma operands without touching shared memory.
   Stmt RegisterAGemm(const GemmOp* op, bool wgmma);
+  Stmt RegisterTf32AGemm(const GemmOp* op, const RegFragment& a, const RegFragment& c, const Region& b,
+                         std::vector<Stmt> out);
   /// T.gemm on Hopper: wgmma m64nNk16 from shared memory, one warpgroup per 64 rows of
   /// C. The operands' shared layout follows (cuda::WgmmaOperandOffset, in codegen).
   Stmt WgmmaGemm(const GemmOp* op);
@@ -221,6 +224,17 @@ class FragmentRewriter : public IRMutator {
   std::unordered_map<const BufferNode*, ColumnReads> column_reads_;
   std::unordered_set<const Var*> column_row_vars_;  ///< variables in the row index of a column read
   std::optional<Expr> ColumnRead(const BufferLoad* op);
+  /// In a nest led by a tile whose layout is another fragment's FoldedColumns(p): that
+  /// fragment, read as G[i, j + p s] (i, j the anchor's indices, s free of the nest's
+  /// variables), at the register holding that element in the thread (FoldedLocal).
+  struct FoldedReads {
+    Expr row, column;  ///< the anchor's indices (i, j)
+    Expr local;        ///< the anchor's register
+    int64_t p = 0;
+    std::vector<const Var*> nest_vars;
+  };
+  std::unordered_map<const BufferNode*, FoldedReads> folded_reads_;
+  std::optional<Expr> FoldedRead(const BufferLoad* op, const RegFragment& rf);
   /// While a statement list tries a statement: the register fragments it could not map,
   /// with the first such access (see Mutate_(Seq)); null: such an access is an error.
   std::vector<std::pair<Buffer, std::string>>* unmapped_ = nullptr;

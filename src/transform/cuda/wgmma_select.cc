@@ -90,6 +90,7 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
   // off until a GPU run has checked wgmma on a stage of a 3-D tile (the other GEMMs on
   // such stages keep the mma.sync path the H200 runs have checked)
   o.stages = ConfigOn(ctx, "tl.enable_wgmma_stages", /*default_on=*/false);
+  o.tf32_mma = ConfigOn(ctx, "tl.enable_tf32_mma", /*default_on=*/true);
   return o;
 }
 

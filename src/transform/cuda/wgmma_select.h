@@ -14,6 +14,10 @@ struct WgmmaOptions {
   bool fp8 = false;      ///< float8 operands ("tl.enable_wgmma_fp8", on unless set to False)
   bool windows = false;  ///< column windows of K-major shared operands ("tl.enable_wgmma_windows", on)
   bool stages = false;   ///< a stage X[s, :, :] of a 3-D shared tile ("tl.enable_wgmma_stages", off)
+  /// Not a wgmma path, but the other tensor-core switch layout inference needs: mma.sync's
+  /// tf32 instructions ("tl.enable_tf32_mma", on), without which a tfloat32 register A
+  /// cannot be read in place (gemm_rs_tf32 has no loop fallback).
+  bool tf32_mma = true;
 };
 
 /// The options the pass configs of `ctx` set.

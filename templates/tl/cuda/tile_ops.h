@@ -147,14 +147,19 @@ TL_DEVICE void mma_tile(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)
 /// with A row-major and B stored N x K (TransB): the layouts whose 4-byte groups lie along K
 /// in shared memory (ldmatrix.trans moves 16-bit elements, so it cannot transpose bytes or
 /// floats).
+///
+/// ARegs (tf32 only, gemm_rs_tf32): A is this thread's registers in the tf32 A-operand layout
+/// (layout::MmaTf32ALayout): slice mt's k-step at kk is the 4 registers from
+/// (mt K/4 + kk/4) 2, already an mma operand; B is read as above.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest, bool InterleaveM, bool Tf32, typename T, typename Acc>
+          bool MFastest, bool InterleaveM, bool Tf32, bool ARegs = false, typename T, typename Acc>
 TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   using Shape = mma_shape<T, Tf32>;
   constexpr int kK = Shape::kK, kChunk = Shape::kChunk;
   static_assert(is_same<Acc, typename Shape::Acc>::value, "gemm_ss_mma: accumulator type");
   static_assert(Shape::kSixteen || Shape::kInt8 || Shape::kTf32, "gemm_ss_mma: operand type");
   static_assert(Shape::kSixteen || (!TransA && TransB), "gemm_ss_mma: 8- and 32-bit operands need A M x K, B N x K");
+  static_assert(!ARegs || (Shape::kTf32 && !TransA), "gemm_ss_mma: A from registers is the tf32 path's");
   constexpr int kWarpM = M / WM, kWarpN = N / WN;
   constexpr int kTilesM = kWarpM / 16, kTilesN = kWarpN / 8;
   static_assert(kWarpM % 16 == 0 && kWarpN % 8 == 0, "warp tile must be a multiple of 16x8");
@@ -175,7 +180,11 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
       const int m = slice(mt);
-      if constexpr (!TransA) {
+      if constexpr (ARegs) {
+        const uint32_t* regs = reinterpret_cast<const uint32_t*>(A) + (mt * (K / 4) + kk / 4) * 2;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) fa[mt][i] = regs[i];
+      } else if constexpr (!TransA) {
         const int row = m + (lane & 15), col = kk + (lane >> 4) * kChunk;
         ldmatrix_x4(fa[mt], A + swizzle<sizeof(T), SwzA, LdA>(row * LdA + col));
       } else {
@@ -341,6 +350,15 @@ TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
       }
     }
   }
+}
+
+/// C (M x N, registers) += A (M x K, registers) * B^T (B: N x K, shared) on the tf32 tensor
+/// cores (m16n8k8), A held in the tf32 A-operand layout over the accumulator's warp grid
+/// (layout::MmaTf32ALayout: each warp along N has a copy of its rows), rounded to TF32 as
+/// gemm_ss rounds; no trip through shared memory for A.
+template <int M, int N, int K, int WM, int WN, bool MFastest, bool InterleaveM, int LdB, int SwzB>
+TL_DEVICE void gemm_rs_tf32(const float* A, const float* B, float* C) {
+  detail::gemm_ss_mma<M, N, K, WM, WN, false, true, K, LdB, kRowMajor, SwzB, MFastest, InterleaveM, true, true>(A, B, C);
 }
 
 /// The block's tile GEMM (see the file comment). All threads of the block must call it.
