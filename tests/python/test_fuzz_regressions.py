@@ -165,7 +165,7 @@ def test_reduce_along_rows_of_a_pipelined_tile():
     compile_cpu(main)(x, r)
     assert_close(r, np.abs(x).max(axis=0), "float64")
     # each thread folds one column over the tile's 5 rows
-    assert "r[tx] = tl::max(r[tx], tl::abs(x[" in _cuda_source(main)
+    assert "r[tx] = tl::max(r[tx], tl::fabs(x[" in _cuda_source(main)
 
 
 def _cuda_remarks(func):

@@ -93,7 +93,7 @@ Stmt FragmentRewriter::RegisterTf32AGemm(const GemmOp* op, const RegFragment& a,
   auto no = no_wgmma_.find(op);
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " + op->c.buffer->name +
                          ": A from registers (tf32 operand layout, a copy per warp along N; no trip through "
-                         "shared memory), ldmatrix + mma.sync m16n8k8 for B (tf32 tensor cores, operands rounded "
+                         "shared memory), B by ldmatrix, mma.sync m16n8k8 (tf32 tensor cores, operands rounded "
                          "to TF32), warps " + std::to_string(w.warps_m) + "x" + std::to_string(w.warps_n) +
                          (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")") +
                          (panels ? "; B in wgmma's panel layout, which TMA can load (tl.mma_sync_panels)" : ""));
