@@ -25,7 +25,7 @@ def cuda_lowering(func, arch="sm_90a", **cfg):
 def test_tf32_operands_in_panels_are_loaded_by_tma_in_a_specialized_loop():
     code, remarks = cuda_lowering(bf16_rows_times_weights(256, 1024), **{k: "1" for k in PANELS})
     # (A, the tfloat32 fragment, stays in registers: test_tf32_register_a.py)
-    assert "tl::gemm_rs_tf32<32, 32, 256, 2, 2, false, false, 256, tl::kWgmmaPanels + 32>" in code, code
+    assert "tl::gemm_rs_tf32<32, 32, 256, 2, 2, false, false, 256, tl::kWgmmaPanels + 32, true>" in code, code
     assert any("warp-specialized, 2 stages; a producer warpgroup loads 2 copies with TMA" in r for r in remarks), remarks
     assert "tl::tma_load_2d(" in code and "cp_async" not in code, code
     # ldmatrix reads the stage after the mbarrier; the consumers fence before releasing it
@@ -34,7 +34,7 @@ def test_tf32_operands_in_panels_are_loaded_by_tma_in_a_specialized_loop():
 
 def test_without_the_switch_the_tiles_stay_in_xor_rows():
     code, remarks = cuda_lowering(bf16_rows_times_weights(256, 1024), **NO_PANELS)
-    assert "tl::gemm_rs_tf32<32, 32, 256, 2, 2, false, false, 256, tl::kXorRows>" in code, code
+    assert "tl::gemm_rs_tf32<32, 32, 256, 2, 2, false, false, 256, tl::kXorRows, true>" in code, code
     assert any("not warp-specialized" in r for r in remarks), remarks
 
 

@@ -391,7 +391,10 @@ class CudaCodegen : public CPrinter {
     if (op->op == "gemm_rs_tf32" || op->op == "gemm_rs_tf32_panels") {
       std::string s = "tl::gemm_rs_tf32<";
       for (int k = 3; k < 11; ++k) s += Print(op->args[k]) + ", ";
-      s += SharedLayoutCode(op->args[1]) + ">(";
+      s += SharedLayoutCode(op->args[1]);
+      int64_t exact = 0;
+      if (op->args.size() > 11 && AsConstInt(op->args[11], &exact) && exact) s += ", true";  // AExact (default false)
+      s += ">(";
       for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }

@@ -71,6 +71,58 @@ Stmt FragmentRewriter::RegisterAGemm(const GemmOp* op, bool wgmma) {
   return Seq::Make(out, op->span);
 }
 
+namespace {
+
+bool IsTrue(const Expr& e) {
+  int64_t v = 0;
+  return AsConstInt(e, &v) && v != 0;
+}
+
+/// Whether every value the kernel writes into fragment `a` is exact in TF32: copies from
+/// 16-bit float tiles (a bfloat16 or float16 value has at most TF32's 10 mantissa bits and
+/// float32's exponent range), casts of such values, and constant fills of zero. The tensor
+/// cores then need no rounding of A (mHC pre widens bfloat16 rows into its tfloat32 A).
+bool WrittenExactInTf32(const Stmt& body, const BufferNode* a) {
+  struct Writes : IRVisitor {
+    const BufferNode* a;
+    bool exact = true;
+    static bool Sixteen(const DType& t) { return t.IsFloat() && t.bits == 16; }
+    void Visit_(const CopyOp* op) override {
+      if (op->dst.buffer.get() == a && !Sixteen(op->src.buffer->dtype)) exact = false;
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const FillOp* op) override {
+      const auto* f = As<FloatImm>(op->value);
+      int64_t i = 1;
+      bool zero = (f && f->value == 0) || (AsConstInt(op->value, &i) && i == 0);
+      if (op->dst.buffer.get() == a && !zero) exact = false;
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const BufferStore* op) override {
+      const auto* cast = As<Cast>(op->value);
+      if (op->buffer.get() == a && !(cast && Sixteen(cast->value->dtype))) exact = false;
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const ReduceOp* op) override {
+      if (op->dst.buffer.get() == a) exact = false;
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const AtomicOp* op) override {
+      if (op->dst.buffer.get() == a) exact = false;
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const GemmOp* op) override {
+      if (op->c.buffer.get() == a) exact = false;
+      IRVisitor::Visit_(op);
+    }
+  } writes;
+  writes.a = a;
+  writes.Visit(body);
+  return writes.exact;
+}
+
+}  // namespace
+
 /// T.gemm on tfloat32 tiles with A in registers (layout::MmaTf32ALayout, each warp along N
 /// holding its rows' copy): tl::gemm_rs_tf32, mma.sync m16n8k8 with B by ldmatrix.
 Stmt FragmentRewriter::RegisterTf32AGemm(const GemmOp* op, const RegFragment& a, const RegFragment& c, const Region& b,
@@ -80,13 +132,14 @@ Stmt FragmentRewriter::RegisterTf32AGemm(const GemmOp* op, const RegFragment& a,
   const layout::WarpPartition& w = Mma(c).warps();
   std::vector<Expr> bmins;
   for (const Range& rg : b.ranges) bmins.push_back(rg.min);
-  // (A, B, C, M, N, K, WM, WN, MFastest, InterleaveM, LdB)
+  // (A, B, C, M, N, K, WM, WN, MFastest, InterleaveM, LdB, AExact)
   std::vector<Expr> args = {
       Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(a.regs, {MakeInt(0)})}),
       Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b.buffer, bmins)}),
       Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(c.regs, {MakeInt(0)})}),
       MakeInt(c.layout->m()), MakeInt(c.layout->n()), MakeInt(a.layout->n()), MakeInt(w.warps_m),
-      MakeInt(w.warps_n), MakeBool(w.m_fastest), MakeBool(w.interleave_m), b.buffer->StrideOf(b.ranges.size() - 2)};
+      MakeInt(w.warps_n), MakeBool(w.m_fastest), MakeBool(w.interleave_m), b.buffer->StrideOf(b.ranges.size() - 2),
+      MakeBool(WrittenExactInTf32(kernel_body, op->a.buffer.get()))};
   const bool panels = PanelOperands(b, b);
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), panels ? "gemm_rs_tf32_panels" : "gemm_rs_tf32", args),
                                op->span));
@@ -96,7 +149,9 @@ Stmt FragmentRewriter::RegisterTf32AGemm(const GemmOp* op, const RegFragment& a,
                          "shared memory), B by ldmatrix, mma.sync m16n8k8 (tf32 tensor cores, operands rounded "
                          "to TF32), warps " + std::to_string(w.warps_m) + "x" + std::to_string(w.warps_n) +
                          (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")") +
-                         (panels ? "; B in wgmma's panel layout, which TMA can load (tl.mma_sync_panels)" : ""));
+                         (panels ? "; B in wgmma's panel layout, which TMA can load (tl.mma_sync_panels)" : "") +
+                         (IsTrue(args.back()) ? "; A holds 16-bit floats, exact in TF32: not rounded again"
+                                                          : ""));
   return Seq::Make(out, op->span);
 }
 

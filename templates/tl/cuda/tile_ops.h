@@ -150,9 +150,11 @@ TL_DEVICE void mma_tile(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)
 ///
 /// ARegs (tf32 only, gemm_rs_tf32): A is this thread's registers in the tf32 A-operand layout
 /// (layout::MmaTf32ALayout): slice mt's k-step at kk is the 4 registers from
-/// (mt K/4 + kk/4) 2, already an mma operand; B is read as above.
+/// (mt K/4 + kk/4) 2, already an mma operand; B is read as above. AExact: A's values are
+/// exact in TF32 already (not rounded).
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest, bool InterleaveM, bool Tf32, bool ARegs = false, typename T, typename Acc>
+          bool MFastest, bool InterleaveM, bool Tf32, bool ARegs = false, bool AExact = false, typename T,
+          typename Acc>
 TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   using Shape = mma_shape<T, Tf32>;
   constexpr int kK = Shape::kK, kChunk = Shape::kChunk;
@@ -224,10 +226,12 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
     if constexpr (Shape::kTf32) {
       // The tensor cores read only a tf32 register's top 19 bits (truncating); round to
       // nearest first (cvt.rna), as the CPU target and the loop path do.
+      if constexpr (!AExact) {
 #pragma unroll
-      for (int mt = 0; mt < kTilesM; ++mt)
+        for (int mt = 0; mt < kTilesM; ++mt)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) fa[mt][i] = float_to_tf32(__uint_as_float(fa[mt][i]));
+          for (int i = 0; i < 4; ++i) fa[mt][i] = float_to_tf32(__uint_as_float(fa[mt][i]));
+      }
 #pragma unroll
       for (int nt = 0; nt < kTilesN; ++nt)
 #pragma unroll
@@ -356,9 +360,12 @@ TL_DEVICE void gemm_rs(const T* A, const T* B, float* C) {
 /// cores (m16n8k8), A held in the tf32 A-operand layout over the accumulator's warp grid
 /// (layout::MmaTf32ALayout: each warp along N has a copy of its rows), rounded to TF32 as
 /// gemm_ss rounds; no trip through shared memory for A.
-template <int M, int N, int K, int WM, int WN, bool MFastest, bool InterleaveM, int LdB, int SwzB>
+/// AExact: every value of A is already exact in TF32 (widened from 16-bit floats): A is not
+/// rounded again.
+template <int M, int N, int K, int WM, int WN, bool MFastest, bool InterleaveM, int LdB, int SwzB, bool AExact = false>
 TL_DEVICE void gemm_rs_tf32(const float* A, const float* B, float* C) {
-  detail::gemm_ss_mma<M, N, K, WM, WN, false, true, K, LdB, kRowMajor, SwzB, MFastest, InterleaveM, true, true>(A, B, C);
+  detail::gemm_ss_mma<M, N, K, WM, WN, false, true, K, LdB, kRowMajor, SwzB, MFastest, InterleaveM, true, true, AExact>(
+      A, B, C);
 }
 
 /// The block's tile GEMM (see the file comment). All threads of the block must call it.
