@@ -148,6 +148,17 @@ def test_remarks_and_rasterization():
     assert "tl_linear" in k.get_kernel_source()
 
 
+def test_raster_panel_config_overrides_the_automatic_order():
+    src = lambda **cfg: compile_for(gemm(4096, 4096, 4096), "sm_90a", pass_configs=cfg).get_kernel_source()
+    assert "tl_linear" not in src(**{"tl.raster_panel": 0})  # the plain block order
+    assert "const int tl_group = 4 * gridDim.y;" in src(**{"tl.raster_panel": 4})
+    # T.use_swizzle in the source wins over the config
+    scaled = compile_for(_scale_2d(1024, 1024, swizzle=2), "sm_90a", pass_configs={"tl.raster_panel": 0})
+    assert "const int tl_group = 2 * gridDim.y;" in scaled.get_kernel_source()
+    with pytest.raises(Exception, match="tl.raster_panel must be a non-negative integer"):
+        compile_for(gemm(256, 256, 64, bm=64, bn=64), "sm_90a", pass_configs={"tl.raster_panel": -1})
+
+
 def test_call_without_gpu_is_a_clear_error():
     ok, _ = _tl.cuda_available()
     if ok:

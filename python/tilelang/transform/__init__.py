@@ -99,6 +99,7 @@ ACTED_ON_CUDA = {
     "tl.auto_tma_store": "0: a T.copy of a whole shared tile into a global tensor is stored by the threads, not TMA (sm_90+; on by default)",
     "tl.min_blocks_per_sm": "the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)",
     "tl.device_compile_flags": "extra NVRTC options (a string, split as a shell would, or a list), after ours",
+    "tl.raster_panel": "block rasterization panel width for kernels whose source has no T.use_swizzle (0: the plain block order; unset: 8 for 2-D GEMM grids wider than 8)",
     # ours, on unless set to False (src/transform/cuda/wgmma_select.cc, jit/cuda_backend.py)
     "tl.enable_wgmma_fp8": "float8 GEMMs on Hopper's k32 wgmma",
     "tl.enable_dynamic_alignment": "a variant for dynamic row lengths that are multiples of 16 (jit/cuda_backend.py)",

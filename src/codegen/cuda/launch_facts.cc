@@ -54,7 +54,7 @@ const KernelLaunch* FindLaunch(const Stmt& s) {
   return nullptr;
 }
 
-/// Panel width for block rasterization: T.use_swizzle's, else 8 for 2-D grids of GEMM
+/// Panel width for block rasterization: T.use_swizzle's (or tl.raster_panel's), else 8 for 2-D grids of GEMM
 /// kernels that are wide enough to profit (neighbouring blocks then share operand tiles in
 /// L2); 0 for none. A kernel without a GEMM reads disjoint data per block: the panel order
 /// gains nothing there and its index arithmetic (four divisions) delays every block's first
@@ -74,7 +74,7 @@ int64_t RasterPanel(const KernelLaunch* op) {
   };
   find(op->body);
   if (op->grid.size() < 2) return 0;
-  if (panel > 0) return panel;
+  if (panel >= 0) return panel;  // T.use_swizzle(n), or tl.raster_panel (0: the plain order)
   bool gemm = false;
   ForEachExpr(op->body, [&](const Expr& e) { gemm |= HasEffect(As<Call>(e), kGemm); });
   if (!gemm) return 0;

@@ -3,8 +3,12 @@
 /// "tl.min_blocks_per_sm", which the front end sets for the function) becomes a marker at
 /// the top of each kernel launch's body, which the code generator reads as the second
 /// argument of __launch_bounds__ (launch_facts.h MinBlocksPerSm). The marker is a launch
-/// fact, not code: nothing is emitted for it.
+/// fact, not code: nothing is emitted for it. The pass config "tl.raster_panel" = n (0: the
+/// plain block order) likewise becomes a T.use_swizzle(n) marker for launches whose source
+/// did not ask for one, in place of the code generator's automatic choice (RasterPanel).
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "shared_plan.h"
 #include "tl/ir/functor.h"
@@ -16,34 +20,62 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
+/// Puts `key`(n) at the top of each kernel launch's body (unless `unless_present` and the
+/// body already holds such a marker at its top level).
 class Marker : public IRMutator {
  public:
-  explicit Marker(int64_t n) : n_(n) {}
+  Marker(std::string key, int64_t n, bool unless_present) : key_(std::move(key)), n_(n), unless_present_(unless_present) {}
 
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
-    Stmt mark = AttrStmt::Make(cuda::kMinBlocksPerSmAttr, {MakeInt(n_)}, op->span);
+    if (unless_present_ && HasMarker(op->body)) return self;
+    Stmt mark = AttrStmt::Make(key_, {MakeInt(n_)}, op->span);
     return KernelLaunch::Make(op->grid, op->block_vars, op->threads, Seq::Make({mark, op->body}, op->span),
                               op->span);
   }
 
  private:
+  bool HasMarker(const Stmt& s) const {
+    if (const auto* attr = As<AttrStmt>(s)) return attr->key == key_;
+    if (const auto* seq = As<Seq>(s)) {
+      for (const Stmt& c : seq->stmts) {
+        if (HasMarker(c)) return true;
+      }
+    }
+    if (const auto* f = As<For>(s)) return f->for_kind == ForKind::kThreadBinding && HasMarker(f->body);
+    return false;
+  }
+  std::string key_;
   int64_t n_;
+  bool unless_present_;
 };
+
+/// The integer value of pass config `key`, if set; a user error below `lowest`.
+std::optional<int64_t> IntConfig(const PassContext& ctx, const ir::PrimFunc& f, const std::string& key, int64_t lowest,
+                                 const char* expected) {
+  auto it = ctx.config.find(key);
+  if (it == ctx.config.end()) return std::nullopt;
+  int64_t n = lowest - 1;
+  try {
+    n = std::stoll(it->second);
+  } catch (const std::exception&) {
+    n = lowest - 1;
+  }
+  if (n < lowest) TL_USER_ERROR(f->span) << key << " must be " << expected << ", got '" << it->second << "'";
+  return n;
+}
 
 }  // namespace
 
 ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
-  auto it = ctx.config.find("tl.min_blocks_per_sm");
-  if (it == ctx.config.end()) return f;
-  int64_t n = 0;
-  try {
-    n = std::stoll(it->second);
-  } catch (const std::exception&) {
-    n = 0;
+  Stmt body = f->body;
+  if (auto n = IntConfig(ctx, f, "tl.min_blocks_per_sm", 1, "a positive integer")) {
+    body = Marker(cuda::kMinBlocksPerSmAttr, *n, false).Mutate(body);
   }
-  if (n < 1) TL_USER_ERROR(f->span) << "tl.min_blocks_per_sm must be a positive integer, got '" << it->second << "'";
-  return ir::PrimFuncNode::Make(f->name, f->params, Marker(n).Mutate(f->body), f->span);
+  if (auto n = IntConfig(ctx, f, "tl.raster_panel", 0, "a non-negative integer (0: the plain block order)")) {
+    body = Marker("threadblock_swizzle", *n, true).Mutate(body);
+  }
+  return body == f->body ? f : ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
 
 TL_REGISTER_PASS("cuda-launch-bounds", CudaLaunchBounds);
