@@ -26,7 +26,7 @@ CPU_PASSES = ["lower-buffer-views", "check-target-features", "privatize-reducers
               "expand-global-layout-tile-ops",
               "report-layout-annotations", "report-packed-tensors", "cpu-emulate-threads",
               "simplify", "check-tile-bounds", "guard-global-access", "apply-global-layouts", "lower-tile-ops-cpu",
-              "simplify", "legalize-index-width"]
+              "simplify", "contract-half-fma", "legalize-index-width"]
 
 
 @pytest.mark.cpu_target  # the CPU pipeline's passes
@@ -72,7 +72,7 @@ def test_dump_dir_also_applies_to_compiled_kernels(tmp_path, monkeypatch):
     kernel = tilelang.compile(kernel_func(128), out_idx=[-1], target="cpu")
     x = np.arange(128, dtype=np.float32)
     np.testing.assert_array_equal(kernel(x), x * 2 + 1)
-    assert (tmp_path / "dumps" / "scale_add-cpu" / "15_legalize-index-width.py").exists()
+    assert (tmp_path / "dumps" / "scale_add-cpu" / "16_legalize-index-width.py").exists()
 
 
 def test_cuda_trace_without_a_gpu():
