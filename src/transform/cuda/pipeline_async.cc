@@ -29,6 +29,7 @@
 ///     if k + s < n: produce(k + s) into stage k % s
 ///     commit
 ///     consume_r+1..(k)
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -182,9 +183,13 @@ class Pipeliner : public cuda::ThreadShareMutator {
     }
     const Span& span = op->span;
     Expr n = op->extent;
-    auto produce = [&](const Expr& iter, const Expr& stage) {
+    // produce(iter, stage[, only]): the loads of iteration `iter` into `stage` (of the copies
+    // `only` lists, and then no gathers)
+    auto produce = [&](const Expr& iter, const Expr& stage, const std::vector<size_t>* only = nullptr) {
       std::vector<Stmt> out;
-      for (const CopyOp* c : producers) {
+      for (size_t ci = 0; ci < producers.size(); ++ci) {
+        if (only && std::find(only->begin(), only->end(), ci) == only->end()) continue;
+        const CopyOp* c = producers[ci];
         Region src = cuda::SubstituteRegion(c->src, op->var.get(), op->min + iter);
         Region dst = cuda::SubstituteRegion(c->dst, op->var.get(), op->min + iter);
         cuda::StageSelector sel(staged_, stage);
@@ -197,7 +202,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
         Stmt lowered = cuda::LowerCopyPartitioned(As<CopyOp>(copy), share_.Spread(), share_.SpreadThreads(), true, ctx_);
         out.push_back(lowered ? lowered : copy);
       }
-      for (const Stmt& g : gather_stmts) {
+      for (const Stmt& g : only ? std::vector<Stmt>{} : gather_stmts) {
         // the iteration's element copy as 16-byte cp.async groups, into the stage's tile
         Stmt at = Substitute(g, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + iter : nullptr; });
         cuda::StageSelector sel(staged_, stage);
@@ -217,6 +222,16 @@ class Pipeliner : public cuda::ThreadShareMutator {
       readers = gathers.empty() ? cuda::StageReadersPrefix(consumers, stage_tiles)
                                 : cuda::StageReadersThrough(consumers, stage_tiles);
     }
+    // Copies whose tiles different statements read last: each refilled after its own last
+    // reader, each waited for before its first (PerCopyRefillGroups).
+    std::vector<cuda::RefillGroup> groups;
+    if (gathers.empty() && cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true) &&
+        cuda::ConfigOn(ctx_, "tl.pipeline_refill_per_copy", /*default_on=*/true)) {
+      std::vector<const BufferNode*> tiles;
+      for (const CopyOp* c : producers) tiles.push_back(c->dst.buffer.get());
+      groups = cuda::PerCopyRefillGroups(consumers, tiles);
+    }
+    if (!groups.empty()) return PerCopyPipeline(op, groups, consumers, produce, s);
     int64_t ahead = readers ? s : s - 1;  // loads issued before the one a step consumes
     std::vector<Stmt> result;
     for (int64_t p = 0; p < ahead; ++p) {
@@ -264,7 +279,91 @@ class Pipeliner : public cuda::ThreadShareMutator {
     return Seq::Make(result, span);
   }
 
+  /// The s-stage pipeline with a refill point per group of copies (cuda::RefillGroup, G
+  /// groups ordered by their last reader):
+  ///
+  ///   for p in [0, s): for g in groups: if p < n: produce_g(p) into stage p;  commit
+  ///   for k in [0, n):
+  ///     for each consumer statement i:
+  ///       if i first reads group g (the newest such): wait until at most
+  ///           (G - 1 - g) + (s - 1) G + (groups refilled earlier in this step) are pending;
+  ///           __syncthreads
+  ///       consume_i(k) from stage k % s
+  ///       if i last reads group g: __syncthreads; if k + s < n: produce_g(k + s) into
+  ///           stage k % s;  commit (an empty group too: the counts stay uniform)
+  ///   wait for all groups
+  ///
+  /// Groups are committed in the order (iteration, group), so the groups newer than (k, g)
+  /// when statement i runs are those of g's later groups in step k, all of steps k + 1 ..
+  /// k + s - 1, and the refills this step has issued so far.
+  template <typename Produce>
+  Stmt PerCopyPipeline(const For* op, const std::vector<cuda::RefillGroup>& groups, const std::vector<Stmt>& consumers,
+                       Produce& produce, int64_t s) {
+    const Span& span = op->span;
+    const Expr n = op->extent;
+    const int64_t g_count = static_cast<int64_t>(groups.size());
+    std::vector<Stmt> result;
+    for (int64_t p = 0; p < s; ++p) {
+      for (const cuda::RefillGroup& g : groups) {
+        result.push_back(IfThenElse::Make(LT(MakeInt(p), n), produce(MakeInt(p), MakeInt(p), &g.copies), nullptr, span));
+        result.push_back(CallStmt("cp_async_commit", {}, span));
+      }
+    }
+    VarRef k = Var::Make(op->var->name, op->var->dtype);
+    Expr next = k + MakeInt(s);
+    cuda::StageSelector consume(staged_, FloorMod(k, MakeInt(s)));
+    std::vector<Stmt> body;
+    int64_t covered = -1;  // the newest group this step has waited for
+    for (size_t i = 0; i < consumers.size(); ++i) {
+      int64_t wait_for = -1, refilled = 0;
+      for (int64_t g = 0; g < g_count; ++g) {
+        if (groups[g].first_reader == i) wait_for = std::max(wait_for, g);
+        if (groups[g].last_reader < i) ++refilled;
+      }
+      if (wait_for > covered) {
+        const int64_t pending = (g_count - 1 - wait_for) + (s - 1) * g_count + refilled;
+        body.push_back(CallStmt("cp_async_wait", {MakeInt(pending)}, span));
+        body.push_back(CallStmt("syncthreads", {}, span));
+        covered = wait_for;
+      }
+      const bool outer = in_pipeline_;
+      in_pipeline_ = true;
+      Stmt mutated = Mutate(consumers[i]);
+      in_pipeline_ = outer;
+      Stmt x = Substitute(mutated, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
+      body.push_back(consume.Mutate(x));
+      for (const cuda::RefillGroup& g : groups) {
+        if (g.last_reader != i) continue;
+        // Every thread is done reading this group's stage k % s before any refills it.
+        body.push_back(CallStmt("syncthreads", {}, span));
+        body.push_back(
+            IfThenElse::Make(LT(next, n), produce(next, FloorMod(next, MakeInt(s)), &g.copies), nullptr, span));
+        body.push_back(CallStmt("cp_async_commit", {}, span));
+      }
+    }
+    result.push_back(For::Make(k, MakeInt(0), n, ForKind::kSerial, Seq::Make(body, span), {}, span));
+    result.push_back(CallStmt("cp_async_wait", {MakeInt(0)}, span));
+    std::string points;
+    for (const cuda::RefillGroup& g : groups) {
+      std::string names;
+      for (size_t c : g.copies) names += (names.empty() ? "" : ", ") + CopyTileName(op, c);
+      points += (points.empty() ? "" : "; ") + names + " after line " + std::to_string(consumers[g.last_reader]->span.line);
+    }
+    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
+                           "-stage cp.async pipeline, each copy's stage refilled after its own last reader (" +
+                           points + "), each waited for before its first reader: " + std::to_string(s) +
+                           " loads of each in flight (tl.pipeline_refill_per_copy)");
+    return Seq::Make(result, span);
+  }
+
  private:
+  /// The name of the tile the c-th producer of `op` fills (for remarks).
+  std::string CopyTileName(const For* op, size_t c) {
+    std::string why;
+    auto ps = cuda::PipelineProducers(op, &why);
+    return c < ps.size() ? ps[c]->dst.buffer->name : "?";
+  }
+
   const Planner& plan_;
   PassContext& ctx_;
   int64_t threads_;

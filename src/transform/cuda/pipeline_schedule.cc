@@ -2,6 +2,8 @@
 /// \file The schedule of a T.Pipelined loop (see pipeline_schedule.h).
 #include "pipeline_schedule.h"
 
+#include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 #include "pass_helpers.h"
@@ -313,6 +315,35 @@ size_t StageReaders(const std::vector<Stmt>& consumers, const std::unordered_set
 
 size_t StageReadersThrough(const std::vector<Stmt>& consumers, const std::unordered_set<const BufferNode*>& staged) {
   return StageReaders(consumers, staged, /*gemms=*/true);
+}
+
+std::vector<RefillGroup> PerCopyRefillGroups(const std::vector<Stmt>& consumers,
+                                             const std::vector<const BufferNode*>& copy_tiles) {
+  std::unordered_set<const BufferNode*> staged(copy_tiles.begin(), copy_tiles.end());
+  if (!StageReaders(consumers, staged, /*gemms=*/true)) return {};
+  std::vector<std::optional<std::pair<size_t, size_t>>> span(copy_tiles.size());  // (first, last) reader
+  for (size_t i = 0; i < consumers.size(); ++i) {
+    auto names = BuffersOf(consumers[i]);
+    for (size_t c = 0; c < copy_tiles.size(); ++c) {
+      if (!names.count(copy_tiles[c])) continue;
+      if (!span[c]) span[c] = std::make_pair(i, i);
+      span[c]->second = i;
+    }
+  }
+  std::vector<RefillGroup> groups;
+  for (size_t c = 0; c < copy_tiles.size(); ++c) {
+    if (!span[c]) return {};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const RefillGroup& g) { return g.last_reader == span[c]->second; });
+    if (it == groups.end()) {
+      groups.push_back(RefillGroup{{c}, span[c]->first, span[c]->second});
+    } else {
+      it->copies.push_back(c);
+      it->first_reader = std::min(it->first_reader, span[c]->first);
+    }
+  }
+  if (groups.size() < 2) return {};
+  std::sort(groups.begin(), groups.end(), [](const RefillGroup& a, const RefillGroup& b) { return a.last_reader < b.last_reader; });
+  return groups;
 }
 
 size_t StageReadersPrefix(const std::vector<Stmt>& consumers, const std::unordered_set<const BufferNode*>& staged) {

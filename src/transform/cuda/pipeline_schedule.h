@@ -57,6 +57,23 @@ size_t StageReadersPrefix(const std::vector<ir::Stmt>& consumers,
 size_t StageReadersThrough(const std::vector<ir::Stmt>& consumers,
                            const std::unordered_set<const ir::BufferNode*>& staged);
 
+/// The copies of a pipelined loop grouped by the consumer statement that last reads their
+/// stage tiles (a copy's refill can be issued right after it), with the first statement that
+/// reads them (where its loads must have landed). Groups are ordered by that last reader.
+struct RefillGroup {
+  std::vector<size_t> copies;  ///< indices into the producers
+  size_t first_reader = 0, last_reader = 0;
+};
+/// Refill groups for a loop whose staged tiles are read synchronously (as in
+/// StageReadersThrough, a T.gemm that waits for its own work included) by consumers that
+/// read different copies' tiles last at different statements: each stage refilled once its
+/// own last reader is done keeps s loads of each copy in flight, and each copy is waited for
+/// just before its first reader (upstream's order for its dequantizing GEMMs: the packed
+/// weights refilled after the dequantizing loop, the activations after the GEMM). Empty when
+/// there is a single group, a staged tile no consumer reads, or a reader that does not qualify.
+std::vector<RefillGroup> PerCopyRefillGroups(const std::vector<ir::Stmt>& consumers,
+                                             const std::vector<const ir::BufferNode*>& copy_tiles);
+
 /// Substitutes, inside T.Pipelined bodies, lets of plain index arithmetic into the copies
 /// after them (`k0 = ko * bk; T.copy(A[by * bm, k0], A_s)`), so that such copies can be
 /// prefetched (and proven aligned).
