@@ -29,6 +29,10 @@
 ///     if k + s < n: produce(k + s) into stage k % s
 ///     commit
 ///     consume_r+1..(k)
+///
+/// When the copies' tiles are read last by different statements (cuda::PerCopyRefillGroups;
+/// "tl.pipeline_refill_per_copy", on), each group of copies gets its own refill point after
+/// its last reader and its own wait before its first reader (PerCopyPipeline).
 #include <algorithm>
 #include <optional>
 #include <string>
