@@ -227,9 +227,11 @@ class Pipeliner : public cuda::ThreadShareMutator {
                                 : cuda::StageReadersThrough(consumers, stage_tiles);
     }
     // Copies whose tiles different statements read last: each refilled after its own last
-    // reader, each waited for before its first (PerCopyRefillGroups).
+    // reader, each waited for before its first (PerCopyRefillGroups). Not when the leading
+    // statements read every stage (`readers`): one refill point after them frees all stages
+    // as early, with one barrier fewer (mHC post's register copies).
     std::vector<cuda::RefillGroup> groups;
-    if (gathers.empty() && cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true) &&
+    if (!readers && gathers.empty() && cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true) &&
         cuda::ConfigOn(ctx_, "tl.pipeline_refill_per_copy", /*default_on=*/true)) {
       std::vector<const BufferNode*> tiles;
       for (const CopyOp* c : producers) tiles.push_back(c->dst.buffer.get());
