@@ -65,7 +65,7 @@ using enable_if_mixed_t = enable_if_t<!is_same<A, B>::value && is_number<A>::val
 /// instructions instead of one matter in softmax loops.
 TL_DEVICE float fast_exp2(float x) {
   float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  asm("{ex2.approx.ftz.f32 %0, %1;}" : "=f"(y) : "f"(x));
   return y;
 }
 
@@ -73,20 +73,20 @@ TL_DEVICE float fast_exp2(float x) {
 /// log2(x) by the special-function unit (ftz).
 TL_DEVICE float fast_log2(float x) {
   float y;
-  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  asm("{lg2.approx.ftz.f32 %0, %1;}" : "=f"(y) : "f"(x));
   return y;
 }
 /// Approximate square root (ftz).
 TL_DEVICE float fast_sqrt(float x) {
   float y;
-  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  asm("{sqrt.approx.ftz.f32 %0, %1;}" : "=f"(y) : "f"(x));
   return y;
 }
 /// Hardware tanh (sm_75+; about 2^-11 relative error).
 TL_DEVICE float fast_tanh(float x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
   float y;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  asm("{tanh.approx.f32 %0, %1;}" : "=f"(y) : "f"(x));
   return y;
 #else
   return tanhf(x);
@@ -300,7 +300,7 @@ TL_DEVICE detail::mixed_t<A, B> max(A a, B b) {
 #define TL_HALF_MINMAX(T, NAME, PTX, IS_MAX, PROPAGATE_NAN)              \
   TL_DEVICE T NAME(T a, T b) {                                             \
     unsigned short r;                                                      \
-    asm(PTX " %0, %1, %2;" : "=h"(r) : "h"(a.bits), "h"(b.bits));          \
+    asm("{" PTX " %0, %1, %2;}" : "=h"(r) : "h"(a.bits), "h"(b.bits));    \
     return T(r, from_bits_t{});                                            \
   }
 #else

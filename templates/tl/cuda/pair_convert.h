@@ -66,9 +66,9 @@ TL_DEVICE uint32_t f8x2_to_half2_bits(F8 lo, F8 hi) {
   uint32_t h2;
   const unsigned short in = pack_f8x2(lo, hi);
   if constexpr (F8::format::mant == 3) {
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(in));
+    asm("{cvt.rn.f16x2.e4m3x2 %0, %1;}" : "=r"(h2) : "h"(in));
   } else {
-    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(in));
+    asm("{cvt.rn.f16x2.e5m2x2 %0, %1;}" : "=r"(h2) : "h"(in));
   }
   return h2;
 #else
@@ -84,9 +84,9 @@ TL_DEVICE void __nv_cvt_float2_to_fp8x2(D* dst, float lo, float hi) {
   unsigned short pair;
   // The first source lands in the upper byte.
   if constexpr (D::format::mant == 3) {
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(hi), "f"(lo));
+    asm("{cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;}" : "=h"(pair) : "f"(hi), "f"(lo));
   } else {
-    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(hi), "f"(lo));
+    asm("{cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;}" : "=h"(pair) : "f"(hi), "f"(lo));
   }
   detail::unpack_f8x2(dst, pair);
 #else
@@ -102,9 +102,9 @@ TL_DEVICE void __tl_cvt_half2_to_fp8x2(D* dst, half lo, half hi) {
   unsigned short pair;
   const uint32_t in = pack_half2(lo, hi);
   if constexpr (D::format::mant == 3) {
-    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(pair) : "r"(in));
+    asm("{cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;}" : "=h"(pair) : "r"(in));
   } else {
-    asm("cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;" : "=h"(pair) : "r"(in));
+    asm("{cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;}" : "=h"(pair) : "r"(in));
   }
   detail::unpack_f8x2(dst, pair);
 #else

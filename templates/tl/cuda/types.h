@@ -423,10 +423,12 @@ TL_DEVICE uint32_t pack_float2(float lo, float hi) {
 #define TL_NATIVE_BF16 1
 #endif
 
-// The braces and the newline in these asm strings are CUDA's own style (cuda_fp16.hpp), and
-// they matter: NVVM's loop unroller weighs an inline asm statement without them as much
-// larger, so a loop of 16-bit multiply-adds (the fp16 x int4 GEMV's) was unrolled 4 times
-// instead of 8, with half the loads in flight (the PTX of both forms compared with nvcc 13).
+// The braces in these asm strings are CUDA's own style (cuda_fp16.hpp), and they matter:
+// NVVM's loop unroller weighs an inline asm statement without them as much larger, so a
+// loop of 16-bit multiply-adds (the fp16 x int4 GEMV's) was unrolled 4 times instead of 8,
+// with half the loads in flight (the PTX of both forms compared with nvcc 13; braces alone
+// make the difference, the newline does not). The other one-instruction element-wise
+// helpers (math.h, pair_convert.h) are braced for the same reason.
 #define TL_NARROW_NATIVE(T, NAME, OP, PTX)                                  \
   TL_DEVICE T NAME(T a, T b) {                                              \
     unsigned short r;                                                       \
