@@ -112,10 +112,10 @@ ACTED_ON_CUDA = {
     "tl.enable_gather_pipeline": "element copies into shared tiles of a T.Pipelined loop prefetched by cp.async (gather_copy.h)",
     "tl.pipeline_early_refill": "a cp.async pipeline whose stages are read only by its first statements (copies into registers), or one that gathers rows, refills each stage right after its last reader: one more stage of loads in flight",
     "tl.ws_skip_masked_steps": "a warp-specialized loop whose whole body is under `if mask[k]:` takes stages only for the k-tiles the mask keeps (on by default; false: every step takes its stage)",
-    "tl.pipeline_refill_per_copy": "a cp.async pipeline whose copies are read last by different statements refills each copy's stage after its own last reader and waits for each before its first reader (src/transform/cuda/pipeline_async.cc; on by default)",
     "tl.unroll_fragment_offsets": "a short serial loop whose T.Parallel nests offset a fragment by its variable is unrolled (src/transform/cuda/unroll_fragment_offsets.cc; on by default)",
     "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout); on by default",
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
+    "tl.pipeline_refill_per_copy": "a cp.async pipeline whose copies are read last by different statements refills each copy's stage after its own last reader and waits for each before its first reader (src/transform/cuda/pipeline_async.cc; not yet run on a GPU)",
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next",
     "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",

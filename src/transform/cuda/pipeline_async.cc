@@ -31,7 +31,7 @@
 ///     consume_r+1..(k)
 ///
 /// When the copies' tiles are read last by different statements (cuda::PerCopyRefillGroups;
-/// "tl.pipeline_refill_per_copy", on), each group of copies gets its own refill point after
+/// "tl.pipeline_refill_per_copy", off until checked on a GPU), each group of copies gets its own refill point after
 /// its last reader and its own wait before its first reader (PerCopyPipeline).
 #include <algorithm>
 #include <optional>
@@ -232,7 +232,9 @@ class Pipeliner : public cuda::ThreadShareMutator {
     // as early, with one barrier fewer (mHC post's register copies).
     std::vector<cuda::RefillGroup> groups;
     if (!readers && gathers.empty() && cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true) &&
-        cuda::ConfigOn(ctx_, "tl.pipeline_refill_per_copy", /*default_on=*/true)) {
+        // (off until a GPU run has checked the schedule's wait counts: written after the last
+        // device call of the session that wrote it)
+        cuda::ConfigOn(ctx_, "tl.pipeline_refill_per_copy", /*default_on=*/false)) {
       std::vector<const BufferNode*> tiles;
       for (const CopyOp* c : producers) tiles.push_back(c->dst.buffer.get());
       groups = cuda::PerCopyRefillGroups(consumers, tiles);
