@@ -22,7 +22,7 @@
 
 namespace tl::transform::fragments {
 
-using namespace ir;  // NOLINT: an internal header of one pass, included by its three files only
+using namespace ir;  // NOLINT: an internal header of one pass, included by its own files only
 using cuda::AccessCollector;
 using cuda::CollectNest;
 using cuda::IndicesAreVars;
