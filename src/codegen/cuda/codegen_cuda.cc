@@ -300,6 +300,15 @@ class CudaCodegen : public CPrinter {
     AsConstInt(b->shape.back(), &cols);
     if (wgmma_operands_.count(b.get())) {
       AsConstInt(b->shape[b->shape.size() - 2], &rows);
+      if (idx.size() >= 2 && b->strides.empty()) {
+        // From the row and column themselves (equal for in-range indices: wgmma_offset_test):
+        // a register walk's XOR then takes its thread's and its register's terms apart.
+        Expr tile = MakeInt(0);
+        for (size_t i = 0; i + 2 < idx.size(); ++i) tile = tile + idx[i] * b->StrideOf(i);
+        return Print(analyzer_.Simplify(transform::cuda::WgmmaOperandOffsetAt(
+            analyzer_.Simplify(tile), analyzer_.Simplify(idx[idx.size() - 2]), analyzer_.Simplify(idx.back()), rows,
+            cols, b->dtype.bytes())));
+      }
       return Print(analyzer_.Simplify(
           transform::cuda::WgmmaOperandOffset(analyzer_.Simplify(off), rows, cols, b->dtype.bytes())));
     }

@@ -198,6 +198,21 @@ Expr WgmmaOperandOffset(const Expr& off, int64_t rows, int64_t cols, int elem_by
   return FloorDiv(Binary::Make(BinOp::kBitXor, bytes, Binary::Make(BinOp::kShl, bits, C(4))), C(elem_bytes));
 }
 
+Expr WgmmaOperandOffsetAt(const Expr& tile_offset, const Expr& row, const Expr& col, int64_t rows, int64_t cols,
+                          int elem_bytes) {
+  auto C = [](int64_t v) { return MakeInt(v); };
+  const int64_t pw = WgmmaPanelElems(cols, elem_bytes), chunk_elems = 16 / elem_bytes;
+  Expr in_panel = FloorMod(col, C(pw));
+  Expr chunk = FloorDiv(in_panel, C(chunk_elems)), within = FloorMod(in_panel, C(chunk_elems));
+  // The row bits the chunk is XORed with: the byte offset's bits 7-9 in the 128-byte swizzle
+  // (row % 8: panels and tiles start on 1024 bytes), bits 7-8 in the 64-byte one ((row / 2) % 4).
+  // (as floor modulos: the simplifier drops a row's terms that are multiples of 8, and the
+  // printer writes a non-negative one as a mask)
+  Expr row_bits = pw * elem_bytes == 128 ? FloorMod(row, C(8)) : FloorMod(FloorDiv(row, C(2)), C(4));
+  Expr swizzled = Binary::Make(BinOp::kBitXor, chunk, row_bits) * C(chunk_elems) + within;
+  return tile_offset + FloorDiv(col, C(pw)) * C(rows * pw) + row * C(pw) + swizzled;
+}
+
 int64_t WgmmaPanelElems(int64_t cols, int64_t elem_bytes) { return (cols * elem_bytes == 64 ? 64 : 128) / elem_bytes; }
 
 }  // namespace tl::transform::cuda
