@@ -85,12 +85,11 @@ TL_DEVICE void store4(void* dst, uint32_t v) { *static_cast<uint32_t*>(dst) = v;
 
 /// 32-bit .shared address of a generic pointer into shared memory: the form
 /// ldmatrix, cp.async and other shared-memory PTX take (cvta.to.shared).
+/// CUDA's builtin conversion, which the compiler sees through (an asm cvta it cannot):
+/// the address arithmetic of an unrolled run of ldmatrix / cp.async then stays in 32 bits
+/// with immediate offsets, instead of a 64-bit multiply-add and a conversion per access.
 TL_DEVICE uint32_t smem_addr(const void* smem_ptr) {
-  uint32_t addr;
-  asm("{\n\t.reg .u64 tl_a;\n\tcvta.to.shared.u64 tl_a, %1;\n\tcvt.u32.u64 %0, tl_a;\n\t}"
-      : "=r"(addr)
-      : "l"(smem_ptr));
-  return addr;
+  return static_cast<uint32_t>(__cvta_generic_to_shared(smem_ptr));
 }
 
 /// .global address of a generic pointer into global memory (cvta.to.global),
