@@ -99,3 +99,58 @@ TEST(FragmentLayout, MmaAccumulatorContract) {
 }
 
 }  // namespace
+
+namespace {
+
+/// The tf32 A-operand layout: each element held by every warp along N (warps_n copies), each
+/// k-step's four registers the PTX fragment (g, t), (g+8, t), (g, t+4), (g+8, t+4) of their
+/// slice, rows as Rows() says, and the folded layout's registers found by FoldedLocal.
+void CheckTf32A(int64_t m, int64_t k, tl::layout::WarpPartition w) {
+  tl::layout::MmaTf32ALayout lay(m, k, w);
+  const int64_t threads = lay.num_threads();
+  std::map<std::pair<int64_t, int64_t>, int> seen;
+  auto rows = lay.Rows();
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t g = (t % 32) / 4, q = t % 4;
+    for (int64_t l = 0; l < lay.num_local(); ++l) {
+      auto [ei, ej] = lay.Inverse(MakeInt(t), MakeInt(l));
+      int64_t i = Eval(ei), j = Eval(ej);
+      ASSERT_TRUE(i >= 0 && i < m && j >= 0 && j < k) << lay.ToString();
+      ++seen[{i, j}];
+      // register (mt * k/4 + 2 s) * 2 + r of k-step s: a0..a3 of m16n8k8's tf32 A
+      const int64_t r = l % 4;
+      ASSERT_EQ(i % 16, g + (r % 2) * 8) << lay.ToString() << " l=" << l;
+      ASSERT_EQ(j % 8, q + (r / 2) * 4) << lay.ToString() << " l=" << l;
+      ASSERT_EQ(Eval(rows->Inverse(MakeInt(t), lay.RowLocal(MakeInt(l))).first), i);
+      // folded to 4 columns: the register holding (i, j % 4) there maps back to this one
+      auto folded = lay.FoldedColumns(4);
+      ASSERT_TRUE(folded);
+      for (int64_t fl = 0; fl < folded->num_local(); ++fl) {
+        auto [fi, fj] = folded->Inverse(MakeInt(t), MakeInt(fl));
+        if (Eval(fi) != i || Eval(fj) != j % 4) continue;
+        ASSERT_EQ(Eval(lay.FoldedLocal(4, MakeInt(fl), MakeInt(j / 4))), l) << lay.ToString();
+      }
+    }
+    std::set<int64_t> regs;
+    for (int64_t lr = 0; lr < rows->num_local(); ++lr) {
+      for (int64_t qq = 0; qq < lay.regs_per_row(); ++qq) {
+        int64_t l = Eval(lay.RowReg(MakeInt(lr), MakeInt(qq)));
+        ASSERT_EQ(Eval(lay.RowLocal(MakeInt(l))), lr);
+        regs.insert(l);
+      }
+    }
+    ASSERT_EQ(static_cast<int64_t>(regs.size()), lay.num_local());
+  }
+  ASSERT_EQ(static_cast<int64_t>(seen.size()), m * k) << lay.ToString();
+  for (auto& [ij, count] : seen) ASSERT_EQ(count, w.warps_n) << lay.ToString();
+}
+
+}  // namespace
+
+TEST(FragmentLayout, MmaTf32AOperandContract) {
+  CheckTf32A(32, 64, {2, 2});
+  CheckTf32A(64, 32, {4, 1});
+  CheckTf32A(32, 16, {1, 2});
+  CheckTf32A(64, 16, {2, 2, true});
+  EXPECT_EQ(tl::layout::MmaTf32ALayout(32, 64, {2, 2}).FoldedColumns(6), nullptr);
+}
