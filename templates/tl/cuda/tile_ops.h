@@ -83,26 +83,29 @@ TL_DEVICE void cast_copy(D* dst, const S* src) {
 constexpr int kRowMajor = 0, kXorRows = 1, kWgmmaPanels = 1 << 16;
 
 /// Element offset (relative to a window start on a swizzle atom) in shared layout Layout of
-/// a tile with rows of RowElems elements.
+/// a tile with rows of RowElems elements. Offsets are never negative: the arithmetic is
+/// unsigned, so each division and remainder by a constant is a shift or a mask (signed ones
+/// cost a correction each, about a third of an mma.sync GEMM's address arithmetic).
 template <int ElemBytes, int Layout, int RowElems>
 TL_DEVICE int swizzle(int elem_offset) {
+  const unsigned off = static_cast<unsigned>(elem_offset);
   if constexpr (Layout == kRowMajor) {
     return elem_offset;
   } else if constexpr (Layout == kXorRows) {
-    constexpr int kRowBytes = RowElems * ElemBytes;
-    constexpr int kShift = kRowBytes <= 128 ? 7 : kRowBytes <= 256 ? 8 : kRowBytes <= 512 ? 9 : kRowBytes <= 1024 ? 10 : 11;
-    const int bytes = elem_offset * ElemBytes;
-    return (bytes ^ (((bytes >> kShift) & 7) << 4)) / ElemBytes;
+    constexpr unsigned kRowBytes = RowElems * ElemBytes;
+    constexpr unsigned kShift = kRowBytes <= 128 ? 7 : kRowBytes <= 256 ? 8 : kRowBytes <= 512 ? 9 : kRowBytes <= 1024 ? 10 : 11;
+    const unsigned bytes = off * ElemBytes;
+    return static_cast<int>((bytes ^ (((bytes >> kShift) & 7u) << 4)) / ElemBytes);
   } else {
     static_assert(Layout > kWgmmaPanels && (Layout - kWgmmaPanels) % 8 == 0, "wgmma panels: rows a multiple of 8");
-    constexpr int kRows = Layout - kWgmmaPanels;
+    constexpr unsigned kRows = Layout - kWgmmaPanels;
     constexpr bool kNarrow = RowElems * ElemBytes == 64;  // one 64-byte panel (64-byte swizzle)
     static_assert(kNarrow || (RowElems * ElemBytes) % 128 == 0, "wgmma panels: rows of 64 or 128k bytes");
-    constexpr int kPanel = (kNarrow ? 64 : 128) / ElemBytes;
-    const int tile = elem_offset / (kRows * RowElems), in_tile = elem_offset % (kRows * RowElems);
-    const int r = in_tile / RowElems, c = in_tile % RowElems;
-    const int bytes = (tile * kRows * RowElems + (c / kPanel) * (kRows * kPanel) + r * kPanel + c % kPanel) * ElemBytes;
-    return (bytes ^ (((bytes >> 7) & (kNarrow ? 3 : 7)) << 4)) / ElemBytes;
+    constexpr unsigned kPanel = (kNarrow ? 64 : 128) / ElemBytes, kTile = kRows * RowElems;
+    const unsigned tile = off / kTile, in_tile = off % kTile;
+    const unsigned r = in_tile / RowElems, c = in_tile % RowElems;
+    const unsigned bytes = (tile * kTile + (c / kPanel) * (kRows * kPanel) + r * kPanel + c % kPanel) * ElemBytes;
+    return static_cast<int>((bytes ^ (((bytes >> 7) & (kNarrow ? 3u : 7u)) << 4)) / ElemBytes);
   }
 }
 
