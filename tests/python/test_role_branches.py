@@ -104,7 +104,7 @@ def test_register_a_wgmma_reads_the_stage_it_is_given():
                        pass_configs={"tl.enable_wgmma_stages": True})
     assert "A from registers, wgmma m64n64k16 with B from shared memory" in "\n".join(k.remarks), k.remarks
     line = next(l for l in k.kernel_source.splitlines() if "gemm_rs_wgmma" in l)
-    assert "(&ks[(((b * 8192)" in line, line  # stage b's panels (8192 bytes a stage), not stage 0's
+    assert "(&ks[(b * 4096)])" in line, line  # stage b's panels (4096 elements a stage), not stage 0's
 
 
 def test_cp_async_group_calls_are_noted_no_ops(rng):
