@@ -12,7 +12,6 @@
 /// Matched: Add(Mul(a, b), c) and Add(c, Mul(a, b)) where the add, the product and all
 /// three operands are one 16-bit float type (half, bfloat16). Pass config "tl.contract_half_fma" =
 /// false keeps every operation rounded on its own.
-#include <cctype>
 #include <string>
 
 #include "tl/ir/functor.h"
@@ -54,18 +53,10 @@ class Contractor : public IRMutator {
   }
 };
 
-bool ConfigOff(const PassContext& ctx, const std::string& key) {
-  auto it = ctx.config.find(key);
-  if (it == ctx.config.end()) return false;
-  std::string v = it->second;
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return v == "0" || v == "false" || v == "no" || v == "off";
-}
-
 }  // namespace
 
 ir::PrimFunc ContractHalfFma(const ir::PrimFunc& f, PassContext& ctx) {
-  if (ConfigOff(ctx, "tl.contract_half_fma")) return f;
+  if (!ConfigOn(ctx, "tl.contract_half_fma", /*default_on=*/true)) return f;
   Contractor c;
   Stmt body = c.Mutate(f->body);
   // No remark: like nvcc's contraction of float, the default arithmetic, not a fallback.

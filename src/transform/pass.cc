@@ -2,6 +2,7 @@
 /// \file The pass registry.
 #include "tl/transform/pass.h"
 
+#include <cctype>
 #include <chrono>
 
 #include "tl/ir/printer.h"
@@ -51,6 +52,18 @@ ir::PrimFunc RunPass(const std::string& name, const ir::PrimFunc& f, PassContext
   }
   if (ctx.dump) ctx.dump->emplace_back(name, ir::ToString(out));
   return out;
+}
+
+bool ConfigTrue(const PassContext& ctx, const std::string& key) {
+  auto it = ctx.config.find(key);
+  if (it == ctx.config.end()) return false;
+  std::string v = it->second;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on) {
+  return ctx.config.count(key) ? ConfigTrue(ctx, key) : default_on;
 }
 
 }  // namespace tl::transform

@@ -26,6 +26,13 @@ struct PassContext {
   std::vector<std::pair<std::string, double>>* timings = nullptr;
 };
 
+/// Whether pass config `key` is set to a true value ("1", "true", "yes", "on").
+bool ConfigTrue(const PassContext& ctx, const std::string& key);
+
+/// Whether switch `key` is on: `default_on` when unset, else whether it is set to a true value
+/// (so "tl.enable_wgmma_fp8": False turns off a path that is on by default).
+bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on);
+
 using PassFn = std::function<ir::PrimFunc(const ir::PrimFunc&, PassContext&)>;
 
 struct PassInfo {

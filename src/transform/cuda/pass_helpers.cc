@@ -12,18 +12,6 @@ namespace tl::transform::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
-bool ConfigTrue(const PassContext& ctx, const std::string& key) {
-  auto it = ctx.config.find(key);
-  if (it == ctx.config.end()) return false;
-  std::string v = it->second;
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return v == "1" || v == "true" || v == "yes" || v == "on";
-}
-
-bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on) {
-  return ctx.config.count(key) ? ConfigTrue(ctx, key) : default_on;
-}
-
 int TargetSm(const PassContext& ctx) {
   auto arch = ctx.config.find("tl.target_arch");
   if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0) return 0;

@@ -12,12 +12,9 @@
 
 namespace tl::transform::cuda {
 
-/// Whether pass config `key` is set to a true value ("1", "true", "yes", "on").
-bool ConfigTrue(const PassContext& ctx, const std::string& key);
-
-/// Whether switch `key` is on: `default_on` when unset, else whether it is set to a true value
-/// (so "tl.enable_wgmma_fp8": False turns off a path that is on by default).
-bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on);
+// (the pass-config switches, tl/transform/pass.h)
+using transform::ConfigOn;
+using transform::ConfigTrue;
 
 /// The number of the target's arch ("tl.target_arch" sm_90a -> 90), 0 when unknown.
 int TargetSm(const PassContext& ctx);

@@ -239,7 +239,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
       for (const CopyOp* c : producers) tiles.push_back(c->dst.buffer.get());
       groups = cuda::PerCopyRefillGroups(consumers, tiles);
     }
-    if (!groups.empty()) return PerCopyPipeline(op, groups, consumers, produce, s);
+    if (!groups.empty()) return PerCopyPipeline(op, groups, producers, consumers, produce, s);
     int64_t ahead = readers ? s : s - 1;  // loads issued before the one a step consumes
     std::vector<Stmt> result;
     for (int64_t p = 0; p < ahead; ++p) {
@@ -305,7 +305,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
   /// when statement i runs are those of g's later groups in step k, all of steps k + 1 ..
   /// k + s - 1, and the refills this step has issued so far.
   template <typename Produce>
-  Stmt PerCopyPipeline(const For* op, const std::vector<cuda::RefillGroup>& groups, const std::vector<Stmt>& consumers,
+  Stmt PerCopyPipeline(const For* op, const std::vector<cuda::RefillGroup>& groups,
+                       const std::vector<const CopyOp*>& producers, const std::vector<Stmt>& consumers,
                        Produce& produce, int64_t s) {
     const Span& span = op->span;
     const Expr n = op->extent;
@@ -354,7 +355,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
     std::string points;
     for (const cuda::RefillGroup& g : groups) {
       std::string names;
-      for (size_t c : g.copies) names += (names.empty() ? "" : ", ") + CopyTileName(op, c);
+      for (size_t c : g.copies) names += (names.empty() ? "" : ", ") + producers[c]->dst.buffer->name;
       points += (points.empty() ? "" : "; ") + names + " after line " + std::to_string(consumers[g.last_reader]->span.line);
     }
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
@@ -365,13 +366,6 @@ class Pipeliner : public cuda::ThreadShareMutator {
   }
 
  private:
-  /// The name of the tile the c-th producer of `op` fills (for remarks).
-  std::string CopyTileName(const For* op, size_t c) {
-    std::string why;
-    auto ps = cuda::PipelineProducers(op, &why);
-    return c < ps.size() ? ps[c]->dst.buffer->name : "?";
-  }
-
   const Planner& plan_;
   PassContext& ctx_;
   int64_t threads_;
