@@ -42,4 +42,12 @@ std::optional<ThreadRange> ComplementRange(const ThreadRange& r, int64_t threads
   return std::nullopt;
 }
 
+std::optional<ThreadRange> ComplementWithin(const ThreadRange& r, const ThreadRange& outer) {
+  const int64_t lo = std::max(r.lo, outer.lo), hi = std::min(r.hi, outer.hi);
+  if (hi <= lo) return outer;  // r selects none of outer's threads
+  if (lo <= outer.lo) return ThreadRange{hi, outer.hi};
+  if (hi >= outer.hi) return ThreadRange{outer.lo, lo};
+  return std::nullopt;
+}
+
 }  // namespace tl::transform

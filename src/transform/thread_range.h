@@ -32,4 +32,9 @@ std::optional<ThreadRange> ThreadRangeOf(const ir::Expr& cond, const std::functi
 /// The threads of [0, threads) outside `r`, when they form one range.
 std::optional<ThreadRange> ComplementRange(const ThreadRange& r, int64_t threads);
 
+/// The threads of `outer` outside `r`, when they form one range: the `else` of a branch
+/// inside another's (`elif tx < 256:` after `if tx < 128:` selects [128, 256), and its own
+/// `else` [256, threads)).
+std::optional<ThreadRange> ComplementWithin(const ThreadRange& r, const ThreadRange& outer);
+
 }  // namespace tl::transform

@@ -88,6 +88,9 @@ class FragmentLayout {
   /// The first of the num_threads() consecutive threads that hold the fragment: 0, or the
   /// start of a range of threads a branch selects (ThreadRangeLayout).
   virtual int64_t first_thread() const { return 0; }
+  /// The layout this one is held in, apart from which threads hold it: itself, or the inner
+  /// layout of a ThreadRangeLayout (what a GEMM's instruction choice reads).
+  virtual const FragmentLayout* Base() const { return this; }
   /// A layout of m() x p in which each thread holds (i, j) exactly when it holds (i, j + p s)
   /// here for every s: then a nest over that tile reading this one at F[i, j + p s] finds
   /// its element in the thread's own registers (FoldedLocal). nullptr when there is none.
@@ -269,6 +272,7 @@ class ThreadRangeLayout : public FragmentLayout {
   int64_t vec() const override { return inner_->vec(); }
   bool whole_columns() const override { return inner_->whole_columns(); }
   int64_t first_thread() const override { return first_; }
+  const FragmentLayout* Base() const override { return inner_->Base(); }
   std::string ToString() const override;
 
  private:

@@ -533,7 +533,9 @@ class JITKernel:
                 raise TileLangRuntimeError(
                     f"kernel {self.name!r}: the mbarrier wait at line {status & 0xFFFFFF} can never complete when "
                     "the block's threads run in program order (the CPU target's lockstep emulation): the arrivals "
-                    "or bytes it waits for come later in the program, or never; on a GPU it would hang")
+                    "or bytes it waits for come later in the program (in a warpgroup that a GPU runs at the same "
+                    "time as this one, which the CPU target does not emulate: run this kernel on CUDA), or never "
+                    "(it would hang on a GPU too)")
             raise TileLangRuntimeError(f"kernel {self.name!r} failed with status {status}")
         if not outputs:
             return None

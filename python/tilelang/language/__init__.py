@@ -1588,8 +1588,20 @@ def disable_warp_group_reg_alloc():
 
 
 def set_max_nreg(reg_count, is_inc):
-    """Upstream: setmaxnreg for the current warp group. Accepted, not applied."""
-    _remark(f"T.set_max_nreg({reg_count}, {is_inc}): accepted, not applied")
+    """setmaxnreg for the warpgroup that runs it: its register budget per thread raised
+    (is_inc true) or lowered to `reg_count` (a multiple of 8 in [24, 256]). Applied on sm_90a
+    in a kernel that programs its own barriers, under a branch selecting whole warpgroups;
+    elsewhere dropped with a remark saying why (the C++ pass cuda-explicit-warp-specialize
+    decides). The CPU target ignores it."""
+    _b.require_kernel("T.set_max_nreg")
+    if not isinstance(reg_count, numbers.Integral) or isinstance(reg_count, _builtins.bool) or reg_count % 8 \
+            or not 24 <= reg_count <= 256:
+        raise _b._UserError(f"T.set_max_nreg: reg_count must be a multiple of 8 in [24, 256], got {reg_count!r}")
+    if not isinstance(is_inc, (_builtins.bool, numbers.Integral)) or _builtins.int(is_inc) not in (0, 1):
+        raise _b._UserError(f"T.set_max_nreg: is_inc must be 0 or 1 (lower or raise the budget), got {is_inc!r}")
+    _b.emit(_tl.evaluate(_tl.call("void", "set_max_nreg", [_tl.const_int(_builtins.int(reg_count), "int32"),
+                                                          _tl.const_int(_builtins.int(is_inc), "int32")]),
+                         _b.current_span()))
 
 
 def dp4a(A, B, C):

@@ -199,7 +199,7 @@ class CpuCodegen : public CPrinter {
       return s + ")";
     }
     if (op->op == "fence_proxy_async" || op->op == "syncwarp" || op->op == "tma_store_arrive" || op->op == "tma_store_wait" ||
-        op->op == "pdl_trigger" || op->op == "pdl_sync") {
+        op->op == "pdl_trigger" || op->op == "pdl_sync" || op->op == "set_max_nreg") {
       return "(void)0";  // lockstep: nothing to wait for; stores here are plain copies
     }
     if (HasEffect(op, kWgmmaWait)) return "(void)0";  // T.wait_wgmma: the CPU's GEMMs are complete at once

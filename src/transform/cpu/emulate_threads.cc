@@ -147,13 +147,18 @@ void ThreadEmulator::EmitBranch(const IfThenElse* br, const Stmt& s, const Expr&
   Buffer taken = NewArray("taken", DType::Bool(), s->span, out);
   out->push_back(ThreadLoop(BufferStore::Make(taken, {t_}, At(cond), s->span), mask, s->span));
   Expr on = BufferLoad::Make(taken, {t_});
-  // A first condition that selects a range of threads: block-level work under
-  // it is done once by those threads together (thread_range.h), as on CUDA.
+  // A condition that selects a range of threads (at the top, or inside another such
+  // range: `elif tx < 256:`): block-level work under it is done once by those threads
+  // together (thread_range.h), as on CUDA.
   std::optional<ThreadRange> range, other;
-  if (!mask && dims_.size() == 1) {
+  if ((!mask || range_) && dims_.size() == 1) {
+    const ThreadRange outer = mask ? *range_ : ThreadRange{0, threads_};
     range = ThreadRangeOf(
         cond, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
-    if (range) other = ComplementRange(*range, threads_);
+    if (range) {
+      range = ThreadRange{std::max(range->lo, outer.lo), std::min(range->hi, outer.hi)};
+      other = ComplementWithin(*range, outer);
+    }
   }
   std::optional<ThreadRange> prev = range_;
   bool prev_ws = ws_scope_;
@@ -222,9 +227,9 @@ void ThreadEmulator::EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stm
       out->push_back(ThreadLoop(PerThreadTileOp(s), mask, s->span));
       return;
     }
-    if (mask && TouchesFragment(s) && !ws_scope_) {
+    if (mask && TouchesFragment(s) && !FragmentsInRange(s)) {
       // As on CUDA: a fragment is spread over all the block's threads (in a T.ws block,
-      // over that warpgroup's).
+      // over that warpgroup's; under a range of whole warps, over those).
       Unsupported(s->span,
                   "a tile operation on a register fragment under a "
                   "thread-dependent condition");
@@ -241,9 +246,9 @@ void ThreadEmulator::EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stm
   if (As<ReduceOp>(s) || As<GemmOp>(s) || As<AtomicOp>(s)) {
     if (VaryingStmt(s)) Unsupported(s->span, "a tile operation on per-thread storage or thread-dependent regions");
     // Under a range, a reduction or region atomic of shared tiles runs once
-    // (CUDA spreads it over the range); GEMMs and fragments are spread over the
-    // whole block on CUDA.
-    if (mask && (!range_ || ((As<GemmOp>(s) || TouchesFragment(s)) && !ws_scope_))) {
+    // (CUDA spreads it over the range); GEMMs and fragments need a range CUDA can lay
+    // them over (whole warps).
+    if (mask && (!range_ || ((As<GemmOp>(s) || TouchesFragment(s)) && !FragmentsInRange(s)))) {
       Unsupported(s->span, "a tile operation under a thread-dependent condition");
     }
     if (!mask || !range_->Empty()) out->push_back(s);

@@ -12,6 +12,7 @@
 
 #include "../region_util.h"
 #include "../explicit_barriers.h"
+#include "../fragment_uses.h"
 #include "../thread_range.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
@@ -32,6 +33,9 @@ class ThreadEmulator {
   }
 
   Stmt Run(const Stmt& body) {
+    if (dims_.size() == 1) {
+      fragment_uses_ = FragmentUseRanges(body, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
+    }
     std::vector<Stmt> out;
     Emit(body, nullptr, &out);
     return Seq::Make(out, body->span);
@@ -204,6 +208,27 @@ class ThreadEmulator {
   void Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   // mbarriers (emulate_mbarriers.cc)
   static bool IsWarpgroupScope(const Stmt& then_case);
+  /// Whether the fragment tile op or GEMM `s` may run here under a thread-dependent
+  /// condition: in a T.ws block, or under a range of whole warps that every fragment it
+  /// touches is used under only (CUDA lays those fragments over its threads; fragment_uses.h).
+  bool FragmentsInRange(const Stmt& s) const {
+    if (ws_scope_) return true;
+    if (!range_ || range_->Empty() || range_->lo % 32 || (range_->hi - range_->lo) % 32) return false;
+    bool own = true;
+    struct Regions : IRVisitor {
+      std::vector<const BufferNode*> fragments;
+      void VisitRegion(const Region& r) override {
+        if (r.buffer && r.buffer->scope == Scope::kFragment) fragments.push_back(r.buffer.get());
+        IRVisitor::VisitRegion(r);
+      }
+    } regions;
+    regions.Visit(s);
+    for (const BufferNode* b : regions.fragments) {
+      auto it = fragment_uses_.find(b);
+      own = own && it != fragment_uses_.end() && it->second.OnlyIn(*range_);
+    }
+    return own;
+  }
   void EmitBarrierInit(const AttrStmt* attr, std::vector<Stmt>* out) const;
   void EmitMbarrierOp(const Call* call, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) const;
   void EmitBranch(const IfThenElse* br, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
@@ -217,6 +242,7 @@ class ThreadEmulator {
   std::unordered_map<const Var*, Buffer> varying_vars_;       ///< thread-dependent lets -> [threads]
   std::unordered_set<const Var*> index_aliases_;              ///< lets bound to exactly the thread index
   std::optional<ThreadRange> range_;              ///< the threads taking the branch being emitted, when a range
+  std::unordered_map<const BufferNode*, FragmentUses> fragment_uses_;  ///< the threads each fragment is used on
   std::unordered_set<const BufferNode*> arrays_;  ///< arrays indexed by t
   bool ws_scope_ = false;  ///< emitting a `with T.ws(i):` body: its tile ops are the warpgroup's, run once
 };

@@ -30,6 +30,7 @@
 #include "../region_util.h"
 #include "copy_lowering.h"
 #include "pass_helpers.h"
+#include "register_budget.h"
 #include "shared_plan.h"
 #include "tma_copy.h"
 #include "tl/ir/functor.h"
@@ -224,7 +225,14 @@ class KernelRewriter : public IRMutator {
 
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
-    if (!ProgramsBarriers(op->body)) return self;
+    int64_t threads = 1;
+    for (int64_t t : op->threads) threads *= t;
+    if (!ProgramsBarriers(op->body)) {
+      Stmt body = cuda::ApplyRegisterBudget(op->body, threads,
+                                      "the kernel does not program its own barriers (the compiler's warp "
+                                      "specialization sets the register budgets)", ctx_);
+      return body == op->body ? self : KernelLaunch::Make(op->grid, op->block_vars, op->threads, body, op->span);
+    }
     // Such kernels stage their own tiles and GEMM on a stage `A_s[k % 2, :, :]`, which TMA
     // fills: wgmma reads those stages in the panels TMA writes (mma.sync's ldmatrix layout is
     // not one TMA can write). Elsewhere that path stays off until a GPU run has checked it
@@ -248,7 +256,9 @@ class KernelRewriter : public IRMutator {
     if (!has_ws) {
       ctx_.remarks.push_back(where + " programs its own mbarriers: automatic pipelining and warp specialization "
                              "are off, its loops run as written");
-      return KernelLaunch::Make(op->grid, op->block_vars, op->threads, InPlace().Mutate(op->body), op->span);
+      // Its own register budgets per warpgroup (T.set_max_nreg) apply as written.
+      Stmt body = cuda::ApplyRegisterBudget(op->body, threads, hopper_ ? "" : "setmaxnreg needs sm_90a", ctx_);
+      return KernelLaunch::Make(op->grid, op->block_vars, op->threads, InPlace().Mutate(body), op->span);
     }
     if (survey.multi_group.Defined()) {
       TL_USER_ERROR(survey.multi_group) << "T.ws over several warpgroups is not supported by this compiler yet";
@@ -257,8 +267,6 @@ class KernelRewriter : public IRMutator {
       TL_USER_ERROR(survey.outside_tile_op) << "in a kernel with T.ws blocks, tile operations go inside one: "
                                                "this one would run on every warpgroup";
     }
-    int64_t threads = 1;
-    for (int64_t t : op->threads) threads *= t;
     if (op->threads.size() != 1 || threads != 2 * kWarpgroup) {
       TL_USER_ERROR(op->span) << "T.ws blocks are supported on blocks of exactly two warpgroups (threads=256) by "
                                  "this compiler; this block has "
@@ -277,16 +285,19 @@ class KernelRewriter : public IRMutator {
       consumer = 1 - survey.tma.begin()->first;
     }
     int64_t producer = 1 - consumer;
+    Stmt ws_body = cuda::ApplyRegisterBudget(op->body, threads,
+                                       "a kernel with T.ws blocks runs them on the compiler's warpgroup split",
+                                       ctx_);
     Hoister hoist;
-    hoist.Visit(op->body);
+    hoist.Visit(ws_body);
     const Span& span = op->body->span;
     // The producer's threads are launched at 128..255: source thread producer * 128 + i is
     // thread 128 + i there.
-    Stmt p = Projector(producer, true, (producer - 1) * kWarpgroup).Mutate(op->body);
-    Stmt c = Projector(consumer, false, consumer * kWarpgroup).Mutate(op->body);
+    Stmt p = Projector(producer, true, (producer - 1) * kWarpgroup).Mutate(ws_body);
+    Stmt c = Projector(consumer, false, consumer * kWarpgroup).Mutate(ws_body);
     std::vector<Stmt> body = hoist.allocs;
     for (const Stmt& s : BarrierInit(hoist.inits, span)) body.push_back(s);
-    // No register reallocation: the program did not ask for it (T.set_max_nreg is not applied).
+    // No register reallocation (a T.set_max_nreg here was dropped, with a remark).
     body.push_back(AttrStmt::Make(cuda::kWarpSpecializedAttr, {MakeInt(kWarpgroup), MakeInt(0), MakeInt(0)}, span));
     body.push_back(
         IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(kWarpgroup)}), p, c, span));

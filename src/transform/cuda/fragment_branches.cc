@@ -25,10 +25,10 @@ Stmt FragmentRewriter::Mutate_(const IfThenElse* op, const Stmt& self) {
   };
   ThreadRange all{0, threads};
   std::optional<ThreadRange> then_range = threads > 0 ? ThreadRangeOf(op->cond, is_thread, threads) : std::nullopt;
-  std::optional<ThreadRange> else_range;
-  if (then_range) else_range = ComplementRange(*then_range, threads);
   bool outer_known = range_known_;
   std::optional<ThreadRange> outer = range_;
+  std::optional<ThreadRange> else_range;
+  if (then_range) else_range = ComplementWithin(*then_range, outer.value_or(all));
   auto enter = [&](const std::optional<ThreadRange>& r) {
     range_known_ = outer_known && r.has_value();
     if (range_known_) {

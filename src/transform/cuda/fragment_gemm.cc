@@ -127,7 +127,7 @@ bool WrittenExactInTf32(const Stmt& body, const BufferNode* a) {
 /// holding its rows' copy): tl::gemm_rs_tf32, mma.sync m16n8k8 with B by ldmatrix.
 Stmt FragmentRewriter::RegisterTf32AGemm(const GemmOp* op, const RegFragment& a, const RegFragment& c, const Region& b,
                                          std::vector<Stmt> out) {
-  const auto* al = dynamic_cast<const layout::MmaTf32ALayout*>(a.layout.get());
+  const auto* al = dynamic_cast<const layout::MmaTf32ALayout*>(a.layout->Base());
   TL_ICHECK(al) << "tfloat32 register A without its operand layout: " << a.layout->ToString();
   const layout::WarpPartition& w = Mma(c).warps();
   std::vector<Expr> bmins;
@@ -317,7 +317,16 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   if (op->async_wgmma) RequireAsyncWgmma(op);
   auto simt = simt_gemms_.find(op);
   if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
-  RefuseUnderThreadBranch(self, "T.gemm");  // every warp of the block issues its part
+  {
+    // Every warp holding the accumulator issues its part: under a branch on the thread
+    // index, the branch's threads must be exactly those (a GEMM of that range of warps).
+    std::vector<const RegFragment*> held;
+    for (const Buffer& b : {op->c.buffer, op->a.buffer}) {
+      auto r = regs_.find(b.get());
+      if (r != regs_.end()) held.push_back(&r->second);
+    }
+    RefuseUnderThreadBranch(self, "T.gemm", held);
+  }
   if (rs_gemms_.count(op)) return RegisterAGemm(op, wgmma_gemms_.count(op) > 0);
   if (wgmma_gemms_.count(op)) return WgmmaGemm(op);
   auto it = regs_.find(op->c.buffer.get());

@@ -10,6 +10,7 @@
 #include "fragment_inference_internal.h"
 #include "register_tiles.h"
 #include "shared_plan.h"
+#include "thread_binding.h"
 #include "tl/support/error.h"
 
 namespace tl::transform::cuda {
@@ -126,6 +127,8 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
                           std::unordered_map<const BufferNode*, layout::WarpPartition>* preferred,
                           std::unordered_map<const BufferNode*, SplitRequest>* requests) {
   FragmentLayoutInference inference(threads, arch, wgmma);
+  inference.SetThreadIndex(GetThreadBinding(body, "cuda-lower-fragments").tx.get());
+  inference.NoteUseRanges(body);
   inference.preferred_split = *preferred;
   // First what the GEMMs fix. Conflicts wait: a per-row vector that no tile reaches yet
   // may still meet one of the tiles seeded below.
@@ -209,6 +212,7 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
                               "that does not start on a multiple of 8 rows of the tile";
     }
   }
+  inference.CheckRangeLayouts();
   FragmentLayouts out;
   out.layouts = std::move(inference.layouts);
   out.simt_gemms = std::move(inference.simt_gemms);

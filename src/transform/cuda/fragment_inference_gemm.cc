@@ -51,6 +51,24 @@ bool ArchBefore80(const std::string& arch) {
 }  // namespace
 
 void FragmentLayoutInference::Visit_(const GemmOp* op) {
+  // Under a branch on a range of whole warps that starts on a multiple of its size, the
+  // GEMM is the range's (fragment_inference_range.cc): its rules below see that many threads.
+  std::optional<ThreadRange> range = PartialRange();
+  const int64_t size = range ? range->hi - range->lo : 0;
+  const bool own = range && UsedOnlyIn(op->c.buffer, *range) &&
+                   (!IsFragment(op->a.buffer) || UsedOnlyIn(op->a.buffer, *range));
+  if (own && size % 32 == 0 && range->lo % size == 0) {
+    num_threads_ = size;
+    first_thread_ = range->lo;
+    RuleGemm(op);
+    num_threads_ = block_threads_;
+    first_thread_ = 0;
+    return;
+  }
+  RuleGemm(op);
+}
+
+void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
   int64_t m, n, ka = 0, kb = 0;
   std::string why;
   layout::WarpPartition warps;
@@ -90,13 +108,13 @@ void FragmentLayoutInference::Visit_(const GemmOp* op) {
       }
       auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, rs_split);
       auto it = layouts.find(op->a.buffer.get());
-      if (it != layouts.end() && !(*it->second.layout == *a_layout)) {
+      if (it != layouts.end() && !(*it->second.layout == *Held(a_layout))) {
         why = "operand A is held as " + it->second.layout->ToString() + " but the register path needs " +
               a_layout->ToString();
         StageA(op, m, n, &warps, &why);
       } else {
         warps = rs_split;
-        Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
+        Assign(op->a.buffer, Held(a_layout), "T.gemm operand A", op->span);
         rs_gemms.insert(op);
         if (arch_.rfind("sm_90", 0) == 0) {
           std::string no = cuda::WgmmaUnfit(op, num_threads_, arch_, /*a_in_registers=*/true, nullptr, wgmma_);
@@ -137,7 +155,7 @@ void FragmentLayoutInference::Visit_(const GemmOp* op) {
     if (IsFragment(op->b.buffer)) forced_shared.insert(op->b.buffer.get());
     return;
   }
-  Assign(op->c.buffer, std::make_shared<MmaAccumulatorLayout>(m, n, warps), "T.gemm", op->span);
+  Assign(op->c.buffer, Held(std::make_shared<MmaAccumulatorLayout>(m, n, warps)), "T.gemm", op->span);
 }
 
 /// A tfloat32 register fragment A read in place by mma.sync m16n8k8 (tl::gemm_rs_tf32): A is
@@ -161,8 +179,8 @@ bool FragmentLayoutInference::Tf32RegisterA(const GemmOp* op, int64_t m, int64_t
   }
   auto a_layout = std::make_shared<layout::MmaTf32ALayout>(m, kb, split);
   auto it = layouts.find(op->a.buffer.get());
-  if (it != layouts.end() && !(*it->second.layout == *a_layout)) return false;
-  Assign(op->a.buffer, a_layout, "T.gemm operand A", op->span);
+  if (it != layouts.end() && !(*it->second.layout == *Held(a_layout))) return false;
+  Assign(op->a.buffer, Held(a_layout), "T.gemm operand A", op->span);
   *warps = split;
   rs_gemms.insert(op);
   if (arch_.rfind("sm_90", 0) == 0) no_wgmma[op] = "a tfloat32 GEMM with A in registers takes mma.sync here";
@@ -182,7 +200,8 @@ std::optional<layout::WarpPartition> FragmentLayoutInference::HeldSplit(const Bu
   if (pref != preferred_split.end() && fits(pref->second)) return pref->second;
   auto it = layouts.find(c.get());
   if (it == layouts.end() || it->second.span.line == op->span.line) return std::nullopt;
-  const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(it->second.layout.get());
+  if (it->second.layout->first_thread() != first_thread_) return std::nullopt;
+  const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(it->second.layout->Base());
   if (mma && fits(mma->warps())) return mma->warps();
   return std::nullopt;
 }

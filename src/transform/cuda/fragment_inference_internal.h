@@ -15,6 +15,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "../fragment_uses.h"
+#include "../thread_range.h"
 #include "fragment_inference.h"
 #include "tl/ir/functor.h"
 #include "tl/layout/fragment.h"
@@ -34,7 +36,7 @@ struct SplitRequest {
 class FragmentLayoutInference : public ir::IRVisitor {
  public:
   FragmentLayoutInference(int64_t num_threads, std::string arch, WgmmaOptions wgmma)
-      : num_threads_(num_threads), arch_(std::move(arch)), wgmma_(wgmma) {}
+      : num_threads_(num_threads), block_threads_(num_threads), arch_(std::move(arch)), wgmma_(wgmma) {}
 
   std::unordered_map<const ir::BufferNode*, Assigned> layouts;
   /// Warp splits asked of GEMM accumulators by an earlier attempt (see InferFragmentLayouts),
@@ -61,9 +63,19 @@ class FragmentLayoutInference : public ir::IRVisitor {
   // fragment_inference_spread.cc
   void Assign(const ir::Buffer& b, const layout::FragmentLayoutRef& l, const std::string& origin, const Span& span);
 
+  /// The kernel's thread index, to tell the branches that select a range of its threads
+  /// (fragment_inference_range.cc).
+  void SetThreadIndex(const ir::Var* tx) { tx_ = tx; }
+  /// Notes the threads each fragment's uses run on (before the first sweep).
+  void NoteUseRanges(const ir::Stmt& body);
+  /// Refuses a fragment laid out over part of the block's threads (a GEMM's under a branch,
+  /// or spread from one) that is used elsewhere too, at that use.
+  void CheckRangeLayouts() const;
+
  protected:
   // fragment_inference_gemm.cc
   void Visit_(const ir::GemmOp* op) override;
+  void RuleGemm(const ir::GemmOp* op);
   std::optional<layout::WarpPartition> HeldSplit(const ir::Buffer& c, const ir::GemmOp* op);
   void StageA(const ir::GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why);
   bool Tf32RegisterA(const ir::GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps);
@@ -72,13 +84,33 @@ class FragmentLayoutInference : public ir::IRVisitor {
   bool WgmmaPartition(int64_t m, layout::WarpPartition* out) const;
   bool UseWgmma(const ir::GemmOp* op);
 
+  // fragment_inference_range.cc
+  void Visit_(const ir::IfThenElse* op) override;
+  void Visit_(const ir::LetStmt* op) override;
+  /// The range of threads running the statement being visited, when a branch on the thread
+  /// index selects one narrower than the block; nullopt under no such branch or an unknown
+  /// one. A GEMM there runs on those threads only (GemmThreads).
+  std::optional<ThreadRange> PartialRange() const;
+  /// `l` as held by the threads the GEMM being visited runs on (ThreadRangeLayout from the
+  /// first of them; `l` itself at the block's first thread).
+  layout::FragmentLayoutRef Held(const layout::FragmentLayoutRef& l) const;
+  /// Whether every use of `b` runs on exactly the threads of `r`.
+  bool UsedOnlyIn(const ir::Buffer& b, const ThreadRange& r) const;
+
   // fragment_inference_spread.cc
   void Visit_(const ir::For* op) override;
   void Visit_(const ir::ReduceOp* op) override;
   void Visit_(const ir::CopyOp* op) override;
 
  private:
-  int64_t num_threads_;
+  int64_t num_threads_;  ///< the threads the statement being visited runs on (a GEMM's range)
+  int64_t block_threads_;
+  int64_t first_thread_ = 0;  ///< the first of them
+  const ir::Var* tx_ = nullptr;
+  std::unordered_set<const ir::Var*> tx_aliases_, thread_vars_;
+  bool range_known_ = true;
+  std::optional<ThreadRange> range_;  ///< under a branch on a range of threads (else: all)
+  std::unordered_map<const ir::BufferNode*, FragmentUses> use_ranges_;
   std::string arch_;
   WgmmaOptions wgmma_;  ///< the optional wgmma paths (pass configs)
 };

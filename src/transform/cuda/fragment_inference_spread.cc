@@ -43,9 +43,10 @@ void FragmentLayoutInference::Assign(const Buffer& b, const FragmentLayoutRef& l
     return;
   }
   if (!(*it->second.layout == *l)) {
-    const auto* have = dynamic_cast<const MmaAccumulatorLayout*>(it->second.layout.get());
-    const auto* want = dynamic_cast<const MmaAccumulatorLayout*>(l.get());
+    const auto* have = dynamic_cast<const MmaAccumulatorLayout*>(it->second.layout->Base());
+    const auto* want = dynamic_cast<const MmaAccumulatorLayout*>(l->Base());
     if (have && want && have->m() == want->m() && have->n() == want->n() &&
+        it->second.layout->first_thread() == l->first_thread() &&
         it->second.origin.rfind("T.gemm", 0) == 0 && !preferred_split.count(b.get())) {
       std::ostringstream why;
       why << "layout conflict for fragment " << b->name << ": " << it->second.origin << " (line "

@@ -60,7 +60,16 @@ struct RowFold {
 Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
   auto it = regs_.find(op->src.buffer.get());
   auto dst_regs = regs_.find(op->dst.buffer.get());
-  if (it != regs_.end() || dst_regs != regs_.end()) RefuseUnderThreadBranch(self, "T.reduce_*");
+  if (it != regs_.end() || dst_regs != regs_.end()) {
+    // Under a branch on a range of warps: a row reduction of a tile held by exactly those
+    // threads (lane shuffles in converged warps; across warps through a shared workspace,
+    // which the barrier pass guards with a named barrier over the range).
+    bool in_warps = it != regs_.end() && op->dim == 1;
+    std::vector<const RegFragment*> held;
+    if (in_warps) held.push_back(&it->second);
+    if (in_warps && dst_regs != regs_.end()) held.push_back(&dst_regs->second);
+    RefuseUnderThreadBranch(self, "T.reduce_*", held);
+  }
   if (it != regs_.end() && op->dim == 1) return ReduceRows(op, it->second);
   if (it != regs_.end() && op->src.buffer->shape.size() == 1 && dst_regs == regs_.end()) {
     if (Stmt s = ReduceVector(op, it->second)) return s;
@@ -315,7 +324,8 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   }
   Expr reduced = BufferLoad::Make(acc, {MakeInt(0)});
   // (third argument: every lane of the warp calls it, converged: register-fragment
-  // reductions never run under a condition on the thread, RefuseUnderThreadBranch)
+  // reductions run under a condition on the thread only when it selects whole warps that
+  // hold the tile, RefuseUnderThreadBranch)
   if (lanes > 1) reduced = Call::Make(t, shuffle, {reduced, MakeInt(lanes), MakeBool(true)});
   Expr row = rows->Inverse(tx_, lr).first;
   Stmt publish;

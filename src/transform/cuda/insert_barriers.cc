@@ -202,9 +202,12 @@ class BarrierInserter {
   /// `named_threads` > 0: the statements run on that many threads only (the consumers of
   /// a warp-specialized kernel, or a branch over a range of warps), which synchronize with
   /// named barrier `barrier_id`.
+  /// `range`: the threads they are, when a branch on the thread index selected them (its
+  /// own branches then select from them).
   BarrierInserter(const Var* tx, const Memory& memory, KernelBarriers* kernel, int64_t named_threads = 0,
-                  int64_t barrier_id = kConsumerBarrierId)
-      : tx_(tx), memory_(memory), kernel_(kernel), named_threads_(named_threads), barrier_id_(barrier_id) {}
+                  int64_t barrier_id = kConsumerBarrierId, std::optional<ThreadRange> range = std::nullopt)
+      : tx_(tx), memory_(memory), kernel_(kernel), named_threads_(named_threads), barrier_id_(barrier_id),
+        range_(range) {}
 
   /// Rewrites `s` starting from `state`; leaves in `state` what is pending afterwards.
   Stmt Run(const Stmt& s, State* state) {
@@ -329,7 +332,9 @@ class BarrierInserter {
     };
     auto then_range = ThreadRangeOf(br->cond, is_tx, kernel_->threads);
     if (!then_range) return Stmt();
-    auto else_range = ComplementRange(*then_range, kernel_->threads);
+    const ThreadRange outer = range_.value_or(ThreadRange{0, kernel_->threads});
+    then_range = ThreadRange{std::max(then_range->lo, outer.lo), std::min(then_range->hi, outer.hi)};
+    auto else_range = ComplementWithin(*then_range, outer);
     // Accesses of the whole branch against what is pending before and after it, as for
     // any unit; inside, each branch starts with nothing pending.
     bool barrier = Access(Collect(s), state);
@@ -362,7 +367,7 @@ class BarrierInserter {
       }
       return branch;
     }
-    BarrierInserter inner(tx_, memory_, kernel_, n, kernel_->next_id++);
+    BarrierInserter inner(tx_, memory_, kernel_, n, kernel_->next_id++, r);
     State fresh;
     return inner.Run(branch, &fresh);
   }
@@ -393,6 +398,7 @@ class BarrierInserter {
   KernelBarriers* kernel_;
   int64_t named_threads_;
   int64_t barrier_id_;
+  std::optional<ThreadRange> range_;
 };
 
 class KernelVisitor : public IRMutator {

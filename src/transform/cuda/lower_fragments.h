@@ -143,7 +143,7 @@ class FragmentRewriter : public IRMutator {
 
   /// The mma layout of a GEMM's register operand (inference gives GEMMs no other).
   static const MmaAccumulatorLayout& Mma(const RegFragment& rf) {
-    const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(rf.layout.get());
+    const auto* mma = dynamic_cast<const MmaAccumulatorLayout*>(rf.layout->Base());
     TL_ICHECK(mma) << "T.gemm register operand without an mma layout: " << rf.layout->ToString();
     return *mma;
   }

@@ -117,15 +117,27 @@ class Liveness {
       }
       if (const auto* br = As<IfThenElse>(s)) {
         TouchUnit(br->cond);
+        // On a condition on the thread index, the two branches run at the same time on
+        // different threads (`if tx < 128: ... else: ...`, each warpgroup with tiles of its
+        // own): what either touches is live through both.
+        const bool concurrent = OnThread(br->cond);
+        const int64_t start = pos_ + 1;
+        const size_t mark = touched_.size();
         ++branch_depth_;
         Walk(br->then_case);
         Walk(br->else_case);
         --branch_depth_;
+        if (concurrent) {
+          for (size_t i = mark; i < touched_.size(); ++i) Extend(touched_[i], start, pos_);
+        }
         return;
       }
     }
     if (const auto* tb = As<For>(s)) {
       if (tb->for_kind == ForKind::kThreadBinding) return Walk(tb->body);
+    }
+    if (const auto* let = As<LetStmt>(s)) {
+      if (OnThread(let->value)) thread_vars_.insert(let->var.get());  // `tx = T.get_thread_binding()`
     }
     TouchUnit(s);
     if (cuda::IsWaitAll(s) && loop_depth_ == 0 && branch_depth_ == 0) waits_.push_back(pos_);
@@ -152,6 +164,7 @@ class Liveness {
     async_.insert(t.async.begin(), t.async.end());
     pinned_.insert(t.pinned.begin(), t.pinned.end());
     for (const BufferNode* b : t.buffers) {
+      touched_.push_back(b);
       auto d = declared_depth_.find(b);
       int scope_depth = d == declared_depth_.end() ? 0 : d->second;
       if (loop_depth_ > scope_depth) {
@@ -180,7 +193,13 @@ class Liveness {
     iv.last = std::max(iv.last, last);
   }
 
+  bool OnThread(const Expr& e) const {
+    return UsesVar(e, [&](const Var* v) { return v == tx_ || thread_vars_.count(v) > 0; });
+  }
+
   const Var* tx_;
+  std::unordered_set<const Var*> thread_vars_;  ///< lets that depend on the thread index
+  std::vector<const BufferNode*> touched_;      ///< every touch, in program order
   int64_t pos_ = 0;
   int loop_depth_ = 0, branch_depth_ = 0;
   /// in_loop_[d]: buffers declared at loop depth d touched inside the current loop at depth

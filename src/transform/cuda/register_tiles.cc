@@ -114,10 +114,10 @@ class CandidateFinder : public IRVisitor {
       return v && (v == tx || aliases_.count(v));
     };
     std::optional<ThreadRange> then_range = ThreadRangeOf(op->cond, is_thread, threads);
-    std::optional<ThreadRange> else_range;
-    if (then_range) else_range = ComplementRange(*then_range, threads);
-    Visit(op->cond);
     Threads outer = running;
+    std::optional<ThreadRange> else_range;
+    if (then_range) else_range = ComplementWithin(*then_range, outer.range);
+    Visit(op->cond);
     auto within = [&](const std::optional<ThreadRange>& r) {
       Threads t = outer;
       if (!r) {

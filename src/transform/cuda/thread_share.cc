@@ -13,6 +13,7 @@ using namespace ir;  // NOLINT: implementation file
 void ThreadShare::Bind(const VarRef& var, int64_t extent) {
   tx_ = part_tx_ = var;
   threads_ = part_threads_ = extent;
+  part_lo_ = 0;
 }
 
 void ThreadShare::NoteLet(const LetStmt* op) {
@@ -32,7 +33,7 @@ bool ThreadShare::IsThreadIndex(const Expr& e) const {
 Stmt ThreadShare::Branches(const IfThenElse* op, const std::function<Stmt(const Stmt&)>& mutate) {
   auto range = ThreadRangeOf(op->cond, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
   std::optional<ThreadRange> other;
-  if (range) other = ComplementRange(*range, threads_);
+  if (range) other = ComplementWithin(*range, ThreadRange{part_lo_, part_lo_ + part_threads_});
   Stmt then_case = InRange(range, op->then_case, mutate);
   Stmt else_case = op->else_case ? InRange(other, op->else_case, mutate) : nullptr;
   return IfThenElse::Make(op->cond, then_case, else_case, op->span);
@@ -41,29 +42,37 @@ Stmt ThreadShare::Branches(const IfThenElse* op, const std::function<Stmt(const 
 Stmt ThreadShare::InRange(const std::optional<ThreadRange>& range, const Stmt& body,
                           const std::function<Stmt(const Stmt&)>& mutate) {
   VarRef prev = part_tx_;
-  int64_t prev_threads = part_threads_;
+  int64_t prev_threads = part_threads_, prev_lo = part_lo_;
   int prev_unranged = unranged_;
   bool prev_used = sub_used_;
-  // Inside a range already narrowed, work keeps the outer range (a nested condition is
-  // one more mask): only the first condition narrows.
-  bool narrow = range && part_tx_.get() == tx_.get() && part_threads_ == threads_;
+  // A nested range narrows the enclosing one further (`if tx < 128:` inside the `else` of
+  // `if tx < 128:` ... `elif tx < 256:`): work there is spread over the threads both select.
   VarRef sub;
-  if (narrow && range->lo > 0) sub = Var::Make(tx_->name + "_in_range", tx_->dtype);
-  if (narrow) {
-    if (sub) part_tx_ = sub;
-    part_threads_ = std::max<int64_t>(range->hi - range->lo, 1);
-  } else if (!range) {
+  bool narrowed = false;
+  if (range) {
+    const int64_t lo = std::max(part_lo_, range->lo), hi = std::min(part_lo_ + part_threads_, range->hi);
+    if (hi > lo && (lo != part_lo_ || hi != part_lo_ + part_threads_)) {
+      narrowed = true;
+      if (lo > 0) sub = Var::Make(tx_->name + "_in_range", tx_->dtype);
+      part_tx_ = sub ? sub : tx_;
+      part_threads_ = hi - lo;
+      part_lo_ = lo;
+    }
+  } else {
     ++unranged_;
   }
   sub_used_ = false;
   Stmt out = mutate(body);
-  if (!sub_used_) sub = nullptr;  // nothing was spread over the range's numbers: no let
-  sub_used_ = prev_used;
+  const bool used_here = sub_used_;
+  const int64_t lo = part_lo_;
   part_tx_ = prev;
   part_threads_ = prev_threads;
+  part_lo_ = prev_lo;
   unranged_ = prev_unranged;
-  if (sub) {  // the thread's number within the range: tx - lo
-    Stmt let = LetStmt::Make(sub, Binary::Make(BinOp::kSub, tx_, MakeInt(range->lo, tx_->dtype)), body->span);
+  // Work here spread over the enclosing range's numbers keeps that range's let needed.
+  sub_used_ = prev_used || (!narrowed && used_here);
+  if (sub && used_here) {  // the thread's number within the range: tx - lo
+    Stmt let = LetStmt::Make(sub, Binary::Make(BinOp::kSub, tx_, MakeInt(lo, tx_->dtype)), body->span);
     out = Seq::Make({let, out}, body->span);
   }
   return out;

@@ -51,6 +51,7 @@ class ThreadShare {
 
   ir::VarRef tx_, part_tx_;
   int64_t threads_ = 0, part_threads_ = 0;
+  int64_t part_lo_ = 0;  ///< the first of the threads work is spread over
   int unranged_ = 0;       ///< depth of thread-dependent branches that are not a range
   bool sub_used_ = false;  ///< work was spread over a range's own thread numbers
   std::unordered_set<const ir::Var*> thread_vars_, aliases_;

@@ -15,14 +15,18 @@ namespace {
 
 /// A 2-D region of whole rows and the constant columns [*col0, *col0 + *width) of its tile
 /// (rows x cols), or false.
-bool RowsWindow(const Region& r, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width) {
-  if (r.ranges.size() != 2 || r.buffer->shape.size() != 2 || !r.buffer->strides.empty()) return false;
-  int64_t lo = -1, ext = 0;
-  if (!AsConstInt(r.buffer->shape[0], rows) || !AsConstInt(r.buffer->shape[1], cols)) return false;
-  if (!AsConstInt(r.ranges[0].min, &lo) || lo != 0 || !AsConstInt(r.ranges[0].extent, &ext) || ext != *rows) {
-    return false;
+/// With `stages`, of a stage of a staged tile too (leading dimensions of extent 1).
+bool RowsWindow(const Region& r, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width, bool stages = false) {
+  const size_t rank = r.ranges.size();
+  if (rank < 2 || (rank > 2 && !stages) || r.buffer->shape.size() != rank || !r.buffer->strides.empty()) return false;
+  for (size_t k = 0; k + 2 < rank; ++k) {
+    if (!IsOne(r.ranges[k].extent)) return false;
   }
-  return AsConstInt(r.ranges[1].min, col0) && AsConstInt(r.ranges[1].extent, width) && *col0 >= 0 && *width > 0 &&
+  const Range &rr = r.ranges[rank - 2], &cr = r.ranges[rank - 1];
+  int64_t lo = -1, ext = 0;
+  if (!AsConstInt(r.buffer->shape[rank - 2], rows) || !AsConstInt(r.buffer->shape[rank - 1], cols)) return false;
+  if (!AsConstInt(rr.min, &lo) || lo != 0 || !AsConstInt(rr.extent, &ext) || ext != *rows) return false;
+  return AsConstInt(cr.min, col0) && AsConstInt(cr.extent, width) && *col0 >= 0 && *width > 0 &&
          *col0 + *width <= *cols;
 }
 
@@ -124,15 +128,19 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   const bool stages = options.stages || op->async_wgmma;
   const bool a_whole = WholeTile(op->a, &ar, &ac, stages), b_whole = WholeTile(op->b, &br, &bc, stages);
   if (!WholeTile(op->c, &m, &n)) return "an operand is not a whole 2-D tile";
-  // A window of a K-major operand along K, starting on a 128-byte panel (WgmmaOptions::windows).
+  // A window of an operand's columns, starting on a 128-byte panel (WgmmaOptions::windows).
   auto window = [&](const Region& r, bool k_major, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width) {
     if (op->async_wgmma) {
       // (gemm_ss_wgmma_issue's KTileA / KTileB: the tile's rows of 128-byte multiples)
       return !a_in_registers && k_major && PanelWindow(r, eb, rows, cols, width);
     }
+    // Whole 128-byte panels of the tile's rows: in the panel layout ([cols / panel][rows][panel])
+    // they are laid out as a tile of that width would be, along K (a K-major operand) or
+    // along M or N (an MN-major one, whose width must then be whole panels too).
     // (a window 64 bytes wide would take gemm_ss_wgmma's 64-byte swizzle, not its tile's panels)
-    return options.windows && !a_in_registers && k_major && RowsWindow(r, rows, cols, col0, width) &&
-           (*col0 * eb) % 128 == 0 && (*cols * eb) % 128 == 0 && *width * eb != 64;
+    if (!options.windows || a_in_registers || !RowsWindow(r, rows, cols, col0, width, stages)) return false;
+    const bool on_panels = (*col0 * eb) % 128 == 0 && (*cols * eb) % 128 == 0 && *width * eb != 64;
+    return on_panels && (k_major || (*width * eb) % 128 == 0);
   };
   if ((!a_whole && !window(op->a, !op->trans_a, &ar, &ac, &a_col0, &a_width)) ||
       (!b_whole && !window(op->b, op->trans_b, &br, &bc, &b_col0, &b_width))) {
@@ -142,11 +150,14 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
              "swizzle panel or lie inside one";
     }
     return options.windows ? "an operand is neither a whole 2-D tile nor a window of whole rows whose columns "
-                             "start on a 128-byte panel of a K-major operand"
+                             "start on a 128-byte panel (and, along M or N, span whole panels)"
                            : "an operand is not a whole 2-D tile";
   }
   int64_t k = op->trans_a ? ar : (a_whole ? ac : a_width);
-  if (!b_whole && b_width != k) return "B's window is not A's K wide";
+  // (a K-major B's window spans K; an N-major one's, N)
+  if (!b_whole && op->trans_b && b_width != k) return "B's window is not A's K wide";
+  if (!b_whole && !op->trans_b && b_width != n) return "B's window is not C's N wide";
+  if (!a_whole && op->trans_a && a_width != m) return "A's window is not C's M tall";
 
   // Registers have no panels: only B's shared layout constrains a register A.
   if (a_in_registers) ar = ac = 64;

@@ -12,7 +12,7 @@ namespace tl::transform::cuda {
 /// Optional wgmma paths, from the pass configs (WgmmaOptionsOf).
 struct WgmmaOptions {
   bool fp8 = false;      ///< float8 operands ("tl.enable_wgmma_fp8", on unless set to False)
-  bool windows = false;  ///< column windows of K-major shared operands ("tl.enable_wgmma_windows", on)
+  bool windows = false;  ///< column windows of shared operands ("tl.enable_wgmma_windows", on)
   bool stages = false;   ///< a stage X[s, :, :] of a 3-D shared tile ("tl.enable_wgmma_stages", off)
   /// Not a wgmma path, but the other tensor-core switch layout inference needs: mma.sync's
   /// tf32 instructions ("tl.enable_tf32_mma", on), without which a tfloat32 register A
@@ -39,7 +39,10 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx);
 /// `options.windows`, a K-major shared operand (A as M x K, B as N x K) may be a window of
 /// whole rows and the columns [c0, c0 + K) of a wider tile, c0 on a 128-byte panel (upstream's
 /// MLA kernels multiply Q_shared[:, :512] and Q_shared[:, 512:]): the operand starts at
-/// that panel and the tile's own panel stride is unchanged.
+/// that panel and the tile's own panel stride is unchanged. An M- or N-major operand (A as
+/// K x M, B as K x N) may be such a window too when its width is whole panels (the sparse MLA
+/// kernels' P x V reads KV_shared[stage, :, :256] as K x N). With `options.stages`, the window
+/// may be of a stage of a staged tile.
 std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false,
                        int64_t* warpgroups_n = nullptr, WgmmaOptions options = {});
 

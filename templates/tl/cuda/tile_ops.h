@@ -170,7 +170,9 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   static_assert(kWarpM % 16 == 0 && kWarpN % 8 == 0, "warp tile must be a multiple of 16x8");
   static_assert(K % kK == 0, "K must be a multiple of the mma's K for the tensor-core path");
   const int tid = flat_thread_index();
-  const int lane = tid & 31, warp = tid >> 5;
+  // (modulo the GEMM's warps: a GEMM of a range of warps under a branch on the thread
+  // index, starting on a multiple of its size, numbers them from the range's first)
+  const int lane = tid & 31, warp = (tid >> 5) % (WM * WN);
   const int wm = MFastest ? warp % WM : warp / WN, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
   // First row of the warp's 16-row slice mt.
   auto slice = [&](int mt) { return InterleaveM ? (mt * WM + wm) * 16 : wm * kWarpM + mt * 16; };
@@ -271,7 +273,9 @@ TL_DEVICE void gemm_ss_simt(const TA* A, const TB* B, TC* C) {
   constexpr int kWarpM = M / WM, kWarpN = N / WN, kTilesN = kWarpN / 8;
   constexpr int kLocal = M * N / (32 * WM * WN);
   const int tid = flat_thread_index();
-  const int lane = tid & 31, warp = tid >> 5;
+  // (modulo the GEMM's warps: a GEMM of a range of warps under a branch on the thread
+  // index, starting on a multiple of its size, numbers them from the range's first)
+  const int lane = tid & 31, warp = (tid >> 5) % (WM * WN);
   const int wm = MFastest ? warp % WM : warp / WN, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
 #pragma unroll 1
   for (int l = 0; l < kLocal; ++l) {
@@ -371,7 +375,8 @@ TL_DEVICE void gemm_rs_tf32(const float* A, const float* B, float* C) {
       A, B, C);
 }
 
-/// The block's tile GEMM (see the file comment). All threads of the block must call it.
+/// The block's tile GEMM (see the file comment). All threads of the block must call it, or
+/// all those of a range of WM x WN warps starting on a multiple of that count.
 /// Tf32: a T.gemm on tfloat32 tiles (float A, B, C): operands rounded to TF32, on the tf32
 /// tensor cores (m16n8k8) where the layouts allow, else in the loops.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,

@@ -575,7 +575,9 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
   constexpr int kWgM = M / 64 / MReps;    // warpgroups along M
   const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   // The same in all lanes; the shuffle lets the compiler know it (uniform registers).
-  const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
+  // (modulo the GEMM's warpgroups: one of a range of warpgroups under a branch on the
+  // thread index, starting on a multiple of its size, numbers them from the range's first)
+  const int warpgroup = __shfl_sync(0xffffffffu, tid / 128 % (kWgM * WgN), 0);
   const int wg_m = warpgroup % kWgM, wg_n = warpgroup / kWgM;
   constexpr uint32_t kKRow = detail::kKmajorRowBytes<KTileA, T>, kKPanel = kKRow / sizeof(T);  // K-major A rows
   // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64.

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file T.set_max_nreg (see register_budget.h). Upstream's hand warp-specialized kernels
+/// give each warpgroup its budget in the branch that selects it (`if tx < 128:
+/// T.set_max_nreg(240, 1)`, the producer's `T.set_max_nreg(80, 0)`): ptxas then allocates each
+/// branch's registers within its budget rather than the launch bound's (168 for 384 threads).
+#include "register_budget.h"
+
+#include <optional>
+#include <unordered_set>
+
+#include "../thread_range.h"
+#include "pass_helpers.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
+
+namespace tl::transform::cuda {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+constexpr int64_t kWarpgroup = 128;
+
+class Budget : public IRMutator {
+ public:
+  Budget(int64_t threads, const std::string& why_not, PassContext& ctx)
+      : threads_(threads), why_not_(why_not), ctx_(ctx) {}
+
+ protected:
+  Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
+    if (IsThreadIndex(op->value)) aliases_.insert(op->var.get());
+    return IRMutator::Mutate_(op, self);
+  }
+  Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
+    auto is_tx = [&](const Expr& e) { return IsThreadIndex(e); };
+    std::optional<ThreadRange> then_range = ThreadRangeOf(op->cond, is_tx, threads_);
+    const std::optional<ThreadRange> outer = range_;
+    std::optional<ThreadRange> else_range;
+    if (then_range) else_range = ComplementWithin(*then_range, outer.value_or(ThreadRange{0, threads_}));
+    auto narrowed = [&](const std::optional<ThreadRange>& r) -> std::optional<ThreadRange> {
+      if (!r || !outer) return r ? r : outer;
+      return ThreadRange{std::max(outer->lo, r->lo), std::min(outer->hi, r->hi)};
+    };
+    // (a condition that is no range on the thread index: its threads are unknown)
+    const bool on_thread = UsesVar(op->cond, [&](const Var* v) { return aliases_.count(v) > 0; }) ||
+                           ContainsThreadIndexCall(op->cond);
+    range_ = on_thread ? narrowed(then_range) : outer;
+    unknown_ += on_thread && !then_range;
+    Stmt then_case = Mutate(op->then_case);
+    unknown_ -= on_thread && !then_range;
+    Stmt else_case;
+    if (op->else_case) {
+      range_ = on_thread ? narrowed(else_range) : outer;
+      unknown_ += on_thread && !else_range;
+      else_case = Mutate(op->else_case);
+      unknown_ -= on_thread && !else_range;
+    }
+    range_ = outer;
+    return IfThenElse::Make(op->cond, then_case, else_case, op->span);
+  }
+  Stmt Mutate_(const Evaluate* op, const Stmt& self) override {
+    const auto* call = As<Call>(op->value);
+    if (!call || call->op != "set_max_nreg") return IRMutator::Mutate_(op, self);
+    int64_t count = 0, inc = 0;
+    AsConstInt(call->args[0], &count);
+    AsConstInt(call->args[1], &inc);
+    std::string what = "T.set_max_nreg(" + std::to_string(count) + ", " + std::to_string(inc) + ") at line " +
+                       std::to_string(op->span.line);
+    std::string why = why_not_;
+    if (why.empty() && (unknown_ > 0 || !range_ || range_->lo % kWarpgroup || range_->hi % kWarpgroup ||
+                        (range_->lo == 0 && range_->hi >= threads_))) {
+      why = "it does not run under a branch on the thread index that selects whole warpgroups of the block";
+    }
+    if (!why.empty()) {
+      ctx_.remarks.push_back(what + ": not applied: " + why);
+      return Seq::Make({}, op->span);
+    }
+    ctx_.remarks.push_back(what + ": threads " + std::to_string(range_->lo) + ".." + std::to_string(range_->hi - 1) +
+                           " " + (inc ? "raise" : "lower") + " their register budget to " + std::to_string(count) +
+                           " (setmaxnreg)");
+    return CallStmt(inc ? "warpgroup_reg_alloc" : "warpgroup_reg_dealloc", {MakeInt(count)}, op->span);
+  }
+
+ private:
+  bool IsThreadIndex(const Expr& e) const {
+    const auto* v = As<Var>(e);
+    if (v) return aliases_.count(v) > 0;
+    const auto* call = As<Call>(e);
+    int64_t axis = 0;
+    return HasEffect(call, kThreadIndex) && (call->args.empty() || (AsConstInt(call->args[0], &axis) && axis == 0));
+  }
+  static bool ContainsThreadIndexCall(const Expr& e) {
+    bool found = false;
+    ForEachExpr(e, [&](const Expr& x) { found |= HasEffect(As<Call>(x), kThreadIndex); });
+    return found;
+  }
+
+  int64_t threads_;
+  const std::string& why_not_;
+  PassContext& ctx_;
+  std::unordered_set<const Var*> aliases_;
+  std::optional<ThreadRange> range_;
+  int unknown_ = 0;
+};
+
+}  // namespace
+
+Stmt ApplyRegisterBudget(const Stmt& body, int64_t threads, const std::string& why_not, PassContext& ctx) {
+  bool any = false;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    any |= call && call->op == "set_max_nreg";
+  });
+  if (!any) return body;
+  return Budget(threads, why_not, ctx).Mutate(body);
+}
+
+}  // namespace tl::transform::cuda
