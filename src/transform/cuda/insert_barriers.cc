@@ -24,6 +24,7 @@
 /// themselves with a named barrier: __syncthreads would wait for the producer threads.
 #include <unordered_set>
 
+#include "barrier_slots.h"
 #include "shared_plan.h"
 #include "../thread_range.h"
 #include "tl/ir/intrinsics.h"
@@ -40,20 +41,27 @@ using BufferSet = std::unordered_set<const BufferNode*>;
 struct State {
   BufferSet reads, writes;
   BufferSet in_flight;  ///< cp.async targets with copies that may not have landed
+  /// How each pending read and write touched its buffer (barrier_slots.h).
+  cuda::SlotAccesses read_slots, write_slots;
   void Merge(const State& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
     in_flight.insert(o.in_flight.begin(), o.in_flight.end());
+    cuda::MergeSlots(&read_slots, o.read_slots);
+    cuda::MergeSlots(&write_slots, o.write_slots);
   }
   /// After __syncthreads: every thread's reads and writes are done and visible.
   void Barrier() {
     reads.clear();
     writes.clear();
+    read_slots.clear();
+    write_slots.clear();
   }
   /// After cp_async_wait(0): this thread's copies have landed; other threads see them
   /// after the next barrier, like ordinary writes.
   void Land() {
     writes.insert(in_flight.begin(), in_flight.end());
+    for (const BufferNode* b : in_flight) write_slots[b].push_back(cuda::SlotAccess{});
     in_flight.clear();
   }
   BufferSet Accessed() const {
@@ -74,6 +82,11 @@ class Memory {
       if (b.count(x)) return true;
     }
     return Aliases(a, b);
+  }
+  /// Whether two different buffers share bytes.
+  bool SharesBytes(const BufferNode* x, const BufferNode* y) const {
+    auto ix = plan_.find(x), iy = plan_.find(y);
+    return x != y && ix != plan_.end() && iy != plan_.end() && ix->second.Overlaps(iy->second);
   }
   /// Whether some buffer of `a` shares bytes with a different buffer of `b`.
   bool Aliases(const BufferSet& a, const BufferSet& b) const {
@@ -98,6 +111,7 @@ bool IsShared(const Buffer& b) { return b->scope == Scope::kShared; }
 class AccessCollector : public IRVisitor {
  public:
   BufferSet reads, writes, async_writes;
+  cuda::SlotAccesses read_slots, write_slots;  ///< how each is touched
   BufferSet All() const {
     BufferSet all = reads;
     all.insert(writes.begin(), writes.end());
@@ -107,11 +121,11 @@ class AccessCollector : public IRVisitor {
 
  protected:
   void Visit_(const BufferLoad* op) override {
-    if (IsShared(op->buffer)) reads.insert(op->buffer.get());
+    if (IsShared(op->buffer)) Read(op->buffer.get(), cuda::SlotAccess{op->indices, true});
     IRVisitor::Visit_(op);
   }
   void Visit_(const BufferStore* op) override {
-    if (IsShared(op->buffer)) writes.insert(op->buffer.get());
+    if (IsShared(op->buffer)) Write(op->buffer.get(), cuda::SlotAccess{op->indices, true});
     IRVisitor::Visit_(op);
   }
   void Visit_(const Call* op) override {
@@ -129,8 +143,8 @@ class AccessCollector : public IRVisitor {
         const auto* addr = As<Call>(a);
         const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
         if (load && IsShared(load->buffer)) {
-          reads.insert(load->buffer.get());
-          writes.insert(load->buffer.get());
+          Read(load->buffer.get(), cuda::SlotAccess{});
+          Write(load->buffer.get(), cuda::SlotAccess{});
         }
       }
       IRVisitor::Visit_(op);
@@ -143,8 +157,8 @@ class AccessCollector : public IRVisitor {
       if (const auto* addr = As<Call>(op->args[0])) {
         if (const auto* load = As<BufferLoad>(addr->args[0])) {
           if (IsShared(load->buffer)) {
-            writes.insert(load->buffer.get());
-            if (atomic) reads.insert(load->buffer.get());
+            Write(load->buffer.get(), cuda::SlotAccess{});
+            if (atomic) Read(load->buffer.get(), cuda::SlotAccess{});
           }
           for (const Expr& i : load->indices) Visit(i);
         }
@@ -153,6 +167,16 @@ class AccessCollector : public IRVisitor {
       return;
     }
     IRVisitor::Visit_(op);
+  }
+
+ private:
+  void Read(const BufferNode* b, cuda::SlotAccess a) {
+    reads.insert(b);
+    read_slots[b].push_back(std::move(a));
+  }
+  void Write(const BufferNode* b, cuda::SlotAccess a) {
+    writes.insert(b);
+    write_slots[b].push_back(std::move(a));
   }
 };
 
@@ -207,7 +231,7 @@ class BarrierInserter {
   BarrierInserter(const Var* tx, const Memory& memory, KernelBarriers* kernel, int64_t named_threads = 0,
                   int64_t barrier_id = kConsumerBarrierId, std::optional<ThreadRange> range = std::nullopt)
       : tx_(tx), memory_(memory), kernel_(kernel), named_threads_(named_threads), barrier_id_(barrier_id),
-        range_(range) {}
+        range_(range), slots_(tx, range.value_or(ThreadRange{0, named_threads ? named_threads : kernel->threads})) {}
 
   /// Rewrites `s` starting from `state`; leaves in `state` what is pending afterwards.
   Stmt Run(const Stmt& s, State* state) {
@@ -245,7 +269,27 @@ class BarrierInserter {
       head.Visit(loop->extent);
       bool barrier = Access(head, state);
       barrier |= EnterLoop(s, state);
-      Stmt body = RunLoop(loop->body, state);
+      slots_.BindLoop(loop->var.get(), loop->min, loop->extent);
+      const int64_t first_id = kernel_->next_id;
+      State entered = *state;
+      Stmt body = RunLoop(loop->body, state, loop->var);
+      const int inside = CountBarriers(body);
+      if (inside > 0 && !barrier) {
+        // Barriers inside the loop that only order it after what was pending before it
+        // (upstream's sparse MLA producer: its slots differ from one iteration to the
+        // next, but not from the outer loop's previous round) run once in front instead.
+        const int64_t after_id = kernel_->next_id;
+        kernel_->next_id = first_id;
+        State fresh = entered;
+        fresh.Barrier();
+        Stmt hoisted = RunLoop(loop->body, &fresh, loop->var);
+        if (CountBarriers(hoisted) < inside) {
+          *state = fresh;
+          return WithBarrier(true, For::Make(loop->var, loop->min, loop->extent, loop->for_kind, hoisted,
+                                             loop->annotations, loop->span));
+        }
+        kernel_->next_id = after_id;
+      }
       return WithBarrier(barrier, For::Make(loop->var, loop->min, loop->extent, loop->for_kind, body,
                                             loop->annotations, loop->span));
     }
@@ -278,14 +322,41 @@ class BarrierInserter {
   bool Access(const AccessCollector& acc, State* state) {
     TL_ICHECK(!memory_.Aliases(acc.All(), state->in_flight))
         << "shared bytes reused while a cp.async into them may be in flight (see cuda-plan-shared-memory)";
-    bool conflict = memory_.Intersects(acc.reads, state->writes) || memory_.Intersects(acc.writes, state->reads) ||
-                    memory_.Intersects(acc.writes, state->writes) ||
+    bool conflict = Conflicts(acc.reads, acc.read_slots, false, state->writes, state->write_slots, true) ||
+                    Conflicts(acc.writes, acc.write_slots, true, state->reads, state->read_slots, false) ||
+                    Conflicts(acc.writes, acc.write_slots, true, state->writes, state->write_slots, true) ||
                     memory_.Aliases(acc.async_writes, state->Accessed());
     if (conflict) state->Barrier();
     state->reads.insert(acc.reads.begin(), acc.reads.end());
     state->writes.insert(acc.writes.begin(), acc.writes.end());
+    cuda::MergeSlots(&state->read_slots, acc.read_slots);
+    cuda::MergeSlots(&state->write_slots, acc.write_slots);
     state->in_flight.insert(acc.async_writes.begin(), acc.async_writes.end());
     return conflict;
+  }
+
+  /// Whether this unit's accesses `cur` (writes when `cur_write`) conflict with pending ones:
+  /// the same memory, unless every pair of accesses of one buffer is independent
+  /// (barrier_slots.h).
+  bool Conflicts(const BufferSet& cur, const cuda::SlotAccesses& cur_slots, bool cur_write, const BufferSet& pending,
+                 const cuda::SlotAccesses& pending_slots, bool pending_write) {
+    for (const BufferNode* x : cur) {
+      for (const BufferNode* y : pending) {
+        if (x != y) {
+          if (memory_.SharesBytes(x, y)) return true;
+          continue;
+        }
+        auto c = cur_slots.find(x);
+        auto p = pending_slots.find(y);
+        if (c == cur_slots.end() || p == pending_slots.end()) return true;
+        for (const cuda::SlotAccess& a : c->second) {
+          for (const cuda::SlotAccess& b : p->second) {
+            if (!slots_.Independent(a, cur_write, b, pending_write)) return true;
+          }
+        }
+      }
+    }
+    return false;
   }
 
   /// A loop reusing bytes of buffers pending from before it takes one barrier in front,
@@ -296,10 +367,12 @@ class BarrierInserter {
     return true;
   }
 
-  Stmt RunLoop(const Stmt& body, State* state) {
+  Stmt RunLoop(const Stmt& body, State* state, const VarRef& var = nullptr) {
     // What one iteration leaves pending reaches the next iteration's start.
     State dry;
     Run(body, &dry);
+    cuda::CarrySlots(&dry.read_slots, var);
+    cuda::CarrySlots(&dry.write_slots, var);
     State start = *state;
     start.Merge(dry);
     State entry = *state;
@@ -372,6 +445,13 @@ class BarrierInserter {
     return inner.Run(branch, &fresh);
   }
 
+  /// The barriers in `s` (those of its loops counted once).
+  static int CountBarriers(const Stmt& s) {
+    int n = 0;
+    ForEachExpr(s, [&](const Expr& e) { n += HasEffect(As<Call>(e), kBarrier); });
+    return n;
+  }
+
   static bool ContainsBarrier(const Stmt& s) {
     bool found = false;
     ForEachExpr(s, [&](const Expr& e) { found |= HasEffect(As<Call>(e), kBarrier); });
@@ -399,6 +479,7 @@ class BarrierInserter {
   int64_t named_threads_;
   int64_t barrier_id_;
   std::optional<ThreadRange> range_;
+  cuda::SlotProver slots_;  ///< which same-buffer accesses are each thread's own slots
 };
 
 class KernelVisitor : public IRMutator {
