@@ -6,7 +6,7 @@
 # _SKIP_BENCH, _SKIP_OVERHEAD, _SKIP_PEER; GPU_RUN_REUSE_BUILD=1 (a warm machine's build);
 # GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED, _FUZZ_KINDS=hopper,...); GPU_RUN_FUZZ_REPLAY="a-b c-d";
 # GPU_RUN_LOAD_CYCLES=N; GPU_RUN_PROBE=1 (small kernels vs upstream, scripts/small_kernels_probe.py;
-# + _VARIANTS="name:key=v,..." our side under other pass configs, _NCU=0 without ncu); GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
+# + _VARIANTS="name:key=v,..." our side under other pass configs, _NCU=0 without ncu, _NAMES="smla" which kernels); GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
 # (our side against a recorded control); GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH): upstream's
 # regression_*.py side by side. Logs of the long steps go under $OUT.
 set -uo pipefail
@@ -152,8 +152,9 @@ if [ "${GPU_RUN_PROBE:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .
   mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
   [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
   probe_out="${OUT:-/tmp}/probe"; mkdir -p "$probe_out"
-  "$PY" scripts/small_kernels_probe.py --out "$probe_out" 2>&1 | grep -v "^\[tilelang\]"
-  PYTHONPATH=/tmp/upstream-tilelang python3 scripts/small_kernels_probe.py --out "$probe_out" 2>&1 | grep -E "^upstream "
+  "$PY" scripts/small_kernels_probe.py --out "$probe_out" ${GPU_RUN_PROBE_NAMES:-} 2>&1 | grep -v "^\[tilelang\]"
+  PYTHONPATH=/tmp/upstream-tilelang python3 scripts/small_kernels_probe.py --out "$probe_out" ${GPU_RUN_PROBE_NAMES:-} 2>&1 \
+    | grep -E "^upstream "
   # GPU_RUN_PROBE_VARIANTS="name:key=v,key=v name2:...": our side again under each set of pass configs
   for v in ${GPU_RUN_PROBE_VARIANTS:-}; do
     PROBE_VARIANT="${v%%:*}" TILELANG_PASS_CONFIGS="${v#*:}" "$PY" scripts/small_kernels_probe.py --out "$probe_out" 2>&1 \
@@ -161,9 +162,9 @@ if [ "${GPU_RUN_PROBE:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .
   done
   [ "${GPU_RUN_PROBE_NCU:-1}" = "1" ] || ncu_skip=1
   ncu_="ncu --clock-control none --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
-  for n in $([ -z "${ncu_skip:-}" ] && echo gemm gqa mha); do
-    timeout 120 $ncu_ -k regex:"main|matmul" "$PY" scripts/small_kernels_probe.py --out /tmp --ncu $n > "$probe_out/ncu_ours_$n.txt" 2>&1
-    PYTHONPATH=/tmp/upstream-tilelang timeout 120 $ncu_ -k regex:"main|matmul" python3 scripts/small_kernels_probe.py --out /tmp --ncu $n \
+  for n in $([ -z "${ncu_skip:-}" ] && echo ${GPU_RUN_PROBE_NAMES:-gemm gqa mha}); do
+    timeout 120 $ncu_ -k regex:"main|matmul|sparse_mla" "$PY" scripts/small_kernels_probe.py --out /tmp --ncu $n > "$probe_out/ncu_ours_$n.txt" 2>&1
+    PYTHONPATH=/tmp/upstream-tilelang timeout 120 $ncu_ -k regex:"main|matmul|sparse_mla" python3 scripts/small_kernels_probe.py --out /tmp --ncu $n \
       > "$probe_out/ncu_upstream_$n.txt" 2>&1
   done
 fi

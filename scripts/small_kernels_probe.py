@@ -39,7 +39,24 @@ def mha(ex):  # regression_example_mha_fwd_bshd
     return m.flashattn(1, 32, 256, 128, False, block_M=128, block_N=128, num_stages=1, threads=128)
 
 
-KERNELS = {"gemm": gemm, "gemm4k": gemm4k, "gqa": gqa, "mha": mha}
+def smla(ex):  # regression_tilelang_example_deepseek_v32's sparse_mla_fwd_pipelined, with its inputs
+    import torch
+
+    m = _load(ex, "deepseek_v32", "sparse_mla_fwd_pipelined")
+    B, S, SKV, H, HKV, DQK, topk, start = 1, 4096, 8192, 128, 1, 576, 2048, 1024
+    torch.random.manual_seed(0)
+    q = (torch.randn((B, S, H, DQK), dtype=torch.bfloat16, device="cuda") / 10).clamp_(-10, 10)
+    kv = (torch.randn((B, SKV, HKV, DQK), dtype=torch.bfloat16, device="cuda") / 10).clamp_(-10, 10)
+    indices = torch.full((B, S, HKV, topk), SKV, dtype=torch.int32, device="cuda")
+    for t in range(S):
+        i_i = torch.randperm(min(max(1, t + start), SKV))[:topk]
+        indices[0, t, 0, :len(i_i)] = i_i
+    kernel = m.sparse_mla_fwd_interface(q, kv, indices, start, 1, return_kernel=True)
+    starts = torch.tensor([start], dtype=torch.int32, device="cuda")
+    return kernel, (q, kv, indices, starts)
+
+
+KERNELS = {"gemm": gemm, "gemm4k": gemm4k, "gqa": gqa, "mha": mha, "smla": smla}
 
 
 def main():
@@ -58,8 +75,21 @@ def main():
     for name in a.names or KERNELS:
         try:
             kernel = KERNELS[name](a.examples)
+            inputs = None
+            if isinstance(kernel, tuple):  # (kernel, the inputs to call it with)
+                kernel, inputs = kernel
             with open(os.path.join(a.out, f"{side}_{name}.cu"), "w") as f:
                 f.write(kernel.get_kernel_source())
+            if inputs is not None:
+                from tilelang.profiler import do_bench
+
+                for _ in range(4 if a.ncu else 1):
+                    kernel(*inputs)
+                torch.cuda.synchronize()
+                if not a.ncu:
+                    ms = do_bench(lambda: kernel(*inputs), backend="cupti")
+                    print(f"{side} {name}: cupti {ms:.4f} ms", flush=True)
+                continue
             prof = kernel.get_profiler()
             if a.ncu:
                 for _ in range(4):
