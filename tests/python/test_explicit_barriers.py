@@ -433,8 +433,8 @@ def test_stage_gemms_elsewhere_keep_mma_sync_until_checked():
 
 
 def cp_async_handoff(M=64, N=64, K=256, bK=32, dtype="float16"):
-    """C = A @ B with the loader warpgroup's threads copying each A/B tile pair 16 bytes at a
-    time with T.ptx_cp_async and signalling with T.cp_async_barrier_noinc (each arrival lands
+    """C = A @ B with the loader warpgroup's threads copying each A/B tile pair 16 bytes (8
+    elements, as upstream counts them) at a time with T.ptx_cp_async and signalling with T.cp_async_barrier_noinc (each arrival lands
     with its copies), as upstream's hand-pipelined sparse MLA forward loads its rows."""
     chunks_a, chunks_b = M * bK // 8, bK * N // 8  # 16-byte chunks of float16
 
@@ -455,11 +455,11 @@ def cp_async_handoff(M=64, N=64, K=256, bK=32, dtype="float16"):
                     for c in T.serial(chunks_a // 128):
                         f = c * 128 + (tx - 128)
                         T.ptx_cp_async(T.access_ptr(A_s[f // (bK // 8), f % (bK // 8) * 8], "w"),
-                                       T.access_ptr(A[f // (bK // 8), k * bK + f % (bK // 8) * 8], "r"), 16)
+                                       T.access_ptr(A[f // (bK // 8), k * bK + f % (bK // 8) * 8], "r"), 8)
                     for c in T.serial(chunks_b // 128):
                         f = c * 128 + (tx - 128)
                         T.ptx_cp_async(T.access_ptr(B_s[f // (N // 8), f % (N // 8) * 8], "w"),
-                                       T.access_ptr(B[k * bK + f // (N // 8), f % (N // 8) * 8], "r"), 16)
+                                       T.access_ptr(B[k * bK + f // (N // 8), f % (N // 8) * 8], "r"), 8)
                     T.cp_async_barrier_noinc(loaded)
                 with T.ws(0):
                     T.barrier_wait(loaded, k % 2)
@@ -478,14 +478,51 @@ def test_cp_async_handoff_matches_numpy(rng):
     assert_close(c, f64(a) @ f64(b), "float16")
 
 
+def predicated_cp_async(n_elems, dtype="float16"):
+    """Each of 64 threads copies `n_elems` elements of X into S with T.ptx_cp_async, those with
+    tx % 3 == 0 under a false predicate (zeros instead), then waits on the copies' barrier."""
+    N = 64 * n_elems
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), dtype), Y: T.Tensor((N,), dtype)):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((N,), dtype)
+            landed = T.alloc_barrier(arrive_count=64)
+            tx = T.get_thread_binding()
+            T.ptx_cp_async(T.access_ptr(S[tx * n_elems], "w"), T.access_ptr(X[tx * n_elems], "r"), n_elems,
+                           predicate=tx % 3 != 0)
+            T.cp_async_barrier_noinc(landed)
+            T.barrier_wait(landed, 0)
+            for i in T.Parallel(N):
+                Y[i] = S[i]
+
+    return main
+
+
+@pytest.mark.parametrize("n_elems,dtype", [(8, "float16"), (4, "float16"), (2, "float16"), (4, "float32")])
+def test_ptx_cp_async_counts_elements_and_zero_fills(rng, n_elems, dtype):
+    x = rand(rng, (64 * n_elems,), dtype)
+    y = poison((64 * n_elems,), dtype)
+    compile_cpu(predicated_cp_async(n_elems, dtype))(x, y)
+    want = x.reshape(64, n_elems).copy()
+    want[np.arange(64) % 3 == 0] = 0
+    assert_close(y, want.reshape(-1), dtype)
+
+
+def test_ptx_cp_async_source_has_the_bytes():
+    src, _ = cuda_source(predicated_cp_async(8))
+    assert "tl::ptx_cp_async(" in src and ", 16, ((tx % 3) != 0))" in src.replace("tl::floormod(tx, 3)", "(tx % 3)"), src
+
+
 def test_cp_async_handoff_cuda_source():
     src, remarks = cuda_source(cp_async_handoff())
     assert src.count("tl::ptx_cp_async(") == 2 and "tl::mbarrier_cp_async_arrive((&loaded[0]));" in src, src
 
 
 @pytest.mark.parametrize("body, message", [
-    ("T.ptx_cp_async(T.access_ptr(S[0], 'w'), T.access_ptr(X[0], 'r'), 12)", "bytes must be 4, 8 or 16"),
-    ("T.ptx_cp_async(S[0], T.access_ptr(X[0], 'r'), 16)", "dst must be an address"),
+    ("T.ptx_cp_async(T.access_ptr(S[0], 'w'), T.access_ptr(X[0], 'r'), 6)", "are 4, 8 or 16, got 6"),
+    ("T.ptx_cp_async(T.access_ptr(S[0], 'w'), T.access_ptr(X[0], 'r'), 16)", "are 4, 8 or 16, got 16"),
+    ("T.ptx_cp_async(S[0], T.access_ptr(X[0], 'r'), 8)", "dst must be an address"),
     ("T.cp_async_barrier_noinc(S[0])", "the barrier must come from T.alloc_barrier"),
 ])
 def test_cp_async_refusals_point_at_the_line(tmp_path, body, message):

@@ -110,18 +110,32 @@ def cp_async_barrier_noinc(mbarrier):
     _emit_call("mbarrier_cp_async_arrive", [barrier_address(mbarrier, "T.cp_async_barrier_noinc")])
 
 
-def ptx_cp_async(dst, src, bytes):
-    """This thread's asynchronous copy of `bytes` (4, 8 or 16) bytes from global memory (`src`,
-    T.access_ptr of a tensor element) into shared memory (`dst`, of a tile element); the
-    program waits for it through an mbarrier (T.cp_async_barrier_noinc, then a wait). The
-    CPU target copies at once."""
+def ptx_cp_async(dst, src, num_elems, predicate=None):
+    """This thread's asynchronous copy of `num_elems` elements (of dst's type: 4, 8 or 16
+    bytes in all, as upstream counts them) from global memory (`src`, T.access_ptr of a
+    tensor element) into shared memory (`dst`, T.access_ptr of a tile element); with
+    `predicate` false the destination is zero-filled instead. The program waits for it
+    through an mbarrier (T.cp_async_barrier_noinc, then a wait). The CPU target copies at
+    once."""
+    from .extern import Address
+
     _b.require_kernel("T.ptx_cp_async")
-    if not _is_int(bytes) or bytes not in (4, 8, 16):
-        raise _b._UserError(f"T.ptx_cp_async: bytes must be 4, 8 or 16 (a constant), got {bytes!r}")
     for what, ptr in (("dst", dst), ("src", src)):
         if not isinstance(ptr, PrimExpr) or ptr.node.dtype != "handle":
             raise _b._UserError(f"T.ptx_cp_async: {what} must be an address (T.access_ptr(...)), got {ptr!r}")
-    _emit_call("ptx_cp_async", [dst.node, src.node, _tl.const_int(bytes, "int32")])
+    if not isinstance(dst, Address):
+        raise _b._UserError("T.ptx_cp_async: dst must be T.access_ptr(...) of a shared tile's element (its type "
+                            "gives the bytes num_elems stands for)")
+    elem_bits = dst.pointee.bits
+    if not _is_int(num_elems) or num_elems <= 0 or (num_elems * elem_bits) % 8 \
+            or (num_elems * elem_bits) // 8 not in (4, 8, 16):
+        raise _b._UserError(f"T.ptx_cp_async: num_elems must be a constant whose bytes ({dst.pointee} elements) "
+                            f"are 4, 8 or 16, got {num_elems!r}")
+    nbytes = (num_elems * elem_bits) // 8
+    args = [dst.node, src.node, _tl.const_int(nbytes, "int32")]
+    if predicate is not None:
+        args.append(as_expr(predicate).node)
+    _emit_call("ptx_cp_async", args)
 
 
 def mbarrier_expect_tx(mbarrier, tx):

@@ -65,6 +65,17 @@ def call_extern(*args, dtype=None, span=None):
     return PrimExpr(_tl.call(dt, EXTERN_PREFIX + name, nodes))
 
 
+class Address(PrimExpr):
+    """An element's address (T.access_ptr), knowing the element type it points to: what
+    T.ptx_cp_async counts its elements in."""
+
+    __slots__ = ("pointee",)
+
+    def __init__(self, node, pointee):
+        super().__init__(node)
+        self.pointee = pointee
+
+
 def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_last_ndim=0):
     """The address of a tile's (or tensor's) element: its first element, `offset` elements
     further (row-major), or the element `base` names (``A[i, j]``). `access_type` ("r",
@@ -82,7 +93,8 @@ def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_la
     else:
         raise _b._UserError(f"T.access_ptr: base must be a tile or tensor (or one of its elements), got "
                             f"{type(base).__name__}")
-    addr = PrimExpr(_tl.call("handle", "address_of", [load.node]))
+    addr = Address(_tl.call("handle", "address_of", [load.node]), base.buffer.dtype if isinstance(base, BufferRef)
+                   else base.dtype)
     if not (isinstance(offset, numbers.Integral) and offset == 0):
         raise _b._UserError("T.access_ptr: an offset with an element base (A[i, j]) is not supported; index the "
                             "element instead")

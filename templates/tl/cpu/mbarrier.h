@@ -73,5 +73,13 @@ namespace tl {
 inline void ptx_cp_async(void* dst, const void* src, int32_t bytes) {
   std::memcpy(dst, src, static_cast<size_t>(bytes));
 }
+/// With a predicate: zeros instead when it is false (the source is not read).
+inline void ptx_cp_async(void* dst, const void* src, int32_t bytes, bool pred) {
+  if (pred) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+  } else {
+    std::memset(dst, 0, static_cast<size_t>(bytes));
+  }
+}
 
 }  // namespace tl

@@ -152,7 +152,8 @@ TL_DEVICE void cp_async_16_partial(void* smem_dst, const void* gmem_src, int src
                : "memory");
 }
 
-/// T.ptx_cp_async(dst, src, bytes): this thread's cp.async of 4, 8 or 16 bytes (a constant).
+/// T.ptx_cp_async(dst, src, n): this thread's cp.async of 4, 8 or 16 bytes (a constant: the
+/// front end turns the element count into bytes).
 TL_DEVICE void ptx_cp_async(void* smem_dst, const void* gmem_src, int bytes) {
   if (bytes == 16) {
     cp_async_16(smem_dst, gmem_src);
@@ -160,6 +161,17 @@ TL_DEVICE void ptx_cp_async(void* smem_dst, const void* gmem_src, int bytes) {
     cp_async_8(smem_dst, gmem_src);
   } else {
     cp_async_4(smem_dst, gmem_src);
+  }
+}
+/// T.ptx_cp_async(dst, src, n, predicate): zero-fills the destination when pred is false
+/// (the source is not read then).
+TL_DEVICE void ptx_cp_async(void* smem_dst, const void* gmem_src, int bytes, bool pred) {
+  if (bytes == 16) {
+    cp_async_zfill_16(smem_dst, gmem_src, pred);
+  } else if (bytes == 8) {
+    cp_async_zfill_8(smem_dst, gmem_src, pred);
+  } else {
+    cp_async_zfill_4(smem_dst, gmem_src, pred);
   }
 }
 
