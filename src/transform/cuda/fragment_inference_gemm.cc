@@ -53,11 +53,9 @@ bool ArchBefore80(const std::string& arch) {
 void FragmentLayoutInference::Visit_(const GemmOp* op) {
   // Under a branch on a range of whole warps that starts on a multiple of its size, the
   // GEMM is the range's (fragment_inference_range.cc): its rules below see that many threads.
-  std::optional<ThreadRange> range = PartialRange();
+  std::optional<ThreadRange> range = OwnRange(op);
   const int64_t size = range ? range->hi - range->lo : 0;
-  const bool own = range && UsedOnlyIn(op->c.buffer, *range) &&
-                   (!IsFragment(op->a.buffer) || UsedOnlyIn(op->a.buffer, *range));
-  if (own && size % 32 == 0 && range->lo % size == 0) {
+  if (range && size % 32 == 0 && range->lo % size == 0) {
     num_threads_ = size;
     first_thread_ = range->lo;
     RuleGemm(op);

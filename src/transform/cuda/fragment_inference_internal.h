@@ -85,12 +85,9 @@ class FragmentLayoutInference : public ir::IRVisitor {
   bool UseWgmma(const ir::GemmOp* op);
 
   // fragment_inference_range.cc
-  void Visit_(const ir::IfThenElse* op) override;
-  void Visit_(const ir::LetStmt* op) override;
-  /// The range of threads running the statement being visited, when a branch on the thread
-  /// index selects one narrower than the block; nullopt under no such branch or an unknown
-  /// one. A GEMM there runs on those threads only (GemmThreads).
-  std::optional<ThreadRange> PartialRange() const;
+  /// The threads `op` runs on when its accumulator (and a register A) is used only under
+  /// branches selecting one range of the block's threads, narrower than the block.
+  std::optional<ThreadRange> OwnRange(const ir::GemmOp* op) const;
   /// `l` as held by the threads the GEMM being visited runs on (ThreadRangeLayout from the
   /// first of them; `l` itself at the block's first thread).
   layout::FragmentLayoutRef Held(const layout::FragmentLayoutRef& l) const;
@@ -107,10 +104,7 @@ class FragmentLayoutInference : public ir::IRVisitor {
   int64_t block_threads_;
   int64_t first_thread_ = 0;  ///< the first of them
   const ir::Var* tx_ = nullptr;
-  std::unordered_set<const ir::Var*> tx_aliases_, thread_vars_;
-  bool range_known_ = true;
-  std::optional<ThreadRange> range_;  ///< under a branch on a range of threads (else: all)
-  std::unordered_map<const ir::BufferNode*, FragmentUses> use_ranges_;
+  std::unordered_map<const ir::BufferNode*, FragmentUses> use_ranges_;  ///< NoteUseRanges
   std::string arch_;
   WgmmaOptions wgmma_;  ///< the optional wgmma paths (pass configs)
 };
