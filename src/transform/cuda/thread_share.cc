@@ -64,16 +64,20 @@ Stmt ThreadShare::InRange(const std::optional<ThreadRange>& range, const Stmt& b
   sub_used_ = false;
   Stmt out = mutate(body);
   const bool used_here = sub_used_;
-  const int64_t lo = part_lo_;
+  const int64_t lo = part_lo_, size = part_threads_;
   part_tx_ = prev;
   part_threads_ = prev_threads;
   part_lo_ = prev_lo;
   unranged_ = prev_unranged;
   // Work here spread over the enclosing range's numbers keeps that range's let needed.
   sub_used_ = prev_used || (!narrowed && used_here);
-  if (sub && used_here) {  // the thread's number within the range: tx - lo
-    Stmt let = LetStmt::Make(sub, Binary::Make(BinOp::kSub, tx_, MakeInt(lo, tx_->dtype)), body->span);
-    out = Seq::Make({let, out}, body->span);
+  if (sub && used_here) {
+    // The thread's number within the range: tx - lo, written tx % size when the range starts
+    // on a multiple of its size (the same number there, and one the simplifier knows is in
+    // [0, size), so divisions of it by powers of two become shifts).
+    Expr number = lo % size == 0 ? Binary::Make(BinOp::kFloorMod, tx_, MakeInt(size, tx_->dtype))
+                                 : Binary::Make(BinOp::kSub, tx_, MakeInt(lo, tx_->dtype));
+    out = Seq::Make({LetStmt::Make(sub, number, body->span), out}, body->span);
   }
   return out;
 }
