@@ -343,17 +343,7 @@ class CPrinter {
         Line() << "}\n";
         return;
       }
-      case NodeKind::kIfThenElse: {
-        const auto* op = As<IfThenElse>(s);
-        Line() << "if (" << Print(op->cond) << ") {\n";
-        EmitBody(op->then_case);
-        if (op->else_case) {
-          Line() << "} else {\n";
-          EmitBody(op->else_case);
-        }
-        Line() << "}\n";
-        return;
-      }
+      case NodeKind::kIfThenElse: return EmitIf(As<IfThenElse>(s));
       case NodeKind::kLetStmt: {
         const auto* op = As<LetStmt>(s);
         std::string value = Print(op->value);
@@ -388,6 +378,16 @@ class CPrinter {
   /// T.print ("tl.print:<label>" from every thread, "tl.print1:<label>" once per block;
   /// each "{}" of the label is one of the values) becomes a printf; other attributes are
   /// hints that leave a comment.
+  virtual void EmitIf(const IfThenElse* op) {
+    Line() << "if (" << Print(op->cond) << ") {\n";
+    EmitBody(op->then_case);
+    if (op->else_case) {
+      Line() << "} else {\n";
+      EmitBody(op->else_case);
+    }
+    Line() << "}\n";
+  }
+
   virtual void EmitAttr(const AttrStmt* op) {
     if (op->key.rfind(kImportSourcePrefix, 0) == 0) return;  // at the top of the file (ImportedSources)
     if (op->key == "tl.tma_store") return;  // T.tma_copy's store request: a plain copy where TMA is not used

@@ -531,11 +531,11 @@ class JITKernel:
         if status != 0:
             if status >> 24 == _MBARRIER_STATUS >> 24:
                 raise TileLangRuntimeError(
-                    f"kernel {self.name!r}: the mbarrier wait at line {status & 0xFFFFFF} can never complete when "
-                    "the block's threads run in program order (the CPU target's lockstep emulation): the arrivals "
-                    "or bytes it waits for come later in the program (in a warpgroup that a GPU runs at the same "
-                    "time as this one, which the CPU target does not emulate: run this kernel on CUDA), or never "
-                    "(it would hang on a GPU too)")
+                    f"kernel {self.name!r}: the mbarrier wait at line {status & 0xFFFFFF} can never complete on "
+                    "the CPU target: the arrivals or bytes it waits for never come (a GPU would hang too), or come "
+                    "later in program order from threads the CPU's emulation does not run at the same time (it "
+                    "runs warpgroups concurrently only as the branches of a top-level condition on the thread "
+                    "index, outside loops; run this kernel on CUDA)")
             raise TileLangRuntimeError(f"kernel {self.name!r} failed with status {status}")
         if not outputs:
             return None

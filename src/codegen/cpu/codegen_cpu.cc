@@ -156,6 +156,31 @@ class CpuCodegen : public CPrinter {
     }
   }
 
+  /// Warpgroup roles (cpu/emulate_roles.cc): `tl.cpu_roles`, then `if (cpu_role(i))` per
+  /// role, then `tl.cpu_roles_end` become functions that tl::cpu::Roles runs at the same time.
+  void EmitAttr(const AttrStmt* op) override {
+    if (op->key == "tl.cpu_roles") {
+      Line() << "{  // warpgroup roles that wait on each other: run at the same time\n";
+      ++indent_;
+      Line() << "tl::cpu::Roles tl_roles;\n";
+      return;
+    }
+    if (op->key == "tl.cpu_roles_end") {
+      Line() << "tl_roles.run();\n";
+      --indent_;
+      Line() << "}\n";
+      return;
+    }
+    CPrinter::EmitAttr(op);
+  }
+  void EmitIf(const IfThenElse* op) override {
+    const auto* role = As<Call>(op->cond);
+    if (!role || role->op != "cpu_role") return CPrinter::EmitIf(op);
+    Line() << "tl_roles.add([&]() {\n";
+    EmitBody(op->then_case);
+    Line() << "});\n";
+  }
+
   void EmitKernel(const KernelLaunch* op) override {
     Line() << "// T.Kernel: grid (";
     for (size_t i = 0; i < op->grid.size(); ++i) os_ << (i ? ", " : "") << Print(op->grid[i]);

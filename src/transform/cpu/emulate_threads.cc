@@ -39,7 +39,21 @@ namespace cpu {
 void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
   if (!s) return;
   if (const auto* seq = As<Seq>(s)) {
-    for (const Stmt& c : seq->stmts) Emit(c, mask, out);
+    for (size_t i = 0; i < seq->stmts.size(); ++i) {
+      // Sibling branches on disjoint thread ranges that wait on each other (`with T.ws(0):`
+      // then `with T.ws(1):`): roles that run at the same time (emulate_roles.cc).
+      const size_t run = mask ? 0 : RoleRun(seq->stmts, i);
+      if (run < 2) {
+        Emit(seq->stmts[i], mask, out);
+        continue;
+      }
+      for (size_t k = i; k < i + run; ++k) {
+        in_role_chain_ = true;
+        EmitBranch(As<IfThenElse>(seq->stmts[k]), seq->stmts[k], mask, out);
+      }
+      EmitRoles(out, seq->stmts[i]->span);
+      i += run - 1;
+    }
     return;
   }
   if (const auto* let = As<LetStmt>(s)) {
@@ -162,14 +176,32 @@ void ThreadEmulator::EmitBranch(const IfThenElse* br, const Stmt& s, const Expr&
   }
   std::optional<ThreadRange> prev = range_;
   bool prev_ws = ws_scope_;
+  // Branches that wait on each other's mbarriers run as concurrent roles (emulate_roles.cc):
+  // each branch's statements go to a role of their own, an `elif` continuing the chain.
+  const bool chain = in_role_chain_;
+  const bool roles = chain || RoleSplit(br, mask, range.has_value());
+  in_role_chain_ = false;
   range_ = range;
   ws_scope_ = range && IsWarpgroupScope(br->then_case);
-  Emit(br->then_case, And(mask, on), out);
+  std::vector<Stmt> role;
+  Emit(br->then_case, And(mask, on), roles ? &role : out);
+  if (roles) roles_.push_back(std::move(role));
   range_ = other;
   ws_scope_ = false;
-  Emit(br->else_case, And(mask, Not::Make(on)), out);
+  const auto* elif = br->else_case ? As<IfThenElse>(br->else_case) : nullptr;
+  if (roles && elif && Varying(elif->cond) && other) {
+    in_role_chain_ = true;
+    EmitBranch(elif, br->else_case, And(mask, Not::Make(on)), out);
+  } else if (roles) {
+    std::vector<Stmt> last;
+    Emit(br->else_case, And(mask, Not::Make(on)), &last);
+    if (!last.empty()) roles_.push_back(std::move(last));
+  } else {
+    Emit(br->else_case, And(mask, Not::Make(on)), out);
+  }
   range_ = prev;
   ws_scope_ = prev_ws;
+  if (roles && !chain) EmitRoles(out, s->span);
   return;
 }
 
@@ -197,7 +229,9 @@ void ThreadEmulator::EmitLoop(const For* loop, const Stmt& s, const Expr& mask, 
     return;
   }
   std::vector<Stmt> body;
+  ++loop_depth_;
   Emit(loop->body, mask, &body);
+  --loop_depth_;
   out->push_back(For::Make(loop->var, loop->min, loop->extent, loop->for_kind, Seq::Make(body, s->span),
                            loop->annotations, s->span));
   return;

@@ -245,6 +245,17 @@ class ThreadEmulator {
   std::unordered_map<const BufferNode*, FragmentUses> fragment_uses_;  ///< the threads each fragment is used on
   std::unordered_set<const BufferNode*> arrays_;  ///< arrays indexed by t
   bool ws_scope_ = false;  ///< emitting a `with T.ws(i):` body: its tile ops are the warpgroup's, run once
+  int loop_depth_ = 0;     ///< serial loops around the statement being emitted
+  /// Warpgroup roles (emulate_roles.cc): the statements of each branch of the top-level
+  /// `if tx < 128: ... elif ...: ... else: ...` being emitted, when the branches wait on
+  /// each other's mbarriers and so must run at the same time.
+  std::vector<std::vector<Stmt>> roles_;
+  bool in_role_chain_ = false;
+  bool RoleSplit(const IfThenElse* br, const Expr& mask, bool range_known) const;
+  /// How many statements from stmts[i] are sibling branches on disjoint thread ranges, one
+  /// of which waits on an mbarrier (0 when fewer than two).
+  size_t RoleRun(const std::vector<Stmt>& stmts, size_t i) const;
+  void EmitRoles(std::vector<Stmt>* out, const Span& span);
 };
 
 }  // namespace tl::transform::cpu

@@ -9,11 +9,17 @@
 /// A phase completes when it needs no more arrivals and no more bytes. A wait on a phase
 /// that has not completed can never be released in program order: it records its line,
 /// the kernel returns kMbarrierStatus | line, and the caller raises an error naming it.
+/// Inside warpgroup roles that run at the same time (roles.h) every operation holds the
+/// block's lock, and a wait sleeps until another role completes its phase.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+
+#include "roles.h"
 
 namespace tl::cpu {
 
@@ -38,9 +44,21 @@ inline void mbarrier_complete_if_done(uint64_t* bar) {
   if ((v & kMbarArrivals) == 0 && ((v >> 40) & kMbarTxMask) == 0) *bar = ((v ^ (1ull << 63)) & (1ull << 63)) | count | (count << 20);
 }
 
+/// Runs `update` on the barrier under the roles' lock when roles run (waking their waiters).
+template <typename F>
+inline void mbarrier_update(F update) {
+  RoleSync* roles = current_roles();
+  if (!roles) return update();
+  std::lock_guard<std::mutex> lock(roles->m);
+  update();
+  roles->cv.notify_all();
+}
+
 inline void mbarrier_arrive(uint64_t* bar) {
-  if (*bar & kMbarArrivals) *bar -= 1;
-  mbarrier_complete_if_done(bar);
+  mbarrier_update([&] {
+    if (*bar & kMbarArrivals) *bar -= 1;
+    mbarrier_complete_if_done(bar);
+  });
 }
 
 /// T.cp_async_barrier_noinc: the CPU's copies (T.ptx_cp_async) have landed already, so the
@@ -48,8 +66,10 @@ inline void mbarrier_arrive(uint64_t* bar) {
 inline void mbarrier_cp_async_arrive(uint64_t* bar) { mbarrier_arrive(bar); }
 
 inline void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
-  uint64_t tx = (((*bar >> 40) & kMbarTxMask) + bytes) & kMbarTxMask;
-  *bar = (*bar & ~(kMbarTxMask << 40)) | (tx << 40);
+  mbarrier_update([&] {
+    uint64_t tx = (((*bar >> 40) & kMbarTxMask) + bytes) & kMbarTxMask;
+    *bar = (*bar & ~(kMbarTxMask << 40)) | (tx << 40);
+  });
 }
 
 inline void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
@@ -60,7 +80,28 @@ inline void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
 /// Passes when the phase of parity `parity` has completed, i.e. the current phase has the
 /// other parity (a fresh barrier counts the phase of parity 1 as completed).
 inline void mbarrier_wait_parity(uint64_t* bar, uint32_t parity, int32_t line) {
-  if ((*bar >> 63) != (parity & 1u)) return;
+  auto done = [&] { return (*bar >> 63) != (parity & 1u); };
+  if (RoleSync* roles = current_roles()) {
+    std::unique_lock<std::mutex> lock(roles->m);
+    while (!done() && !roles->stuck) {
+      roles->waits.emplace_back(bar, parity);
+      if (roles->AllWaitingForever()) {
+        roles->stuck = true;  // no running role can complete a phase any of them waits for
+        roles->cv.notify_all();
+      } else {
+        roles->cv.wait(lock);
+      }
+      for (size_t i = 0; i < roles->waits.size(); ++i) {
+        if (roles->waits[i].first == bar && roles->waits[i].second == parity) {
+          roles->waits.erase(roles->waits.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+      }
+    }
+    if (done()) return;
+  } else if (done()) {
+    return;
+  }
   int32_t none = 0;
   mbarrier_failed_line().compare_exchange_strong(none, line);
 }

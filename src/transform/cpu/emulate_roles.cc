@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Warpgroup roles in the CPU's emulation of a block (emulate_threads.h).
+///
+/// Upstream's hand warp-specialized kernels give their warpgroups roles in one top-level
+/// `if tx < 128: ... elif tx < 256: ... else: ...` whose branches wait on each other's
+/// mbarriers (a producer fills stages the consumers wait for, the consumers free them): no
+/// program order of the branches runs them, so lockstep stops at the first wait that cannot
+/// pass. Such branches (or sibling branches on disjoint ranges, as `with T.ws(i):` blocks
+/// become) are roles that run at the same time, each its own lockstep
+/// emulation of its threads on a CPU thread of its own (templates/tl/cpu/roles.h); the
+/// mbarriers then block a role until another completes the phase, under one lock that also
+/// orders the tiles the roles hand each other. A wait that no running role can release
+/// fails the call with its line, as in lockstep.
+///
+/// In the IR: `tl.cpu_roles(n)`, then `if (cpu_role(i)) { role i }` for each role, then
+/// `tl.cpu_roles_end`; the C++ code generator makes each role a function run by
+/// tl::cpu::Roles.
+#include "emulate_threads.h"
+
+namespace tl::transform::cpu {
+
+namespace {
+
+bool Waits(const Stmt& s) {
+  bool waits = false;
+  ForEachExpr(s, [&](const Expr& e) {
+    const auto* c = As<Call>(e);
+    waits |= c && c->op == "mbarrier_wait_parity";
+  });
+  return waits;
+}
+
+}  // namespace
+
+/// A top-level branch on a range of the thread index whose statements wait on an mbarrier
+/// (outside any loop: the roles join at the chain's end, which a loop would repeat).
+bool ThreadEmulator::RoleSplit(const IfThenElse* br, const Expr& mask, bool range_known) const {
+  if (mask || loop_depth_ > 0 || !range_known || dims_.size() != 1) return false;
+  return Waits(br->then_case) || (br->else_case && Waits(br->else_case));
+}
+
+
+size_t ThreadEmulator::RoleRun(const std::vector<Stmt>& stmts, size_t i) const {
+  if (loop_depth_ > 0 || dims_.size() != 1) return 0;
+  std::vector<ThreadRange> taken;
+  bool waits = false;
+  size_t k = i;
+  for (; k < stmts.size(); ++k) {
+    const auto* br = As<IfThenElse>(stmts[k]);
+    if (!br || br->else_case || !Varying(br->cond)) break;
+    auto r = ThreadRangeOf(br->cond, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
+    if (!r || r->Empty()) break;
+    bool disjoint = true;
+    for (const ThreadRange& o : taken) disjoint &= r->hi <= o.lo || o.hi <= r->lo;
+    if (!disjoint) break;
+    taken.push_back(*r);
+    waits |= Waits(br->then_case);
+  }
+  return waits && k - i >= 2 ? k - i : 0;
+}
+
+void ThreadEmulator::EmitRoles(std::vector<Stmt>* out, const Span& span) {
+  std::vector<std::vector<Stmt>> roles = std::move(roles_);
+  roles_.clear();
+  const int64_t n = static_cast<int64_t>(roles.size());
+  out->push_back(AttrStmt::Make("tl.cpu_roles", {MakeInt(n)}, span));
+  for (int64_t i = 0; i < n; ++i) {
+    Expr which = Call::Make(DType::Bool(), "cpu_role", {MakeInt(i)});
+    out->push_back(IfThenElse::Make(which, Seq::Make(roles[i], span), nullptr, span));
+  }
+  out->push_back(AttrStmt::Make("tl.cpu_roles_end", {}, span));
+}
+
+}  // namespace tl::transform::cpu
