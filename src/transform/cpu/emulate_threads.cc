@@ -70,7 +70,12 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
   }
   if (const auto* alloc = As<Allocate>(s)) {
     const Buffer& b = alloc->buffer;
-    if (b->scope != Scope::kLocal && b->scope != Scope::kVar) {
+    // A fragment used as per-thread storage (per_thread_fragments.h): a copy per thread, as
+    // the CUDA target keeps it in each thread's registers.
+    const bool per_thread_fragment =
+        b->scope == Scope::kFragment && !alloc->init &&
+        HeldPerThread(b, body_, [&](const Expr& e) { return IsThreadIndexExpr(e); });
+    if (b->scope != Scope::kLocal && b->scope != Scope::kVar && !per_thread_fragment) {
       out->push_back(s);
       return;
     }

@@ -13,6 +13,7 @@
 #include "../region_util.h"
 #include "../explicit_barriers.h"
 #include "../fragment_uses.h"
+#include "../per_thread_fragments.h"
 #include "../thread_range.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
@@ -33,6 +34,7 @@ class ThreadEmulator {
   }
 
   Stmt Run(const Stmt& body) {
+    body_ = body;
     if (dims_.size() == 1) {
       fragment_uses_ = FragmentUseRanges(body, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
     }
@@ -68,6 +70,9 @@ class ThreadEmulator {
     f.Visit(s);
     return f.found;
   }
+
+  /// The thread index call itself (any axis): T.get_thread_binding(k).
+  static bool IsThreadIndexExpr(const Expr& e) { return HasEffect(As<Call>(e), kThreadIndex); }
 
   /// The (1-D) thread index itself: T.get_thread_binding(0) or a let bound to
   /// it.
@@ -246,6 +251,7 @@ class ThreadEmulator {
   std::unordered_set<const BufferNode*> arrays_;  ///< arrays indexed by t
   bool ws_scope_ = false;  ///< emitting a `with T.ws(i):` body: its tile ops are the warpgroup's, run once
   int loop_depth_ = 0;     ///< serial loops around the statement being emitted
+  Stmt body_;              ///< the kernel body being emulated
   /// Warpgroup roles (emulate_roles.cc): the statements of each branch of the top-level
   /// `if tx < 128: ... elif ...: ... else: ...` being emitted, when the branches wait on
   /// each other's mbarriers and so must run at the same time.

@@ -29,7 +29,7 @@
 #include "copy_lowering.h"
 #include "pass_helpers.h"
 #include "fragment_inference.h"
-#include "per_thread_fragments.h"
+#include "../per_thread_fragments.h"
 #include "lower_fragments.h"
 #include "thread_binding.h"
 
@@ -47,12 +47,13 @@ Stmt FragmentRewriter::Mutate_(const Allocate* op, const Stmt& self) {
                            " (" + std::to_string(it->second.layout->num_local()) + " per thread)");
     return Allocate::Make(regs, op->init, op->span);
   }
-  if (cuda::HeldPerThread(b, kernel_body, tx_.get())) {
+  const Var* tx = tx_.get();
+  if (HeldPerThread(b, kernel_body, [tx](const Expr& e) { return As<Var>(e) == tx; })) {
     Buffer local = BufferNode::Make(b->name, b->dtype, b->shape, Scope::kLocal, b->strides);
     demoted_[b.get()] = local;
     ctx_.remarks.push_back("fragment " + b->name +
                            ": registers, a copy per thread (used element by element, written outside T.Parallel "
-                           "loops by every thread alike)");
+                           "loops by every thread that uses it alike)");
     return Allocate::Make(local, op->init, op->span);
   }
   Buffer shared = BufferNode::Make(b->name, b->dtype, b->shape, Scope::kShared, b->strides);
