@@ -7,7 +7,6 @@
 /// GEMM's own warp count, so the range must start on a multiple of its size; a range that
 /// does not is left to the lowering, which refuses the GEMM at its line, and so is a GEMM
 /// whose accumulator is also used outside the branch (other threads would need it).
-#include <algorithm>
 
 #include "fragment_inference_internal.h"
 #include "../fragment_uses.h"

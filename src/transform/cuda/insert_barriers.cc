@@ -274,7 +274,8 @@ class BarrierInserter {
       State entered = *state;
       Stmt body = RunLoop(loop->body, state, loop->var);
       const int inside = CountBarriers(body);
-      if (inside > 0 && !barrier) {
+      // (with nothing pending before the loop, a barrier in front would change nothing)
+      if (inside > 0 && !barrier && !(entered.reads.empty() && entered.writes.empty())) {
         // Barriers inside the loop that only order it after what was pending before it
         // (upstream's sparse MLA producer: its slots differ from one iteration to the
         // next, but not from the outer loop's previous round) run once in front instead.

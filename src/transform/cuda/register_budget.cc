@@ -95,7 +95,7 @@ class Budget : public IRMutator {
   }
 
   int64_t threads_;
-  const std::string& why_not_;
+  std::string why_not_;
   PassContext& ctx_;
   std::unordered_set<const Var*> aliases_;
   std::optional<ThreadRange> range_;
