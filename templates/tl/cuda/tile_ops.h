@@ -22,8 +22,14 @@
 #error "include tl_cuda.h before tile_ops.h"
 #endif
 
+#include "mma_operand.h"
+
+#ifndef TL_MMA_SPLIT_ADDRESSES
+#define TL_MMA_SPLIT_ADDRESSES 1  // gemm_ss_mma / gemm_rs: ldmatrix addresses split as mma_operand.h says (0: per-read swizzle)
+#endif
+
 #ifndef TL_MMA_PREFETCH_FRAGMENTS
-#define TL_MMA_PREFETCH_FRAGMENTS 1  // gemm_ss_mma: the next k-step's fragments load during this one's mmas
+#define TL_MMA_PREFETCH_FRAGMENTS 1  // gemm_ss's Prefetch default: the next k-step's fragments load during this one's mmas
 #endif
 
 namespace tl {
@@ -70,47 +76,22 @@ TL_DEVICE void cast_copy(D* dst, const S* src) {
   }
 }
 
-/// Shared layouts of a GEMM operand (the Swz* template arguments of gemm_ss / gemm_rs):
-///   kRowMajor (false): plain row-major offsets;
-///   kXorRows (true): 16-byte chunks XORed with the row number (rows of 128 bytes or more)
-///     or the row pair (64-byte rows): the compiler's layout::SwizzleOffset;
-///   kWgmmaPanels + R: wgmma's panel layout of a tile of R rows (R a multiple of 8): columns
-///     in panels of 128 bytes (64 16-bit elements; one 64-byte panel when the row is 64
-///     bytes), each panel R rows stored back to back and swizzled as 128-byte (64-byte)
-///     rows: the compiler's cuda::WgmmaOperandOffset. ldmatrix reads it like any other, so
-///     an mma.sync GEMM can share a tile with a wgmma one. A window into such a tile must
-///     start on a row that is a multiple of 8 of its first column.
-constexpr int kRowMajor = 0, kXorRows = 1, kWgmmaPanels = 1 << 16;
-
-/// Element offset (relative to a window start on a swizzle atom) in shared layout Layout of
-/// a tile with rows of RowElems elements. Offsets are never negative: the arithmetic is
-/// unsigned, so each division and remainder by a constant is a shift or a mask (signed ones
-/// cost a correction each, about a third of an mma.sync GEMM's address arithmetic).
-template <int ElemBytes, int Layout, int RowElems>
-TL_DEVICE int swizzle(int elem_offset) {
-  const unsigned off = static_cast<unsigned>(elem_offset);
-  if constexpr (Layout == kRowMajor) {
-    return elem_offset;
-  } else if constexpr (Layout == kXorRows) {
-    constexpr unsigned kRowBytes = RowElems * ElemBytes;
-    constexpr unsigned kShift = kRowBytes <= 128 ? 7 : kRowBytes <= 256 ? 8 : kRowBytes <= 512 ? 9 : kRowBytes <= 1024 ? 10 : 11;
-    const unsigned bytes = off * ElemBytes;
-    return static_cast<int>((bytes ^ (((bytes >> kShift) & 7u) << 4)) / ElemBytes);
-  } else {
-    static_assert(Layout > kWgmmaPanels && (Layout - kWgmmaPanels) % 8 == 0, "wgmma panels: rows a multiple of 8");
-    constexpr unsigned kRows = Layout - kWgmmaPanels;
-    constexpr bool kNarrow = RowElems * ElemBytes == 64;  // one 64-byte panel (64-byte swizzle)
-    static_assert(kNarrow || (RowElems * ElemBytes) % 128 == 0, "wgmma panels: rows of 64 or 128k bytes");
-    constexpr unsigned kPanel = (kNarrow ? 64 : 128) / ElemBytes, kTile = kRows * RowElems;
-    const unsigned tile = off / kTile, in_tile = off % kTile;
-    const unsigned r = in_tile / RowElems, c = in_tile % RowElems;
-    const unsigned bytes = (tile * kTile + (c / kPanel) * (kRows * kPanel) + r * kPanel + c % kPanel) * ElemBytes;
-    return static_cast<int>((bytes ^ (((bytes >> 7) & (kNarrow ? 3u : 7u)) << 4)) / ElemBytes);
-  }
-}
-
 TL_DEVICE int flat_thread_index() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+/// x, with nothing known about its bits (an empty asm in between).
+TL_DEVICE unsigned opaque_u32(unsigned x) {
+  asm("" : "+r"(x));
+  return x;
+}
+
+/// flat_thread_index read through volatile asm: values computed from it stay where they are
+/// computed (the compiler may not hoist them out of loops, where they would hold registers).
+TL_DEVICE int opaque_flat_thread_index() {
+  unsigned x;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(x));
+  return static_cast<int>(x) + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
 namespace detail {
@@ -154,10 +135,12 @@ TL_DEVICE void mma_tile(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)
 /// ARegs (tf32 only, gemm_rs_tf32): A is this thread's registers in the tf32 A-operand layout
 /// (layout::MmaTf32ALayout): slice mt's k-step at kk is the 4 registers from
 /// (mt K/4 + kk/4) 2, already an mma operand; B is read as above. AExact: A's values are
-/// exact in TF32 already (not rounded).
+/// exact in TF32 already (not rounded). Prefetch: two fragment buffers, the next k-step's
+/// loaded during this one's mmas (false: one, loaded right before its mmas; the compiler
+/// asks for that in kernels whose register tiles nearly fill the register file).
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest, bool InterleaveM, bool Tf32, bool ARegs = false, bool AExact = false, typename T,
-          typename Acc>
+          bool MFastest, bool InterleaveM, bool Tf32, bool ARegs = false, bool AExact = false,
+          bool Prefetch = TL_MMA_PREFETCH_FRAGMENTS != 0, typename T, typename Acc>
 TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   using Shape = mma_shape<T, Tf32>;
   constexpr int kK = Shape::kK, kChunk = Shape::kChunk;
@@ -176,13 +159,37 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   const int wm = MFastest ? warp % WM : warp / WN, n0 = (MFastest ? warp / WM : warp % WN) * kWarpN;
   // First row of the warp's 16-row slice mt.
   auto slice = [&](int mt) { return InterleaveM ? (mt * WM + wm) * 16 : wm * kWarpM + mt * 16; };
+  // Read addresses as a per-thread offset and per-step constants where the layouts allow
+  // (mma_operand.h): one LOP3 per ldmatrix instead of the swizzle's five or six. Only with
+  // Prefetch: the split keeps a few more addresses live, and where registers are short
+  // (one fragment buffer) that costs more than the instructions it saves (H200: sparse MLA
+  // backward 0.1505 ms per-read, 0.1572 split; mma.sync GEMMs of 32-row blocks 0.7-1.8%
+  // faster split).
+  using Grid = mma_warp_grid<M, N, WM, WN, MFastest, InterleaveM>;
+  using PartsA = layout_parts<sizeof(T), SwzA, LdA>;
+  using PartsB = layout_parts<sizeof(T), SwzB, LdB>;
+  using ReadsA = mma_a_reads<Grid, K, kK, kChunk, TransA>;
+  using ReadsB = mma_b_reads<Grid, K, kK, kChunk, TransB>;
+  constexpr bool kSplitA = TL_MMA_SPLIT_ADDRESSES && Prefetch && !ARegs && split_reads<PartsA, ReadsA, Grid::kWarps>();
+  constexpr bool kSplitB = TL_MMA_SPLIT_ADDRESSES && Prefetch && split_reads<PartsB, ReadsB, Grid::kWarps>();
+  // The thread parts come from a thread index read the compiler cannot hoist: computed per
+  // GEMM call, they hold no registers across the loop around it (hoisted, a kernel with
+  // several GEMMs in a loop kept a dozen of them live and spilled).
+  const int opaque_tid = opaque_flat_thread_index(), opaque_lane = opaque_tid & 31,
+            opaque_warp = (opaque_tid >> 5) % (WM * WN);
+  // (And their bits are hidden: knowing them, the compiler turns the step constant's add
+  // into an OR, which no longer folds into the ldmatrix address's immediate.)
+  const unsigned a_thread =
+      kSplitA ? opaque_u32(split_thread_offset<PartsA>(ReadsA::thread(opaque_lane, opaque_warp))) : 0u;
+  const unsigned b_thread =
+      kSplitB ? opaque_u32(split_thread_offset<PartsB>(ReadsB::thread(opaque_lane, opaque_warp))) : 0u;
   Acc(*acc)[kTilesN][4] = reinterpret_cast<Acc(*)[kTilesN][4]>(C);
-  // Fragments of step kk + kK are loaded before the mma of step kk, so shared-memory
-  // latency overlaps tensor-core work (two register buffers, selected at compile time).
-  // TL_MMA_PREFETCH_FRAGMENTS=0: one buffer, loaded right before its mmas (fewer live
-  // registers in kernels whose accumulators nearly fill the register file).
-  uint32_t a[TL_MMA_PREFETCH_FRAGMENTS ? 2 : 1][kTilesM][4];
-  uint32_t b[TL_MMA_PREFETCH_FRAGMENTS ? 2 : 1][kTilesN][2];
+  // Prefetch: fragments of step kk + kK are loaded before the mma of step kk, so
+  // shared-memory latency overlaps tensor-core work (two register buffers, selected at
+  // compile time). Without: one buffer, loaded right before its mmas (fewer live registers
+  // in kernels whose accumulators nearly fill the register file).
+  uint32_t a[Prefetch ? 2 : 1][kTilesM][4];
+  uint32_t b[Prefetch ? 2 : 1][kTilesN][2];
   auto load = [&](int kk, uint32_t (&fa)[kTilesM][4], uint32_t (&fb)[kTilesN][2]) {
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
@@ -191,6 +198,13 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
         const uint32_t* regs = reinterpret_cast<const uint32_t*>(A) + (mt * (K / 4) + kk / 4) * 2;
 #pragma unroll
         for (int i = 0; i < 4; ++i) fa[mt][i] = regs[i];
+      } else if constexpr (kSplitA) {
+        const char* p = reinterpret_cast<const char*>(A) + split_offset<PartsA>(a_thread, ReadsA::step_at(kk, mt));
+        if constexpr (!TransA) {
+          ldmatrix_x4(fa[mt], p);
+        } else {
+          ldmatrix_x4_trans(fa[mt], p);
+        }
       } else if constexpr (!TransA) {
         const int row = m + (lane & 15), col = kk + (lane >> 4) * kChunk;
         ldmatrix_x4(fa[mt], A + swizzle<sizeof(T), SwzA, LdA>(row * LdA + col));
@@ -203,7 +217,14 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
     for (int nt = 0; nt + 1 < kTilesN; nt += 2) {
       const int n = n0 + nt * 8;
       uint32_t r[4];
-      if constexpr (!TransB) {
+      if constexpr (kSplitB) {
+        const char* p = reinterpret_cast<const char*>(B) + split_offset<PartsB>(b_thread, ReadsB::step_at(kk, nt));
+        if constexpr (!TransB) {
+          ldmatrix_x4_trans(r, p);
+        } else {
+          ldmatrix_x4(r, p);
+        }
+      } else if constexpr (!TransB) {
         const int row = kk + (lane & 15), col = n + (lane >> 4) * 8;
         ldmatrix_x4_trans(r, B + swizzle<sizeof(T), SwzB, LdB>(row * LdB + col));
       } else {
@@ -243,18 +264,15 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
         for (int i = 0; i < 2; ++i) fb[nt][i] = float_to_tf32(__uint_as_float(fb[nt][i]));
     }
   };
-#if TL_MMA_PREFETCH_FRAGMENTS
-  load(0, a[0], b[0]);
-#endif
+  if constexpr (Prefetch) load(0, a[0], b[0]);
 #pragma unroll
   for (int kk = 0; kk < K; kk += kK) {
-#if TL_MMA_PREFETCH_FRAGMENTS
-    const int cur = (kk / kK) & 1;
-    if (kk + kK < K) load(kk + kK, a[cur ^ 1], b[cur ^ 1]);
-#else
-    const int cur = 0;
-    load(kk, a[0], b[0]);
-#endif
+    const int cur = Prefetch ? (kk / kK) & 1 : 0;
+    if constexpr (Prefetch) {
+      if (kk + kK < K) load(kk + kK, a[cur ^ 1], b[cur ^ 1]);
+    } else {
+      load(kk, a[0], b[0]);
+    }
 #pragma unroll
     for (int mt = 0; mt < kTilesM; ++mt) {
 #pragma unroll
@@ -380,7 +398,8 @@ TL_DEVICE void gemm_rs_tf32(const float* A, const float* B, float* C) {
 /// Tf32: a T.gemm on tfloat32 tiles (float A, B, C): operands rounded to TF32, on the tf32
 /// tensor cores (m16n8k8) where the layouts allow, else in the loops.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA, int LdB, int SwzA, int SwzB,
-          bool MFastest = false, bool InterleaveM = false, bool Tf32 = false, typename TA, typename TB, typename TC>
+          bool MFastest = false, bool InterleaveM = false, bool Tf32 = false,
+          bool Prefetch = TL_MMA_PREFETCH_FRAGMENTS != 0, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
   // Mirrors the compiler's choice (cuda::MmaSyncUnfit), which reports it.
   using Shape = detail::mma_shape<TA, Tf32>;
@@ -398,7 +417,8 @@ TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
                                detail::is_same<TC, typename Shape::Acc>::value && K % Shape::kK == 0 &&
                                (Shape::kSixteen || ((Shape::kInt8 || (Shape::kTf32 && kTf32Mma)) && !TransA && TransB));
   if constexpr (kTensorCore) {
-    detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM, Tf32>(A, B, C);
+    detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM, Tf32, false,
+                        false, Prefetch>(A, B, C);
   } else {
     detail::gemm_ss_simt<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM, Tf32>(A, B, C);
   }
