@@ -5,6 +5,7 @@
 /// - on CUDA it needs sm_100a (upstream lowers it to Blackwell's cvt.rs and fails to compile
 ///   it for any other target). The CPU target rounds stochastically in software
 ///   (templates/tl/stochastic_round.h), as CUDA does where it is allowed.
+/// - intrinsics declared kCudaOnly (T.named_barrier_arrive) are refused on the CPU target.
 /// The CUDA pipeline sets "tl.target_arch"; without it (the CPU) no architecture applies.
 #include <string>
 
@@ -47,6 +48,10 @@ class Checker : public IRVisitor {
 
  protected:
   void Visit_(const Call* op) override {
+    if (!cuda_arch_ && HasEffect(op, kCudaOnly)) {
+      TL_USER_ERROR(span_) << "T." << op->op << " is not supported on the CPU target (a CUDA instruction this "
+                           << "target does not emulate); compile this kernel for CUDA";
+    }
     if (HasEffect(op, kSm100aOnly)) {  // cast_rs(value, rbits, sat)
       int64_t sat = 1;
       if (op->args.size() > 2 && AsConstInt(op->args[2], &sat) && sat == 0) {

@@ -36,6 +36,7 @@ enum IntrinsicEffect : uint32_t {
   kWgmmaInFlight = 1u << 19,    ///< returns with its wgmmas in flight: they read A and B until a later wait
   kPanelOperands = 1u << 20,    ///< its shared operands are in wgmma's panel layout (TMA writes it; ldmatrix reads it too)
   kFence = 1u << 21,            ///< orders this thread's memory accesses before it against those after (not pure)
+  kCudaOnly = 1u << 22,         ///< the CPU target refuses it at the user's line (check-target-features)
 };
 
 struct IntrinsicInfo {

@@ -813,6 +813,23 @@ def sync_threads(barrier_id=None, arrive_count=None):
     _b.emit(_tl.evaluate(call, _b.current_span()))
 
 
+def named_barrier_arrive(barrier_id, thread_count):
+    """This thread arrives at hardware barrier `barrier_id` (1..15) of `thread_count` threads
+    (a multiple of 32) and goes on without waiting (bar.arrive); the threads that meet it with
+    ``T.sync_threads(barrier_id, thread_count)`` wait for the count. A producer warpgroup
+    signals a consumer this way. CUDA only: the CPU target refuses it at this line."""
+    _b.require_kernel("T.named_barrier_arrive")
+    if isinstance(barrier_id, numbers.Integral) and not 1 <= barrier_id <= 15:
+        raise _b._UserError(f"T.named_barrier_arrive: barrier_id must be in [1, 15] (0 is the block barrier), "
+                            f"got {barrier_id}")
+    if isinstance(thread_count, numbers.Integral) and (thread_count <= 0 or thread_count % 32):
+        raise _b._UserError(f"T.named_barrier_arrive: thread_count must be a positive multiple of 32 (whole warps), "
+                            f"got {thread_count}")
+    call = _tl.call("void", "named_barrier_arrive",
+                    [as_expr(barrier_id, "int32").node, as_expr(thread_count, "int32").node])
+    _b.emit(_tl.evaluate(call, _b.current_span()))
+
+
 def sync_warp(mask=None):
     """The lanes of the warp wait for each other (__syncwarp(mask), all lanes by default);
     not a block barrier. Nothing to do on the CPU, whose lockstep emulation runs every
@@ -1051,6 +1068,22 @@ atan2, hypot, copysign, fmod, nextafter = (_math2(n) for n in ("atan2", "hypot",
 def fma(a, b, c):
     """a * b + c, rounded once."""
     return call_math("fma", a, b, c)
+
+
+def fmul(a, b):
+    """a * b rounded to nearest, never fused with a later add into an fma (on CUDA
+    __fmul_rn / mul.rn; on the CPU also under compile_flags=["--use_fast_math"]). Floating-point
+    operands of one type, as upstream's."""
+    from .values import _like
+
+    like = _like(a) or _like(b)
+    x, y = as_expr(a, like), as_expr(b, like)
+    for v in (x, y):
+        if not str(v.dtype).startswith(("float", "bfloat")):
+            raise _b._UserError(f"T.fmul: takes floating-point values, got {v.dtype}")
+    if str(x.dtype) != str(y.dtype):
+        raise _b._UserError(f"T.fmul: both values must have one type, got {x.dtype} and {y.dtype}")
+    return call_math("fmul", x, y)
 
 
 def fabs(x):
@@ -1604,6 +1637,24 @@ def set_max_nreg(reg_count, is_inc):
                          _b.current_span()))
 
 
+def inc_max_nreg(reg_count):
+    """T.set_max_nreg(reg_count, 1): raise this warpgroup's register budget."""
+    set_max_nreg(reg_count, 1)
+
+
+def dec_max_nreg(reg_count):
+    """T.set_max_nreg(reg_count, 0): lower this warpgroup's register budget."""
+    set_max_nreg(reg_count, 0)
+
+
+def get_mma_micro_size(dtype="float16"):
+    """(16, 16, k): the rows, columns and reduction depth of one mma.sync tile for operands of
+    `dtype`, k = 32 for 8-bit types and 16 otherwise (upstream's helper of the same name)."""
+    t = _canonical(dtype)
+    eight_bit = t in ("int8", "uint8") or t.startswith("float8")
+    return 16, 16, 32 if eight_bit else 16
+
+
 def dp4a(A, B, C):
     """C += A[0:4] . B[0:4]: the dot product of four int8 values at A and four at B (along
     the last dimension from the given elements), accumulated into the int32 element C, as
@@ -1779,6 +1830,8 @@ from .barriers import (  # noqa: E402,F401
     cp_async_barrier_noinc, fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx,
     mbarrier_wait_parity, no_set_max_nreg, ptx_commit_group, ptx_cp_async, ptx_wait_group, shuffle_elect, tma_copy,
     tma_store_arrive, tma_store_wait, wait_wgmma, ws)
+from .barriers import WsSpec as WarpSpecializeFrame, ws as WarpSpecialize  # noqa: E402,F401
+from .upstream_only import *  # noqa: E402,F401,F403  (upstream names refused at the user's line)
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)

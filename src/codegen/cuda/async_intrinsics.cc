@@ -52,7 +52,7 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   static const std::unordered_set<std::string> kPlain = {
       "mbarrier_init",     "mbarrier_init_fence",       "mbarrier_arrive",        "mbarrier_arrive_expect_tx",
       "mbarrier_expect_tx", "mbarrier_wait_parity",     "mbarrier_test_wait_parity", "tma_prefetch_descriptor",
-      "named_barrier_sync", "named_barrier_sync_all"};
+      "named_barrier_sync", "named_barrier_sync_all", "named_barrier_arrive"};
   if (kPlain.count(n)) return Plain(n, op, print);
   return "";
 }

@@ -22,6 +22,7 @@
 /// In a warp-specialized kernel (cuda-warp-specialize) the producer branch gets no
 /// barriers (mbarriers order its TMA writes) and the consumers synchronize among
 /// themselves with a named barrier: __syncthreads would wait for the producer threads.
+#include <set>
 #include <unordered_set>
 
 #include "barrier_slots.h"
@@ -196,6 +197,19 @@ constexpr int64_t kFirstRangeBarrierId = 2, kLastBarrierId = 15;
 struct KernelBarriers {
   int64_t threads = 0;  ///< 0: unknown (no range branches get barriers of their own)
   int64_t next_id = kFirstRangeBarrierId;
+  /// Named barrier ids the program uses itself (T.sync_threads(id, ...),
+  /// T.named_barrier_arrive(id, ...)): the compiler's own barriers take other ids.
+  std::set<int64_t> user_ids;
+  int64_t consumer_id = kConsumerBarrierId;
+  /// The next id for a range branch's barrier (not the program's, not the consumers').
+  int64_t NextFree() {
+    while (user_ids.count(next_id) || next_id == consumer_id) ++next_id;
+    return next_id;
+  }
+  int64_t Take() {
+    NextFree();
+    return next_id++;
+  }
   /// A warp-specialized kernel launches its producer threads above `threads`: outside the
   /// role split a condition like `tx >= 128` also holds for them, so its range is unknown.
   bool producers_above = false;
@@ -238,7 +252,9 @@ class BarrierInserter {
     if (!s) return s;
     if (IsBarrier(s)) {
       state->Barrier();
-      return named_threads_ ? Barrier(s->span) : s;
+      // A named barrier the program wrote for more threads than these (the consumers'
+      // side of a producer's T.named_barrier_arrive) is its own protocol: kept as written.
+      return named_threads_ && !AcrossRegion(s) ? Barrier(s->span) : s;
     }
     if (cuda::IsWarpSpecializedSplit(s)) return SplitRoles(As<IfThenElse>(s), state);
     if (cuda::IsWaitAll(s)) {
@@ -383,6 +399,14 @@ class BarrierInserter {
     return out;
   }
 
+  /// A program's `named_barrier_sync(id, count)` over a count other than this region's threads.
+  bool AcrossRegion(const Stmt& s) const {
+    const auto* call = As<Call>(As<Evaluate>(s)->value);
+    int64_t count = 0;
+    return call->op == "named_barrier_sync" && call->args.size() == 2 && AsConstInt(call->args[1], &count) &&
+           count != named_threads_;
+  }
+
   Stmt Barrier(const Span& span) {
     if (named_threads_ == 0) return Evaluate::Make(Call::Make(DType::Void(), "syncthreads", {}), span);
     return Evaluate::Make(
@@ -429,7 +453,7 @@ class BarrierInserter {
       State fresh;
       return Run(branch, &fresh);
     }
-    if (!whole_warps || kernel_->next_id > kLastBarrierId) {
+    if (!whole_warps || kernel_->NextFree() > kLastBarrierId) {
       // bar.sync counts whole warps: the branch stays one unit (no barrier inside), which
       // is right unless it holds a barrier of its own (a T.Pipelined loop's).
       if (ContainsBarrier(branch)) {
@@ -441,7 +465,7 @@ class BarrierInserter {
       }
       return branch;
     }
-    BarrierInserter inner(tx_, memory_, kernel_, n, kernel_->next_id++, r);
+    BarrierInserter inner(tx_, memory_, kernel_, n, kernel_->Take(), r);
     State fresh;
     return inner.Run(branch, &fresh);
   }
@@ -469,7 +493,7 @@ class BarrierInserter {
   Stmt SplitRoles(const IfThenElse* split, State* state) {
     int64_t consumers = 0;
     AsConstInt(As<Call>(split->cond)->args[0], &consumers);
-    BarrierInserter inner(tx_, memory_, kernel_, consumers);
+    BarrierInserter inner(tx_, memory_, kernel_, consumers, kernel_->consumer_id);
     Stmt consumer = inner.Run(split->else_case, state);
     return IfThenElse::Make(split->cond, split->then_case, consumer, split->span);
   }
@@ -499,6 +523,17 @@ class KernelVisitor : public IRMutator {
     } split;
     split.Visit(op->body);
     kernel.producers_above = split.found;
+    // Ids of the program's own named barriers (constant ones; a computed id could be any).
+    ForEachExpr(op->body, [&](const Expr& e) {
+      const auto* call = As<Call>(e);
+      int64_t id = 0;
+      if (call && (call->op == "named_barrier_sync" || call->op == "named_barrier_sync_all" ||
+                   call->op == "named_barrier_arrive") &&
+          !call->args.empty() && AsConstInt(call->args[0], &id)) {
+        kernel.user_ids.insert(id);
+      }
+    });
+    while (kernel.user_ids.count(kernel.consumer_id)) ++kernel.consumer_id;
     State state;
     Stmt body = BarrierInserter(op->var.get(), memory_, &kernel).Run(WithoutThreadAliases(op->body, op->var), &state);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);

@@ -40,6 +40,32 @@ inline T fma(T a, T b, T c) {
   return T(std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
 }
 
+/// a * b rounded to nearest, never fused with a later add into an fma (T.fmul), also where
+/// the kernel is compiled with -ffp-contract=fast (compile_flags=["--use_fast_math"]): the
+/// product passes through an empty asm the compiler cannot see into.
+namespace detail {
+template <typename F>
+inline F unfused(F v) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__("" : "+x"(v));
+#elif defined(__aarch64__)
+  __asm__("" : "+w"(v));
+#else
+  volatile F kept = v;
+  v = kept;
+#endif
+  return v;
+}
+}  // namespace detail
+inline float fmul(float a, float b) { return detail::unfused(a * b); }
+inline double fmul(double a, double b) { return detail::unfused(a * b); }
+inline half fmul(half a, half b) { return half(static_cast<float>(a) * static_cast<float>(b)); }  // exact in float
+inline bfloat16 fmul(bfloat16 a, bfloat16 b) { return bfloat16(static_cast<float>(a) * static_cast<float>(b)); }
+template <typename T, detail::enable_if_float8_t<T> = 0>
+inline T fmul(T a, T b) {
+  return T(static_cast<float>(a) * static_cast<float>(b));
+}
+
 /// The number of set bits (T.popcount) and of leading zero bits (T.clz; the width for 0) of an
 /// integer, as int32.
 template <typename T, detail::enable_if_int_t<T> = 0>

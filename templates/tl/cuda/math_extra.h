@@ -47,6 +47,17 @@ TL_DEVICE T fma(T a, T b, T c) {
   return T(fmaf(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
 }
 
+/// a * b rounded to nearest, never fused with a later add into an fma (T.fmul): explicit
+/// round-to-nearest multiplies (__fmul_rn, mul.rn.f16 / .bf16) are not contracted.
+TL_DEVICE float fmul(float a, float b) { return __fmul_rn(a, b); }
+TL_DEVICE double fmul(double a, double b) { return __dmul_rn(a, b); }
+TL_DEVICE half fmul(half a, half b) { return hmul(a, b); }
+TL_DEVICE bfloat16 fmul(bfloat16 a, bfloat16 b) { return hmul(a, b); }
+template <typename T, detail::enable_if_float8_t<T> = 0>
+TL_DEVICE T fmul(T a, T b) {
+  return T(__fmul_rn(static_cast<float>(a), static_cast<float>(b)));
+}
+
 /// The number of set bits (T.popcount) and of leading zero bits (T.clz; the width for 0) of an
 /// integer, as int32.
 namespace detail {
