@@ -131,7 +131,7 @@ def arrive_then_sync():
 
 def test_named_barrier_arrive_is_bar_arrive_on_cuda():
     src = cuda_source(arrive_then_sync())
-    assert "tl::named_barrier_arrive(1, 256)" in src
+    assert "tl::__named_barrier_arrive(1, 256)" in src
     # the consumers' wait stays the program's (1, 256), not a barrier of their own 128
     assert "tl::named_barrier_sync(1, 256)" in src and "named_barrier_sync(1, 128)" not in src
 

@@ -48,11 +48,13 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   if (n == "ws_is_producer_leader") return "(threadIdx.x == " + print(op->args[0]) + ")";
   if (n == "ws_is_producer_warp") return "(threadIdx.x < " + print(op->args[0]) + " + 32)";
   if (n == "elect_one") return "tl::elect_one_sync()";
+  // (upstream's name for it: code that looks for it in the source finds it)
+  if (n == "named_barrier_arrive") return "tl::__named_barrier_arrive(" + print(op->args[0]) + ", " + print(op->args[1]) + ")";
   if (n == "warpgroup_reg_alloc" || n == "warpgroup_reg_dealloc") return "tl::" + n + "<" + print(op->args[0]) + ">()";
   static const std::unordered_set<std::string> kPlain = {
       "mbarrier_init",     "mbarrier_init_fence",       "mbarrier_arrive",        "mbarrier_arrive_expect_tx",
       "mbarrier_expect_tx", "mbarrier_wait_parity",     "mbarrier_test_wait_parity", "tma_prefetch_descriptor",
-      "named_barrier_sync", "named_barrier_sync_all", "named_barrier_arrive"};
+      "named_barrier_sync", "named_barrier_sync_all"};
   if (kPlain.count(n)) return Plain(n, op, print);
   return "";
 }

@@ -381,7 +381,8 @@ TL_DEVICE void named_barrier_sync(uint32_t id, uint32_t count) {
 
 /// bar.arrive on barrier `id` for `count` threads: this thread counts itself in and goes on
 /// (T.named_barrier_arrive); the threads that bar.sync on the barrier wait for the count.
-TL_DEVICE void named_barrier_arrive(uint32_t id, uint32_t count) {
+/// (Upstream TileLang's name for it, which its users' tests look for in the source.)
+TL_DEVICE void __named_barrier_arrive(uint32_t id, uint32_t count) {
 #if defined(__CUDA_ARCH__)
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 #endif
