@@ -16,7 +16,7 @@ using namespace ir;  // NOLINT: implementation file
 class UseRanges : public IRVisitor {
  public:
   UseRanges(const std::function<bool(const Expr&)>& is_thread_index, int64_t threads)
-      : is_index_(is_thread_index), threads_(threads), running_{0, threads} {}
+      : is_index_(is_thread_index), threads_(threads), running_{true, ThreadRange{0, threads}} {}
   std::unordered_map<const BufferNode*, FragmentUses> uses;
 
   using IRVisitor::Visit;
@@ -39,24 +39,16 @@ class UseRanges : public IRVisitor {
   }
   void Visit_(const IfThenElse* op) override {
     if (!OnThread(op->cond)) return IRVisitor::Visit_(op);
-    std::optional<ThreadRange> then_range =
-        ThreadRangeOf(op->cond, [&](const Expr& e) { return IsIndex(e); }, threads_);
-    const bool outer_known = known_;
-    const ThreadRange outer = running_;
-    std::optional<ThreadRange> else_range;
-    if (then_range) else_range = ComplementWithin(*then_range, outer);
-    auto enter = [&](const std::optional<ThreadRange>& r) {
-      known_ = outer_known && r.has_value();
-      if (known_) running_ = ThreadRange{std::max(outer.lo, r->lo), std::min(outer.hi, r->hi)};
-    };
+    const RunningThreads outer = running_;
+    const auto [then_threads, else_threads] =
+        outer.Branches(op->cond, [&](const Expr& e) { return IsIndex(e); }, threads_);
     Visit(op->cond);
-    enter(then_range);
+    running_ = then_threads;
     Visit(op->then_case);
     if (op->else_case) {
-      enter(else_range);
+      running_ = else_threads;
       Visit(op->else_case);
     }
-    known_ = outer_known;
     running_ = outer;
   }
   void Visit_(const BufferLoad* op) override {
@@ -87,10 +79,10 @@ class UseRanges : public IRVisitor {
   }
   void Note(const Buffer& b) {
     if (!b || b->scope != Scope::kFragment) return;
-    auto [it, fresh] = uses.emplace(b.get(), FragmentUses{known_, running_, span_});
+    auto [it, fresh] = uses.emplace(b.get(), FragmentUses{running_.known, running_.range, span_});
     FragmentUses& u = it->second;
     if (fresh || !u.one_range) return;
-    if (!known_ || !u.OnlyIn(running_)) {
+    if (!running_.known || !u.OnlyIn(running_.range)) {
       u.one_range = false;
       u.other = span_;
     }
@@ -99,8 +91,7 @@ class UseRanges : public IRVisitor {
   const std::function<bool(const Expr&)>& is_index_;
   int64_t threads_;
   std::unordered_set<const Var*> aliases_, thread_vars_;
-  bool known_ = true;
-  ThreadRange running_;
+  RunningThreads running_;
   Span span_;
 };
 

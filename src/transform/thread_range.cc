@@ -50,4 +50,15 @@ std::optional<ThreadRange> ComplementWithin(const ThreadRange& r, const ThreadRa
   return std::nullopt;
 }
 
+std::pair<RunningThreads, RunningThreads> RunningThreads::Branches(
+    const Expr& cond, const std::function<bool(const Expr&)>& is_thread, int64_t threads) const {
+  const std::optional<ThreadRange> then_range = ThreadRangeOf(cond, is_thread, threads);
+  const std::optional<ThreadRange> else_range = then_range ? ComplementWithin(*then_range, range) : std::nullopt;
+  auto within = [&](const std::optional<ThreadRange>& r) {
+    if (!known || !r) return RunningThreads{false, range};
+    return RunningThreads{true, ThreadRange{std::max(range.lo, r->lo), std::min(range.hi, r->hi)}};
+  };
+  return {within(then_range), within(else_range)};
+}
+
 }  // namespace tl::transform

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 
 #include "tl/ir/expr.h"
 
@@ -36,5 +37,20 @@ std::optional<ThreadRange> ComplementRange(const ThreadRange& r, int64_t threads
 /// inside another's (`elif tx < 256:` after `if tx < 128:` selects [128, 256), and its own
 /// `else` [256, threads)).
 std::optional<ThreadRange> ComplementWithin(const ThreadRange& r, const ThreadRange& outer);
+
+/// The threads a statement runs on, as the walks over a kernel body track them through the
+/// branches on the thread index around it (fragment uses, register tiles, range-held GEMMs,
+/// register budgets): a range, or unknown under a condition on the thread index that selects
+/// no range (`range` is then the enclosing one, and means nothing).
+struct RunningThreads {
+  bool known = true;
+  ThreadRange range;
+  /// The threads of the then and else branches of `if cond`, run from these: the range
+  /// `cond` selects within them and the rest of them, each unknown when not one range.
+  /// `is_thread(e)`: e is the block's (1-D) thread index, of `threads` threads.
+  std::pair<RunningThreads, RunningThreads> Branches(const ir::Expr& cond,
+                                                     const std::function<bool(const ir::Expr&)>& is_thread,
+                                                     int64_t threads) const;
+};
 
 }  // namespace tl::transform

@@ -23,30 +23,20 @@ Stmt FragmentRewriter::Mutate_(const IfThenElse* op, const Stmt& self) {
     const auto* v = As<Var>(e);
     return v && (v == tx_.get() || tx_aliases_.count(v));
   };
-  ThreadRange all{0, threads};
-  std::optional<ThreadRange> then_range = threads > 0 ? ThreadRangeOf(op->cond, is_thread, threads) : std::nullopt;
-  bool outer_known = range_known_;
-  std::optional<ThreadRange> outer = range_;
-  std::optional<ThreadRange> else_range;
-  if (then_range) else_range = ComplementWithin(*then_range, outer.value_or(all));
-  auto enter = [&](const std::optional<ThreadRange>& r) {
-    range_known_ = outer_known && r.has_value();
-    if (range_known_) {
-      ThreadRange o = outer.value_or(all);
-      range_ = ThreadRange{std::max(o.lo, r->lo), std::min(o.hi, r->hi)};
-    }
-  };
+  const std::optional<RunningThreads> saved = running_;
+  const RunningThreads outer = running_.value_or(RunningThreads{true, ThreadRange{0, threads}});
+  auto [then_threads, else_threads] = outer.Branches(op->cond, is_thread, threads);
+  if (threads <= 0) then_threads.known = else_threads.known = false;  // (the block's size unknown)
   ++thread_branch_;
   Expr cond = Mutate(op->cond);
-  enter(then_range);
+  running_ = then_threads;
   Stmt then_case = Mutate(op->then_case);
   Stmt else_case;
   if (op->else_case) {
-    enter(else_range);
+    running_ = else_threads;
     else_case = Mutate(op->else_case);
   }
-  range_known_ = outer_known;
-  range_ = outer;
+  running_ = saved;
   --thread_branch_;
   return IfThenElse::Make(cond, then_case, else_case, op->span);
 }
@@ -63,10 +53,10 @@ Stmt FragmentRewriter::Mutate_(const LetStmt* op, const Stmt& self) {
 void FragmentRewriter::RefuseUnderThreadBranch(const Stmt& op, const char* what, std::vector<const RegFragment*> frags) {
   if (thread_branch_ == 0) return;
   // Fragments laid out over exactly the threads running this statement.
-  bool own_threads = !frags.empty() && range_known_ && range_;
+  bool own_threads = !frags.empty() && running_ && running_->known;
   for (const RegFragment* rf : frags) {
-    own_threads &= rf == nullptr || (rf->layout->first_thread() == range_->lo &&
-                                     rf->layout->first_thread() + rf->layout->num_threads() == range_->hi);
+    own_threads &= rf == nullptr || (rf->layout->first_thread() == running_->range.lo &&
+                                     rf->layout->first_thread() + rf->layout->num_threads() == running_->range.hi);
   }
   if (own_threads) return;
   TL_USER_ERROR(op->span) << what << " on a register fragment under a condition on the thread index: a fragment is "

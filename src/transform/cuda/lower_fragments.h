@@ -198,10 +198,9 @@ class FragmentRewriter : public IRMutator {
   std::optional<std::unordered_set<const BufferNode*>> off_atom_tiles_;
   PassContext& ctx_;
   int thread_branch_ = 0;                       ///< depth of branches on the thread index
-  /// The threads running the statement being rewritten: known when every enclosing branch on
-  /// the thread index selects a range, then `range_` (the block's threads at the top).
-  bool range_known_ = true;
-  std::optional<ThreadRange> range_;
+  /// The threads running the statement being rewritten, inside branches on the thread index
+  /// (nullopt at the top: the whole block).
+  std::optional<RunningThreads> running_;
   std::unordered_set<const Var*> tx_aliases_;   ///< lets bound to the thread index itself
   std::unordered_set<const Var*> thread_vars_;  ///< lets whose value depends on the thread
   std::unordered_map<const BufferNode*, RegFragment> regs_;

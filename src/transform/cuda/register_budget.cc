@@ -31,30 +31,21 @@ class Budget : public IRMutator {
     return IRMutator::Mutate_(op, self);
   }
   Stmt Mutate_(const IfThenElse* op, const Stmt& self) override {
-    auto is_tx = [&](const Expr& e) { return IsThreadIndex(e); };
-    std::optional<ThreadRange> then_range = ThreadRangeOf(op->cond, is_tx, threads_);
-    const std::optional<ThreadRange> outer = range_;
-    std::optional<ThreadRange> else_range;
-    if (then_range) else_range = ComplementWithin(*then_range, outer.value_or(ThreadRange{0, threads_}));
-    auto narrowed = [&](const std::optional<ThreadRange>& r) -> std::optional<ThreadRange> {
-      if (!r || !outer) return r ? r : outer;
-      return ThreadRange{std::max(outer->lo, r->lo), std::min(outer->hi, r->hi)};
-    };
     // (a condition that is no range on the thread index: its threads are unknown)
     const bool on_thread = UsesVar(op->cond, [&](const Var* v) { return aliases_.count(v) > 0; }) ||
                            ContainsThreadIndexCall(op->cond);
-    range_ = on_thread ? narrowed(then_range) : outer;
-    unknown_ += on_thread && !then_range;
+    if (!on_thread) return IRMutator::Mutate_(op, self);
+    const RunningThreads outer = running_;
+    const auto [then_threads, else_threads] =
+        outer.Branches(op->cond, [&](const Expr& e) { return IsThreadIndex(e); }, threads_);
+    running_ = then_threads;
     Stmt then_case = Mutate(op->then_case);
-    unknown_ -= on_thread && !then_range;
     Stmt else_case;
     if (op->else_case) {
-      range_ = on_thread ? narrowed(else_range) : outer;
-      unknown_ += on_thread && !else_range;
+      running_ = else_threads;
       else_case = Mutate(op->else_case);
-      unknown_ -= on_thread && !else_range;
     }
-    range_ = outer;
+    running_ = outer;
     return IfThenElse::Make(op->cond, then_case, else_case, op->span);
   }
   Stmt Mutate_(const Evaluate* op, const Stmt& self) override {
@@ -66,15 +57,15 @@ class Budget : public IRMutator {
     std::string what = "T.set_max_nreg(" + std::to_string(count) + ", " + std::to_string(inc) + ") at line " +
                        std::to_string(op->span.line);
     std::string why = why_not_;
-    if (why.empty() && (unknown_ > 0 || !range_ || range_->lo % kWarpgroup || range_->hi % kWarpgroup ||
-                        (range_->lo == 0 && range_->hi >= threads_))) {
+    const ThreadRange& r = running_.range;
+    if (why.empty() && (!running_.known || r.lo % kWarpgroup || r.hi % kWarpgroup || (r.lo == 0 && r.hi >= threads_))) {
       why = "it does not run under a branch on the thread index that selects whole warpgroups of the block";
     }
     if (!why.empty()) {
       ctx_.remarks.push_back(what + ": not applied: " + why);
       return Seq::Make({}, op->span);
     }
-    ctx_.remarks.push_back(what + ": threads " + std::to_string(range_->lo) + ".." + std::to_string(range_->hi - 1) +
+    ctx_.remarks.push_back(what + ": threads " + std::to_string(r.lo) + ".." + std::to_string(r.hi - 1) +
                            " " + (inc ? "raise" : "lower") + " their register budget to " + std::to_string(count) +
                            " (setmaxnreg)");
     return CallStmt(inc ? "warpgroup_reg_alloc" : "warpgroup_reg_dealloc", {MakeInt(count)}, op->span);
@@ -98,8 +89,7 @@ class Budget : public IRMutator {
   std::string why_not_;
   PassContext& ctx_;
   std::unordered_set<const Var*> aliases_;
-  std::optional<ThreadRange> range_;
-  int unknown_ = 0;
+  RunningThreads running_{true, ThreadRange{0, threads_}};
 };
 
 }  // namespace

@@ -84,11 +84,7 @@ class CandidateFinder : public IRVisitor {
   bool range_tiles = false;
   /// The threads that run the statement being visited: all, a range, or unknown (a
   /// thread-dependent condition that is no range).
-  struct Threads {
-    bool known = true;
-    ThreadRange range;
-  };
-  Threads running;
+  RunningThreads running;
   /// Each candidate's threads, from its first use (a later use on others rejects it).
   std::unordered_map<const BufferNode*, ThreadRange> range_of;
 
@@ -113,24 +109,13 @@ class CandidateFinder : public IRVisitor {
       const Var* v = As<Var>(e);
       return v && (v == tx || aliases_.count(v));
     };
-    std::optional<ThreadRange> then_range = ThreadRangeOf(op->cond, is_thread, threads);
-    Threads outer = running;
-    std::optional<ThreadRange> else_range;
-    if (then_range) else_range = ComplementWithin(*then_range, outer.range);
+    const RunningThreads outer = running;
+    const auto [then_threads, else_threads] = outer.Branches(op->cond, is_thread, threads);
     Visit(op->cond);
-    auto within = [&](const std::optional<ThreadRange>& r) {
-      Threads t = outer;
-      if (!r) {
-        t.known = false;
-      } else {
-        t.range = ThreadRange{std::max(outer.range.lo, r->lo), std::min(outer.range.hi, r->hi)};
-      }
-      return t;
-    };
-    running = within(then_range);
+    running = then_threads;
     Visit(op->then_case);
     if (op->else_case) {
-      running = within(else_range);
+      running = else_threads;
       Visit(op->else_case);
     }
     running = outer;
