@@ -25,7 +25,7 @@
 #include "mma_operand.h"
 
 #ifndef TL_MMA_SPLIT_ADDRESSES
-#define TL_MMA_SPLIT_ADDRESSES 1  // gemm_ss_mma / gemm_rs: ldmatrix addresses split as mma_operand.h says (0: per-read swizzle)
+#define TL_MMA_SPLIT_ADDRESSES 1  // gemm_ss_mma: ldmatrix addresses split as mma_operand.h says (0: per-read swizzle)
 #endif
 
 #ifndef TL_MMA_PREFETCH_FRAGMENTS
@@ -172,17 +172,18 @@ TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   using ReadsB = mma_b_reads<Grid, K, kK, kChunk, TransB>;
   constexpr bool kSplitA = TL_MMA_SPLIT_ADDRESSES && Prefetch && !ARegs && split_reads<PartsA, ReadsA, Grid::kWarps>();
   constexpr bool kSplitB = TL_MMA_SPLIT_ADDRESSES && Prefetch && split_reads<PartsB, ReadsB, Grid::kWarps>();
-  // The thread parts come from a thread index read the compiler cannot hoist: computed per
-  // GEMM call, they hold no registers across the loop around it (hoisted, a kernel with
-  // several GEMMs in a loop kept a dozen of them live and spilled).
-  const int opaque_tid = opaque_flat_thread_index(), opaque_lane = opaque_tid & 31,
-            opaque_warp = (opaque_tid >> 5) % (WM * WN);
-  // (And their bits are hidden: knowing them, the compiler turns the step constant's add
-  // into an OR, which no longer folds into the ldmatrix address's immediate.)
-  const unsigned a_thread =
-      kSplitA ? opaque_u32(split_thread_offset<PartsA>(ReadsA::thread(opaque_lane, opaque_warp))) : 0u;
-  const unsigned b_thread =
-      kSplitB ? opaque_u32(split_thread_offset<PartsB>(ReadsB::thread(opaque_lane, opaque_warp))) : 0u;
+  unsigned a_thread = 0, b_thread = 0;
+  if constexpr (kSplitA || kSplitB) {
+    // The thread parts come from a thread index read the compiler cannot hoist: computed per
+    // GEMM call, they hold no registers across the loop around it (hoisted, a kernel with
+    // several GEMMs in a loop kept a dozen of them live and spilled).
+    const int opaque_tid = opaque_flat_thread_index(), opaque_lane = opaque_tid & 31,
+              opaque_warp = (opaque_tid >> 5) % (WM * WN);
+    // (And their bits are hidden: knowing them, the compiler turns the step constant's add
+    // into an OR, which no longer folds into the ldmatrix address's immediate.)
+    if constexpr (kSplitA) a_thread = opaque_u32(split_thread_offset<PartsA>(ReadsA::thread(opaque_lane, opaque_warp)));
+    if constexpr (kSplitB) b_thread = opaque_u32(split_thread_offset<PartsB>(ReadsB::thread(opaque_lane, opaque_warp)));
+  }
   Acc(*acc)[kTilesN][4] = reinterpret_cast<Acc(*)[kTilesN][4]>(C);
   // Prefetch: fragments of step kk + kK are loaded before the mma of step kk, so
   // shared-memory latency overlaps tensor-core work (two register buffers, selected at
