@@ -109,6 +109,30 @@ def mla_like(H=64, BI=64, D=256, tail=64, stages=2, dtype="bfloat16"):
     return main
 
 
+def pv_on_stage_windows(half=0, H=64, D=256, stages=2, dtype="bfloat16"):
+    """Upstream's seesaw sparse MLA P V: P written into a stage's tail columns, then
+    T.wgmma_gemm of that window (K-major A) by half of the stage's first D columns (an N-major
+    B window of whole panels), both stages into one accumulator."""
+    W, BI = D + H, H
+
+    @T.prim_func
+    def main(P: T.Tensor((stages, H, BI), dtype), KV: T.Tensor((stages, BI, W), dtype),
+             O: T.Tensor((H, D // 2), "float32")):
+        with T.Kernel(1, threads=128):
+            KV_s = T.alloc_shared((stages, BI, W), dtype)
+            acc = T.alloc_fragment((H, D // 2), "float32")
+            T.copy(KV, KV_s)
+            for st in T.serial(stages):
+                T.copy(P[st, :, :], KV_s[st, :, D:])
+            T.clear(acc)
+            for st in T.serial(stages):
+                T.wgmma_gemm(KV_s[st, :, D:], KV_s[st, :, half * (D // 2):(half + 1) * (D // 2)], acc,
+                             transpose_B=False)
+            T.wait_wgmma(0)
+            T.copy(acc, O)
+    return main
+
+
 def run_cpu(func, *arrays, out_shape):
     kernel = tilelang.compile(func, target="cpu")
     out = np.full(out_shape, np.nan, dtype=np.float32)  # poisoned: every element must be written
@@ -142,6 +166,14 @@ def test_mla_like_windows_of_stages_on_cpu(rng):
     out = np.full((2, 64, 64), np.nan, dtype=np.float32)
     tilelang.compile(mla_like(), target="cpu")(q, kv, out)
     assert_close(out, np.stack([f64(q) @ f64(kv[s]).T for s in range(2)]))
+
+
+@pytest.mark.parametrize("half", [0, 1])
+def test_pv_on_stage_windows_on_cpu(rng, half):
+    p, kv = rand(rng, (2, 64, 64), "bfloat16"), rand(rng, (2, 64, 320), "bfloat16")
+    out = run_cpu(pv_on_stage_windows(half), p, kv, out_shape=(64, 128))
+    cols = slice(half * 128, (half + 1) * 128)
+    assert_close(out, sum(f64(p[s]) @ f64(kv[s])[:, cols] for s in range(2)))
 
 
 def _source(func):
@@ -189,6 +221,21 @@ def test_sm90_mla_like_windows_of_stages():
     assert src.count("tl::gemm_ss_wgmma_issue<") == 3 and _waits(src) == ["0"]
     # windows of 128 and 64 columns of tiles 320 wide: the tile's columns follow K
     assert src.count(", 320, 320>(") == 3
+
+
+def test_sm90_n_major_windows_of_whole_panels():
+    """B = KV_s[st, :, 128:256] (N-major, two 128-byte panels of a 320-wide stage): issued from
+    the window's first panel, read as a tile of that width (KTileB = K)."""
+    src = _source(pv_on_stage_windows(half=1))
+    calls = re.findall(r"tl::gemm_ss_wgmma_issue<([^>]*)>\(([^;]*)\);", src)
+    assert len(calls) == 1 and _waits(src) == ["0"]
+    params, args = calls[0]
+    assert params.replace(" ", "").startswith("64,128,64,false,false") and params.replace(" ", "").endswith(",320,64")
+    # stage st of 64 x 320 elements; B's column 128 is panel 2 of 64 rows x 64 columns, A's
+    # column 256 panel 4
+    a_ptr, b_ptr = args.split("), (")[:2]
+    assert re.search(r"KV_s\[\(\(st\w* \* 20480\) \+ 16384\)\]", a_ptr), args
+    assert re.search(r"KV_s\[\(\(st\w* \* 20480\) \+ 8192\)\]", b_ptr), args
 
 
 def test_plain_gemm_keeps_its_own_wait():

@@ -131,8 +131,14 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   // A window of an operand's columns, starting on a 128-byte panel (WgmmaOptions::windows).
   auto window = [&](const Region& r, bool k_major, int64_t* rows, int64_t* cols, int64_t* col0, int64_t* width) {
     if (op->async_wgmma) {
+      if (a_in_registers) return false;
       // (gemm_ss_wgmma_issue's KTileA / KTileB: the tile's rows of 128-byte multiples)
-      return !a_in_registers && k_major && PanelWindow(r, eb, rows, cols, width);
+      if (k_major) return PanelWindow(r, eb, rows, cols, width);
+      // An MN-major operand's window of whole 128-byte panels (upstream's seesaw sparse MLA:
+      // P V on KV_s[stage, :, :D // 2]) is laid out as a tile of that width; the issue's
+      // pointer is its first panel, as for a whole tile.
+      if (!RowsWindow(r, rows, cols, col0, width, /*stages=*/true)) return false;
+      return (*col0 * eb) % 128 == 0 && (*cols * eb) % 128 == 0 && (*width * eb) % 128 == 0;
     }
     // Whole 128-byte panels of the tile's rows: in the panel layout ([cols / panel][rows][panel])
     // they are laid out as a tile of that width would be, along K (a K-major operand) or
@@ -145,9 +151,9 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arc
   if ((!a_whole && !window(op->a, !op->trans_a, &ar, &ac, &a_col0, &a_width)) ||
       (!b_whole && !window(op->b, op->trans_b, &br, &bc, &b_col0, &b_width))) {
     if (op->async_wgmma) {
-      return "an operand is neither a whole 2-D tile (or a stage of one) nor a window of whole rows of a K-major "
+      return "an operand is neither a whole 2-D tile (or a stage of one) nor a window of whole rows: of a K-major "
              "operand, in a tile of 64-byte rows or rows of a multiple of 128 bytes, whose columns start on a "
-             "swizzle panel or lie inside one";
+             "swizzle panel or lie inside one; of an M- or N-major one, whole 128-byte panels";
     }
     return options.windows ? "an operand is neither a whole 2-D tile nor a window of whole rows whose columns "
                              "start on a 128-byte panel (and, along M or N, span whole panels)"
