@@ -85,6 +85,15 @@ std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Ex
   return {slice(mt) + r, warp_n * C(tile_n_) + nt * C(8) + c};
 }
 
+std::pair<Expr, Expr> MmaAccumulatorLayout::StmatrixRowStart(const Expr& thread, const Expr& group) const {
+  // Lane 4 r of the warp holds row r of a matrix's left columns in its register pair 2 i
+  // (Inverse: lane / 4 is the row in the 8x8 piece, and lane % 4 = 0 its first column).
+  // (written as warp * 32 + lane' so that the simplifier sees the warp unchanged)
+  Expr lane = FloorMod(thread, C(32));
+  return Inverse(FloorDiv(thread, C(32)) * C(32) + FloorMod(thread, C(8)) * C(4),
+                 group * C(8) + FloorDiv(lane, C(8)) * C(2));
+}
+
 std::string MmaAccumulatorLayout::ToString() const {
   std::string warps = "warps " + std::to_string(warps_.warps_m) + "x" + std::to_string(warps_.warps_n) +
                       (warps_.m_fastest ? " m-fastest" : "") + (warps_.interleave_m ? " interleaved" : "");

@@ -98,6 +98,31 @@ TEST(FragmentLayout, MmaAccumulatorContract) {
   CheckContract(MmaAccumulatorLayout(32, 128, {1, 4}));
 }
 
+/// stmatrix.x4 stores lane l's register 8g + 2i + h at the row start lane 8i + l/4 gives
+/// (StmatrixRowStart) plus 2 (l % 4) + h columns: that must be where the layout holds it.
+void CheckStmatrix(const MmaAccumulatorLayout& lay) {
+  ASSERT_TRUE(lay.stmatrix_groups()) << lay.ToString();
+  for (int64_t t = 0; t < lay.num_threads(); ++t) {
+    const int64_t warp_base = t - t % 32, l = t % 32;
+    for (int64_t g = 0; g < lay.num_local() / 8; ++g) {
+      for (int64_t k = 0; k < 8; ++k) {
+        auto [i, j] = lay.Inverse(MakeInt(t), MakeInt(8 * g + k));
+        auto [ri, rj] = lay.StmatrixRowStart(MakeInt(warp_base + 8 * (k / 2) + l / 4), MakeInt(g));
+        ASSERT_EQ(Eval(ri), Eval(i)) << lay.ToString() << " t=" << t << " g=" << g << " k=" << k;
+        ASSERT_EQ(Eval(rj) + 2 * (l % 4) + k % 2, Eval(j)) << lay.ToString() << " t=" << t << " g=" << g << " k=" << k;
+      }
+    }
+  }
+}
+
+TEST(FragmentLayout, StmatrixGroupsLandWhereTheRegistersBelong) {
+  CheckStmatrix(MmaAccumulatorLayout(64, 64, {2, 2}));
+  CheckStmatrix(MmaAccumulatorLayout(64, 32, {4, 2, true}));          // wgmma's m-fastest order
+  CheckStmatrix(MmaAccumulatorLayout(128, 64, {2, 2, false, true}));  // interleaved 64-row blocks
+  CheckStmatrix(MmaAccumulatorLayout(32, 128, {1, 4}));
+  EXPECT_FALSE(MmaAccumulatorLayout(64, 32, {1, 4}).stmatrix_groups());  // 8 columns per warp
+}
+
 }  // namespace
 
 namespace {

@@ -136,6 +136,14 @@ class MmaAccumulatorLayout : public FragmentLayout {
   /// The part of C one warp owns: tile_m() x tile_n().
   int64_t tile_m() const { return tile_m_; }
   int64_t tile_n() const { return tile_n_; }
+  /// Whether each run of 8 registers (8g .. 8g+7) is two 16x8 tiles side by side, the four
+  /// 8x8 matrices stmatrix.x4 stores from registers pairs 2i, 2i+1 (i = 0..3): rows 0-7 and
+  /// 8-15 of the left tile, then of the right one.
+  bool stmatrix_groups() const { return !rows_ && tile_n_ % 16 == 0; }
+  /// The element whose address `thread` gives to the stmatrix.x4 of group g: the first
+  /// element of row lane % 8 of matrix lane / 8 (lane = thread % 32). Lane l's register
+  /// 8g + 2i + h then lands lane l / 4's row start of matrix i, plus 2 (l % 4) + h columns.
+  std::pair<ir::Expr, ir::Expr> StmatrixRowStart(const ir::Expr& thread, const ir::Expr& group) const;
 
  private:
   int64_t m_, n_;

@@ -46,6 +46,7 @@ std::string PrintCopyCall(const Call* op, const std::function<std::string(const 
     TL_ICHECK(!pair.empty()) << "convert_pair between types without a pair conversion";
     return pair + "(" + print(op->args[0]) + ", " + print(op->args[1]) + ", " + print(op->args[2]) + ")";
   }
+  if (op->op == "stmatrix_x4") return "tl::stmatrix_x4(" + print(op->args[0]) + ", " + print(op->args[1]) + ")";
   if (op->op == "vec_zero") return "tl::vec_zero<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
   return "";
 }

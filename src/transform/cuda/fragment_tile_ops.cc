@@ -86,6 +86,9 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
   }
   TL_ICHECK(dims.size() == want) << "copy between register fragment " << rf.regs->name << " ("
                                  << rf.layout->ToString() << ") and tile " << tile.buffer->name << " of another rank";
+  if (to_tile) {
+    if (Stmt st = StmatrixStores(rf, tile, dims, span)) return {st, nullptr};
+  }
   int64_t v = rf.layout->vec();
   arith::Analyzer an;
   // Shared tiles may be swizzled in 16-byte chunks: a vector must not cross one.
@@ -110,6 +113,52 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
   return {For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st,
                     {{cuda::kRegisterWalk, MakeInt(1)}}, span),
           l};
+}
+
+/// An mma accumulator copied whole into a 16-bit shared tile with stmatrix.x4: 8 registers
+/// per lane per instruction instead of a 2-element store each 2 (tl.stmatrix_stores, off until
+/// checked on a GPU; sm_90). Null when the copy does not fit: another layout, a part of the
+/// fragment, rows not 16-byte aligned, or under a branch on the thread index (all lanes of
+/// each warp must store).
+Stmt FragmentRewriter::StmatrixStores(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims,
+                                      const Span& span) {
+  if (!cuda::ConfigOn(ctx_, "tl.stmatrix_stores", /*default_on=*/false) || cuda::TargetSm(ctx_) < 90) return Stmt();
+  const auto* acc = dynamic_cast<const layout::MmaAccumulatorLayout*>(rf.layout.get());
+  const DType t = tile.buffer->dtype;
+  if (!acc || !acc->stmatrix_groups() || thread_branch_ > 0 || tile.buffer->scope != Scope::kShared ||
+      !(t == DType::Float(16) || t == DType::BFloat16()) ||
+      !(rf.regs->dtype == DType::Float(32) || rf.regs->dtype == t) || dims.size() != 2 ||
+      dims.back() + 1 != tile.ranges.size()) {
+    return Stmt();
+  }
+  int64_t rows = 0, cols = 0;
+  if (!AsConstInt(tile.ranges[dims[0]].extent, &rows) || !AsConstInt(tile.ranges[dims[1]].extent, &cols) ||
+      rows != acc->m() || cols != acc->n()) {
+    return Stmt();
+  }
+  arith::Analyzer an;
+  if (!cuda::VectorFits(tile, 8, an, cuda::DynamicAlignment(ctx_))) return Stmt();
+  // Every row start is an element of the fragment (StmatrixRowStart), so inside the region:
+  // the region inside the tile means no guards.
+  for (size_t k = 0; k < tile.ranges.size(); ++k) {
+    const Range& r = tile.ranges[k];
+    if (!an.CanProve(GE(r.min, MakeInt(0, r.min->dtype))) ||
+        !an.CanProve(LE(r.min + r.extent, tile.buffer->shape[k]))) {
+      return Stmt();
+    }
+  }
+  VarRef g = Var::Make("g");
+  auto [i, j] = acc->StmatrixRowStart(tx_, g);
+  Expr in_bounds;
+  std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
+  auto addr = [](const Buffer& b, const std::vector<Expr>& at) {
+    return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, at)});
+  };
+  Stmt st = Evaluate::Make(
+      Call::Make(DType::Void(), "stmatrix_x4", {addr(tile.buffer, idx), addr(rf.regs, {Expr(g) * MakeInt(8)})}), span);
+  ctx_.remarks.push_back("T.copy from register fragment (" + rf.layout->ToString() + ") into " + tile.buffer->name +
+                         ": stmatrix.x4, 8 elements per lane per instruction (tl.stmatrix_stores)");
+  return For::Make(g, MakeInt(0), MakeInt(acc->num_local() / 8), ForKind::kUnrolled, st, {}, span);
 }
 
 /// RegTileLoop for layouts whose registers come in runs of vec() consecutive columns,

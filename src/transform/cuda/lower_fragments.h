@@ -73,6 +73,7 @@ class FragmentRewriter : public IRMutator {
   /// RegTileLoop for layouts whose registers come in runs of vec() consecutive columns,
   /// with the tile's columns contiguous and aligned: one vector access per run, each run
   /// wholly inside or wholly outside the tile's buffer (VectorFits), so one guard each.
+  Stmt StmatrixStores(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims, const Span& span);
   Stmt VectorRegTileLoop(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims, bool to_tile,
                          const Span& span);
   Stmt RegsToTile(const RegFragment& rf, const Region& tile, const Span& span);

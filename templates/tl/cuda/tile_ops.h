@@ -76,6 +76,35 @@ TL_DEVICE void cast_copy(D* dst, const S* src) {
   }
 }
 
+/// The warp stores 8 accumulator values per lane (two 16x8 mma tiles side by side, as the
+/// accumulator layout holds them: c0 c1 of the left tile's row l/4, c2 c3 of its row l/4 + 8,
+/// then the right tile's) into a 16-bit shared tile as four 8x8 matrices: stmatrix.x4
+/// (sm_90), one instruction where element stores take four. `row` is the first element of
+/// row lane % 8 of matrix lane / 8 (the compiler's MmaAccumulatorLayout::StmatrixRowStart);
+/// every lane of the warp must call it.
+template <typename D, typename S>
+TL_DEVICE void stmatrix_x4(D* row, const S* regs) {
+  static_assert(detail::is_same<D, half>::value || detail::is_same<D, bfloat16>::value,
+                "stmatrix_x4 stores half or bfloat16");
+  uint32_t r[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (detail::is_same<S, float>::value) {
+      r[i] = pack_float2<D>(regs[2 * i], regs[2 * i + 1]);
+    } else {
+      static_assert(detail::is_same<S, D>::value, "stmatrix_x4: registers of float or of the tile's type");
+      r[i] = uint32_t(regs[2 * i].bits) | (uint32_t(regs[2 * i + 1].bits) << 16);
+    }
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr(row)), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  static_assert(sizeof(D) == 0, "stmatrix_x4 needs sm_90");
+#endif
+}
+
 TL_DEVICE int flat_thread_index() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }

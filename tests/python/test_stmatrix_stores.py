@@ -1,0 +1,86 @@
+"""`tl.stmatrix_stores` (off by default until checked on a GPU): an mma accumulator copied
+whole into a 16-bit shared tile is stored with stmatrix.x4 on sm_90 (8 elements per lane per
+instruction), each lane giving the row start MmaAccumulatorLayout::StmatrixRowStart says
+(checked against the layout for every lane in tests/cpp/fragment_layout_test.cc). Results
+checked against numpy in float64 with the key on (on the CPU target, which ignores it, and on
+CUDA in the suite's CUDA run); the choice read from the sm_90a / sm_80 source."""
+import pytest
+
+import tilelang.language as T
+from tilelang import _tl
+
+from conftest import assert_close, compile_cpu, f64, poison, rand
+
+ON = {"tl.stmatrix_stores": True}
+
+
+def gemm_via_shared(M=64, N=64, K=64, threads=128, dtype="float16"):
+    """C = A @ B, the accumulator stored to a shared tile, then copied out."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            A_s = T.alloc_shared((M, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_s = T.alloc_shared((M, N), dtype)
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.gemm(A_s, B_s, acc)
+            T.copy(acc, C_s)
+            T.copy(C_s, C)
+
+    return main
+
+
+def source(func, arch="sm_90a", on=True):
+    config = {"tl.target_arch": arch}
+    if on:
+        config["tl.stmatrix_stores"] = "1"
+    lowered, remarks, _ = _tl.lower_cuda(func.node, config, False)
+    return _tl.codegen_cuda(lowered).code, remarks
+
+
+def test_accumulator_to_shared_takes_stmatrix_on_sm90():
+    src, remarks = source(gemm_via_shared())
+    calls = [ln.strip() for ln in src.splitlines() if "tl::stmatrix_x4(" in ln]
+    assert len(calls) == 1 and "(&acc[(g * 8)])" in calls[0], calls
+    assert any("stmatrix.x4" in r for r in remarks)
+    assert "cast_copy" not in src.split("tl::stmatrix_x4")[1].split("tl::copy")[0]
+
+
+@pytest.mark.parametrize("arch,on", [("sm_90a", False), ("sm_80", True)])
+def test_off_by_default_and_before_sm90(arch, on):
+    src, _ = source(gemm_via_shared(), arch=arch, on=on)
+    assert "tl::stmatrix_x4" not in src
+
+
+def test_eight_columns_per_warp_keep_element_stores():
+    # 4 warps along N of a 64-column accumulator: each warp holds one 16x8 tile per row block,
+    # no pair of tiles for a stmatrix.x4
+    @T.prim_func
+    def main(A: T.Tensor((16, 32), "float16"), B: T.Tensor((32, 32), "float16"), C: T.Tensor((16, 32), "float16")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((16, 32), "float16")
+            B_s = T.alloc_shared((32, 32), "float16")
+            C_s = T.alloc_shared((16, 32), "float16")
+            acc = T.alloc_fragment((16, 32), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.gemm(A_s, B_s, acc)
+            T.copy(acc, C_s)
+            T.copy(C_s, C)
+
+    src, _ = source(main)
+    assert "tl::stmatrix_x4" not in src
+
+
+@pytest.mark.parametrize("M,N,threads,dtype", [(64, 64, 128, "float16"), (128, 128, 256, "bfloat16"),
+                                               (64, 256, 256, "float16")])
+def test_products_through_stmatrix_match_float64(rng, M, N, threads, dtype):
+    a, b = rand(rng, (M, 64), dtype), rand(rng, (64, N), dtype)
+    c = poison((M, N), dtype)
+    compile_cpu(gemm_via_shared(M, N, 64, threads, dtype), pass_configs=ON)(a, b, c)
+    assert_close(c, f64(a) @ f64(b), dtype)
