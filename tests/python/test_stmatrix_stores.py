@@ -84,3 +84,36 @@ def test_products_through_stmatrix_match_float64(rng, M, N, threads, dtype):
     c = poison((M, N), dtype)
     compile_cpu(gemm_via_shared(M, N, 64, threads, dtype), pass_configs=ON)(a, b, c)
     assert_close(c, f64(a) @ f64(b), dtype)
+
+
+def second_warpgroup_gemm(M=64, N=64, K=64, dtype="float16"):
+    """The block's second warpgroup multiplies (its accumulator held by threads 128..255 only)
+    and stores the product through a shared tile."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((M, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_s = T.alloc_shared((M, N), dtype)
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            tx = T.get_thread_binding()
+            if tx >= 128:
+                T.clear(acc)
+                T.gemm(A_s, B_s, acc)
+                T.copy(acc, C_s)
+            T.copy(C_s, C)
+
+    return main
+
+
+def test_range_held_accumulator_stores_from_its_own_warps(rng):
+    src, remarks = source(second_warpgroup_gemm())
+    assert src.count("tl::stmatrix_x4(") == 1
+    assert any("threads 128..255" in r and "stmatrix.x4" in r for r in remarks), remarks
+    a, b = rand(rng, (64, 64), "float16"), rand(rng, (64, 64), "float16")
+    c = poison((64, 64), "float16")
+    compile_cpu(second_warpgroup_gemm(), pass_configs=ON)(a, b, c)
+    assert_close(c, f64(a) @ f64(b), "float16")

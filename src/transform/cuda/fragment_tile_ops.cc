@@ -118,14 +118,21 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
 /// An mma accumulator copied whole into a 16-bit shared tile with stmatrix.x4: 8 registers
 /// per lane per instruction instead of a 2-element store each 2 (tl.stmatrix_stores, off until
 /// checked on a GPU; sm_90). Null when the copy does not fit: another layout, a part of the
-/// fragment, rows not 16-byte aligned, or under a branch on the thread index (all lanes of
-/// each warp must store).
+/// fragment, rows not 16-byte aligned, or under a branch on the thread index other than the
+/// one whose warps hold the fragment (all lanes of each warp must store).
 Stmt FragmentRewriter::StmatrixStores(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims,
                                       const Span& span) {
   if (!cuda::ConfigOn(ctx_, "tl.stmatrix_stores", /*default_on=*/false) || cuda::TargetSm(ctx_) < 90) return Stmt();
-  const auto* acc = dynamic_cast<const layout::MmaAccumulatorLayout*>(rf.layout.get());
+  // (also one held by the warps of a branch on the thread index, ThreadRangeLayout, copied
+  // there: every lane of those warps stores)
+  const auto* acc = dynamic_cast<const layout::MmaAccumulatorLayout*>(rf.layout->Base());
+  const int64_t first = rf.layout->first_thread();
+  const bool whole_warps =
+      first % 32 == 0 && (thread_branch_ == 0 ? first == 0
+                                              : running_ && running_->known && running_->range.lo == first &&
+                                                    acc && running_->range.hi == first + acc->num_threads());
   const DType t = tile.buffer->dtype;
-  if (!acc || !acc->stmatrix_groups() || thread_branch_ > 0 || tile.buffer->scope != Scope::kShared ||
+  if (!acc || !acc->stmatrix_groups() || !whole_warps || tile.buffer->scope != Scope::kShared ||
       !(t == DType::Float(16) || t == DType::BFloat16()) ||
       !(rf.regs->dtype == DType::Float(32) || rf.regs->dtype == t) || dims.size() != 2 ||
       dims.back() + 1 != tile.ranges.size()) {
@@ -148,7 +155,7 @@ Stmt FragmentRewriter::StmatrixStores(const RegFragment& rf, const Region& tile,
     }
   }
   VarRef g = Var::Make("g");
-  auto [i, j] = acc->StmatrixRowStart(tx_, g);
+  auto [i, j] = acc->StmatrixRowStart(first ? Expr(tx_) - MakeInt(first) : Expr(tx_), g);
   Expr in_bounds;
   std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
   auto addr = [](const Buffer& b, const std::vector<Expr>& at) {
