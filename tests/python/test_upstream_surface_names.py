@@ -227,3 +227,26 @@ def test_compiler_barriers_keep_off_the_programs_ids():
     x, y = np.arange(256, dtype=np.float32), poison((256,))
     compile_cpu(main)(x, y)
     assert_close(y, np.concatenate([x[:64][::-1] + 1.0, x[64:]]))
+
+
+def test_a_block_wide_named_barrier_in_both_branches_is_kept():
+    """Both branches meet at barrier 1 of the whole block (T.sync_threads(1)): the producer
+    after writing, the consumers before reading; neither becomes a barrier of its own half."""
+
+    @T.prim_func
+    def main(X: T.Tensor((256,), "float32"), Y: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=256):
+            s = T.alloc_shared((128,), "float32")
+            tx = T.get_thread_binding()
+            if tx >= 128:
+                s[tx - 128] = X[tx] * 2.0
+                T.sync_threads(1)
+            else:
+                T.sync_threads(1)
+                Y[tx] = s[127 - tx]
+
+    src = cuda_source(main)
+    assert src.count("tl::named_barrier_sync_all(1)") == 2, src
+    x, y = rand(np.random.default_rng(5), (256,)), poison((128,))
+    compile_cpu(main)(x, y)
+    assert_close(y, 2.0 * x[128:][::-1])

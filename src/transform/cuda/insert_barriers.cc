@@ -399,9 +399,11 @@ class BarrierInserter {
     return out;
   }
 
-  /// A program's `named_barrier_sync(id, count)` over a count other than this region's threads.
+  /// A program's named barrier over other threads than this region's: `named_barrier_sync(id,
+  /// count)` with another count, or `named_barrier_sync_all(id)` (the whole block).
   bool AcrossRegion(const Stmt& s) const {
     const auto* call = As<Call>(As<Evaluate>(s)->value);
+    if (call->op == "named_barrier_sync_all") return kernel_->threads != named_threads_;
     int64_t count = 0;
     return call->op == "named_barrier_sync" && call->args.size() == 2 && AsConstInt(call->args[1], &count) &&
            count != named_threads_;
