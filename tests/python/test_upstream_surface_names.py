@@ -229,24 +229,53 @@ def test_compiler_barriers_keep_off_the_programs_ids():
     assert_close(y, np.concatenate([x[:64][::-1] + 1.0, x[64:]]))
 
 
-def test_a_block_wide_named_barrier_in_both_branches_is_kept():
+def meet_at_block_barrier(consumers_first=False):
     """Both branches meet at barrier 1 of the whole block (T.sync_threads(1)): the producer
-    after writing, the consumers before reading; neither becomes a barrier of its own half."""
+    after writing, the consumers before reading."""
 
     @T.prim_func
     def main(X: T.Tensor((256,), "float32"), Y: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=256):
             s = T.alloc_shared((128,), "float32")
             tx = T.get_thread_binding()
-            if tx >= 128:
-                s[tx - 128] = X[tx] * 2.0
-                T.sync_threads(1)
+            if consumers_first:
+                if tx < 128:
+                    T.sync_threads(1)  # ERR-HERE
+                    Y[tx] = s[127 - tx]
+                else:
+                    s[tx - 128] = X[tx] * 2.0
+                    T.sync_threads(1)
             else:
-                T.sync_threads(1)
-                Y[tx] = s[127 - tx]
+                if tx >= 128:
+                    s[tx - 128] = X[tx] * 2.0
+                    T.sync_threads(1)
+                else:
+                    T.sync_threads(1)
+                    Y[tx] = s[127 - tx]
 
-    src = cuda_source(main)
+    return main
+
+
+@pytest.mark.parametrize("consumers_first", [False, True])
+def test_a_block_wide_named_barrier_in_both_branches_is_kept(consumers_first):
+    """Neither side becomes a barrier of its own half (the hand-over would be lost)."""
+    src = cuda_source(meet_at_block_barrier(consumers_first))
     assert src.count("tl::named_barrier_sync_all(1)") == 2, src
-    x, y = rand(np.random.default_rng(5), (256,)), poison((128,))
-    compile_cpu(main)(x, y)
+
+
+@pytest.mark.skipif(os.environ.get("TILELANG_TEST_CUDA") != "1", reason="runs on the CUDA target only")
+@pytest.mark.parametrize("consumers_first", [False, True])
+def test_a_block_wide_named_barrier_hands_over_on_cuda(rng, consumers_first):
+    x, y = rand(rng, (256,)), poison((128,))
+    compile_cpu(meet_at_block_barrier(consumers_first))(x, y)
     assert_close(y, 2.0 * x[128:][::-1])
+
+
+@pytest.mark.cpu_target
+def test_a_named_barrier_across_branches_is_refused_on_the_cpu():
+    """Lockstep runs the branches one after the other: with the consumers first they would
+    read before the producer wrote. Refused at the barrier's line, whichever the order."""
+    with pytest.raises(TileLangCompileError, match="a named barrier that this branch on the thread index meets "
+                                                   "with threads outside it") as e:
+        compile_cpu(meet_at_block_barrier(consumers_first=True))
+    assert e.value.line == marker_line(meet_at_block_barrier)

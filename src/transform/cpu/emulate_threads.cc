@@ -99,7 +99,22 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
   if (As<BufferStore>(s) || As<Evaluate>(s)) {
     if (const auto* ev = As<Evaluate>(s)) {
       const auto* call = As<Call>(ev->value);
-      if (HasEffect(call, kBarrier)) return;  // lockstep: every thread is already there
+      if (HasEffect(call, kBarrier)) {
+        // A named barrier that threads of this branch and threads outside it meet at (a
+        // producer's T.sync_threads(1) in one branch, the consumers' in the other) orders the
+        // two branches, which lockstep runs one after the other in program order: refused, not
+        // run in an order that may be the wrong one.
+        if (mask && call && (call->op == "named_barrier_sync" || call->op == "named_barrier_sync_all")) {
+          int64_t count = threads_;
+          if (call->op == "named_barrier_sync" && call->args.size() == 2 && !AsConstInt(call->args[1], &count)) {
+            count = -1;
+          }
+          if (!range_ || count != range_->hi - range_->lo) {
+            Unsupported(s->span, "a named barrier that this branch on the thread index meets with threads outside it");
+          }
+        }
+        return;  // lockstep: every thread is already there
+      }
       if (HasEffect(call, kPerThread)) return EmitMbarrierOp(call, s, mask, out);
     }
     std::vector<Stmt> pre;
