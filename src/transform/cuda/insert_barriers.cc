@@ -495,6 +495,10 @@ class BarrierInserter {
   Stmt SplitRoles(const IfThenElse* split, State* state) {
     int64_t consumers = 0;
     AsConstInt(As<Call>(split->cond)->args[0], &consumers);
+    if (kernel_->consumer_id > kLastBarrierId) {
+      TL_USER_ERROR(split->span) << "this kernel uses every named barrier id 1.." << kLastBarrierId
+                                 << " itself; its consumer warpgroups need one of their own: leave one free";
+    }
     BarrierInserter inner(tx_, memory_, kernel_, consumers, kernel_->consumer_id);
     Stmt consumer = inner.Run(split->else_case, state);
     return IfThenElse::Make(split->cond, split->then_case, consumer, split->span);
