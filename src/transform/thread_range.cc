@@ -50,6 +50,16 @@ std::optional<ThreadRange> ComplementWithin(const ThreadRange& r, const ThreadRa
   return std::nullopt;
 }
 
+std::optional<int64_t> NamedBarrierThreads(const Stmt& s, int64_t block_threads) {
+  const auto* ev = As<Evaluate>(s);
+  const auto* call = ev ? As<Call>(ev->value) : nullptr;
+  if (!call) return std::nullopt;
+  if (call->op == "named_barrier_sync_all") return block_threads;
+  if (call->op != "named_barrier_sync" || call->args.size() != 2) return std::nullopt;
+  int64_t count = 0;
+  return AsConstInt(call->args[1], &count) ? count : -1;
+}
+
 std::pair<RunningThreads, RunningThreads> RunningThreads::Branches(
     const Expr& cond, const std::function<bool(const Expr&)>& is_thread, int64_t threads) const {
   const std::optional<ThreadRange> then_range = ThreadRangeOf(cond, is_thread, threads);

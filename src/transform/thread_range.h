@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "tl/ir/expr.h"
+#include "tl/ir/stmt.h"
 
 namespace tl::transform {
 
@@ -37,6 +38,13 @@ std::optional<ThreadRange> ComplementRange(const ThreadRange& r, int64_t threads
 /// inside another's (`elif tx < 256:` after `if tx < 128:` selects [128, 256), and its own
 /// `else` [256, threads)).
 std::optional<ThreadRange> ComplementWithin(const ThreadRange& r, const ThreadRange& outer);
+
+/// The threads a program's named barrier waits for: a constant `named_barrier_sync(id, count)`'s
+/// count, `named_barrier_sync_all(id)`'s `block_threads`, -1 for a computed count; nullopt
+/// for any other statement. (A branch that meets such a barrier with threads outside it
+/// hands data over to them: the CUDA barrier pass keeps it as written, the CPU emulation
+/// refuses it.)
+std::optional<int64_t> NamedBarrierThreads(const ir::Stmt& s, int64_t block_threads);
 
 /// The threads a statement runs on, as the walks over a kernel body track them through the
 /// branches on the thread index around it (fragment uses, register tiles, range-held GEMMs,

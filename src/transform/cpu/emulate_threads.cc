@@ -104,14 +104,9 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
         // producer's T.sync_threads(1) in one branch, the consumers' in the other) orders the
         // two branches, which lockstep runs one after the other in program order: refused, not
         // run in an order that may be the wrong one.
-        if (mask && call && (call->op == "named_barrier_sync" || call->op == "named_barrier_sync_all")) {
-          int64_t count = threads_;
-          if (call->op == "named_barrier_sync" && call->args.size() == 2 && !AsConstInt(call->args[1], &count)) {
-            count = -1;
-          }
-          if (!range_ || count != range_->hi - range_->lo) {
-            Unsupported(s->span, "a named barrier that this branch on the thread index meets with threads outside it");
-          }
+        const std::optional<int64_t> n = mask ? NamedBarrierThreads(s, threads_) : std::nullopt;
+        if (n && (!range_ || *n != range_->hi - range_->lo)) {
+          Unsupported(s->span, "a named barrier that this branch on the thread index meets with threads outside it");
         }
         return;  // lockstep: every thread is already there
       }

@@ -399,14 +399,10 @@ class BarrierInserter {
     return out;
   }
 
-  /// A program's named barrier over other threads than this region's: `named_barrier_sync(id,
-  /// count)` with another count, or `named_barrier_sync_all(id)` (the whole block).
+  /// A program's named barrier over other threads than this region's (a constant count).
   bool AcrossRegion(const Stmt& s) const {
-    const auto* call = As<Call>(As<Evaluate>(s)->value);
-    if (call->op == "named_barrier_sync_all") return kernel_->threads != named_threads_;
-    int64_t count = 0;
-    return call->op == "named_barrier_sync" && call->args.size() == 2 && AsConstInt(call->args[1], &count) &&
-           count != named_threads_;
+    const std::optional<int64_t> n = NamedBarrierThreads(s, kernel_->threads);
+    return n && *n >= 0 && *n != named_threads_;
   }
 
   Stmt Barrier(const Span& span) {
