@@ -4,6 +4,8 @@
 #   bash scripts/ncu_compare.sh <tag> <kernel-name regex> <family> <module> '<json kwargs>'
 #   e.g. bash scripts/ncu_compare.sh smla_fwd "^sparse_mla_fwd" deepseek_v32 sparse_mla_fwd \
 #          '{"S":256,"SKV":1024,"H":64,"HKV":1,"DQK":576,"DV":512,"topk":256}'
+# An optional sixth argument names another function of the module to call (an example's
+# test_* entry, for examples without run_regression_perf); NCU_SIDES="upstream" profiles one side.
 # Needs .peer/upstream-src.tar.gz and .peer/upstream-tilelang.tar.xz (see scripts/gpu_run.sh).
 # Writes to $OUT: ncu_<tag>_<side>.txt (speed of light, occupancy, warp state, scheduler,
 # memory, instruction statistics), sass_<tag>_<side>.csv (per SASS instruction: executed
@@ -16,10 +18,10 @@ OUT=${OUT:-/tmp}
 mkdir -p /tmp/upstream-src && [ -d /tmp/upstream-src/examples ] || tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
 [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
 export TILELANG_PRINT_ON_COMPILATION=0
-for side in ours upstream; do
+for side in ${NCU_SIDES:-ours upstream}; do
   if [ "$side" = ours ]; then py=.venv/bin/python; pp=; else py=python3; pp=/tmp/upstream-tilelang; fi
   rep=/tmp/ncu_${tag}_$side
-  PYTHONPATH=$pp timeout 200 ncu --clock-control none --launch-skip 1 --launch-count 1 -k "regex:$rx" \
+  PYTHONPATH=$pp timeout ${NCU_TIMEOUT:-200} ncu --clock-control none --launch-skip 1 --launch-count 1 -k "regex:$rx" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters --section InstructionStats \
     --metrics 'regex:smsp__pcsamp_warps_issue_stalled_.*' -o "$rep" -f "$py" scripts/ncu_probe.py "$@" > "$rep.log" 2>&1

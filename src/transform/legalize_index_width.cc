@@ -17,12 +17,15 @@
 /// - A comparison of pure index arithmetic (the edge guards of accesses and copies) that
 ///   may overflow int32 is computed in 64 bits the same way, as is such arithmetic under
 ///   a cast to int64 (a guard against an int64 dimension), and the grid size.
+/// - A widened sum keeps the terms that use enclosing loops' variables apart from the
+///   others (see WidenFitting; pass config "tl.widen_loop_terms_apart=0" turns it off).
 /// - Pass config "tl.config_index_bitwidth": "64" treats every global buffer as wide; "32"
 ///   widens nothing (the user promises that every index fits).
 #include <limits>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tl/arith/simplify.h"
@@ -78,7 +81,8 @@ bool IsArith(BinOp op) {
 class IndexWidener : public IRMutator {
  public:
   /// `force`: every global buffer is wide (tl.config_index_bitwidth=64).
-  IndexWidener(const PrimFunc& f, bool force) : force_(force) {
+  IndexWidener(const PrimFunc& f, bool force, bool split_loop_terms)
+      : force_(force), split_loop_terms_(split_loop_terms) {
     for (const Param& p : f->params) {
       if (!p.buffer) {
         // a scalar argument (max_seqlen_q, say) is a value of its type: grids and trip
@@ -120,7 +124,10 @@ class IndexWidener : public IRMutator {
 
   Stmt Mutate_(const For* op, const Stmt& self) override {
     an_.BindRange(op->var.get(), op->min, op->extent);
+    // a loop nvcc may unroll (not the thread binding): see WidenFitting
+    if (op->for_kind != ForKind::kThreadBinding) loop_vars_.insert(op->var.get());
     Stmt out = IRMutator::Mutate_(op, self);
+    loop_vars_.erase(op->var.get());
     an_.Unbind(op->var.get());
     return out;
   }
@@ -210,21 +217,73 @@ class IndexWidener : public IRMutator {
   }
 
   /// `e` as an int64 expression of the same value, with 64-bit arithmetic wherever 32-bit
-  /// arithmetic could overflow (sub-expressions that fit are widened once, as a whole).
+  /// arithmetic could overflow (sub-expressions that fit are widened once, as a whole,
+  /// see WidenFitting). Sums are left chains (`base + x + y`, not `base + (x + y)`).
   Expr Widen(const Expr& e) {
     const DType i64 = DType::Int(64);
     if (!IsNarrowInt(e)) return e->dtype.IsInt() ? Cast::Make(i64, e) : e;
     if (const auto* imm = As<IntImm>(e)) return MakeInt(imm->value, i64);
-    if (Fits(e)) return Cast::Make(i64, e);
+    if (Fits(e)) return WidenFitting(e);
     if (const auto* s = As<Select>(e)) return Select::Make(s->cond, Widen(s->t), Widen(s->f));
     const auto* b = As<Binary>(e);
+    if (b && (b->op == BinOp::kAdd || b->op == BinOp::kSub)) return Chain(b->op, Widen(b->a), Widen(b->b));
     if (b && IsArith(b->op)) return Binary::Make(b->op, Widen(b->a), Widen(b->b));
     return Cast::Make(i64, e);
   }
 
+  /// A sum that never overflows in 32 bits, widened once; but when some of its terms use
+  /// the variables of enclosing loops and others do not, as two widened parts, the
+  /// loops' last: `base + int64(tx * 8) + int64(u * 64)`, not `base + int64(u * 64 + tx
+  /// * 8)`. nvcc splits the sign extension of a 32-bit sum only where it proves the sum
+  /// does not wrap, so the grouped form computed every address of an unrolled loop in
+  /// full (a 64-bit add, two LEAs and an OR per cp.async in upstream's seesaw sparse MLA
+  /// producer) where the split gives one address plus immediate offsets.
+  Expr WidenFitting(const Expr& e) {
+    const DType i64 = DType::Int(64);
+    std::vector<std::pair<bool, Expr>> terms;  // (negated, term)
+    Terms(e, false, &terms);
+    Expr outer, inner;
+    auto add = [](Expr* acc, bool neg, const Expr& t) {
+      if (!*acc) {
+        *acc = neg ? Binary::Make(BinOp::kSub, MakeInt(0, t->dtype), t) : t;
+      } else {
+        *acc = Binary::Make(neg ? BinOp::kSub : BinOp::kAdd, *acc, t);
+      }
+    };
+    for (const auto& [neg, t] : terms) {
+      const bool in_loop = UsesVar(t, [&](const Var* v) { return loop_vars_.count(v) > 0; });
+      add(in_loop ? &inner : &outer, neg, t);
+    }
+    if (!split_loop_terms_ || !outer || !inner || !Fits(outer) || !Fits(inner)) return Cast::Make(i64, e);
+    return Binary::Make(BinOp::kAdd, Cast::Make(i64, outer), Cast::Make(i64, inner));
+  }
+
+  /// The terms of a sum, in order, with their signs.
+  static void Terms(const Expr& e, bool neg, std::vector<std::pair<bool, Expr>>* out) {
+    const auto* b = As<Binary>(e);
+    if (b && (b->op == BinOp::kAdd || b->op == BinOp::kSub)) {
+      Terms(b->a, neg, out);
+      Terms(b->b, b->op == BinOp::kSub ? !neg : neg, out);
+      return;
+    }
+    out->push_back({neg, e});
+  }
+
+  /// `a op rhs` (op + or -) with the sums of `rhs` rotated into a left chain:
+  /// a + (x + y) = (a + x) + y, a - (x + y) = (a - x) - y, and so on. Exact in 64 bits:
+  /// the terms are index values that 32 or 64 bits hold.
+  static Expr Chain(BinOp op, const Expr& a, const Expr& rhs) {
+    const auto* r = As<Binary>(rhs);
+    if (!r || (r->op != BinOp::kAdd && r->op != BinOp::kSub)) return Binary::Make(op, a, rhs);
+    const BinOp second = op == BinOp::kAdd ? r->op : (r->op == BinOp::kAdd ? BinOp::kSub : BinOp::kAdd);
+    return Chain(second, Chain(op, a, r->a), r->b);
+  }
+
   const bool force_;
+  const bool split_loop_terms_;  ///< tl.widen_loop_terms_apart (WidenFitting)
   arith::Analyzer an_;
   std::unordered_map<const BufferNode*, bool> wide_;
+  std::unordered_set<const Var*> loop_vars_;  ///< variables of the loops around this point
 };
 
 }  // namespace
@@ -236,7 +295,7 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx) {
     TL_USER_ERROR(f->span) << "pass config tl.config_index_bitwidth must be 32 or 64, got '" << bits << "'";
   }
   if (bits == "32") return f;
-  IndexWidener w(f, bits == "64");
+  IndexWidener w(f, bits == "64", ConfigOn(ctx, "tl.widen_loop_terms_apart", true));
   ir::Stmt body = w.Mutate(f->body);
   for (const std::string& name : w.widened_buffers) {
     ctx.remarks.push_back("index width: offsets into " + name + " computed in 64 bits (" +

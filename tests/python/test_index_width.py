@@ -114,6 +114,54 @@ def test_config_index_bitwidth_overrides():
         tilelang.compile(add_one((256, 1024)), target="cpu", pass_configs={key: 48})
 
 
+def gather_rows():
+    """Thread tx copies the columns c of row Idx[tx] of A (a tensor with a dynamic row
+    count) with c % 8 == tx % 8, in 8 steps of an unrolled loop: the column index
+    `u * 8 + tx % 8` is a sum of a loop term and a thread term."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((m, 64), "float32"), Idx: T.Tensor((128,), "int32"), B: T.Tensor((128, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            row = Idx[tx]
+            for u in T.unroll(8):
+                B[tx, u * 8 + tx % 8] = A[row, u * 8 + tx % 8]
+    return main
+
+
+def a_offset(kernel):
+    """The offset expression of the one load of A (its brackets may nest)."""
+    line = next(ln for ln in kernel.get_kernel_source().splitlines() if " A[" in ln)
+    return line[line.index(" A[") + 3:]
+
+
+@pytest.mark.skipif(not HAVE_NVRTC, reason="no CUDA compiler")
+def test_loop_terms_are_widened_apart_and_last_in_cuda_source():
+    # base + int64(tx & 7) + int64(u * 8): each unrolled step's address is the first one
+    # plus a constant (nvcc folds it into the instruction) rather than a 64-bit sum per step
+    target = "cuda -arch=sm_90a"
+    a = a_offset(tilelang.compile(gather_rows(), target=target))
+    assert re.match(r"\(*static_cast<int64_t>\(row\) \* int64_t\(64LL\)\) \+ static_cast<int64_t>\(\(tx & 7\)\)\) "
+                    r"\+ static_cast<int64_t>\(\(u \* 8\)\)\)\]", a), a
+    # tl.widen_loop_terms_apart=0: the 32-bit sum is widened as one value
+    key = "tl.widen_loop_terms_apart"
+    grouped = a_offset(tilelang.compile(gather_rows(), target=target, pass_configs={key: 0}))
+    assert "static_cast<int64_t>(((u * 8) + (tx & 7)))" in grouped, grouped
+
+
+def test_gather_with_loop_terms_apart_runs_on_the_cpu():
+    # On the CPU the thread index is a loop of its own (every term uses a loop): the same
+    # program, one widening, checked against numpy
+    rng = np.random.default_rng()
+    src = rng.standard_normal((300, 64)).astype(np.float32)
+    idx = rng.integers(0, 300, 128).astype(np.int32)
+    out = np.full((128, 64), np.nan, np.float32)
+    tilelang.compile(gather_rows(), target="cpu")(src, idx, out)
+    copied = (np.arange(64)[None, :] % 8) == (np.arange(128)[:, None] % 8)
+    np.testing.assert_array_equal(out, np.where(copied, src[idx], np.nan))
+
+
 def masked_rows(step):
     """Rows of a packed sequence, masked against its length read from `cu` (upstream's
     varlen attention pattern): the grid comes from the scalar `max_len`."""

@@ -79,6 +79,7 @@ _ALIASES = {"tl.disable_safe_memory_access": "tl.disable_safe_memory_legalize"}
 ACTED_ON = {
     "tl.enable_fast_math": "CUDA: NVRTC --use_fast_math",
     "tl.config_index_bitwidth": "index width of global offsets (legalize-index-width)",
+    "tl.widen_loop_terms_apart": "0: a 64-bit global offset widens the 32-bit sum of its loop and other terms as one value, not as two (legalize-index-width; on by default)",
     "tl.target_arch": "the CUDA arch (set by the JIT)",
 
     # tilelang/lower.py (docs/export.md)
