@@ -17,8 +17,8 @@
 /// - A comparison of pure index arithmetic (the edge guards of accesses and copies) that
 ///   may overflow int32 is computed in 64 bits the same way, as is such arithmetic under
 ///   a cast to int64 (a guard against an int64 dimension), and the grid size.
-/// - A widened sum keeps the terms that use enclosing loops' variables apart from the
-///   others (see WidenFitting; pass config "tl.widen_loop_terms_apart=0" turns it off).
+/// - Pass config "tl.widen_loop_terms_apart=1": a widened sum keeps the terms that use
+///   enclosing loops' variables apart from the others (see WidenFitting; off by default).
 /// - Pass config "tl.config_index_bitwidth": "64" treats every global buffer as wide; "32"
 ///   widens nothing (the user promises that every index fits).
 #include <limits>
@@ -231,13 +231,18 @@ class IndexWidener : public IRMutator {
     return Cast::Make(i64, e);
   }
 
-  /// A sum that never overflows in 32 bits, widened once; but when some of its terms use
-  /// the variables of enclosing loops and others do not, as two widened parts, the
-  /// loops' last: `base + int64(tx * 8) + int64(u * 64)`, not `base + int64(u * 64 + tx
-  /// * 8)`. nvcc splits the sign extension of a 32-bit sum only where it proves the sum
-  /// does not wrap, so the grouped form computed every address of an unrolled loop in
-  /// full (a 64-bit add, two LEAs and an OR per cp.async in upstream's seesaw sparse MLA
-  /// producer) where the split gives one address plus immediate offsets.
+  /// A sum that never overflows in 32 bits, widened once; with tl.widen_loop_terms_apart,
+  /// when some of its terms use the variables of enclosing loops and others do not, as two
+  /// widened parts, the loops' last: `base + int64(tx * 8) + int64(u * 64)`, not `base +
+  /// int64(u * 64 + tx * 8)`. nvcc splits the sign extension of a 32-bit sum only where it
+  /// proves the sum does not wrap, so the grouped form computes every address of an
+  /// unrolled loop in full (a 64-bit add, two LEAs and an OR per cp.async in upstream's
+  /// sparse MLA producers) where the split gives one address plus immediate offsets.
+  /// Measured on the H200 (BENCHMARKS.md, twenty-fourth session): upstream's seesaw sparse
+  /// MLA forward 1.533 -> 1.420 ms, but its pipelined one 0.0337 -> 0.0366 ms, where ptxas
+  /// then spilled the producer's 72 hoisted shared addresses (0 -> 33 local loads and
+  /// stores per stage, in the LSU pipe the consumers' shared loads use). Off until a rule
+  /// tells the two apart.
   Expr WidenFitting(const Expr& e) {
     const DType i64 = DType::Int(64);
     std::vector<std::pair<bool, Expr>> terms;  // (negated, term)
@@ -295,7 +300,7 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx) {
     TL_USER_ERROR(f->span) << "pass config tl.config_index_bitwidth must be 32 or 64, got '" << bits << "'";
   }
   if (bits == "32") return f;
-  IndexWidener w(f, bits == "64", ConfigOn(ctx, "tl.widen_loop_terms_apart", true));
+  IndexWidener w(f, bits == "64", ConfigOn(ctx, "tl.widen_loop_terms_apart", false));
   ir::Stmt body = w.Mutate(f->body);
   for (const std::string& name : w.widened_buffers) {
     ctx.remarks.push_back("index width: offsets into " + name + " computed in 64 bits (" +

@@ -138,15 +138,15 @@ def a_offset(kernel):
 
 @pytest.mark.skipif(not HAVE_NVRTC, reason="no CUDA compiler")
 def test_loop_terms_are_widened_apart_and_last_in_cuda_source():
-    # base + int64(tx & 7) + int64(u * 8): each unrolled step's address is the first one
-    # plus a constant (nvcc folds it into the instruction) rather than a 64-bit sum per step
+    # tl.widen_loop_terms_apart=1: base + int64(tx & 7) + int64(u * 8), each unrolled step's
+    # address the first one plus a constant (nvcc folds it into the instruction)
     target = "cuda -arch=sm_90a"
-    a = a_offset(tilelang.compile(gather_rows(), target=target))
+    key = "tl.widen_loop_terms_apart"
+    a = a_offset(tilelang.compile(gather_rows(), target=target, pass_configs={key: 1}))
     assert re.match(r"\(*static_cast<int64_t>\(row\) \* int64_t\(64LL\)\) \+ static_cast<int64_t>\(\(tx & 7\)\)\) "
                     r"\+ static_cast<int64_t>\(\(u \* 8\)\)\)\]", a), a
-    # tl.widen_loop_terms_apart=0: the 32-bit sum is widened as one value
-    key = "tl.widen_loop_terms_apart"
-    grouped = a_offset(tilelang.compile(gather_rows(), target=target, pass_configs={key: 0}))
+    # by default the 32-bit sum is widened as one value
+    grouped = a_offset(tilelang.compile(gather_rows(), target=target))
     assert "static_cast<int64_t>(((u * 8) + (tx & 7)))" in grouped, grouped
 
 
@@ -157,7 +157,7 @@ def test_gather_with_loop_terms_apart_runs_on_the_cpu():
     src = rng.standard_normal((300, 64)).astype(np.float32)
     idx = rng.integers(0, 300, 128).astype(np.int32)
     out = np.full((128, 64), np.nan, np.float32)
-    tilelang.compile(gather_rows(), target="cpu")(src, idx, out)
+    tilelang.compile(gather_rows(), target="cpu", pass_configs={"tl.widen_loop_terms_apart": 1})(src, idx, out)
     copied = (np.arange(64)[None, :] % 8) == (np.arange(128)[:, None] % 8)
     np.testing.assert_array_equal(out, np.where(copied, src[idx], np.nan))
 
