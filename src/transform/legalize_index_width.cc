@@ -218,7 +218,8 @@ class IndexWidener : public IRMutator {
 
   /// `e` as an int64 expression of the same value, with 64-bit arithmetic wherever 32-bit
   /// arithmetic could overflow (sub-expressions that fit are widened once, as a whole,
-  /// see WidenFitting). Sums are left chains (`base + x + y`, not `base + (x + y)`).
+  /// see WidenFitting). With tl.widen_loop_terms_apart, sums are left chains (`base + x +
+  /// y`, not `base + (x + y)`), which keeps a split sum's loop terms last.
   Expr Widen(const Expr& e) {
     const DType i64 = DType::Int(64);
     if (!IsNarrowInt(e)) return e->dtype.IsInt() ? Cast::Make(i64, e) : e;
@@ -226,7 +227,9 @@ class IndexWidener : public IRMutator {
     if (Fits(e)) return WidenFitting(e);
     if (const auto* s = As<Select>(e)) return Select::Make(s->cond, Widen(s->t), Widen(s->f));
     const auto* b = As<Binary>(e);
-    if (b && (b->op == BinOp::kAdd || b->op == BinOp::kSub)) return Chain(b->op, Widen(b->a), Widen(b->b));
+    if (split_loop_terms_ && b && (b->op == BinOp::kAdd || b->op == BinOp::kSub)) {
+      return Chain(b->op, Widen(b->a), Widen(b->b));
+    }
     if (b && IsArith(b->op)) return Binary::Make(b->op, Widen(b->a), Widen(b->b));
     return Cast::Make(i64, e);
   }

@@ -1,4 +1,4 @@
-"""`tl.stmatrix_stores` (on by default; "0" turns it off): an mma accumulator copied
+"""`tl.stmatrix_stores` (off by default: see fragment_tile_ops.cc): an mma accumulator copied
 whole into a 16-bit shared tile is stored with stmatrix.x4 on sm_90 (8 elements per lane per
 instruction), each lane giving the row start MmaAccumulatorLayout::StmatrixRowStart says
 (checked against the layout for every lane in tests/cpp/fragment_layout_test.cc). Results
@@ -36,8 +36,8 @@ def gemm_via_shared(M=64, N=64, K=64, threads=128, dtype="float16"):
 
 def source(func, arch="sm_90a", on=True):
     config = {"tl.target_arch": arch}
-    if not on:
-        config["tl.stmatrix_stores"] = "0"
+    if on:
+        config["tl.stmatrix_stores"] = "1"
     lowered, remarks, _ = _tl.lower_cuda(func.node, config, False)
     return _tl.codegen_cuda(lowered).code, remarks
 
@@ -51,7 +51,7 @@ def test_accumulator_to_shared_takes_stmatrix_on_sm90():
 
 
 @pytest.mark.parametrize("arch,on", [("sm_90a", False), ("sm_80", True)])
-def test_off_with_the_key_and_before_sm90(arch, on):
+def test_off_by_default_and_before_sm90(arch, on):
     src, _ = source(gemm_via_shared(), arch=arch, on=on)
     assert "tl::stmatrix_x4" not in src
 
