@@ -117,3 +117,26 @@ def test_range_held_accumulator_stores_from_its_own_warps(rng):
     c = poison((64, 64), "float16")
     compile_cpu(second_warpgroup_gemm(), pass_configs=ON)(a, b, c)
     assert_close(c, f64(a) @ f64(b), "float16")
+
+
+NO_TMA_STORE = {"tl.stmatrix_stores": True, "tl.auto_tma_store": False}
+
+
+def test_a_staging_tile_keeps_its_xor_swizzle_under_stmatrix():
+    # stored by the threads (no TMA store): the staging tile is XOR-swizzled in 16-byte
+    # chunks, which keeps each lane's 16-byte stmatrix row together, so the tile takes both
+    from tilelang import _tl
+    config = {"tl.target_arch": "sm_90a", "tl.stmatrix_stores": "1", "tl.auto_tma_store": "0"}
+    lowered, remarks, _ = _tl.lower_cuda(gemm_via_shared(128, 128, 64, 128).node, config, False)
+    src = _tl.codegen_cuda(lowered).code
+    assert src.count("tl::stmatrix_x4(") == 1, src
+    assert "C_s = reinterpret_cast<tl::half*>(tl_smem" in src and "XOR-swizzled staging tile" in src, src
+    assert any("C_s XOR-swizzled (staging tiles" in r for r in remarks), remarks
+
+
+@pytest.mark.parametrize("M,N,threads", [(128, 128, 128), (64, 256, 256)])
+def test_products_through_stmatrix_into_a_staging_tile_match_float64(rng, M, N, threads):
+    a, b = rand(rng, (M, 64), "float16"), rand(rng, (64, N), "float16")
+    c = poison((M, N), "float16")
+    compile_cpu(gemm_via_shared(M, N, 64, threads), pass_configs=NO_TMA_STORE)(a, b, c)
+    assert_close(c, f64(a) @ f64(b), "float16")

@@ -139,13 +139,20 @@ std::unordered_set<const BufferNode*> StagingTiles(const Stmt& body,
         return;
       }
       // The copy helpers' byte counts (codegen_cuda.cc): vec_copy(dst, src, bytes),
-      // cp_async(dst, src, bytes, pred), vec_zero(dst, bytes), cast_copy(dst, src, lanes).
+      // cp_async(dst, src, bytes, pred), vec_zero(dst, bytes), cast_copy(dst, src, lanes),
+      // stmatrix_x4(dst row, registers): 16 bytes per lane.
       bool helper = false;
       int64_t n = 0;
       if (op->op == "vec_copy" || op->op == "cp_async") {
         helper = op->args.size() > 2 && AsConstInt(op->args[2], &n) && n <= 16;
       } else if (op->op == "vec_zero") {
         helper = op->args.size() > 1 && AsConstInt(op->args[1], &n) && n <= 16;
+      } else if (op->op == "stmatrix_x4") {
+        // each lane's address is the start of one 8-element row of 16-bit values: 16 bytes,
+        // aligned (fragment_tile_ops.cc checks), which the swizzle keeps together
+        const auto* addr = op->args.empty() ? nullptr : As<Call>(op->args[0]);
+        const auto* at = addr && HasEffect(addr, kAddress) ? As<BufferLoad>(addr->args[0]) : nullptr;
+        helper = at && at->buffer->dtype.bytes() == 2;
       } else if (op->op == "cast_copy" && op->args.size() > 2 && AsConstInt(op->args[2], &n)) {
         helper = true;
         for (size_t k = 0; k < 2; ++k) {

@@ -67,7 +67,7 @@ using SharedPlan = std::unordered_map<const ir::BufferNode*, ByteRange>;
 /// Shared tiles of 2-byte or wider elements that no GEMM reads and that may take the
 /// XOR-rows swizzle (rows a power of two of at least 64 bytes) because every access goes through codegen's offsets: element
 /// loads and stores, and addresses only as the destination or source of the copy helpers
-/// (vec_copy, cast_copy, vec_zero, cp_async) of at most 16 bytes, which the swizzle keeps
+/// (vec_copy, cast_copy, vec_zero, cp_async, stmatrix_x4) of at most 16 bytes, which the swizzle keeps
 /// inside one 16-byte chunk. Tiles written from register fragments (an epilogue's staging
 /// tile: each warp stores 8 rows at one column) then store without bank conflicts.
 std::unordered_set<const ir::BufferNode*> StagingTiles(const ir::Stmt& body,
