@@ -3,6 +3,7 @@
 /// with the disk cache) and CudaModule.launch. Conversions only; the work is in
 /// src/runtime/cuda. The GIL is released while compiling and launching.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -13,6 +14,7 @@
 
 #include "launch_dims.h"
 #include "tl/runtime/cuda_module.h"
+#include "tl/target/cuda_target.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -84,6 +86,28 @@ void BindCuda(nb::module_& m) {
         "A CU_DEVICE_ATTRIBUTE_* value, numbered as in the driver API.");
   m.def("max_shared_memory_per_block_optin", &CudaMaxSharedMemoryPerBlockOptin, "device"_a = 0);
   m.def("multiprocessor_count", &CudaMultiprocessorCount, "device"_a = 0);
+  m.def("cuda_target", [](const std::string& arch) {
+    using tl::target::CudaTarget;
+    CudaTarget t = CudaTarget::Parse(arch);  // ValueError naming the form for a bad name
+    nb::dict d;
+    d["arch"] = t.arch;
+    d["sm"] = t.sm;
+    d["suffix"] = std::string(t.suffix ? 1 : 0, t.suffix);
+    d["warp_size"] = CudaTarget::kWarpSize;
+    d["max_registers_per_thread"] = CudaTarget::kMaxRegistersPerThread;
+    int64_t smem = t.MaxSharedBytesPerBlock();
+    d["max_shared_bytes"] = smem > 0 ? nb::cast(smem) : nb::none();
+    d["wgmma"] = t.HasWgmma();
+    d["tma"] = t.HasTma();
+    d["cp_async"] = t.HasCpAsync();
+    d["programmatic_launch"] = t.HasProgrammaticLaunch();
+    return d;
+  }, "arch"_a, "What the compiler knows of a CUDA arch (src/target/cuda_target.cc): its number, "
+     "limits and the instructions it may use.");
+  m.def("cuda_compile_arch", &tl::target::CudaTarget::CompileArchForDevice, "device_arch"_a,
+        "The arch a kernel for a device of this arch is compiled for (sm_90 -> sm_90a).");
+  m.def("cuda_compile_defines", &tl::target::CudaCompileDefines, "config"_a,
+        "The device headers' -D switches the pass configs ask for.");
   m.def("cuda_synchronize", [] {
     nb::gil_scoped_release release;
     CudaSynchronize();

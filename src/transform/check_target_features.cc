@@ -12,6 +12,7 @@
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
+#include "tl/target/cuda_target.h"
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
@@ -20,14 +21,7 @@ namespace {
 using namespace ir;  // NOLINT: implementation file
 
 /// sm_100a, sm_101a, sm_120a, ...: a major version of 10 or more with the "a" features.
-bool HasSm100aFeatures(const std::string& arch) {
-  if (arch.size() < 6 || arch.rfind("sm_", 0) != 0 || arch.back() != 'a') return false;
-  try {
-    return std::stoi(arch.substr(3)) >= 100;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
+bool HasSm100aFeatures(const std::string& arch) { return target::CudaTarget::Named(arch).HasSm100aFeatures(); }
 
 std::string FormatName(DType t) {
   if (t == DType::Float(16)) return "FP16";

@@ -3,7 +3,6 @@ the arch is given), then launch on torch CUDA tensors on the current stream."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 
@@ -19,10 +18,6 @@ from . import kernel as _kernel
 # int4) go through arguments.scalar_arg.
 _PLAIN_INTS = {f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)}
 
-# Shared memory a block may opt in to, per arch (CUDA programming guide, compute
-# capabilities table); checked at compile time so the error comes before any launch.
-_SHARED_LIMITS = {"sm_80": 166912, "sm_86": 101376, "sm_87": 166912, "sm_89": 101376, "sm_90": 232448,
-                  "sm_100": 232448, "sm_120": 101376}
 
 
 def _search_dirs():
@@ -152,28 +147,18 @@ class CudaBackend:
 
         self.source = postprocess("cuda", self.source, f"cuda -arch={arch}")
         self.shared_bytes = max(src.shared_bytes for src in self.srcs)
-        limit = _SHARED_LIMITS.get(arch.rstrip("a"))
+        # the arch's opt-in limit (src/target/cuda_target.cc), checked before any build so the
+        # error comes before any launch
+        limit = _tl.cuda_target(arch)["max_shared_bytes"]
         if limit is not None and self.shared_bytes > limit:
             raise TileLangRuntimeError(
                 f"kernel {kernel.name!r} needs {self.shared_bytes} bytes of shared memory, the device "
                 f"({arch}) has {limit}; use smaller tiles or fewer pipeline stages")
         fast = str(pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
         all_flags = _in_process_flags(flags, self.remarks) + (["--use_fast_math"] if fast else [])
-        # float8 <-> float through the hardware conversions (sm_89+; float8.h keeps the integer
-        # ones elsewhere). On since the H200 run in which the suite's float8 tests matched the
-        # integer conversions bit for bit; casts and float8 GEMMs gained 10-25% there.
-        if _enabled(pass_configs, "tl.enable_float8_hw_convert", default=True):
-            all_flags.append("-DTL_FLOAT8_HW_CVT=1")
-        # tf32 tensor cores for T.gemm on tfloat32 tiles (fragment_gemm.cc reports the same key;
-        # turned off, gemm_ss runs the rounding loops). On since the H200 run of the suite in
-        # which the tf32 tests matched float64 both ways; mHC pre ran 12x faster.
-        if _enabled(pass_configs, "tl.enable_tf32_mma", default=True):
-            all_flags.append("-DTL_TF32_MMA=1")
-        # 16-bit float + - * as one .rn instruction (types.h; the same bits as the float path
-        # by the double-rounding argument there). On since the H200 run of the suite in which
-        # both paths gave the same bits; the fp16 x int4 GEMV ran 1.8x faster.
-        if _enabled(pass_configs, "tl.enable_native_half_arith", default=True):
-            all_flags.append("-DTL_NATIVE_HALF_ARITH=1")
+        # the device headers' switches (float8 hardware conversions, tf32 mma, native 16-bit
+        # arithmetic), on unless their keys are turned off: src/target/cuda_target.cc
+        all_flags += _tl.cuda_compile_defines({k: str(v) for k, v in pass_configs.items()})
         all_flags += _device_compile_flags(pass_configs.get("tl.device_compile_flags"))
         self.nvrtc_flags = all_flags  # (get_ptx compiles the source again with the same ones)
         path, hit, compiler, log, usage = _tl.build_cuda(
@@ -437,9 +422,7 @@ def default_arch() -> str:
             raise TileLangRuntimeError(
                 f"no CUDA device to read the arch from ({why}); give it, e.g. target='cuda -arch=sm_90a', "
                 "or set TILELANG_CUDA_ARCH=sm_90a")
-        arch = _tl.device_arch(device)
-        if arch == "sm_90":
-            arch = "sm_90a"
+        arch = _tl.cuda_compile_arch(_tl.device_arch(device))  # sm_90 -> sm_90a
         _ARCH_OF_DEVICE[device] = arch
     return arch
 
@@ -457,8 +440,7 @@ def programmatic_launch(src, arch) -> bool:
     """Whether the kernel is launched with programmatic stream serialization allowed: it runs
     T.pdl_sync, so it may start while the previous kernel in the stream still runs (sm_90+:
     before, griddepcontrol is not emitted, so the kernel must not start early)."""
-    digits = re.match(r"sm_(\d+)", arch or "")
-    return bool(src.programmatic_launch and digits and int(digits.group(1)) >= 90)
+    return bool(src.programmatic_launch and arch and _tl.cuda_target(arch)["programmatic_launch"])
 
 
 def _current_device() -> int:

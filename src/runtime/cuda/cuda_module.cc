@@ -17,6 +17,7 @@
 #include "tl/support/file_util.h"
 #include "tl/runtime/cpu_module.h"
 #include "tl/runtime/cuda_module.h"
+#include "tl/target/cuda_target.h"
 
 namespace tl::runtime {
 namespace {
@@ -52,17 +53,7 @@ std::string HeaderDigest(const std::vector<std::string>& include_dirs) {
 }
 
 /// "sm_90a" from "sm_90a" or "90a"; rejects anything that is not a real architecture.
-std::string NormalizeArch(const std::string& arch) {
-  std::string a = arch.rfind("sm_", 0) == 0 ? arch : "sm_" + arch;
-  size_t i = 3;
-  while (i < a.size() && std::isdigit(static_cast<unsigned char>(a[i]))) ++i;
-  bool ok = i > 3 && (i == a.size() || (i + 1 == a.size() && (a[i] == 'a' || a[i] == 'f')));
-  if (!ok) {
-    throw std::invalid_argument("CUDA architecture '" + arch +
-                                "' is not of the form sm_<number>[a|f], e.g. sm_90a or sm_80");
-  }
-  return a;
-}
+std::string NormalizeArch(const std::string& arch) { return target::CudaTarget::Parse(arch).arch; }
 
 /// The number just before `suffix` in `line` ("... 128 registers" -> 128), or -1.
 int64_t NumberBefore(const std::string& line, const std::string& suffix) {

@@ -36,6 +36,7 @@
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
+#include "tl/target/cuda_target.h"
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
@@ -313,10 +314,7 @@ class KernelRewriter : public IRMutator {
   bool hopper_;
 };
 
-bool IsHopper(const PassContext& ctx) {
-  auto arch = ctx.config.find("tl.target_arch");
-  return arch != ctx.config.end() && arch->second == "sm_90a";
-}
+bool IsHopper(const PassContext& ctx) { return target::CudaTarget::FromConfig(ctx.config).HasWgmma(); }
 
 // ---- cuda-lower-explicit-tma
 

@@ -13,6 +13,7 @@
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
+#include "tl/target/cuda_target.h"
 #include "tl/transform/passes.h"
 #include "../region_util.h"
 #include "copy_lowering.h"
@@ -243,10 +244,9 @@ void FragmentRewriter::RequireAsyncWgmma(const GemmOp* op) {
   } else if (rs_gemms_.count(op)) {
     why = "operand A is a register fragment (T.wgmma_gemm reads A and B from shared memory here)";
   } else if (!wgmma_gemms_.count(op)) {
-    auto arch = ctx_.config.find("tl.target_arch");
-    why = arch == ctx_.config.end() || arch->second != "sm_90a"
-              ? "the target is " + (arch == ctx_.config.end() ? std::string("unknown") : arch->second) + ", not sm_90a"
-              : "the GEMM takes another path";
+    const target::CudaTarget t = target::CudaTarget::FromConfig(ctx_.config);
+    why = !t.HasWgmma() ? "the target is " + (t.Known() ? t.arch : std::string("unknown")) + ", not sm_90a"
+                        : "the GEMM takes another path";
   }
   TL_USER_ERROR(op->span) << "T.wgmma_gemm() requires Hopper WGMMA lowering (sm_90a, operands fit for wgmma), "
                           << "but this GEMM cannot use it: " << why;

@@ -7,20 +7,13 @@
 
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/target/cuda_target.h"
 
 namespace tl::transform::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
-int TargetSm(const PassContext& ctx) {
-  auto arch = ctx.config.find("tl.target_arch");
-  if (arch == ctx.config.end() || arch->second.rfind("sm_", 0) != 0) return 0;
-  int number = 0;
-  for (size_t i = 3; i < arch->second.size() && std::isdigit(static_cast<unsigned char>(arch->second[i])); ++i) {
-    number = number * 10 + (arch->second[i] - '0');
-  }
-  return number;
-}
+int TargetSm(const PassContext& ctx) { return target::CudaTarget::FromConfig(ctx.config).sm; }
 
 AlignmentPromise DynamicAlignment(const PassContext& ctx) {
   AlignmentPromise out;

@@ -37,6 +37,7 @@
 #include "warp_specialize.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/target/cuda_target.h"
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
@@ -95,8 +96,7 @@ class KernelRewriter : public IRMutator {
 }  // namespace
 
 ir::PrimFunc CudaWarpSpecialize(const ir::PrimFunc& f, PassContext& ctx) {
-  auto arch = ctx.config.find("tl.target_arch");
-  if (arch == ctx.config.end() || arch->second != "sm_90a") return f;
+  if (!target::CudaTarget::FromConfig(ctx.config).HasWgmma()) return f;
   bool disabled = ConfigTrue(ctx, "tl.disable_warp_specialized") || ConfigTrue(ctx, "tl.disable_tma_lower");
   ir::Stmt body = KernelRewriter(f, ctx, disabled).Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);

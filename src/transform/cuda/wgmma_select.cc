@@ -6,6 +6,7 @@
 #include "tl/arith/simplify.h"
 #include "pass_helpers.h"
 #include "tl/layout/fragment.h"
+#include "tl/target/cuda_target.h"
 
 namespace tl::transform::cuda {
 
@@ -101,7 +102,9 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
 std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers,
                        int64_t* warpgroups_n, WgmmaOptions options) {
   const bool allow_fp8 = options.fp8;
-  if (arch != "sm_90a") return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
+  if (!target::CudaTarget::Named(arch).HasWgmma()) {
+    return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
+  }
   const Buffer &a = op->a.buffer, &b = op->b.buffer, &c = op->c.buffer;
   if ((!a_in_registers && a->scope != Scope::kShared) || b->scope != Scope::kShared) {
     return "an operand is not in shared memory";
