@@ -97,7 +97,9 @@ class CPrinter {
   /// Row-major (or strided) element offset, in int64 when an index or a stride is 64-bit.
   /// Which accesses need 64 bits is decided by the "legalize-index-width" pass, which
   /// knows loop ranges and pass configs; the printer only follows the types it left.
-  virtual std::string Offset(const Buffer& b, const std::vector<Expr>& idx) {
+  std::string Offset(const Buffer& b, const std::vector<Expr>& idx) { return Print(OffsetExpr(b, idx)); }
+  /// The offset Offset prints (a target's layouts, such as CUDA's swizzles, apply here).
+  virtual Expr OffsetExpr(const Buffer& b, const std::vector<Expr>& idx) {
     bool wide = false;
     for (size_t i = 0; i < idx.size(); ++i) wide |= idx[i]->dtype.bits > 32 || b->StrideOf(i)->dtype.bits > 32;
     DType t = wide ? DType::Int(64) : DType::Int(32);
@@ -105,7 +107,7 @@ class CPrinter {
     for (size_t i = 0; i < idx.size(); ++i) {
       off = off + Cast::Make(t, idx[i]) * Cast::Make(t, b->StrideOf(i));
     }
-    return Print(analyzer_.Simplify(off));
+    return analyzer_.Simplify(off);
   }
 
   /// The pointee type of a buffer's pointer or array: bytes for a packed 4-bit tensor

@@ -17,7 +17,7 @@
 /// - A comparison of pure index arithmetic (the edge guards of accesses and copies) that
 ///   may overflow int32 is computed in 64 bits the same way, as is such arithmetic under
 ///   a cast to int64 (a guard against an int64 dimension), and the grid size.
-/// - Pass config "tl.widen_loop_terms_apart=1": a widened sum keeps the terms that use
+/// - Pass config "tl.loop_terms_apart=1": a widened sum keeps the terms that use
 ///   enclosing loops' variables apart from the others (see WidenFitting; off by default).
 /// - Pass config "tl.config_index_bitwidth": "64" treats every global buffer as wide; "32"
 ///   widens nothing (the user promises that every index fits).
@@ -218,7 +218,7 @@ class IndexWidener : public IRMutator {
 
   /// `e` as an int64 expression of the same value, with 64-bit arithmetic wherever 32-bit
   /// arithmetic could overflow (sub-expressions that fit are widened once, as a whole,
-  /// see WidenFitting). With tl.widen_loop_terms_apart, sums are left chains (`base + x +
+  /// see WidenFitting). With tl.loop_terms_apart, sums are left chains (`base + x +
   /// y`, not `base + (x + y)`), which keeps a split sum's loop terms last.
   Expr Widen(const Expr& e) {
     const DType i64 = DType::Int(64);
@@ -234,9 +234,9 @@ class IndexWidener : public IRMutator {
     return Cast::Make(i64, e);
   }
 
-  /// A sum that never overflows in 32 bits, widened once; with tl.widen_loop_terms_apart,
-  /// when some of its terms use the variables of enclosing loops and others do not, as two
-  /// widened parts, the loops' last: `base + int64(tx * 8) + int64(u * 64)`, not `base +
+  /// A sum that never overflows in 32 bits, widened once; with tl.loop_terms_apart,
+  /// when some of its terms are arithmetic of enclosing loops' variables alone and others
+  /// are not, as two widened parts, the loops' last: `base + int64(tx * 8) + int64(u * 64)`, not `base +
   /// int64(u * 64 + tx * 8)`. nvcc splits the sign extension of a 32-bit sum only where it
   /// proves the sum does not wrap, so the grouped form computes every address of an
   /// unrolled loop in full (a 64-bit add, two LEAs and an OR per cp.async in upstream's
@@ -258,12 +258,20 @@ class IndexWidener : public IRMutator {
         *acc = Binary::Make(neg ? BinOp::kSub : BinOp::kAdd, *acc, t);
       }
     };
-    for (const auto& [neg, t] : terms) {
-      const bool in_loop = UsesVar(t, [&](const Var* v) { return loop_vars_.count(v) > 0; });
-      add(in_loop ? &inner : &outer, neg, t);
-    }
+    for (const auto& [neg, t] : terms) add(!As<IntImm>(t) && LoopArithmetic(t) ? &inner : &outer, neg, t);
     if (!split_loop_terms_ || !outer || !inner || !Fits(outer) || !Fits(inner)) return Cast::Make(i64, e);
     return Binary::Make(BinOp::kAdd, Cast::Make(i64, outer), Cast::Make(i64, inner));
+  }
+
+  /// Arithmetic of constants and enclosing loops' variables alone (no thread index, no
+  /// loaded value): a constant once nvcc unrolls the loops.
+  bool LoopArithmetic(const Expr& e) const {
+    if (As<IntImm>(e)) return true;
+    if (const auto* v = As<Var>(e)) return loop_vars_.count(v) > 0;
+    if (const auto* c = As<Cast>(e)) return LoopArithmetic(c->value);
+    const auto* b = As<Binary>(e);
+    return b && (b->op == BinOp::kAdd || b->op == BinOp::kSub || b->op == BinOp::kMul) && LoopArithmetic(b->a) &&
+           LoopArithmetic(b->b);
   }
 
   /// The terms of a sum, in order, with their signs.
@@ -288,7 +296,7 @@ class IndexWidener : public IRMutator {
   }
 
   const bool force_;
-  const bool split_loop_terms_;  ///< tl.widen_loop_terms_apart (WidenFitting)
+  const bool split_loop_terms_;  ///< tl.loop_terms_apart (WidenFitting)
   arith::Analyzer an_;
   std::unordered_map<const BufferNode*, bool> wide_;
   std::unordered_set<const Var*> loop_vars_;  ///< variables of the loops around this point
@@ -303,7 +311,7 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx) {
     TL_USER_ERROR(f->span) << "pass config tl.config_index_bitwidth must be 32 or 64, got '" << bits << "'";
   }
   if (bits == "32") return f;
-  IndexWidener w(f, bits == "64", ConfigOn(ctx, "tl.widen_loop_terms_apart", false));
+  IndexWidener w(f, bits == "64", ConfigOn(ctx, "tl.loop_terms_apart", false));
   ir::Stmt body = w.Mutate(f->body);
   for (const std::string& name : w.widened_buffers) {
     ctx.remarks.push_back("index width: offsets into " + name + " computed in 64 bits (" +

@@ -138,10 +138,10 @@ def a_offset(kernel):
 
 @pytest.mark.skipif(not HAVE_NVRTC, reason="no CUDA compiler")
 def test_loop_terms_are_widened_apart_and_last_in_cuda_source():
-    # tl.widen_loop_terms_apart=1: base + int64(tx & 7) + int64(u * 8), each unrolled step's
+    # tl.loop_terms_apart=1: base + int64(tx & 7) + int64(u * 8), each unrolled step's
     # address the first one plus a constant (nvcc folds it into the instruction)
     target = "cuda -arch=sm_90a"
-    key = "tl.widen_loop_terms_apart"
+    key = "tl.loop_terms_apart"
     a = a_offset(tilelang.compile(gather_rows(), target=target, pass_configs={key: 1}))
     assert re.match(r"\(*static_cast<int64_t>\(row\) \* int64_t\(64LL\)\) \+ static_cast<int64_t>\(\(tx & 7\)\)\) "
                     r"\+ static_cast<int64_t>\(\(u \* 8\)\)\)\]", a), a
@@ -157,7 +157,7 @@ def test_gather_with_loop_terms_apart_runs_on_the_cpu():
     src = rng.standard_normal((300, 64)).astype(np.float32)
     idx = rng.integers(0, 300, 128).astype(np.int32)
     out = np.full((128, 64), np.nan, np.float32)
-    tilelang.compile(gather_rows(), target="cpu", pass_configs={"tl.widen_loop_terms_apart": 1})(src, idx, out)
+    tilelang.compile(gather_rows(), target="cpu", pass_configs={"tl.loop_terms_apart": 1})(src, idx, out)
     copied = (np.arange(64)[None, :] % 8) == (np.arange(128)[:, None] % 8)
     np.testing.assert_array_equal(out, np.where(copied, src[idx], np.nan))
 

@@ -22,6 +22,7 @@
 #include "warp_intrinsics.h"
 #include "hand_written.h"
 #include "launch_facts.h"
+#include "loop_addresses.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
 
@@ -35,6 +36,7 @@ using cuda::PrintCopyCall;
 using cuda::PrintWarpCall;
 using cuda::ProducerThreads;
 using cuda::MinBlocksPerSm;
+using cuda::LoopTermsApart;
 using cuda::RasterPanel;
 using cuda::UnrollPragma;
 
@@ -151,6 +153,7 @@ class CudaCodegen : public CPrinter {
     // MLA forward: 7 KB spilled at 128, 3.7 KB at 255), and a warp-specialized kernel needs
     // the whole register file for setmaxnreg to redistribute.
     int64_t producers = ProducerThreads(launch->body);
+    loop_terms_apart_ = LoopTermsApart(launch->body);
     out.block[0] += producers;
     threads += producers;
 
@@ -178,6 +181,7 @@ class CudaCodegen : public CPrinter {
       return;
     }
     if (op->key == transform::cuda::kMinBlocksPerSmAttr) return;  // in __launch_bounds__
+    if (op->key == transform::cuda::kLoopTermsApartAttr) return;  // how addresses print (loop_addresses.h)
     CPrinter::EmitAttr(op);
   }
 
@@ -227,7 +231,9 @@ class CudaCodegen : public CPrinter {
     std::string mn = Print(op->min), end = Print(analyzer_.Simplify(op->min + op->extent));
     Line() << "for (" << ty << " " << v << " = " << mn << "; " << v << " < " << end << "; ++" << v << ") {\n";
     analyzer_.BindRange(op->var.get(), op->min, op->extent);
+    loop_vars_.insert(op->var.get());
     EmitBody(op->body);
+    loop_vars_.erase(op->var.get());
     Line() << "}\n";
   }
 
@@ -292,8 +298,8 @@ class CudaCodegen : public CPrinter {
     return scalars_.count(b.get()) ? Name(b.get()) : CPrinter::Element(b, idx);
   }
 
-  std::string Offset(const Buffer& b, const std::vector<Expr>& idx) override {
-    if (!swizzled_.count(b.get())) return CPrinter::Offset(b, idx);
+  Expr OffsetExpr(const Buffer& b, const std::vector<Expr>& idx) override {
+    if (!swizzled_.count(b.get())) return CPrinter::OffsetExpr(b, idx);
     Expr off = MakeInt(0);
     for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * b->StrideOf(i);
     int64_t cols = 0, rows = 0;
@@ -305,15 +311,15 @@ class CudaCodegen : public CPrinter {
         // a register walk's XOR then takes its thread's and its register's terms apart.
         Expr tile = MakeInt(0);
         for (size_t i = 0; i + 2 < idx.size(); ++i) tile = tile + idx[i] * b->StrideOf(i);
-        return Print(analyzer_.Simplify(transform::cuda::WgmmaOperandOffsetAt(
+        return analyzer_.Simplify(transform::cuda::WgmmaOperandOffsetAt(
             analyzer_.Simplify(tile), analyzer_.Simplify(idx[idx.size() - 2]), analyzer_.Simplify(idx.back()), rows,
-            cols, b->dtype.bytes())));
+            cols, b->dtype.bytes()));
       }
-      return Print(analyzer_.Simplify(
-          transform::cuda::WgmmaOperandOffset(analyzer_.Simplify(off), rows, cols, b->dtype.bytes())));
+      return analyzer_.Simplify(
+          transform::cuda::WgmmaOperandOffset(analyzer_.Simplify(off), rows, cols, b->dtype.bytes()));
     }
-    return Print(analyzer_.Simplify(
-        layout::SwizzleOffset(analyzer_.Simplify(off), b->dtype.bytes(), cols * b->dtype.bytes())));
+    return analyzer_.Simplify(
+        layout::SwizzleOffset(analyzer_.Simplify(off), b->dtype.bytes(), cols * b->dtype.bytes()));
   }
 
   /// One `const __grid_constant__ tl::TmaDescriptor` parameter per distinct
@@ -370,6 +376,16 @@ class CudaCodegen : public CPrinter {
 
   std::string PrintCall(const Call* op) override {
     if (op->op == "syncthreads") return "__syncthreads()";
+    if (op->op == "address_of" && loop_terms_apart_) {
+      // tl.loop_terms_apart: the address the enclosing loops start from, plus their terms
+      const auto* load = As<BufferLoad>(op->args[0]);
+      // (shared and global memory only: register arrays keep their constant indices)
+      const bool memory = load && (load->buffer->scope == Scope::kShared || load->buffer->scope == Scope::kGlobal);
+      if (memory && !scalars_.count(load->buffer.get()) && !PackedInMemory(*load->buffer)) {
+        auto [base, loop] = cuda::SplitLoopTerms(OffsetExpr(load->buffer, load->indices), loop_vars_);
+        if (base) return "((&" + Name(load->buffer.get()) + "[" + Print(base) + "]) + " + Print(loop) + ")";
+      }
+    }
     if (op->op == "ldg") {
       // __ldg reads global memory only (tl_cuda.h adds overloads for the 16- and 8-bit floats).
       const auto* load = As<BufferLoad>(op->args[0]);
@@ -490,6 +506,8 @@ class CudaCodegen : public CPrinter {
   std::unordered_set<const BufferNode*> wgmma_operands_;
   transform::cuda::SharedPlan plan_;
   std::vector<int64_t> threads_;
+  bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (loop_addresses.h)
+  std::unordered_set<const Var*> loop_vars_;  ///< the loops around the statement printed (not threads)
   int64_t shared_bytes_ = 0;   ///< the arena's peak
   std::vector<std::string> narrow_scalars_;  ///< declarations rounding 16/8-bit float parameters
   int64_t unplanned_end_ = 0;  ///< end of the buffers placed here, after the plan

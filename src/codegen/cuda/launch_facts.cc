@@ -43,6 +43,8 @@ int64_t ProducerThreads(const Stmt& body) { return LaunchMarker(body, transform:
 
 int64_t MinBlocksPerSm(const Stmt& body) { return LaunchMarker(body, transform::cuda::kMinBlocksPerSmAttr, 1); }
 
+bool LoopTermsApart(const Stmt& body) { return LaunchMarker(body, transform::cuda::kLoopTermsApartAttr, 0) != 0; }
+
 /// The (first) kernel launch of a function body.
 const KernelLaunch* FindLaunch(const Stmt& s) {
   if (const auto* k = As<KernelLaunch>(s)) return k;

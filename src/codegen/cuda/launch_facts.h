@@ -13,6 +13,8 @@ namespace tl::codegen::cuda {
 int64_t ProducerThreads(const ir::Stmt& body);
 /// The minimum blocks per SM of __launch_bounds__: T.annotate_min_blocks_per_sm's, else 1.
 int64_t MinBlocksPerSm(const ir::Stmt& body);
+/// Whether the launch asks for loop terms apart in addresses (tl.loop_terms_apart).
+bool LoopTermsApart(const ir::Stmt& body);
 /// The (first) kernel launch of a function body, or null.
 const ir::KernelLaunch* FindLaunch(const ir::Stmt& s);
 /// Panel width for block rasterization: T.use_swizzle's, else 8 for wide 2-D grids of GEMM

@@ -6,6 +6,7 @@
 /// fact, not code: nothing is emitted for it. The pass config "tl.raster_panel" = n (0: the
 /// plain block order) likewise becomes a T.use_swizzle(n) marker for launches whose source
 /// did not ask for one, in place of the code generator's automatic choice (RasterPanel).
+/// "tl.loop_terms_apart" becomes a marker too (kLoopTermsApartAttr): how addresses print.
 #include <optional>
 #include <string>
 #include <utility>
@@ -72,6 +73,7 @@ ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
   if (auto n = IntConfig(ctx, f, "tl.min_blocks_per_sm", 1, "a positive integer")) {
     body = Marker(cuda::kMinBlocksPerSmAttr, *n, false).Mutate(body);
   }
+  if (ConfigOn(ctx, "tl.loop_terms_apart", false)) body = Marker(cuda::kLoopTermsApartAttr, 1, false).Mutate(body);
   if (auto n = IntConfig(ctx, f, "tl.raster_panel", 0, "a non-negative integer (0: the plain block order)")) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
