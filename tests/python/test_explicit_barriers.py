@@ -537,3 +537,35 @@ def test_cp_async_refusals_point_at_the_line(tmp_path, body, message):
                     "        S = T.alloc_shared((64,), 'float16')\n"
                     f"        {body}\n", message)
     assert error.line == 7
+
+
+def two_barriers_in_a_row():
+    """Barriers allocated one after another (no T.ws): a hand-over through shared memory."""
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "float32")
+            full = T.alloc_barrier(arrive_count=128)
+            spare = T.alloc_barrier(arrive_count=[128, 128])
+            tx = T.get_thread_binding()
+            s[tx] = A[tx]
+            T.barrier_arrive(full)
+            T.barrier_wait(full, 0)
+            B[tx] = s[127 - tx] * 2.0
+            T.barrier_arrive(spare[1])
+
+    return main
+
+
+def test_barriers_allocated_together_are_initialized_together():
+    # one thread's inits, one fence, one block barrier for the run (upstream's form), not one
+    # fence and block barrier per T.alloc_barrier
+    src = tilelang.lower(two_barriers_in_a_row(), target="cuda -arch=sm_90a").kernel_source
+    assert src.count("tl::mbarrier_init(") == 3 and src.count("tl::mbarrier_init_fence()") == 1, src
+    init = src[src.index("tl::mbarrier_init("):src.index("tl::mbarrier_init_fence()")]
+    assert "spare" in init and "__syncthreads" not in init, src
+    a = np.random.default_rng().standard_normal(128).astype(np.float32)
+    b = np.full(128, np.nan, np.float32)
+    compile_cpu(two_barriers_in_a_row())(a, b)
+    np.testing.assert_allclose(b, a[::-1].astype(np.float64) * 2, rtol=0)

@@ -206,13 +206,49 @@ std::vector<Stmt> BarrierInit(const std::vector<const AttrStmt*>& inits, const S
           cuda::CallStmt("syncthreads", {}, span)};
 }
 
-/// A kernel with barriers but no T.ws: its barriers initialized where they are allocated,
-/// its pipelined loops serial.
+/// A kernel with barriers but no T.ws: its barriers initialized where they are allocated
+/// (those allocated one after another, with nothing else between, together: one thread's
+/// inits, one fence and one block barrier, as upstream does, instead of a block barrier
+/// each), its pipelined loops serial.
 class InPlace : public IRMutator {
  protected:
   Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
     if (op->key != kBarrierInitAttr) return self;
     return Seq::Make(BarrierInit({op}, op->span), op->span);
+  }
+  Stmt Mutate_(const Seq* op, const Stmt& self) override {
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (size_t i = 0; i < op->stmts.size();) {
+      // a run of allocations and barrier inits: the allocations, then every init at once
+      size_t end = i;
+      std::vector<const AttrStmt*> inits;
+      std::vector<Stmt> allocs;
+      while (end < op->stmts.size()) {
+        const Stmt& s = op->stmts[end];
+        const auto* attr = As<AttrStmt>(s);
+        if (attr && attr->key == kBarrierInitAttr) {
+          inits.push_back(attr);
+        } else if (As<Allocate>(s)) {
+          allocs.push_back(s);
+        } else {
+          break;
+        }
+        ++end;
+      }
+      if (inits.size() > 1) {
+        out.insert(out.end(), allocs.begin(), allocs.end());
+        for (const Stmt& s : BarrierInit(inits, inits.front()->span)) out.push_back(s);
+        changed = true;
+        i = end;
+        continue;
+      }
+      Stmt m = Mutate(op->stmts[i]);
+      changed |= m != op->stmts[i];
+      out.push_back(m);
+      ++i;
+    }
+    return changed ? Seq::Make(out, op->span) : self;
   }
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
