@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tl/arith/simplify.h"
+#include "tl/arith/sum_terms.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
 
@@ -234,55 +235,23 @@ class IndexWidener : public IRMutator {
     return Cast::Make(i64, e);
   }
 
-  /// A sum that never overflows in 32 bits, widened once; with tl.loop_terms_apart,
-  /// when some of its terms are arithmetic of enclosing loops' variables alone and others
-  /// are not, as two widened parts, the loops' last: `base + int64(tx * 8) + int64(u * 64)`, not `base +
-  /// int64(u * 64 + tx * 8)`. nvcc splits the sign extension of a 32-bit sum only where it
-  /// proves the sum does not wrap, so the grouped form computes every address of an
+  /// A sum that never overflows in 32 bits, widened once; with tl.loop_terms_apart, when
+  /// some of its terms are constants once the loops unroll (arith::SplitLoopTerms) and others
+  /// are not, as two widened parts, the loops' last: `base + int64(tx * 8) + int64(u * 64)`,
+  /// not `base + int64(u * 64 + tx * 8)`. nvcc splits the sign extension of a 32-bit sum only
+  /// where it proves the sum does not wrap, so the grouped form computes every address of an
   /// unrolled loop in full (a 64-bit add, two LEAs and an OR per cp.async in upstream's
-  /// sparse MLA producers) where the split gives one address plus immediate offsets.
-  /// Measured on the H200 (BENCHMARKS.md, twenty-fourth session): upstream's seesaw sparse
-  /// MLA forward 1.533 -> 1.420 ms, but its pipelined one 0.0337 -> 0.0366 ms, where ptxas
-  /// then spilled the producer's 72 hoisted shared addresses (0 -> 33 local loads and
-  /// stores per stage, in the LSU pipe the consumers' shared loads use). Off until a rule
-  /// tells the two apart.
+  /// sparse MLA producers), the split one address plus immediate offsets. Alone (H200,
+  /// BENCHMARKS.md, twenty-fourth session) it made upstream's seesaw sparse MLA forward 7%
+  /// faster and its pipelined one 9% slower (ptxas then spilled the producer's hoisted shared
+  /// addresses); with the code generator's half (shared addresses printed the same way) both
+  /// kernels' producers take upstream's form in SASS. Off until that is timed.
   Expr WidenFitting(const Expr& e) {
     const DType i64 = DType::Int(64);
-    std::vector<std::pair<bool, Expr>> terms;  // (negated, term)
-    Terms(e, false, &terms);
-    Expr outer, inner;
-    auto add = [](Expr* acc, bool neg, const Expr& t) {
-      if (!*acc) {
-        *acc = neg ? Binary::Make(BinOp::kSub, MakeInt(0, t->dtype), t) : t;
-      } else {
-        *acc = Binary::Make(neg ? BinOp::kSub : BinOp::kAdd, *acc, t);
-      }
-    };
-    for (const auto& [neg, t] : terms) add(!As<IntImm>(t) && LoopArithmetic(t) ? &inner : &outer, neg, t);
-    if (!split_loop_terms_ || !outer || !inner || !Fits(outer) || !Fits(inner)) return Cast::Make(i64, e);
-    return Binary::Make(BinOp::kAdd, Cast::Make(i64, outer), Cast::Make(i64, inner));
-  }
-
-  /// Arithmetic of constants and enclosing loops' variables alone (no thread index, no
-  /// loaded value): a constant once nvcc unrolls the loops.
-  bool LoopArithmetic(const Expr& e) const {
-    if (As<IntImm>(e)) return true;
-    if (const auto* v = As<Var>(e)) return loop_vars_.count(v) > 0;
-    if (const auto* c = As<Cast>(e)) return LoopArithmetic(c->value);
-    const auto* b = As<Binary>(e);
-    return b && (b->op == BinOp::kAdd || b->op == BinOp::kSub || b->op == BinOp::kMul) && LoopArithmetic(b->a) &&
-           LoopArithmetic(b->b);
-  }
-
-  /// The terms of a sum, in order, with their signs.
-  static void Terms(const Expr& e, bool neg, std::vector<std::pair<bool, Expr>>* out) {
-    const auto* b = As<Binary>(e);
-    if (b && (b->op == BinOp::kAdd || b->op == BinOp::kSub)) {
-      Terms(b->a, neg, out);
-      Terms(b->b, b->op == BinOp::kSub ? !neg : neg, out);
-      return;
-    }
-    out->push_back({neg, e});
+    if (!split_loop_terms_) return Cast::Make(i64, e);
+    auto [others, loop] = arith::SplitLoopTerms(e, loop_vars_);
+    if (!others || !Fits(others) || !Fits(loop)) return Cast::Make(i64, e);
+    return Binary::Make(BinOp::kAdd, Cast::Make(i64, others), Cast::Make(i64, loop));
   }
 
   /// `a op rhs` (op + or -) with the sums of `rhs` rotated into a left chain:

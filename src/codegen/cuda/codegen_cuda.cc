@@ -22,7 +22,7 @@
 #include "warp_intrinsics.h"
 #include "hand_written.h"
 #include "launch_facts.h"
-#include "loop_addresses.h"
+#include "tl/arith/sum_terms.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
 
@@ -181,7 +181,7 @@ class CudaCodegen : public CPrinter {
       return;
     }
     if (op->key == transform::cuda::kMinBlocksPerSmAttr) return;  // in __launch_bounds__
-    if (op->key == transform::cuda::kLoopTermsApartAttr) return;  // how addresses print (loop_addresses.h)
+    if (op->key == transform::cuda::kLoopTermsApartAttr) return;  // how addresses print (PrintCall)
     CPrinter::EmitAttr(op);
   }
 
@@ -377,12 +377,17 @@ class CudaCodegen : public CPrinter {
   std::string PrintCall(const Call* op) override {
     if (op->op == "syncthreads") return "__syncthreads()";
     if (op->op == "address_of" && loop_terms_apart_) {
-      // tl.loop_terms_apart: the address the enclosing loops start from, plus their terms
+      // tl.loop_terms_apart: the address the enclosing loops start from, plus their terms,
+      // `(&KV_shared[base]) + (u * 4096)` rather than `&KV_shared[base + u * 4096]`. nvcc
+      // hoists each unrolled step's whole address out of an enclosing loop as a register of
+      // its own (upstream's seesaw sparse MLA producer: 72 cp.async destinations, spilled at
+      // its 72 registers); the split form gives one register plus immediate offsets, as
+      // upstream's generated code gets ([R41+0x2000]).
       const auto* load = As<BufferLoad>(op->args[0]);
       // (shared and global memory only: register arrays keep their constant indices)
       const bool memory = load && (load->buffer->scope == Scope::kShared || load->buffer->scope == Scope::kGlobal);
       if (memory && !scalars_.count(load->buffer.get()) && !PackedInMemory(*load->buffer)) {
-        auto [base, loop] = cuda::SplitLoopTerms(OffsetExpr(load->buffer, load->indices), loop_vars_);
+        auto [base, loop] = arith::SplitLoopTerms(OffsetExpr(load->buffer, load->indices), loop_vars_);
         if (base) return "((&" + Name(load->buffer.get()) + "[" + Print(base) + "]) + " + Print(loop) + ")";
       }
     }
@@ -506,7 +511,7 @@ class CudaCodegen : public CPrinter {
   std::unordered_set<const BufferNode*> wgmma_operands_;
   transform::cuda::SharedPlan plan_;
   std::vector<int64_t> threads_;
-  bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (loop_addresses.h)
+  bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (see PrintCall's address_of)
   std::unordered_set<const Var*> loop_vars_;  ///< the loops around the statement printed (not threads)
   int64_t shared_bytes_ = 0;   ///< the arena's peak
   std::vector<std::string> narrow_scalars_;  ///< declarations rounding 16/8-bit float parameters

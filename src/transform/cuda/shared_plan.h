@@ -30,7 +30,7 @@ inline constexpr const char* kWarpSpecializedAttr = "tl.warp_specialized";
 inline constexpr const char* kMinBlocksPerSmAttr = "tl.min_blocks_per_sm";
 /// Marker at the top of a kernel launch's body: addresses inside loops are printed as the
 /// loops' first address plus the loop terms (cuda-launch-bounds, from tl.loop_terms_apart;
-/// codegen's loop_addresses.h).
+/// arith/sum_terms.h, read in codegen_cuda.cc).
 inline constexpr const char* kLoopTermsApartAttr = "tl.loop_terms_apart";
 
 /// Whether `s` is the warp-specialized split `if ws_is_producer(n): ... else: ...`.

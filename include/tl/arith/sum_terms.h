@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file A sum's terms, and splitting them into the terms that are constants once loops
+/// unroll and the others: how tl.loop_terms_apart keeps an address's loop terms apart
+/// (legalize-index-width when it widens an offset, the CUDA code generator when it prints
+/// an address).
+#pragma once
+
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "tl/ir/expr.h"
+
+namespace tl::arith {
+
+/// The terms of a sum of + and -, in order, each with its sign (true: subtracted).
+std::vector<std::pair<bool, ir::Expr>> SumTerms(const ir::Expr& e);
+
+/// Whether `e` is + - * arithmetic of constants and `loop_vars` alone (no thread index, no
+/// loaded value): a constant once the loops unroll.
+bool LoopArithmetic(const ir::Expr& e, const std::unordered_set<const ir::Var*>& loop_vars);
+
+/// A sum split in two, (others, loop terms): the loop terms are its non-constant terms
+/// that are LoopArithmetic, the others the rest, each part a sum in the original order.
+/// Both null unless both parts have terms.
+std::pair<ir::Expr, ir::Expr> SplitLoopTerms(const ir::Expr& e, const std::unordered_set<const ir::Var*>& loop_vars);
+
+}  // namespace tl::arith
