@@ -19,7 +19,6 @@ from . import kernel as _kernel
 _PLAIN_INTS = {f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)}
 
 
-
 def _search_dirs():
     """Folders where pip wheels put libnvrtc (nvidia-cuda-nvrtc)."""
     dirs = []
