@@ -7,10 +7,12 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tl/ir/stmt.h"
+#include "tl/target/cuda_target.h"
 
 namespace tl::transform {
 
@@ -24,6 +26,16 @@ struct PassContext {
   std::vector<std::pair<std::string, std::string>>* dump = nullptr;
   /// When set, each pass's wall time in milliseconds is appended here, in order.
   std::vector<std::pair<std::string, double>>* timings = nullptr;
+
+  /// The CUDA target of this compilation, from "tl.target_arch" (which the CUDA pipeline's
+  /// caller sets; unknown on the CPU), parsed once: what every CUDA pass asks about the arch.
+  const target::CudaTarget& Cuda() const {
+    if (!cuda_) cuda_ = target::CudaTarget::FromConfig(config);
+    return *cuda_;
+  }
+
+ private:
+  mutable std::optional<target::CudaTarget> cuda_;
 };
 
 /// Whether pass config `key` is set to a true value ("1", "true", "yes", "on").

@@ -350,7 +350,7 @@ class KernelRewriter : public IRMutator {
   bool hopper_;
 };
 
-bool IsHopper(const PassContext& ctx) { return target::CudaTarget::FromConfig(ctx.config).HasWgmma(); }
+bool IsHopper(const PassContext& ctx) { return ctx.Cuda().HasWgmma(); }
 
 // ---- cuda-lower-explicit-tma
 

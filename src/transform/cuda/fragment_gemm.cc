@@ -244,7 +244,7 @@ void FragmentRewriter::RequireAsyncWgmma(const GemmOp* op) {
   } else if (rs_gemms_.count(op)) {
     why = "operand A is a register fragment (T.wgmma_gemm reads A and B from shared memory here)";
   } else if (!wgmma_gemms_.count(op)) {
-    const target::CudaTarget t = target::CudaTarget::FromConfig(ctx_.config);
+    const target::CudaTarget& t = ctx_.Cuda();
     why = !t.HasWgmma() ? "the target is " + (t.Known() ? t.arch : std::string("unknown")) + ", not sm_90a"
                         : "the GEMM takes another path";
   }

@@ -13,7 +13,7 @@ namespace tl::transform::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
-int TargetSm(const PassContext& ctx) { return target::CudaTarget::FromConfig(ctx.config).sm; }
+int TargetSm(const PassContext& ctx) { return ctx.Cuda().sm; }
 
 AlignmentPromise DynamicAlignment(const PassContext& ctx) {
   AlignmentPromise out;

@@ -96,7 +96,7 @@ class KernelRewriter : public IRMutator {
 }  // namespace
 
 ir::PrimFunc CudaWarpSpecialize(const ir::PrimFunc& f, PassContext& ctx) {
-  if (!target::CudaTarget::FromConfig(ctx.config).HasWgmma()) return f;
+  if (!ctx.Cuda().HasWgmma()) return f;
   bool disabled = ConfigTrue(ctx, "tl.disable_warp_specialized") || ConfigTrue(ctx, "tl.disable_tma_lower");
   ir::Stmt body = KernelRewriter(f, ctx, disabled).Mutate(f->body);
   return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
