@@ -19,6 +19,7 @@
 #include "../c_printer.h"
 #include "async_intrinsics.h"
 #include "copy_intrinsics.h"
+#include "gemm_intrinsics.h"
 #include "warp_intrinsics.h"
 #include "hand_written.h"
 #include "launch_facts.h"
@@ -33,6 +34,7 @@ using cuda::FindLaunch;
 using cuda::HandWrittenKernel;
 using cuda::PrintAsyncPipelineCall;
 using cuda::PrintCopyCall;
+using cuda::PrintGemmCall;
 using cuda::PrintWarpCall;
 using cuda::ProducerThreads;
 using cuda::MinBlocksPerSm;
@@ -410,53 +412,9 @@ class CudaCodegen : public CPrinter {
     if (!warp.empty()) return warp;
     std::string copy = PrintCopyCall(op, [&](const Expr& e) { return Print(e); });
     if (!copy.empty()) return copy;
-    if (op->op == "gemm_rs") {
-      std::string s = "tl::gemm_rs<";
-      for (int k = 3; k < 9; ++k) s += Print(op->args[k]) + ", ";
-      s += SharedLayoutCode(op->args[1]) + ">(";
-      for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
-      return s + ")";
-    }
-    if (op->op == "panel_layout") return "(void)0";  // a request to the shared-memory plan, already applied
-    if (op->op == "gemm_rs_tf32" || op->op == "gemm_rs_tf32_panels") {
-      std::string s = "tl::gemm_rs_tf32<";
-      for (int k = 3; k < 11; ++k) s += Print(op->args[k]) + ", ";
-      s += SharedLayoutCode(op->args[1]);
-      int64_t exact = 0;
-      if (op->args.size() > 11 && AsConstInt(op->args[11], &exact) && exact) s += ", true";  // AExact (default false)
-      s += ">(";
-      for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
-      return s + ")";
-    }
-    if (op->op == "wait_wgmma") return "tl::wait_wgmma<" + Print(op->args[0]) + ">()";
-    if (op->op == "wgmma_hold") return "tl::wgmma_hold<" + Print(op->args[1]) + ">(" + Print(op->args[0]) + ")";
-    if (op->op == "wgmma_wait_hold") {
-      return "tl::wgmma_wait_hold<" + Print(op->args[1]) + ", " + Print(op->args[2]) + ">(" + Print(op->args[0]) + ")";
-    }
-    if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" || op->op == "gemm_ss_wgmma_issue") {
-      // ss: (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups_n, m_blocks[, KTileA, KTileB]);
-      // rs: (A, B, C, M, N, K, trans_b, proxy_fence, m_blocks). The template arguments follow
-      // the pointers; trailing ones at their defaults (true, 1, 1) are left out.
-      const size_t first_default = op->op == "gemm_rs_wgmma" ? 7 : 8;
-      size_t end = op->args.size();
-      int64_t v = 0;
-      while (end > first_default && AsConstInt(op->args[end - 1], &v) && v == 1) --end;
-      std::string s = "tl::" + op->op + "<";
-      for (size_t k = 3; k < end; ++k) s += Print(op->args[k]) + (k + 1 < end ? ", " : "");
-      s += ">(";
-      for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
-      return s + ")";
-    }
-    if (op->op == "gemm_ss" || op->op == "gemm_ss_panels") {
-      std::string s = "tl::gemm_ss<";
-      for (int k = 3; k < 12; ++k) s += Print(op->args[k]) + ", ";
-      s += SharedLayoutCode(op->args[0]) + ", " + SharedLayoutCode(op->args[1]);
-      // MFastest, InterleaveM: the accumulator's warp order, when it is a wgmma one
-      for (size_t k = 12; k < op->args.size(); ++k) s += ", " + Print(op->args[k]);
-      s += ">(";
-      for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + Print(op->args[k]);
-      return s + ")";
-    }
+    std::string gemm = PrintGemmCall(op, [&](const Expr& e) { return Print(e); },
+                                     [&](const Expr& address) { return SharedLayoutCode(address); });
+    if (!gemm.empty()) return gemm;
     return CPrinter::PrintCall(op);
   }
 

@@ -25,6 +25,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "barrier_accesses.h"
 #include "barrier_slots.h"
 #include "shared_plan.h"
 #include "../thread_range.h"
@@ -37,149 +38,11 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-using BufferSet = std::unordered_set<const BufferNode*>;
-
-struct State {
-  BufferSet reads, writes;
-  BufferSet in_flight;  ///< cp.async targets with copies that may not have landed
-  /// How each pending read and write touched its buffer (barrier_slots.h).
-  cuda::SlotAccesses read_slots, write_slots;
-  void Merge(const State& o) {
-    reads.insert(o.reads.begin(), o.reads.end());
-    writes.insert(o.writes.begin(), o.writes.end());
-    in_flight.insert(o.in_flight.begin(), o.in_flight.end());
-    cuda::MergeSlots(&read_slots, o.read_slots);
-    cuda::MergeSlots(&write_slots, o.write_slots);
-  }
-  /// After __syncthreads: every thread's reads and writes are done and visible.
-  void Barrier() {
-    reads.clear();
-    writes.clear();
-    read_slots.clear();
-    write_slots.clear();
-  }
-  /// After cp_async_wait(0): this thread's copies have landed; other threads see them
-  /// after the next barrier, like ordinary writes.
-  void Land() {
-    writes.insert(in_flight.begin(), in_flight.end());
-    for (const BufferNode* b : in_flight) write_slots[b].push_back(cuda::SlotAccess{});
-    in_flight.clear();
-  }
-  BufferSet Accessed() const {
-    BufferSet all = reads;
-    all.insert(writes.begin(), writes.end());
-    return all;
-  }
-};
-
-/// Which buffers are the same memory: the same buffer, or overlapping planned ranges.
-class Memory {
- public:
-  explicit Memory(cuda::SharedPlan plan) : plan_(std::move(plan)) {}
-
-  /// Whether some buffer of `a` and some buffer of `b` are the same memory.
-  bool Intersects(const BufferSet& a, const BufferSet& b) const {
-    for (const BufferNode* x : a) {
-      if (b.count(x)) return true;
-    }
-    return Aliases(a, b);
-  }
-  /// Whether two different buffers share bytes.
-  bool SharesBytes(const BufferNode* x, const BufferNode* y) const {
-    auto ix = plan_.find(x), iy = plan_.find(y);
-    return x != y && ix != plan_.end() && iy != plan_.end() && ix->second.Overlaps(iy->second);
-  }
-  /// Whether some buffer of `a` shares bytes with a different buffer of `b`.
-  bool Aliases(const BufferSet& a, const BufferSet& b) const {
-    for (const BufferNode* x : a) {
-      auto ix = plan_.find(x);
-      if (ix == plan_.end()) continue;
-      for (const BufferNode* y : b) {
-        auto iy = plan_.find(y);
-        if (x != y && iy != plan_.end() && ix->second.Overlaps(iy->second)) return true;
-      }
-    }
-    return false;
-  }
-
- private:
-  cuda::SharedPlan plan_;
-};
-
-bool IsShared(const Buffer& b) { return b->scope == Scope::kShared; }
-
-/// Shared reads and writes of one unit statement.
-class AccessCollector : public IRVisitor {
- public:
-  BufferSet reads, writes, async_writes;
-  cuda::SlotAccesses read_slots, write_slots;  ///< how each is touched
-  BufferSet All() const {
-    BufferSet all = reads;
-    all.insert(writes.begin(), writes.end());
-    all.insert(async_writes.begin(), async_writes.end());
-    return all;
-  }
-
- protected:
-  void Visit_(const BufferLoad* op) override {
-    if (IsShared(op->buffer)) Read(op->buffer.get(), cuda::SlotAccess{op->indices, true});
-    IRVisitor::Visit_(op);
-  }
-  void Visit_(const BufferStore* op) override {
-    if (IsShared(op->buffer)) Write(op->buffer.get(), cuda::SlotAccess{op->indices, true});
-    IRVisitor::Visit_(op);
-  }
-  void Visit_(const Call* op) override {
-    if (HasEffect(op, kAsyncWritesArg0)) {
-      const auto* addr = As<Call>(op->args[0]);
-      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) {
-        if (IsShared(load->buffer)) async_writes.insert(load->buffer.get());
-      }
-      return;
-    }
-    // T.call_extern: the compiler does not see inside, so every shared tile whose address it
-    // receives counts as read and written.
-    if (IsExternCall(op)) {
-      for (const Expr& a : op->args) {
-        const auto* addr = As<Call>(a);
-        const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
-        if (load && IsShared(load->buffer)) {
-          Read(load->buffer.get(), cuda::SlotAccess{});
-          Write(load->buffer.get(), cuda::SlotAccess{});
-        }
-      }
-      IRVisitor::Visit_(op);
-      return;
-    }
-    // Calls that write through their first argument (an address_of); atomics read it too.
-    bool atomic = HasEffect(op, kWritesArg0 | kReadsArg0);
-    bool writes_first = HasEffect(op, kWritesArg0);
-    if (writes_first && !op->args.empty()) {
-      if (const auto* addr = As<Call>(op->args[0])) {
-        if (const auto* load = As<BufferLoad>(addr->args[0])) {
-          if (IsShared(load->buffer)) {
-            Write(load->buffer.get(), cuda::SlotAccess{});
-            if (atomic) Read(load->buffer.get(), cuda::SlotAccess{});
-          }
-          for (const Expr& i : load->indices) Visit(i);
-        }
-      }
-      for (size_t k = 1; k < op->args.size(); ++k) Visit(op->args[k]);
-      return;
-    }
-    IRVisitor::Visit_(op);
-  }
-
- private:
-  void Read(const BufferNode* b, cuda::SlotAccess a) {
-    reads.insert(b);
-    read_slots[b].push_back(std::move(a));
-  }
-  void Write(const BufferNode* b, cuda::SlotAccess a) {
-    writes.insert(b);
-    write_slots[b].push_back(std::move(a));
-  }
-};
+using cuda::barriers::AccessCollector;
+using cuda::barriers::BufferSet;
+using cuda::barriers::IsShared;
+using cuda::barriers::Memory;
+using cuda::barriers::State;
 
 bool IsBarrier(const Stmt& s) {
   const auto* ev = As<Evaluate>(s);
