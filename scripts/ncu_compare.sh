@@ -9,7 +9,8 @@
 # Needs .peer/upstream-src.tar.gz and .peer/upstream-tilelang.tar.xz (see scripts/gpu_run.sh).
 # Writes to $OUT: ncu_<tag>_<side>.txt (speed of light, occupancy, warp state, scheduler,
 # memory, instruction statistics), sass_<tag>_<side>.csv (per SASS instruction: executed
-# count, stall samples, shared-memory wavefronts; read it with any CSV tool) and prints the
+# count, stall samples, shared-memory wavefronts; read it with any CSV tool), the run's log
+# ncu_<tag>_<side>.log and the generated sources src_<tag>_<side>/*.cu, and prints the
 # headline figures and the stall reasons.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,13 +22,19 @@ export TILELANG_PRINT_ON_COMPILATION=0
 for side in ${NCU_SIDES:-ours upstream}; do
   if [ "$side" = ours ]; then py=.venv/bin/python; pp=; else py=python3; pp=/tmp/upstream-tilelang; fi
   rep=/tmp/ncu_${tag}_$side
-  PYTHONPATH=$pp timeout ${NCU_TIMEOUT:-200} ncu --clock-control none --launch-skip 1 --launch-count 1 -k "regex:$rx" \
+  # each side's kernels compiled into a cache of their own (both packages read
+  # TILELANG_CACHE_DIR), so that their generated sources can be copied out below
+  cache=/tmp/ncu_cache_${tag}_$side; rm -rf "$cache"
+  TILELANG_CACHE_DIR=$cache PYTHONPATH=$pp timeout ${NCU_TIMEOUT:-200} ncu --clock-control none --launch-skip 1 --launch-count 1 -k "regex:$rx" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters --section InstructionStats \
     --metrics 'regex:smsp__pcsamp_warps_issue_stalled_.*' -o "$rep" -f "$py" scripts/ncu_probe.py "$@" > "$rep.log" 2>&1
   ncu --import "$rep.ncu-rep" --page details --print-details all > "$OUT/ncu_${tag}_$side.txt" 2>&1
   ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_${tag}_$side.csv" 2>&1
-  echo "== $tag $side"
+  cp "$rep.log" "$OUT/ncu_${tag}_$side.log" 2>/dev/null  # the run's own output (why it failed, if it did)
+  mkdir -p "$OUT/src_${tag}_$side"; n=0
+  for f in $(grep -rl "__global__" "$cache" 2>/dev/null | head -20); do n=$((n+1)); cp "$f" "$OUT/src_${tag}_$side/$n.cu"; done
+  echo "== $tag $side ($n generated sources in src_${tag}_$side/)"
   grep -E "Duration|Registers Per|Executed Instructions  |Branch Instructions  |Warp Cycles Per Issued" "$OUT/ncu_${tag}_$side.txt" | head -6
   grep -E "pcsamp_warps_issue_stalled" "$OUT/ncu_${tag}_$side.txt" | awk '{gsub(",", "", $NF); print $NF, $1}' | sort -n -r | head -8
 done
