@@ -40,6 +40,8 @@ TEST(CudaTarget, InstructionsByArch) {
   EXPECT_FALSE(CudaTarget::Parse("sm_89").HasTma());
   EXPECT_TRUE(CudaTarget::Parse("sm_80").HasCpAsync());
   EXPECT_FALSE(CudaTarget::Parse("sm_75").HasCpAsync());
+  EXPECT_TRUE(CudaTarget::Parse("sm_86").HasMmaSync());
+  EXPECT_FALSE(CudaTarget::Parse("sm_75").HasMmaSync());
   EXPECT_TRUE(CudaTarget::Parse("sm_100a").HasSm100aFeatures());
   EXPECT_TRUE(CudaTarget::Parse("sm_120a").HasSm100aFeatures());
   EXPECT_FALSE(CudaTarget::Parse("sm_100").HasSm100aFeatures());

@@ -40,6 +40,8 @@ struct CudaTarget {
   bool HasTma() const { return sm >= 90; }
   bool HasStmatrix() const { return sm >= 90; }
   bool HasCpAsync() const { return sm >= 80; }
+  /// The mma.sync shapes the tensor-core GEMMs use (m16n8k16, k32, tf32 k8): sm_80 on.
+  bool HasMmaSync() const { return sm >= 80; }
   /// Blackwell's arch-specific instructions (e.g. cvt.rs stochastic rounding): sm_100a and
   /// later "a" targets.
   bool HasSm100aFeatures() const { return sm >= 100 && suffix == 'a'; }

@@ -38,16 +38,6 @@ bool LdmatrixRowsAligned(const GemmOp* op, bool reg_a) {
   return true;
 }
 
-/// Whether `arch` ("sm_75", "sm_86", "sm_90a"; empty: unknown) is older than sm_80.
-bool ArchBefore80(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return false;
-  int v = 0;
-  for (size_t i = 3; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i) {
-    v = v * 10 + (arch[i] - '0');
-  }
-  return v > 0 && v < 80;
-}
-
 }  // namespace
 
 void FragmentLayoutInference::Visit_(const GemmOp* op) {
@@ -71,7 +61,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
   std::string why;
   layout::WarpPartition warps;
   bool reg_a = IsFragment(op->a.buffer) && !IsFragment(op->b.buffer);
-  if (ArchBefore80(arch_)) {
+  if (target_.Known() && !target_.HasMmaSync()) {
     // The mma.sync shapes of the tensor-core path (m16n8k16, k32, tf32 k8) are sm_80's.
     why = arch_ + " has none of the mma.sync shapes the tensor-core path uses (sm_80 and newer)";
   } else if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
@@ -101,7 +91,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
       // (mma.sync's gemm_rs reads A and C alike, in either row order).
       layout::WarpPartition rs_split{w, 1};
       layout::WarpPartition wg;
-      if (arch_.rfind("sm_90", 0) == 0 && WgmmaPartition(m, &wg) && wg.warps_n == 1 && wg.warps_m == w) {
+      if (target_.sm == 90 && WgmmaPartition(m, &wg) && wg.warps_n == 1 && wg.warps_m == w) {
         rs_split = wg;
       }
       auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, rs_split);
@@ -114,7 +104,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
         warps = rs_split;
         Assign(op->a.buffer, Held(a_layout), "T.gemm operand A", op->span);
         rs_gemms.insert(op);
-        if (arch_.rfind("sm_90", 0) == 0) {
+        if (target_.sm == 90) {
           std::string no = cuda::WgmmaUnfit(op, num_threads_, arch_, /*a_in_registers=*/true, nullptr, wgmma_);
           if (no.empty()) {
             wgmma_gemms.insert(op);
@@ -131,7 +121,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
     warps = *held;
     layout::WarpPartition wg;
     bool wgmma_split = WgmmaPartition(m, &wg) && warps == wg;
-    if (!wgmma_split && arch_.rfind("sm_90", 0) == 0) {
+    if (!wgmma_split && target_.sm == 90) {
       wgmma_gemms.erase(op);
       no_wgmma[op] = "its accumulator is laid out as " + MmaAccumulatorLayout(m, n, warps).ToString() +
                      " by another use";
@@ -181,7 +171,7 @@ bool FragmentLayoutInference::Tf32RegisterA(const GemmOp* op, int64_t m, int64_t
   Assign(op->a.buffer, Held(a_layout), "T.gemm operand A", op->span);
   *warps = split;
   rs_gemms.insert(op);
-  if (arch_.rfind("sm_90", 0) == 0) no_wgmma[op] = "a tfloat32 GEMM with A in registers takes mma.sync here";
+  if (target_.sm == 90) no_wgmma[op] = "a tfloat32 GEMM with A in registers takes mma.sync here";
   return true;
 }
 
@@ -224,7 +214,7 @@ void FragmentLayoutInference::StageA(const GemmOp* op, int64_t m, int64_t n, lay
   }
   staged_a_gemms.insert(op);
   wgmma_gemms.erase(op);
-  if (arch_.rfind("sm_90", 0) == 0) no_wgmma[op] = "operand A is a register fragment, staged through shared memory";
+  if (target_.sm == 90) no_wgmma[op] = "operand A is a register fragment, staged through shared memory";
   why->clear();
 }
 
@@ -247,7 +237,7 @@ bool FragmentLayoutInference::WgmmaPartition(int64_t m, layout::WarpPartition* o
 }
 
 bool FragmentLayoutInference::UseWgmma(const GemmOp* op) {
-  if (arch_.rfind("sm_90", 0) != 0) return false;
+  if (target_.sm != 90) return false;
   std::string why = cuda::WgmmaUnfit(op, num_threads_, arch_, false, nullptr, wgmma_);
   if (why.empty()) {
     wgmma_gemms.insert(op);
