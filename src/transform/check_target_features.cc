@@ -12,16 +12,12 @@
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
-#include "tl/target/cuda_target.h"
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
-
-/// sm_100a, sm_101a, sm_120a, ...: a major version of 10 or more with the "a" features.
-bool HasSm100aFeatures(const std::string& arch) { return target::CudaTarget::Named(arch).HasSm100aFeatures(); }
 
 std::string FormatName(DType t) {
   if (t == DType::Float(16)) return "FP16";
@@ -52,7 +48,7 @@ class Checker : public IRVisitor {
         TL_USER_ERROR(span_) << "T.cast(..., round=\"rs\", sat=False): sat=false is not supported (stochastic "
                                 "rounding saturates to the largest finite value)";
       }
-      if (cuda_arch_ && !HasSm100aFeatures(*cuda_arch_)) {
+      if (cuda_arch_ && !ctx_.Cuda().HasSm100aFeatures()) {
         TL_USER_ERROR(span_) << "Stochastic rounding f32-to-" << FormatName(op->dtype) << " requires sm_100a "
                              << "(T.cast(..., round=\"rs\")); this kernel is compiled for " << *cuda_arch_
                              << " (the CPU target rounds stochastically too)";

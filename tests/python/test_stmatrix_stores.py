@@ -34,8 +34,9 @@ def gemm_via_shared(M=64, N=64, K=64, threads=128, dtype="float16"):
     return main
 
 
-def source(func, arch="sm_90a", on=True):
-    config = {"tl.target_arch": arch}
+def source(func, arch="sm_90a", on=True, **configs):
+    """The CUDA source and remarks of `func` for `arch`, the key on or not, with `configs`."""
+    config = {"tl.target_arch": arch, **configs}
     if on:
         config["tl.stmatrix_stores"] = "1"
     lowered, remarks, _ = _tl.lower_cuda(func.node, config, False)
@@ -125,10 +126,7 @@ NO_TMA_STORE = {"tl.stmatrix_stores": True, "tl.auto_tma_store": False}
 def test_a_staging_tile_keeps_its_xor_swizzle_under_stmatrix():
     # stored by the threads (no TMA store): the staging tile is XOR-swizzled in 16-byte
     # chunks, which keeps each lane's 16-byte stmatrix row together, so the tile takes both
-    from tilelang import _tl
-    config = {"tl.target_arch": "sm_90a", "tl.stmatrix_stores": "1", "tl.auto_tma_store": "0"}
-    lowered, remarks, _ = _tl.lower_cuda(gemm_via_shared(128, 128, 64, 128).node, config, False)
-    src = _tl.codegen_cuda(lowered).code
+    src, remarks = source(gemm_via_shared(128, 128, 64, 128), **{"tl.auto_tma_store": "0"})
     assert src.count("tl::stmatrix_x4(") == 1, src
     assert "C_s = reinterpret_cast<tl::half*>(tl_smem" in src and "XOR-swizzled staging tile" in src, src
     assert any("C_s XOR-swizzled (staging tiles" in r for r in remarks), remarks
