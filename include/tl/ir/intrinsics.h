@@ -37,6 +37,8 @@ enum IntrinsicEffect : uint32_t {
   kPanelOperands = 1u << 20,    ///< its shared operands are in wgmma's panel layout (TMA writes it; ldmatrix reads it too)
   kFence = 1u << 21,            ///< orders this thread's memory accesses before it against those after (not pure)
   kCudaOnly = 1u << 22,         ///< the CPU target refuses it at the user's line (check-target-features)
+  kProgramGroupCopy = 1u << 23, ///< T.ptx_cp_async: writes argument 0's element later, in the program's own cp.async groups
+  kProgramGroupWait = 1u << 24, ///< T.ptx_wait_group: where the program's own cp.async copies land
 };
 
 struct IntrinsicInfo {

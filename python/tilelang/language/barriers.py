@@ -285,19 +285,23 @@ def tma_store_wait(count=0, read=True):
 
 
 def ptx_commit_group():
-    """Upstream: cp.async.commit_group, closing a group of the asynchronous copies that
-    `T.Parallel(..., prefer_async=True)` element copies became. Those copies are synchronous
-    here (noted), so there is no group to commit; a real commit could also shift the
-    groups this compiler's own pipelines count."""
-    _noted("T.ptx_commit_group()", "no-op (T.Parallel copies with prefer_async run synchronously here)")
+    """cp.async.commit_group: closes this thread's T.ptx_cp_async copies issued since the last
+    commit into a group (T.ptx_wait_group waits for groups). The block's other threads see
+    the copied data after the wait; the compiler puts the barrier between the wait and their
+    reads. (Upstream's T.Parallel(..., prefer_async=True) element copies run synchronously
+    here, noted, so committing them is harmless.) Nothing on the CPU, whose copies land at once.
+    Not inside a T.Pipelined loop that the compiler stages with cp.async groups of its own."""
+    _b.require_kernel("T.ptx_commit_group")
+    _emit_call("ptx_commit_group", [])
 
 
 def ptx_wait_group(count=0):
-    """Upstream: cp.async.wait_group(count). Nothing is in flight from the user's copies here
-    (see ptx_commit_group; noted)."""
-    if not _is_int(count) or count < 0:
+    """cp.async.wait_group(count): waits until at most `count` of this thread's committed
+    groups are still in flight (see ptx_commit_group)."""
+    _b.require_kernel("T.ptx_wait_group")
+    if not _is_int(count) or isinstance(count, bool) or count < 0:
         raise _b._UserError(f"T.ptx_wait_group: count must be a non-negative int, got {count!r}")
-    _noted(f"T.ptx_wait_group({count})", "no-op (T.Parallel copies with prefer_async run synchronously here)")
+    _emit_call("ptx_wait_group", [_tl.const_int(int(count), "int32")])
 
 
 def wait_wgmma(id):  # noqa: A002 - upstream's name

@@ -224,6 +224,7 @@ class CpuCodegen : public CPrinter {
       return s + ")";
     }
     if (op->op == "fence_proxy_async" || op->op == "syncwarp" || op->op == "tma_store_arrive" || op->op == "tma_store_wait" ||
+        op->op == "ptx_commit_group" || op->op == "ptx_wait_group" ||
         op->op == "pdl_trigger" || op->op == "pdl_sync" || op->op == "set_max_nreg") {
       return "(void)0";  // lockstep: nothing to wait for; stores here are plain copies
     }

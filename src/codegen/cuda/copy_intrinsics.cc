@@ -22,8 +22,9 @@ DType AddressedType(const Expr& address) {
 }  // namespace
 
 std::string PrintCopyCall(const Call* op, const std::function<std::string(const Expr&)>& print) {
-  if (op->op == "cp_async_commit") return "tl::cp_async_commit()";
-  if (op->op == "cp_async_wait") return "tl::cp_async_wait<" + print(op->args[0]) + ">()";
+  // (the compiler's own groups and the program's, T.ptx_commit_group / T.ptx_wait_group)
+  if (op->op == "cp_async_commit" || op->op == "ptx_commit_group") return "tl::cp_async_commit()";
+  if (op->op == "cp_async_wait" || op->op == "ptx_wait_group") return "tl::cp_async_wait<" + print(op->args[0]) + ">()";
   if (op->op == "cp_async") {
     return "tl::cp_async_zfill_" + print(op->args[2]) + "(" + print(op->args[0]) + ", " + print(op->args[1]) +
            ", " + print(op->args[3]) + ")";

@@ -45,6 +45,12 @@ struct State {
     for (const BufferNode* b : in_flight) write_slots[b].push_back(cuda::SlotAccess{});
     in_flight.clear();
   }
+  /// After the program's own cp.async wait (T.ptx_wait_group): the copies into `tiles` have
+  /// landed, writes that other threads see after the next barrier.
+  void LandProgramCopies(const BufferSet& tiles) {
+    writes.insert(tiles.begin(), tiles.end());
+    for (const BufferNode* b : tiles) write_slots[b].push_back(cuda::SlotAccess{});
+  }
   BufferSet Accessed() const {
     BufferSet all = reads;
     all.insert(writes.begin(), writes.end());
@@ -93,6 +99,11 @@ class AccessCollector : public IRVisitor {
  public:
   BufferSet reads, writes, async_writes;
   cuda::SlotAccesses read_slots, write_slots;  ///< how each is touched
+  /// In a kernel that waits for its own cp.async groups (T.ptx_wait_group): the tiles its
+  /// T.ptx_cp_async copies write. Such a copy is a write of its tile where it is issued (its
+  /// bytes may land any time from then on), and a wait is a write of every one of them (they
+  /// have landed). Null otherwise: the program orders its copies with mbarriers.
+  const BufferSet* program_copies = nullptr;
   BufferSet All() const {
     BufferSet all = reads;
     all.insert(writes.begin(), writes.end());
@@ -115,6 +126,18 @@ class AccessCollector : public IRVisitor {
       if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) {
         if (IsShared(load->buffer)) async_writes.insert(load->buffer.get());
       }
+      return;
+    }
+    if (program_copies && HasEffect(op, kProgramGroupCopy)) {
+      const auto* addr = As<Call>(op->args[0]);
+      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) {
+        if (IsShared(load->buffer)) Write(load->buffer.get(), cuda::SlotAccess{});
+      }
+      IRVisitor::Visit_(op);
+      return;
+    }
+    if (program_copies && HasEffect(op, kProgramGroupWait)) {
+      for (const BufferNode* b : *program_copies) Write(b, cuda::SlotAccess{});
       return;
     }
     // T.call_extern: the compiler does not see inside, so every shared tile whose address it

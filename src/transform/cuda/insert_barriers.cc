@@ -19,6 +19,11 @@
 /// are ordinary pending writes. The planner keeps every buffer off bytes with copies in
 /// flight, which is checked here.
 ///
+/// The program's own cp.async copies (T.ptx_cp_async) are ordered by the program: through
+/// mbarriers (no write declared), or, in a kernel with a T.ptx_wait_group, by its own groups:
+/// then each copy is a write of its tile where it is issued and every wait is a write of all
+/// those tiles (they land there), so readers in other threads get a barrier after the wait.
+///
 /// In a warp-specialized kernel (cuda-warp-specialize) the producer branch gets no
 /// barriers (mbarriers order its TMA writes) and the consumers synchronize among
 /// themselves with a named barrier: __syncthreads would wait for the producer threads.
@@ -76,7 +81,31 @@ struct KernelBarriers {
   /// A warp-specialized kernel launches its producer threads above `threads`: outside the
   /// role split a condition like `tx >= 128` also holds for them, so its range is unknown.
   bool producers_above = false;
+  /// The tiles T.ptx_cp_async writes, in a kernel that waits for them with T.ptx_wait_group
+  /// (AccessCollector::program_copies); empty otherwise.
+  BufferSet program_copies;
 };
+
+bool IsProgramGroupWait(const Stmt& s) {
+  const auto* ev = As<Evaluate>(s);
+  return HasEffect(ev ? As<Call>(ev->value) : nullptr, kProgramGroupWait);
+}
+
+/// The shared tiles the program's T.ptx_cp_async copies write, if it waits for them with
+/// T.ptx_wait_group (and not only through mbarriers).
+BufferSet ProgramGroupCopies(const Stmt& body) {
+  BufferSet tiles;
+  bool waits = false;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    waits |= HasEffect(call, kProgramGroupWait);
+    if (!HasEffect(call, kProgramGroupCopy)) return;
+    const auto* addr = As<Call>(call->args[0]);
+    const auto* load = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+    if (load && IsShared(load->buffer)) tiles.insert(load->buffer.get());
+  });
+  return waits ? tiles : BufferSet{};
+}
 
 /// `body` with the variables bound to the thread index itself (`tx = T.get_thread_binding()`
 /// gives `let tx_1 = tx`) replaced by it: a condition on such a variable is a condition on
@@ -122,6 +151,10 @@ class BarrierInserter {
     if (cuda::IsWarpSpecializedSplit(s)) return SplitRoles(As<IfThenElse>(s), state);
     if (cuda::IsWaitAll(s)) {
       state->Land();
+      return s;
+    }
+    if (IsProgramGroupWait(s)) {
+      state->LandProgramCopies(kernel_->program_copies);
       return s;
     }
     if (const auto* seq = As<Seq>(s)) {
@@ -192,8 +225,9 @@ class BarrierInserter {
 
  private:
   template <typename Node>
-  static AccessCollector Collect(const Node& n) {
+  AccessCollector Collect(const Node& n) const {
     AccessCollector acc;
+    if (!kernel_->program_copies.empty()) acc.program_copies = &kernel_->program_copies;
     acc.Visit(n);
     return acc;
   }
@@ -399,6 +433,7 @@ class KernelVisitor : public IRMutator {
       }
     });
     while (kernel.user_ids.count(kernel.consumer_id)) ++kernel.consumer_id;
+    kernel.program_copies = ProgramGroupCopies(op->body);
     State state;
     Stmt body = BarrierInserter(op->var.get(), memory_, &kernel).Run(WithoutThreadAliases(op->body, op->var), &state);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);

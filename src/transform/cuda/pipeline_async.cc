@@ -119,6 +119,23 @@ class Pipeliner : public cuda::ThreadShareMutator {
     }
   }
 
+  /// This loop's stages are cp.async groups whose waits count them: a group the program
+  /// commits itself in the body (T.ptx_commit_group), or a wait of its own, would shift
+  /// the count, and a stage could be read before it landed. Refused at the user's line.
+  static void CheckNoProgramGroups(const For* loop) {
+    struct Finder : IRVisitor {
+      void Visit_(const Evaluate* ev) override {
+        const auto* call = As<Call>(ev->value);
+        if (call && (call->op == "ptx_commit_group" || HasEffect(call, kProgramGroupWait))) {
+          TL_USER_ERROR(ev->span) << "T." << call->op << " inside a T.Pipelined loop that this compiler stages with "
+                                  << "cp.async groups of its own (its waits count them): commit and wait for "
+                                  << "T.ptx_cp_async copies outside the loop, or give it num_stages=0";
+        }
+      }
+    } finder;
+    finder.Visit(loop->body);
+  }
+
   // (ThreadShareMutator: in a branch on a range of threads, `if tx < 32: ... else:
   // <pipelined loop>`, the staged copies are spread over the range's threads.)
 
@@ -170,7 +187,10 @@ class Pipeliner : public cuda::ThreadShareMutator {
         }
       }
     }
-    if (!producers.empty() || !gathers.empty()) CheckWgmmaWaited(op);
+    if (!producers.empty() || !gathers.empty()) {
+      CheckWgmmaWaited(op);
+      CheckNoProgramGroups(op);
+    }
     if (producers.empty() && gathers.empty()) {
       if (s >= 2) ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why + ")");
       Stmt body = Mutate(op->body);
