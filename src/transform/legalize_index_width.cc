@@ -17,8 +17,10 @@
 /// - A comparison of pure index arithmetic (the edge guards of accesses and copies) that
 ///   may overflow int32 is computed in 64 bits the same way, as is such arithmetic under
 ///   a cast to int64 (a guard against an int64 dimension), and the grid size.
-/// - Pass config "tl.loop_terms_apart=1": a widened sum keeps the terms that use
-///   enclosing loops' variables apart from the others (see WidenFitting; off by default).
+/// - Pass config "tl.loop_terms_apart" (on; 0 turns it off): a widened sum keeps the terms that
+///   use enclosing loops' variables apart from the others (see WidenFitting), so that nvcc folds
+///   an unrolled loop's steps into immediate offsets (upstream's seesaw sparse MLA forward on
+///   the H200: 1.53 -> 1.19 ms, BENCHMARKS.md twenty-fifth session).
 /// - Pass config "tl.config_index_bitwidth": "64" treats every global buffer as wide; "32"
 ///   widens nothing (the user promises that every index fits).
 #include <limits>
@@ -280,7 +282,7 @@ ir::PrimFunc LegalizeIndexWidth(const ir::PrimFunc& f, PassContext& ctx) {
     TL_USER_ERROR(f->span) << "pass config tl.config_index_bitwidth must be 32 or 64, got '" << bits << "'";
   }
   if (bits == "32") return f;
-  IndexWidener w(f, bits == "64", ConfigOn(ctx, "tl.loop_terms_apart", false));
+  IndexWidener w(f, bits == "64", ConfigOn(ctx, "tl.loop_terms_apart", true));
   ir::Stmt body = w.Mutate(f->body);
   for (const std::string& name : w.widened_buffers) {
     ctx.remarks.push_back("index width: offsets into " + name + " computed in 64 bits (" +

@@ -138,15 +138,15 @@ def a_offset(kernel):
 
 @pytest.mark.skipif(not HAVE_NVRTC, reason="no CUDA compiler")
 def test_loop_terms_are_widened_apart_and_last_in_cuda_source():
-    # tl.loop_terms_apart=1: base + int64(tx & 7) + int64(u * 8), each unrolled step's
-    # address the first one plus a constant (nvcc folds it into the instruction)
+    # tl.loop_terms_apart (on by default): base + int64(tx & 7) + int64(u * 8), each unrolled
+    # step's address the first one plus a constant (nvcc folds it into the instruction)
     target = "cuda -arch=sm_90a"
     key = "tl.loop_terms_apart"
-    a = a_offset(tilelang.compile(gather_rows(), target=target, pass_configs={key: 1}))
+    a = a_offset(tilelang.compile(gather_rows(), target=target))
     assert re.match(r"\(*static_cast<int64_t>\(row\) \* int64_t\(64LL\)\) \+ static_cast<int64_t>\(\(tx & 7\)\)\) "
                     r"\+ static_cast<int64_t>\(\(u \* 8\)\)\)\]", a), a
-    # by default the 32-bit sum is widened as one value
-    grouped = a_offset(tilelang.compile(gather_rows(), target=target))
+    # with the key off the 32-bit sum is widened as one value
+    grouped = a_offset(tilelang.compile(gather_rows(), target=target, pass_configs={key: 0}))
     assert "static_cast<int64_t>(((u * 8) + (tx & 7)))" in grouped, grouped
 
 

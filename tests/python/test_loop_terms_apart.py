@@ -1,12 +1,12 @@
-"""tl.loop_terms_apart (off by default until timed on a GPU): an address inside loops keeps
+"""tl.loop_terms_apart (on by default; 0 turns it off): an address inside loops keeps
 its loop terms apart, so that nvcc folds an unrolled loop's steps into immediate offsets.
 CUDA prints a shared or global element's address as the address the loops start from plus
 the loop terms (src/codegen/cuda/loop_addresses.h), and a 64-bit global offset widens its loop
 terms and its other terms as two values (legalize-index-width). The gather below is the
 shape of upstream's sparse MLA producers (rows picked by an index tensor, copied 16 bytes per
 thread with T.ptx_cp_async in an unrolled loop). Results checked against numpy with the key
-on (the CUDA run of the suite checks the CUDA code); the printed form read from the sm_90a
-source; with a CUDA compiler, the source compiles."""
+on and off (the CUDA run of the suite checks the CUDA code); the printed form read from the
+sm_90a source; with a CUDA compiler, the source compiles."""
 import re
 
 import numpy as np
@@ -19,7 +19,8 @@ from tilelang.jit.cuda_backend import _search_dirs
 
 from conftest import compile_cpu, poison, rand
 
-ON = {"tl.loop_terms_apart": True}
+ON = {}  # (the default)
+OFF = {"tl.loop_terms_apart": False}
 HAVE_NVRTC, _ = _tl.find_cuda_compiler(_search_dirs())
 
 
@@ -50,7 +51,7 @@ def cp_async_line(configs=None):
     return src, line
 
 
-def test_addresses_keep_loop_terms_apart_with_the_key():
+def test_addresses_keep_loop_terms_apart_by_default():
     _, line = cp_async_line(ON)
     # shared: (&S[<the thread's offset>]) + (<the loops' terms>); global: (&KV[<the row read
     # from Idx, the thread's column>]) + (the loop's column)
@@ -63,8 +64,8 @@ def test_addresses_keep_loop_terms_apart_with_the_key():
     assert global_loops == "static_cast<int64_t>((u * 64))", line
 
 
-def test_addresses_are_one_offset_by_default():
-    _, line = cp_async_line()
+def test_addresses_are_one_offset_with_the_key_off():
+    _, line = cp_async_line(OFF)
     assert line.startswith("tl::ptx_cp_async((&S[") and "]) + (" not in line, line
 
 
@@ -78,7 +79,7 @@ def test_split_addresses_compile():
     assert path.endswith(".cubin"), log
 
 
-@pytest.mark.parametrize("configs", [ON, {}], ids=["apart", "default"])
+@pytest.mark.parametrize("configs", [ON, OFF], ids=["apart", "one-offset"])
 def test_gathered_rows_match_numpy(rng, configs):
     kv = rand(rng, (300, 576), "bfloat16")
     idx = rng.integers(0, 300, 64).astype(np.int32)

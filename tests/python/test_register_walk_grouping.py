@@ -66,7 +66,8 @@ def test_shared_reads_and_writes_of_a_walk_are_16_byte_groups():
 
 def test_tensor_reads_in_a_walk_are_grouped_when_unguarded():
     code, _ = cuda_source(scale_from_global(256, 256))
-    assert "tl::copy<16>((&A_group[0]), (&A[" in code, code
+    # (the walk's step l apart from the thread's address: tl.loop_terms_apart)
+    assert "tl::copy<16>((&A_group[0]), ((&A[" in code and "]) + (l * 4)));" in code, code
 
 
 def test_guarded_tensor_reads_stay_per_element():

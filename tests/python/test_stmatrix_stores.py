@@ -34,11 +34,12 @@ def gemm_via_shared(M=64, N=64, K=64, threads=128, dtype="float16"):
     return main
 
 
-def source(func, arch="sm_90a", on=True, **configs):
-    """The CUDA source and remarks of `func` for `arch`, the key on or not, with `configs`."""
+def source(func, arch="sm_90a", on=None, **configs):
+    """The CUDA source and remarks of `func` for `arch` with `configs`, the key as it is by
+    default (on=None), or set on or off."""
     config = {"tl.target_arch": arch, **configs}
-    if on:
-        config["tl.stmatrix_stores"] = "1"
+    if on is not None:
+        config["tl.stmatrix_stores"] = "1" if on else "0"
     lowered, remarks, _ = _tl.lower_cuda(func.node, config, False)
     return _tl.codegen_cuda(lowered).code, remarks
 
@@ -51,10 +52,10 @@ def test_accumulator_to_shared_takes_stmatrix_on_sm90():
     assert "cast_copy" not in src.split("tl::stmatrix_x4")[1].split("tl::copy")[0]
 
 
-@pytest.mark.parametrize("arch,on", [("sm_90a", False), ("sm_80", True)])
-def test_off_by_default_and_before_sm90(arch, on):
+@pytest.mark.parametrize("arch,on", [("sm_90a", False), ("sm_80", True), ("sm_80", None)])
+def test_off_with_the_key_and_before_sm90(arch, on):
     src, _ = source(gemm_via_shared(), arch=arch, on=on)
-    assert "tl::stmatrix_x4" not in src
+    assert "tl::stmatrix_x4" not in src and "tl::cast_copy" in src
 
 
 def test_eight_columns_per_warp_keep_element_stores():

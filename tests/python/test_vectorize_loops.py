@@ -90,8 +90,9 @@ def count_shuffles(code):
 
 def test_aligned_vectorized_copies_are_single_accesses_and_the_allreduce_shuffles():
     code, remarks = cuda_source(gemv())
-    assert "tl::copy<16>((&a_local[0]), (&A[" in code, code  # 8 halves
-    assert "tl::copy<8>((&b_local[0]), (&B[" in code, code  # 8 int8
+    # 8 halves, 8 int8 (the loop's step ko * 256 apart: tl.loop_terms_apart)
+    assert "tl::copy<16>((&a_local[0]), ((&A[" in code and "]) + (ko * 256)));" in code, code
+    assert "tl::copy<8>((&b_local[0]), ((&B[" in code, code
     assert "alignas(8) int8_t b_local[8];" in code
     assert count_shuffles(code) == 5 and "__syncthreads" not in code, code
     assert any("(A -> a_local): 16-byte accesses" in r for r in remarks), remarks
@@ -164,7 +165,7 @@ def test_dequant_style_store_matches_numpy_and_is_one_16_byte_store():
     np.testing.assert_array_equal(y, (x * 2).reshape(16, 64))
     code, remarks = cuda_source(dequant_store())
     assert "int32_t index[1]" not in code and "const int32_t index = " in code, code
-    assert "tl::copy<16>((&s[" in code and "(&loc[0]));" in code, code
+    assert "tl::copy<16>(((&s[" in code and "]) + (i * 512)), (&loc[0]));" in code, code
     # the first loop computes its values: it stays element by element, and says why
     assert any("element by element (its body is not a copy" in r for r in remarks), remarks
 

@@ -79,7 +79,7 @@ _ALIASES = {"tl.disable_safe_memory_access": "tl.disable_safe_memory_legalize"}
 ACTED_ON = {
     "tl.enable_fast_math": "CUDA: NVRTC --use_fast_math",
     "tl.config_index_bitwidth": "index width of global offsets (legalize-index-width)",
-    "tl.loop_terms_apart": "1: an address inside loops keeps its loop terms apart, so that nvcc folds an unrolled loop's steps into immediate offsets: 64-bit global offsets widen the loop terms and the others as two values, the loop terms last (legalize-index-width), and CUDA prints an element's address as the address the loops start from plus the loop terms (off by default)",
+    "tl.loop_terms_apart": "1: an address inside loops keeps its loop terms apart, so that nvcc folds an unrolled loop's steps into immediate offsets: 64-bit global offsets widen the loop terms and the others as two values, the loop terms last (legalize-index-width), and CUDA prints an element's address as the address the loops start from plus the loop terms (on by default; 0: one offset)",
     "tl.target_arch": "the CUDA arch (set by the JIT)",
 
     # tilelang/lower.py (docs/export.md)
@@ -96,7 +96,7 @@ ACTED_ON_CUDA = {
     "tl.disable_warp_specialized": "no producer warpgroup (cp.async pipelines)",
     "tl.disable_tma_lower": "no TMA loads, hence no warp specialization, and no TMA stores",
     "tl.disable_tma_store": "no TMA stores, T.tma_copy's included",
-    "tl.stmatrix_stores": "1: an mma accumulator copied whole into a 16-bit shared tile is stored with stmatrix.x4, 8 elements per lane per instruction (sm_90+; off by default: such a tile loses the staging swizzle)",
+    "tl.stmatrix_stores": "1: an mma accumulator copied whole into a 16-bit shared tile is stored with stmatrix.x4, 8 elements per lane per instruction (sm_90+; on by default)",
     "tl.group_register_walks": "0: register walks (T.Parallel over a register fragment, its copies) access shared tiles and tensors element by element, not in 4-16-byte groups (CUDA; on by default)",
     "tl.auto_tma_store": "0: a T.copy of a whole shared tile into a global tensor is stored by the threads, not TMA (sm_90+; on by default)",
     "tl.min_blocks_per_sm": "the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)",

@@ -116,17 +116,15 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
 }
 
 /// An mma accumulator copied whole into a 16-bit shared tile with stmatrix.x4: 8 registers
-/// per lane per instruction instead of a 2-element store each 2 (sm_90; tl.stmatrix_stores=1).
-/// Off by default: on the H200 it gained 1-3% on upstream's sparse MLA kernels (BENCHMARKS.md,
-/// twenty-fourth session), but a tile it stores no longer takes the XOR staging swizzle that
-/// the element stores get (shared_plan.cc recognises their column stores, not stmatrix), so
-/// a GEMM epilogue staged through shared memory without TMA would store with 8-way bank
-/// conflicts. Needs the staging swizzle at 16-byte granularity for stmatrix rows first. Null when the copy does not fit: another layout, a part of the
+/// per lane per instruction instead of a 2-element store each 2 (sm_90; tl.stmatrix_stores, on:
+/// 1-3% on upstream's sparse MLA kernels on the H200, BENCHMARKS.md twenty-fourth and
+/// twenty-fifth sessions). Its rows are 16 bytes, so the tile keeps the XOR staging swizzle
+/// (shared_plan.cc counts stmatrix rows as swizzle-safe). Null when the copy does not fit: another layout, a part of the
 /// fragment, rows not 16-byte aligned, or under a branch on the thread index other than the
 /// one whose warps hold the fragment (all lanes of each warp must store).
 Stmt FragmentRewriter::StmatrixStores(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims,
                                       const Span& span) {
-  if (!cuda::ConfigOn(ctx_, "tl.stmatrix_stores", /*default_on=*/false) || cuda::TargetSm(ctx_) < 90) return Stmt();
+  if (!cuda::ConfigOn(ctx_, "tl.stmatrix_stores", /*default_on=*/true) || cuda::TargetSm(ctx_) < 90) return Stmt();
   // (also one held by the warps of a branch on the thread index, ThreadRangeLayout, copied
   // there: every lane of those warps stores)
   const auto* acc = dynamic_cast<const layout::MmaAccumulatorLayout*>(rf.layout->Base());

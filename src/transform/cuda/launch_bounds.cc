@@ -73,7 +73,7 @@ ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
   if (auto n = IntConfig(ctx, f, "tl.min_blocks_per_sm", 1, "a positive integer")) {
     body = Marker(cuda::kMinBlocksPerSmAttr, *n, false).Mutate(body);
   }
-  if (ConfigOn(ctx, "tl.loop_terms_apart", false)) body = Marker(cuda::kLoopTermsApartAttr, 1, false).Mutate(body);
+  if (ConfigOn(ctx, "tl.loop_terms_apart", true)) body = Marker(cuda::kLoopTermsApartAttr, 1, false).Mutate(body);
   if (auto n = IntConfig(ctx, f, "tl.raster_panel", 0, "a non-negative integer (0: the plain block order)")) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
