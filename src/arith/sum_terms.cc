@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tl/arith/sum_terms.h"
 
+#include "tl/ir/functor.h"
+
 namespace tl::arith {
 
 using namespace ir;  // NOLINT: implementation file
@@ -50,6 +52,19 @@ std::pair<Expr, Expr> SplitLoopTerms(const Expr& e, const std::unordered_set<con
   }
   if (!others || !loop) return {};
   return {others, loop};
+}
+
+std::pair<Expr, Expr> SplitInnerLoopTerms(const Expr& e, const std::vector<const Var*>& loops) {
+  std::pair<Expr, Expr> best;
+  std::unordered_set<const Var*> inner;
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+    inner.insert(*it);
+    auto split = SplitLoopTerms(e, inner);
+    const Expr& rest = split.first ? split.first : e;
+    if (UsesVar(rest, [&](const Var* v) { return inner.count(v) > 0; })) break;
+    if (split.first) best = split;
+  }
+  return best;
 }
 
 }  // namespace tl::arith

@@ -233,9 +233,9 @@ class CudaCodegen : public CPrinter {
     std::string mn = Print(op->min), end = Print(analyzer_.Simplify(op->min + op->extent));
     Line() << "for (" << ty << " " << v << " = " << mn << "; " << v << " < " << end << "; ++" << v << ") {\n";
     analyzer_.BindRange(op->var.get(), op->min, op->extent);
-    loop_vars_.insert(op->var.get());
+    loops_.push_back(op->var.get());
     EmitBody(op->body);
-    loop_vars_.erase(op->var.get());
+    loops_.pop_back();
     Line() << "}\n";
   }
 
@@ -384,12 +384,14 @@ class CudaCodegen : public CPrinter {
       // hoists each unrolled step's whole address out of an enclosing loop as a register of
       // its own (upstream's seesaw sparse MLA producer: 72 cp.async destinations, spilled at
       // its 72 registers); the split form gives one register plus immediate offsets, as
-      // upstream's generated code gets ([R41+0x2000]).
+      // upstream's generated code gets ([R41+0x2000]). Only the innermost loops whose terms
+      // all come apart (arith::SplitInnerLoopTerms): a base that still varies with an inner
+      // loop would be hoisted once per inner step.
       const auto* load = As<BufferLoad>(op->args[0]);
       // (shared and global memory only: register arrays keep their constant indices)
       const bool memory = load && (load->buffer->scope == Scope::kShared || load->buffer->scope == Scope::kGlobal);
       if (memory && !scalars_.count(load->buffer.get()) && !PackedInMemory(*load->buffer)) {
-        auto [base, loop] = arith::SplitLoopTerms(OffsetExpr(load->buffer, load->indices), loop_vars_);
+        auto [base, loop] = arith::SplitInnerLoopTerms(OffsetExpr(load->buffer, load->indices), loops_);
         if (base) return "((&" + Name(load->buffer.get()) + "[" + Print(base) + "]) + " + Print(loop) + ")";
       }
     }
@@ -470,7 +472,7 @@ class CudaCodegen : public CPrinter {
   transform::cuda::SharedPlan plan_;
   std::vector<int64_t> threads_;
   bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (see PrintCall's address_of)
-  std::unordered_set<const Var*> loop_vars_;  ///< the loops around the statement printed (not threads)
+  std::vector<const Var*> loops_;  ///< the loops around the statement printed (not threads), outermost first
   int64_t shared_bytes_ = 0;   ///< the arena's peak
   std::vector<std::string> narrow_scalars_;  ///< declarations rounding 16/8-bit float parameters
   int64_t unplanned_end_ = 0;  ///< end of the buffers placed here, after the plan
