@@ -57,7 +57,7 @@ std::pair<Expr, Expr> SplitLoopTerms(const Expr& e, const std::unordered_set<con
 std::pair<Expr, Expr> SplitInnerLoopTerms(const Expr& e, const std::vector<const Var*>& loops) {
   std::pair<Expr, Expr> best;
   std::unordered_set<const Var*> inner;
-  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+  for (auto it = loops.rbegin(); it != loops.rend() && *it; ++it) {
     inner.insert(*it);
     auto split = SplitLoopTerms(e, inner);
     const Expr& rest = split.first ? split.first : e;
@@ -65,6 +65,12 @@ std::pair<Expr, Expr> SplitInnerLoopTerms(const Expr& e, const std::vector<const
     if (split.first) best = split;
   }
   return best;
+}
+
+bool UnrolledLoop(const For& loop) {
+  if (loop.for_kind == ForKind::kUnrolled || loop.for_kind == ForKind::kVectorized) return true;
+  const auto* trips = As<IntImm>(loop.extent);
+  return loop.for_kind == ForKind::kSerial && trips && trips->value <= kUnrolledTrips;
 }
 
 }  // namespace tl::arith

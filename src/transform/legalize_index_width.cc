@@ -129,7 +129,7 @@ class IndexWidener : public IRMutator {
     an_.BindRange(op->var.get(), op->min, op->extent);
     // a loop nvcc may unroll (not the thread binding): see WidenFitting
     const bool loop = op->for_kind != ForKind::kThreadBinding;
-    if (loop) loops_.push_back(op->var.get());
+    if (loop) loops_.push_back(arith::UnrolledLoop(*op) ? op->var.get() : nullptr);
     Stmt out = IRMutator::Mutate_(op, self);
     if (loop) loops_.pop_back();
     an_.Unbind(op->var.get());
@@ -271,7 +271,8 @@ class IndexWidener : public IRMutator {
   const bool split_loop_terms_;  ///< tl.loop_terms_apart (WidenFitting)
   arith::Analyzer an_;
   std::unordered_map<const BufferNode*, bool> wide_;
-  std::vector<const Var*> loops_;  ///< variables of the loops around this point, outermost first
+  /// variables of the loops around this point, outermost first; null: one that stays rolled
+  std::vector<const Var*> loops_;
 };
 
 }  // namespace

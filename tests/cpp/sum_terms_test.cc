@@ -9,6 +9,7 @@ namespace {
 
 using namespace tl::ir;  // NOLINT
 using tl::arith::LoopArithmetic;
+using tl::arith::SplitInnerLoopTerms;
 using tl::arith::SplitLoopTerms;
 using tl::arith::SumTerms;
 
@@ -56,6 +57,39 @@ TEST(SumTerms, SplitsTheLoopsConstantTerms) {
   EXPECT_FALSE(SplitLoopTerms(Bin(BinOp::kAdd, tx, I(3)), loops).first);
   EXPECT_FALSE(SplitLoopTerms(Bin(BinOp::kMul, u, I(8)), loops).first);
   EXPECT_FALSE(SplitLoopTerms(off, {}).first);
+}
+
+TEST(SumTerms, OnlyTheInnermostUnrolledLoopsGoApart) {
+  VarRef tx = Var::Make("tx", kI32), k = Var::Make("k", kI32), l = Var::Make("l", kI32);
+  VarRef u = Var::Make("u", kI32);
+  // k outside l: tx * 4 + (l / 12) * 98304 + k * 196608 + l * 32. l's division stays in
+  // the base, so k's term stays there too (one base per l step would be hoisted out of k)
+  Expr gqa = Bin(BinOp::kAdd,
+                 Bin(BinOp::kAdd, Bin(BinOp::kAdd, Bin(BinOp::kMul, tx, I(4)),
+                                      Bin(BinOp::kMul, Bin(BinOp::kDiv, l, I(12)), I(98304))),
+                     Bin(BinOp::kMul, k, I(196608))),
+                 Bin(BinOp::kMul, l, I(32)));
+  EXPECT_FALSE(SplitInnerLoopTerms(gqa, {k.get(), l.get()}).first);
+  // without the division both go apart, the nest's start one base
+  Expr both = Bin(BinOp::kAdd, Bin(BinOp::kAdd, Bin(BinOp::kMul, tx, I(4)), Bin(BinOp::kMul, k, I(196608))),
+                  Bin(BinOp::kMul, l, I(32)));
+  auto [base, steps] = SplitInnerLoopTerms(both, {k.get(), l.get()});
+  ASSERT_TRUE(base && steps);
+  EXPECT_EQ(ToString(base), "tx * 4");
+  EXPECT_EQ(ToString(steps), "k * 196608 + l * 32");
+  // k rolled (null): only l goes apart, and nothing outside k
+  auto [start, unrolled] = SplitInnerLoopTerms(both, {u.get(), nullptr, l.get()});
+  ASSERT_TRUE(start && unrolled);
+  EXPECT_EQ(ToString(start), "tx * 4 + k * 196608");
+  EXPECT_EQ(ToString(unrolled), "l * 32");
+  // a gathered row (a loaded value that uses the outer loop): the inner loop alone
+  VarRef r = Var::Make("r", kI32);
+  Expr gathered = Bin(BinOp::kAdd, Bin(BinOp::kAdd, Bin(BinOp::kMul, Bin(BinOp::kAdd, r, tx), I(576)),
+                                       Bin(BinOp::kMul, u, I(64))),
+                      Bin(BinOp::kMul, r, I(8)));
+  auto [row, cols] = SplitInnerLoopTerms(gathered, {r.get(), u.get()});
+  ASSERT_TRUE(row && cols);
+  EXPECT_EQ(ToString(cols), "u * 64");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tl/ir/expr.h"
+#include "tl/ir/stmt.h"
 
 namespace tl::arith {
 
@@ -32,7 +33,16 @@ std::pair<ir::Expr, ir::Expr> SplitLoopTerms(const ir::Expr& e, const std::unord
 /// immediate offsets). Taking an outer loop's terms out of an address whose base still
 /// varies with an inner loop (`&dQ[f(l)] + k * 196608`, l unrolled inside serial k) makes nvcc
 /// hoist one base per inner step out of the outer loop: registers, spilled in upstream's
-/// gqa backward (248 bytes against 36). Both null when no loop goes apart.
+/// gqa backward (248 bytes against 36). A null entry in `loops` is a loop that stays rolled
+/// (UnrolledLoop false): neither it nor a loop outside it goes apart, since its steps are no
+/// immediate offsets (a pipelined GEMM's k loop: 6% slower with its term apart on the H200).
+/// Both null when no loop goes apart.
 std::pair<ir::Expr, ir::Expr> SplitInnerLoopTerms(const ir::Expr& e, const std::vector<const ir::Var*>& loops);
+
+/// Whether nvcc unrolls `loop` whole, as far as the compiler can tell: T.unroll and
+/// T.vectorized loops, and loops of at most kUnrolledTrips iterations, a constant (what
+/// nvcc unrolls by itself: upstream's sparse MLA producers' T.serial(4) and T.serial(9)).
+constexpr int64_t kUnrolledTrips = 16;
+bool UnrolledLoop(const ir::For& loop);
 
 }  // namespace tl::arith

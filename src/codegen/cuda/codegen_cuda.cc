@@ -233,7 +233,7 @@ class CudaCodegen : public CPrinter {
     std::string mn = Print(op->min), end = Print(analyzer_.Simplify(op->min + op->extent));
     Line() << "for (" << ty << " " << v << " = " << mn << "; " << v << " < " << end << "; ++" << v << ") {\n";
     analyzer_.BindRange(op->var.get(), op->min, op->extent);
-    loops_.push_back(op->var.get());
+    loops_.push_back(arith::UnrolledLoop(*op) ? op->var.get() : nullptr);
     EmitBody(op->body);
     loops_.pop_back();
     Line() << "}\n";
@@ -472,7 +472,9 @@ class CudaCodegen : public CPrinter {
   transform::cuda::SharedPlan plan_;
   std::vector<int64_t> threads_;
   bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (see PrintCall's address_of)
-  std::vector<const Var*> loops_;  ///< the loops around the statement printed (not threads), outermost first
+  /// the loops around the statement printed (not threads), outermost first; null: one that
+  /// stays rolled (arith::UnrolledLoop)
+  std::vector<const Var*> loops_;
   int64_t shared_bytes_ = 0;   ///< the arena's peak
   std::vector<std::string> narrow_scalars_;  ///< declarations rounding 16/8-bit float parameters
   int64_t unplanned_end_ = 0;  ///< end of the buffers placed here, after the plan
