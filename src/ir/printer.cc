@@ -27,23 +27,14 @@ class Printer {
         for (const Stmt& c : As<Seq>(s)->stmts) PrintStmt(c, indent);
         if (As<Seq>(s)->stmts.empty()) os_ << pad << "pass\n";
         return;
-      case NodeKind::kFor: {
-        const auto* op = As<For>(s);
-        os_ << pad << "for " << Name(op->var.get()) << " in T." << ForKindName(op->for_kind) << "(";
-        int64_t mn;
-        if (!(AsConstInt(op->min, &mn) && mn == 0)) os_ << Print(op->min) << ", " << Print(op->min + op->extent);
-        else os_ << Print(op->extent);
-        for (const auto& [k, v] : op->annotations) os_ << ", " << k << "=" << Print(v);
-        os_ << "):\n";
-        PrintStmt(op->body, indent + 1);
+      case NodeKind::kFor:
+        os_ << pad << ForHeader(As<For>(s)) << ":\n";
+        PrintStmt(As<For>(s)->body, indent + 1);
         return;
-      }
-      case NodeKind::kWhile: {
-        const auto* op = As<While>(s);
-        os_ << pad << "while " << Print(op->cond) << ":\n";
-        PrintStmt(op->body, indent + 1);
+      case NodeKind::kWhile:
+        os_ << pad << "while " << Print(As<While>(s)->cond) << ":\n";
+        PrintStmt(As<While>(s)->body, indent + 1);
         return;
-      }
       case NodeKind::kIfThenElse: {
         const auto* op = As<IfThenElse>(s);
         os_ << pad << "if " << Print(op->cond) << ":\n";
@@ -54,95 +45,119 @@ class Printer {
         }
         return;
       }
+      case NodeKind::kKernelLaunch:
+        os_ << pad << KernelHeader(As<KernelLaunch>(s)) << ":\n";
+        PrintStmt(As<KernelLaunch>(s)->body, indent + 1);
+        return;
+      default:
+        os_ << pad << Line(s) << "\n";
+    }
+  }
+
+  /// `for i in T.serial(n)` (without the colon).
+  std::string ForHeader(const For* op) {
+    std::ostringstream os;
+    os << "for " << Name(op->var.get()) << " in T." << ForKindName(op->for_kind) << "(";
+    int64_t mn;
+    if (!(AsConstInt(op->min, &mn) && mn == 0)) os << Print(op->min) << ", " << Print(op->min + op->extent);
+    else os << Print(op->extent);
+    for (const auto& [k, v] : op->annotations) os << ", " << k << "=" << Print(v);
+    os << ")";
+    return os.str();
+  }
+
+  /// `with T.Kernel(grid..., threads=...) as (bx, ...)` (without the colon).
+  std::string KernelHeader(const KernelLaunch* op) {
+    std::ostringstream os;
+    os << "with T.Kernel(" << List(op->grid) << ", threads=";
+    if (op->threads.size() == 1) {
+      os << op->threads[0];
+    } else {
+      os << "(";
+      for (size_t i = 0; i < op->threads.size(); ++i) os << (i ? ", " : "") << op->threads[i];
+      os << ")";
+    }
+    os << ") as (";
+    for (size_t i = 0; i < op->block_vars.size(); ++i) os << (i ? ", " : "") << Name(op->block_vars[i].get());
+    os << ")";
+    return os.str();
+  }
+
+  /// A statement without a body, as its one line.
+  std::string Line(const Stmt& s) {
+    std::ostringstream os;
+    switch (s->kind) {
       case NodeKind::kLetStmt: {
         const auto* op = As<LetStmt>(s);
-        os_ << pad << Name(op->var.get()) << ": T." << op->var->dtype.str() << " = " << Print(op->value)
-            << "\n";
-        return;
+        os << Name(op->var.get()) << ": T." << op->var->dtype.str() << " = " << Print(op->value);
+        break;
       }
       case NodeKind::kBufferStore: {
         const auto* op = As<BufferStore>(s);
-        os_ << pad << Name(op->buffer.get()) << "[" << List(op->indices) << "] = " << Print(op->value)
-            << "\n";
-        return;
+        os << Name(op->buffer.get()) << "[" << List(op->indices) << "] = " << Print(op->value);
+        break;
       }
       case NodeKind::kAllocate: {
         const auto* op = As<Allocate>(s);
         const auto& b = op->buffer;
-        os_ << pad << Name(b.get()) << " = T.alloc_" << ScopeName(b->scope) << "((" << List(b->shape)
-            << (b->shape.size() == 1 ? ",)" : ")") << ", \"" << b->dtype.str() << "\"";
-        if (op->init) os_ << ", init=" << Print(op->init);
-        os_ << ")\n";
-        return;
+        os << Name(b.get()) << " = T.alloc_" << ScopeName(b->scope) << "((" << List(b->shape)
+           << (b->shape.size() == 1 ? ",)" : ")") << ", \"" << b->dtype.str() << "\"";
+        if (op->init) os << ", init=" << Print(op->init);
+        os << ")";
+        break;
       }
-      case NodeKind::kEvaluate:
-        os_ << pad << Print(As<Evaluate>(s)->value) << "\n";
-        return;
+      case NodeKind::kEvaluate: os << Print(As<Evaluate>(s)->value); break;
       case NodeKind::kAttrStmt: {
         const auto* op = As<AttrStmt>(s);
-        os_ << pad << "T.attr(\"" << op->key << "\"" << (op->values.empty() ? "" : ", ")
-            << List(op->values) << ")\n";
-        return;
+        os << "T.attr(\"" << op->key << "\"" << (op->values.empty() ? "" : ", ") << List(op->values) << ")";
+        break;
       }
-      case NodeKind::kBreak: os_ << pad << "break\n"; return;
-      case NodeKind::kContinue: os_ << pad << "continue\n"; return;
-      case NodeKind::kKernelLaunch: {
-        const auto* op = As<KernelLaunch>(s);
-        os_ << pad << "with T.Kernel(" << List(op->grid) << ", threads=";
-        if (op->threads.size() == 1) {
-          os_ << op->threads[0];
-        } else {
-          os_ << "(";
-          for (size_t i = 0; i < op->threads.size(); ++i) os_ << (i ? ", " : "") << op->threads[i];
-          os_ << ")";
-        }
-        os_ << ") as (";
-        for (size_t i = 0; i < op->block_vars.size(); ++i) {
-          os_ << (i ? ", " : "") << Name(op->block_vars[i].get());
-        }
-        os_ << "):\n";
-        PrintStmt(op->body, indent + 1);
-        return;
-      }
-      case NodeKind::kCopyOp: {
-        const auto* op = As<CopyOp>(s);
-        os_ << pad << "T.copy(" << RegionStr(op->src) << ", " << RegionStr(op->dst) << ")\n";
-        return;
-      }
+      case NodeKind::kBreak: os << "break"; break;
+      case NodeKind::kContinue: os << "continue"; break;
+      default: return TileOpLine(s);
+    }
+    return os.str();
+  }
+
+  /// A tile operation (T.copy, T.gemm, T.fill, T.reduce_*, T.atomic_*) as its one line.
+  std::string TileOpLine(const Stmt& s) {
+    std::ostringstream os;
+    switch (s->kind) {
+      case NodeKind::kCopyOp:
+        os << "T.copy(" << RegionStr(As<CopyOp>(s)->src) << ", " << RegionStr(As<CopyOp>(s)->dst) << ")";
+        break;
       case NodeKind::kGemmOp: {
         const auto* op = As<GemmOp>(s);
-        os_ << pad << (op->async_wgmma ? "T.wgmma_gemm(" : "T.gemm(") << RegionStr(op->a) << ", " << RegionStr(op->b) << ", "
-            << RegionStr(op->c);
-        if (op->trans_a) os_ << ", transpose_A=True";
-        if (op->trans_b) os_ << ", transpose_B=True";
-        if (op->policy != GemmPolicy::kSquare) os_ << ", policy=" << static_cast<int>(op->policy);
-        if (op->tf32) os_ << ", tf32=True";
+        os << (op->async_wgmma ? "T.wgmma_gemm(" : "T.gemm(") << RegionStr(op->a) << ", " << RegionStr(op->b) << ", "
+           << RegionStr(op->c);
+        if (op->trans_a) os << ", transpose_A=True";
+        if (op->trans_b) os << ", transpose_B=True";
+        if (op->policy != GemmPolicy::kSquare) os << ", policy=" << static_cast<int>(op->policy);
+        if (op->tf32) os << ", tf32=True";
         int64_t clr = 0;
-        if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) os_ << ", clear_accum=" << Print(op->clear_accum);
-        os_ << ")\n";
-        return;
+        if (!(AsConstInt(op->clear_accum, &clr) && clr == 0)) os << ", clear_accum=" << Print(op->clear_accum);
+        os << ")";
+        break;
       }
-      case NodeKind::kFillOp: {
-        const auto* op = As<FillOp>(s);
-        os_ << pad << "T.fill(" << RegionStr(op->dst) << ", " << Print(op->value) << ")\n";
-        return;
-      }
+      case NodeKind::kFillOp:
+        os << "T.fill(" << RegionStr(As<FillOp>(s)->dst) << ", " << Print(As<FillOp>(s)->value) << ")";
+        break;
       case NodeKind::kReduceOp: {
         const auto* op = As<ReduceOp>(s);
-        os_ << pad << "T.reduce_" << ReduceKindName(op->reduce_kind) << "(" << RegionStr(op->src) << ", "
-            << RegionStr(op->dst) << ", dim=" << op->dim << ", clear=" << (op->clear ? "True" : "False")
-            << (PropagatesNan(op->reduce_kind) ? ", nan_propagate=True" : "") << ")\n";
-        return;
+        os << "T.reduce_" << ReduceKindName(op->reduce_kind) << "(" << RegionStr(op->src) << ", "
+           << RegionStr(op->dst) << ", dim=" << op->dim << ", clear=" << (op->clear ? "True" : "False")
+           << (PropagatesNan(op->reduce_kind) ? ", nan_propagate=True" : "") << ")";
+        break;
       }
       case NodeKind::kAtomicOp: {
         const auto* op = As<AtomicOp>(s);
-        os_ << pad << "T.atomic_" << AtomicKindName(op->atomic_kind) << "(" << RegionStr(op->dst) << ", "
-            << (op->src.buffer ? RegionStr(op->src) : Print(op->value)) << ")\n";
-        return;
+        os << "T.atomic_" << AtomicKindName(op->atomic_kind) << "(" << RegionStr(op->dst) << ", "
+           << (op->src.buffer ? RegionStr(op->src) : Print(op->value)) << ")";
+        break;
       }
-      default:
-        os_ << pad << "<unknown stmt>\n";
+      default: os << "<unknown stmt>";
     }
+    return os.str();
   }
 
   void PrintFunc(const PrimFunc& f) {

@@ -86,3 +86,61 @@ def test_gathered_rows_match_numpy(rng, configs):
     out = poison((64, 576), "bfloat16")
     compile_cpu(gather(), pass_configs=configs)(kv, idx, out)
     np.testing.assert_array_equal(out.astype(np.float32), kv[idx].astype(np.float32))
+
+
+def outer_and_inner(inner_kind="unroll", outer_trips=32):
+    """A serial loop k around a loop l: the element's address has l's step split by a
+    division (not a constant once l unrolls) and k's step as a plain term."""
+
+    @T.prim_func
+    def main(A: T.Tensor((outer_trips, 24, 128), "float32"), B: T.Tensor((outer_trips, 24, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            for k in T.serial(outer_trips):
+                loop = T.unroll(24) if inner_kind == "unroll" else T.serial(24)
+                for l in loop:
+                    B[k, l // 12 * 12 + l % 12, tx] = A[k, l // 12 * 12 + l % 12, tx] * 2.0
+
+    return main
+
+
+def b_address(src):
+    (line,) = [ln.strip() for ln in src.splitlines() if ln.strip().startswith("B[")]
+    return line
+
+
+def test_an_outer_loop_stays_in_a_base_that_varies_with_an_inner_loop():
+    # (l's terms stay in the base, so k's do too: one base per l step hoisted out of k
+    # would take registers; upstream's gqa backward spilled)
+    src = tilelang.lower(outer_and_inner(), target="cuda -arch=sm_90a").kernel_source
+    line = b_address(src)
+    assert "k * 3072" in line and "]) + (" not in line, line
+
+
+def test_a_rolled_loop_keeps_its_term_and_stops_the_split():
+    # the unrolled inner loop's term goes apart, the rolled outer loop's (more than 16
+    # trips) stays with the base
+    @T.prim_func
+    def main(A: T.Tensor((64, 8, 1024), "float16"), B: T.Tensor((64, 8, 1024), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((8, 1024), "float16")
+            tx = T.get_thread_binding()
+            for k in T.serial(64):
+                for u in T.unroll(8):
+                    T.ptx_cp_async(T.access_ptr(S[u, tx * 8], "w"), T.access_ptr(A[k, u, tx * 8], "r"), 8)
+                T.ptx_commit_group()
+                T.ptx_wait_group(0)
+                T.copy(S, B[k, :, :])
+
+    src = tilelang.lower(main, target="cuda -arch=sm_90a").kernel_source
+    (line,) = [ln.strip() for ln in src.splitlines() if "ptx_cp_async(" in ln]
+    src_part = line[line.index("(&A["):]
+    assert src_part.startswith("(&A[((k * 8192) + (tx * 8))]) + (u * 1024))"), line
+
+
+@pytest.mark.parametrize("inner_kind", ["unroll", "serial"])
+def test_nests_match_numpy(rng, inner_kind):
+    a = rand(rng, (32, 24, 128), "float32")
+    b = poison((32, 24, 128), "float32")
+    compile_cpu(outer_and_inner(inner_kind))(a, b)
+    np.testing.assert_array_equal(b, a * 2.0)

@@ -38,99 +38,10 @@ namespace cpu {
 
 void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
   if (!s) return;
-  if (const auto* seq = As<Seq>(s)) {
-    for (size_t i = 0; i < seq->stmts.size(); ++i) {
-      // Sibling branches on disjoint thread ranges that wait on each other (`with T.ws(0):`
-      // then `with T.ws(1):`): roles that run at the same time (emulate_roles.cc).
-      const size_t run = mask ? 0 : RoleRun(seq->stmts, i);
-      if (run < 2) {
-        Emit(seq->stmts[i], mask, out);
-        continue;
-      }
-      for (size_t k = i; k < i + run; ++k) {
-        in_role_chain_ = true;
-        EmitBranch(As<IfThenElse>(seq->stmts[k]), seq->stmts[k], mask, out);
-      }
-      EmitRoles(out, seq->stmts[i]->span);
-      i += run - 1;
-    }
-    return;
-  }
-  if (const auto* let = As<LetStmt>(s)) {
-    if (IsThreadIndex(let->value)) index_aliases_.insert(let->var.get());  // tx = T.get_thread_binding()
-    Expr value = ExtractCollectives(let->value, mask, s->span, out);
-    if (!Varying(value)) {
-      out->push_back(value == let->value ? s : LetStmt::Make(let->var, value, s->span));
-      return;
-    }
-    Buffer arr = NewArray(let->var->name, let->var->dtype, s->span, out);
-    out->push_back(ThreadLoop(BufferStore::Make(arr, {t_}, At(value), s->span), mask, s->span));
-    varying_vars_[let->var.get()] = arr;
-    return;
-  }
-  if (const auto* alloc = As<Allocate>(s)) {
-    const Buffer& b = alloc->buffer;
-    // A fragment used as per-thread storage (per_thread_fragments.h): a copy per thread, as
-    // the CUDA target keeps it in each thread's registers.
-    const bool per_thread_fragment =
-        b->scope == Scope::kFragment && !alloc->init &&
-        HeldPerThread(b, body_, [&](const Expr& e) { return IsThreadIndexExpr(e); });
-    if (b->scope != Scope::kLocal && b->scope != Scope::kVar && !per_thread_fragment) {
-      out->push_back(s);
-      return;
-    }
-    int64_t elements = 0;
-    const bool varying_init = Varying(alloc->init);
-    if (varying_init && !(AsConstInt(b->NumElements(), &elements) && elements == 1)) {
-      Unsupported(s->span, "an initial value that depends on the thread, for storage of several elements");
-    }
-    std::vector<Expr> shape = {MakeInt(threads_)};
-    shape.insert(shape.end(), b->shape.begin(), b->shape.end());
-    Buffer per = BufferNode::Make(b->name, b->dtype, shape, Scope::kLocal);
-    per_thread_[b.get()] = per;
-    out->push_back(Allocate::Make(per, varying_init ? nullptr : alloc->init, s->span));
-    // T.alloc_var(dtype, init) with an init of the thread (upstream's radix top-k: its first
-    // element): each thread's own value, stored as an assignment would be
-    if (varying_init) {
-      Emit(BufferStore::Make(b, std::vector<Expr>(b->shape.size(), MakeInt(0)), alloc->init, s->span), mask, out);
-    }
-    return;
-  }
-  if (As<BufferStore>(s) || As<Evaluate>(s)) {
-    if (const auto* ev = As<Evaluate>(s)) {
-      const auto* call = As<Call>(ev->value);
-      if (HasEffect(call, kBarrier)) {
-        // A named barrier that threads of this branch and threads outside it meet at (a
-        // producer's T.sync_threads(1) in one branch, the consumers' in the other) orders the
-        // two branches, which lockstep runs one after the other in program order: refused, not
-        // run in an order that may be the wrong one.
-        const std::optional<int64_t> n = mask ? NamedBarrierThreads(s, threads_) : std::nullopt;
-        if (n && (!range_ || *n != range_->hi - range_->lo)) {
-          Unsupported(s->span, "a named barrier that this branch on the thread index meets with threads outside it");
-        }
-        return;  // lockstep: every thread is already there
-      }
-      if (HasEffect(call, kPerThread)) return EmitMbarrierOp(call, s, mask, out);
-    }
-    std::vector<Stmt> pre;
-    Stmt st = s;
-    if (const auto* store = As<BufferStore>(s)) {
-      std::vector<Expr> idx;
-      for (const Expr& i : store->indices) idx.push_back(ExtractCollectives(i, mask, s->span, out));
-      st = BufferStore::Make(store->buffer, idx, ExtractCollectives(store->value, mask, s->span, out), s->span);
-    } else {
-      st = Evaluate::Make(ExtractCollectives(As<Evaluate>(s)->value, mask, s->span, out), s->span);
-    }
-    // Statements that do not depend on the thread run once, atomics included
-    // (the CUDA target gives those to one thread too); the rest once per thread
-    // that reaches them.
-    if (mask || VaryingStmt(st)) {
-      out->push_back(ThreadLoop(At(st), mask, s->span));
-    } else {
-      out->push_back(st);
-    }
-    return;
-  }
+  if (const auto* seq = As<Seq>(s)) return EmitSeq(seq, mask, out);
+  if (const auto* let = As<LetStmt>(s)) return EmitLet(let, s, mask, out);
+  if (const auto* alloc = As<Allocate>(s)) return EmitAllocate(alloc, s, mask, out);
+  if (As<BufferStore>(s) || As<Evaluate>(s)) return EmitLeaf(s, mask, out);
   if (const auto* br = As<IfThenElse>(s)) return EmitBranch(br, s, mask, out);
   if (const auto* loop = As<For>(s)) return EmitLoop(loop, s, mask, out);
   if (const auto* w = As<While>(s)) {
@@ -159,6 +70,101 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
     }
   }
   out->push_back(s);  // attributes and the like
+}
+
+void ThreadEmulator::EmitSeq(const Seq* seq, const Expr& mask, std::vector<Stmt>* out) {
+  for (size_t i = 0; i < seq->stmts.size(); ++i) {
+    // Sibling branches on disjoint thread ranges that wait on each other (`with T.ws(0):`
+    // then `with T.ws(1):`): roles that run at the same time (emulate_roles.cc).
+    const size_t run = mask ? 0 : RoleRun(seq->stmts, i);
+    if (run < 2) {
+      Emit(seq->stmts[i], mask, out);
+      continue;
+    }
+    for (size_t k = i; k < i + run; ++k) {
+      in_role_chain_ = true;
+      EmitBranch(As<IfThenElse>(seq->stmts[k]), seq->stmts[k], mask, out);
+    }
+    EmitRoles(out, seq->stmts[i]->span);
+    i += run - 1;
+  }
+}
+
+/// A let of a thread-dependent value becomes a per-thread array.
+void ThreadEmulator::EmitLet(const LetStmt* let, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
+  if (IsThreadIndex(let->value)) index_aliases_.insert(let->var.get());  // tx = T.get_thread_binding()
+  Expr value = ExtractCollectives(let->value, mask, s->span, out);
+  if (!Varying(value)) {
+    out->push_back(value == let->value ? s : LetStmt::Make(let->var, value, s->span));
+    return;
+  }
+  Buffer arr = NewArray(let->var->name, let->var->dtype, s->span, out);
+  out->push_back(ThreadLoop(BufferStore::Make(arr, {t_}, At(value), s->span), mask, s->span));
+  varying_vars_[let->var.get()] = arr;
+}
+
+/// Local storage (and fragments used per thread) gets a copy per thread.
+void ThreadEmulator::EmitAllocate(const Allocate* alloc, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
+  const Buffer& b = alloc->buffer;
+  // A fragment used as per-thread storage (per_thread_fragments.h): a copy per thread, as
+  // the CUDA target keeps it in each thread's registers.
+  const bool per_thread_fragment =
+      b->scope == Scope::kFragment && !alloc->init &&
+      HeldPerThread(b, body_, [&](const Expr& e) { return IsThreadIndexExpr(e); });
+  if (b->scope != Scope::kLocal && b->scope != Scope::kVar && !per_thread_fragment) {
+    out->push_back(s);
+    return;
+  }
+  int64_t elements = 0;
+  const bool varying_init = Varying(alloc->init);
+  if (varying_init && !(AsConstInt(b->NumElements(), &elements) && elements == 1)) {
+    Unsupported(s->span, "an initial value that depends on the thread, for storage of several elements");
+  }
+  std::vector<Expr> shape = {MakeInt(threads_)};
+  shape.insert(shape.end(), b->shape.begin(), b->shape.end());
+  Buffer per = BufferNode::Make(b->name, b->dtype, shape, Scope::kLocal);
+  per_thread_[b.get()] = per;
+  out->push_back(Allocate::Make(per, varying_init ? nullptr : alloc->init, s->span));
+  // T.alloc_var(dtype, init) with an init of the thread (upstream's radix top-k: its first
+  // element): each thread's own value, stored as an assignment would be
+  if (varying_init) {
+    Emit(BufferStore::Make(b, std::vector<Expr>(b->shape.size(), MakeInt(0)), alloc->init, s->span), mask, out);
+  }
+}
+
+/// A store or an evaluated call: once, or once per thread that reaches it.
+void ThreadEmulator::EmitLeaf(const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
+  if (const auto* ev = As<Evaluate>(s)) {
+    const auto* call = As<Call>(ev->value);
+    if (HasEffect(call, kBarrier)) {
+      // A named barrier that threads of this branch and threads outside it meet at (a
+      // producer's T.sync_threads(1) in one branch, the consumers' in the other) orders the
+      // two branches, which lockstep runs one after the other in program order: refused, not
+      // run in an order that may be the wrong one.
+      const std::optional<int64_t> n = mask ? NamedBarrierThreads(s, threads_) : std::nullopt;
+      if (n && (!range_ || *n != range_->hi - range_->lo)) {
+        Unsupported(s->span, "a named barrier that this branch on the thread index meets with threads outside it");
+      }
+      return;  // lockstep: every thread is already there
+    }
+    if (HasEffect(call, kPerThread)) return EmitMbarrierOp(call, s, mask, out);
+  }
+  Stmt st = s;
+  if (const auto* store = As<BufferStore>(s)) {
+    std::vector<Expr> idx;
+    for (const Expr& i : store->indices) idx.push_back(ExtractCollectives(i, mask, s->span, out));
+    st = BufferStore::Make(store->buffer, idx, ExtractCollectives(store->value, mask, s->span, out), s->span);
+  } else {
+    st = Evaluate::Make(ExtractCollectives(As<Evaluate>(s)->value, mask, s->span, out), s->span);
+  }
+  // Statements that do not depend on the thread run once, atomics included
+  // (the CUDA target gives those to one thread too); the rest once per thread
+  // that reaches them.
+  if (mask || VaryingStmt(st)) {
+    out->push_back(ThreadLoop(At(st), mask, s->span));
+  } else {
+    out->push_back(st);
+  }
 }
 
 /// A branch: on a thread-independent condition, both sides as they are; else the condition

@@ -211,6 +211,10 @@ class ThreadEmulator {
   }
 
   void Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  void EmitSeq(const Seq* seq, const Expr& mask, std::vector<Stmt>* out);
+  void EmitLet(const LetStmt* let, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  void EmitAllocate(const Allocate* alloc, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  void EmitLeaf(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   // mbarriers (emulate_mbarriers.cc)
   static bool IsWarpgroupScope(const Stmt& then_case);
   /// Whether the fragment tile op or GEMM `s` may run here under a thread-dependent

@@ -126,7 +126,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
     struct Finder : IRVisitor {
       void Visit_(const Evaluate* ev) override {
         const auto* call = As<Call>(ev->value);
-        if (call && (call->op == "ptx_commit_group" || HasEffect(call, kProgramGroupWait))) {
+        if (HasEffect(call, kProgramGroupCommit) || HasEffect(call, kProgramGroupWait)) {
           TL_USER_ERROR(ev->span) << "T." << call->op << " inside a T.Pipelined loop that this compiler stages with "
                                   << "cp.async groups of its own (its waits count them): commit and wait for "
                                   << "T.ptx_cp_async copies outside the loop, or give it num_stages=0";
@@ -169,137 +169,164 @@ class Pipeliner : public cuda::ThreadShareMutator {
                      op->span);
   }
 
+  /// A T.Pipelined loop with copies to prefetch, taken apart.
+  struct LoopParts {
+    const For* loop = nullptr;
+    int64_t stages = 0;
+    std::vector<const CopyOp*> producers;  ///< the copies global -> shared that open the body
+    std::vector<cuda::GatherCopy> gathers;  ///< element copies of gathered rows into shared tiles
+    std::vector<Stmt> gather_stmts;         ///< their statements
+    std::vector<Stmt> consumers;            ///< the body's other statements, in order
+  };
+
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind == ForKind::kParallel) {
       if (auto lowered = GatherInPlace(op, self)) return *lowered;
     }
     if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
-    int64_t s = cuda::NumStages(op);
+    LoopParts parts{op, cuda::NumStages(op)};
     std::string why = "its body has no copy from global to shared memory that can be prefetched";
-    std::vector<const CopyOp*> producers;
-    std::vector<cuda::GatherCopy> gathers;
-    if (s >= 2) {
-      producers = cuda::PipelineProducers(op, &why);
-      if (auto it = plan_.gathers.find(op); it != plan_.gathers.end()) gathers = it->second;
+    if (parts.stages >= 2) {
+      parts.producers = cuda::PipelineProducers(op, &why);
+      if (auto it = plan_.gathers.find(op); it != plan_.gathers.end()) parts.gathers = it->second;
       if (auto it = plan_.gathers_refused.find(op); it != plan_.gathers_refused.end()) {
         for (const std::string& r : it->second) {
           ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": " + r);
         }
       }
     }
-    if (!producers.empty() || !gathers.empty()) {
-      CheckWgmmaWaited(op);
-      CheckNoProgramGroups(op);
+    if (parts.producers.empty() && parts.gathers.empty()) {
+      if (parts.stages >= 2) {
+        ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why + ")");
+      }
+      return For::Make(op->var, op->min, op->extent, ForKind::kSerial, Mutate(op->body), {}, op->span);
     }
-    if (producers.empty() && gathers.empty()) {
-      if (s >= 2) ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why + ")");
-      Stmt body = Mutate(op->body);
-      return For::Make(op->var, op->min, op->extent, ForKind::kSerial, body, {}, op->span);
-    }
-    auto stmts = cuda::Flatten(op->body);
-    std::vector<Stmt> consumers, gather_stmts;
-    for (const Stmt& st : stmts) {
+    CheckWgmmaWaited(op);
+    CheckNoProgramGroups(op);
+    for (const Stmt& st : cuda::Flatten(op->body)) {
       bool is_producer = false, is_gather = false;
-      for (const CopyOp* c : producers) is_producer |= st.get() == c;
-      for (const auto& g : gathers) is_gather |= st.get() == static_cast<const StmtNode*>(g.nest);
-      if (is_gather) gather_stmts.push_back(st);
-      if (!is_producer && !is_gather) consumers.push_back(st);
+      for (const CopyOp* c : parts.producers) is_producer |= st.get() == c;
+      for (const auto& g : parts.gathers) is_gather |= st.get() == static_cast<const StmtNode*>(g.nest);
+      if (is_gather) parts.gather_stmts.push_back(st);
+      if (!is_producer && !is_gather) parts.consumers.push_back(st);
     }
-    const Span& span = op->span;
-    Expr n = op->extent;
-    // produce(iter, stage[, only]): the loads of iteration `iter` into `stage` (of the copies
-    // `only` lists, and then no gathers)
-    auto produce = [&](const Expr& iter, const Expr& stage, const std::vector<size_t>* only = nullptr) {
-      std::vector<Stmt> out;
-      for (size_t ci = 0; ci < producers.size(); ++ci) {
-        if (only && std::find(only->begin(), only->end(), ci) == only->end()) continue;
-        const CopyOp* c = producers[ci];
-        Region src = cuda::SubstituteRegion(c->src, op->var.get(), op->min + iter);
-        Region dst = cuda::SubstituteRegion(c->dst, op->var.get(), op->min + iter);
-        cuda::StageSelector sel(staged_, stage);
-        Stmt copy = CopyOp::Make(sel.MutateRegion(src), sel.MutateRegion(dst), c->span);
-        if (share_.Unranged()) {
-          TL_USER_ERROR(c->span) << "T.copy in a T.Pipelined loop under a condition on the thread index that does "
-                                    "not select a range of threads (tx < c, tx >= c, and their conjunctions): "
-                                    "test a range, or move the loop out";
-        }
-        Stmt lowered = cuda::LowerCopyPartitioned(As<CopyOp>(copy), share_.Spread(), share_.SpreadThreads(), true, ctx_);
-        out.push_back(lowered ? lowered : copy);
+    const size_t readers = LeadingStageReaders(parts);
+    std::vector<cuda::RefillGroup> groups = RefillGroups(parts, readers);
+    return groups.empty() ? UniformPipeline(parts, readers) : PerCopyPipeline(parts, groups);
+  }
+
+  /// The loads of iteration `iter` into `stage` (of the copies `only` lists, and then no
+  /// gathers).
+  Stmt Produce(const LoopParts& parts, const Expr& iter, const Expr& stage,
+               const std::vector<size_t>* only = nullptr) {
+    const For* op = parts.loop;
+    std::vector<Stmt> out;
+    for (size_t ci = 0; ci < parts.producers.size(); ++ci) {
+      if (only && std::find(only->begin(), only->end(), ci) == only->end()) continue;
+      const CopyOp* c = parts.producers[ci];
+      Region src = cuda::SubstituteRegion(c->src, op->var.get(), op->min + iter);
+      Region dst = cuda::SubstituteRegion(c->dst, op->var.get(), op->min + iter);
+      cuda::StageSelector sel(staged_, stage);
+      Stmt copy = CopyOp::Make(sel.MutateRegion(src), sel.MutateRegion(dst), c->span);
+      if (share_.Unranged()) {
+        TL_USER_ERROR(c->span) << "T.copy in a T.Pipelined loop under a condition on the thread index that does "
+                                  "not select a range of threads (tx < c, tx >= c, and their conjunctions): "
+                                  "test a range, or move the loop out";
       }
-      for (const Stmt& g : only ? std::vector<Stmt>{} : gather_stmts) {
-        // the iteration's element copy as 16-byte cp.async groups, into the stage's tile
-        Stmt at = Substitute(g, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + iter : nullptr; });
-        cuda::StageSelector sel(staged_, stage);
-        out.push_back(sel.Mutate(cuda::LowerGatherCopy(at, share_.Spread(), share_.SpreadThreads())));
-      }
-      return Seq::Make(out, span);
-    };
-    // The consumers that read the stages, when they come first (cuda::StageReadersPrefix):
-    // a stage is refilled as soon as they are done, so s loads are in flight, not s - 1.
-    // A loop that gathers rows: refilled once its last reader is done (the end of the body,
-    // often), which keeps s gathers in flight too (cuda::StageReadersThrough).
-    size_t readers = 0;
-    if (cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true)) {
-      std::unordered_set<const BufferNode*> stage_tiles;
-      for (const CopyOp* c : producers) stage_tiles.insert(c->dst.buffer.get());
-      for (const auto& g : gathers) stage_tiles.insert(g.store->buffer.get());
-      readers = gathers.empty() ? cuda::StageReadersPrefix(consumers, stage_tiles)
-                                : cuda::StageReadersThrough(consumers, stage_tiles);
+      Stmt lowered = cuda::LowerCopyPartitioned(As<CopyOp>(copy), share_.Spread(), share_.SpreadThreads(), true, ctx_);
+      out.push_back(lowered ? lowered : copy);
     }
-    // Copies whose tiles different statements read last: each refilled after its own last
-    // reader, each waited for before its first (PerCopyRefillGroups). Not when the leading
-    // statements read every stage (`readers`): one refill point after them frees all stages
-    // as early, with one barrier fewer (mHC post's register copies).
-    std::vector<cuda::RefillGroup> groups;
-    if (!readers && gathers.empty() && cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true) &&
+    for (const Stmt& g : only ? std::vector<Stmt>{} : parts.gather_stmts) {
+      // the iteration's element copy as 16-byte cp.async groups, into the stage's tile
+      Stmt at = Substitute(g, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + iter : nullptr; });
+      cuda::StageSelector sel(staged_, stage);
+      out.push_back(sel.Mutate(cuda::LowerGatherCopy(at, share_.Spread(), share_.SpreadThreads())));
+    }
+    return Seq::Make(out, op->span);
+  }
+
+  /// `if iter < n: Produce(iter, iter % s)`, then a commit: one group of loads.
+  std::vector<Stmt> ProduceGroup(const LoopParts& parts, const Expr& iter, const Expr& stage,
+                                 const std::vector<size_t>* only = nullptr) {
+    const Span& span = parts.loop->span;
+    return {IfThenElse::Make(LT(iter, parts.loop->extent), Produce(parts, iter, stage, only), nullptr, span),
+            CallStmt("cp_async_commit", {}, span)};
+  }
+
+  /// Consumer statement i of step k, reading stage k % s (`consume`).
+  Stmt Consume(const LoopParts& parts, size_t i, const VarRef& k, cuda::StageSelector& consume) {
+    const bool outer = in_pipeline_;
+    in_pipeline_ = true;  // (a gather the pipeline left among its consumers stays as it is)
+    Stmt mutated = Mutate(parts.consumers[i]);
+    in_pipeline_ = outer;
+    const For* op = parts.loop;
+    Stmt x = Substitute(mutated, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
+    return consume.Mutate(x);
+  }
+
+  /// The consumers that read the stages, when they come first (cuda::StageReadersPrefix):
+  /// a stage is refilled as soon as they are done, so s loads are in flight, not s - 1.
+  /// A loop that gathers rows: refilled once its last reader is done (the end of the body,
+  /// often), which keeps s gathers in flight too (cuda::StageReadersThrough). 0: neither.
+  size_t LeadingStageReaders(const LoopParts& parts) {
+    if (!cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true)) return 0;
+    std::unordered_set<const BufferNode*> stage_tiles;
+    for (const CopyOp* c : parts.producers) stage_tiles.insert(c->dst.buffer.get());
+    for (const auto& g : parts.gathers) stage_tiles.insert(g.store->buffer.get());
+    return parts.gathers.empty() ? cuda::StageReadersPrefix(parts.consumers, stage_tiles)
+                                 : cuda::StageReadersThrough(parts.consumers, stage_tiles);
+  }
+
+  /// Copies whose tiles different statements read last: each refilled after its own last
+  /// reader, each waited for before its first (PerCopyRefillGroups). Not when the leading
+  /// statements read every stage (`readers`): one refill point after them frees all stages
+  /// as early, with one barrier fewer (mHC post's register copies). Empty: one refill point.
+  std::vector<cuda::RefillGroup> RefillGroups(const LoopParts& parts, size_t readers) {
+    if (readers || !parts.gathers.empty() || !cuda::ConfigOn(ctx_, "tl.pipeline_early_refill", /*default_on=*/true) ||
         // (off until a GPU run has checked the schedule's wait counts: written after the last
         // device call of the session that wrote it)
-        cuda::ConfigOn(ctx_, "tl.pipeline_refill_per_copy", /*default_on=*/false)) {
-      std::vector<const BufferNode*> tiles;
-      for (const CopyOp* c : producers) tiles.push_back(c->dst.buffer.get());
-      groups = cuda::PerCopyRefillGroups(consumers, tiles);
+        !cuda::ConfigOn(ctx_, "tl.pipeline_refill_per_copy", /*default_on=*/false)) {
+      return {};
     }
-    if (!groups.empty()) return PerCopyPipeline(op, groups, producers, consumers, produce, s);
-    int64_t ahead = readers ? s : s - 1;  // loads issued before the one a step consumes
+    std::vector<const BufferNode*> tiles;
+    for (const CopyOp* c : parts.producers) tiles.push_back(c->dst.buffer.get());
+    return cuda::PerCopyRefillGroups(parts.consumers, tiles);
+  }
+
+  /// The pipeline with one refill point (the file's comment): after the wait at the top of
+  /// the step, or after the first `readers` consumers.
+  Stmt UniformPipeline(const LoopParts& parts, size_t readers) {
+    const For* op = parts.loop;
+    const Span& span = op->span;
+    const int64_t s = parts.stages;
+    const int64_t ahead = readers ? s : s - 1;  // loads issued before the one a step consumes
     std::vector<Stmt> result;
     for (int64_t p = 0; p < ahead; ++p) {
-      result.push_back(IfThenElse::Make(LT(MakeInt(p), n), produce(MakeInt(p), MakeInt(p)), nullptr, span));
-      result.push_back(CallStmt("cp_async_commit", {}, span));
+      for (Stmt& st : ProduceGroup(parts, MakeInt(p), MakeInt(p))) result.push_back(st);
     }
     VarRef k = Var::Make(op->var->name, op->var->dtype);
     Expr next = k + MakeInt(ahead);
-    Stmt refill = IfThenElse::Make(LT(next, n), produce(next, FloorMod(next, MakeInt(s))), nullptr, span);
-    std::vector<Stmt> body;
-    body.push_back(CallStmt("cp_async_wait", {MakeInt(ahead - 1)}, span));
-    body.push_back(CallStmt("syncthreads", {}, span));
-    if (!readers) {
-      body.push_back(refill);
-      body.push_back(CallStmt("cp_async_commit", {}, span));
-    }
+    std::vector<Stmt> refill = ProduceGroup(parts, next, FloorMod(next, MakeInt(s)));
+    std::vector<Stmt> body = {CallStmt("cp_async_wait", {MakeInt(ahead - 1)}, span), CallStmt("syncthreads", {}, span)};
+    if (!readers) body.insert(body.end(), refill.begin(), refill.end());
     cuda::StageSelector consume(staged_, FloorMod(k, MakeInt(s)));
-    for (size_t i = 0; i <= consumers.size(); ++i) {
+    for (size_t i = 0; i <= parts.consumers.size(); ++i) {
       if (readers && i == readers) {
         // Every thread is done reading stage k % s before any refills it.
         body.push_back(CallStmt("syncthreads", {}, span));
-        body.push_back(refill);
-        body.push_back(CallStmt("cp_async_commit", {}, span));
+        body.insert(body.end(), refill.begin(), refill.end());
       }
-      if (i == consumers.size()) break;
-      const bool outer = in_pipeline_;
-      in_pipeline_ = true;  // (a gather the pipeline left among its consumers stays as it is)
-      Stmt mutated = Mutate(consumers[i]);
-      in_pipeline_ = outer;
-      Stmt x = Substitute(mutated, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
-      body.push_back(consume.Mutate(x));
+      if (i < parts.consumers.size()) body.push_back(Consume(parts, i, k, consume));
     }
-    result.push_back(For::Make(k, MakeInt(0), n, ForKind::kSerial, Seq::Make(body, span), {}, span));
+    result.push_back(For::Make(k, MakeInt(0), op->extent, ForKind::kSerial, Seq::Make(body, span), {}, span));
     result.push_back(CallStmt("cp_async_wait", {MakeInt(0)}, span));
+    const size_t n_consumers = parts.consumers.size();
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
-                           "-stage cp.async pipeline over " + std::to_string(producers.size()) + " copies" +
-                           (gathers.empty() ? "" : " and " + std::to_string(gathers.size()) +
-                                                       " element copies (16-byte groups of gathered rows)") +
+                           "-stage cp.async pipeline over " + std::to_string(parts.producers.size()) + " copies" +
+                           (parts.gathers.empty() ? "" : " and " + std::to_string(parts.gathers.size()) +
+                                                             " element copies (16-byte groups of gathered rows)") +
                            (!readers ? ""
-                            : readers == consumers.size()
+                            : readers == n_consumers
                                 ? "; each stage refilled at the end of the step that read it (" + std::to_string(s) +
                                       " loads in flight)"
                                 : "; each stage refilled once the first " + std::to_string(readers) +
@@ -324,18 +351,15 @@ class Pipeliner : public cuda::ThreadShareMutator {
   /// Groups are committed in the order (iteration, group), so the groups newer than (k, g)
   /// when statement i runs are those of g's later groups in step k, all of steps k + 1 ..
   /// k + s - 1, and the refills this step has issued so far.
-  template <typename Produce>
-  Stmt PerCopyPipeline(const For* op, const std::vector<cuda::RefillGroup>& groups,
-                       const std::vector<const CopyOp*>& producers, const std::vector<Stmt>& consumers,
-                       Produce& produce, int64_t s) {
+  Stmt PerCopyPipeline(const LoopParts& parts, const std::vector<cuda::RefillGroup>& groups) {
+    const For* op = parts.loop;
     const Span& span = op->span;
-    const Expr n = op->extent;
+    const int64_t s = parts.stages;
     const int64_t g_count = static_cast<int64_t>(groups.size());
     std::vector<Stmt> result;
     for (int64_t p = 0; p < s; ++p) {
       for (const cuda::RefillGroup& g : groups) {
-        result.push_back(IfThenElse::Make(LT(MakeInt(p), n), produce(MakeInt(p), MakeInt(p), &g.copies), nullptr, span));
-        result.push_back(CallStmt("cp_async_commit", {}, span));
+        for (Stmt& st : ProduceGroup(parts, MakeInt(p), MakeInt(p), &g.copies)) result.push_back(st);
       }
     }
     VarRef k = Var::Make(op->var->name, op->var->dtype);
@@ -343,7 +367,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
     cuda::StageSelector consume(staged_, FloorMod(k, MakeInt(s)));
     std::vector<Stmt> body;
     int64_t covered = -1;  // the newest group this step has waited for
-    for (size_t i = 0; i < consumers.size(); ++i) {
+    for (size_t i = 0; i < parts.consumers.size(); ++i) {
       int64_t wait_for = -1, refilled = 0;
       for (int64_t g = 0; g < g_count; ++g) {
         if (groups[g].first_reader == i) wait_for = std::max(wait_for, g);
@@ -355,28 +379,22 @@ class Pipeliner : public cuda::ThreadShareMutator {
         body.push_back(CallStmt("syncthreads", {}, span));
         covered = wait_for;
       }
-      const bool outer = in_pipeline_;
-      in_pipeline_ = true;
-      Stmt mutated = Mutate(consumers[i]);
-      in_pipeline_ = outer;
-      Stmt x = Substitute(mutated, [&](const Var* v) -> Expr { return v == op->var.get() ? op->min + k : nullptr; });
-      body.push_back(consume.Mutate(x));
+      body.push_back(Consume(parts, i, k, consume));
       for (const cuda::RefillGroup& g : groups) {
         if (g.last_reader != i) continue;
         // Every thread is done reading this group's stage k % s before any refills it.
         body.push_back(CallStmt("syncthreads", {}, span));
-        body.push_back(
-            IfThenElse::Make(LT(next, n), produce(next, FloorMod(next, MakeInt(s)), &g.copies), nullptr, span));
-        body.push_back(CallStmt("cp_async_commit", {}, span));
+        for (Stmt& st : ProduceGroup(parts, next, FloorMod(next, MakeInt(s)), &g.copies)) body.push_back(st);
       }
     }
-    result.push_back(For::Make(k, MakeInt(0), n, ForKind::kSerial, Seq::Make(body, span), {}, span));
+    result.push_back(For::Make(k, MakeInt(0), op->extent, ForKind::kSerial, Seq::Make(body, span), {}, span));
     result.push_back(CallStmt("cp_async_wait", {MakeInt(0)}, span));
     std::string points;
     for (const cuda::RefillGroup& g : groups) {
       std::string names;
-      for (size_t c : g.copies) names += (names.empty() ? "" : ", ") + producers[c]->dst.buffer->name;
-      points += (points.empty() ? "" : "; ") + names + " after line " + std::to_string(consumers[g.last_reader]->span.line);
+      for (size_t c : g.copies) names += (names.empty() ? "" : ", ") + parts.producers[c]->dst.buffer->name;
+      points += (points.empty() ? "" : "; ") + names + " after line " +
+                std::to_string(parts.consumers[g.last_reader]->span.line);
     }
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
                            "-stage cp.async pipeline, each copy's stage refilled after its own last reader (" +
