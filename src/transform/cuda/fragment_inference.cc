@@ -122,11 +122,11 @@ void Propagate(FragmentLayoutInference& inference, const ir::Stmt& body) {
   }
 }
 
-FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& arch, WgmmaOptions wgmma,
+FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaTarget& target, WgmmaOptions wgmma,
                           bool range_tiles,
                           std::unordered_map<const BufferNode*, layout::WarpPartition>* preferred,
                           std::unordered_map<const BufferNode*, SplitRequest>* requests) {
-  FragmentLayoutInference inference(threads, arch, wgmma);
+  FragmentLayoutInference inference(threads, target, wgmma);
   inference.SetThreadIndex(GetThreadBinding(body, "cuda-lower-fragments").tx.get());
   inference.NoteUseRanges(body);
   inference.preferred_split = *preferred;
@@ -226,7 +226,7 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const std::string& 
 
 }  // namespace
 
-FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const std::string& arch, WgmmaOptions wgmma,
+FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const target::CudaTarget& target, WgmmaOptions wgmma,
                                      bool range_tiles) {
   // A T.Parallel over two GEMM accumulators of one shape needs them split over the warps
   // alike; when their GEMMs chose differently, inference runs again with the split the loop
@@ -234,7 +234,7 @@ FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const st
   std::unordered_map<const BufferNode*, layout::WarpPartition> preferred;
   std::unordered_map<const BufferNode*, SplitRequest> requests;
   for (int attempt = 0;; ++attempt) {
-    FragmentLayouts out = InferOnce(body, threads, arch, wgmma, range_tiles, &preferred, &requests);
+    FragmentLayouts out = InferOnce(body, threads, target, wgmma, range_tiles, &preferred, &requests);
     if (requests.empty()) return out;
     if (attempt == 3) TL_USER_ERROR(requests.begin()->second.span) << requests.begin()->second.why;
     for (auto& [b, req] : requests) preferred[b] = req.warps;

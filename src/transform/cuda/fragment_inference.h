@@ -18,6 +18,7 @@
 
 #include "tl/ir/functor.h"
 #include "tl/layout/fragment.h"
+#include "tl/target/cuda_target.h"
 #include "wgmma_select.h"
 
 namespace tl::transform::cuda {
@@ -79,10 +80,10 @@ struct FragmentLayouts {
   std::unordered_map<const ir::GemmOp*, std::string> no_wgmma;
 };
 
-/// Layout inference over a kernel body of `threads` threads compiled for `arch`
-/// ("" when unknown: no arch-specific instruction is chosen).
+/// Layout inference over a kernel body of `threads` threads compiled for `target` (unknown:
+/// no arch-specific instruction is chosen).
 /// wgmma: the optional wgmma paths the pass configs allow (WgmmaOptionsOf).
-FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const std::string& arch,
+FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const target::CudaTarget& target,
                                      WgmmaOptions wgmma = {}, bool range_tiles = false);
 
 }  // namespace tl::transform::cuda

@@ -63,7 +63,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
   bool reg_a = IsFragment(op->a.buffer) && !IsFragment(op->b.buffer);
   if (target_.Known() && !target_.HasMmaSync()) {
     // The mma.sync shapes of the tensor-core path (m16n8k16, k32, tf32 k8) are sm_80's.
-    why = arch_ + " has none of the mma.sync shapes the tensor-core path uses (sm_80 and newer)";
+    why = target_.arch + " has none of the mma.sync shapes the tensor-core path uses (sm_80 and newer)";
   } else if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
     why = "the accumulator is not a whole 2-D fragment";
   } else if (num_threads_ % 32) {
@@ -105,7 +105,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
         Assign(op->a.buffer, Held(a_layout), "T.gemm operand A", op->span);
         rs_gemms.insert(op);
         if (target_.sm == 90) {
-          std::string no = cuda::WgmmaUnfit(op, num_threads_, arch_, /*a_in_registers=*/true, nullptr, wgmma_);
+          std::string no = cuda::WgmmaUnfit(op, num_threads_, target_, /*a_in_registers=*/true, nullptr, wgmma_);
           if (no.empty()) {
             wgmma_gemms.insert(op);
           } else {
@@ -238,7 +238,7 @@ bool FragmentLayoutInference::WgmmaPartition(int64_t m, layout::WarpPartition* o
 
 bool FragmentLayoutInference::UseWgmma(const GemmOp* op) {
   if (target_.sm != 90) return false;
-  std::string why = cuda::WgmmaUnfit(op, num_threads_, arch_, false, nullptr, wgmma_);
+  std::string why = cuda::WgmmaUnfit(op, num_threads_, target_, false, nullptr, wgmma_);
   if (why.empty()) {
     wgmma_gemms.insert(op);
     return true;

@@ -36,9 +36,8 @@ struct SplitRequest {
 /// (InferFragmentLayouts) repeats sweeps until nothing changes.
 class FragmentLayoutInference : public ir::IRVisitor {
  public:
-  FragmentLayoutInference(int64_t num_threads, std::string arch, WgmmaOptions wgmma)
-      : num_threads_(num_threads), block_threads_(num_threads), arch_(std::move(arch)),
-        target_(target::CudaTarget::Named(arch_)), wgmma_(wgmma) {}
+  FragmentLayoutInference(int64_t num_threads, const target::CudaTarget& target, WgmmaOptions wgmma)
+      : num_threads_(num_threads), block_threads_(num_threads), target_(target), wgmma_(wgmma) {}
 
   std::unordered_map<const ir::BufferNode*, Assigned> layouts;
   /// Warp splits asked of GEMM accumulators by an earlier attempt (see InferFragmentLayouts),
@@ -107,7 +106,6 @@ class FragmentLayoutInference : public ir::IRVisitor {
   int64_t first_thread_ = 0;  ///< the first of them
   const ir::Var* tx_ = nullptr;
   std::unordered_map<const ir::BufferNode*, FragmentUses> use_ranges_;  ///< NoteUseRanges
-  std::string arch_;  ///< as named (for messages)
   target::CudaTarget target_;  ///< what the arch has
   WgmmaOptions wgmma_;  ///< the optional wgmma paths (pass configs)
 };

@@ -19,10 +19,7 @@ std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassCo
   using namespace ir;  // NOLINT: implementation file
   PrimFunc g = PrepareForCudaFragments(f, ctx);
   cuda::ThreadBinding tb = cuda::GetThreadBinding(g->body, "describe-fragment-layouts");
-  auto arch = ctx.config.find("tl.target_arch");
-  cuda::FragmentLayouts inferred =
-      cuda::InferFragmentLayouts(g->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
-                                 cuda::WgmmaOptionsOf(ctx));
+  cuda::FragmentLayouts inferred = cuda::InferFragmentLayouts(g->body, tb.threads, ctx.Cuda(), cuda::WgmmaOptionsOf(ctx));
   std::map<std::string, FragmentTable> by_name;  // sorted, so the order is stable
   arith::Analyzer an;
   for (const auto& [buffer, assigned] : inferred.layouts) {

@@ -306,10 +306,8 @@ Stmt FragmentRewriter::PrintRegisterTile(const For* op) {
 
 ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-lower-fragments");
-  auto arch = ctx.config.find("tl.target_arch");
   cuda::FragmentLayouts inference =
-      cuda::InferFragmentLayouts(f->body, tb.threads, arch == ctx.config.end() ? std::string() : arch->second,
-                                 cuda::WgmmaOptionsOf(ctx),
+      cuda::InferFragmentLayouts(f->body, tb.threads, ctx.Cuda(), cuda::WgmmaOptionsOf(ctx),
                                  cuda::ConfigOn(ctx, "tl.range_register_tiles", /*default_on=*/true));
   fragments::FragmentRewriter rewriter(inference, tb.tx, ctx);
   rewriter.threads = tb.threads;

@@ -99,11 +99,11 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
   return o;
 }
 
-std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers,
+std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const target::CudaTarget& target, bool a_in_registers,
                        int64_t* warpgroups_n, WgmmaOptions options) {
   const bool allow_fp8 = options.fp8;
-  if (!target::CudaTarget::Named(arch).HasWgmma()) {
-    return "the target is " + (arch.empty() ? std::string("unknown") : arch) + ", not sm_90a";
+  if (!target.HasWgmma()) {
+    return "the target is " + (target.Known() ? target.arch : std::string("unknown")) + ", not sm_90a";
   }
   const Buffer &a = op->a.buffer, &b = op->b.buffer, &c = op->c.buffer;
   if ((!a_in_registers && a->scope != Scope::kShared) || b->scope != Scope::kShared) {

@@ -43,7 +43,8 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx);
 /// K x M, B as K x N) may be such a window too when its width is whole panels (the sparse MLA
 /// kernels' P x V reads KV_shared[stage, :, :256] as K x N). With `options.stages`, the window
 /// may be of a stage of a staged tile.
-std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const std::string& arch, bool a_in_registers = false,
+std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const target::CudaTarget& target,
+                       bool a_in_registers = false,
                        int64_t* warpgroups_n = nullptr, WgmmaOptions options = {});
 
 /// The element offset of (flat row-major offset `off`) in a wgmma operand tile of
