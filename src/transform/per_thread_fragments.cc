@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform {
 
@@ -65,7 +66,7 @@ class Uses : public IRVisitor {
   void Visit_(const AtomicOp* op) override { TileOp({&op->dst, &op->src}, [&] { IRVisitor::Visit_(op); }); }
   void Visit_(const Call* op) override {
     // An address of the fragment (a copy helper, an extern call) reaches it as memory.
-    if (op->op == "address_of" && !op->args.empty()) {
+    if (HasEffect(op, kAddress) && !op->args.empty()) {
       if (const auto* at = As<BufferLoad>(op->args[0]); at && at->buffer.get() == b_) ok = false;
     }
     IRVisitor::Visit_(op);

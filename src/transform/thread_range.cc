@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tl/arith/comparison.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform {
 
@@ -54,8 +55,8 @@ std::optional<int64_t> NamedBarrierThreads(const Stmt& s, int64_t block_threads)
   const auto* ev = As<Evaluate>(s);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;
   if (!call) return std::nullopt;
-  if (call->op == "named_barrier_sync_all") return block_threads;
-  if (call->op != "named_barrier_sync" || call->args.size() != 2) return std::nullopt;
+  if (IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync_all"))) return block_threads;
+  if (!IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync")) || call->args.size() != 2) return std::nullopt;
   int64_t count = 0;
   return AsConstInt(call->args[1], &count) ? count : -1;
 }

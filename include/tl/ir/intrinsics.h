@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tl/ir/expr.h"
 
@@ -56,6 +57,29 @@ inline bool HasEffect(const Call* call, uint32_t effects) { return call && HasEf
 /// Whether `call` is a declared intrinsic that only computes a value (math, the thread index,
 /// an address): evaluating it again or earlier changes nothing.
 bool IsPureCall(const Call* call);
+
+/// The declared intrinsics' names (intrinsics.def), for TL_INTRINSIC_NAME's compile-time check.
+inline constexpr std::string_view kIntrinsicNames[] = {
+#define TL_INTRINSIC(Name, Effects) #Name,
+#include "tl/ir/intrinsics.def"
+};
+constexpr bool IsDeclaredIntrinsic(std::string_view name) {
+  for (std::string_view n : kIntrinsicNames) {
+    if (n == name) return true;
+  }
+  return false;
+}
+/// A pass that needs one intrinsic in particular (not an effect: the CPU emulation of
+/// shfl_down, a wait for all cp.async groups) names it with TL_INTRINSIC_NAME("shfl_down"):
+/// a name intrinsics.def does not declare fails to compile, where a string compared by hand
+/// would silently never match.
+#define TL_INTRINSIC_NAME(name)                                                               \
+  ([] {                                                                                        \
+    static_assert(::tl::ir::IsDeclaredIntrinsic(name), "not an intrinsic of intrinsics.def: " name); \
+    return std::string_view(name);                                                             \
+  }())
+/// Whether `call` is the intrinsic `name` (TL_INTRINSIC_NAME).
+inline bool IsIntrinsic(const Call* call, std::string_view name) { return call && call->op == name; }
 
 /// T.call_extern: a call of a function the compiler does not know, its op this prefix and
 /// the function's name. It is assumed to read and write every tile whose address it gets.

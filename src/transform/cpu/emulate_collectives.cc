@@ -4,6 +4,7 @@
 /// operand is recorded, then every thread combines the lanes of its warp (or
 /// block) as the hardware would.
 #include "emulate_threads.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform::cpu {
 
@@ -61,14 +62,14 @@ Expr ThreadEmulator::Collective(const Call* call, const Expr& mask, const Span& 
     Expr arg = At(call->args[1]), width = At(call->args[2]);
     Expr lane = FloorMod(tt, width), base = tt - lane;
     Expr src, valid;
-    if (call->op == "shfl_xor") {
+    if (IsIntrinsic(call, TL_INTRINSIC_NAME("shfl_xor"))) {
       Expr other = Binary::Make(BinOp::kBitXor, lane, arg);
       src = base + other;
       valid = LT(other, width);
-    } else if (call->op == "shfl_down") {
+    } else if (IsIntrinsic(call, TL_INTRINSIC_NAME("shfl_down"))) {
       src = tt + arg;
       valid = LT(lane + arg, width);
-    } else if (call->op == "shfl_up") {
+    } else if (IsIntrinsic(call, TL_INTRINSIC_NAME("shfl_up"))) {
       src = tt - arg;
       valid = GE(lane - arg, MakeInt(0));
     } else {
@@ -88,12 +89,13 @@ Expr ThreadEmulator::Collective(const Call* call, const Expr& mask, const Span& 
 Expr ThreadEmulator::Vote(const Call* call, const Expr& mask, const Span& span, std::vector<Stmt>* out) {
   const std::string& op = call->op;
   bool block = op.rfind("syncthreads_", 0) == 0;
-  bool has_lane_mask = !block && op != "vote_activemask";
+  bool has_lane_mask = !block && op != TL_INTRINSIC_NAME("vote_activemask");
   DType i32 = DType::Int(32), u64 = DType::UInt(64);
   Buffer active = NewArray("active", i32, span, out);
   out->push_back(ThreadLoop(BufferStore::Make(active, {t_}, MakeInt(0, i32), span), nullptr, span));
   out->push_back(ThreadLoop(BufferStore::Make(active, {t_}, MakeInt(1, i32), span), mask, span));
-  Expr operand_expr = op == "vote_activemask" ? MakeInt(1, i32) : call->args[has_lane_mask ? 1 : 0];
+  Expr operand_expr =
+      op == TL_INTRINSIC_NAME("vote_activemask") ? MakeInt(1, i32) : call->args[has_lane_mask ? 1 : 0];
   DType ot = operand_expr->dtype;
   Buffer operand = NewArray("lanes", ot, span, out);
   out->push_back(ThreadLoop(BufferStore::Make(operand, {t_}, At(operand_expr), span), mask, span));
@@ -116,16 +118,16 @@ Expr ThreadEmulator::Vote(const Call* call, const Expr& mask, const Span& span, 
   Expr a = BufferLoad::Make(acc, {MakeInt(0)});
   Expr init = MakeInt(0, at), step;
   auto as = [&](const Expr& e) { return Cast::Make(at, e); };
-  if (op == "vote_any_sync" || op == "syncthreads_or") {
+  if (op == TL_INTRINSIC_NAME("vote_any_sync") || op == TL_INTRINSIC_NAME("syncthreads_or")) {
     step = Binary::Make(BinOp::kBitOr, a, as(set));
-  } else if (op == "vote_all_sync" || op == "syncthreads_and") {
+  } else if (op == TL_INTRINSIC_NAME("vote_all_sync") || op == TL_INTRINSIC_NAME("syncthreads_and")) {
     init = MakeInt(1, at);
     step = Binary::Make(BinOp::kBitAnd, a, as(set));
-  } else if (op == "syncthreads_count") {
+  } else if (op == TL_INTRINSIC_NAME("syncthreads_count")) {
     step = a + as(set);
-  } else if (op == "vote_ballot_sync" || op == "vote_activemask") {
+  } else if (op == TL_INTRINSIC_NAME("vote_ballot_sync") || op == TL_INTRINSIC_NAME("vote_activemask")) {
     step = Binary::Make(BinOp::kBitOr, a, Select::Make(set, as(bit), MakeInt(0, at)));
-  } else if (op == "vote_match_any_sync") {
+  } else if (op == TL_INTRINSIC_NAME("vote_match_any_sync")) {
     step = Binary::Make(BinOp::kBitOr, a, Select::Make(same, as(bit), MakeInt(0, at)));
   } else {  // vote_match_all_sync: the lane mask when every lane in it agrees,
             // else 0

@@ -12,6 +12,7 @@
 /// TMA loads (T.tma_copy) copy at once, so the bytes they expect complete with them and
 /// their marker is dropped (emulate_threads.cc).
 #include "emulate_threads.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform::cpu {
 
@@ -33,7 +34,7 @@ void ThreadEmulator::EmitBarrierInit(const AttrStmt* attr, std::vector<Stmt>* ou
 void ThreadEmulator::EmitMbarrierOp(const Call* call, const Stmt& s, const Expr& mask,
                                     std::vector<Stmt>* out) const {
   Expr e = s.get() ? As<Evaluate>(s)->value : nullptr;
-  if (call->op == "mbarrier_wait_parity") {
+  if (IsIntrinsic(call, TL_INTRINSIC_NAME("mbarrier_wait_parity"))) {
     std::vector<Expr> args = call->args;
     args.push_back(MakeInt(s->span.line));
     e = Call::Make(call->dtype, call->op, args);

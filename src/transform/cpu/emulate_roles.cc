@@ -16,6 +16,7 @@
 /// `tl.cpu_roles_end`; the C++ code generator makes each role a function run by
 /// tl::cpu::Roles.
 #include "emulate_threads.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform::cpu {
 
@@ -25,7 +26,7 @@ bool Waits(const Stmt& s) {
   bool waits = false;
   ForEachExpr(s, [&](const Expr& e) {
     const auto* c = As<Call>(e);
-    waits |= c && c->op == "mbarrier_wait_parity";
+    waits |= IsIntrinsic(c, TL_INTRINSIC_NAME("mbarrier_wait_parity"));
   });
   return waits;
 }

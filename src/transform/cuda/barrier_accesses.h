@@ -145,7 +145,7 @@ class AccessCollector : public IRVisitor {
     if (IsExternCall(op)) {
       for (const Expr& a : op->args) {
         const auto* addr = As<Call>(a);
-        const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
+        const auto* load = HasEffect(addr, kAddress) ? As<BufferLoad>(addr->args[0]) : nullptr;
         if (load && IsShared(load->buffer)) {
           Read(load->buffer.get(), cuda::SlotAccess{});
           Write(load->buffer.get(), cuda::SlotAccess{});

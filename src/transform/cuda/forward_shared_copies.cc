@@ -59,7 +59,7 @@ bool AddressTaken(const Stmt& s, const BufferNode* b) {
   bool taken = false;
   ForEachExpr(s, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    if (!call || call->op != "address_of" || call->args.empty()) return;
+    if (!HasEffect(call, kAddress) || call->args.empty()) return;
     const auto* load = As<BufferLoad>(call->args[0]);
     taken = taken || (load && load->buffer.get() == b);
   });

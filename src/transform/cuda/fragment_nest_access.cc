@@ -156,7 +156,7 @@ class ReplicaGuard : public IRMutator {
       const auto* call = As<Call>(e);
       if (!call || !(HasEffect(call, kAtomicUpdate) || HasEffect(call, kWritesArg0))) return;
       const auto* addr = call->args.empty() ? nullptr : As<Call>(call->args[0]);
-      const auto* at = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
+      const auto* at = HasEffect(addr, kAddress) ? As<BufferLoad>(addr->args[0]) : nullptr;
       writes |= !at || at->buffer->scope != Scope::kLocal;
     });
     return writes ? IfThenElse::Make(first_, self, nullptr, op->span) : self;

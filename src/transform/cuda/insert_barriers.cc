@@ -426,8 +426,9 @@ class KernelVisitor : public IRMutator {
     ForEachExpr(op->body, [&](const Expr& e) {
       const auto* call = As<Call>(e);
       int64_t id = 0;
-      if (call && (call->op == "named_barrier_sync" || call->op == "named_barrier_sync_all" ||
-                   call->op == "named_barrier_arrive") &&
+      if ((IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync")) ||
+           IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync_all")) ||
+           IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_arrive"))) &&
           !call->args.empty() && AsConstInt(call->args[0], &id)) {
         kernel.user_ids.insert(id);
       }

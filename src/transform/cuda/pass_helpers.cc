@@ -92,7 +92,8 @@ std::unordered_set<const BufferNode*> WgmmaOperands(const Stmt& body) {
   std::unordered_set<const BufferNode*> out;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    if (call && call->op == "tma_store") {  // (tma_descriptor(tensor, swizzle, box...), address_of(tile[...]), ...)
+    // (tma_descriptor(tensor, swizzle, box...), address_of(tile[...]), ...)
+    if (IsIntrinsic(call, TL_INTRINSIC_NAME("tma_store"))) {
       const auto* desc = As<Call>(call->args[0]);
       int64_t swizzle = 0;
       const auto* addr = As<Call>(call->args[1]);

@@ -50,7 +50,7 @@ class Budget : public IRMutator {
   }
   Stmt Mutate_(const Evaluate* op, const Stmt& self) override {
     const auto* call = As<Call>(op->value);
-    if (!call || call->op != "set_max_nreg") return IRMutator::Mutate_(op, self);
+    if (!IsIntrinsic(call, TL_INTRINSIC_NAME("set_max_nreg"))) return IRMutator::Mutate_(op, self);
     int64_t count = 0, inc = 0;
     AsConstInt(call->args[0], &count);
     AsConstInt(call->args[1], &inc);
@@ -98,7 +98,7 @@ Stmt ApplyRegisterBudget(const Stmt& body, int64_t threads, const std::string& w
   bool any = false;
   ForEachExpr(body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    any |= call && call->op == "set_max_nreg";
+    any |= IsIntrinsic(call, TL_INTRINSIC_NAME("set_max_nreg"));
   });
   if (!any) return body;
   return Budget(threads, why_not, ctx).Mutate(body);

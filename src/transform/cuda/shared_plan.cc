@@ -143,17 +143,18 @@ std::unordered_set<const BufferNode*> StagingTiles(const Stmt& body,
       // stmatrix_x4(dst row, registers): 16 bytes per lane.
       bool helper = false;
       int64_t n = 0;
-      if (op->op == "vec_copy" || op->op == "cp_async") {
+      if (IsIntrinsic(op, TL_INTRINSIC_NAME("vec_copy")) || IsIntrinsic(op, TL_INTRINSIC_NAME("cp_async"))) {
         helper = op->args.size() > 2 && AsConstInt(op->args[2], &n) && n <= 16;
-      } else if (op->op == "vec_zero") {
+      } else if (IsIntrinsic(op, TL_INTRINSIC_NAME("vec_zero"))) {
         helper = op->args.size() > 1 && AsConstInt(op->args[1], &n) && n <= 16;
-      } else if (op->op == "stmatrix_x4") {
+      } else if (IsIntrinsic(op, TL_INTRINSIC_NAME("stmatrix_x4"))) {
         // each lane's address is the start of one 8-element row of 16-bit values: 16 bytes,
         // aligned (fragment_tile_ops.cc checks), which the swizzle keeps together
         const auto* addr = op->args.empty() ? nullptr : As<Call>(op->args[0]);
         const auto* at = addr && HasEffect(addr, kAddress) ? As<BufferLoad>(addr->args[0]) : nullptr;
         helper = at && at->buffer->dtype.bytes() == 2;
-      } else if (op->op == "cast_copy" && op->args.size() > 2 && AsConstInt(op->args[2], &n)) {
+      } else if (IsIntrinsic(op, TL_INTRINSIC_NAME("cast_copy")) && op->args.size() > 2 &&
+                 AsConstInt(op->args[2], &n)) {
         helper = true;
         for (size_t k = 0; k < 2; ++k) {
           const auto* addr = As<Call>(op->args[k]);
@@ -313,7 +314,8 @@ bool IsWaitAll(const Stmt& s) {
   const auto* ev = As<Evaluate>(s);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;
   int64_t n = -1;
-  return call && call->op == "cp_async_wait" && !call->args.empty() && AsConstInt(call->args[0], &n) && n == 0;
+  return IsIntrinsic(call, TL_INTRINSIC_NAME("cp_async_wait")) && !call->args.empty() && AsConstInt(call->args[0], &n) &&
+         n == 0;
 }
 
 }  // namespace tl::transform::cuda

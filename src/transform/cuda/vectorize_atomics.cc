@@ -48,9 +48,9 @@ struct Update {
 
 bool AsAtomicAdd(const Expr& e, Update* out) {
   const auto* call = As<Call>(e);
-  if (!call || call->op != "atomic_add" || call->args.size() != 2) return false;
+  if (!IsIntrinsic(call, TL_INTRINSIC_NAME("atomic_add")) || call->args.size() != 2) return false;
   const auto* addr = As<Call>(call->args[0]);
-  const auto* load = addr && addr->op == "address_of" ? As<BufferLoad>(addr->args[0]) : nullptr;
+  const auto* load = HasEffect(addr, kAddress) ? As<BufferLoad>(addr->args[0]) : nullptr;
   if (!load || load->buffer->scope != Scope::kGlobal || load->buffer->dtype != DType::Float(32)) return false;
   if (!load->buffer->strides.empty() || load->buffer->data || call->args[1]->dtype != DType::Float(32)) return false;
   out->target = load;

@@ -113,7 +113,7 @@ const Call* WarpSpecializer::LoneWgmma() {
   if (consumers_.size() != 1) return nullptr;
   const auto* ev = As<Evaluate>(consumers_[0]);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;
-  return call && call->op == "gemm_ss_wgmma" ? call : nullptr;
+  return IsIntrinsic(call, TL_INTRINSIC_NAME("gemm_ss_wgmma")) ? call : nullptr;
 }
 
 /// A GEMM main loop (the loop's one consumer is a wgmma GEMM from shared memory):

@@ -11,6 +11,7 @@
 #include "tma_copy.h"
 #include "tma_im2col.h"
 #include "warp_specialize.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform::cuda {
 
@@ -103,7 +104,8 @@ void WarpSpecializer::PrefetchDescriptor(const Stmt& issue, std::vector<Stmt>* p
   bool first = true;
   ForEachExpr(issue, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    if (first && call && (call->op == "tma_load" || call->op == "tma_load_im2col")) {
+    if (first && (IsIntrinsic(call, TL_INTRINSIC_NAME("tma_load")) ||
+                  IsIntrinsic(call, TL_INTRINSIC_NAME("tma_load_im2col")))) {
       prefetch->push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, loop_->span));
       first = false;
     }
