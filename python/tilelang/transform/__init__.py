@@ -79,7 +79,7 @@ _ALIASES = {"tl.disable_safe_memory_access": "tl.disable_safe_memory_legalize"}
 ACTED_ON = {
     "tl.enable_fast_math": "CUDA: NVRTC --use_fast_math",
     "tl.config_index_bitwidth": "index width of global offsets (legalize-index-width)",
-    "tl.loop_terms_apart": "1: an address inside loops keeps its loop terms apart, so that nvcc folds an unrolled loop's steps into immediate offsets: 64-bit global offsets widen the loop terms and the others as two values, the loop terms last (legalize-index-width), and CUDA prints an element's address as the address the loops start from plus the loop terms (on by default; 0: one offset)",
+    "tl.loop_terms_apart": "1: an address inside unrolled loops (T.unroll, T.vectorized, at most 16 constant trips) keeps the innermost such loops' terms apart, so that nvcc folds their steps into immediate offsets: 64-bit global offsets widen the loop terms and the others as two values, the loop terms last (legalize-index-width), and CUDA prints an element's address as the address the loops start from plus the loop terms (on by default; 0: one offset)",
     "tl.target_arch": "the CUDA arch (set by the JIT)",
 
     # tilelang/lower.py (docs/export.md)

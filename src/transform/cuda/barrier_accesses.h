@@ -130,7 +130,7 @@ class AccessCollector : public IRVisitor {
     }
     if (program_copies && HasEffect(op, kProgramGroupCopy)) {
       const auto* addr = As<Call>(op->args[0]);
-      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) {
+      if (const auto* load = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr) {
         if (IsShared(load->buffer)) Write(load->buffer.get(), cuda::SlotAccess{});
       }
       IRVisitor::Visit_(op);

@@ -101,7 +101,7 @@ BufferSet ProgramGroupCopies(const Stmt& body) {
     waits |= HasEffect(call, kProgramGroupWait);
     if (!HasEffect(call, kProgramGroupCopy)) return;
     const auto* addr = As<Call>(call->args[0]);
-    const auto* load = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+    const auto* load = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
     if (load && IsShared(load->buffer)) tiles.insert(load->buffer.get());
   });
   return waits ? tiles : BufferSet{};
