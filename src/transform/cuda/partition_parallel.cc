@@ -8,6 +8,7 @@
 /// nest is spread over those threads only, numbered from the range's first; under any
 /// other thread-dependent condition a nest is refused (only part of it would run).
 #include "copy_lowering.h"
+#include "parallel_copy_groups.h"
 #include "thread_share.h"
 #include <algorithm>
 #include <functional>
@@ -24,6 +25,10 @@ namespace {
 using namespace ir;  // NOLINT: implementation file
 
 class Partitioner : public IRMutator {
+ public:
+  explicit Partitioner(PassContext& ctx)
+      : ctx_(ctx), group_copies_(cuda::ConfigOn(ctx, "tl.vectorize_parallel_copies", /*default_on=*/true)) {}
+
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind == ForKind::kThreadBinding) {
@@ -70,9 +75,30 @@ class Partitioner : public IRMutator {
     --inside_;
     std::vector<Expr> extents;
     for (const For* l : loops) extents.push_back(l->extent);
+    // An element copy along the innermost loop: groups of k elements per thread
+    // (parallel_copy_groups.h), each one 16-byte access after cuda-vectorize-loops.
+    // Not for a copy smaller than a group per thread: it gains little, and reading a shared
+    // tile in groups can cost a barrier that the element mapping did not need.
+    const For* inner = loops.back();
+    int64_t elements = 1;
+    for (const Expr& e : extents) {
+      int64_t n = 0;
+      elements = AsConstInt(e, &n) ? elements * n : 0;
+    }
+    int64_t k = group_copies_ ? cuda::ElementCopyGroup(inner, body) : 0;
+    if (elements < k * share_.SpreadThreads()) k = 0;
+    if (k) {
+      int64_t n = 0;
+      AsConstInt(inner->extent, &n);
+      extents.back() = MakeInt(n / k, inner->extent->dtype);
+      ctx_.remarks.push_back("T.Parallel" + (op->span.Defined() ? " at line " + std::to_string(op->span.line) : "") +
+                             ": an element copy, " + std::to_string(k) + " consecutive elements per thread at a time "
+                             "(tl.vectorize_parallel_copies)");
+    }
     const VarRef& tx = share_.Spread();
     return cuda::PartitionOverThreads(extents, tx, share_.SpreadThreads(), op->span, [&](const std::vector<Expr>& idx) {
-      return Substitute(body, [&](const Var* v) -> Expr {
+      const Stmt grouped = k ? cuda::GroupedCopy(inner, body, k, Cast::Make(inner->var->dtype, idx.back())) : body;
+      return Substitute(grouped, [&](const Var* v) -> Expr {
         for (size_t k = 0; k < loops.size(); ++k) {
           if (loops[k]->var.get() == v) return Cast::Make(v->dtype, loops[k]->min + idx[k]);
         }
@@ -265,6 +291,8 @@ class Partitioner : public IRMutator {
     return found;
   }
 
+  PassContext& ctx_;
+  const bool group_copies_;  ///< tl.vectorize_parallel_copies
   cuda::ThreadShare share_;  ///< the thread index, and the threads work is spread over here
   int inside_ = 0;
   int thread_branch_ = 0;  ///< depth of branches whose condition depends on the thread
@@ -275,7 +303,7 @@ class Partitioner : public IRMutator {
 }  // namespace
 
 ir::PrimFunc CudaPartitionParallel(const ir::PrimFunc& f, PassContext& ctx) {
-  return ir::PrimFuncNode::Make(f->name, f->params, Partitioner().Mutate(f->body), f->span);
+  return ir::PrimFuncNode::Make(f->name, f->params, Partitioner(ctx).Mutate(f->body), f->span);
 }
 
 TL_REGISTER_PASS("cuda-partition-parallel", CudaPartitionParallel);

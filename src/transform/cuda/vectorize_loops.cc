@@ -106,10 +106,14 @@ class LoopVectorizer : public IRMutator {
     int64_t n = 0;
     if (!AsConstInt(op->extent, &n)) return *why = "its extent is not a compile-time constant", nullptr;
     Stmt inner = InlineLets(body);
-    // A guard that holds or fails for the whole loop may stay around the vector copies.
-    const auto* guard = As<IfThenElse>(inner);
-    const bool guarded = guard && !guard->else_case && !Uses(guard->cond, op->var.get());
-    if (guarded) inner = guard->then_case;
+    // Guards that hold or fail for the whole loop may stay around the vector copies (a
+    // row's guard and the tensor's edge guard of an epilogue's grouped copy).
+    std::vector<const IfThenElse*> guards;
+    while (const auto* guard = As<IfThenElse>(inner)) {
+      if (guard->else_case || Uses(guard->cond, op->var.get())) break;
+      guards.push_back(guard);
+      inner = guard->then_case;
+    }
     // One copy `dst[...] = src[...]`, or several side by side (`A_local[k] = A[...];
     // B_local[k] = B[...]`, upstream's split-K GEMV): each becomes its own vector copies.
     std::vector<const BufferStore*> copies;
@@ -171,7 +175,7 @@ class LoopVectorizer : public IRMutator {
                                                   MakeInt(width)}, store->span));
       }
       Stmt copy = vec.size() == 1 ? vec[0] : Seq::Make(vec, op->span);
-      if (guarded) copy = IfThenElse::Make(guard->cond, copy, nullptr, guard->span);
+      for (auto g = guards.rbegin(); g != guards.rend(); ++g) copy = IfThenElse::Make((*g)->cond, copy, nullptr, (*g)->span);
       ++vectorized;
       ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + " (" + names + "): " + std::to_string(width) +
                              "-byte accesses");

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file Element copies of a T.Parallel nest done a group of consecutive elements at a time
+/// (cuda-partition-parallel, cuda-vectorize-loops): `Out[q0 + i, h, d] = O_shared[i, d]`
+/// over (i, d), under guards that do not use d (upstream's attention epilogues), spread over
+/// the threads as groups of k elements along d, each group one thread's T.vectorized loop,
+/// which cuda-vectorize-loops makes one 16-byte access. Element by element, each thread moved
+/// 2 bytes per access; upstream's code moves 16.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tl/ir/stmt.h"
+
+namespace tl::transform::cuda {
+
+/// The group size k for the T.Parallel nest whose innermost loop is `inner` and whose body
+/// is `body`: 16 bytes of elements, when the body copies one element into a tensor from a
+/// memory buffer (global or shared; one type, whole bytes, contiguous rows), both indexed last by
+/// the innermost variable plus terms without it, the other indices and the guards around the
+/// copy do not use it, and the loop's extent and both buffers' rows are multiples of k.
+/// 0: not such a nest.
+int64_t ElementCopyGroup(const ir::For* inner, const ir::Stmt& body);
+
+/// `body` for group `g` of k elements: `for j in T.vectorized(k): body[d := g * k + j]`
+/// (d the innermost variable, starting at 0).
+ir::Stmt GroupedCopy(const ir::For* inner, const ir::Stmt& body, int64_t k, const ir::Expr& g);
+
+}  // namespace tl::transform::cuda
