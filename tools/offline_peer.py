@@ -65,7 +65,9 @@ _SIDE = textwrap.dedent(r'''
         jit = getattr(f, "jit_impl", f)
         prim = jit.get_tir(*a, **kw) if hasattr(jit, "get_tir") else jit.func(*a, **kw)
         target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-        with target:
+        # (the decorator's pass configs, as its own compile would apply them)
+        configs = {getattr(k, "value", k): v for k, v in (getattr(jit, "pass_configs", None) or {}).items()}
+        with tvm.transform.PassContext(config=configs), target:
             src = tilelang.lower(prim, target=target).kernel_source
     open(out, "w").write(src)
 ''')
