@@ -8,8 +8,12 @@ import pytest
 
 import tilelang
 import tilelang.language as T
+from tilelang import _tl
+from tilelang.jit.cuda_backend import _search_dirs
 
 from conftest import compile_cpu, poison, rand
+
+HAVE_NVRTC, _ = _tl.find_cuda_compiler(_search_dirs())
 
 
 def epilogue(rows=128, dim=128, heads=4, total=1000, guard_uses_d=False, dtype="float16"):
@@ -45,6 +49,17 @@ def test_an_epilogue_copy_is_one_16_byte_store_per_group(arch):
     assert line.startswith("tl::copy<16>(") and "(&Out[" in line, src
     assert "8 consecutive elements per thread at a time" in remarks, remarks
     assert "(S -> Out): 16-byte accesses" in remarks, remarks
+
+
+@pytest.mark.skipif(not HAVE_NVRTC, reason="no CUDA compiler")
+def test_the_grouped_copy_compiles():
+    from tilelang import env
+    from tilelang.jit.cuda_backend import _templates_root
+
+    src, _ = cuda(epilogue())
+    path, _, _, log, _ = _tl.build_cuda(src, "sm_90a", env.kernel_cache_dir(), [_templates_root()], [],
+                                         _search_dirs(), "")
+    assert path.endswith(".cubin"), log
 
 
 def test_a_guard_that_uses_the_inner_loop_keeps_element_stores():
