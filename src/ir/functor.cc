@@ -338,4 +338,8 @@ bool UsesVar(const Expr& e, const std::function<bool(const Var*)>& pred) {
   return f.found;
 }
 
+bool UsesVar(const Expr& e, const Var* v) {
+  return UsesVar(e, [v](const Var* x) { return x == v; });
+}
+
 }  // namespace tl::ir

@@ -57,5 +57,7 @@ std::vector<Stmt> FlattenSeq(const Stmt& s);
 
 /// Whether `e` mentions a variable for which `pred` holds.
 bool UsesVar(const Expr& e, const std::function<bool(const Var*)>& pred);
+/// Whether `e` mentions `v`.
+bool UsesVar(const Expr& e, const Var* v);
 
 }  // namespace tl::ir

@@ -38,18 +38,16 @@ struct State {
     read_slots.clear();
     write_slots.clear();
   }
-  /// After cp_async_wait(0): this thread's copies have landed; other threads see them
-  /// after the next barrier, like ordinary writes.
-  void Land() {
-    writes.insert(in_flight.begin(), in_flight.end());
-    for (const BufferNode* b : in_flight) write_slots[b].push_back(cuda::SlotAccess{});
-    in_flight.clear();
-  }
-  /// After the program's own cp.async wait (T.ptx_wait_group): the copies into `tiles` have
-  /// landed, writes that other threads see after the next barrier.
-  void LandProgramCopies(const BufferSet& tiles) {
+  /// Copies into `tiles` have landed: writes that other threads see after the next barrier,
+  /// like ordinary ones (the program's own, at its T.ptx_wait_group).
+  void Land(const BufferSet& tiles) {
     writes.insert(tiles.begin(), tiles.end());
     for (const BufferNode* b : tiles) write_slots[b].push_back(cuda::SlotAccess{});
+  }
+  /// After cp_async_wait(0): this thread's copies in flight have landed.
+  void LandInFlight() {
+    Land(in_flight);
+    in_flight.clear();
   }
   BufferSet Accessed() const {
     BufferSet all = reads;
@@ -94,6 +92,13 @@ class Memory {
 
 inline bool IsShared(const Buffer& b) { return b->scope == Scope::kShared; }
 
+/// The shared tile an address (`address_of(tile[...])`) points into, or null.
+inline const BufferNode* SharedTileAt(const Expr& address) {
+  const auto* addr = As<Call>(address);
+  const auto* load = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+  return load && IsShared(load->buffer) ? load->buffer.get() : nullptr;
+}
+
 /// Shared reads and writes of one unit statement.
 class AccessCollector : public IRVisitor {
  public:
@@ -122,17 +127,11 @@ class AccessCollector : public IRVisitor {
   }
   void Visit_(const Call* op) override {
     if (HasEffect(op, kAsyncWritesArg0)) {
-      const auto* addr = As<Call>(op->args[0]);
-      if (const auto* load = addr ? As<BufferLoad>(addr->args[0]) : nullptr) {
-        if (IsShared(load->buffer)) async_writes.insert(load->buffer.get());
-      }
+      if (const BufferNode* tile = SharedTileAt(op->args[0])) async_writes.insert(tile);
       return;
     }
     if (program_copies && HasEffect(op, kProgramGroupCopy)) {
-      const auto* addr = As<Call>(op->args[0]);
-      if (const auto* load = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr) {
-        if (IsShared(load->buffer)) Write(load->buffer.get(), cuda::SlotAccess{});
-      }
+      if (const BufferNode* tile = SharedTileAt(op->args[0])) Write(tile, cuda::SlotAccess{});
       IRVisitor::Visit_(op);
       return;
     }
@@ -144,11 +143,9 @@ class AccessCollector : public IRVisitor {
     // receives counts as read and written.
     if (IsExternCall(op)) {
       for (const Expr& a : op->args) {
-        const auto* addr = As<Call>(a);
-        const auto* load = HasEffect(addr, kAddress) ? As<BufferLoad>(addr->args[0]) : nullptr;
-        if (load && IsShared(load->buffer)) {
-          Read(load->buffer.get(), cuda::SlotAccess{});
-          Write(load->buffer.get(), cuda::SlotAccess{});
+        if (const BufferNode* tile = SharedTileAt(a)) {
+          Read(tile, cuda::SlotAccess{});
+          Write(tile, cuda::SlotAccess{});
         }
       }
       IRVisitor::Visit_(op);

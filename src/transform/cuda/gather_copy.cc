@@ -18,10 +18,6 @@ bool IsZero(const Expr& e) {
   return AsConstInt(e, &v) && v == 0;
 }
 
-bool UsesVarNode(const Expr& e, const Var* v) {
-  return UsesVar(e, [v](const Var* x) { return x == v; });
-}
-
 }  // namespace
 
 std::optional<GatherCopy> MatchGatherCopy(const Stmt& s, std::string* why) {
@@ -72,9 +68,9 @@ std::optional<GatherCopy> MatchGatherCopy(const Stmt& s, std::string* why) {
   if (!AsConstInt(src->shape.back(), &row) || row % g.vec != 0) {
     return *why = src->name + "'s rows are not whole 16-byte groups", std::nullopt;
   }
-  if (g.cond && UsesVarNode(g.cond, d)) return *why = "its guard changes along a row", std::nullopt;
+  if (g.cond && UsesVar(g.cond, d)) return *why = "its guard changes along a row", std::nullopt;
   for (size_t k = 0; k + 1 < g.load->indices.size(); ++k) {
-    if (UsesVarNode(g.load->indices[k], d)) return *why = "a row of the tile is not a row of " + src->name, std::nullopt;
+    if (UsesVar(g.load->indices[k], d)) return *why = "a row of the tile is not a row of " + src->name, std::nullopt;
   }
   arith::Analyzer az;
   int64_t offset = 0;

@@ -45,7 +45,7 @@ using namespace ir;  // NOLINT: implementation file
 
 using cuda::barriers::AccessCollector;
 using cuda::barriers::BufferSet;
-using cuda::barriers::IsShared;
+using cuda::barriers::SharedTileAt;
 using cuda::barriers::Memory;
 using cuda::barriers::State;
 
@@ -100,9 +100,7 @@ BufferSet ProgramGroupCopies(const Stmt& body) {
     const auto* call = As<Call>(e);
     waits |= HasEffect(call, kProgramGroupWait);
     if (!HasEffect(call, kProgramGroupCopy)) return;
-    const auto* addr = As<Call>(call->args[0]);
-    const auto* load = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
-    if (load && IsShared(load->buffer)) tiles.insert(load->buffer.get());
+    if (const BufferNode* tile = SharedTileAt(call->args[0])) tiles.insert(tile);
   });
   return waits ? tiles : BufferSet{};
 }
@@ -150,11 +148,11 @@ class BarrierInserter {
     }
     if (cuda::IsWarpSpecializedSplit(s)) return SplitRoles(As<IfThenElse>(s), state);
     if (cuda::IsWaitAll(s)) {
-      state->Land();
+      state->LandInFlight();
       return s;
     }
     if (IsProgramGroupWait(s)) {
-      state->LandProgramCopies(kernel_->program_copies);
+      state->Land(kernel_->program_copies);
       return s;
     }
     if (const auto* seq = As<Seq>(s)) {

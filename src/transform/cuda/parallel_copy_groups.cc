@@ -13,16 +13,12 @@ namespace {
 
 constexpr int64_t kGroupBytes = 16;
 
-bool Uses(const Expr& e, const Var* v) {
-  return UsesVar(e, [v](const Var* x) { return x == v; });
-}
-
 /// Whether `idx` addresses consecutive elements for consecutive `d`: only the last index
 /// uses d, as `d` plus terms without it.
 bool ConsecutiveAlong(const std::vector<Expr>& idx, const Var* d, arith::Analyzer* an) {
   if (idx.empty()) return false;
   for (size_t k = 0; k + 1 < idx.size(); ++k) {
-    if (Uses(idx[k], d)) return false;
+    if (UsesVar(idx[k], d)) return false;
   }
   const Expr& last = idx.back();
   Expr at0 = Substitute(last, [d](const Var* x) -> Expr { return x == d ? MakeInt(0, x->dtype) : nullptr; });
@@ -46,7 +42,7 @@ int64_t ElementCopyGroup(const For* inner, const Stmt& body) {
   if (!AsConstInt(inner->extent, &n) || !AsConstInt(inner->min, &lo) || lo != 0) return 0;
   Stmt core = body;
   while (const auto* guard = As<IfThenElse>(core)) {
-    if (guard->else_case || Uses(guard->cond, d)) return 0;
+    if (guard->else_case || UsesVar(guard->cond, d)) return 0;
     core = guard->then_case;
   }
   const auto* store = As<BufferStore>(core);

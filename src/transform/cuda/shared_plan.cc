@@ -281,10 +281,6 @@ bool ReadsThreadLocals(const Expr& e) {
   return reads;
 }
 
-bool Mentions(const Expr& e, const Var* v) {
-  return UsesVar(e, [v](const Var* x) { return x == v; });
-}
-
 }  // namespace
 
 bool BarriersGoInside(const Stmt& s, const Var* tx) {
@@ -297,10 +293,10 @@ bool BarriersGoInside(const Stmt& s, const Var* tx) {
   };
   if (const auto* loop = As<For>(s)) {
     return loop->for_kind != ForKind::kThreadBinding && !loop->annotations.count(kPartitioned) &&
-           !Mentions(loop->extent, tx) && needs(loop->extent);
+           !UsesVar(loop->extent, tx) && needs(loop->extent);
   }
-  if (const auto* w = As<While>(s)) return !Mentions(w->cond, tx) && needs(w->cond);
-  if (const auto* br = As<IfThenElse>(s)) return !Mentions(br->cond, tx) && needs(br->cond);
+  if (const auto* w = As<While>(s)) return !UsesVar(w->cond, tx) && needs(w->cond);
+  if (const auto* br = As<IfThenElse>(s)) return !UsesVar(br->cond, tx) && needs(br->cond);
   return false;
 }
 

@@ -60,15 +60,6 @@ Stmt InlineLets(const Stmt& body) {
   return rest.size() == 1 ? rest[0] : Seq::Make(rest, seq->span);
 }
 
-bool Uses(const Expr& e, const Var* v) {
-  bool used = false;
-  Substitute(e, [&](const Var* x) -> Expr {
-    used |= x == v;
-    return nullptr;
-  });
-  return used;
-}
-
 class LoopVectorizer : public IRMutator {
  public:
   LoopVectorizer(const Stmt& body, PassContext& ctx)
@@ -110,7 +101,7 @@ class LoopVectorizer : public IRMutator {
     // row's guard and the tensor's edge guard of an epilogue's grouped copy).
     std::vector<const IfThenElse*> guards;
     while (const auto* guard = As<IfThenElse>(inner)) {
-      if (guard->else_case || Uses(guard->cond, op->var.get())) break;
+      if (guard->else_case || UsesVar(guard->cond, op->var.get())) break;
       guards.push_back(guard);
       inner = guard->then_case;
     }
@@ -225,7 +216,7 @@ class LoopVectorizer : public IRMutator {
       if (const auto* load = As<BufferLoad>(e)) {
         if (load->buffer.get() == store->buffer.get()) ok = false;
         bool moves = false;
-        for (const Expr& i : load->indices) moves |= Uses(i, var);
+        for (const Expr& i : load->indices) moves |= UsesVar(i, var);
         if (in_memory(load->buffer) && moves) loads.push_back(load);
       }
       if (const auto* call = As<Call>(e); call && !IsPureCall(call)) ok = false;
@@ -338,7 +329,7 @@ class LoopVectorizer : public IRMutator {
     Expr Replace(const BufferLoad* load, const Expr& e) {
       if (load->buffer->scope != Scope::kShared && load->buffer->scope != Scope::kGlobal) return e;
       bool moves = false;
-      for (const Expr& i : load->indices) moves |= Uses(i, j.get());
+      for (const Expr& i : load->indices) moves |= UsesVar(i, j.get());
       if (!moves) return e;
       for (const auto& [expr, regs] : seen) {
         if (StructuralEqual(expr, e)) return BufferLoad::Make(regs, {j});
