@@ -183,8 +183,31 @@ def test_a_mask_copied_into_a_tile_is_read_by_the_producer_from_its_tensor():
     assert any("warp-specialized, 1 stages" in r and "2 mbarrier full/empty pair(s)" in r for r in remarks), remarks
     producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
     assert "Mask[" in producer and "block_mask[" not in producer, producer
+    # with ws_skip_masked_steps off the consumers keep reading their own tile
+    code, _ = _hopper(block_sparse_two_gemms(), {"tl.ws_skip_masked_steps": "0"})
     consumer = code[code.index("tl::warpgroup_reg_alloc"):]
-    assert "block_mask[" in consumer
+    assert "block_mask[" in consumer, consumer
+
+
+def test_two_groups_under_one_mask_count_their_steps():
+    """K and V, each with a barrier pair, under the one `if block_mask[k]:`: both roles count
+    the steps the mask keeps and take both groups' stages and phases from the count, so a
+    masked k-tile costs no handshake on either pair; the consumers read the mask from its
+    tensor as the producer does, and their copy of it into the tile (never read now) is gone."""
+    code, remarks = _hopper(block_sparse_two_gemms())
+    assert any("the k-tiles its guard skips take no stage" in r for r in remarks), remarks
+    producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
+    consumer = code[code.index("tl::warpgroup_reg_alloc"):]
+    import re
+
+    for role in (producer, consumer):
+        name = re.search(r"int32_t (tl_ws_step\w*) = 0;", role).group(1)
+        assert f"{name} = ({name} + 1);" in role, role
+        # one stage: both pairs' phases from the count, none from k
+        assert role.count(f"tl::floormod(({name} + 1), 2)" if role is producer else f"tl::floormod({name}, 2)") == 2, role
+        assert "(k & 1)" not in role and "(k_1 & 1)" not in role, role
+    assert "tl::mbarrier_arrive((&tl_ws_bars[0]))" not in producer, producer  # no bare arrivals
+    assert "block_mask" not in consumer and "Mask[" in consumer, consumer
 
 
 @pytest.mark.parametrize("pattern", ["random", "none", "all"])

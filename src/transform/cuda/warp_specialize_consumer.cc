@@ -27,6 +27,22 @@ bool WritesShared(const std::vector<Stmt>& stmts) {
   return false;
 }
 
+/// `before` without its copies into tiles that no other statement of `before` or `uses`
+/// touches. Where the steps are counted (SkippedStepGuard) the consumers evaluate the guard
+/// as the producer does, from the tensor a block mask was copied from, and the copy into
+/// the mask's tile (with the barrier that published it) is left with no reader.
+std::vector<Stmt> WithoutUnreadFills(const std::vector<Stmt>& before, const std::vector<Stmt>& uses) {
+  std::vector<Stmt> kept;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const auto* copy = As<CopyOp>(before[i]);
+    bool read = !copy || copy->dst.buffer->scope == Scope::kGlobal;
+    for (size_t j = 0; !read && j < before.size(); ++j) read = j != i && BuffersOf(before[j]).count(copy->dst.buffer.get());
+    for (const Stmt& u : uses) read = read || BuffersOf(u).count(copy->dst.buffer.get());
+    if (read) kept.push_back(before[i]);
+  }
+  return kept;
+}
+
 }  // namespace
 
 /// The consumer branch: more registers, the statements before the loop, the loop
@@ -34,60 +50,53 @@ bool WritesShared(const std::vector<Stmt>& stmts) {
 Stmt WarpSpecializer::Consumer(const Buffer& bars, const Roles& roles, int64_t consumer_regs) {
   const Span& span = loop_->span;
   std::vector<Stmt> consumer{CallStmt("warpgroup_reg_alloc", {MakeInt(consumer_regs)}, span)};
-  consumer.insert(consumer.end(), roles.consumer_before.begin(), roles.consumer_before.end());
+  Stmt loop = ConsumerLoop(bars);
+  std::vector<Stmt> before = roles.consumer_before;
+  if (SkippedStepGuard()) {
+    std::vector<Stmt> uses = roles.consumer_after;
+    uses.push_back(loop);
+    uses.insert(uses.end(), roles.common.begin(), roles.common.end());
+    before = WithoutUnreadFills(before, uses);
+  }
+  consumer.insert(consumer.end(), before.begin(), before.end());
   // What the consumers stage in shared memory before the loop (a Q tile, say) is
   // synchronized once here, not at its first use inside every iteration.
   // The wgmmas in the loop skip their proxy fence (WithoutProxyFence): one fence here
   // orders the consumers' own shared-memory writes before the wgmmas read them.
-  if (WritesShared(roles.consumer_before)) {
+  if (WritesShared(before)) {
     consumer.push_back(CallStmt("fence_proxy_async", {}, span));
     consumer.push_back(CallStmt("syncthreads", {}, span));
   }
   // The tiles the producer loads before its loop (a Q tile): one wait, before the loop.
   if (!prologue_.empty()) consumer.push_back(CallStmt("mbarrier_wait_parity", {PrologueBar(bars), MakeInt(0)}, span));
-  consumer.push_back(ConsumerLoop(bars));
+  consumer.push_back(loop);
   consumer.insert(consumer.end(), roles.consumer_after.begin(), roles.consumer_after.end());
   return Seq::Make(consumer, span);
 }
 
 Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
-  if (Expr guard = SkippedStepGuard()) {
-    // Only the steps where the guard holds, counted: each waits for its stage, runs the
-    // statements inside the guard and releases the stage (SkippedStepGuard).
-    const Span& span = loop_->span;
-    VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
-    const Buffer step = StepCounter();
-    const Expr count = BufferLoad::Make(step, {MakeInt(0)});
-    const Expr stage = FloorMod(count, MakeInt(stages_));
-    cuda::StageSelector select(staged_, stage);
-    std::vector<Stmt> body{CallStmt("mbarrier_wait_parity",
-                                    {Full(bars, 0, stage), FloorMod(FloorDiv(count, MakeInt(stages_)), MakeInt(2))},
-                                    span)};
-    for (const Stmt& s : consumers_) {
-      Stmt inner = WithoutProxyFence(As<IfThenElse>(s)->then_case);
-      inner = Substitute(inner, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
-      body.push_back(select.Mutate(inner));
-    }
-    if (ReadThroughGenericProxy(groups_[0])) body.push_back(CallStmt("fence_proxy_async", {}, span));
-    body.push_back(Release(Empty(bars, 0, stage)));
-    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
-                           ": the k-tiles its guard skips take no stage (steps counted where it holds)");
-    return CountedSteps(k, guard, body, step);
+  // With a guard over the whole body (SkippedStepGuard), only the steps where it holds run,
+  // counted: stages and phases come from that count, and each step runs the statements
+  // inside the guard.
+  const Expr skip = SkippedStepGuard();
+  if (!skip && groups_.size() == 1) {
+    if (const Call* gemm = LoneWgmma()) return GemmMainLoop(bars, gemm);
   }
-  if (const Call* gemm = groups_.size() == 1 ? LoneWgmma() : nullptr) return GemmMainLoop(bars, gemm);
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
-  Expr stage = Stage(k);
+  const Buffer step = skip ? StepCounter() : Buffer();
+  const Expr count = skip ? BufferLoad::Make(step, {MakeInt(0)}) : Expr(k);
+  const Expr stage = FloorMod(count, MakeInt(stages_));
+  const Expr parity = FloorMod(FloorDiv(count, MakeInt(stages_)), MakeInt(2));
   std::vector<Stmt> body;
   cuda::StageSelector select(staged_, stage);
   for (size_t i = 0; i < consumers_.size(); ++i) {
     for (size_t g = 0; g < groups_.size(); ++g) {
-      if (groups_[g].first != i) continue;
-      body.push_back(
-          CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), FloorMod(Round(k), MakeInt(2))}, span));
+      if (groups_[g].first == i) body.push_back(CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), parity}, span));
     }
-    const Stmt& s = WithoutProxyFence(consumers_[i]);
-    Stmt x = Substitute(s, [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
+    const Stmt& s = skip ? As<IfThenElse>(consumers_[i])->then_case : consumers_[i];
+    Stmt x = Substitute(WithoutProxyFence(s),
+                        [&](const Var* v) -> Expr { return v == loop_->var.get() ? loop_->min + k : nullptr; });
     body.push_back(select.Mutate(x));
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (groups_[g].last != i) continue;
@@ -99,12 +108,14 @@ Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
   // but the producer's waits must balance).
   if (consumers_.empty()) {
     for (size_t g = 0; g < groups_.size(); ++g) {
-      body.push_back(
-          CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), FloorMod(Round(k), MakeInt(2))}, span));
+      body.push_back(CallStmt("mbarrier_wait_parity", {Full(bars, g, stage), parity}, span));
       body.push_back(Release(Empty(bars, g, stage)));
     }
   }
-  return For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+  if (!skip) return For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+  ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
+                         ": the k-tiles its guard skips take no stage (steps counted where it holds)");
+  return CountedSteps(k, skip, body, step);
 }
 
 /// The loop's only consumer when it is one wgmma GEMM from shared memory (a plain GEMM

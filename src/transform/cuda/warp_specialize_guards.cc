@@ -172,19 +172,24 @@ const For* WarpSpecializer::HoistGuardedCopies(const For* loop, const Stmt& kern
   return As<For>(rewritten_loop_);
 }
 
-/// The guard shared by every copy of a group (null when some copy has none or another):
-/// the producer skips the group's loads when it is false.
-/// The guard of a loop whose whole body runs under it (one group of copies hoisted from
-/// `if g:`, every consumer statement under the same `if g:`, a block-sparse GEMM's mask).
+/// The guard of a loop whose whole body runs under it (every group of copies hoisted from
+/// the same `if g:`, every consumer statement under the same `if g:`: a block-sparse GEMM's
+/// or attention's mask).
 /// Both roles then count the steps where it holds and take stages and phases from that
 /// count, so a skipped k-tile costs no barrier handshake (upstream's order; the block-sparse
 /// regression kernel 0.0139 -> 0.0114 ms on the H200). "tl.ws_skip_masked_steps" = false
 /// keeps the trip count's stages, where a skipped k-tile still completes its stage's phase
 /// with a bare arrival. Null otherwise.
 Expr WarpSpecializer::SkippedStepGuard() const {
-  if (!ConfigOn(ctx_, "tl.ws_skip_masked_steps", /*default_on=*/true) || groups_.size() != 1 || consumers_.empty()) return nullptr;
+  if (!ConfigOn(ctx_, "tl.ws_skip_masked_steps", /*default_on=*/true) || groups_.empty() || consumers_.empty()) {
+    return nullptr;
+  }
+  // every group under the one guard (K and V of a block-sparse attention: two groups, one `if`)
   Expr guard = GroupGuard(groups_[0].copies, !groups_[0].im2cols.empty());
   if (!guard) return nullptr;
+  for (const Group& g : groups_) {
+    if (GroupGuard(g.copies, !g.im2cols.empty()).get() != guard.get()) return nullptr;
+  }
   auto consumer_form = consumer_guards_.find(guard.get());
   const Expr& theirs = consumer_form == consumer_guards_.end() ? guard : consumer_form->second;
   for (const Stmt& s : consumers_) {
@@ -211,6 +216,8 @@ Stmt WarpSpecializer::CountedSteps(const VarRef& k, const Expr& guard, const std
                    span);
 }
 
+/// The guard shared by every copy of a group (null when some copy has none or another):
+/// the producer skips the group's loads when it is false.
 Expr WarpSpecializer::GroupGuard(const std::vector<const CopyOp*>& copies, bool has_im2col) const {
   if (copies.empty() || has_im2col) return nullptr;
   auto first = guards_.find(copies[0]);
