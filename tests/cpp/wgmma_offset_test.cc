@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tl/arith/simplify.h"
-#include "../../src/transform/cuda/wgmma_select.h"
+#include "tl/layout/shared.h"
 
 namespace {
 
@@ -24,8 +24,8 @@ void CheckEveryElement(int64_t rows, int64_t cols, int elem_bytes, int64_t stage
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < cols; ++c) {
         const int64_t flat = (s * rows + r) * cols + c;
-        int64_t want = Eval(tl::transform::cuda::WgmmaOperandOffset(MakeInt(flat), rows, cols, elem_bytes));
-        int64_t got = Eval(tl::transform::cuda::WgmmaOperandOffsetAt(MakeInt(s * rows * cols), MakeInt(r), MakeInt(c),
+        int64_t want = Eval(tl::layout::WgmmaOperandOffset(MakeInt(flat), rows, cols, elem_bytes));
+        int64_t got = Eval(tl::layout::WgmmaOperandOffsetAt(MakeInt(s * rows * cols), MakeInt(r), MakeInt(c),
                                                                      rows, cols, elem_bytes));
         ASSERT_EQ(got, want) << rows << "x" << cols << " of " << elem_bytes << " bytes, stage " << s << " (" << r
                              << ", " << c << ")";

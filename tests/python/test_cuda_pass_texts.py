@@ -92,3 +92,97 @@ def test_programmed_barrier_kernels(pass_name, gone, made):
     before, after = around(staged_gemm(256, 256, 256), pass_name)
     assert gone in before and gone not in after, after
     assert made not in before and made in after, after
+
+
+def test_launch_bounds_decides_the_block_order():
+    """The rasterization panel is decided here and written as a marker for the code
+    generator: 8 columns for a GEMM grid wider than 8, nothing for a narrow one."""
+
+    def wide_gemm(blocks_x):
+        @T.prim_func
+        def main(A: T.Tensor((128, 32), "float16"), B: T.Tensor((32, blocks_x * 64), "float16"),
+                 C: T.Tensor((128, blocks_x * 64), "float32")):
+            with T.Kernel(blocks_x, 2, threads=128) as (bx, by):
+                A_s = T.alloc_shared((64, 32), "float16")
+                B_s = T.alloc_shared((32, 64), "float16")
+                acc = T.alloc_fragment((64, 64), "float32")
+                T.clear(acc)
+                T.copy(A[by * 64, 0], A_s)
+                T.copy(B[0, bx * 64], B_s)
+                T.gemm(A_s, B_s, acc)
+                T.copy(acc, C[by * 64, bx * 64])
+
+        return main
+
+    before, after = around(wide_gemm(16), "cuda-launch-bounds", arch="sm_80")
+    assert "tl.raster_panel" not in before and 'T.attr("tl.raster_panel", 8)' in after, after
+    _, narrow = around(wide_gemm(4), "cuda-launch-bounds", arch="sm_80")
+    assert "tl.raster_panel" not in narrow, narrow
+    _, asked = around(wide_gemm(16), "cuda-launch-bounds", arch="sm_80", **{"tl.raster_panel": "4"})
+    assert 'T.attr("tl.raster_panel", 4)' in asked, asked
+
+
+def test_plan_shared_memory_writes_each_tiles_layout():
+    """Each shared tile's offset and layout go into the IR for the code generator: the GEMM's
+    operands on sm_80 in the XOR-rows swizzle (layout 1), 1024-byte aligned."""
+    before, after = around(gemm(), "cuda-plan-shared-memory", arch="sm_80")
+    assert "tl.shared_offset" not in before, before
+    import re
+
+    planned = re.findall(r'T\.attr\("tl\.shared_offset", (\d+), (\d+)\)', after)
+    assert len(planned) == 2 and all(layout == "1" and int(off) % 1024 == 0 for off, layout in planned), after
+
+
+def test_pipeline_stages_the_loop_with_cp_async():
+    """sm_80: the T.Pipelined loop becomes a serial loop over stages of its tiles (a leading
+    stage dimension), filled with cp.async a step ahead and waited before use."""
+    before, after = around(gemm(), "cuda-pipeline", arch="sm_80")
+    assert "T.Pipelined(8, num_stages=2)" in before and "T.Pipelined(" not in after, after
+    assert 'A_s = T.alloc_shared((2, 128, 32), "float16")' in after, after
+    assert "T.cp_async(" in after and "T.cp_async_commit()" in after and "T.cp_async_wait(0)" in after, after
+    assert "A_s[k % 2, 0, 0]" in after, after  # the GEMM reads the stage of its step
+
+
+def test_vectorize_loops_makes_one_vector_copy_per_group():
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), "float16"), Y: T.Tensor((128, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128, 64), "float16")
+            T.copy(X, S)
+            for i, j in T.Parallel(128, 64):
+                Y[i, j] = S[i, j]
+
+    before, after = around(main, "cuda-vectorize-loops", arch="sm_80")
+    assert "in T.vectorized(8):" in before, before
+    assert "T.vectorized(" not in after, after
+    assert after.count("T.vec_copy(") == before.count("T.vec_copy(") + 1, after
+
+
+def test_vectorize_atomics_adds_four_registers_at_a_time():
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), "float32"), Y: T.Tensor((128, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment((128, 64), "float32")
+            T.copy(X, F)
+            T.atomic_add(Y, F)
+
+    before, after = around(main, "cuda-vectorize-atomics")
+    assert "T.atomic_add(" in before and "T.atomic_add_vec(" not in before, before
+    assert "T.atomic_add(" not in after, after
+    assert "T.atomic_add_vec(" in after and "F[4 * l + 3]" in after, after
+
+
+def test_pair_conversions_convert_two_registers_at_once():
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), "float32"), Y: T.Tensor((128, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment((128, 64), "float32")
+            G = T.alloc_fragment((128, 64), "float16")
+            T.copy(X, F)
+            for i, j in T.Parallel(128, 64):
+                G[i, j] = F[i, j] * 2.0
+            T.copy(G, Y)
+
+    before, after = around(main, "cuda-pair-conversions")
+    assert 'T.Cast("float16", F[l] * 2.0)' in before and "T.convert_pair(" not in before, before
+    assert "T.convert_pair(T.address_of(G[2 * l]), F[2 * l] * 2.0, F[2 * l + 1] * 2.0)" in after, after

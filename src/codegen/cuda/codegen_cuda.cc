@@ -13,9 +13,6 @@
 #include <functional>
 #include <unordered_set>
 
-#include "../../transform/cuda/pass_helpers.h"
-#include "../../transform/cuda/shared_plan.h"
-#include "../../transform/cuda/wgmma_select.h"
 #include "../c_printer.h"
 #include "async_intrinsics.h"
 #include "copy_intrinsics.h"
@@ -26,6 +23,8 @@
 #include "tl/arith/sum_terms.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
+#include "tl/layout/shared.h"
+#include "tl/target/cuda_attrs.h"
 
 namespace tl::codegen {
 
@@ -69,9 +68,7 @@ class CudaCodegen : public CPrinter {
     CudaSource out;
     // `main` cannot name a kernel in CUDA C++.
     out.entry = Ident(f->name.empty() || f->name == "main" ? std::string("main_kernel") : f->name, nullptr);
-    gemm_operands_ = transform::cuda::GemmOperands(f->body);
-    wgmma_operands_ = transform::cuda::WgmmaOperands(f->body);
-    plan_ = transform::cuda::ReadSharedPlan(f->body);
+    plan_ = target::ReadSharedPlan(f->body);
     for (const auto& [buffer, range] : plan_) shared_bytes_ = std::max(shared_bytes_, range.hi);
     // Shared buffers without a planned offset (IR that skipped the planner) go after the plan.
     unplanned_end_ = shared_bytes_;
@@ -168,7 +165,7 @@ class CudaCodegen : public CPrinter {
         << out.entry << "(" << sig.str()
         << ") {\n";
     indent_ = 1;
-    EmitStmt(transform::cuda::DropSharedPlan(f->body));
+    EmitStmt(target::DropSharedPlan(f->body));
     os_ << "}\n";
     out.code = os_.str();
     out.shared_bytes = shared_bytes_;
@@ -178,12 +175,13 @@ class CudaCodegen : public CPrinter {
  protected:
   /// The warp-specialization attribute is a launch fact (ProducerThreads), not code.
   void EmitAttr(const AttrStmt* op) override {
-    if (op->key == transform::cuda::kWarpSpecializedAttr) {
+    if (op->key == target::kWarpSpecializedAttr) {
       Line() << "// warp-specialized: " << Print(op->values[0]) << " producer threads above the consumers\n";
       return;
     }
-    if (op->key == transform::cuda::kMinBlocksPerSmAttr) return;  // in __launch_bounds__
-    if (op->key == transform::cuda::kLoopTermsApartAttr) return;  // how addresses print (PrintCall)
+    if (op->key == target::kMinBlocksPerSmAttr) return;  // in __launch_bounds__
+    if (op->key == target::kLoopTermsApartAttr) return;  // how addresses print (PrintCall)
+    if (op->key == target::kRasterPanelAttr) return;     // the block order (EmitKernel)
     CPrinter::EmitAttr(op);
   }
 
@@ -250,14 +248,13 @@ class CudaCodegen : public CPrinter {
                               << ToString(n);
     }
     if (b->scope == Scope::kShared) {
-      auto planned_range = plan_.find(b.get());
-      bool staging = planned_range != plan_.end() && planned_range->second.xor_rows;
-      bool swz = staging || transform::cuda::Swizzled(b, gemm_operands_, wgmma_operands_);
-      TL_ICHECK(swz || !wgmma_operands_.count(b.get()))
-          << "wgmma operand " << b->name << " cannot take the panel layout (rows or window misaligned)";
-      int64_t align = transform::cuda::SharedAlignment(swz);
-      int64_t offset = 0;
+      // The tile's place and layout, as cuda-plan-shared-memory decided them.
       auto planned = plan_.find(b.get());
+      const target::SharedLayout tile_layout =
+          planned == plan_.end() ? target::SharedLayout::kPlain : planned->second.layout;
+      const bool swz = target::IsSwizzled(tile_layout);
+      int64_t align = layout::SharedAlignment(swz);
+      int64_t offset = 0;
       if (planned != plan_.end()) {
         offset = planned->second.lo;
         TL_ICHECK(offset % align == 0) << "shared buffer " << b->name << " planned at " << offset
@@ -268,12 +265,8 @@ class CudaCodegen : public CPrinter {
         shared_bytes_ = std::max(shared_bytes_, unplanned_end_);
       }
       Line() << ty << "* " << name << " = reinterpret_cast<" << ty << "*>(tl_smem + " << offset << ");"
-             << (!swz                          ? ""
-                 : wgmma_operands_.count(b.get()) ? "  // wgmma panels"
-                 : staging                        ? "  // XOR-swizzled staging tile (conflict-free column stores)"
-                                                  : "  // XOR-swizzled (conflict-free ldmatrix)")
-             << "\n";
-      if (swz) swizzled_.insert(b.get());
+             << LayoutComment(tile_layout) << "\n";
+      if (swz) layouts_[b.get()] = tile_layout;
     } else if (b->scope == Scope::kVar && count == 1) {
       // A variable (T.alloc_var, a reduction's accumulator): a scalar, as upstream prints it
       // (`bool pred = false;`, then `pred = ...`); its address, where taken, is &pred.
@@ -282,7 +275,7 @@ class CudaCodegen : public CPrinter {
       return;
     } else {
       // Aligned so that vector accesses (tl::cast_copy, tl::copy) may address register arrays too.
-      int64_t align = transform::cuda::LocalAlignment(count * b->dtype.bytes());
+      int64_t align = layout::LocalAlignment(count * b->dtype.bytes());
       Line() << (align >= 4 ? "alignas(" + std::to_string(align) + ") " : "") << ty << " " << name << "["
              << std::max<int64_t>(count, 1) << "];\n";
     }
@@ -301,24 +294,25 @@ class CudaCodegen : public CPrinter {
   }
 
   Expr OffsetExpr(const Buffer& b, const std::vector<Expr>& idx) override {
-    if (!swizzled_.count(b.get())) return CPrinter::OffsetExpr(b, idx);
+    auto swizzled = layouts_.find(b.get());
+    if (swizzled == layouts_.end()) return CPrinter::OffsetExpr(b, idx);
     Expr off = MakeInt(0);
     for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * b->StrideOf(i);
     int64_t cols = 0, rows = 0;
     AsConstInt(b->shape.back(), &cols);
-    if (wgmma_operands_.count(b.get())) {
+    if (swizzled->second == target::SharedLayout::kWgmmaPanels) {
       AsConstInt(b->shape[b->shape.size() - 2], &rows);
       if (idx.size() >= 2 && b->strides.empty()) {
         // From the row and column themselves (equal for in-range indices: wgmma_offset_test):
         // a register walk's XOR then takes its thread's and its register's terms apart.
         Expr tile = MakeInt(0);
         for (size_t i = 0; i + 2 < idx.size(); ++i) tile = tile + idx[i] * b->StrideOf(i);
-        return analyzer_.Simplify(transform::cuda::WgmmaOperandOffsetAt(
+        return analyzer_.Simplify(layout::WgmmaOperandOffsetAt(
             analyzer_.Simplify(tile), analyzer_.Simplify(idx[idx.size() - 2]), analyzer_.Simplify(idx.back()), rows,
             cols, b->dtype.bytes()));
       }
       return analyzer_.Simplify(
-          transform::cuda::WgmmaOperandOffset(analyzer_.Simplify(off), rows, cols, b->dtype.bytes()));
+          layout::WgmmaOperandOffset(analyzer_.Simplify(off), rows, cols, b->dtype.bytes()));
     }
     return analyzer_.Simplify(
         layout::SwizzleOffset(analyzer_.Simplify(off), b->dtype.bytes(), cols * b->dtype.bytes()));
@@ -442,11 +436,23 @@ class CudaCodegen : public CPrinter {
   /// (tl::swizzle in tile_ops.h): plain, XOR rows, or wgmma's panels of the tile's rows.
   std::string SharedLayoutCode(const Expr& address) const {
     const Buffer& b = As<BufferLoad>(As<Call>(address)->args[0])->buffer;
-    if (!swizzled_.count(b.get())) return "tl::kRowMajor";
-    if (!wgmma_operands_.count(b.get())) return "tl::kXorRows";
+    auto swizzled = layouts_.find(b.get());
+    if (swizzled == layouts_.end()) return "tl::kRowMajor";
+    if (swizzled->second != target::SharedLayout::kWgmmaPanels) return "tl::kXorRows";
     int64_t rows = 0;
     AsConstInt(b->shape[b->shape.size() - 2], &rows);
     return "tl::kWgmmaPanels + " + std::to_string(rows);
+  }
+
+  /// What the declaration of a shared tile in `l` says about its layout.
+  static const char* LayoutComment(target::SharedLayout l) {
+    switch (l) {
+      case target::SharedLayout::kWgmmaPanels: return "  // wgmma panels";
+      case target::SharedLayout::kStagingXorRows: return "  // XOR-swizzled staging tile (conflict-free column stores)";
+      case target::SharedLayout::kXorRows: return "  // XOR-swizzled (conflict-free ldmatrix)";
+      case target::SharedLayout::kPlain: break;
+    }
+    return "";
   }
 
   /// T.import_source texts for the top of the file; CUDA code written for nvcc often uses
@@ -463,13 +469,12 @@ class CudaCodegen : public CPrinter {
   std::string OncePerBlock() override { return "threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0"; }
 
  private:
-  std::unordered_set<const BufferNode*> gemm_operands_, swizzled_;
+  /// The layout of each swizzled shared tile (the plan's; layout/shared.h has the offsets).
+  std::unordered_map<const BufferNode*, target::SharedLayout> layouts_;
   std::unordered_set<const BufferNode*> scalars_;  ///< one-element variables printed as scalars
   /// Parameter name of each tma_descriptor(...), keyed by its printed form.
   std::unordered_map<std::string, std::string> tma_names_;
-  /// Shared operands of wgmma, in its panelled layout (cuda::WgmmaOperandOffset).
-  std::unordered_set<const BufferNode*> wgmma_operands_;
-  transform::cuda::SharedPlan plan_;
+  target::SharedPlan plan_;
   std::vector<int64_t> threads_;
   bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (see PrintCall's address_of)
   /// the loops around the statement printed (not threads), outermost first; null: one that

@@ -7,43 +7,19 @@
 #include <algorithm>
 #include <functional>
 
-#include "../../transform/cuda/shared_plan.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/target/cuda_attrs.h"
 
 namespace tl::codegen::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
-namespace {
+int64_t ProducerThreads(const Stmt& body) { return target::LaunchMarker(body, target::kWarpSpecializedAttr, 0); }
 
-/// The constant of the first launch-level marker `key` (in the kernel's top-level
-/// sequences, through the thread binding), or `otherwise`.
-int64_t LaunchMarker(const Stmt& body, const char* key, int64_t otherwise) {
-  int64_t value = otherwise;
-  std::function<void(const Stmt&)> find = [&](const Stmt& s) {
-    if (const auto* attr = As<AttrStmt>(s)) {
-      if (attr->key == key) AsConstInt(attr->values[0], &value);
-    }
-    if (const auto* seq = As<Seq>(s)) {
-      for (const Stmt& c : seq->stmts) find(c);
-    }
-    if (const auto* f = As<For>(s)) {
-      if (f->for_kind == ForKind::kThreadBinding) find(f->body);
-    }
-    if (const auto* k = As<KernelLaunch>(s)) find(k->body);
-  };
-  find(body);
-  return value;
-}
+int64_t MinBlocksPerSm(const Stmt& body) { return target::LaunchMarker(body, target::kMinBlocksPerSmAttr, 1); }
 
-}  // namespace
-
-int64_t ProducerThreads(const Stmt& body) { return LaunchMarker(body, transform::cuda::kWarpSpecializedAttr, 0); }
-
-int64_t MinBlocksPerSm(const Stmt& body) { return LaunchMarker(body, transform::cuda::kMinBlocksPerSmAttr, 1); }
-
-bool LoopTermsApart(const Stmt& body) { return LaunchMarker(body, transform::cuda::kLoopTermsApartAttr, 0) != 0; }
+bool LoopTermsApart(const Stmt& body) { return target::LaunchMarker(body, target::kLoopTermsApartAttr, 0) != 0; }
 
 /// The (first) kernel launch of a function body.
 const KernelLaunch* FindLaunch(const Stmt& s) {
@@ -56,32 +32,9 @@ const KernelLaunch* FindLaunch(const Stmt& s) {
   return nullptr;
 }
 
-/// Panel width for block rasterization: T.use_swizzle's (or tl.raster_panel's), else 8 for 2-D grids of GEMM
-/// kernels that are wide enough to profit (neighbouring blocks then share operand tiles in
-/// L2); 0 for none. A kernel without a GEMM reads disjoint data per block: the panel order
-/// gains nothing there and its index arithmetic (four divisions) delays every block's first
-/// load, which shows in short element-wise kernels.
+/// Panel width for block rasterization, as cuda-launch-bounds decided it; 0 for none.
 int64_t RasterPanel(const KernelLaunch* op) {
-  int64_t panel = -1;
-  std::function<void(const Stmt&)> find = [&](const Stmt& s) {
-    if (const auto* attr = As<AttrStmt>(s)) {
-      if (attr->key == "threadblock_swizzle" && !attr->values.empty()) AsConstInt(attr->values[0], &panel);
-    }
-    if (const auto* seq = As<Seq>(s)) {
-      for (const Stmt& c : seq->stmts) find(c);
-    }
-    if (const auto* f = As<For>(s)) {
-      if (f->for_kind == ForKind::kThreadBinding) find(f->body);
-    }
-  };
-  find(op->body);
-  if (op->grid.size() < 2) return 0;
-  if (panel >= 0) return panel;  // T.use_swizzle(n), or tl.raster_panel (0: the plain order)
-  bool gemm = false;
-  ForEachExpr(op->body, [&](const Expr& e) { gemm |= HasEffect(As<Call>(e), kGemm); });
-  if (!gemm) return 0;
-  int64_t gx = 0;
-  return AsConstInt(op->grid[0], &gx) && gx <= 8 ? 0 : 8;
+  return op->grid.size() < 2 ? 0 : target::LaunchMarker(op->body, target::kRasterPanelAttr, 0);
 }
 
 /// Full unrolling, except for long loops (over 256 iterations, or 2048 counting the

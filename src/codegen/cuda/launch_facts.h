@@ -17,8 +17,8 @@ int64_t MinBlocksPerSm(const ir::Stmt& body);
 bool LoopTermsApart(const ir::Stmt& body);
 /// The (first) kernel launch of a function body, or null.
 const ir::KernelLaunch* FindLaunch(const ir::Stmt& s);
-/// Panel width for block rasterization: T.use_swizzle's, else 8 for wide 2-D grids of GEMM
-/// kernels; 0 for none.
+/// Panel width for block rasterization (the tl.raster_panel marker of cuda-launch-bounds);
+/// 0 for none.
 int64_t RasterPanel(const ir::KernelLaunch* op);
 /// The unroll pragma of a serial loop (T.unroll's unroll_factor; else full, or by 4 for long loops
 /// over no register array).

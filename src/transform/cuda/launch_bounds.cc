@@ -5,14 +5,17 @@
 /// argument of __launch_bounds__ (launch_facts.h MinBlocksPerSm). The marker is a launch
 /// fact, not code: nothing is emitted for it. The pass config "tl.raster_panel" = n (0: the
 /// plain block order) likewise becomes a T.use_swizzle(n) marker for launches whose source
-/// did not ask for one, in place of the code generator's automatic choice (RasterPanel).
-/// "tl.loop_terms_apart" becomes a marker too (kLoopTermsApartAttr): how addresses print.
+/// did not ask for one, in place of the automatic choice; the panel width decided from
+/// either (RasterPanels) is a kRasterPanelAttr marker, which codegen prints as the block
+/// order. "tl.loop_terms_apart" becomes a marker too (kLoopTermsApartAttr): how addresses
+/// print. (target/cuda_attrs.h lists the markers.)
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "shared_plan.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
 #include "tl/transform/passes.h"
 
@@ -66,6 +69,34 @@ std::optional<int64_t> IntConfig(const PassContext& ctx, const ir::PrimFunc& f, 
   return n;
 }
 
+/// Block rasterization, decided here and written as a kRasterPanelAttr marker for codegen:
+/// T.use_swizzle's panel width (or tl.raster_panel's, a T.use_swizzle marker by then), else
+/// 8 for 2-D grids of GEMM kernels wider than 8 (neighbouring blocks then share operand
+/// tiles in L2); none for 1-D grids. A kernel without a GEMM reads disjoint data per block:
+/// the panel order gains nothing there and its index arithmetic (four divisions) delays
+/// every block's first load, which shows in short element-wise kernels.
+class RasterPanels : public IRMutator {
+ protected:
+  Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    int64_t panel = Panel(op);
+    if (panel <= 0) return self;
+    Stmt mark = AttrStmt::Make(cuda::kRasterPanelAttr, {MakeInt(panel)}, op->span);
+    return KernelLaunch::Make(op->grid, op->block_vars, op->threads, Seq::Make({mark, op->body}, op->span),
+                              op->span);
+  }
+
+ private:
+  static int64_t Panel(const KernelLaunch* op) {
+    if (op->grid.size() < 2) return 0;
+    int64_t asked = target::LaunchMarker(op->body, "threadblock_swizzle", -1);
+    if (asked >= 0) return asked;  // T.use_swizzle(n), or tl.raster_panel (0: the plain order)
+    bool gemm = false;
+    ForEachExpr(op->body, [&](const Expr& e) { gemm |= HasEffect(As<Call>(e), kGemm); });
+    int64_t gx = 0;
+    return gemm && !(AsConstInt(op->grid[0], &gx) && gx <= 8) ? 8 : 0;
+  }
+};
+
 }  // namespace
 
 ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
@@ -77,6 +108,7 @@ ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
   if (auto n = IntConfig(ctx, f, "tl.raster_panel", 0, "a non-negative integer (0: the plain block order)")) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
+  body = RasterPanels().Mutate(body);
   return body == f->body ? f : ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
 

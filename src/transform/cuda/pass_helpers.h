@@ -29,14 +29,6 @@ struct AlignmentPromise {
 };
 AlignmentPromise DynamicAlignment(const PassContext& ctx);
 
-/// Alignment codegen gives a register array of `bytes` bytes: the largest power of two up
-/// to 16 that divides its size, so that vector accesses (tl::copy, tl::cast_copy) may
-/// address it whole or in aligned parts.
-inline int64_t LocalAlignment(int64_t bytes) {
-  int64_t a = 16;
-  while (a > 1 && bytes % a != 0) a /= 2;
-  return a;
-}
 
 /// Evaluate(Call(void, name, args)).
 ir::Stmt CallStmt(const std::string& name, std::vector<ir::Expr> args, const Span& span);

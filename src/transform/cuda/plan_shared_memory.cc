@@ -28,6 +28,7 @@
 #include "shared_plan.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
+#include "tl/layout/shared.h"
 #include "tl/transform/passes.h"
 
 namespace tl::transform {
@@ -278,12 +279,10 @@ std::string DescribeReuse(const std::vector<Slot>& slots) {
   return os.str();
 }
 
-/// Puts T.attr("tl.shared_offset", offset) before each planned Allocate, in its Seq.
+/// Puts T.attr("tl.shared_offset", offset, layout) before each planned Allocate, in its Seq.
 class RecordPlan : public IRMutator {
  public:
-  RecordPlan(const std::unordered_map<const BufferNode*, int64_t>& offsets,
-             const std::unordered_set<const BufferNode*>& xor_rows)
-      : offsets_(offsets), xor_rows_(xor_rows) {}
+  explicit RecordPlan(const target::SharedPlan& plan) : plan_(plan) {}
 
  protected:
   Stmt Mutate_(const Seq* op, const Stmt& self) override {
@@ -306,15 +305,25 @@ class RecordPlan : public IRMutator {
 
  private:
   Stmt Attr(const Allocate* op) const {
-    auto it = offsets_.find(op->buffer.get());
-    if (it == offsets_.end()) return nullptr;
-    std::vector<Expr> values{MakeInt(it->second)};
-    if (xor_rows_.count(op->buffer.get())) values.push_back(MakeInt(1));
-    return AttrStmt::Make(cuda::kSharedOffsetAttr, values, op->span);
+    auto it = plan_.find(op->buffer.get());
+    return it == plan_.end() ? nullptr : target::SharedOffsetAttr(it->second.lo, it->second.layout, op->span);
   }
-  const std::unordered_map<const BufferNode*, int64_t>& offsets_;
-  const std::unordered_set<const BufferNode*>& xor_rows_;
+  const target::SharedPlan& plan_;
 };
+
+/// The layout of a shared tile: wgmma's panels for what wgmma reads (and TMA-stored panel
+/// tiles), the XOR-rows swizzle for the other GEMM operands whose windows allow it and for
+/// staging tiles, otherwise plain.
+target::SharedLayout LayoutOf(const Buffer& b, const std::unordered_set<const BufferNode*>& gemm_operands,
+                      const std::unordered_set<const BufferNode*>& wgmma_operands,
+                      const std::unordered_set<const BufferNode*>& staging) {
+  bool swizzled = staging.count(b.get()) || cuda::Swizzled(b, gemm_operands, wgmma_operands);
+  TL_ICHECK(swizzled || !wgmma_operands.count(b.get()))
+      << "wgmma operand " << b->name << " cannot take the panel layout (rows or window misaligned)";
+  if (!swizzled) return target::SharedLayout::kPlain;
+  if (wgmma_operands.count(b.get())) return target::SharedLayout::kWgmmaPanels;
+  return staging.count(b.get()) ? target::SharedLayout::kStagingXorRows : target::SharedLayout::kXorRows;
+}
 
 class Planner : public IRMutator {
  public:
@@ -333,11 +342,13 @@ class Planner : public IRMutator {
     std::unordered_set<const BufferNode*> staging;
     if (cuda::ConfigOn(ctx_, "tl.enable_staging_swizzle", true)) staging = cuda::StagingTiles(op->body, gemm_operands);
     std::vector<Slot> slots;
+    std::unordered_map<const BufferNode*, target::SharedLayout> layouts;
     for (const Allocate* a : live.allocs) {
       int64_t bytes = cuda::ConstBytes(a->buffer);
       if (bytes < 0) return self;  // codegen reports the unknown size at the Allocate
-      bool xor_rows = staging.count(a->buffer.get()) > 0;
-      int64_t align = cuda::SharedAlignment(xor_rows || cuda::Swizzled(a->buffer, gemm_operands, wgmma_operands));
+      target::SharedLayout tile_layout = LayoutOf(a->buffer, gemm_operands, wgmma_operands, staging);
+      layouts[a->buffer.get()] = tile_layout;
+      int64_t align = layout::SharedAlignment(target::IsSwizzled(tile_layout));
       slots.push_back(Slot{a->buffer.get(), bytes, align, live.Of(a->buffer.get())});
     }
     std::vector<Slot> reused = slots;
@@ -351,8 +362,8 @@ class Planner : public IRMutator {
                              std::to_string(in_order) + " (" + std::to_string(in_order - peak) +
                              " saved by reusing the bytes of dead buffers: " + reuse + ")");
     }
-    std::unordered_map<const BufferNode*, int64_t> offsets;
-    for (const Slot& s : slots) offsets[s.buffer] = s.offset;
+    target::SharedPlan plan;
+    for (const Slot& s : slots) plan[s.buffer] = target::PlannedTile{s.offset, s.offset + s.bytes, layouts.at(s.buffer)};
     std::string names;
     for (const Allocate* a : live.allocs) {
       if (staging.count(a->buffer.get())) names += (names.empty() ? "" : ", ") + a->buffer->name;
@@ -361,7 +372,7 @@ class Planner : public IRMutator {
       ctx_.remarks.push_back("shared memory: " + names + " XOR-swizzled (staging tiles: element and 16-byte "
                              "accesses only; rows of one column in different banks)");
     }
-    Stmt body = RecordPlan(offsets, staging).Mutate(op->body);
+    Stmt body = RecordPlan(plan).Mutate(op->body);
     return For::Make(op->var, op->min, op->extent, op->for_kind, body, op->annotations, op->span);
   }
 

@@ -176,44 +176,6 @@ std::unordered_set<const BufferNode*> StagingTiles(const Stmt& body,
   return out;
 }
 
-SharedPlan ReadSharedPlan(const Stmt& body) {
-  struct Reader : IRVisitor {
-    SharedPlan plan;
-    void Visit_(const Seq* op) override {
-      for (size_t i = 0; i < op->stmts.size(); ++i) {
-        const auto* attr = As<AttrStmt>(op->stmts[i]);
-        if (!attr || attr->key != kSharedOffsetAttr) continue;
-        const auto* alloc = i + 1 < op->stmts.size() ? As<Allocate>(op->stmts[i + 1]) : nullptr;
-        int64_t offset = 0, xor_rows = 0;
-        TL_ICHECK(alloc && (attr->values.size() == 1 || attr->values.size() == 2) &&
-                  AsConstInt(attr->values[0], &offset) &&
-                  (attr->values.size() == 1 || AsConstInt(attr->values[1], &xor_rows)))
-            << kSharedOffsetAttr << " must hold constants and precede the Allocate it places";
-        int64_t bytes = ConstBytes(alloc->buffer);
-        TL_ICHECK(bytes >= 0) << "planned shared buffer " << alloc->buffer->name << " of unknown size";
-        plan[alloc->buffer.get()] = ByteRange{offset, offset + bytes, xor_rows != 0};
-      }
-      IRVisitor::Visit_(op);
-    }
-  } reader;
-  reader.Visit(body);
-  return reader.plan;
-}
-
-Stmt DropSharedPlan(const Stmt& body) {
-  struct Dropper : IRMutator {
-    Stmt Mutate_(const Seq* op, const Stmt& self) override {
-      std::vector<Stmt> out;
-      for (const Stmt& s : op->stmts) {
-        const auto* attr = As<AttrStmt>(s);
-        if (!attr || attr->key != kSharedOffsetAttr) out.push_back(Mutate(s));
-      }
-      return Seq::Make(out, op->span);
-    }
-  } dropper;
-  return dropper.Mutate(body);
-}
-
 namespace {
 
 /// Work done by the whole block together; see BarriersGoInside.

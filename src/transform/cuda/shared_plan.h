@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file What shared-memory planning (cuda-plan-shared-memory), barrier insertion
-/// (cuda-insert-barriers) and CUDA code generation must agree on: which buffers are
-/// swizzled (and so 1024-byte aligned), where each buffer sits in the arena, and which
-/// statements barriers may be placed between.
+/// \file What shared-memory planning (cuda-plan-shared-memory) and barrier insertion
+/// (cuda-insert-barriers) must agree on: which tiles take which layout (and so which are
+/// 1024-byte aligned), and which statements barriers may be placed between.
 ///
-/// The plan is recorded as `T.attr("tl.shared_offset", offset)` immediately before the
-/// shared buffer's Allocate, in the same Seq. Allocate has no annotation field and buffers
-/// are not expressions, so an adjacent attribute is the smallest addition: no new node
-/// kind, readable in IR dumps, and ignored by every pass that does not look for it.
+/// The plan itself (each tile's offset and layout) is written into the IR as
+/// `T.attr("tl.shared_offset", offset, layout)` immediately before the tile's Allocate
+/// (target/cuda_attrs.h), which barrier insertion and the code generator read. Allocate has
+/// no annotation field and buffers are not expressions, so an adjacent attribute is the
+/// smallest addition: no new node kind, readable in IR dumps, and ignored by every pass
+/// that does not look for it.
 #pragma once
 
 #include <cstdint>
@@ -16,22 +17,19 @@
 #include <vector>
 
 #include "tl/ir/stmt.h"
+#include "tl/target/cuda_attrs.h"
 
 namespace tl::transform::cuda {
 
-inline constexpr const char* kSharedOffsetAttr = "tl.shared_offset";
-
-/// `T.attr("tl.warp_specialized", producer_threads, producer_regs, consumer_regs)`, in a
-/// kernel body that cuda-warp-specialize split into a producer warpgroup (launched above
-/// the thread binding's range) and consumers: `if ws_is_producer(consumers): ... else: ...`.
-inline constexpr const char* kWarpSpecializedAttr = "tl.warp_specialized";
-/// Marker at the top of a kernel launch's body: the minimum blocks per SM of its
-/// __launch_bounds__ (cuda-launch-bounds, from T.annotate_min_blocks_per_sm).
-inline constexpr const char* kMinBlocksPerSmAttr = "tl.min_blocks_per_sm";
-/// Marker at the top of a kernel launch's body: addresses inside loops are printed as the
-/// loops' first address plus the loop terms (cuda-launch-bounds, from tl.loop_terms_apart;
-/// arith/sum_terms.h, read in codegen_cuda.cc).
-inline constexpr const char* kLoopTermsApartAttr = "tl.loop_terms_apart";
+// The attributes these passes leave for codegen (target/cuda_attrs.h), by their short names here.
+using target::kLoopTermsApartAttr;
+using target::kMinBlocksPerSmAttr;
+using target::kRasterPanelAttr;
+using target::kSharedOffsetAttr;
+using target::kWarpSpecializedAttr;
+using target::ReadSharedPlan;
+using target::SharedLayout;
+using target::SharedPlan;
 
 /// Whether `s` is the warp-specialized split `if ws_is_producer(n): ... else: ...`.
 bool IsWarpSpecializedSplit(const ir::Stmt& s);
@@ -52,21 +50,8 @@ bool StartsOnPanelAtom(const ir::Buffer& b, const std::vector<ir::Expr>& start);
 bool Swizzled(const ir::Buffer& b, const std::unordered_set<const ir::BufferNode*>& gemm_operands,
               const std::unordered_set<const ir::BufferNode*>& wgmma_operands);
 
-/// Arena alignment: 1024 for swizzled tiles (the swizzle pattern repeats every 1024
-/// bytes), else 128 (banks only see the address mod 128).
-inline int64_t SharedAlignment(bool swizzled) { return swizzled ? 1024 : 128; }
-
 /// Byte size of a buffer, or -1 when its shape is not known at compile time.
 int64_t ConstBytes(const ir::Buffer& b);
-
-/// Bytes [lo, hi) of the arena; `xor_rows`: the plan swizzles the buffer's rows although no
-/// GEMM reads it (StagingTiles).
-struct ByteRange {
-  int64_t lo = 0, hi = 0;
-  bool xor_rows = false;
-  bool Overlaps(const ByteRange& o) const { return lo < o.hi && o.lo < hi; }
-};
-using SharedPlan = std::unordered_map<const ir::BufferNode*, ByteRange>;
 
 /// Shared tiles of 2-byte or wider elements that no GEMM reads and that may take the
 /// XOR-rows swizzle (rows a power of two of at least 64 bytes) because every access goes through codegen's offsets: element
@@ -76,13 +61,6 @@ using SharedPlan = std::unordered_map<const ir::BufferNode*, ByteRange>;
 /// tile: each warp stores 8 rows at one column) then store without bank conflicts.
 std::unordered_set<const ir::BufferNode*> StagingTiles(const ir::Stmt& body,
                                                         const std::unordered_set<const ir::BufferNode*>& gemm_operands);
-
-/// The planned range of every shared buffer whose Allocate carries a tl.shared_offset
-/// (values: the offset, and 1 where the plan swizzles a staging tile).
-SharedPlan ReadSharedPlan(const ir::Stmt& body);
-
-/// `body` without the tl.shared_offset attributes (codegen reads the plan first).
-ir::Stmt DropSharedPlan(const ir::Stmt& body);
 
 /// Whether cuda-insert-barriers looks inside `s` (a For, While or IfThenElse) and may put
 /// barriers between its statements: it holds block-level work (GEMMs, thread-partitioned

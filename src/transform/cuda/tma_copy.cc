@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file TMA box loads (global -> shared) and stores (shared -> global); see tma_copy.h.
 #include "tma_copy.h"
+#include "tl/layout/shared.h"
 
 #include <unordered_set>
 
@@ -127,7 +128,7 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
   int64_t cols = ext.back();
   // wgmma panels: 128-byte rows in SWIZZLE_128B, or a 64-byte-row tile in SWIZZLE_64B
   // (cuda::WgmmaOperandOffset).
-  int64_t box_inner = panelled ? WgmmaPanelElems(cols, src->dtype.bytes()) : cols;
+  int64_t box_inner = panelled ? layout::WgmmaPanelElems(cols, src->dtype.bytes()) : cols;
   TmaSwizzle swizzle = !panelled                              ? TmaSwizzle::kNone
                        : box_inner * src->dtype.bytes() == 64 ? TmaSwizzle::kB64
                                                               : TmaSwizzle::kB128;

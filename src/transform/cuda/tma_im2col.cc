@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file T.im2col nests as TMA im2col loads (see tma_im2col.h).
 #include "tma_im2col.h"
+#include "tl/layout/shared.h"
 
 #include "copy_lowering.h"
 #include "tma_copy.h"
@@ -118,7 +119,7 @@ Stmt LowerTmaIm2col(const Im2colNest& n, bool panelled, const Region& dst, const
                     const Expr& bar, int64_t* bytes) {
   const Buffer& img = n.image;
   const int64_t elem = img->dtype.bytes();
-  const int64_t box_inner = panelled ? WgmmaPanelElems(n.cols, elem) : n.cols;
+  const int64_t box_inner = panelled ? layout::WgmmaPanelElems(n.cols, elem) : n.cols;
   TmaSwizzle swizzle = !panelled ? TmaSwizzle::kNone : box_inner * elem == 64 ? TmaSwizzle::kB64 : TmaSwizzle::kB128;
   const int64_t upper = UpperCorner(n);
   Expr desc = Call::Make(DType::Handle(), "tma_im2col_descriptor",

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "../../arith/arith_internal.h"
+#include "tl/layout/shared.h"
 #include "copy_lowering.h"
 #include "pass_helpers.h"
 #include "shared_plan.h"
@@ -367,11 +368,11 @@ class LoopVectorizer : public IRMutator {
       // given (T.make_tensor over a T.ptr or a pointer table's entry) is known to hold
       // elements only.
       case Scope::kGlobal: return b->data ? b->dtype.bytes() : 16;
-      case Scope::kShared: return cuda::SharedAlignment(false);
+      case Scope::kShared: return layout::SharedAlignment(false);
       case Scope::kLocal:
       case Scope::kVar: {
         int64_t count = 0;
-        return AsConstInt(an_.Simplify(b->NumElements()), &count) ? cuda::LocalAlignment(count * b->dtype.bytes()) : 0;
+        return AsConstInt(an_.Simplify(b->NumElements()), &count) ? layout::LocalAlignment(count * b->dtype.bytes()) : 0;
       }
       default: return 0;
     }

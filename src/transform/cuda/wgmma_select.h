@@ -47,27 +47,4 @@ std::string WgmmaUnfit(const ir::GemmOp* op, int64_t threads, const target::Cuda
                        bool a_in_registers = false,
                        int64_t* warpgroups_n = nullptr, WgmmaOptions options = {});
 
-/// The element offset of (flat row-major offset `off`) in a wgmma operand tile of
-/// `rows` x `cols` (cols contiguous), possibly one of several stacked tiles (pipeline
-/// stages): each tile is stored as column panels of 64 elements, [cols / 64][rows][64],
-/// and its 128-byte rows are XOR-swizzled (16-byte chunk ^= row % 8). This is the layout
-/// tl::gemm_ss_wgmma reads (templates/tl/cuda/wgmma.h).
-/// A tile of 32 columns (a K-major operand of K = 32) is one panel of 32 elements in the
-/// 64-byte swizzle instead (16-byte chunk ^= (row / 2) % 4).
-ir::Expr WgmmaOperandOffset(const ir::Expr& off, int64_t rows, int64_t cols, int elem_bytes);
-
-/// WgmmaOperandOffset of the element at (row, col) of stacked tile `tile_offset` (an element
-/// offset that is a multiple of rows x cols: the leading indices' part), computed from the two
-/// indices rather than from their flat sum: panel (col / panel) * rows * panel, row * panel,
-/// then the 16-byte chunk of (col % panel) XOR the row's bits. Equal to WgmmaOperandOffset for
-/// 0 <= row < rows, 0 <= col < cols (wgmma_offset_test.cc checks every element), and much
-/// cheaper where row and col are sums of thread-constant and register-constant terms (a
-/// register walk): the XOR then takes one of each, not the whole offset.
-ir::Expr WgmmaOperandOffsetAt(const ir::Expr& tile_offset, const ir::Expr& row, const ir::Expr& col, int64_t rows,
-                              int64_t cols, int elem_bytes);
-
-/// Elements per panel row of a wgmma operand tile with `cols` columns: 128 bytes of them
-/// (128-byte swizzle), or 64 bytes for a tile whose rows are 64 bytes (64-byte swizzle).
-int64_t WgmmaPanelElems(int64_t cols, int64_t elem_bytes);
-
 }  // namespace tl::transform::cuda
