@@ -392,10 +392,44 @@ def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None
 
 def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None,
               annotations=None):
-    """A loop whose copies and compute are overlapped in ``num_stages`` stages."""
+    """A loop whose copies and compute are overlapped in ``num_stages`` stages.
+
+    ``order=`` / ``stage=`` (upstream's hand-written schedule: the position and the stage of
+    each statement of the body), ``group=`` and ``sync=``: the compiler keeps its own schedule
+    (each load a stage ahead of its use per stage), which gives the same results; ``stage=``
+    sets the number of stages (its largest entry + 1), and what is not followed is a remark."""
     s, e = _range_args(start, stop, "T.Pipelined")
-    ann = {"num_stages": int(num_stages)}
-    return LoopSpec("pipelined", [s], [e], ann)
+    stages = _pipeline_stages(num_stages, order, stage)
+    given = [name for name, v in (("order", order), ("stage", stage), ("group", group), ("sync", sync)) if v is not None]
+    if given:
+        _remark("T.Pipelined(" + ", ".join(f"{n}=..." for n in given) + f"): {stages} stage(s) in the compiler's "
+                "own schedule (loads issued ahead of their use); the order of the body's statements is kept as "
+                "written")
+    return LoopSpec("pipelined", [s], [e], {"num_stages": stages})
+
+
+def _pipeline_stages(num_stages, order, stage):
+    """T.Pipelined's stage count: ``stage=``'s largest entry + 1 when given (as upstream takes
+    a hand-written schedule over num_stages), else ``num_stages``."""
+    def ints(name, v):
+        if not isinstance(v, (list, tuple)) or not all(isinstance(x, numbers.Integral) and
+                                                       not isinstance(x, _builtins.bool) for x in v):
+            raise _b._UserError(f"T.Pipelined: {name} must be a list of ints (one per statement of the loop body), "
+                                f"got {v!r}")
+        return [int(x) for x in v]
+
+    if not isinstance(num_stages, numbers.Integral) or isinstance(num_stages, _builtins.bool) or num_stages < 0:
+        raise _b._UserError(f"T.Pipelined: num_stages must be a non-negative int, got {num_stages!r}")
+    if order is not None:
+        order = ints("order", order)
+    if stage is None:
+        return int(num_stages)
+    stage = ints("stage", stage)
+    if order is not None and len(order) != len(stage):
+        raise _b._UserError(f"T.Pipelined: order and stage must have one entry per statement each, got "
+                            f"{len(order)} and {len(stage)}")
+    last = _builtins.max([0] + stage)
+    return last + 1 if last > 0 else int(num_stages)
 
 
 def serial(start, stop=None, step=None, annotations=None):
