@@ -377,9 +377,9 @@ NB_MODULE(_tl, m) {
     for (const auto& x : vars) v.push_back(std::static_pointer_cast<const Var>(x.e));
     return PyStmt{KernelLaunch::Make(Unwrap(grid), v, threads, body.s, ToSpan(span))};
   });
-  m.def("copy", [](const PyRegion& src, const PyRegion& dst, const PySpan& span) {
-    return PyStmt{op::MakeCopy(ToRegion(src), ToRegion(dst), ToSpan(span))};
-  });
+  m.def("copy", [](const PyRegion& src, const PyRegion& dst, const PySpan& span, bool disable_tma) {
+    return PyStmt{op::MakeCopy(ToRegion(src), ToRegion(dst), ToSpan(span), disable_tma)};
+  }, nb::arg("src"), nb::arg("dst"), nb::arg("span"), nb::arg("disable_tma") = false);
   // tf32: A or B was declared T.tfloat32 (GemmOp::tf32)
   m.def("gemm", [](const PyRegion& a, const PyRegion& b, const PyRegion& c, bool ta, bool tb, int policy,
                    const PyExpr& clear, const PySpan& span, bool tf32, bool async_wgmma) {

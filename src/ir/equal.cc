@@ -198,7 +198,7 @@ class EqualChecker {
     return Eq(a->body, b->body);
   }
   bool Eq_(const CopyOp* a, const CopyOp* b) {
-    return RegionEq(a->src, b->src) && RegionEq(a->dst, b->dst);
+    return a->disable_tma == b->disable_tma && RegionEq(a->src, b->src) && RegionEq(a->dst, b->dst);
   }
   bool Eq_(const GemmOp* a, const GemmOp* b) {
     return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->policy == b->policy && a->tf32 == b->tf32 &&

@@ -236,7 +236,7 @@ Stmt IRMutator::Mutate_(const KernelLaunch* op, const Stmt& self) {
 Stmt IRMutator::Mutate_(const CopyOp* op, const Stmt& self) {
   Region s = MutateRegion(op->src), d = MutateRegion(op->dst);
   if (SameRegion(s, op->src) && SameRegion(d, op->dst)) return self;
-  return CopyOp::Make(s, d, op->span);
+  return CopyOp::Make(s, d, op->span, op->disable_tma);
 }
 Stmt IRMutator::Mutate_(const GemmOp* op, const Stmt& self) {
   Region a = MutateRegion(op->a), b = MutateRegion(op->b), c = MutateRegion(op->c);

@@ -124,7 +124,8 @@ class Printer {
     std::ostringstream os;
     switch (s->kind) {
       case NodeKind::kCopyOp:
-        os << "T.copy(" << RegionStr(As<CopyOp>(s)->src) << ", " << RegionStr(As<CopyOp>(s)->dst) << ")";
+        os << "T.copy(" << RegionStr(As<CopyOp>(s)->src) << ", " << RegionStr(As<CopyOp>(s)->dst)
+           << (As<CopyOp>(s)->disable_tma ? ", disable_tma=True)" : ")");
         break;
       case NodeKind::kGemmOp: {
         const auto* op = As<GemmOp>(s);

@@ -154,10 +154,10 @@ void CheckRegion(const Region& r, const char* what) {
 }
 }  // namespace
 
-Stmt CopyOp::Make(Region src, Region dst, Span span) {
+Stmt CopyOp::Make(Region src, Region dst, Span span, bool disable_tma) {
   CheckRegion(src, "copy");
   CheckRegion(dst, "copy");
-  return std::make_shared<CopyOp>(std::move(src), std::move(dst), std::move(span));
+  return std::make_shared<CopyOp>(std::move(src), std::move(dst), std::move(span), disable_tma);
 }
 
 Stmt GemmOp::Make(Region a, Region b, Region c, bool trans_a, bool trans_b, GemmPolicy policy,

@@ -165,7 +165,7 @@ int ScopeDepth(Scope s) {
 /// memory (`base`, the source on a tie) with the other's non-unit extents set to base's in
 /// order, when those are provably no smaller; nullopt otherwise.
 std::optional<Stmt> NarrowedCopy(const Region& s, const Region& d, const std::vector<Expr>& ts,
-                                 const std::vector<Expr>& td, const Span& span) {
+                                 const std::vector<Expr>& td, const Span& span, bool disable_tma) {
   if (ts.size() != td.size()) return std::nullopt;
   const bool base_is_src = ScopeDepth(s.buffer->scope) >= ScopeDepth(d.buffer->scope);
   const std::vector<Expr>& base = base_is_src ? ts : td;
@@ -184,13 +184,13 @@ std::optional<Stmt> NarrowedCopy(const Region& s, const Region& d, const std::ve
                                  "; copied over " + (base_is_src ? s : d).buffer->name + "'s " + ShapeStr(base) +
                                  " (upstream's rule), the rest of " + other_region.buffer->name + " untouched",
                              {}, span);
-  Stmt copy = base_is_src ? CopyOp::Make(s, narrowed, span) : CopyOp::Make(narrowed, d, span);
+  Stmt copy = base_is_src ? CopyOp::Make(s, narrowed, span, disable_tma) : CopyOp::Make(narrowed, d, span, disable_tma);
   return Seq::Make({note, copy}, span);
 }
 
 }  // namespace
 
-Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span) {
+Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span, bool disable_tma) {
   if (src.IsPoint() && dst.IsPoint()) {
     TL_USER_ERROR(span) << "T.copy: both source and destination are single elements; give one "
                            "of them as a whole buffer or a slice";
@@ -219,12 +219,12 @@ Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span) {
     // Upstream's rule: the copy runs over the region in the more local memory (the source
     // when both are alike), provided the other one is at least as large in each dimension
     // (`T.copy(A[:, :2], B[:, :3])` copies two columns). Said in a remark.
-    if (std::optional<Stmt> narrowed = NarrowedCopy(s, d, ts, td, span)) return *narrowed;
+    if (std::optional<Stmt> narrowed = NarrowedCopy(s, d, ts, td, span, disable_tma)) return *narrowed;
     TL_USER_ERROR(span) << "T.copy: shape mismatch: source " << s.buffer->name << " tile is "
                         << ShapeStr(ts) << " but destination " << d.buffer->name << " tile is "
                         << ShapeStr(td);
   }
-  return CopyOp::Make(s, d, span);
+  return CopyOp::Make(s, d, span, disable_tma);
 }
 
 Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans_b, int policy,

@@ -121,7 +121,7 @@ class ViewLowerer : public IRMutator {
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
     if (!Touches({op->src, op->dst})) return IRMutator::Mutate_(op, self);
     std::optional<Region> src = OnOwner(op->src), dst = OnOwner(op->dst);
-    if (src && dst) return CopyOp::Make(*src, *dst, op->span);
+    if (src && dst) return CopyOp::Make(*src, *dst, op->span, op->disable_tma);
     return Mutate(LowerTileOpToLoops(self));
   }
   Stmt Mutate_(const FillOp* op, const Stmt& self) override {

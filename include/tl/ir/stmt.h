@@ -179,8 +179,12 @@ struct KernelLaunch final : StmtNode {
 struct CopyOp final : StmtNode {
   static constexpr NodeKind kKind = NodeKind::kCopyOp;
   const Region src, dst;
-  static Stmt Make(Region src, Region dst, Span span = {});
-  CopyOp(Region a, Region b, Span s) : StmtNode(kKind, std::move(s)), src(std::move(a)), dst(std::move(b)) {}
+  /// T.copy(..., disable_tma=True): the copy is done by the threads, never by TMA (a TMA
+  /// load in a warp-specialized loop or before it, a TMA store).
+  const bool disable_tma;
+  static Stmt Make(Region src, Region dst, Span span = {}, bool disable_tma = false);
+  CopyOp(Region a, Region b, Span s, bool no_tma)
+      : StmtNode(kKind, std::move(s)), src(std::move(a)), dst(std::move(b)), disable_tma(no_tma) {}
 };
 
 /// Warp partitioning policy for T.gemm (used by GPU targets).

@@ -28,7 +28,7 @@ ir::Expr MakeBinary(ir::BinOp op, ir::Expr a, ir::Expr b, const Span& span = {})
 /// A math intrinsic (exp, log, sqrt, pow, ...): integer arguments are taken as float32.
 ir::Expr MakeMath(const std::string& name, std::vector<ir::Expr> args, const Span& span = {});
 
-ir::Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span);
+ir::Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span, bool disable_tma = false);
 /// tf32: A or B was declared T.tfloat32 (see GemmOp::tf32); A, B and C must then be float32.
 ir::Stmt MakeGemm(RegionSpec a, RegionSpec b, RegionSpec c, bool trans_a, bool trans_b,
                   int policy, ir::Expr clear_accum, const Span& span, bool tf32 = false,

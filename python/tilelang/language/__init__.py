@@ -387,6 +387,7 @@ def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None
         extents = tuple(extents[0])
     if prefer_async:
         _remark("T.Parallel(prefer_async=True): its element copies run synchronously (not as cp.async)")
+    _hints("T.Parallel", coalesced_width=coalesced_width, loop_layout=loop_layout, annotations=annotations)
     return LoopSpec("parallel", [0] * len(extents), list(extents))
 
 
@@ -471,8 +472,17 @@ Serial, Unroll, Vectorized = serial, unroll, vectorized
 
 def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None,
          prefer_instruction=None, annotations=None, loop_layout=None):
-    """Copies a tile between any two of global, shared and fragment memory."""
+    """Copies a tile between any two of global, shared and fragment memory.
+
+    ``disable_tma=True``: the threads copy, never TMA. ``eviction_policy``,
+    ``prefer_instruction``, ``coalesced_width``, ``loop_layout`` and ``annotations`` are
+    hints the compiler does not take (it chooses the instruction and the layout); each given
+    one is said in the remarks."""
     _b.require_kernel("T.copy")
+    if prefer_instruction == "tma" and disable_tma:
+        raise _b._UserError('T.copy: prefer_instruction="tma" conflicts with disable_tma=True')
+    _hints("T.copy", eviction_policy=eviction_policy, prefer_instruction=prefer_instruction,
+           coalesced_width=coalesced_width, loop_layout=loop_layout, annotations=annotations)
     if _is_element(src) and _is_element(dst):
         # One element to one element: a plain store (what upstream lowers it to).
         d = dst if isinstance(dst, BufferRef) else dst[0]
@@ -480,7 +490,16 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
         _b.emit(_tl.store(d.buffer.node, [as_expr(i, "int32").node for i in d.items], s_.load().node,
                           _b.current_span()))
         return
-    _b.emit(_tl.copy(to_region(src, "T.copy source"), to_region(dst, "T.copy destination"), _b.current_span()))
+    _b.emit(_tl.copy(to_region(src, "T.copy source"), to_region(dst, "T.copy destination"), _b.current_span(),
+                     _builtins.bool(disable_tma)))
+
+
+def _hints(what, **given):
+    """A remark for each hint argument given to `what` that the compiler does not act on."""
+    names = [n for n, v in given.items() if v is not None and v != {} and v != []]
+    if names:
+        _remark(f"{what}(" + ", ".join(f"{n}=..." for n in names) + "): not applied (the compiler chooses the "
+                "instructions and the thread layout)")
 
 
 def async_copy(src, dst, *, coalesced_width=None, annotations=None, loop_layout=None):
@@ -511,8 +530,17 @@ class GemmWarpPolicy(enum.IntEnum):
 
 def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
          clear_accum=False, k_pack=1, wg_wait=0, mbar=None, annotations=None, *, _async_wgmma=False):
-    """C += A @ B on tiles (A and B transposed when asked)."""
+    """C += A @ B on tiles (A and B transposed when asked).
+
+    ``k_pack`` (AMD's), ``wg_wait`` and ``mbar`` (upstream's asynchronous Hopper and Blackwell
+    forms) and ``annotations`` are not taken: C is complete when the statement ends (use
+    T.wgmma_gemm and T.wait_wgmma for wgmma left in flight); each one given is a remark."""
     _b.require_kernel("T.gemm")
+    given = [n for n, v, default in (("k_pack", k_pack, 1), ("wg_wait", wg_wait, 0), ("mbar", mbar, None),
+                                     ("annotations", annotations, None)) if v is not None and v != default]
+    if given and not _async_wgmma:
+        _remark("T.gemm(" + ", ".join(f"{n}=..." for n in given) + "): not applied (C is complete when the "
+                "T.gemm ends; T.wgmma_gemm and T.wait_wgmma leave wgmma in flight)")
     clear = as_expr(clear_accum, "bool").node if not isinstance(clear_accum, _builtins.bool) else _vconst(clear_accum, "bool").node
     # An operand tile declared T.tfloat32 makes this a TF32 GEMM (the core decides how).
     tf32 = any(getattr(x.buffer if isinstance(x, BufferRef) else x, "tf32", False) for x in (A, B))

@@ -193,7 +193,7 @@ class ThreadEmulator {
       for (const Range& rg : r.ranges) out.ranges.push_back({At(rg.min), At(rg.extent)});
       return out;
     };
-    if (const auto* copy = As<CopyOp>(s)) return CopyOp::Make(region(copy->src), region(copy->dst), s->span);
+    if (const auto* copy = As<CopyOp>(s)) return CopyOp::Make(region(copy->src), region(copy->dst), s->span, copy->disable_tma);
     if (const auto* atomic = As<AtomicOp>(s)) {
       return AtomicOp::Make(atomic->atomic_kind, region(atomic->dst), Region{}, At(atomic->value), s->span);
     }

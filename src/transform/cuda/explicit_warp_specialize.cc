@@ -450,11 +450,11 @@ class TmaLowerer : public IRMutator {
     const Region& d = copy->dst;
     size_t lead = 0;
     while (lead + 2 < d.ranges.size() && IsOne(d.ranges[lead].extent)) ++lead;
-    if (lead == 0) return CopyOp::Make(copy->src, copy->dst, copy->span);
+    if (lead == 0) return CopyOp::Make(copy->src, copy->dst, copy->span, copy->disable_tma);
     std::vector<Expr> shape(d.buffer->shape.begin() + lead, d.buffer->shape.end());
     Region stage{BufferNode::Make(d.buffer->name, d.buffer->dtype, shape, d.buffer->scope), {}};
     stage.ranges.assign(d.ranges.begin() + lead, d.ranges.end());
-    return CopyOp::Make(copy->src, stage, copy->span);
+    return CopyOp::Make(copy->src, stage, copy->span, copy->disable_tma);
   }
 
   const PrimFunc& f_;

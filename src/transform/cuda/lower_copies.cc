@@ -117,7 +117,9 @@ class CopyLowerer : public cuda::ThreadShareMutator {
   Stmt TmaStore(const CopyOp* op, bool asked) {
     std::string why;
     bool panelled = cuda::TmaStorePanels(op, panels_);
-    if (!tma_stores_) {
+    if (op->disable_tma) {
+      why = "disable_tma=True";
+    } else if (!tma_stores_) {
       why = "TMA needs sm_90 or newer (and neither tl.disable_tma_lower nor tl.disable_tma_store)";
     } else if (share_.Unranged() || share_.SpreadThreads() % 32) {
       why = "the copy runs on part of the block's threads that is not a range of whole warps";

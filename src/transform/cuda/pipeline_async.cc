@@ -227,7 +227,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
       Region src = cuda::SubstituteRegion(c->src, op->var.get(), op->min + iter);
       Region dst = cuda::SubstituteRegion(c->dst, op->var.get(), op->min + iter);
       cuda::StageSelector sel(staged_, stage);
-      Stmt copy = CopyOp::Make(sel.MutateRegion(src), sel.MutateRegion(dst), c->span);
+      Stmt copy = CopyOp::Make(sel.MutateRegion(src), sel.MutateRegion(dst), c->span, c->disable_tma);
       if (share_.Unranged()) {
         TL_USER_ERROR(c->span) << "T.copy in a T.Pipelined loop under a condition on the thread index that does "
                                   "not select a range of threads (tx < c, tx >= c, and their conjunctions): "

@@ -240,7 +240,7 @@ class InlineIndexLets : public IRMutator {
         Region src{copy->src.buffer, {}}, dst{copy->dst.buffer, {}};
         for (const Range& r : copy->src.ranges) src.ranges.push_back({subst(r.min), subst(r.extent)});
         for (const Range& r : copy->dst.ranges) dst.ranges.push_back({subst(r.min), subst(r.extent)});
-        out.push_back(CopyOp::Make(src, dst, copy->span));
+        out.push_back(CopyOp::Make(src, dst, copy->span, copy->disable_tma));
         changed = true;
         continue;
       }

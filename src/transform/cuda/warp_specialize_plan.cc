@@ -124,6 +124,7 @@ std::string WarpSpecializer::TmaUnfit(const CopyOp* c, bool* panelled) {
   }
   const Buffer& dst = c->dst.buffer;
   *panelled = wgmma_operands_.count(dst.get()) > 0;
+  if (c->disable_tma) return "the T.copy into " + dst->name + " at line " + std::to_string(c->span.line) + " has disable_tma=True";
   if (!*panelled && cuda::Swizzled(dst, gemm_operands_, wgmma_operands_)) {
     return "tile " + dst->name + " is an ldmatrix-swizzled operand, which TMA does not write";
   }

@@ -35,7 +35,7 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
     for (const CopyOp* c : groups_[g].copies) {
       Region src = cuda::SubstituteRegion(c->src, loop_->var.get(), loop_->min + k);
       Region dst = select.MutateRegion(cuda::SubstituteRegion(c->dst, loop_->var.get(), loop_->min + k));
-      Stmt copy = CopyOp::Make(src, dst, c->span);
+      Stmt copy = CopyOp::Make(src, dst, c->span, c->disable_tma);
       Stmt issue = cuda::LowerTmaLoad(As<CopyOp>(copy), panelled_.at(c), Full(bars, g, stage), &group_bytes);
       loads.push_back(issue);
       PrefetchDescriptor(issue, &prefetch);
