@@ -28,8 +28,10 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("guard-global-access", out, ctx);
   // ... whose accesses, checked and guarded on logical indices, now address the storage.
   out = RunPass("apply-global-layouts", out, ctx);
-  // Tile ops become loops with edge guards; the guards are written naively ...
-  out = RunPass("lower-tile-ops-cpu", out, ctx);
+  // T.gemm becomes a call into the CPU tile-GEMM library ...
+  out = RunPass("cpu-lower-gemm", out, ctx);
+  // ... and the other tile ops loops with edge guards; the guards are written naively ...
+  out = RunPass("lower-tile-ops", out, ctx);
   // ... because this simplify proves most of them true (interior tiles) and drops them.
   out = RunPass("simplify", out, ctx);
   // 16-bit a * b + c as one fma, rounded once (nvcc's contraction, on both targets).

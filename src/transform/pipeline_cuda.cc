@@ -56,7 +56,7 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cuda-lower-copies", out, ctx);
   // Whatever tile ops are left (fills, reductions, atomics, casting copies) become
   // T.Parallel loop nests, the same target-neutral lowering the CPU uses ...
-  out = RunPass("lower-tile-ops-cpu", out, ctx);
+  out = RunPass("lower-tile-ops", out, ctx);
   // ... and those nests, with the user's own, are spread over the threads.
   out = RunPass("cuda-partition-parallel", out, ctx);
   // Drop provably true edge predicates before barriers: fewer statements to analyse.

@@ -58,6 +58,11 @@ inline ir::Expr InBounds(const ir::Buffer& b, const std::vector<ir::Expr>& idx) 
 }
 
 /// Zero of a dtype.
+/// `address_of(b[idx])`: the address of one element, as intrinsics take their operands.
+inline ir::Expr AddressOf(const ir::Buffer& b, std::vector<ir::Expr> idx) {
+  return ir::Call::Make(ir::DType::Handle(), "address_of", {ir::BufferLoad::Make(b, std::move(idx))});
+}
+
 inline ir::Expr Zero(ir::DType t) { return t.IsFloat() ? ir::MakeFloat(0, t) : ir::MakeInt(0, t); }
 
 /// Indices into `r` for tile coordinates `vars` (one per tile dim, in order).

@@ -14,13 +14,14 @@ ir::PrimFunc Simplify(const ir::PrimFunc& f, PassContext& ctx);
 /// range read zero / skip the write, as T.copy does. Runs before tile-op lowering.
 ir::PrimFunc GuardGlobalAccess(const ir::PrimFunc& f, PassContext& ctx);
 
-/// "lower-tile-ops-cpu": replaces T.copy / fill / reduce / atomic by whole-tile loops
-/// with edge guards, and T.gemm by a call into the CPU tile-GEMM library. After it no
-/// tile-op node is left. Precondition: regions were checked by the front end.
-ir::PrimFunc LowerTileOpsCpu(const ir::PrimFunc& f, PassContext& ctx);
+/// "lower-tile-ops": replaces T.copy / fill / reduce / atomic by whole-tile loops with
+/// edge guards, on both targets. After it no tile-op node is left; GEMMs are lowered before
+/// it by each target ("cpu-lower-gemm": a call into the CPU tile-GEMM library).
+/// Precondition: regions were checked by the front end.
+ir::PrimFunc LowerTileOps(const ir::PrimFunc& f, PassContext& ctx);
 
-/// One tile op (copy, fill, reduce, atomic, gemm) as the loop nests lower-tile-ops-cpu makes
-/// of it (T.Parallel nests with edge guards; a serial triple loop or tile_gemm for a GEMM).
+/// One tile op (copy, fill, reduce, atomic; not a GEMM) as the loop nests lower-tile-ops
+/// makes of it (T.Parallel nests with edge guards).
 ir::Stmt LowerTileOpToLoops(const ir::Stmt& op);
 
 /// "lower-buffer-views": T.reshape / T.view buffers (declared by "tl.buffer_view" markers)

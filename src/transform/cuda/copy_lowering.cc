@@ -81,10 +81,6 @@ Stmt PartitionOverThreads(const std::vector<Expr>& extents, const VarRef& tx, in
   return For::Make(it, MakeInt(0), trips, ForKind::kUnrolled, s, {{kPartitioned, MakeInt(1)}}, span);
 }
 
-Expr AddressOf(const Buffer& b, std::vector<Expr> idx) {
-  return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, std::move(idx))});
-}
-
 Stmt LowerCopyPartitioned(const CopyOp* op, const VarRef& tx, int64_t threads, bool async, PassContext& ctx) {
   const Region& src = op->src;
   const Region& dst = op->dst;

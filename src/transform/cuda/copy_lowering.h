@@ -17,9 +17,6 @@ inline constexpr const char* kPartitioned = "tl.thread_partitioned";
 /// thread runs it over its own elements, so what it does (an atomic, say) is per thread.
 inline constexpr const char* kRegisterWalk = "tl.register_walk";
 
-/// `address_of(b[idx])`: the address of one element, as intrinsics take their operands.
-ir::Expr AddressOf(const ir::Buffer& b, std::vector<ir::Expr> idx);
-
 /// Lowers `op` to a loop over this thread's share of 16/8/4-byte vectors (or elements),
 /// with edge predicates. With `async`, global->shared vectors of 4 bytes or more use
 /// cp.async (zero-filling reads past the edge). Returns null when the copy is not

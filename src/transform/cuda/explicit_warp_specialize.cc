@@ -197,7 +197,7 @@ std::vector<Stmt> BarrierInit(const std::vector<const AttrStmt*>& inits, const S
     const auto* first = As<BufferLoad>(a->values[0]);
     for (size_t i = 1; i < a->values.size(); ++i) {
       init.push_back(cuda::CallStmt(
-          "mbarrier_init", {cuda::AddressOf(first->buffer, {MakeInt(static_cast<int64_t>(i - 1))}), a->values[i]},
+          "mbarrier_init", {AddressOf(first->buffer, {MakeInt(static_cast<int64_t>(i - 1))}), a->values[i]},
           a->span));
     }
   }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file TMA box loads (global -> shared) and stores (shared -> global); see tma_copy.h.
 #include "tma_copy.h"
-#include "tl/layout/shared.h"
 
 #include <unordered_set>
 
@@ -10,6 +9,8 @@
 #include "copy_lowering.h"
 #include "tl/ir/expr.h"
 #include "tl/ir/printer.h"
+#include "../region_util.h"
+#include "tl/layout/shared.h"
 
 namespace tl::transform::cuda {
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file T.im2col nests as TMA im2col loads (see tma_im2col.h).
 #include "tma_im2col.h"
-#include "tl/layout/shared.h"
 
 #include "copy_lowering.h"
 #include "tma_copy.h"
 #include "wgmma_select.h"
 #include "tl/ir/functor.h"
+#include "../region_util.h"
+#include "tl/layout/shared.h"
 
 namespace tl::transform::cuda {
 

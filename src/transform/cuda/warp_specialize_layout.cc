@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../region_util.h"
 #include "copy_lowering.h"
 #include "pipeline_schedule.h"
 #include "shared_plan.h"

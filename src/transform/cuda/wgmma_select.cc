@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file wgmma selection and operand layout (see wgmma_select.h).
 #include "wgmma_select.h"
-#include "tl/layout/shared.h"
 
 #include "../region_util.h"
 #include "tl/arith/simplify.h"
 #include "pass_helpers.h"
 #include "tl/layout/fragment.h"
+#include "tl/layout/shared.h"
 #include "tl/target/cuda_target.h"
 
 namespace tl::transform::cuda {
