@@ -131,3 +131,25 @@ def test_gemm_arguments_not_taken_are_remarks():
     c = poison((64, 64))
     kernel(a, b, c)
     assert_close(c, f64(a) @ f64(b), dtype="float16")
+
+
+def test_loop_reduction_and_print_hints_are_remarks():
+    @T.prim_func
+    def main(X: T.Tensor((64, 64), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            T.use_swizzle(4, order="col")
+            F = T.alloc_fragment((64, 64), "float32")
+            r = T.alloc_fragment((64,), "float32")
+            T.copy(X, F)
+            T.reduce_sum(F, r, dim=1, batch=4)
+            for i in T.unroll(2, explicit=True):
+                for j in T.serial(1, annotations={"tl.hint": 1}):
+                    T.print(F[i, j], warp_group_id=1)
+            T.copy(r, Y)
+
+    kernel = compile_cpu(main)
+    remarks = kernel.get_remarks()
+    for start in ("T.use_swizzle(order='col'): not applied", "T.reduce_sum(batch=...): not applied",
+                  "T.unroll(explicit=...): not applied", "T.serial(annotations=...): not applied",
+                  "T.print(warp_group_id=..., warp_id=...): not applied"):
+        assert any(r.startswith(start) for r in remarks), (start, remarks)

@@ -13,6 +13,8 @@ import numbers
 
 from .. import _tl
 from . import builder as _b
+from . import hints as _hints_module
+from .hints import not_applied as _hints
 from .dtypes import canonical as _canonical, require_supported  # noqa: F401
 from .dtypes import (  # noqa: F401
     bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int16, int32, int64,
@@ -406,6 +408,7 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
         _remark("T.Pipelined(" + ", ".join(f"{n}=..." for n in given) + f"): {stages} stage(s) in the compiler's "
                 "own schedule (loads issued ahead of their use); the order of the body's statements is kept as "
                 "written")
+    _hints("T.Pipelined", annotations=annotations)
     return LoopSpec("pipelined", [s], [e], {"num_stages": stages})
 
 
@@ -435,12 +438,14 @@ def _pipeline_stages(num_stages, order, stage):
 
 def serial(start, stop=None, step=None, annotations=None):
     s, e = _range_args(start, stop, "T.serial")
+    _hints("T.serial", annotations=annotations)
     return LoopSpec("serial", [s], [e], step=step)
 
 
 def unroll(start, stop=None, step=None, explicit=False, unroll_factor=None, annotations=None):
     """An unrolled loop; ``unroll_factor=n`` unrolls by n (``#pragma unroll n`` on CUDA)."""
     s, e = _range_args(start, stop, "T.unroll")
+    _hints("T.unroll", explicit=explicit or None, annotations=annotations)
     ann = {}
     if unroll_factor is not None:
         if not isinstance(unroll_factor, numbers.Integral) or isinstance(unroll_factor, _builtins.bool) or unroll_factor < 1:
@@ -451,6 +456,7 @@ def unroll(start, stop=None, step=None, explicit=False, unroll_factor=None, anno
 
 def vectorized(start, stop=None, annotations=None):
     s, e = _range_args(start, stop, "T.vectorized")
+    _hints("T.vectorized", annotations=annotations)
     return LoopSpec("vectorized", [s], [e])
 
 
@@ -462,6 +468,7 @@ def parallel(start, stop=None, annotations=None):
     """A one-dimensional parallel loop: ``for i in T.parallel(n)`` (TIR's spelling), the same as
     ``T.Parallel(n)`` over [start, stop)."""
     s, e = _range_args(start, stop, "T.parallel")
+    _hints("T.parallel", annotations=annotations)
     return LoopSpec("parallel", [s], [e])
 
 
@@ -492,14 +499,6 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
         return
     _b.emit(_tl.copy(to_region(src, "T.copy source"), to_region(dst, "T.copy destination"), _b.current_span(),
                      _builtins.bool(disable_tma)))
-
-
-def _hints(what, **given):
-    """A remark for each hint argument given to `what` that the compiler does not act on."""
-    names = [n for n, v in given.items() if v is not None and v != {} and v != []]
-    if names:
-        _remark(f"{what}(" + ", ".join(f"{n}=..." for n in names) + "): not applied (the compiler chooses the "
-                "instructions and the thread layout)")
 
 
 def async_copy(src, dst, *, coalesced_width=None, annotations=None, loop_layout=None):
@@ -583,8 +582,10 @@ def clear(buffer):
     fill(buffer, 0)
 
 
-def reduce(buffer, out, reduce_type, dim=-1, clear=True, batch=1, nan_propagate=False):
+def reduce(buffer, out, reduce_type, dim=-1, clear=True, batch=1, nan_propagate=False, **hints):
     _b.require_kernel(f"T.reduce_{reduce_type}")
+    # batch (rows finalized together) and the like: the compiler plans the reduction itself
+    _hints(f"T.reduce_{reduce_type}", batch=None if batch == 1 else batch, **hints)
     if _static_bool(nan_propagate, "nan_propagate"):
         # Without it max/min follow fmax/fmin (a NaN element is skipped); with it a NaN among
         # the elements (or in `out`, when clear=False) gives NaN.
@@ -596,28 +597,29 @@ def reduce(buffer, out, reduce_type, dim=-1, clear=True, batch=1, nan_propagate=
 
 
 def reduce_max(buffer, out, dim=-1, clear=True, nan_propagate=False, **kw):
-    reduce(buffer, out, "max", dim, clear, nan_propagate=nan_propagate)
+    reduce(buffer, out, "max", dim, clear, nan_propagate=nan_propagate, **kw)
 
 
 def reduce_min(buffer, out, dim=-1, clear=True, nan_propagate=False, **kw):
-    reduce(buffer, out, "min", dim, clear, nan_propagate=nan_propagate)
+    reduce(buffer, out, "min", dim, clear, nan_propagate=nan_propagate, **kw)
 
 
 def reduce_sum(buffer, out, dim=-1, clear=True, **kw):
-    reduce(buffer, out, "sum", dim, clear)
+    reduce(buffer, out, "sum", dim, clear, **kw)
 
 
 def reduce_abssum(buffer, out, dim=-1, clear=True, **kw):
-    reduce(buffer, out, "abssum", dim, clear)
+    reduce(buffer, out, "abssum", dim, clear, **kw)
 
 
 def reduce_absmax(buffer, out, dim=-1, clear=True, nan_propagate=False, **kw):
-    reduce(buffer, out, "absmax", dim, clear, nan_propagate=nan_propagate)
+    reduce(buffer, out, "absmax", dim, clear, nan_propagate=nan_propagate, **kw)
 
 
 def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive prefix sum of a tile along ``dim`` into ``dst`` (in place when dst is None)."""
     _b.require_kernel("T.cumsum")
+    _hints("T.cumsum", annotations=annotations)
     _b.emit(_tl.cumsum(to_region(src, "T.cumsum source"),
                        None if dst is None else to_region(dst, "T.cumsum destination"),
                        int(dim), _static_bool(reverse, "reverse"), _b.current_span()))
@@ -906,6 +908,9 @@ def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - TileLang's n
     with its block and thread), or a whole tile / tensor once per block, element by element.
     For debugging: output order across blocks and threads is not defined."""
     _b.require_kernel("T.print")
+    if warp_group_id != 0 or warp_id != 0:
+        _remark("T.print(warp_group_id=..., warp_id=...): not applied (a value prints from every thread that "
+                "reaches the call, a tile once per block)")
     label = (str(msg) + " ") if msg else ""
     span = _b.current_span()
     if isinstance(obj, _Buffer):
@@ -926,7 +931,10 @@ def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - TileLang's n
 
 
 def use_swizzle(panel_size=8, order="row", enable=True):
-    """Rasterizes blocks in panels for L2 reuse (a GPU hint; no effect on the CPU)."""
+    """Rasterizes blocks in panels for L2 reuse (a GPU hint; no effect on the CPU). Panels are
+    of ``panel_size`` columns, walked row by row (``order="col"`` is a remark: not applied)."""
+    if enable and order != "row":
+        _remark(f"T.use_swizzle(order={order!r}): not applied (panels of columns, blocks ordered down each panel)")
     if enable:
         _b.emit(_tl.attr("threadblock_swizzle", [as_expr(panel_size, "int32").node], _b.current_span()))
 
@@ -1505,9 +1513,7 @@ def assume(cond):
     return None
 
 
-def _remark(text):
-    """A note in kernel.get_remarks() (with the user's line), nothing in the generated code."""
-    _b.emit(_tl.attr("tl.remark:" + text, [], _b.current_span()))
+_remark = _hints_module.remark
 
 
 def annotate_pass_configs(configs):

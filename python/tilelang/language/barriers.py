@@ -16,6 +16,7 @@ import numbers
 
 from .. import _tl
 from . import builder as _b
+from .hints import not_applied as _hints
 from .values import Buffer, BufferRef, PrimExpr, as_expr, to_region
 
 WARPGROUP_THREADS = 128
@@ -209,6 +210,7 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     tile, so the tile may be reused after the next barrier; a store TMA cannot do is stored
     by the threads, with a remark); elsewhere, and on the CPU, a plain copy."""
     _b.require_kernel("T.tma_copy")
+    _hints("T.tma_copy", eviction_policy=eviction_policy, annotations=annotations)
     if cluster_mask is not None:
         raise _b._UserError("T.tma_copy(cluster_mask=...): clusters (TMA multicast) are not supported by this compiler")
     if leader_scope_threads is not None and (not _is_int(leader_scope_threads) or leader_scope_threads <= 0

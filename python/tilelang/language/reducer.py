@@ -22,6 +22,7 @@ import numbers
 
 from .. import _tl
 from . import builder as _b
+from .hints import not_applied as _hints
 from .values import Buffer, BufferRef, as_expr
 
 _OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
@@ -231,6 +232,7 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
 
     if reducer_op(reducer) is None:
         raise _b._UserError("T.finalize_reducer takes a buffer made by T.alloc_reducer")
+    _hints("T.finalize_reducer", annotations=annotations)
     ep = _epoch(reducer)
     b = _b.current()
     if ep.open and ep.mode == "init" and ep.frame is not b.frames[-1]:

@@ -7,6 +7,7 @@ import numbers
 
 from .. import _tl
 from . import builder as _b
+from .hints import not_applied as _hints
 from .values import Buffer, BufferRef, PrimExpr, as_expr, binary
 
 
@@ -77,6 +78,7 @@ def _nest(extents, kinds, body_fn, prefix="i", annotations=None):
 def transpose(src, dst, annotations=None):
     """dst[..., j, i] = src[..., i, j] for tiles (or regions) of extents (..., M, N) and (..., N, M)."""
     _b.require_kernel("T.transpose")
+    _hints("T.transpose", annotations=annotations)
     S, D = _Tile(src, "T.transpose source"), _Tile(dst, "T.transpose destination")
     s, d = S.extents, D.extents
     if len(s) < 2 or len(s) != len(d) or s[:-2] != d[:-2] or (s[-2], s[-1]) != (d[-1], d[-2]):
@@ -94,6 +96,7 @@ def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive running maximum of a tile along `dim` into `dst` (in place when dst is None);
     `reverse` runs from the last element to the first."""
     _b.require_kernel("T.cummax")
+    _hints("T.cummax", annotations=annotations)
     S = _Tile(src, "T.cummax source")
     D = S if dst is None else _Tile(dst, "T.cummax destination")
     shape = S.extents
@@ -178,16 +181,19 @@ def _reduce_loop(kind, src, dst, dim, clear):
 
 def reduce_bitand(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
     """out = bitwise and of `buffer` along `dim` (integer tiles)."""
+    _hints("T.reduce_bitand", batch=None if batch == 1 else batch, annotations=annotations)
     _reduce_loop("bitand", buffer, out, dim, clear)
 
 
 def reduce_bitor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
     """out = bitwise or of `buffer` along `dim` (integer tiles)."""
+    _hints("T.reduce_bitor", batch=None if batch == 1 else batch, annotations=annotations)
     _reduce_loop("bitor", buffer, out, dim, clear)
 
 
 def reduce_bitxor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
     """out = bitwise xor of `buffer` along `dim` (integer tiles)."""
+    _hints("T.reduce_bitxor", batch=None if batch == 1 else batch, annotations=annotations)
     _reduce_loop("bitxor", buffer, out, dim, clear)
 
 
@@ -202,6 +208,7 @@ def im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_p
     from . import if_then_else
 
     _b.require_kernel("T.im2col")
+    _hints("T.im2col", eviction_policy=eviction_policy, annotations=annotations)
     if not isinstance(img, Buffer) or len(img.shape) != 4:
         raise _b._UserError("T.im2col: img must be a 4-D NHWC tensor")
     C = _Tile(col, "T.im2col destination")
