@@ -106,10 +106,15 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     root = Path(__file__).resolve().parents[1]
+    # ours compiles with the device-library switches the JIT passes (native 16-bit arithmetic,
+    # hardware float8 conversions, ...); without them ptxas sees the portable emulations
+    from tilelang import _tl
+
+    ours_defines = list(_tl.cuda_compile_defines({}))
     sides = {
         "ours": ([sys.executable], {"TILELANG_DEFAULT_TARGET": "cuda",
                                     "TILELANG_CUDA_ARCH": os.environ.get("TILELANG_CUDA_ARCH", "sm_90a")},
-                 [str(root / "templates")], []),
+                 [str(root / "templates")], ours_defines),
         "upstream": ([a.upstream_python], {"PYTHONPATH": a.upstream_pkg},
                      [f"{a.upstream_pkg}/tilelang/src", f"{a.upstream_pkg}/tilelang/3rdparty/cutlass/include"],
                      ["-DNDEBUG"]),  # (upstream builds without --use_fast_math unless tl.enable_fast_math)

@@ -2,8 +2,16 @@
 /// \file Element copies of a T.Parallel nest in groups (parallel_copy_groups.h).
 #include "parallel_copy_groups.h"
 
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "tl/arith/simplify.h"
+#include "tl/ir/equal.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform::cuda {
 
@@ -34,7 +42,168 @@ bool WholeGroupRows(const Buffer& b, int64_t k) {
          !b->shape.empty() && AsConstInt(b->shape.back(), &w) && w % k == 0;
 }
 
+/// `body` as one statement with its lets substituted (`r = by * 32 + i; y = Y[r, c];
+/// Z[r, c] = ... y`: the front end's names for parts of the value), through guards; null when
+/// it holds anything but lets, guards and a last statement.
+Stmt InlinedLets(const Stmt& body) {
+  std::unordered_map<const Var*, Expr> lets;
+  std::function<Stmt(const Stmt&)> inline_in = [&](const Stmt& s) -> Stmt {
+    auto bound = [&](const Var* v) -> Expr {
+      auto it = lets.find(v);
+      return it == lets.end() ? nullptr : it->second;
+    };
+    if (const auto* seq = As<Seq>(s)) {
+      if (seq->stmts.empty()) return nullptr;
+      for (size_t i = 0; i + 1 < seq->stmts.size(); ++i) {
+        const auto* let = As<LetStmt>(seq->stmts[i]);
+        if (!let) return nullptr;
+        lets[let->var.get()] = Substitute(let->value, bound);
+      }
+      return inline_in(seq->stmts.back());
+    }
+    if (const auto* guard = As<IfThenElse>(s)) {
+      if (guard->else_case) return nullptr;
+      Stmt then_case = inline_in(guard->then_case);
+      return then_case ? IfThenElse::Make(Substitute(guard->cond, bound), then_case, nullptr, guard->span) : nullptr;
+    }
+    if (const auto* store = As<BufferStore>(s)) {
+      std::vector<Expr> idx;
+      for (const Expr& e : store->indices) idx.push_back(Substitute(e, bound));
+      return BufferStore::Make(store->buffer, idx, Substitute(store->value, bound), store->span);
+    }
+    return nullptr;
+  };
+  return inline_in(body);
+}
+
+/// The store under the guards of `body` (which must not use `d`), or null.
+const BufferStore* GuardedStore(const Stmt& body, const Var* d) {
+  Stmt core = body;
+  while (const auto* guard = As<IfThenElse>(core)) {
+    if (guard->else_case || UsesVar(guard->cond, d)) return nullptr;
+    core = guard->then_case;
+  }
+  return As<BufferStore>(core);
+}
+
+/// `body` with its innermost store replaced by `s` (the guards around it kept).
+Stmt ReplaceStore(const Stmt& body, const Stmt& s) {
+  if (const auto* guard = As<IfThenElse>(body)) {
+    return IfThenElse::Make(guard->cond, ReplaceStore(guard->then_case, s), nullptr, guard->span);
+  }
+  return s;
+}
+
+/// The loads of `value` that use `d`, each once (structurally), or false when `value` holds
+/// anything but pure arithmetic on memory loads and values without `d`.
+bool WindowLoads(const Expr& value, const Var* d, std::vector<const BufferLoad*>* loads) {
+  bool ok = true;
+  ForEachExpr(value, [&](const Expr& e) {
+    if (const auto* load = As<BufferLoad>(e)) {
+      const Scope s = load->buffer->scope;
+      if (s != Scope::kGlobal && s != Scope::kShared) {
+        ok &= !UsesVar(e, d) && (s == Scope::kVar || s == Scope::kLocal);
+        return;
+      }
+      if (!UsesVar(e, d)) return;
+      for (const BufferLoad* seen : *loads) {
+        if (StructuralEqual(Expr(e), BufferLoad::Make(seen->buffer, seen->indices))) return;
+      }
+      loads->push_back(load);
+    } else if (const auto* call = As<Call>(e)) {
+      const IntrinsicInfo* info = LookupIntrinsic(call->op);
+      constexpr uint32_t kPure = kTlFunction | kCudaOnly | kSm100aOnly;
+      ok &= info && !(info->effects & ~kPure);
+    }
+  });
+  return ok;
+}
+
 }  // namespace
+
+int64_t ElementwiseGroup(const For* inner, const Stmt& nest_body) {
+  const Var* d = inner->var.get();
+  int64_t n = 0, lo = -1;
+  if (!AsConstInt(inner->extent, &n) || !AsConstInt(inner->min, &lo) || lo != 0) return 0;
+  const Stmt body = InlinedLets(nest_body);
+  if (!body) return 0;
+  const BufferStore* store = GuardedStore(body, d);
+  if (!store || store->buffer->scope != Scope::kGlobal) return 0;  // (into a tensor only, as ElementCopyGroup)
+  std::vector<const BufferLoad*> loads;
+  if (!WindowLoads(store->value, d, &loads) || loads.empty()) return 0;
+  int64_t widest = store->buffer->dtype.bytes();
+  for (const BufferLoad* l : loads) {
+    if (l->buffer->dtype.bits % 8 != 0) return 0;
+    widest = std::max<int64_t>(widest, l->buffer->dtype.bytes());
+  }
+  if (store->buffer->dtype.bits % 8 != 0 || widest >= kGroupBytes) return 0;
+  const int64_t k = kGroupBytes / widest;
+  if (n % k != 0 || !WholeGroupRows(store->buffer, k)) return 0;
+  arith::Analyzer an;
+  if (!ConsecutiveAlong(store->indices, d, &an)) return 0;
+  for (const BufferLoad* l : loads) {
+    if (!WholeGroupRows(l->buffer, k) || !ConsecutiveAlong(l->indices, d, &an)) return 0;
+  }
+  return k;
+}
+
+Stmt GroupedElementwise(const For* inner, const Stmt& nest_body, int64_t k, const Expr& g) {
+  const Var* d = inner->var.get();
+  const Stmt body = InlinedLets(nest_body);
+  const Span& span = inner->span;
+  const BufferStore* store = GuardedStore(body, d);
+  std::vector<const BufferLoad*> loads;
+  WindowLoads(store->value, d, &loads);
+  const DType it = d->dtype;
+  const Expr first = g * MakeInt(k, it);
+  // index `idx` of the group's element j (d := g * k + j)
+  auto at = [&](const std::vector<Expr>& idx, const Expr& j) {
+    std::vector<Expr> out;
+    for (const Expr& e : idx) out.push_back(Substitute(e, [&](const Var* x) -> Expr { return x == d ? first + j : nullptr; }));
+    return out;
+  };
+  auto vectorized = [&](const std::string& name, const std::function<Stmt(const Expr&)>& each, ForKind kind) {
+    VarRef j = Var::Make(name, it);
+    return For::Make(j, MakeInt(0, it), MakeInt(k, it), kind, each(j), {}, span);
+  };
+  std::vector<Stmt> out;
+  std::vector<Buffer> regs;
+  for (const BufferLoad* l : loads) {
+    Buffer r = BufferNode::Make(l->buffer->name + "_v", l->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
+    regs.push_back(r);
+    out.push_back(Allocate::Make(r, nullptr, span));
+    out.push_back(vectorized(inner->var->name, [&](const Expr& j) {
+      return BufferStore::Make(r, {j}, BufferLoad::Make(l->buffer, at(l->indices, j)), span);
+    }, ForKind::kVectorized));
+  }
+  Buffer result = BufferNode::Make(store->buffer->name + "_v", store->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
+  out.push_back(Allocate::Make(result, nullptr, span));
+  out.push_back(vectorized(inner->var->name, [&](const Expr& j) {
+    // each window load becomes its register; everything else is the value at d := g * k + j
+    struct Windows : IRMutator {
+      const std::vector<const BufferLoad*>* loads;
+      const std::vector<Buffer>* regs;
+      Expr j;
+      Expr Mutate_(const BufferLoad* op, const Expr& self) override {
+        for (size_t i = 0; i < loads->size(); ++i) {
+          const BufferLoad* l = (*loads)[i];
+          if (StructuralEqual(self, BufferLoad::Make(l->buffer, l->indices))) return BufferLoad::Make((*regs)[i], {j});
+        }
+        return IRMutator::Mutate_(op, self);
+      }
+    } windows;
+    windows.loads = &loads;
+    windows.regs = &regs;
+    windows.j = j;
+    Expr v = windows.Mutate(store->value);
+    v = Substitute(v, [&](const Var* x) -> Expr { return x == d ? first + j : nullptr; });
+    return BufferStore::Make(result, {j}, v, span);
+  }, ForKind::kUnrolled));
+  out.push_back(vectorized(inner->var->name, [&](const Expr& j) {
+    return BufferStore::Make(store->buffer, at(store->indices, j), BufferLoad::Make(result, {j}), span);
+  }, ForKind::kVectorized));
+  return ReplaceStore(body, Seq::Make(out, span));
+}
 
 int64_t ElementCopyGroup(const For* inner, const Stmt& body) {
   const Var* d = inner->var.get();

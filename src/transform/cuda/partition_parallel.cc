@@ -27,7 +27,9 @@ using namespace ir;  // NOLINT: implementation file
 class Partitioner : public IRMutator {
  public:
   explicit Partitioner(PassContext& ctx)
-      : ctx_(ctx), group_copies_(cuda::ConfigOn(ctx, "tl.vectorize_parallel_copies", /*default_on=*/true)) {}
+      : ctx_(ctx),
+        group_copies_(cuda::ConfigOn(ctx, "tl.vectorize_parallel_copies", /*default_on=*/true)),
+        group_elementwise_(cuda::ConfigOn(ctx, "tl.vectorize_parallel_elementwise", /*default_on=*/false)) {}
 
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
@@ -86,18 +88,24 @@ class Partitioner : public IRMutator {
       elements = AsConstInt(e, &n) ? elements * n : 0;
     }
     int64_t k = group_copies_ ? cuda::ElementCopyGroup(inner, body) : 0;
+    // ... or an element-wise computation along it, through registers k elements at a time
+    const bool elementwise = !k && group_elementwise_ && (k = cuda::ElementwiseGroup(inner, body)) > 0;
     if (elements < k * share_.SpreadThreads()) k = 0;
     if (k) {
       int64_t n = 0;
       AsConstInt(inner->extent, &n);
       extents.back() = MakeInt(n / k, inner->extent->dtype);
       ctx_.remarks.push_back("T.Parallel" + (op->span.Defined() ? " at line " + std::to_string(op->span.line) : "") +
-                             ": an element copy, " + std::to_string(k) + " consecutive elements per thread at a time "
-                             "(tl.vectorize_parallel_copies)");
+                             (elementwise ? ": element-wise, " : ": an element copy, ") + std::to_string(k) +
+                             " consecutive elements per thread at a time (" +
+                             (elementwise ? "tl.vectorize_parallel_elementwise)" : "tl.vectorize_parallel_copies)"));
     }
     const VarRef& tx = share_.Spread();
     return cuda::PartitionOverThreads(extents, tx, share_.SpreadThreads(), op->span, [&](const std::vector<Expr>& idx) {
-      const Stmt grouped = k ? cuda::GroupedCopy(inner, body, k, Cast::Make(inner->var->dtype, idx.back())) : body;
+      const Expr g = k ? Cast::Make(inner->var->dtype, idx.back()) : Expr();
+      const Stmt grouped = !k          ? body
+                           : elementwise ? cuda::GroupedElementwise(inner, body, k, g)
+                                         : cuda::GroupedCopy(inner, body, k, g);
       return Substitute(grouped, [&](const Var* v) -> Expr {
         for (size_t k = 0; k < loops.size(); ++k) {
           if (loops[k]->var.get() == v) return Cast::Make(v->dtype, loops[k]->min + idx[k]);
@@ -292,7 +300,8 @@ class Partitioner : public IRMutator {
   }
 
   PassContext& ctx_;
-  const bool group_copies_;  ///< tl.vectorize_parallel_copies
+  const bool group_copies_;        ///< tl.vectorize_parallel_copies
+  const bool group_elementwise_;  ///< tl.vectorize_parallel_elementwise
   cuda::ThreadShare share_;  ///< the thread index, and the threads work is spread over here
   int inside_ = 0;
   int thread_branch_ = 0;  ///< depth of branches whose condition depends on the thread
