@@ -477,6 +477,65 @@ def gen_elementwise(r, prog):
     prog.ref = ref
 
 
+def gen_wide_elementwise(r, prog):
+    """Element-wise T.Parallel nests over global tensors wide enough for groups of 16 bytes per
+    thread (tl.vectorize_parallel_elementwise on CUDA): static shapes whose rows hold whole
+    groups, mixed element types, a per-row scale read without the inner loop, and sometimes a
+    guard on the row only (it stays around the groups)."""
+    P = prog.prefix
+    bm, bn = r.choice([2, 4, 8, 16]), r.choice([32, 64, 128, 256])
+    M, N = bm * r.randint(1, 3), bn * r.randint(1, 2)
+    dx, dy = r.choice(FLOATS), r.choice(FLOATS + ("int32",))
+    do = r.choice(FLOATS) if r.random() < 0.5 else "float32"
+    cdt = r.choice(["float32", "float32", "float64", "float16"])
+    threads = r.choice([32, 64, 128, 256])
+    rows = M - min(M - 1, r.choice([0, 0, 1, 3]))  # rows past `rows` left alone (a guard on the row only)
+    X = Param(f"{P}X", (M, N), dx, "in")
+    Y = Param(f"{P}Y", (M, N), dy, "in", "small_int" if is_int(dy) else "normal")
+    S = Param(f"{P}S", (M,), "float32", "in")
+    O = Param(f"{P}O", (M, N), do, "out")
+    prog.params += [X, Y, S, O]
+    prog.touch(do, cdt)
+    row = f"by * {bm} + i"
+    leaves = [(f"{X.name}[{row}, bx * {bn} + j]", lambda e: e["x"], dx),
+              (f"{Y.name}[{row}, bx * {bn} + j]", lambda e: e["y"], dy),
+              (f"{S.name}[{row}]", lambda e: e["s"], "float32")]
+    ints = [("i", lambda e: e["i"]), ("j", lambda e: e["j"]), (f"({row})", lambda e: e["by"] * bm + e["i"])]
+    g = ExprGen(r, prog, leaves, ints, cdt)
+    e1 = g.fexpr(r.randint(1, 4))
+    prog.notes.append(f"wide tile {bm}x{bn} of {M}x{N} rows<{rows} x={dx} y={dy} out={do} compute={cdt} "
+                      f"threads={threads}")
+    value = e1[0] if do == cdt else f'T.cast({e1[0]}, "{do}")'
+    b = Body()
+    b(f"with T.Kernel({N // bn}, {M // bm}, threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f"for i, j in T.Parallel({bm}, {bn}):")
+        with b.indent():
+            if rows < M:
+                b(f"if {row} < {rows}:")
+                b.ind += 1
+            b(f"{O.name}[{row}, bx * {bn} + j] = {value}")
+            if rows < M:
+                b.ind -= 1
+    prog.body = b.lines
+
+    def ref(arr, run):
+        o = np.full((M, N), np.nan)
+        ii, jj = np.arange(bm)[:, None], np.arange(bn)[None, :]
+        for by in range(M // bm):
+            for bx in range(N // bn):
+                x = arr[X.name][by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn]
+                y = arr[Y.name][by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn]
+                s = arr[S.name][by * bm:(by + 1) * bm][:, None] + 0 * jj
+                env = {"x": x, "y": y, "s": s, "i": ii + 0 * jj, "j": jj + 0 * ii, "bx": bx, "by": by}
+                with np.errstate(all="ignore"):
+                    v = rnd(rnd(e1[1](env), cdt) + 0 * ii * jj, do)
+                tile_store(o, v, by * bm, bx * bn)
+        o[rows:] = np.nan
+        return {O.name: o}
+    prog.ref = ref
+
+
 RED = {
     "sum": (lambda t, a: t.sum(axis=a), np.add), "max": (lambda t, a: t.max(axis=a), np.maximum),
     "min": (lambda t, a: t.min(axis=a), np.minimum), "abssum": (lambda t, a: np.abs(t).sum(axis=a), np.add),
@@ -1663,6 +1722,7 @@ KINDS = {
     "reducers": (gen_reducers, 0),
     "dtype_views": (gen_dtype_views, 0),
     "gathers": (gen_gathers, 0),
+    "wide_elementwise": (gen_wide_elementwise, 0),
 }
 
 
