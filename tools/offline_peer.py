@@ -58,12 +58,22 @@ _SIDE = textwrap.dedent(r'''
     m = importlib.import_module(module)
     f = getattr(m, function)
     a, kw = eval("(lambda *a, **kw: (a, kw))(" + args + ")")
+    # a JIT-decorated function, or a plain one returning a T.prim_func
+    plain = not hasattr(f, "jit_impl") and not hasattr(f, "get_tir") and not hasattr(f, "func")
     if side == "ours":
-        src = f(*a, **kw).get_kernel_source()
+        made = f(*a, **kw)
+        if hasattr(made, "get_kernel_source"):
+            src = made.get_kernel_source()
+        else:  # a T.prim_func: lowered as the JIT would (its arch, TILELANG_PASS_CONFIGS)
+            import os
+            from tilelang.jit.kernel import _environment_pass_configs
+
+            arch = os.environ.get("TILELANG_CUDA_ARCH", "sm_90a")
+            src = tilelang.lower(made, target=f"cuda -arch={arch}", pass_configs=_environment_pass_configs()).kernel_source
     else:  # upstream: the prim_func of its JIT (or autotuner) wrapper, lowered for sm_90a
         from tilelang import tvm
         jit = getattr(f, "jit_impl", f)
-        prim = jit.get_tir(*a, **kw) if hasattr(jit, "get_tir") else jit.func(*a, **kw)
+        prim = f(*a, **kw) if plain else jit.get_tir(*a, **kw) if hasattr(jit, "get_tir") else jit.func(*a, **kw)
         target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
         # (the decorator's pass configs, as its own compile would apply them)
         configs = {getattr(k, "value", k): v for k, v in (getattr(jit, "pass_configs", None) or {}).items()}
