@@ -50,8 +50,8 @@ def test_loads_and_store_go_16_bytes_at_a_time(arch):
     assert "element-wise, 8 consecutive elements per thread at a time" in remarks, remarks
     copies = [ln.strip() for ln in src.splitlines() if ln.strip().startswith("tl::copy<16>(")]
     assert len(copies) == 3, src  # X and Y in, Z out
-    assert any("(&Z[" in ln for ln in copies) and any("(&X_v[0])" in ln for ln in copies), src
-    assert "s[" in src and "s_v" not in src, src  # the per-row scale stays a load: it has no window
+    assert any("(&Z[" in ln for ln in copies) and any("(&X_group[0])" in ln for ln in copies), src
+    assert "s[" in src and "s_group" not in src, src  # the per-row scale stays a load: it has no window
 
 
 def test_off_by_default():
@@ -63,7 +63,7 @@ def test_mixed_widths_take_the_widest_elements_groups():
     """float32 X into a float16 Z: 4 elements per group (16 bytes of X, 8 of Z)."""
     src, remarks = cuda(axpy(x_dtype="float32"), **ON)
     assert "element-wise, 4 consecutive elements per thread at a time" in remarks, remarks
-    assert "tl::copy<16>((&X_v[0])" in src and any(ln.strip().startswith("tl::copy<8>(") and "(&Z[" in ln
+    assert "tl::copy<16>((&X_group[0])" in src and any(ln.strip().startswith("tl::copy<8>(") and "(&Z[" in ln
                                                    for ln in src.splitlines()), src
 
 

@@ -169,14 +169,14 @@ Stmt GroupedElementwise(const For* inner, const Stmt& nest_body, int64_t k, cons
   std::vector<Stmt> out;
   std::vector<Buffer> regs;
   for (const BufferLoad* l : loads) {
-    Buffer r = BufferNode::Make(l->buffer->name + "_v", l->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
+    Buffer r = BufferNode::Make(l->buffer->name + "_group", l->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
     regs.push_back(r);
     out.push_back(Allocate::Make(r, nullptr, span));
     out.push_back(vectorized(inner->var->name, [&](const Expr& j) {
       return BufferStore::Make(r, {j}, BufferLoad::Make(l->buffer, at(l->indices, j)), span);
     }, ForKind::kVectorized));
   }
-  Buffer result = BufferNode::Make(store->buffer->name + "_v", store->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
+  Buffer result = BufferNode::Make(store->buffer->name + "_group", store->buffer->dtype, {MakeInt(k)}, Scope::kLocal);
   out.push_back(Allocate::Make(result, nullptr, span));
   out.push_back(vectorized(inner->var->name, [&](const Expr& j) {
     // each window load becomes its register; everything else is the value at d := g * k + j
