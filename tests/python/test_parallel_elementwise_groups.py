@@ -79,6 +79,42 @@ def test_a_guard_without_the_inner_loop_stays_around_the_group():
     assert "< 123" in guard or "<= 122" in guard, guard
 
 
+def ragged(M=64, N=1000, bm=16, bn=256, threads=128):
+    """Z = X + Y over a grid that overhangs N: `if c < N` guards the last column tile."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Y: T.Tensor((M, N), "float16"), Z: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), M // bm, threads=threads) as (bx, by):
+            for i, j in T.Parallel(bm, bn):
+                r = by * bm + i
+                c = bx * bn + j
+                if c < N:
+                    Z[r, c] = X[r, c] + Y[r, c]
+
+    return main
+
+
+@pytest.mark.parametrize("N, grouped", [(1000, True), (1004, False)])
+def test_a_ragged_edge_on_a_group_boundary_keeps_the_groups(N, grouped):
+    """`c < N` holds for a whole group or for none of it when N is a multiple of the group
+    (1000 = 125 x 8): the guard is taken at the group's first element. 1004 is not (nor are
+    the tensor's rows whole groups): element by element."""
+    src, remarks = cuda(ragged(N=N), **ON)
+    assert ("element-wise, 8 consecutive" in remarks) == grouped, remarks
+    if grouped:
+        guard = next(ln.strip() for ln in src.splitlines() if ln.strip().startswith("if ("))
+        assert "< 1000" in guard and "tx" in guard, guard
+
+
+@pytest.mark.parametrize("N", [1000, 1004])
+def test_ragged_values_match_numpy_with_the_key_on(rng, N):
+    x, y = rand(rng, (64, N), "float16"), rand(rng, (64, N), "float16")
+    z = poison((64, N), "float16")
+    compile_cpu(ragged(N=N), pass_configs=ON)(x, y, z)
+    np.testing.assert_allclose(z.astype(np.float32), (f64(x) + f64(y)).astype(np.float16).astype(np.float32),
+                               rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.parametrize("kw", [{}, {"x_dtype": "float32"}, {"edge": True}, {"transposed_y": True}])
 def test_values_match_numpy_with_the_key_on(rng, kw):
     x = rand(rng, (128, 512), kw.get("x_dtype", "float16"))
@@ -91,3 +127,26 @@ def test_values_match_numpy_with_the_key_on(rng, kw):
     np.testing.assert_allclose(z[:rows].astype(np.float32), want[:rows].astype(np.float32), rtol=2e-2, atol=2e-2)
     if kw.get("edge"):
         assert np.isnan(z[rows:].astype(np.float32)).all()
+
+
+def test_a_load_guarded_beyond_the_store_keeps_element_accesses():
+    """X is narrower than Z: its loads past column 1000 read zero (guard-global-access's
+    `c < 1000 ? X[r, c] : 0`), and Z's store is not guarded. A group would load X's window
+    whole, past its end: not grouped."""
+    M, N, W = 64, 1024, 1000
+
+    @T.prim_func
+    def main(X: T.Tensor((M, W), "float16"), Y: T.Tensor((M, N), "float16"), Z: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // 256, M // 16, threads=128) as (bx, by):
+            for i, j in T.Parallel(16, 256):
+                Z[by * 16 + i, bx * 256 + j] = X[by * 16 + i, bx * 256 + j] + Y[by * 16 + i, bx * 256 + j]
+
+    src, remarks = cuda(main, **ON)
+    assert "element-wise" not in remarks, remarks
+    rng = np.random.default_rng(9)
+    x, y = rand(rng, (M, W), "float16"), rand(rng, (M, N), "float16")
+    z = poison((M, N), "float16")
+    compile_cpu(main, pass_configs=ON)(x, y, z)
+    want = f64(y)
+    want[:, :W] += f64(x)
+    np.testing.assert_allclose(z.astype(np.float32), want.astype(np.float16).astype(np.float32), rtol=1e-3, atol=1e-3)

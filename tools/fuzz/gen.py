@@ -485,6 +485,7 @@ def gen_wide_elementwise(r, prog):
     P = prog.prefix
     bm, bn = r.choice([2, 4, 8, 16]), r.choice([32, 64, 128, 256])
     M, N = bm * r.randint(1, 3), bn * r.randint(1, 2)
+    N -= r.choice([0, 0, 0, 8, 16, 24]) if N > 32 else 0  # a ragged last column tile: `c < N` guards it
     dx, dy = r.choice(FLOATS), r.choice(FLOATS + ("int32",))
     do = r.choice(FLOATS) if r.random() < 0.5 else "float32"
     cdt = r.choice(["float32", "float32", "float64", "float16"])
@@ -507,15 +508,16 @@ def gen_wide_elementwise(r, prog):
                       f"threads={threads}")
     value = e1[0] if do == cdt else f'T.cast({e1[0]}, "{do}")'
     b = Body()
-    b(f"with T.Kernel({N // bn}, {M // bm}, threads={threads}) as (bx, by):")
+    b(f"with T.Kernel({ceildiv(N, bn)}, {M // bm}, threads={threads}) as (bx, by):")
     with b.indent():
         b(f"for i, j in T.Parallel({bm}, {bn}):")
         with b.indent():
-            if rows < M:
-                b(f"if {row} < {rows}:")
+            conds = ([f"{row} < {rows}"] if rows < M else []) + ([f"bx * {bn} + j < {N}"] if N % bn else [])
+            if conds:
+                b(f"if {' and '.join(conds)}:")
                 b.ind += 1
             b(f"{O.name}[{row}, bx * {bn} + j] = {value}")
-            if rows < M:
+            if conds:
                 b.ind -= 1
     prog.body = b.lines
 
@@ -523,9 +525,9 @@ def gen_wide_elementwise(r, prog):
         o = np.full((M, N), np.nan)
         ii, jj = np.arange(bm)[:, None], np.arange(bn)[None, :]
         for by in range(M // bm):
-            for bx in range(N // bn):
-                x = arr[X.name][by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn]
-                y = arr[Y.name][by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn]
+            for bx in range(ceildiv(N, bn)):
+                x = tile_pad(arr[X.name], by * bm, bx * bn, bm, bn)
+                y = tile_pad(arr[Y.name], by * bm, bx * bn, bm, bn)
                 s = arr[S.name][by * bm:(by + 1) * bm][:, None] + 0 * jj
                 env = {"x": x, "y": y, "s": s, "i": ii + 0 * jj, "j": jj + 0 * ii, "bx": bx, "by": by}
                 with np.errstate(all="ignore"):

@@ -76,47 +76,145 @@ Stmt InlinedLets(const Stmt& body) {
   return inline_in(body);
 }
 
-/// The store under the guards of `body` (which must not use `d`), or null.
-const BufferStore* GuardedStore(const Stmt& body, const Var* d) {
+/// Whether `cond` has one value over each group of k elements along `d` (groups start at
+/// multiples of k): it does not use d, or it is a conjunction whose terms that use d are
+/// `a < b` with a = d + terms without d, where b and a at d = 0 are multiples of k (a ragged
+/// edge `c < N` with N a multiple of k: a group's first element is below N exactly when its
+/// last one is).
+bool UniformOverGroups(const Expr& cond, const Var* d, int64_t k, arith::Analyzer* an) {
+  if (!UsesVar(cond, d)) return true;
+  const auto* bin = As<Binary>(cond);
+  if (!bin) return false;
+  if (bin->op == BinOp::kAnd) return UniformOverGroups(bin->a, d, k, an) && UniformOverGroups(bin->b, d, k, an);
+  if (bin->op != BinOp::kLT || UsesVar(bin->b, d) || k <= 1) return false;
+  if (!ConsecutiveAlong({bin->a}, d, an)) return false;
+  Expr at0 = Substitute(bin->a, [d](const Var* x) -> Expr { return x == d ? MakeInt(0, x->dtype) : nullptr; });
+  const Expr kk = MakeInt(k, bin->b->dtype);
+  return an->CanProve(EQ(FloorMod(bin->b, kk), MakeInt(0, bin->b->dtype))) &&
+         an->CanProve(EQ(FloorMod(at0, MakeInt(k, at0->dtype)), MakeInt(0, at0->dtype)));
+}
+
+/// The store under the guards (without else branches) of `body`, or null.
+const BufferStore* InnerStore(const Stmt& body) {
   Stmt core = body;
   while (const auto* guard = As<IfThenElse>(core)) {
-    if (guard->else_case || UsesVar(guard->cond, d)) return nullptr;
+    if (guard->else_case) return nullptr;
     core = guard->then_case;
   }
   return As<BufferStore>(core);
 }
 
-/// `body` with its innermost store replaced by `s` (the guards around it kept).
-Stmt ReplaceStore(const Stmt& body, const Stmt& s) {
+/// Whether every guard around the store of `body` has one value over each group of k
+/// elements along `d` (UniformOverGroups).
+bool GuardsUniform(const Stmt& body, const Var* d, int64_t k) {
+  arith::Analyzer an;
+  for (const auto* guard = As<IfThenElse>(body); guard; guard = As<IfThenElse>(guard->then_case)) {
+    if (!UniformOverGroups(guard->cond, d, k, &an)) return false;
+  }
+  return true;
+}
+
+/// `body` with its innermost store replaced by `s` (the guards around it kept, each at the
+/// group's first element: `first` for d, where a guard uses it).
+Stmt ReplaceStore(const Stmt& body, const Stmt& s, const Var* d, const Expr& first) {
   if (const auto* guard = As<IfThenElse>(body)) {
-    return IfThenElse::Make(guard->cond, ReplaceStore(guard->then_case, s), nullptr, guard->span);
+    Expr cond = Substitute(guard->cond, [&](const Var* x) -> Expr { return x == d ? first : nullptr; });
+    return IfThenElse::Make(cond, ReplaceStore(guard->then_case, s, d, first), nullptr, guard->span);
   }
   return s;
 }
 
-/// The loads of `value` that use `d`, each once (structurally), or false when `value` holds
-/// anything but pure arithmetic on memory loads and values without `d`.
-bool WindowLoads(const Expr& value, const Var* d, std::vector<const BufferLoad*>* loads) {
+/// The conjuncts of `cond` (a && b && ...).
+void Conjuncts(const Expr& cond, std::vector<Expr>* out) {
+  const auto* bin = As<Binary>(cond);
+  if (bin && bin->op == BinOp::kAnd) {
+    Conjuncts(bin->a, out);
+    Conjuncts(bin->b, out);
+  } else {
+    out->push_back(cond);
+  }
+}
+
+/// The conjuncts of the guards around the store of `body`.
+std::vector<Expr> GuardTerms(const Stmt& body) {
+  std::vector<Expr> terms;
+  for (const auto* guard = As<IfThenElse>(body); guard; guard = As<IfThenElse>(guard->then_case)) {
+    Conjuncts(guard->cond, &terms);
+  }
+  return terms;
+}
+
+/// The loads of `value` that use `d` (its windows), each once (structurally); `ok` false when
+/// `value` holds anything but pure arithmetic on memory loads and values without `d`, or a
+/// window that the original evaluates only under a condition (a Select's branch, the right
+/// side of && or ||) not among the guards' conjuncts: the group loads its window whole, which
+/// must be in bounds whenever the store runs (guard-global-access's `c < N ? X[r, c] : 0`
+/// under the guard `c < N` is).
+struct WindowFinder : IRVisitor {
+  const Var* d = nullptr;
+  const std::vector<Expr>* guards = nullptr;
+  std::vector<const BufferLoad*>* loads = nullptr;
   bool ok = true;
-  ForEachExpr(value, [&](const Expr& e) {
-    if (const auto* load = As<BufferLoad>(e)) {
-      const Scope s = load->buffer->scope;
-      if (s != Scope::kGlobal && s != Scope::kShared) {
-        ok &= !UsesVar(e, d) && (s == Scope::kVar || s == Scope::kLocal);
-        return;
-      }
-      if (!UsesVar(e, d)) return;
-      for (const BufferLoad* seen : *loads) {
-        if (StructuralEqual(Expr(e), BufferLoad::Make(seen->buffer, seen->indices))) return;
-      }
-      loads->push_back(load);
-    } else if (const auto* call = As<Call>(e)) {
-      const IntrinsicInfo* info = LookupIntrinsic(call->op);
-      constexpr uint32_t kPure = kTlFunction | kCudaOnly | kSm100aOnly;
-      ok &= info && !(info->effects & ~kPure);
+  int conditional = 0;  ///< inside operands evaluated under a condition the guards do not imply
+
+  bool Guarded(const Expr& cond) const {
+    std::vector<Expr> terms;
+    Conjuncts(cond, &terms);
+    for (const Expr& t : terms) {
+      bool found = false;
+      for (const Expr& g : *guards) found = found || StructuralEqual(t, g);
+      if (!found) return false;
     }
-  });
-  return ok;
+    return true;
+  }
+  void Visit_(const Select* op) override {
+    Visit(op->cond);
+    const bool implied = Guarded(op->cond);
+    conditional += !implied;
+    Visit(op->t);
+    Visit(op->f);
+    conditional -= !implied;
+  }
+  void Visit_(const Binary* op) override {
+    if (op->op != BinOp::kAnd && op->op != BinOp::kOr) return IRVisitor::Visit_(op);
+    Visit(op->a);
+    ++conditional;  // (C's short-circuit: the right side only sometimes)
+    Visit(op->b);
+    --conditional;
+  }
+  void Visit_(const BufferLoad* op) override {
+    IRVisitor::Visit_(op);
+    const Scope s = op->buffer->scope;
+    Expr self = BufferLoad::Make(op->buffer, op->indices);
+    if (s != Scope::kGlobal && s != Scope::kShared) {
+      ok = ok && !UsesVar(self, d) && (s == Scope::kVar || s == Scope::kLocal);
+      return;
+    }
+    if (!UsesVar(self, d)) return;
+    ok = ok && conditional == 0;
+    for (const BufferLoad* seen : *loads) {
+      if (StructuralEqual(self, BufferLoad::Make(seen->buffer, seen->indices))) return;
+    }
+    loads->push_back(op);
+  }
+  void Visit_(const Call* op) override {
+    const IntrinsicInfo* info = LookupIntrinsic(op->op);
+    constexpr uint32_t kPure = kTlFunction | kCudaOnly | kSm100aOnly;
+    ok = ok && info && !(info->effects & ~kPure);
+    IRVisitor::Visit_(op);
+  }
+};
+
+/// The windows of the store's value in `body` (WindowFinder); false when it is not pure
+/// arithmetic on them and on values without `d`.
+bool WindowLoads(const Stmt& body, const BufferStore* store, const Var* d, std::vector<const BufferLoad*>* loads) {
+  const std::vector<Expr> guards = GuardTerms(body);
+  WindowFinder finder;
+  finder.d = d;
+  finder.guards = &guards;
+  finder.loads = loads;
+  finder.Visit(store->value);
+  return finder.ok;
 }
 
 }  // namespace
@@ -127,10 +225,10 @@ int64_t ElementwiseGroup(const For* inner, const Stmt& nest_body) {
   if (!AsConstInt(inner->extent, &n) || !AsConstInt(inner->min, &lo) || lo != 0) return 0;
   const Stmt body = InlinedLets(nest_body);
   if (!body) return 0;
-  const BufferStore* store = GuardedStore(body, d);
+  const BufferStore* store = InnerStore(body);
   if (!store || store->buffer->scope != Scope::kGlobal) return 0;  // (into a tensor only, as ElementCopyGroup)
   std::vector<const BufferLoad*> loads;
-  if (!WindowLoads(store->value, d, &loads) || loads.empty()) return 0;
+  if (!WindowLoads(body, store, d, &loads) || loads.empty()) return 0;
   int64_t widest = store->buffer->dtype.bytes();
   for (const BufferLoad* l : loads) {
     if (l->buffer->dtype.bits % 8 != 0) return 0;
@@ -140,7 +238,7 @@ int64_t ElementwiseGroup(const For* inner, const Stmt& nest_body) {
   const int64_t k = kGroupBytes / widest;
   if (n % k != 0 || !WholeGroupRows(store->buffer, k)) return 0;
   arith::Analyzer an;
-  if (!ConsecutiveAlong(store->indices, d, &an)) return 0;
+  if (!ConsecutiveAlong(store->indices, d, &an) || !GuardsUniform(body, d, k)) return 0;
   for (const BufferLoad* l : loads) {
     if (!WholeGroupRows(l->buffer, k) || !ConsecutiveAlong(l->indices, d, &an)) return 0;
   }
@@ -151,9 +249,9 @@ Stmt GroupedElementwise(const For* inner, const Stmt& nest_body, int64_t k, cons
   const Var* d = inner->var.get();
   const Stmt body = InlinedLets(nest_body);
   const Span& span = inner->span;
-  const BufferStore* store = GuardedStore(body, d);
+  const BufferStore* store = InnerStore(body);
   std::vector<const BufferLoad*> loads;
-  WindowLoads(store->value, d, &loads);
+  WindowLoads(body, store, d, &loads);
   const DType it = d->dtype;
   const Expr first = g * MakeInt(k, it);
   // index `idx` of the group's element j (d := g * k + j)
@@ -202,7 +300,7 @@ Stmt GroupedElementwise(const For* inner, const Stmt& nest_body, int64_t k, cons
   out.push_back(vectorized(inner->var->name, [&](const Expr& j) {
     return BufferStore::Make(store->buffer, at(store->indices, j), BufferLoad::Make(result, {j}), span);
   }, ForKind::kVectorized));
-  return ReplaceStore(body, Seq::Make(out, span));
+  return ReplaceStore(body, Seq::Make(out, span), d, first);
 }
 
 int64_t ElementCopyGroup(const For* inner, const Stmt& body) {
