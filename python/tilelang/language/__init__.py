@@ -931,10 +931,12 @@ def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - TileLang's n
 
 
 def use_swizzle(panel_size=8, order="row", enable=True):
-    """Rasterizes blocks in panels for L2 reuse (a GPU hint; no effect on the CPU). Panels are
-    of ``panel_size`` columns, walked row by row (``order="col"`` is a remark: not applied)."""
+    """Rasterizes blocks in panels for L2 reuse (a GPU hint; no effect on the CPU): panels of
+    ``panel_size`` block columns, the blocks of a panel in row order (``order="col"`` is a
+    remark: not applied)."""
     if enable and order != "row":
-        _remark(f"T.use_swizzle(order={order!r}): not applied (panels of columns, blocks ordered down each panel)")
+        _remark(f"T.use_swizzle(order={order!r}): not applied (panels of block columns, the blocks of a panel "
+                "in row order)")
     if enable:
         _b.emit(_tl.attr("threadblock_swizzle", [as_expr(panel_size, "int32").node], _b.current_span()))
 
