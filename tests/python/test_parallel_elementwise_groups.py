@@ -150,3 +150,33 @@ def test_a_load_guarded_beyond_the_store_keeps_element_accesses():
     want = f64(y)
     want[:, :W] += f64(x)
     np.testing.assert_allclose(z.astype(np.float32), want.astype(np.float16).astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+def staged_scale(M=256, N=256, bm=64, bn=128):
+    """S = 3 X tile by tile in a shared tile, then the tile's rows reversed into Z."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Z: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // bn, M // bm, threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), "float16")
+            for i, j in T.Parallel(bm, bn):
+                S[i, j] = X[by * bm + i, bx * bn + j] * T.float16(3)
+            for i, j in T.Parallel(bm, bn):
+                Z[by * bm + i, bx * bn + j] = S[bm - 1 - i, j]
+
+    return main
+
+
+def test_a_shared_tile_is_written_a_group_at_a_time():
+    src, remarks = cuda(staged_scale(), **ON)
+    assert "element-wise, 8 consecutive" in remarks, remarks
+    assert any(ln.strip().startswith("tl::copy<16>((&S[") for ln in src.splitlines()), src
+    assert "__syncthreads()" in src, src  # before the other threads' reads of the tile
+
+
+def test_staged_values_match_numpy_with_the_key_on(rng):
+    x = rand(rng, (256, 256), "float16")
+    z = poison((256, 256), "float16")
+    compile_cpu(staged_scale(), pass_configs=ON)(x, z)
+    want = (f64(x) * 3).astype(np.float16).reshape(4, 64, 2, 128)[:, ::-1].reshape(256, 256)
+    np.testing.assert_array_equal(z, want)

@@ -490,7 +490,8 @@ def gen_wide_elementwise(r, prog):
     do = r.choice(FLOATS) if r.random() < 0.5 else "float32"
     cdt = r.choice(["float32", "float32", "float64", "float16"])
     threads = r.choice([32, 64, 128, 256])
-    rows = M - min(M - 1, r.choice([0, 0, 1, 3]))  # rows past `rows` left alone (a guard on the row only)
+    staged = r.random() < 0.3  # into a shared tile, then T.copy to the tensor (no row guard then)
+    rows = M if staged else M - min(M - 1, r.choice([0, 0, 1, 3]))  # rows past `rows` left alone
     X = Param(f"{P}X", (M, N), dx, "in")
     Y = Param(f"{P}Y", (M, N), dy, "in", "small_int" if is_int(dy) else "normal")
     S = Param(f"{P}S", (M,), "float32", "in")
@@ -505,20 +506,24 @@ def gen_wide_elementwise(r, prog):
     g = ExprGen(r, prog, leaves, ints, cdt)
     e1 = g.fexpr(r.randint(1, 4))
     prog.notes.append(f"wide tile {bm}x{bn} of {M}x{N} rows<{rows} x={dx} y={dy} out={do} compute={cdt} "
-                      f"threads={threads}")
+                      f"threads={threads} staged={staged}")
     value = e1[0] if do == cdt else f'T.cast({e1[0]}, "{do}")'
     b = Body()
     b(f"with T.Kernel({ceildiv(N, bn)}, {M // bm}, threads={threads}) as (bx, by):")
     with b.indent():
+        if staged:
+            b(f'S_t = T.alloc_shared(({bm}, {bn}), "{do}")')
         b(f"for i, j in T.Parallel({bm}, {bn}):")
         with b.indent():
             conds = ([f"{row} < {rows}"] if rows < M else []) + ([f"bx * {bn} + j < {N}"] if N % bn else [])
             if conds:
                 b(f"if {' and '.join(conds)}:")
                 b.ind += 1
-            b(f"{O.name}[{row}, bx * {bn} + j] = {value}")
+            b(f"{'S_t[i, j]' if staged else f'{O.name}[{row}, bx * {bn} + j]'} = {value}")
             if conds:
                 b.ind -= 1
+        if staged:
+            b(f"T.copy(S_t, {O.name}[by * {bm}, bx * {bn}])")
     prog.body = b.lines
 
     def ref(arr, run):

@@ -226,7 +226,9 @@ int64_t ElementwiseGroup(const For* inner, const Stmt& nest_body) {
   const Stmt body = InlinedLets(nest_body);
   if (!body) return 0;
   const BufferStore* store = InnerStore(body);
-  if (!store || store->buffer->scope != Scope::kGlobal) return 0;  // (into a tensor only, as ElementCopyGroup)
+  // into a tensor or a shared tile (cuda-insert-barriers orders a tile written by other threads
+  // than before; the element mapping it replaces wrote 2 bytes per thread at a time)
+  if (!store || (store->buffer->scope != Scope::kGlobal && store->buffer->scope != Scope::kShared)) return 0;
   std::vector<const BufferLoad*> loads;
   if (!WindowLoads(body, store, d, &loads) || loads.empty()) return 0;
   int64_t widest = store->buffer->dtype.bytes();

@@ -28,10 +28,10 @@ ir::Stmt GroupedCopy(const ir::For* inner, const ir::Stmt& body, int64_t k, cons
 
 /// The group size k for an element-wise T.Parallel nest (tl.vectorize_parallel_elementwise):
 /// its body, under guards that do not use the innermost variable d or have one value over
-/// each group of k along it (a ragged edge `c < N`, N a multiple of k), stores into a tensor a
-/// value computed from loads of memory buffers (global or shared) and values without d,
-/// through pure operations; the store and every load that uses d are indexed as in
-/// ElementCopyGroup. k: 16 bytes of the widest element among them; 0: not such a nest.
+/// each group of k along it (a ragged edge `c < N`, N a multiple of k), stores into a tensor
+/// or a shared tile a value computed from loads of memory buffers (global or shared) and
+/// values without d, through pure operations; the store and every load that uses d are
+/// indexed as in ElementCopyGroup. k: 16 bytes of the widest element among them; 0: not such a nest.
 /// (`Z[r, c] = X[r, c] * 2 + Y[r, c]` over (r, c): each thread's 2-byte loads and stores,
 /// where upstream's code loads and stores 16 bytes at a time.)
 int64_t ElementwiseGroup(const ir::For* inner, const ir::Stmt& body);
