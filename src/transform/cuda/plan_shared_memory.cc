@@ -315,8 +315,8 @@ class RecordPlan : public IRMutator {
 /// tiles), the XOR-rows swizzle for the other GEMM operands whose windows allow it and for
 /// staging tiles, otherwise plain.
 target::SharedLayout LayoutOf(const Buffer& b, const std::unordered_set<const BufferNode*>& gemm_operands,
-                      const std::unordered_set<const BufferNode*>& wgmma_operands,
-                      const std::unordered_set<const BufferNode*>& staging) {
+                              const std::unordered_set<const BufferNode*>& wgmma_operands,
+                              const std::unordered_set<const BufferNode*>& staging) {
   bool swizzled = staging.count(b.get()) || cuda::Swizzled(b, gemm_operands, wgmma_operands);
   TL_ICHECK(swizzled || !wgmma_operands.count(b.get()))
       << "wgmma operand " << b->name << " cannot take the panel layout (rows or window misaligned)";
