@@ -62,6 +62,21 @@ def test_block_sparse_gemm_matches_float64(stages, configs):
     assert_close(c, reference(a, b, mask, 64, 64, 32), dtype="float16")
 
 
+def _roles(code):
+    """(producer, consumer) parts of a warp-specialized kernel's code."""
+    return (code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")],
+            code[code.index("tl::warpgroup_reg_alloc"):])
+
+
+def _step_counter(role):
+    """The name of a role's counter of kept steps, checked to count up."""
+    import re
+
+    name = re.search(r"int32_t (tl_ws_step\w*) = 0;", role).group(1)
+    assert f"{name} = ({name} + 1);" in role, role
+    return name
+
+
 def _hopper(func, configs=None):
     from tilelang import _tl
     lowered, remarks, _ = _tl.lower_cuda(func.node, {"tl.target_arch": "sm_90a", **(configs or {})}, False)
@@ -74,13 +89,9 @@ def test_skipped_k_tiles_can_take_no_stage():
     (upstream's order)."""
     code, remarks = _hopper(block_sparse_gemm(128, 128, 256)[0])
     assert any("the k-tiles its guard skips take no stage" in r for r in remarks), remarks
-    producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
-    consumer = code[code.index("tl::warpgroup_reg_alloc"):]
-    import re
-
+    producer, consumer = _roles(code)
     for role in (producer, consumer):
-        name = re.search(r"int32_t (tl_ws_step\w*) = 0;", role).group(1)
-        assert f"{name} = ({name} + 1);" in role, role
+        name = _step_counter(role)
         assert f"tl::floormod({name}, 2)" in role, role  # the stage (2 stages) from the count, not from k
     assert "tl::mbarrier_arrive((&tl_ws_bars[(k & 1)]));" not in producer, producer  # no bare arrivals
     # with the key off: the trip count's stages, a bare arrival for a masked tile
@@ -181,11 +192,11 @@ def test_a_mask_copied_into_a_tile_is_read_by_the_producer_from_its_tensor():
     V's load overlaps the first GEMM, the next K's the second), as upstream does."""
     code, remarks = _hopper(block_sparse_two_gemms())
     assert any("warp-specialized, 1 stages" in r and "2 mbarrier full/empty pair(s)" in r for r in remarks), remarks
-    producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
+    producer, _ = _roles(code)
     assert "Mask[" in producer and "block_mask[" not in producer, producer
     # with ws_skip_masked_steps off the consumers keep reading their own tile
     code, _ = _hopper(block_sparse_two_gemms(), {"tl.ws_skip_masked_steps": "0"})
-    consumer = code[code.index("tl::warpgroup_reg_alloc"):]
+    _, consumer = _roles(code)
     assert "block_mask[" in consumer, consumer
 
 
@@ -196,13 +207,9 @@ def test_two_groups_under_one_mask_count_their_steps():
     tensor as the producer does, and their copy of it into the tile (never read now) is gone."""
     code, remarks = _hopper(block_sparse_two_gemms())
     assert any("the k-tiles its guard skips take no stage" in r for r in remarks), remarks
-    producer = code[code.index("tl::warpgroup_reg_dealloc"):code.index("} else {\n    tl::warpgroup_reg_alloc")]
-    consumer = code[code.index("tl::warpgroup_reg_alloc"):]
-    import re
-
+    producer, consumer = _roles(code)
     for role in (producer, consumer):
-        name = re.search(r"int32_t (tl_ws_step\w*) = 0;", role).group(1)
-        assert f"{name} = ({name} + 1);" in role, role
+        name = _step_counter(role)
         # one stage: both pairs' phases from the count, none from k
         assert role.count(f"tl::floormod(({name} + 1), 2)" if role is producer else f"tl::floormod({name}, 2)") == 2, role
         assert "(k & 1)" not in role and "(k_1 & 1)" not in role, role

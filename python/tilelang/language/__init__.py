@@ -700,8 +700,7 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     atomic instructions here, said in the remarks."""
     if use_tma:
         _b.require_kernel("T.atomic_add")
-        _b.emit(_tl.attr("tl.remark:T.atomic_add(use_tma=True): done with atomic instructions (no TMA bulk "
-                         "reduction is generated)", [], _b.current_span()))
+        _remark("T.atomic_add(use_tma=True): done with atomic instructions (no TMA bulk reduction is generated)")
     return _atomic("add", dst, value, return_prev, memory_order)
 
 

@@ -228,13 +228,12 @@ def _note_tfloat32():
     here, except that a T.gemm with a tile declared tfloat32 rounds its operands to TF32
     (GemmOp::tf32, on every target alike); said once per kernel line in the remarks."""
     from . import builder as _b
-    from .. import _tl
+    from .hints import remark
 
     active = _b.active()
     if active is not None and active.frames:
-        _b.emit(_tl.attr("tl.remark:tfloat32 is held as float32 here; a T.gemm with a tfloat32 tile rounds A and B "
-                         "to TF32 (10-bit mantissa, round to nearest, ties away) and sums in float32; other "
-                         "arithmetic on it is float32", [], _b.current_span()))
+        remark("tfloat32 is held as float32 here; a T.gemm with a tfloat32 tile rounds A and B to TF32 (10-bit "
+               "mantissa, round to nearest, ties away) and sums in float32; other arithmetic on it is float32")
 
 
 def require_supported(t, what="") -> str:

@@ -219,41 +219,41 @@ bool WindowLoads(const Stmt& body, const BufferStore* store, const Var* d, std::
 
 }  // namespace
 
-int64_t ElementwiseGroup(const For* inner, const Stmt& nest_body) {
+ElementwiseGroups ElementwiseGroup(const For* inner, const Stmt& nest_body) {
   const Var* d = inner->var.get();
   int64_t n = 0, lo = -1;
-  if (!AsConstInt(inner->extent, &n) || !AsConstInt(inner->min, &lo) || lo != 0) return 0;
-  const Stmt body = InlinedLets(nest_body);
-  if (!body) return 0;
-  const BufferStore* store = InnerStore(body);
+  if (!AsConstInt(inner->extent, &n) || !AsConstInt(inner->min, &lo) || lo != 0) return {};
+  ElementwiseGroups out;
+  out.body = InlinedLets(nest_body);
+  if (!out.body) return {};
+  const BufferStore* store = out.store = InnerStore(out.body);
   // into a tensor or a shared tile (cuda-insert-barriers orders a tile written by other threads
   // than before; the element mapping it replaces wrote 2 bytes per thread at a time)
-  if (!store || (store->buffer->scope != Scope::kGlobal && store->buffer->scope != Scope::kShared)) return 0;
-  std::vector<const BufferLoad*> loads;
-  if (!WindowLoads(body, store, d, &loads) || loads.empty()) return 0;
+  if (!store || (store->buffer->scope != Scope::kGlobal && store->buffer->scope != Scope::kShared)) return {};
+  if (!WindowLoads(out.body, store, d, &out.windows) || out.windows.empty()) return {};
   int64_t widest = store->buffer->dtype.bytes();
-  for (const BufferLoad* l : loads) {
-    if (l->buffer->dtype.bits % 8 != 0) return 0;
+  for (const BufferLoad* l : out.windows) {
+    if (l->buffer->dtype.bits % 8 != 0) return {};
     widest = std::max<int64_t>(widest, l->buffer->dtype.bytes());
   }
-  if (store->buffer->dtype.bits % 8 != 0 || widest >= kGroupBytes) return 0;
+  if (store->buffer->dtype.bits % 8 != 0 || widest >= kGroupBytes) return {};
   const int64_t k = kGroupBytes / widest;
-  if (n % k != 0 || !WholeGroupRows(store->buffer, k)) return 0;
+  if (n % k != 0 || !WholeGroupRows(store->buffer, k)) return {};
   arith::Analyzer an;
-  if (!ConsecutiveAlong(store->indices, d, &an) || !GuardsUniform(body, d, k)) return 0;
-  for (const BufferLoad* l : loads) {
-    if (!WholeGroupRows(l->buffer, k) || !ConsecutiveAlong(l->indices, d, &an)) return 0;
+  if (!ConsecutiveAlong(store->indices, d, &an) || !GuardsUniform(out.body, d, k)) return {};
+  for (const BufferLoad* l : out.windows) {
+    if (!WholeGroupRows(l->buffer, k) || !ConsecutiveAlong(l->indices, d, &an)) return {};
   }
-  return k;
+  out.k = k;
+  return out;
 }
 
-Stmt GroupedElementwise(const For* inner, const Stmt& nest_body, int64_t k, const Expr& g) {
+Stmt GroupedElementwise(const For* inner, const ElementwiseGroups& groups, const Expr& g) {
   const Var* d = inner->var.get();
-  const Stmt body = InlinedLets(nest_body);
   const Span& span = inner->span;
-  const BufferStore* store = InnerStore(body);
-  std::vector<const BufferLoad*> loads;
-  WindowLoads(body, store, d, &loads);
+  const int64_t k = groups.k;
+  const BufferStore* store = groups.store;
+  const std::vector<const BufferLoad*>& loads = groups.windows;
   const DType it = d->dtype;
   const Expr first = g * MakeInt(k, it);
   // index `idx` of the group's element j (d := g * k + j)
@@ -302,7 +302,7 @@ Stmt GroupedElementwise(const For* inner, const Stmt& nest_body, int64_t k, cons
   out.push_back(vectorized(inner->var->name, [&](const Expr& j) {
     return BufferStore::Make(store->buffer, at(store->indices, j), BufferLoad::Make(result, {j}), span);
   }, ForKind::kVectorized));
-  return ReplaceStore(body, Seq::Make(out, span), d, first);
+  return ReplaceStore(groups.body, Seq::Make(out, span), d, first);
 }
 
 int64_t ElementCopyGroup(const For* inner, const Stmt& body) {

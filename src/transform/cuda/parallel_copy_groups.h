@@ -26,19 +26,27 @@ int64_t ElementCopyGroup(const ir::For* inner, const ir::Stmt& body);
 /// (d the innermost variable, starting at 0).
 ir::Stmt GroupedCopy(const ir::For* inner, const ir::Stmt& body, int64_t k, const ir::Expr& g);
 
-/// The group size k for an element-wise T.Parallel nest (tl.vectorize_parallel_elementwise):
+/// An element-wise T.Parallel nest done k elements per thread at a time (ElementwiseGroup).
+struct ElementwiseGroups {
+  int64_t k = 0;                               ///< 0: not such a nest
+  ir::Stmt body;                               ///< the nest's body, its lets inlined
+  const ir::BufferStore* store = nullptr;      ///< the store under body's guards
+  std::vector<const ir::BufferLoad*> windows;  ///< the loads that use d, each once
+};
+
+/// The groups of an element-wise T.Parallel nest (tl.vectorize_parallel_elementwise):
 /// its body, under guards that do not use the innermost variable d or have one value over
 /// each group of k along it (a ragged edge `c < N`, N a multiple of k), stores into a tensor
 /// or a shared tile a value computed from loads of memory buffers (global or shared) and
 /// values without d, through pure operations; the store and every load that uses d are
-/// indexed as in ElementCopyGroup. k: 16 bytes of the widest element among them; 0: not such a nest.
+/// indexed as in ElementCopyGroup. k: 16 bytes of the widest element among them.
 /// (`Z[r, c] = X[r, c] * 2 + Y[r, c]` over (r, c): each thread's 2-byte loads and stores,
 /// where upstream's code loads and stores 16 bytes at a time.)
-int64_t ElementwiseGroup(const ir::For* inner, const ir::Stmt& body);
+ElementwiseGroups ElementwiseGroup(const ir::For* inner, const ir::Stmt& body);
 
-/// `body` for group `g` of k elements, through registers: each loaded window of k elements
-/// copied into a register array (a T.vectorized copy, which cuda-vectorize-loops makes one
-/// access), the values computed element by element (T.unroll), and stored the same way.
-ir::Stmt GroupedElementwise(const ir::For* inner, const ir::Stmt& body, int64_t k, const ir::Expr& g);
+/// The nest's body for group `g`, through registers: each window of k elements copied into a
+/// register array (a T.vectorized copy, which cuda-vectorize-loops makes one access), the
+/// values computed element by element (T.unroll), and stored the same way.
+ir::Stmt GroupedElementwise(const ir::For* inner, const ElementwiseGroups& groups, const ir::Expr& g);
 
 }  // namespace tl::transform::cuda

@@ -89,22 +89,23 @@ class Partitioner : public IRMutator {
     }
     int64_t k = group_copies_ ? cuda::ElementCopyGroup(inner, body) : 0;
     // ... or an element-wise computation along it, through registers k elements at a time
-    const bool elementwise = !k && group_elementwise_ && (k = cuda::ElementwiseGroup(inner, body)) > 0;
+    cuda::ElementwiseGroups elementwise;
+    if (!k && group_elementwise_) k = (elementwise = cuda::ElementwiseGroup(inner, body)).k;
     if (elements < k * share_.SpreadThreads()) k = 0;
     if (k) {
       int64_t n = 0;
       AsConstInt(inner->extent, &n);
       extents.back() = MakeInt(n / k, inner->extent->dtype);
       ctx_.remarks.push_back("T.Parallel" + (op->span.Defined() ? " at line " + std::to_string(op->span.line) : "") +
-                             (elementwise ? ": element-wise, " : ": an element copy, ") + std::to_string(k) +
+                             (elementwise.k ? ": element-wise, " : ": an element copy, ") + std::to_string(k) +
                              " consecutive elements per thread at a time (" +
-                             (elementwise ? "tl.vectorize_parallel_elementwise)" : "tl.vectorize_parallel_copies)"));
+                             (elementwise.k ? "tl.vectorize_parallel_elementwise)" : "tl.vectorize_parallel_copies)"));
     }
     const VarRef& tx = share_.Spread();
     return cuda::PartitionOverThreads(extents, tx, share_.SpreadThreads(), op->span, [&](const std::vector<Expr>& idx) {
       const Expr g = k ? Cast::Make(inner->var->dtype, idx.back()) : Expr();
       const Stmt grouped = !k          ? body
-                           : elementwise ? cuda::GroupedElementwise(inner, body, k, g)
+                           : elementwise.k ? cuda::GroupedElementwise(inner, elementwise, g)
                                          : cuda::GroupedCopy(inner, body, k, g);
       return Substitute(grouped, [&](const Var* v) -> Expr {
         for (size_t k = 0; k < loops.size(); ++k) {
