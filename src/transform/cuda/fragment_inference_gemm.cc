@@ -70,6 +70,11 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
     why = "the thread count is not a multiple of 32";
   } else if (IsFragment(op->b.buffer)) {
     why = "operand B is a fragment";
+  } else if (op->a.buffer->scope == Scope::kGlobal || op->b.buffer->scope == Scope::kGlobal) {
+    // ldmatrix and wgmma read shared memory only; a tensor operand read in place would fault.
+    why = std::string("operand ") + (op->a.buffer->scope == Scope::kGlobal ? "A" : "B") +
+          " is a global tensor (the tensor cores read operands from shared memory: T.copy it into a "
+          "T.alloc_shared tile first)";
   } else if (!LdmatrixRowsAligned(op, reg_a)) {
     why = "a shared operand's rows do not start on 16-byte boundaries (ldmatrix reads 16-byte rows)";
   } else if (reg_a) {
