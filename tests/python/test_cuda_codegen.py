@@ -262,12 +262,13 @@ def test_long_loops_over_shared_memory_unroll_partially():
     them fully (with a dot product inside) took NVRTC minutes. They unroll by 4, while
     loops over register arrays still unroll fully (their indices must be constants)."""
     @T.prim_func
-    def few_threads(A: T.Tensor((32, 32), "float32"), B: T.Tensor((32, 32), "float32")):
+    def few_threads(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
         with T.Kernel(1, threads=2) as bx:
-            s = T.alloc_shared((32, 32), "float32")
+            s = T.alloc_shared((64, 64), "float32")
             acc = T.alloc_local((64,), "float32")
             T.copy(A, s)
-            for i, j in T.Parallel(32, 32):
+            # (16-byte groups: 512 of them per thread)
+            for i, j in T.Parallel(64, 64):
                 s[i, j] = s[i, j] * 2.0
             for r in T.unroll(64):
                 acc[r] = s[0, r % 32]

@@ -73,9 +73,13 @@ def test_a_copy_smaller_than_a_group_per_thread_keeps_element_stores():
 
 
 def test_off_with_the_key():
-    src, remarks = cuda(epilogue(), **{"tl.vectorize_parallel_copies": False})
+    # (with the copy groups off, the element-wise groups take the copy: both keys off)
+    off = {"tl.vectorize_parallel_copies": False, "tl.vectorize_parallel_elementwise": False}
+    src, remarks = cuda(epilogue(), **off)
     assert all(ln.startswith("Out[") for ln in out_lines(src)), src
     assert "consecutive elements per thread" not in remarks
+    src, remarks = cuda(epilogue(), **{"tl.vectorize_parallel_copies": False})
+    assert "element-wise, 8 consecutive elements per thread at a time" in remarks, remarks
 
 
 @pytest.mark.parametrize("seqlen", [128, 77, 0])

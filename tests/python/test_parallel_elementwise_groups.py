@@ -1,4 +1,4 @@
-"""tl.vectorize_parallel_elementwise (off until measured on the GPU): a T.Parallel nest that
+"""tl.vectorize_parallel_elementwise (on by default; tests pass it explicitly): a T.Parallel nest that
 computes into a tensor element by element from memory loads along its innermost loop
 (`Z[r, c] = X[r, c] * 2 + Y[r, c]`) is done k elements per thread at a time through registers
 (src/transform/cuda/parallel_copy_groups.h): each loaded window one 16-byte load, the values
@@ -54,8 +54,10 @@ def test_loads_and_store_go_16_bytes_at_a_time(arch):
     assert "s[" in src and "s_group" not in src, src  # the per-row scale stays a load: it has no window
 
 
-def test_off_by_default():
+def test_on_by_default_and_zero_keeps_the_element_loop():
     src, remarks = cuda(axpy())
+    assert "element-wise, 8 consecutive elements per thread at a time" in remarks, remarks
+    src, remarks = cuda(axpy(), **{"tl.vectorize_parallel_elementwise": False})
     assert "element-wise" not in remarks and "tl::copy<16>(" not in src, src
 
 

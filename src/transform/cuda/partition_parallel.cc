@@ -29,7 +29,7 @@ class Partitioner : public IRMutator {
   explicit Partitioner(PassContext& ctx)
       : ctx_(ctx),
         group_copies_(cuda::ConfigOn(ctx, "tl.vectorize_parallel_copies", /*default_on=*/true)),
-        group_elementwise_(cuda::ConfigOn(ctx, "tl.vectorize_parallel_elementwise", /*default_on=*/false)) {}
+        group_elementwise_(cuda::ConfigOn(ctx, "tl.vectorize_parallel_elementwise", /*default_on=*/true)) {}
 
  protected:
   Stmt Mutate_(const For* op, const Stmt& self) override {
