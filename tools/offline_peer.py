@@ -61,7 +61,12 @@ _SIDE = textwrap.dedent(r'''
     # a JIT-decorated function, or a plain one returning a T.prim_func
     plain = not hasattr(f, "jit_impl") and not hasattr(f, "get_tir") and not hasattr(f, "func")
     if side == "ours":
-        made = f(*a, **kw)
+        try:
+            made = f(*a, **kw)
+        except TypeError:  # an eager JIT (T.const sizes): its sizes are compile()'s keywords
+            if not hasattr(f, "compile"):
+                raise
+            made = f.compile(*a, **kw)
         if hasattr(made, "get_kernel_source"):
             src = made.get_kernel_source()
         else:  # a T.prim_func: lowered as the JIT would (its arch, TILELANG_PASS_CONFIGS)
@@ -134,7 +139,8 @@ def main(argv=None) -> int:
         r = subprocess.run(py + ["-c", _SIDE, a.examples, a.family, a.module, a.function, a.args, str(cu), side],
                            env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
         if r.returncode:
-            print(f"{side}: failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+            # the error and the frames just above it (the example's line, or the package's)
+            print(f"{side}: failed:\n  " + "\n  ".join((r.stderr.strip().splitlines() or ["?"])[-7:]))
             continue
         print(f"{side}: {cu} ({len(cu.read_text().splitlines())} lines): {ptxas_stats(cu, includes, extra)}")
     return 0
