@@ -381,16 +381,35 @@ def _range_args(start, stop, what):
     return start, stop - start
 
 
+# T.Parallel(prefer_async=True)'s loop annotation: 1, the copies are committed and waited for
+# after the loop; 2 (upstream's annotation "parallel_async_without_async_commit_wait"), the
+# program commits and waits for them itself (T.ptx_commit_group / T.ptx_wait_group).
+_PREFER_ASYNC = "tl.prefer_async"
+_WITHOUT_COMMIT_WAIT = "parallel_async_without_async_commit_wait"
+
+
 def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None, annotations=None):
     """``for i, j in T.Parallel(M, N)``: independent iterations, mapped onto threads.
-    ``prefer_async`` (upstream: element copies as cp.async, committed by the user's
-    T.ptx_commit_group) is noted, and the copies run synchronously."""
+    ``prefer_async=True``: an element copy from a global tensor into a shared tile (rows
+    gathered through an index, zero-filled under a guard) is done as cp.async, 16 bytes per
+    thread at a time, then committed and waited for; with
+    ``annotations={"parallel_async_without_async_commit_wait": True}``
+    the program commits and waits itself (T.ptx_commit_group, T.ptx_wait_group). On CUDA only
+    (sm_80 and newer); where the copy cannot be done so, it runs synchronously, and the remark
+    says why."""
     if len(extents) == 1 and isinstance(extents[0], (tuple, list)):
         extents = tuple(extents[0])
+    ann = {}
     if prefer_async:
-        _remark("T.Parallel(prefer_async=True): its element copies run synchronously (not as cp.async)")
+        own = (annotations or {}).get(_WITHOUT_COMMIT_WAIT)
+        if isinstance(own, PrimExpr):  # (a Python constant in the kernel's dict literal)
+            own = own.node.const_value
+            if own is None:
+                raise _b._UserError(f"T.Parallel: annotations[{_WITHOUT_COMMIT_WAIT!r}] must be a constant")
+        ann[_PREFER_ASYNC] = 2 if own else 1  # (T.bool shadows bool here)
+        annotations = {k: v for k, v in (annotations or {}).items() if k != _WITHOUT_COMMIT_WAIT}
     _hints("T.Parallel", coalesced_width=coalesced_width, loop_layout=loop_layout, annotations=annotations)
-    return LoopSpec("parallel", [0] * len(extents), list(extents))
+    return LoopSpec("parallel", [0] * len(extents), list(extents), annotations=ann)
 
 
 def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None,

@@ -290,8 +290,9 @@ def ptx_commit_group():
     """cp.async.commit_group: closes this thread's T.ptx_cp_async copies issued since the last
     commit into a group (T.ptx_wait_group waits for groups). The block's other threads see
     the copied data after the wait; the compiler puts the barrier between the wait and their
-    reads. (Upstream's T.Parallel(..., prefer_async=True) element copies run synchronously
-    here, noted, so committing them is harmless.) Nothing on the CPU, whose copies land at once.
+    reads. T.Parallel(..., prefer_async=True) element copies made cp.async join the group
+    (those left synchronous, with a remark, have landed already). Nothing on the CPU, whose
+    copies land at once.
     Not inside a T.Pipelined loop that the compiler stages with cp.async groups of its own."""
     _b.require_kernel("T.ptx_commit_group")
     _emit_call("ptx_commit_group", [])

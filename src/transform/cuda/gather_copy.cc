@@ -20,7 +20,7 @@ bool IsZero(const Expr& e) {
 
 }  // namespace
 
-std::optional<GatherCopy> MatchGatherCopy(const Stmt& s, std::string* why) {
+std::optional<GatherCopy> MatchGatherCopy(const Stmt& s, std::string* why, GatherForms forms) {
   GatherCopy g;
   Stmt body = s;
   while (const auto* f = As<For>(body)) {
@@ -34,22 +34,32 @@ std::optional<GatherCopy> MatchGatherCopy(const Stmt& s, std::string* why) {
   if (!g.store) return *why = "its body is not one store", std::nullopt;
   const Buffer& dst = g.store->buffer;
   if (dst->scope != Scope::kShared) return *why = "it does not write a shared tile", std::nullopt;
-  if (g.store->indices.size() != g.loops.size() || dst->shape.size() != g.loops.size()) {
+  const size_t rank = g.store->indices.size();
+  if (rank < g.loops.size() || (!forms.leading_indices && rank != g.loops.size())) {
     return *why = "the tile is not indexed by the loops' variables", std::nullopt;
+  }
+  g.lead = rank - g.loops.size();
+  for (size_t k = 0; k < g.lead; ++k) {
+    for (const For* f : g.loops) {
+      if (UsesVar(g.store->indices[k], f->var.get())) {
+        return *why = "the tile is not indexed by the loops' variables", std::nullopt;
+      }
+    }
   }
   for (size_t k = 0; k < g.loops.size(); ++k) {
     int64_t lo = 1, e = 0, dim = -1;
-    const auto* v = As<Var>(g.store->indices[k]);
+    const auto* v = As<Var>(g.store->indices[g.lead + k]);
     if (!v || v != g.loops[k]->var.get() || !AsConstInt(g.loops[k]->min, &lo) || lo != 0 ||
-        !AsConstInt(g.loops[k]->extent, &e) || !AsConstInt(dst->shape[k], &dim) || e != dim) {
+        !AsConstInt(g.loops[k]->extent, &e) || !AsConstInt(dst->shape[g.lead + k], &dim) || e != dim) {
       return *why = "the tile is not indexed by the loops' variables over its whole shape", std::nullopt;
     }
   }
   Expr value = g.store->value;
-  if (const auto* sel = As<Select>(value)) {
+  while (const auto* sel = As<Select>(value)) {
     if (!IsZero(sel->f)) return *why = "its guard does not fill zeros", std::nullopt;
-    g.cond = sel->cond;
+    g.cond = g.cond ? And(g.cond, sel->cond) : sel->cond;
     value = sel->t;
+    if (!forms.nested_guards) break;
   }
   g.load = As<BufferLoad>(value);
   if (!g.load) return *why = "it does not copy a loaded element", std::nullopt;
@@ -81,9 +91,9 @@ std::optional<GatherCopy> MatchGatherCopy(const Stmt& s, std::string* why) {
   return g;
 }
 
-Stmt LowerGatherCopy(const Stmt& s, const VarRef& tx, int64_t threads) {
+Stmt LowerGatherCopy(const Stmt& s, const VarRef& tx, int64_t threads, GatherIssue issue) {
   std::string why;
-  auto m = MatchGatherCopy(s, &why);
+  auto m = MatchGatherCopy(s, &why, issue.forms);
   TL_ICHECK(m) << "LowerGatherCopy of a statement that is not a gather copy: " << why;
   const GatherCopy& g = *m;
   // Group f of the tile: row-major over the outer loops, then the 16-byte group of the row.
@@ -120,9 +130,13 @@ Stmt LowerGatherCopy(const Stmt& s, const VarRef& tx, int64_t threads) {
     return Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(b, idx)});
   };
   Expr pred = g.cond ? sub(g.cond) : MakeBool(true);
-  Stmt copy = Evaluate::Make(Call::Make(DType::Void(), "cp_async", {address(g.store->buffer, di),
-                                                                    address(g.load->buffer, si), MakeInt(16), pred}),
-                             g.store->span);
+  Expr src = address(g.load->buffer, si);
+  if (issue.guard_source && g.cond) {
+    std::vector<Expr> first(si.size(), MakeInt(0));
+    src = Select::Make(pred, src, address(g.load->buffer, first));
+  }
+  Stmt copy = Evaluate::Make(
+      Call::Make(DType::Void(), issue.intrinsic, {address(g.store->buffer, di), src, MakeInt(16), pred}), g.store->span);
   if (total % threads != 0) copy = IfThenElse::Make(LT(f, MakeInt(total)), copy, nullptr, g.store->span);
   return For::Make(it, MakeInt(0), MakeInt(per_thread), per_thread <= 32 ? ForKind::kUnrolled : ForKind::kSerial, copy,
                    {}, g.nest->span);

@@ -21,6 +21,7 @@ struct GatherCopy {
   const ir::BufferLoad* load = nullptr;
   ir::Expr cond;                       ///< the guard (zero-fill where false), or null
   int64_t vec = 0;                     ///< elements per 16-byte group
+  size_t lead = 0;                     ///< leading tile indices the loops do not walk (a stage)
 };
 
 /// `s` as a gather copy, or nullopt with `why` set: a nest of T.Parallel loops from 0 with
@@ -28,11 +29,31 @@ struct GatherCopy {
 /// variables, of a load of a plain global tensor of the same dtype whose last index is the
 /// innermost variable plus a multiple of 16 bytes' elements, that variable appearing nowhere
 /// else; the innermost extent and the tensor's last dimension hold whole 16-byte groups.
-std::optional<GatherCopy> MatchGatherCopy(const ir::Stmt& s, std::string* why);
+struct GatherForms {
+  /// The tile may have leading dimensions the loops do not walk, indexed by expressions of
+  /// no loop variable (`S[stage, i, d]`, a stage the program picks).
+  bool leading_indices = false;
+  /// Guards nested in guards (`if_then_else(a, if_then_else(b, G[...], 0), 0)`: the program's
+  /// and guard-global-access's) are one guard, their conjunction.
+  bool nested_guards = false;
+};
+std::optional<GatherCopy> MatchGatherCopy(const ir::Stmt& s, std::string* why, GatherForms forms = {});
+
+/// How LowerGatherCopy issues each group.
+struct GatherIssue {
+  GatherForms forms;  ///< the forms the copy was matched with
+  /// The intrinsic, (dst, src, 16, pred): "cp_async" (the compiler's groups, block-level) or
+  /// "ptx_cp_async" (the program's groups: T.Parallel(prefer_async=True)).
+  const char* intrinsic = "cp_async";
+  /// Under a guard, the source address is the tensor's first element where the guard fails:
+  /// the address of a row the guard rules out may itself be out of range (an index read
+  /// past its table).
+  bool guard_source = false;
+};
 
 /// The gather copy `s` (as MatchGatherCopy accepts it) as cp.async of 16 bytes per group,
 /// zero-filled where the guard fails, the groups spread over `threads` threads numbered by
 /// `tx`. Its accesses stay those of the tile, so a stage can be selected afterwards.
-ir::Stmt LowerGatherCopy(const ir::Stmt& s, const ir::VarRef& tx, int64_t threads);
+ir::Stmt LowerGatherCopy(const ir::Stmt& s, const ir::VarRef& tx, int64_t threads, GatherIssue issue = {});
 
 }  // namespace tl::transform::cuda

@@ -87,8 +87,8 @@ struct Planner : IRVisitor {
 
 class Pipeliner : public cuda::ThreadShareMutator {
  public:
-  Pipeliner(const Planner& plan, const VarRef& tx, int64_t threads, PassContext& ctx)
-      : plan_(plan), ctx_(ctx), threads_(threads) {
+  Pipeliner(const Planner& plan, const VarRef& tx, int64_t threads, bool program_waits, PassContext& ctx)
+      : plan_(plan), ctx_(ctx), threads_(threads), program_waits_(program_waits) {
     share_.Bind(tx, threads);
   }
 
@@ -169,6 +169,44 @@ class Pipeliner : public cuda::ThreadShareMutator {
                      op->span);
   }
 
+  /// T.Parallel(prefer_async=True) (the loop annotation tl.prefer_async; 2: the program
+  /// commits and waits itself, upstream's "parallel_async_without_async_commit_wait"): an
+  /// element copy into a shared tile (cuda::MatchGatherCopy, a leading stage index allowed)
+  /// as the program's own cp.async, 16 bytes per group over the threads at this point. They
+  /// are T.ptx_cp_async copies for cuda-insert-barriers: a write of the tile where issued,
+  /// landed at each T.ptx_wait_group. Nullopt (the copy stays synchronous; a remark says
+  /// why) where that cannot be done.
+  std::optional<Stmt> PreferAsync(const For* op, const Stmt& self) {
+    auto ann = op->annotations.find("tl.prefer_async");
+    int64_t mode = 0;
+    if (ann == op->annotations.end() || !AsConstInt(ann->second, &mode) || mode == 0) return std::nullopt;
+    const std::string where = "T.Parallel(prefer_async=True) at line " + std::to_string(op->span.line);
+    auto refuse = [&](const std::string& why) -> std::optional<Stmt> {
+      ctx_.remarks.push_back(where + ": runs synchronously (" + why + ")");
+      return std::nullopt;
+    };
+    const int sm = cuda::TargetSm(ctx_);
+    if (sm != 0 && sm < 80) return refuse("cp.async is sm_80's");
+    if (in_pipeline_) return refuse("it is inside a T.Pipelined loop staged with cp.async groups of the compiler's");
+    if (share_.Unranged()) return refuse("it is under a branch on the thread index that is not a range of threads");
+    std::string why;
+    cuda::GatherIssue issue;
+    issue.forms.leading_indices = issue.forms.nested_guards = true;
+    auto gather = cuda::MatchGatherCopy(self, &why, issue.forms);
+    if (!gather) return refuse("not an element copy from a global tensor into a shared tile: " + why);
+    if (mode == 2 && !program_waits_) return refuse("the kernel has no T.ptx_wait_group to wait for it");
+    issue.intrinsic = "ptx_cp_async";
+    issue.guard_source = true;
+    std::vector<Stmt> out = {cuda::LowerGatherCopy(self, share_.Spread(), share_.SpreadThreads(), issue)};
+    if (mode != 2) {
+      out.push_back(CallStmt("ptx_commit_group", {}, op->span));
+      out.push_back(CallStmt("ptx_wait_group", {MakeInt(0)}, op->span));
+    }
+    ctx_.remarks.push_back(where + ": cp.async of 16 bytes per group into " + gather->store->buffer->name +
+                           (mode == 2 ? ", committed and waited for by the program" : ", then committed and waited for"));
+    return Seq::Make(out, op->span);
+  }
+
   /// A T.Pipelined loop with copies to prefetch, taken apart.
   struct LoopParts {
     const For* loop = nullptr;
@@ -181,6 +219,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
 
   Stmt Mutate_(const For* op, const Stmt& self) override {
     if (op->for_kind == ForKind::kParallel) {
+      if (auto lowered = PreferAsync(op, self)) return *lowered;
       if (auto lowered = GatherInPlace(op, self)) return *lowered;
     }
     if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
@@ -409,6 +448,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
   int64_t threads_;
   bool in_pipeline_ = false;  ///< mutating a pipelined loop's consumers
   std::unordered_map<const BufferNode*, Buffer> staged_;
+  const bool program_waits_;  ///< the kernel has a T.ptx_wait_group
 };
 
 }  // namespace
@@ -419,7 +459,9 @@ ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx) {
   Planner plan;
   plan.gathers_on = cuda::ConfigOn(ctx, "tl.enable_gather_pipeline", /*default_on=*/true);
   plan.Visit(body);
-  Pipeliner p(plan, tb.tx, tb.threads, ctx);
+  bool program_waits = false;
+  ForEachExpr(body, [&](const Expr& e) { program_waits |= HasEffect(As<Call>(e), kProgramGroupWait); });
+  Pipeliner p(plan, tb.tx, tb.threads, program_waits, ctx);
   return ir::PrimFuncNode::Make(f->name, f->params, p.Mutate(body), f->span);
 }
 

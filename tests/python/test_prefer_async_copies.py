@@ -1,0 +1,94 @@
+"""T.Parallel(..., prefer_async=True): an element copy from a global tensor into a shared
+tile (rows gathered through an index table, zero-filled under a guard, into a stage the
+program picks) is issued as cp.async, 16 bytes per thread at a time. Without
+upstream's annotation "parallel_async_without_async_commit_wait" the copies are committed and
+waited for after the loop; with it the program does that itself (T.ptx_commit_group /
+T.ptx_wait_group), as upstream's minference example prefetches the next stage while computing
+on the current one. The CUDA forms are read from the generated source (no GPU needed); the
+values are checked on whichever target the suite runs (the CPU copies at once)."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import compile_cpu, poison
+
+M, D, N = 64, 64, 256
+
+
+def gather(own_groups=False, body="copy", wait=True):
+    """Out[i, :] = K[Idx[i], :] for i < cnt (zeros below), through stage 1 of a 2-stage tile."""
+
+    @T.prim_func
+    def main(K: T.Tensor((N, D), "float16"), Idx: T.Tensor((M,), "int32"), cnt: T.int32,
+             Out: T.Tensor((M, D), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((2, M, D), "float16")
+            idx = T.alloc_shared((M,), "int32")
+            for i in T.Parallel(M):
+                idx[i] = Idx[i]
+            for i, j in T.Parallel(M, D, prefer_async=True,
+                                   annotations={"parallel_async_without_async_commit_wait": own_groups}):
+                if body == "copy":
+                    S[1, i, j] = T.if_then_else(i < cnt, K[idx[i], j], 0)
+                else:  # not a copy: computed values cannot be cp.async
+                    S[1, i, j] = K[idx[i], j] * T.float16(2)
+            if own_groups:
+                T.ptx_commit_group()
+                if wait:
+                    T.ptx_wait_group(0)
+            for i, j in T.Parallel(M, D):
+                Out[i, j] = S[1, i, j]
+
+    return main
+
+
+def cuda(func, arch="sm_90a"):
+    k = tilelang.lower(func, target=f"cuda -arch={arch}")
+    return k.kernel_source, [r for r in k.remarks if "prefer_async" in r]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("own_groups", [False, True])
+def test_the_copy_is_cp_async(arch, own_groups):
+    src, remarks = cuda(gather(own_groups), arch)
+    want = "committed and waited for by the program" if own_groups else "then committed and waited for"
+    assert len(remarks) == 1 and "cp.async of 16 bytes per group into S" in remarks[0] and want in remarks[0], remarks
+    body = src[src.index("tl::ptx_cp_async("):]
+    assert body.count("tl::ptx_cp_async(") == 1 and ", 16, " in body, src  # one 16-byte copy per group
+    # the rows the guard rules out read no address of theirs (the index may be anything there)
+    assert ": (&K[0])), 16," in body, src
+    # the wait is followed by a barrier before other threads read the tile
+    wait = body.index("tl::cp_async_wait<0>();")
+    assert "__syncthreads();" in body[wait:body.index("Out[")], src
+
+
+def test_other_bodies_run_synchronously_and_say_why():
+    src, remarks = cuda(gather(body="scaled"))
+    assert len(remarks) == 1 and "runs synchronously (not an element copy" in remarks[0], remarks
+    assert "ptx_cp_async" not in src
+
+
+def test_without_a_wait_in_the_kernel_it_runs_synchronously():
+    src, remarks = cuda(gather(own_groups=True, wait=False))
+    assert len(remarks) == 1 and "runs synchronously (the kernel has no T.ptx_wait_group" in remarks[0], remarks
+    assert "ptx_cp_async" not in src
+
+
+def test_before_sm_80_it_runs_synchronously():
+    src, remarks = cuda(gather(), "sm_75")
+    assert len(remarks) == 1 and "runs synchronously (cp.async is sm_80's)" in remarks[0], remarks
+
+
+@pytest.mark.parametrize("own_groups", [False, True])
+@pytest.mark.parametrize("cnt", [64, 37, 0])
+def test_values_match_numpy(own_groups, cnt):
+    rng = np.random.default_rng(cnt + 3 * own_groups)
+    k = rng.standard_normal((N, D)).astype(np.float16)
+    idx = rng.integers(0, N, size=M).astype(np.int32)
+    idx[cnt:] = -7  # rows past cnt: an index no row has (never read)
+    out = poison((M, D), "float16")
+    compile_cpu(gather(own_groups))(k, idx, cnt, out)
+    want = np.zeros((M, D), np.float16)
+    want[:cnt] = k[idx[:cnt]]
+    np.testing.assert_array_equal(out, want)
