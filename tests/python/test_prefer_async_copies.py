@@ -5,7 +5,8 @@ upstream's annotation "parallel_async_without_async_commit_wait" the copies are 
 waited for after the loop; with it the program does that itself (T.ptx_commit_group /
 T.ptx_wait_group), as upstream's minference example prefetches the next stage while computing
 on the current one. The CUDA forms are read from the generated source (no GPU needed); the
-values are checked on whichever target the suite runs (the CPU copies at once)."""
+values are checked on whichever target the suite runs (the CPU copies at once).
+tl.prefer_async_copies is off until checked on a GPU: the tests turn it on."""
 import numpy as np
 import pytest
 
@@ -14,6 +15,7 @@ import tilelang.language as T
 from conftest import compile_cpu, poison
 
 M, D, N = 64, 64, 256
+ON = {"tl.prefer_async_copies": True}
 
 
 def gather(own_groups=False, body="copy", wait=True):
@@ -43,8 +45,8 @@ def gather(own_groups=False, body="copy", wait=True):
     return main
 
 
-def cuda(func, arch="sm_90a"):
-    k = tilelang.lower(func, target=f"cuda -arch={arch}")
+def cuda(func, arch="sm_90a", configs=ON):
+    k = tilelang.lower(func, target=f"cuda -arch={arch}", pass_configs=configs)
     return k.kernel_source, [r for r in k.remarks if "prefer_async" in r]
 
 
@@ -75,6 +77,12 @@ def test_without_a_wait_in_the_kernel_it_runs_synchronously():
     assert "ptx_cp_async" not in src
 
 
+def test_off_by_default():
+    src, remarks = cuda(gather(), configs={})
+    assert len(remarks) == 1 and "runs synchronously (tl.prefer_async_copies is off" in remarks[0], remarks
+    assert "ptx_cp_async" not in src
+
+
 def test_before_sm_80_it_runs_synchronously():
     src, remarks = cuda(gather(), "sm_75")
     assert len(remarks) == 1 and "runs synchronously (cp.async is sm_80's)" in remarks[0], remarks
@@ -88,7 +96,7 @@ def test_values_match_numpy(own_groups, cnt):
     idx = rng.integers(0, N, size=M).astype(np.int32)
     idx[cnt:] = -7  # rows past cnt: an index no row has (never read)
     out = poison((M, D), "float16")
-    compile_cpu(gather(own_groups))(k, idx, cnt, out)
+    compile_cpu(gather(own_groups), pass_configs=ON)(k, idx, cnt, out)
     want = np.zeros((M, D), np.float16)
     want[:cnt] = k[idx[:cnt]]
     np.testing.assert_array_equal(out, want)
