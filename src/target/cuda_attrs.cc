@@ -17,6 +17,20 @@ Stmt SharedOffsetAttr(int64_t offset, SharedLayout layout, const Span& span) {
   return AttrStmt::Make(kSharedOffsetAttr, {MakeInt(offset), MakeInt(static_cast<int64_t>(layout))}, span);
 }
 
+Stmt FragmentLayoutAttr(const std::string& buffer, const std::string& layout, const Span& span) {
+  return AttrStmt::Make(kFragmentLayoutPrefix + buffer + " = " + layout, {}, span);
+}
+
+bool ReadFragmentLayoutAttr(const AttrStmt& attr, std::string* buffer, std::string* layout) {
+  const std::string prefix = kFragmentLayoutPrefix;
+  if (attr.key.compare(0, prefix.size(), prefix) != 0) return false;
+  const size_t eq = attr.key.find(" = ", prefix.size());
+  if (eq == std::string::npos) return false;
+  *buffer = attr.key.substr(prefix.size(), eq - prefix.size());
+  *layout = attr.key.substr(eq + 3);
+  return true;
+}
+
 SharedPlan ReadSharedPlan(const Stmt& body) {
   struct Reader : IRVisitor {
     SharedPlan plan;

@@ -66,6 +66,17 @@ def test_lower_fragments_makes_the_gemm_an_instruction_call():
     assert "T.gemm_ss(" in after, after
 
 
+def test_lower_fragments_writes_each_register_fragments_layout():
+    """The layout chosen for a fragment is written before its declaration, in the IR and as a
+    comment in the generated source (for the reader: nothing re-derives it)."""
+    before, after = around(gemm(), "cuda-lower-fragments", arch="sm_80")
+    assert "fragment_layout" not in before
+    note = 'T.attr("tl.fragment_layout:C_l = mma_acc(128x128, warps 2x2), 128 per thread")'
+    assert note in after, after
+    src = tilelang.lower(gemm(), target="cuda -arch=sm_80").kernel_source
+    assert "float C_l[128];  // mma_acc(128x128, warps 2x2), 128 per thread\n" in src, src
+
+
 def test_lower_copies_leaves_no_tile_copy():
     before, after = around(copies(), "cuda-lower-copies", arch="sm_80")
     assert before.count("T.copy(") == 2 and "T.copy(" not in after, after

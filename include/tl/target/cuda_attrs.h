@@ -11,9 +11,14 @@
 ///                                               (cuda-warp-specialize, explicit too)
 ///   T.attr("tl.min_blocks_per_sm", n), T.attr("tl.loop_terms_apart", 1),
 ///   T.attr("tl.raster_panel", columns)          launch markers (cuda-launch-bounds)
+///   T.attr("tl.fragment_layout:acc = <layout>") immediately before a register fragment's
+///                                               Allocate, in the same Seq (cuda-lower-fragments):
+///                                               how its elements sit in the threads' registers,
+///                                               for the reader (codegen prints it as a comment)
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 
 #include "tl/ir/stmt.h"
@@ -32,6 +37,16 @@ inline constexpr const char* kLoopTermsApartAttr = "tl.loop_terms_apart";
 /// Blocks launch in panels of this many columns (T.use_swizzle, or the GEMM default); 0 or
 /// absent: the plain order.
 inline constexpr const char* kRasterPanelAttr = "tl.raster_panel";
+
+/// The key prefix of a fragment's layout note: the rest is "<buffer> = <layout>" (a key, as
+/// the front end's "tl.remark:" notes: the IR has no string values).
+inline constexpr const char* kFragmentLayoutPrefix = "tl.fragment_layout:";
+
+/// The note that register fragment `buffer` is held in `layout`.
+ir::Stmt FragmentLayoutAttr(const std::string& buffer, const std::string& layout, const Span& span);
+
+/// Whether `attr` is such a note; then its buffer's name and layout.
+bool ReadFragmentLayoutAttr(const ir::AttrStmt& attr, std::string* buffer, std::string* layout);
 
 /// How a shared tile's elements sit in its bytes (layout/shared.h has the offsets).
 enum class SharedLayout : int64_t {

@@ -182,6 +182,11 @@ class CudaCodegen : public CPrinter {
     if (op->key == target::kMinBlocksPerSmAttr) return;  // in __launch_bounds__
     if (op->key == target::kLoopTermsApartAttr) return;  // how addresses print (PrintCall)
     if (op->key == target::kRasterPanelAttr) return;     // the block order (EmitKernel)
+    std::string fragment, layout;
+    if (target::ReadFragmentLayoutAttr(*op, &fragment, &layout)) {  // (a comment on the declaration next)
+      fragment_note_ = {fragment, layout};
+      return;
+    }
     CPrinter::EmitAttr(op);
   }
 
@@ -239,6 +244,9 @@ class CudaCodegen : public CPrinter {
 
   void EmitAllocate(const Allocate* op) override {
     const Buffer& b = op->buffer;
+    // (the layout note of cuda-lower-fragments, which precedes a register fragment's declaration)
+    const std::pair<std::string, std::string> note = fragment_note_;
+    fragment_note_ = {};
     std::string name = Ident(b->name, b.get());
     std::string ty = CType(b->dtype);
     Expr n = analyzer_.Simplify(b->NumElements());
@@ -277,7 +285,8 @@ class CudaCodegen : public CPrinter {
       // Aligned so that vector accesses (tl::cast_copy, tl::copy) may address register arrays too.
       int64_t align = layout::LocalAlignment(count * b->dtype.bytes());
       Line() << (align >= 4 ? "alignas(" + std::to_string(align) + ") " : "") << ty << " " << name << "["
-             << std::max<int64_t>(count, 1) << "];\n";
+             << std::max<int64_t>(count, 1) << "];"
+             << (note.first == b->name ? "  // " + note.second : std::string()) << "\n";
     }
     if (op->init) {
       TL_ICHECK(b->scope != Scope::kShared) << "initialised shared buffer";
@@ -475,6 +484,7 @@ class CudaCodegen : public CPrinter {
   /// Parameter name of each tma_descriptor(...), keyed by its printed form.
   std::unordered_map<std::string, std::string> tma_names_;
   target::SharedPlan plan_;
+  std::pair<std::string, std::string> fragment_note_;  ///< the last fragment layout note: buffer, layout
   std::vector<int64_t> threads_;
   bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (see PrintCall's address_of)
   /// the loops around the statement printed (not threads), outermost first; null: one that

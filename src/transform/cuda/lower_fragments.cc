@@ -28,6 +28,7 @@
 #include "../region_util.h"
 #include "copy_lowering.h"
 #include "pass_helpers.h"
+#include "tl/target/cuda_attrs.h"
 #include "fragment_inference.h"
 #include "../per_thread_fragments.h"
 #include "lower_fragments.h"
@@ -313,7 +314,27 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   rewriter.threads = tb.threads;
   rewriter.kernel_body = f->body;
   ir::Stmt body = rewriter.Mutate(f->body);
-  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+  // Each register fragment's layout, written before its declaration for the reader of the
+  // IR and of the generated source (cuda_attrs.h); nothing reads it back to decide anything.
+  std::unordered_map<const ir::BufferNode*, std::string> notes;
+  for (const auto& [fragment, rf] : rewriter.RegisterFragments()) {
+    notes[rf.regs.get()] = rf.layout->ToString() + ", " + std::to_string(rf.layout->num_local()) + " per thread";
+  }
+  struct Noter : ir::IRMutator {
+    const std::unordered_map<const ir::BufferNode*, std::string>* notes;
+    ir::Stmt Mutate_(const ir::Seq* op, const ir::Stmt& self) override {
+      std::vector<ir::Stmt> out;
+      for (const ir::Stmt& s : op->stmts) {
+        const auto* alloc = ir::As<ir::Allocate>(s);
+        auto note = alloc ? notes->find(alloc->buffer.get()) : notes->end();
+        if (note != notes->end()) out.push_back(target::FragmentLayoutAttr(alloc->buffer->name, note->second, s->span));
+        out.push_back(Mutate(s));
+      }
+      return ir::Seq::Make(out, op->span);
+    }
+  } noter;
+  noter.notes = &notes;
+  return ir::PrimFuncNode::Make(f->name, f->params, noter.Mutate(body), f->span);
 }
 
 TL_REGISTER_PASS("cuda-lower-fragments", CudaLowerFragments);

@@ -36,6 +36,8 @@ using layout::MmaAccumulatorLayout;
 /// Rewrites fragments: register fragments to per-thread arrays, the rest to shared memory.
 class FragmentRewriter : public IRMutator {
  public:
+  /// The register fragments made so far: the original fragment -> its registers and layout.
+  const auto& RegisterFragments() const { return regs_; }
   /// A fragment held in registers: its per-thread array and its layout.
   struct RegFragment {
     Buffer regs;
