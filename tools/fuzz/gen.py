@@ -1718,6 +1718,74 @@ def gen_gathers(r, prog):
     prog.ref = ref
 
 
+def gen_async_gathers(r, prog):
+    """Gathered rows copied by `T.Parallel(..., prefer_async=True)` (cp.async with
+    tl.prefer_async_copies): either committed and waited for by the compiler after the loop,
+    or hand-pipelined as upstream's minference example does, the next step's rows prefetched
+    into the other stage of a 2-stage tile (`S[(k + 1) % 2, i, d]`) while this step's are
+    used, with the program's own T.ptx_commit_group / T.ptx_wait_group(1). Indices past
+    either end of X give zero rows; a per-step weight shows the order."""
+    P = prog.prefix
+    dt = r.choice(["float16", "float32", "bfloat16"])
+    vec = 8 if dt != "float32" else 4
+    D = vec * r.choice([1, 2, 4, 8])
+    extra = vec * r.choice([0, 0, 1, 2])
+    off = vec * r.randint(0, extra // vec) if extra else 0
+    rows = r.randint(1, 120)
+    BI, steps = r.choice([1, 2, 4, 8, 16, 32]), r.randint(1, 4)
+    threads = r.choice([t for t in THREADS if t >= 32])
+    own = r.random() < 0.5
+    X = Param(f"{P}X", (rows, D + extra), dt, "in")
+    Idx = Param(f"{P}I", (steps * BI,), "int32", "in", f"index:{rows}")
+    O = Param(f"{P}O", (BI, D), "float32", "out")
+    prog.params += [X, Idx, O]
+    prog.touch(dt, "float32", factor=steps * 2)
+    prog.notes.append(f"async gathers: {dt} rows {BI}x{D} of {rows}x{D + extra} from column {off}, {steps} steps, "
+                      f"{'hand-pipelined' if own else 'waited for after each copy'}, threads={threads}")
+    par = f"T.Parallel({BI}, {D}, prefer_async=True" + (
+        ', annotations={"parallel_async_without_async_commit_wait": True})' if own else ")")
+    b = Body()
+    b(f"with T.Kernel(1, threads={threads}):")
+    with b.indent():
+        b(f'S = T.alloc_shared((2, {BI}, {D}), "{dt}")')
+        b(f'acc = T.alloc_fragment(({BI}, {D}), "float32")')
+        b("T.clear(acc)")
+        if own:
+            b(f"for i, d in {par}:")
+            with b.indent():
+                b(f"S[0, i, d] = {X.name}[{Idx.name}[i], d + {off}]")
+            b("T.ptx_commit_group()")
+        b(f"for k in T.serial({steps}):")
+        with b.indent():
+            if own:
+                b(f"if k + 1 < {steps}:")
+                with b.indent():
+                    b(f"for i, d in {par}:")
+                    with b.indent():
+                        b(f"S[(k + 1) % 2, i, d] = {X.name}[{Idx.name}[(k + 1) * {BI} + i], d + {off}]")
+                b("T.ptx_commit_group()")
+                b("T.ptx_wait_group(1)")
+            else:
+                b(f"for i, d in {par}:")
+                with b.indent():
+                    b(f"S[k % 2, i, d] = {X.name}[{Idx.name}[k * {BI} + i], d + {off}]")
+            b(f"for i, d in T.Parallel({BI}, {D}):")
+            with b.indent():
+                b('acc[i, d] += T.cast(S[k % 2, i, d], "float32") * T.cast(k + 1, "float32")')
+        b(f"T.copy(acc, {O.name})")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        x, idx = arr[X.name].astype(np.float64), arr[Idx.name].astype(np.int64)
+        valid = (idx >= 0) & (idx < rows)
+        g = np.where(valid[:, None], x[np.clip(idx, 0, rows - 1)][:, off:off + D], 0.0)
+        acc = np.zeros((BI, D))
+        for k in range(steps):
+            acc = acc + rnd(g[k * BI:(k + 1) * BI], dt) * (k + 1)
+        return {O.name: acc}
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
@@ -1730,6 +1798,7 @@ KINDS = {
     "dtype_views": (gen_dtype_views, 0),
     "gathers": (gen_gathers, 0),
     "wide_elementwise": (gen_wide_elementwise, 0),
+    "async_gathers": (gen_async_gathers, 0),
 }
 
 
