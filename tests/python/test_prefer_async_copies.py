@@ -65,27 +65,27 @@ def test_the_copy_is_cp_async(arch, own_groups):
     assert "__syncthreads();" in body[wait:body.index("Out[")], src
 
 
-def test_other_bodies_run_synchronously_and_say_why():
+def test_other_bodies_are_refused_with_the_reason():
     src, remarks = cuda(gather(body="scaled"))
-    assert len(remarks) == 1 and "runs synchronously (not an element copy" in remarks[0], remarks
+    assert len(remarks) == 1 and "not issued as the program's cp.async (not an element copy" in remarks[0], remarks
     assert "ptx_cp_async" not in src
 
 
-def test_without_a_wait_in_the_kernel_it_runs_synchronously():
+def test_without_a_wait_in_the_kernel_it_is_refused():
     src, remarks = cuda(gather(own_groups=True, wait=False))
-    assert len(remarks) == 1 and "runs synchronously (the kernel has no T.ptx_wait_group" in remarks[0], remarks
+    assert len(remarks) == 1 and "not issued as the program's cp.async (the kernel has no T.ptx_wait_group" in remarks[0], remarks
     assert "ptx_cp_async" not in src
 
 
 def test_off_by_default():
     src, remarks = cuda(gather(), configs={})
-    assert len(remarks) == 1 and "runs synchronously (tl.prefer_async_copies is off" in remarks[0], remarks
+    assert len(remarks) == 1 and "not issued as the program's cp.async (tl.prefer_async_copies is off" in remarks[0], remarks
     assert "ptx_cp_async" not in src
 
 
-def test_before_sm_80_it_runs_synchronously():
+def test_before_sm_80_it_is_refused():
     src, remarks = cuda(gather(), "sm_75")
-    assert len(remarks) == 1 and "runs synchronously (cp.async is sm_80's)" in remarks[0], remarks
+    assert len(remarks) == 1 and "not issued as the program's cp.async (cp.async is sm_80's)" in remarks[0], remarks
 
 
 @pytest.mark.parametrize("own_groups", [False, True])

@@ -24,11 +24,7 @@ struct GatherCopy {
   size_t lead = 0;                     ///< leading tile indices the loops do not walk (a stage)
 };
 
-/// `s` as a gather copy, or nullopt with `why` set: a nest of T.Parallel loops from 0 with
-/// constant extents around one store into a shared tile indexed by exactly the loop
-/// variables, of a load of a plain global tensor of the same dtype whose last index is the
-/// innermost variable plus a multiple of 16 bytes' elements, that variable appearing nowhere
-/// else; the innermost extent and the tensor's last dimension hold whole 16-byte groups.
+/// Forms of gather copies beyond the plain one that a caller accepts.
 struct GatherForms {
   /// The tile may have leading dimensions the loops do not walk, indexed by expressions of
   /// no loop variable (`S[stage, i, d]`, a stage the program picks).
@@ -37,6 +33,12 @@ struct GatherForms {
   /// and guard-global-access's) are one guard, their conjunction.
   bool nested_guards = false;
 };
+
+/// `s` as a gather copy, or nullopt with `why` set: a nest of T.Parallel loops from 0 with
+/// constant extents around one store into a shared tile indexed by exactly the loop
+/// variables, of a load of a plain global tensor of the same dtype whose last index is the
+/// innermost variable plus a multiple of 16 bytes' elements, that variable appearing nowhere
+/// else; the innermost extent and the tensor's last dimension hold whole 16-byte groups.
 std::optional<GatherCopy> MatchGatherCopy(const ir::Stmt& s, std::string* why, GatherForms forms = {});
 
 /// How LowerGatherCopy issues each group.

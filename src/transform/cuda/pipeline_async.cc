@@ -174,15 +174,16 @@ class Pipeliner : public cuda::ThreadShareMutator {
   /// element copy into a shared tile (cuda::MatchGatherCopy, a leading stage index allowed)
   /// as the program's own cp.async, 16 bytes per group over the threads at this point. They
   /// are T.ptx_cp_async copies for cuda-insert-barriers: a write of the tile where issued,
-  /// landed at each T.ptx_wait_group. Nullopt (the copy stays synchronous; a remark says
-  /// why) where that cannot be done. "tl.prefer_async_copies": off until run on a GPU.
+  /// landed at each T.ptx_wait_group. Nullopt where that cannot be done (a remark says why;
+  /// GatherInPlace may still take the copy, or it stays synchronous).
+  /// "tl.prefer_async_copies": off until run on a GPU.
   std::optional<Stmt> PreferAsync(const For* op, const Stmt& self) {
     auto ann = op->annotations.find("tl.prefer_async");
     int64_t mode = 0;
     if (ann == op->annotations.end() || !AsConstInt(ann->second, &mode) || mode == 0) return std::nullopt;
     const std::string where = "T.Parallel(prefer_async=True) at line " + std::to_string(op->span.line);
     auto refuse = [&](const std::string& why) -> std::optional<Stmt> {
-      ctx_.remarks.push_back(where + ": runs synchronously (" + why + ")");
+      ctx_.remarks.push_back(where + ": not issued as the program's cp.async (" + why + ")");
       return std::nullopt;
     };
     const int sm = cuda::TargetSm(ctx_);
