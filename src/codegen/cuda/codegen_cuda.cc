@@ -20,6 +20,7 @@
 #include "warp_intrinsics.h"
 #include "hand_written.h"
 #include "launch_facts.h"
+#include "tensor_maps.h"
 #include "tl/arith/sum_terms.h"
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
@@ -46,20 +47,6 @@ namespace {
 std::string ArgKind(DType t) {
   if (t.IsFloat()) return t.bits == 64 ? "f64" : "f32";
   return t.bits == 64 ? "i64" : "i32";
-}
-
-/// CUtensorMapDataType of an element type (integers by width: TMA moves bits).
-int TmaDataType(DType t) {
-  if (t == DType::Float(16)) return 6;
-  if (t == DType::BFloat16()) return 9;
-  if (t == DType::Float(32)) return 7;
-  if (t == DType::Float(64)) return 8;
-  switch (t.bits) {
-    case 8: return 0;
-    case 16: return 1;
-    case 32: return t.IsSigned() ? 3 : 2;
-    default: return t.IsSigned() ? 5 : 4;
-  }
 }
 
 class CudaCodegen : public CPrinter {
@@ -112,7 +99,7 @@ class CudaCodegen : public CPrinter {
       sig << ", " << CType(v->dtype) << " " << Ident(v->name, v);
       out.arg_kinds.push_back(ArgKind(v->dtype));
     }
-    DeclareTensorMaps(f, &out, &sig);
+    cuda::DeclareTensorMaps(f, &out, &sig, &tma_names_);
     const KernelLaunch* launch = FindLaunch(f->body);
     TL_ICHECK(launch) << "function without T.Kernel";
     std::vector<const KernelLaunch*> launches;
@@ -325,58 +312,6 @@ class CudaCodegen : public CPrinter {
     }
     return analyzer_.Simplify(
         layout::SwizzleOffset(analyzer_.Simplify(off), b->dtype.bytes(), cols * b->dtype.bytes()));
-  }
-
-  /// One `const __grid_constant__ tl::TmaDescriptor` parameter per distinct
-  /// tma_descriptor(...) of the body, with the spec the runtime builds it from.
-  void DeclareTensorMaps(const PrimFunc& f, CudaSource* out, std::ostringstream* sig) {
-    ForEachExpr(f->body, [&](const Expr& e) {
-      const auto* call = As<Call>(e);
-      const bool im2col = call && call->op == "tma_im2col_descriptor";
-      if (!call || (call->op != "tma_descriptor" && !im2col)) return;
-      std::string key = ToString(e);
-      if (tma_names_.count(key)) return;
-      const Buffer& tensor = As<BufferLoad>(As<Call>(call->args[0])->args[0])->buffer;
-      TmaSpec spec;
-      for (size_t pi = 0; pi < f->params.size(); ++pi) {
-        if (f->params[pi].buffer == tensor) spec.tensor_arg = static_cast<int>(pi);
-      }
-      spec.data_type = TmaDataType(tensor->dtype);
-      spec.elem_bytes = tensor->dtype.bytes();
-      int64_t swizzle = 0;
-      AsConstInt(call->args[1], &swizzle);
-      spec.swizzle = static_cast<int>(swizzle);
-      // tma_descriptor: the box, innermost first. tma_im2col_descriptor: channels per
-      // pixel, pixels per column, the traversal stride, then the pixel box's lower and
-      // upper corners (W then H); see cuda::LowerTmaIm2col.
-      std::vector<int64_t>& rest = im2col ? spec.im2col : spec.box;
-      for (size_t j = 2; j < call->args.size(); ++j) {
-        int64_t b = 0;
-        AsConstInt(call->args[j], &b);
-        rest.push_back(b);
-      }
-      for (size_t d = tensor->shape.size(); d-- > 0;) spec.dims.push_back(DimArgument(f, *out, tensor->shape[d]));
-      std::string name = "tl_tma_" + std::to_string(out->tma_specs.size());
-      tma_names_[key] = name;
-      out->tma_specs.push_back(spec);
-      *sig << ", const __grid_constant__ tl::TmaDescriptor " << name;
-    });
-  }
-
-  /// A tensor dimension for a TmaSpec: its value, or -(1 + the launch argument holding it).
-  static int64_t DimArgument(const PrimFunc& f, const CudaSource& out, const Expr& dim) {
-    int64_t v = 0;
-    if (AsConstInt(dim, &v)) return v;
-    const auto* var = As<Var>(dim);
-    TL_ICHECK(var) << "TMA tensor dimension " << ToString(dim) << " is neither static nor a size argument";
-    for (size_t pi = 0; pi < f->params.size(); ++pi) {
-      if (f->params[pi].var.get() == var) return -1 - static_cast<int64_t>(pi);
-    }
-    for (size_t j = 0; j < out.dynamic_vars.size(); ++j) {
-      if (out.dynamic_vars[j].get() == var) return -1 - static_cast<int64_t>(f->params.size() + j);
-    }
-    TL_ICHECK(false) << "TMA tensor dimension " << var->name << " is not a launch argument";
-    return 0;
   }
 
   std::string PrintCall(const Call* op) override {
