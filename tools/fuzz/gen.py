@@ -1669,25 +1669,50 @@ def gen_dtype_views(r, prog):
     prog.ref = ref
 
 
-def gen_gathers(r, prog):
-    """A T.Pipelined loop whose tiles are gathered rows, `S[i, d] = X[Idx[k * BI + i], d + c]`
-    (the sparse attention kernels' loads; cuda-pipeline prefetches them as cp.async with
-    tl.enable_gather_pipeline), indices past either end of X giving zero rows, accumulated
-    with a per-step weight so the order of the steps shows."""
-    P = prog.prefix
+def _draw_gathered_rows(r, groups):
+    """The rows a gathering program reads: element type, row width D (a number of 16-byte
+    groups from `groups`), extra columns of the table, the column the rows start at, and the
+    table's row count (drawn in this order: a seed draws the same program)."""
     dt = r.choice(["float16", "float32", "bfloat16"])
     vec = 8 if dt != "float32" else 4
-    D = vec * r.choice([1, 2, 4, 8, 16])
+    D = vec * r.choice(groups)
     extra = vec * r.choice([0, 0, 1, 2])
     off = vec * r.randint(0, extra // vec) if extra else 0
-    rows = r.randint(1, 120)
-    BI, steps, stages = r.choice([1, 2, 4, 8, 16, 32]), r.randint(1, 4), r.randint(1, 3)
-    threads = r.choice([t for t in THREADS if t >= 32])
+    return dt, D, extra, off, r.randint(1, 120)
+
+
+def _gathered_rows_program(prog, dt, D, extra, off, rows, BI, steps):
+    """The parameters of a program that gathers BI rows of X (through Idx) at each of
+    `steps` steps and accumulates them with weight k + 1 into O, and its float64 reference
+    (indices past either end of X give zero rows)."""
+    P = prog.prefix
     X = Param(f"{P}X", (rows, D + extra), dt, "in")
     Idx = Param(f"{P}I", (steps * BI,), "int32", "in", f"index:{rows}")
     O = Param(f"{P}O", (BI, D), "float32", "out")
     prog.params += [X, Idx, O]
     prog.touch(dt, "float32", factor=steps * 2)
+
+    def ref(arr, run):
+        x, idx = arr[X.name].astype(np.float64), arr[Idx.name].astype(np.int64)
+        valid = (idx >= 0) & (idx < rows)
+        g = np.where(valid[:, None], x[np.clip(idx, 0, rows - 1)][:, off:off + D], 0.0)
+        acc = np.zeros((BI, D))
+        for k in range(steps):
+            acc = acc + rnd(g[k * BI:(k + 1) * BI], dt) * (k + 1)
+        return {O.name: acc}
+    prog.ref = ref
+    return X, Idx, O
+
+
+def gen_gathers(r, prog):
+    """A T.Pipelined loop whose tiles are gathered rows, `S[i, d] = X[Idx[k * BI + i], d + c]`
+    (the sparse attention kernels' loads; cuda-pipeline prefetches them as cp.async with
+    tl.enable_gather_pipeline), indices past either end of X giving zero rows, accumulated
+    with a per-step weight so the order of the steps shows."""
+    dt, D, extra, off, rows = _draw_gathered_rows(r, [1, 2, 4, 8, 16])
+    BI, steps, stages = r.choice([1, 2, 4, 8, 16, 32]), r.randint(1, 4), r.randint(1, 3)
+    threads = r.choice([t for t in THREADS if t >= 32])
+    X, Idx, O = _gathered_rows_program(prog, dt, D, extra, off, rows, BI, steps)
     prog.notes.append(f"gathers: {dt} rows {BI}x{D} of {rows}x{D + extra} from column {off}, {steps} steps, "
                       f"{stages} stages, threads={threads}")
     b = Body()
@@ -1707,16 +1732,6 @@ def gen_gathers(r, prog):
         b(f"T.copy(acc, {O.name})")
     prog.body = b.lines
 
-    def ref(arr, run):
-        x, idx = arr[X.name].astype(np.float64), arr[Idx.name].astype(np.int64)
-        valid = (idx >= 0) & (idx < rows)
-        g = np.where(valid[:, None], x[np.clip(idx, 0, rows - 1)][:, off:off + D], 0.0)
-        acc = np.zeros((BI, D))
-        for k in range(steps):
-            acc = acc + rnd(g[k * BI:(k + 1) * BI], dt) * (k + 1)
-        return {O.name: acc}
-    prog.ref = ref
-
 
 def gen_async_gathers(r, prog):
     """Gathered rows copied by `T.Parallel(..., prefer_async=True)` (cp.async with
@@ -1725,21 +1740,11 @@ def gen_async_gathers(r, prog):
     into the other stage of a 2-stage tile (`S[(k + 1) % 2, i, d]`) while this step's are
     used, with the program's own T.ptx_commit_group / T.ptx_wait_group(1). Indices past
     either end of X give zero rows; a per-step weight shows the order."""
-    P = prog.prefix
-    dt = r.choice(["float16", "float32", "bfloat16"])
-    vec = 8 if dt != "float32" else 4
-    D = vec * r.choice([1, 2, 4, 8])
-    extra = vec * r.choice([0, 0, 1, 2])
-    off = vec * r.randint(0, extra // vec) if extra else 0
-    rows = r.randint(1, 120)
+    dt, D, extra, off, rows = _draw_gathered_rows(r, [1, 2, 4, 8])
     BI, steps = r.choice([1, 2, 4, 8, 16, 32]), r.randint(1, 4)
     threads = r.choice([t for t in THREADS if t >= 32])
     own = r.random() < 0.5
-    X = Param(f"{P}X", (rows, D + extra), dt, "in")
-    Idx = Param(f"{P}I", (steps * BI,), "int32", "in", f"index:{rows}")
-    O = Param(f"{P}O", (BI, D), "float32", "out")
-    prog.params += [X, Idx, O]
-    prog.touch(dt, "float32", factor=steps * 2)
+    X, Idx, O = _gathered_rows_program(prog, dt, D, extra, off, rows, BI, steps)
     prog.notes.append(f"async gathers: {dt} rows {BI}x{D} of {rows}x{D + extra} from column {off}, {steps} steps, "
                       f"{'hand-pipelined' if own else 'waited for after each copy'}, threads={threads}")
     par = f"T.Parallel({BI}, {D}, prefer_async=True" + (
@@ -1774,16 +1779,6 @@ def gen_async_gathers(r, prog):
                 b('acc[i, d] += T.cast(S[k % 2, i, d], "float32") * T.cast(k + 1, "float32")')
         b(f"T.copy(acc, {O.name})")
     prog.body = b.lines
-
-    def ref(arr, run):
-        x, idx = arr[X.name].astype(np.float64), arr[Idx.name].astype(np.int64)
-        valid = (idx >= 0) & (idx < rows)
-        g = np.where(valid[:, None], x[np.clip(idx, 0, rows - 1)][:, off:off + D], 0.0)
-        acc = np.zeros((BI, D))
-        for k in range(steps):
-            acc = acc + rnd(g[k * BI:(k + 1) * BI], dt) * (k + 1)
-        return {O.name: acc}
-    prog.ref = ref
 
 
 KINDS = {
