@@ -201,7 +201,8 @@ bool HasBlockLevelWork(const Stmt& s) {
 /// by a vectorized copy and read by other threads), which needs barriers inside even
 /// without block-level work. Synchronous writes through an intrinsic's first argument
 /// (vec_copy, atomics) count as writes: a lowered copy is such a call. (cp.async writes
-/// are ordered by their pipeline's own waits and barriers.)
+/// are ordered by their pipeline's own waits and barriers; the program's own, T.ptx_cp_async,
+/// count as writes: they land at its T.ptx_wait_group, and other threads read them after it.)
 bool ReadsWhatItWrites(const Stmt& s) {
   struct Finder : IRVisitor {
     std::unordered_set<const BufferNode*> reads, writes;
@@ -214,6 +215,12 @@ bool ReadsWhatItWrites(const Stmt& s) {
       IRVisitor::Visit_(op);
     }
     void Visit_(const Call* op) override {
+      if (HasEffect(op, kProgramGroupCopy) && !op->args.empty()) {
+        const auto* addr = As<Call>(op->args[0]);
+        const auto* dst = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+        if (dst && dst->buffer->scope == Scope::kShared) writes.insert(dst->buffer.get());
+        return IRVisitor::Visit_(op);
+      }
       // Atomic updates need no barrier among themselves (each is one indivisible step), so
       // only the plain writes of lowered copies count.
       const bool plain_write = HasEffect(op, kWritesArg0) && !HasEffect(op, kReadsArg0);
