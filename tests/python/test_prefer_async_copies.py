@@ -160,3 +160,29 @@ def test_staged_values_match_numpy(own_groups):
     compile_cpu(staged_sum(own_groups), pass_configs=ON)(k, idx, out)
     want = k.astype(np.float64)[idx].reshape(4, 8, D).sum(axis=0)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_copy_of_several_rounds_per_thread_takes_one_barrier_in_front():
+    # 64 rows of 64 halves over 128 threads: each thread issues 4 rounds of 16-byte copies
+    # (the loop of rounds is the compiler's, as in upstream's minference prefetch). They
+    # write different rows and nothing reads them before the wait: one barrier in front of
+    # the rounds (for the previous step's readers), none between them.
+    @T.prim_func
+    def main(K: T.Tensor((N, D), "float16"), Idx: T.Tensor((M,), "int32"), Out: T.Tensor((M, D), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((M, D), "float16")
+            acc = T.alloc_fragment((M, D), "float32")
+            T.clear(acc)
+            for r in T.serial(2):
+                for i, j in T.Parallel(M, D, prefer_async=True):
+                    S[i, j] = K[Idx[i] + r, j]
+                for i, j in T.Parallel(M, D):
+                    acc[i, j] += T.cast(S[i, j], "float32")
+            T.copy(acc, Out)
+
+    src, remarks = cuda(main)
+    assert len(remarks) == 1 and "cp.async of 16 bytes per group into S" in remarks[0], remarks
+    loop = src[src.index("for (int32_t r = 0;"):]
+    rounds = loop[loop.index("#pragma unroll"):loop.index("tl::cp_async_commit();")]
+    assert "tl::ptx_cp_async(" in rounds and "__syncthreads();" not in rounds, src
+    assert "__syncthreads();" in loop[:loop.index("#pragma unroll")], src

@@ -219,7 +219,13 @@ bool ReadsWhatItWrites(const Stmt& s) {
         const auto* addr = As<Call>(op->args[0]);
         const auto* dst = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
         if (dst && dst->buffer->scope == Scope::kShared) writes.insert(dst->buffer.get());
-        return IRVisitor::Visit_(op);
+        if (dst) {  // (the destination's address is not a read of it)
+          for (const Expr& i : dst->indices) Visit(i);
+        } else {
+          Visit(op->args[0]);
+        }
+        for (size_t k = 1; k < op->args.size(); ++k) Visit(op->args[k]);
+        return;
       }
       // Atomic updates need no barrier among themselves (each is one indivisible step), so
       // only the plain writes of lowered copies count.
