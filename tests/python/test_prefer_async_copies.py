@@ -6,7 +6,7 @@ waited for after the loop; with it the program does that itself (T.ptx_commit_gr
 T.ptx_wait_group), as upstream's minference example prefetches the next stage while computing
 on the current one. The CUDA forms are read from the generated source (no GPU needed); the
 values are checked on whichever target the suite runs (the CPU copies at once).
-tl.prefer_async_copies is off until checked on a GPU: the tests turn it on."""
+tl.prefer_async_copies (on by default) turns it off with 0."""
 import numpy as np
 import pytest
 
@@ -77,9 +77,11 @@ def test_without_a_wait_in_the_kernel_it_is_refused():
     assert "ptx_cp_async" not in src
 
 
-def test_off_by_default():
+def test_on_by_default_and_off_with_the_key():
     src, remarks = cuda(gather(), configs={})
-    assert len(remarks) == 1 and "not issued as the program's cp.async (tl.prefer_async_copies is off" in remarks[0], remarks
+    assert len(remarks) == 1 and "cp.async of 16 bytes per group into S" in remarks[0], remarks
+    src, remarks = cuda(gather(), configs={"tl.prefer_async_copies": False})
+    assert len(remarks) == 1 and "not issued as the program's cp.async (tl.prefer_async_copies=0)" in remarks[0], remarks
     assert "ptx_cp_async" not in src
 
 
@@ -160,6 +162,7 @@ def test_staged_values_match_numpy(own_groups):
     compile_cpu(staged_sum(own_groups), pass_configs=ON)(k, idx, out)
     want = k.astype(np.float64)[idx].reshape(4, 8, D).sum(axis=0)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
 
 
 def test_a_copy_of_several_rounds_per_thread_takes_one_barrier_in_front():

@@ -123,11 +123,11 @@ def test_cp_async_groups_around_prefer_async_copies(rng):
     k = compile_cpu(main)
     k(x, y)
     np.testing.assert_array_equal(y, x)
-    # on CUDA (tl.prefer_async_copies, off until checked on a GPU) the copy is cp.async,
+    # on CUDA (tl.prefer_async_copies, on by default) the copy is cp.async,
     # committed and waited for after its loop (no annotation
     # says the program does it); the program's own group calls are real too
     # (test_program_cp_async_groups.py), and with nothing more in flight change nothing
-    lowered = tilelang.lower(main, target="cuda -arch=sm_80", pass_configs={"tl.prefer_async_copies": True})
+    lowered = tilelang.lower(main, target="cuda -arch=sm_80")
     assert any("cp.async of 16 bytes per group into s, then committed" in r for r in lowered.remarks), lowered.remarks
     src = lowered.kernel_source
     assert src.count("tl::cp_async_commit();") == 2 and src.count("tl::cp_async_wait<0>();") == 2, src

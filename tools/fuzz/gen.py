@@ -1734,7 +1734,7 @@ def gen_gathers(r, prog):
 
 
 def gen_async_gathers(r, prog):
-    """Gathered rows copied by `T.Parallel(..., prefer_async=True)` (cp.async with
+    """Gathered rows copied by `T.Parallel(..., prefer_async=True)` (cp.async on CUDA,
     tl.prefer_async_copies): either committed and waited for by the compiler after the loop,
     or hand-pipelined as upstream's minference example does, the next step's rows prefetched
     into the other stage of a 2-stage tile (`S[(k + 1) % 2, i, d]`) while this step's are

@@ -395,7 +395,7 @@ def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None
     thread at a time, then committed and waited for; with
     ``annotations={"parallel_async_without_async_commit_wait": True}``
     the program commits and waits itself (T.ptx_commit_group, T.ptx_wait_group). On CUDA only
-    (sm_80 and newer; behind tl.prefer_async_copies until checked on a GPU); where the copy
+    (sm_80 and newer; pass config tl.prefer_async_copies=0 turns it off); where the copy
     cannot be done so, it is lowered as other T.Parallel copies are, and the remark says why."""
     if len(extents) == 1 and isinstance(extents[0], (tuple, list)):
         extents = tuple(extents[0])

@@ -97,7 +97,7 @@ ACTED_ON_CUDA = {
     "tl.disable_tma_lower": "no TMA loads, hence no warp specialization, and no TMA stores",
     "tl.disable_tma_store": "no TMA stores, T.tma_copy's included",
     "tl.vectorize_parallel_copies": "0: a T.Parallel element copy into a tensor along its innermost loop stays element by element per thread (on by default: 16 bytes per group, one vector store each)",
-    "tl.prefer_async_copies": "1: T.Parallel(prefer_async=True) element copies into shared tiles are issued as cp.async (the program's own groups); off until checked on a GPU: they are lowered as other T.Parallel copies (a remark says so)",
+    "tl.prefer_async_copies": "T.Parallel(prefer_async=True) element copies into shared tiles are issued as cp.async, the program's own groups (on by default); 0: they are lowered as other T.Parallel copies (a remark says so)",
     "tl.vectorize_parallel_elementwise": "0: a T.Parallel element-wise computation into a tensor or shared tile along its innermost loop stays element by element per thread (on by default: 16 bytes of elements per thread at a time, loads and store through registers; 1.20x on an fp16 axpy on the H200, on par with upstream)",
     "tl.stmatrix_stores": "1: an mma accumulator copied whole into a 16-bit shared tile is stored with stmatrix.x4, 8 elements per lane per instruction (sm_90+; on by default)",
     "tl.group_register_walks": "0: register walks (T.Parallel over a register fragment, its copies) access shared tiles and tensors element by element, not in 4-16-byte groups (CUDA; on by default)",

@@ -176,7 +176,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
   /// are T.ptx_cp_async copies for cuda-insert-barriers: a write of the tile where issued,
   /// landed at each T.ptx_wait_group. Nullopt where that cannot be done (a remark says why;
   /// GatherInPlace may still take the copy, or it stays synchronous).
-  /// "tl.prefer_async_copies": off until run on a GPU.
+  /// "tl.prefer_async_copies" (on by default; 0: such copies are lowered as other T.Parallel copies).
   std::optional<Stmt> PreferAsync(const For* op, const Stmt& self) {
     auto ann = op->annotations.find("tl.prefer_async");
     int64_t mode = 0;
@@ -188,8 +188,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
     };
     const int sm = cuda::TargetSm(ctx_);
     if (sm != 0 && sm < 80) return refuse("cp.async is sm_80's");
-    if (!cuda::ConfigOn(ctx_, "tl.prefer_async_copies", /*default_on=*/false)) {
-      return refuse("tl.prefer_async_copies is off until checked on a GPU");
+    if (!cuda::ConfigOn(ctx_, "tl.prefer_async_copies", /*default_on=*/true)) {
+      return refuse("tl.prefer_async_copies=0");
     }
     if (in_pipeline_) return refuse("it is inside a T.Pipelined loop staged with cp.async groups of the compiler's");
     if (share_.Unranged()) return refuse("it is under a branch on the thread index that is not a range of threads");
