@@ -215,21 +215,10 @@ bool ReadsWhatItWrites(const Stmt& s) {
       IRVisitor::Visit_(op);
     }
     void Visit_(const Call* op) override {
-      if (HasEffect(op, kProgramGroupCopy) && !op->args.empty()) {
-        const auto* addr = As<Call>(op->args[0]);
-        const auto* dst = HasEffect(addr, kAddress) && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
-        if (dst && dst->buffer->scope == Scope::kShared) writes.insert(dst->buffer.get());
-        if (dst) {  // (the destination's address is not a read of it)
-          for (const Expr& i : dst->indices) Visit(i);
-        } else {
-          Visit(op->args[0]);
-        }
-        for (size_t k = 1; k < op->args.size(); ++k) Visit(op->args[k]);
-        return;
-      }
       // Atomic updates need no barrier among themselves (each is one indivisible step), so
-      // only the plain writes of lowered copies count.
-      const bool plain_write = HasEffect(op, kWritesArg0) && !HasEffect(op, kReadsArg0);
+      // only the plain writes of lowered copies count, and the program's own cp.async.
+      const bool plain_write =
+          (HasEffect(op, kWritesArg0) && !HasEffect(op, kReadsArg0)) || HasEffect(op, kProgramGroupCopy);
       const auto* addr = plain_write && !op->args.empty() ? As<Call>(op->args[0]) : nullptr;
       const auto* dst = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
       if (!dst) return IRVisitor::Visit_(op);
