@@ -194,13 +194,11 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
                                 records)
     arch = t.arch
     if arch is None:
-        ok, why = _tl.cuda_available()
-        if not ok:
-            raise RuntimeError(f"tilelang.lower: target {target!r} names no arch and there is no usable GPU ({why}); "
-                               "write e.g. target='cuda -arch=sm_90a'")
-        arch = _tl.device_arch(0)
-        if arch == "sm_90":
-            arch = "sm_90a"
+        # the rule tilelang.compile follows: TILELANG_CUDA_ARCH, else the current device's
+        # arch (sm_90 as sm_90a)
+        from .jit.cuda_backend import default_arch
+
+        arch = default_arch()
     sources, remarks, records = [], [], []
     parts = _tl.split_kernels(func.node)
     for n, part in enumerate(parts):

@@ -293,6 +293,20 @@ def test_lower_gives_source_without_building():
         tilelang.lower(lambda: None)
 
 
+
+def test_lower_takes_the_arch_as_compile_does(monkeypatch):
+    # a bare "cuda" target: TILELANG_CUDA_ARCH, else the current GPU's arch, as tilelang.compile
+    # (upstream's codegen tests call tilelang.lower(func, target="cuda") on a build machine)
+    @T.prim_func
+    def f(A: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(32):
+                A[i] = 1.0
+
+    monkeypatch.setenv("TILELANG_CUDA_ARCH", "sm_80")
+    cuda = tilelang.lower(f, target="cuda")
+    assert "__global__" in cuda.kernel_source and "sm_80" in cuda.target, cuda.target
+
 # --------------------------------------------------------------------------- set_autotune_inputs
 
 def test_set_autotune_inputs_are_the_tuning_inputs(rng, monkeypatch):
