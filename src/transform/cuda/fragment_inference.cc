@@ -62,7 +62,7 @@ bool IndicesAreVars(const std::vector<Expr>& idx, const ParallelNest& nest) {
   return true;
 }
 
-std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, int64_t k, bool tf32) {
+std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, int64_t k, bool tf32, bool f16_acc) {
   if (tf32) {
     // float32 storage (MakeGemm checked A, B and C), rounded to tf32 for m16n8k8. ldmatrix
     // moves a float as two 16-bit halves, so it reads whole floats only along rows: the
@@ -81,7 +81,14 @@ std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, 
   }
   if (!sixteen && !int8) return "no tensor cores for " + a.str() + " operands";
   if (a != b) return "operands of different types (" + a.str() + " and " + b.str() + ")";
-  if (sixteen && c != DType::Float(32)) return "a " + c.str() + " accumulator for " + a.str() + " operands";
+  const bool f16_into_f16 = a == DType::Float(16) && c == DType::Float(16);
+  if (f16_into_f16 && !f16_acc) {
+    return "a float16 accumulator for float16 operands (mma.sync's float16 accumulation is behind "
+           "tl.mma_f16_accumulators until a GPU run checks it)";
+  }
+  if (sixteen && c != DType::Float(32) && !f16_into_f16) {
+    return "a " + c.str() + " accumulator for " + a.str() + " operands";
+  }
   if (int8 && c != DType::Int(32)) return "a " + c.str() + " accumulator for " + a.str() + " operands";
   if (int8 && (trans_a || !trans_b)) {
     return std::string(a.str()) + " operands with " + (trans_a ? "A stored K x M" : "B stored K x N") +
@@ -92,12 +99,12 @@ std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, 
   return "";
 }
 
-std::string MmaSyncUnfit(const GemmOp* op) {
+std::string MmaSyncUnfit(const GemmOp* op, bool f16_acc) {
   int64_t k = -1;
   const Region& a = op->a;
   AsConstInt(op->trans_a ? a.ranges[a.ranges.size() - 2].extent : a.ranges.back().extent, &k);
   return MmaSyncUnfit(a.buffer->dtype, op->b.buffer->dtype, op->c.buffer->dtype, op->trans_a, op->trans_b, k,
-                      op->tf32);
+                      op->tf32, f16_acc);
 }
 
 namespace {

@@ -52,12 +52,13 @@ bool IndicesAreVars(const std::vector<ir::Expr>& idx, const ParallelNest& nest);
 /// accumulator types, transposes and K ("" when it can; k < 0 when unknown): float16 /
 /// bfloat16 into float32 (K a multiple of 16), int8 / uint8 into int32 (K a multiple of
 /// 32), or a tf32 GEMM (GemmOp::tf32: float32 rounded to TF32, m16n8k8, K a multiple of 8),
-/// the last two with A M x K and B N x K since ldmatrix cannot transpose bytes or floats.
+/// the last two with A M x K and B N x K since ldmatrix cannot transpose bytes or floats;
+/// with `f16_acc` ("tl.mma_f16_accumulators") also float16 into float16 (m16n8k16 .f16).
 /// The same test as gemm_ss's kTensorCore (tile_ops.h), which otherwise runs multiply-add
 /// loops.
 std::string MmaSyncUnfit(ir::DType a, ir::DType b, ir::DType c, bool trans_a, bool trans_b, int64_t k,
-                         bool tf32 = false);
-std::string MmaSyncUnfit(const ir::GemmOp* op);
+                         bool tf32 = false, bool f16_acc = false);
+std::string MmaSyncUnfit(const ir::GemmOp* op, bool f16_acc = false);
 
 /// A fragment's layout and the operation that fixed it (for conflict messages).
 struct Assigned {

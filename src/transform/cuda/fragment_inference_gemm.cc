@@ -206,7 +206,7 @@ std::optional<layout::WarpPartition> FragmentLayoutInference::HeldSplit(const Bu
 /// Clears *why when it applies; otherwise adds why mma.sync does not apply either.
 void FragmentLayoutInference::StageA(const GemmOp* op, int64_t m, int64_t n, layout::WarpPartition* warps, std::string* why) {
   int64_t ra = 0, ca = 0;
-  std::string unfit = MmaSyncUnfit(op);
+  std::string unfit = MmaSyncUnfit(op, wgmma_.f16_acc_mma);
   if (!unfit.empty()) {
     *why += "; nor through shared memory: " + unfit;
     return;

@@ -141,10 +141,21 @@ struct mma_shape {
 };
 
 /// D += A * B for one m16n8 tile of mma_shape<T> (fragments as in mma.h; for float, tf32
-/// bit patterns, see float_to_tf32).
+/// bit patterns, see float_to_tf32). A half accumulator (TL_MMA_F16_ACC) holds the float
+/// one's four elements in the same places; the .f16 mma takes them as two pairs, (0, 1)
+/// and (2, 3), each pair one register with the first element in its low half.
 template <typename T, typename Acc>
 TL_DEVICE void mma_tile(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  if constexpr (is_same<T, float>::value) {
+  if constexpr (is_same<Acc, half>::value) {
+    static_assert(is_same<T, half>::value, "mma_tile: a half accumulator takes half operands");
+    uint32_t c[2] = {uint32_t(d[0].bits) | (uint32_t(d[1].bits) << 16),
+                     uint32_t(d[2].bits) | (uint32_t(d[3].bits) << 16)};
+    mma_m16n8k16_f16f16(c, a, b, c);
+    d[0] = half(static_cast<unsigned short>(c[0] & 0xffffu), from_bits_t{});
+    d[1] = half(static_cast<unsigned short>(c[0] >> 16), from_bits_t{});
+    d[2] = half(static_cast<unsigned short>(c[1] & 0xffffu), from_bits_t{});
+    d[3] = half(static_cast<unsigned short>(c[1] >> 16), from_bits_t{});
+  } else if constexpr (is_same<T, float>::value) {
     mma_m16n8k8_tf32f32(d, a, b, d);
   } else if constexpr (is_same<T, int8_t>::value) {
     mma_m16n8k32_s8s32(d, a, b, d);
@@ -173,7 +184,8 @@ template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int LdA
 TL_DEVICE void gemm_ss_mma(const T* A, const T* B, Acc* C) {
   using Shape = mma_shape<T, Tf32>;
   constexpr int kK = Shape::kK, kChunk = Shape::kChunk;
-  static_assert(is_same<Acc, typename Shape::Acc>::value, "gemm_ss_mma: accumulator type");
+  static_assert(is_same<Acc, typename Shape::Acc>::value || (is_same<Acc, half>::value && is_same<T, half>::value),
+                "gemm_ss_mma: accumulator type");
   static_assert(Shape::kSixteen || Shape::kInt8 || Shape::kTf32, "gemm_ss_mma: operand type");
   static_assert(Shape::kSixteen || (!TransA && TransB), "gemm_ss_mma: 8- and 32-bit operands need A M x K, B N x K");
   static_assert(!ARegs || (Shape::kTf32 && !TransA), "gemm_ss_mma: A from registers is the tf32 path's");
@@ -443,8 +455,15 @@ TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
 #else
   constexpr bool kTf32Mma = false;
 #endif
+  // A half accumulator for half operands (m16n8k16 .f16) with TL_MMA_F16_ACC, which the JIT
+  // defines when the pass config "tl.mma_f16_accumulators" is on.
+#ifdef TL_MMA_F16_ACC
+  constexpr bool kF16Acc = detail::is_same<TA, half>::value && detail::is_same<TC, half>::value;
+#else
+  constexpr bool kF16Acc = false;
+#endif
   constexpr bool kTensorCore = detail::is_same<TA, TB>::value &&
-                               detail::is_same<TC, typename Shape::Acc>::value && K % Shape::kK == 0 &&
+                               (detail::is_same<TC, typename Shape::Acc>::value || kF16Acc) && K % Shape::kK == 0 &&
                                (Shape::kSixteen || ((Shape::kInt8 || (Shape::kTf32 && kTf32Mma)) && !TransA && TransB));
   if constexpr (kTensorCore) {
     detail::gemm_ss_mma<M, N, K, WM, WN, TransA, TransB, LdA, LdB, SwzA, SwzB, MFastest, InterleaveM, Tf32, false,

@@ -1,0 +1,98 @@
+"""T.gemm of float16 tiles into a float16 accumulator. On CUDA the tensor cores take it
+(mma.sync m16n8k16 with .f16 accumulation, tl::mma_tile's half branch) when the pass config
+tl.mma_f16_accumulators is on; off (the default until a GPU run checks it) the same
+accumulator layout is filled by per-thread multiply-add loops, and the remark says which.
+Values against float64 on the target the suite runs (the CPU target sums each call's K
+products in float and rounds once; the tensor cores round every 16: both within float16's
+tolerance for these sizes)."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import assert_close, f64, poison
+
+ON = {"tl.mma_f16_accumulators": True}
+
+
+def f16_gemm(M=128, N=128, K=64, bm=64, bn=64, bk=32, trans_a=False, trans_b=False):
+    @T.prim_func
+    def main(A: T.Tensor((K, M) if trans_a else (M, K), "float16"),
+             B: T.Tensor((N, K) if trans_b else (K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            a_s = T.alloc_shared((bk, bm) if trans_a else (bm, bk), "float16")
+            b_s = T.alloc_shared((bn, bk) if trans_b else (bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float16")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                if trans_a:
+                    T.copy(A[k * bk, by * bm], a_s)
+                else:
+                    T.copy(A[by * bm, k * bk], a_s)
+                if trans_b:
+                    T.copy(B[bx * bn, k * bk], b_s)
+                else:
+                    T.copy(B[k * bk, bx * bn], b_s)
+                T.gemm(a_s, b_s, acc, transpose_A=trans_a, transpose_B=trans_b)
+            T.copy(acc, C[by * bm, bx * bn])
+
+    return main
+
+
+def gemm_remark(kernel):
+    found = [r for r in kernel.get_remarks() if r.startswith("T.gemm")]
+    assert len(found) == 1, kernel.get_remarks()
+    return found[0]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_off_by_default_the_loops_take_it_and_say_why(arch):
+    kernel = tilelang.compile(f16_gemm(), target=f"cuda -arch={arch}")
+    remark = gemm_remark(kernel)
+    assert "multiply-add loops, no tensor cores (a float16 accumulator for float16 operands" in remark, remark
+    assert "tl.mma_f16_accumulators" in remark, remark
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True), (True, True)])
+def test_with_the_key_the_tensor_cores_take_it(arch, trans_a, trans_b):
+    kernel = tilelang.compile(f16_gemm(trans_a=trans_a, trans_b=trans_b), target=f"cuda -arch={arch}",
+                              pass_configs=ON)
+    remark = gemm_remark(kernel)
+    assert "ldmatrix + mma.sync m16n8k16" in remark and "no tensor cores" not in remark, remark
+    if arch == "sm_90a":  # wgmma accumulates in float32 only here: mma.sync, and the remark says so
+        assert "not wgmma" in remark, remark
+    assert "tl::gemm_ss<" in kernel.get_kernel_source()
+
+
+def test_bfloat16_into_bfloat16_stays_in_the_loops():
+    # mma.sync has no bfloat16 accumulator: the key does not apply
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "bfloat16"), B: T.Tensor((32, 64), "bfloat16"), C: T.Tensor((64, 64), "bfloat16")):
+        with T.Kernel(1, threads=128):
+            a_s = T.alloc_shared((64, 32), "bfloat16")
+            b_s = T.alloc_shared((32, 64), "bfloat16")
+            acc = T.alloc_fragment((64, 64), "bfloat16")
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.clear(acc)
+            T.gemm(a_s, b_s, acc)
+            T.copy(acc, C)
+
+    remark = gemm_remark(tilelang.compile(main, target="cuda -arch=sm_80", pass_configs=ON))
+    assert "no tensor cores (a bfloat16 accumulator for bfloat16 operands)" in remark, remark
+
+
+@pytest.mark.parametrize("key", [False, True])
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, True)])
+def test_values_match_float64(key, trans_a, trans_b):
+    rng = np.random.default_rng(7 + 2 * trans_a + trans_b)
+    a = (rng.standard_normal((64, 128) if trans_a else (128, 64)) * 0.5).astype(np.float16)
+    b = (rng.standard_normal((128, 64) if trans_b else (64, 128)) * 0.5).astype(np.float16)
+    c = poison((128, 128), "float16")
+    tilelang.compile(f16_gemm(trans_a=trans_a, trans_b=trans_b), pass_configs={"tl.mma_f16_accumulators": key})(a, b, c)
+    ref = (f64(a).T if trans_a else f64(a)) @ (f64(b).T if trans_b else f64(b))
+    # the tensor cores round the float16 sum after every 16 products (4 times for K = 64),
+    # each by up to half a unit in the last place of the partial sum: 5e-3 of the largest
+    assert_close(c, ref, dtype="float16", rtol=5e-3 if key else None)
