@@ -41,3 +41,16 @@ def test_fuzz_smoke_hopper_kind_cpu():
     report(summary, out=out, kinds=["hopper"])
     bad = summary["mismatch"] + summary["crash"] + summary["rejected"]
     assert not bad and len(summary["ok"]) == 8, out.getvalue()[:20000]
+
+
+@pytest.mark.cpu_target
+@pytest.mark.parametrize("kind", ["reducers", "dtype_views", "gathers", "wide_elementwise", "async_gathers",
+                                  "f16_acc_gemms"])
+def test_fuzz_smoke_opt_in_kinds_cpu(kind):
+    """Each other opt-in kind (weight 0 in the default mix), a few programs: valid, and matching
+    numpy on the CPU target (their GPU runs: docs/fuzzing.md)."""
+    summary = fuzz(SEED, 6, target="cpu", batch=3, jobs=2, kinds=[kind])
+    out = io.StringIO()
+    report(summary, out=out, kinds=[kind])
+    bad = summary["mismatch"] + summary["crash"] + summary["rejected"]
+    assert not bad and len(summary["ok"]) == 6, out.getvalue()[:20000]

@@ -706,11 +706,13 @@ def gen_reduce(r, prog):
     prog.ref = ref
 
 
-def gen_gemm(r, prog):
+def gen_gemm(r, prog, f16_acc=False):
     P = prog.prefix
     d = dims_for(r, prog, [("M", 1, 48), ("N", 1, 48), ("K", 1, 64)])
     dt = r.choice(["float16", "float16", "bfloat16", "float32", "float64", "int8"])
     acc = {"float64": "float64", "int8": "int32"}.get(dt, "float32")
+    if f16_acc:  # (the same draws as the default kind, then float16 operands and accumulator)
+        dt = acc = "float16"
     out = acc if r.random() < 0.6 or is_int(acc) else r.choice(["float16", "float32", "bfloat16"])
     ta, tb = r.random() < 0.5, r.random() < 0.5
     bm, bn, bk = r.choice([8, 16, 32, 12]), r.choice([8, 16, 32, 24]), r.choice([8, 16, 32, 4])
@@ -724,6 +726,9 @@ def gen_gemm(r, prog):
     bwin = (r.randint(0, 2), r.randint(0, 3)) if r.random() < 0.2 else None
     policy = r.choice([None, None, "Square", "FullRow", "FullCol"])
     threads = r.choice(THREADS)
+    if f16_acc and r.random() < 0.8:  # mostly tiles the tensor cores take (warp tiles of 16 x 8, K steps of 16)
+        bm, bn, bk = r.choice([16, 32, 64]), r.choice([16, 32, 64]), r.choice([16, 32])
+        threads, awin, bwin = r.choice([32, 64, 128]), None, None
     M, N, K = d["M"][0], d["N"][0], d["K"][0]
     A = Param(f"{P}A", (K, M) if ta else (M, K), dt, "in", "small_int" if is_int(dt) else "normal")
     B = Param(f"{P}B", (N, K) if tb else (K, N), dt, "in", "small_int" if is_int(dt) else "normal")
@@ -736,6 +741,10 @@ def gen_gemm(r, prog):
     prog.params += [A, B, C]
     prog.touch(dt, acc, out)
     prog.tol = max(prog.tol, 2e-4 if acc == "float32" else prog.tol)
+    if acc == "float16":
+        # the tensor cores round a float16 sum after every 16 products (K <= 64: 4 times), the
+        # reference once per T.gemm call: each rounding up to half a unit in the last place
+        prog.tol = max(prog.tol, 5e-3)
     prog.notes.append(f"gemm {dt}->{acc}->{out} tA={ta} tB={tb} tile {bm}x{bn}x{bk} {loop}/{stages} "
                       f"A in {a_scope} clear={clear} post={post} prescale={prescale} policy={policy} splits={splits} "
                       f"threads={threads}")
@@ -1733,6 +1742,13 @@ def gen_gathers(r, prog):
     prog.body = b.lines
 
 
+def gen_f16_acc_gemms(r, prog):
+    """The `gemm` kind's programs with float16 operands into a float16 accumulator: on CUDA
+    mma.sync m16n8k16 .f16 where tile and K allow it, with tl.mma_f16_accumulators on (set
+    it with TILELANG_PASS_CONFIGS), else the multiply-add loops."""
+    gen_gemm(r, prog, f16_acc=True)
+
+
 def gen_async_gathers(r, prog):
     """Gathered rows copied by `T.Parallel(..., prefer_async=True)` (cp.async on CUDA,
     tl.prefer_async_copies): either committed and waited for by the compiler after the loop,
@@ -1794,6 +1810,7 @@ KINDS = {
     "gathers": (gen_gathers, 0),
     "wide_elementwise": (gen_wide_elementwise, 0),
     "async_gathers": (gen_async_gathers, 0),
+    "f16_acc_gemms": (gen_f16_acc_gemms, 0),
 }
 
 
