@@ -186,6 +186,7 @@ def test_mma_micro_size():
     ("T.cluster_sync()", "thread-block clusters"),
     ("T.warpgroup_arrive()", "instruction-level API"),
     ("T.gemm_sp(A_s, A_s, A_s, C)", "2:4 sparse"),
+    ("T.sync_grid()", "cooperative launch"),
 ])
 def test_names_not_built_here_say_why_at_the_line(tmp_path, call, reason):
     from conftest import refusal

@@ -9,7 +9,8 @@ Grouped by why:
   - thread-block clusters (more than one block per cluster);
   - upstream's instruction-level API (emitter classes and one-PTX-instruction calls on TVM
     buffers), whose work the tile operations do here;
-  - 2:4 sparse tensor-core GEMMs.
+  - 2:4 sparse tensor-core GEMMs;
+  - grid-wide barriers (a cooperative launch).
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ _INSTRUCTION_LEVEL = (
     "compiler does not have; write the tile operation (T.gemm, T.copy, T.wgmma_gemm, T.tma_copy), which it "
     "lowers to the same instructions")
 _SPARSE = "is a 2:4 sparse tensor-core GEMM, which this compiler does not support"
+_GRID = ("is a barrier across the whole grid, which needs a cooperative launch (every block resident at "
+         "once) that this compiler does not make; end the kernel there and launch a second one for the rest")
 
 _REFUSED = {
     _BLACKWELL: (
@@ -51,6 +54,7 @@ _REFUSED = {
     _SPARSE: (
         "SparseTensorCoreIntrinEmitter", "WGSparseTensorCoreIntrinEmitter", "gemm_sp", "wgmma_gemm_sp",
         "ptx_mma_sp", "ptx_wgmma_sp_ss", "ptx_wgmma_sp_rs"),
+    _GRID: ("sync_grid",),
 }
 
 
