@@ -9,35 +9,16 @@ import numpy as np
 import pytest
 
 import tilelang
-import tilelang.language as T
+import test_gemm
 from conftest import assert_close, f64, poison
 
 ON = {"tl.mma_f16_accumulators": True}
 
 
-def f16_gemm(M=128, N=128, K=64, bm=64, bn=64, bk=32, trans_a=False, trans_b=False):
-    @T.prim_func
-    def main(A: T.Tensor((K, M) if trans_a else (M, K), "float16"),
-             B: T.Tensor((N, K) if trans_b else (K, N), "float16"),
-             C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            a_s = T.alloc_shared((bk, bm) if trans_a else (bm, bk), "float16")
-            b_s = T.alloc_shared((bn, bk) if trans_b else (bk, bn), "float16")
-            acc = T.alloc_fragment((bm, bn), "float16")
-            T.clear(acc)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
-                if trans_a:
-                    T.copy(A[k * bk, by * bm], a_s)
-                else:
-                    T.copy(A[by * bm, k * bk], a_s)
-                if trans_b:
-                    T.copy(B[bx * bn, k * bk], b_s)
-                else:
-                    T.copy(B[k * bk, bx * bn], b_s)
-                T.gemm(a_s, b_s, acc, transpose_A=trans_a, transpose_B=trans_b)
-            T.copy(acc, C[by * bm, bx * bn])
-
-    return main
+def f16_gemm(trans_a=False, trans_b=False):
+    """C (128 x 128) = A B in 64 x 64 x 32 tiles, float16 in, float16 accumulated (test_gemm's
+    kernel, as a @T.prim_func to compile for any target)."""
+    return test_gemm.gemm_kernel.func(128, 128, 64, 64, 64, 32, "float16", "float16", trans_a, trans_b, 2, 128)
 
 
 def gemm_remark(kernel):
@@ -68,18 +49,7 @@ def test_with_the_key_the_tensor_cores_take_it(arch, trans_a, trans_b):
 
 def test_bfloat16_into_bfloat16_stays_in_the_loops():
     # mma.sync has no bfloat16 accumulator: the key does not apply
-    @T.prim_func
-    def main(A: T.Tensor((64, 32), "bfloat16"), B: T.Tensor((32, 64), "bfloat16"), C: T.Tensor((64, 64), "bfloat16")):
-        with T.Kernel(1, threads=128):
-            a_s = T.alloc_shared((64, 32), "bfloat16")
-            b_s = T.alloc_shared((32, 64), "bfloat16")
-            acc = T.alloc_fragment((64, 64), "bfloat16")
-            T.copy(A, a_s)
-            T.copy(B, b_s)
-            T.clear(acc)
-            T.gemm(a_s, b_s, acc)
-            T.copy(acc, C)
-
+    main = test_gemm.gemm_kernel.func(64, 64, 32, 64, 64, 32, "bfloat16", "bfloat16", False, False, 2, 128)
     remark = gemm_remark(tilelang.compile(main, target="cuda -arch=sm_80", pass_configs=ON))
     assert "no tensor cores (a bfloat16 accumulator for bfloat16 operands)" in remark, remark
 
