@@ -1,6 +1,7 @@
 """T.dynamic dimensions (one kernel, many sizes), scalar parameters, run-time loop counts,
 argument checking (every error names the parameter), torch tensors, target aliases."""
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -153,6 +154,28 @@ def test_torch_tensors(rng):
     assert torch.equal(y, -x)
     with pytest.raises(tilelang.TileLangArgumentError, match="'A'.*contiguous"):
         k2(torch.randn(14, dtype=torch.bfloat16)[::2], y)
+
+
+def test_outputs_of_a_kernel_without_tensor_inputs(monkeypatch):
+    """With no tensor argument to follow, outputs are torch tensors once the process has
+    imported torch (as upstream returns them), numpy arrays otherwise."""
+
+    @T.prim_func
+    def iota(A: T.Tensor((16,), "int32")):
+        with T.Kernel(1, threads=16):
+            for i in T.Parallel(16):
+                A[i] = i * 3
+
+    kernel = tilelang.compile(iota, out_idx=[-1], target="cpu")
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    out = kernel()
+    assert isinstance(out, np.ndarray) and out.dtype == np.int32
+    assert np.array_equal(out, np.arange(16) * 3)
+    monkeypatch.undo()
+    torch = pytest.importorskip("torch")
+    out = kernel()
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.int32 and out.device.type == "cpu"
+    assert torch.equal(out, torch.arange(16, dtype=torch.int32) * 3)
 
 
 @pytest.mark.parametrize("target", ["cpu", "llvm", "c", "llvm -mcpu=native", {"kind": "c"}])

@@ -515,6 +515,8 @@ class JITKernel:
                 values[i] = arguments.pointer_arg(a, p.name, self.name, "cpu")
             else:
                 values[i] = arguments.scalar_arg(a, p.name, p.dtype, self.name)
+        if use_torch is None:
+            use_torch = _torch_when_loaded()
         outputs, workspaces = [], []  # workspaces stay referenced until the run returns
         for i in self.alloc_idx:
             p = self.params[i]
@@ -772,6 +774,17 @@ def torch_storage_dtype(torch, dtype):
     torch's float4_e2m1fn_x2, for the 4-bit types)."""
     name = output_storage_dtype(dtype, torch)
     return getattr(torch, "float4_e2m1fn_x2" if name == "float4_e2m1fnx2" else name)
+
+
+class _TorchHost:
+    device = "cpu"
+
+
+def _torch_when_loaded():
+    """With no tensor argument to follow, outputs are torch CPU tensors when the process has
+    already imported torch (upstream returns torch tensors; a kernel() with no inputs is mostly
+    called from torch code), else numpy arrays; torch is never imported here."""
+    return _TorchHost() if "torch" in sys.modules else False
 
 
 def _allocate(shape, dtype, like_torch):
