@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file Fragment layouts and the shared-memory swizzle (see layout/fragment.h).
 #include "tl/layout/fragment.h"
+#include "tl/target/warp.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -38,12 +39,13 @@ MmaAccumulatorLayout::MmaAccumulatorLayout(int64_t m, int64_t n, WarpPartition w
 
 namespace {
 Expr C(int64_t v) { return MakeInt(v); }
+constexpr int64_t kWarp = target::kWarpSize;
 }  // namespace
 
-Expr FragmentLayout::RowWarp(const Expr& thread) const { return FloorMod(FloorDiv(thread, C(32)), C(row_warps())); }
+Expr FragmentLayout::RowWarp(const Expr& thread) const { return FloorMod(FloorDiv(thread, C(kWarp)), C(row_warps())); }
 
 Expr MmaAccumulatorLayout::RowWarp(const Expr& thread) const {
-  Expr warp = FloorDiv(thread, C(32));
+  Expr warp = FloorDiv(thread, C(kWarp));
   return warps_.m_fastest ? FloorDiv(warp, C(warps_.warps_m)) : FloorMod(warp, C(warps_.warps_n));
 }
 
@@ -67,7 +69,7 @@ Expr MmaAccumulatorLayout::RowReg(const Expr& row_local, const Expr& q) const {
 }
 
 std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Expr& local) const {
-  Expr warp = FloorDiv(thread, C(32)), lane = FloorMod(thread, C(32));
+  Expr warp = FloorDiv(thread, C(kWarp)), lane = FloorMod(thread, C(kWarp));
   Expr warp_m = warps_.m_fastest ? FloorMod(warp, C(warps_.warps_m)) : FloorDiv(warp, C(warps_.warps_n));
   Expr warp_n = RowWarp(thread);
   // First row of the warp's 16-row slice mt.
@@ -89,8 +91,8 @@ std::pair<Expr, Expr> MmaAccumulatorLayout::StmatrixRowStart(const Expr& thread,
   // Lane 4 r of the warp holds row r of a matrix's left columns in its register pair 2 i
   // (Inverse: lane / 4 is the row in the 8x8 piece, and lane % 4 = 0 its first column).
   // (written as warp * 32 + lane' so that the simplifier sees the warp unchanged)
-  Expr lane = FloorMod(thread, C(32));
-  return Inverse(FloorDiv(thread, C(32)) * C(32) + FloorMod(thread, C(8)) * C(4),
+  Expr lane = FloorMod(thread, C(kWarp));
+  return Inverse(FloorDiv(thread, C(kWarp)) * C(kWarp) + FloorMod(thread, C(8)) * C(4),
                  group * C(8) + FloorDiv(lane, C(8)) * C(2));
 }
 
@@ -120,7 +122,7 @@ Expr MmaTf32ALayout::RowReg(const Expr& row_local, const Expr& q) const {
 }
 
 std::pair<Expr, Expr> MmaTf32ALayout::Inverse(const Expr& thread, const Expr& local) const {
-  Expr warp = FloorDiv(thread, C(32)), lane = FloorMod(thread, C(32));
+  Expr warp = FloorDiv(thread, C(kWarp)), lane = FloorMod(thread, C(kWarp));
   Expr warp_m = warps_.m_fastest ? FloorMod(warp, C(warps_.warps_m)) : FloorDiv(warp, C(warps_.warps_n));
   Expr h = FloorMod(local, C(2)), group = FloorMod(FloorDiv(local, C(2)), C(groups()));
   Expr mt = FloorDiv(local, C(2 * groups()));

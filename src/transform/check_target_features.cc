@@ -27,7 +27,7 @@ std::string FormatName(DType t) {
 
 class Checker : public IRVisitor {
  public:
-  Checker(const std::string* cuda_arch, PassContext& ctx) : cuda_arch_(cuda_arch), ctx_(ctx) {}
+  explicit Checker(PassContext& ctx) : cuda_(ctx.TargetsCuda()), ctx_(ctx) {}
 
   void Visit(const Stmt& s) override {
     Span saved = span_;
@@ -38,7 +38,7 @@ class Checker : public IRVisitor {
 
  protected:
   void Visit_(const Call* op) override {
-    if (!cuda_arch_ && HasEffect(op, kCudaOnly)) {
+    if (!cuda_ && HasEffect(op, kCudaOnly)) {
       TL_USER_ERROR(span_) << "T." << op->op << " is not supported on the CPU target (a CUDA instruction this "
                            << "target does not emulate); compile this kernel for CUDA";
     }
@@ -48,12 +48,12 @@ class Checker : public IRVisitor {
         TL_USER_ERROR(span_) << "T.cast(..., round=\"rs\", sat=False): sat=false is not supported (stochastic "
                                 "rounding saturates to the largest finite value)";
       }
-      if (cuda_arch_ && !ctx_.Cuda().HasSm100aFeatures()) {
+      if (cuda_ && !ctx_.Cuda().HasSm100aFeatures()) {
         TL_USER_ERROR(span_) << "Stochastic rounding f32-to-" << FormatName(op->dtype) << " requires sm_100a "
-                             << "(T.cast(..., round=\"rs\")); this kernel is compiled for " << *cuda_arch_
+                             << "(T.cast(..., round=\"rs\")); this kernel is compiled for " << ctx_.Cuda().arch
                              << " (the CPU target rounds stochastically too)";
       }
-      if (cuda_arch_ && !reported_) {  // a decision worth saying: not Blackwell's instruction
+      if (cuda_ && !reported_) {  // a decision worth saying: not Blackwell's instruction
         ctx_.remarks.push_back("T.cast(..., round=\"rs\") at line " + std::to_string(span_.line) +
                                ": stochastic rounding in integer arithmetic (stochastic_round.h), not cvt.rs");
         reported_ = true;
@@ -63,7 +63,7 @@ class Checker : public IRVisitor {
   }
 
  private:
-  const std::string* cuda_arch_;
+  const bool cuda_;  // compiled for CUDA (else the CPU)
   PassContext& ctx_;
   Span span_;
   bool reported_ = false;
@@ -72,8 +72,7 @@ class Checker : public IRVisitor {
 }  // namespace
 
 ir::PrimFunc CheckTargetFeatures(const ir::PrimFunc& f, PassContext& ctx) {
-  auto it = ctx.config.find("tl.target_arch");
-  Checker(it == ctx.config.end() ? nullptr : &it->second, ctx).Visit(f->body);
+  Checker(ctx).Visit(f->body);
   return f;
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tl/target/warp.h"
+
 namespace tl::target {
 
 struct CudaTarget {
@@ -18,7 +20,7 @@ struct CudaTarget {
   int sm = 0;        ///< 90 for sm_90a; 0 when unknown
   char suffix = 0;   ///< 'a' (arch-specific features), 'f' (family-specific) or 0
 
-  static constexpr int kWarpSize = 32;
+  static constexpr int kWarpSize = ::tl::target::kWarpSize;
   static constexpr int kMaxRegistersPerThread = 255;
 
   /// `arch` as "sm_<number>[a|f]" or "<number>[a|f]"; throws std::invalid_argument naming
@@ -37,9 +39,14 @@ struct CudaTarget {
   bool Known() const { return sm > 0; }
   /// wgmma, setmaxnreg and the warp-specialized pipelines built on them: sm_90a only.
   bool HasWgmma() const { return sm == 90 && suffix == 'a'; }
+  /// Hopper (sm_90, sm_90a): where a GEMM's wgmma form is weighed at all; HasWgmma says
+  /// whether this arch name allows it, and cuda::WgmmaUnfit gives the reason when not.
+  bool IsHopper() const { return sm == 90; }
   bool HasTma() const { return sm >= 90; }
   bool HasStmatrix() const { return sm >= 90; }
   bool HasCpAsync() const { return sm >= 80; }
+  /// red.global.add.v2/v4.f32 (vector reductions to global memory): sm_90 on.
+  bool HasVectorReductions() const { return sm >= 90; }
   /// The mma.sync shapes the tensor-core GEMMs use (m16n8k16, k32, tf32 k8): sm_80 on.
   bool HasMmaSync() const { return sm >= 80; }
   /// Blackwell's arch-specific instructions (e.g. cvt.rs stochastic rounding): sm_100a and

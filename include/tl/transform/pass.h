@@ -33,6 +33,8 @@ struct PassContext {
     if (!cuda_) cuda_ = target::CudaTarget::FromConfig(config);
     return *cuda_;
   }
+  /// Whether this compilation is for CUDA (its caller set "tl.target_arch"); false on the CPU.
+  bool TargetsCuda() const { return config.count("tl.target_arch") > 0; }
 
  private:
   mutable std::optional<target::CudaTarget> cuda_;

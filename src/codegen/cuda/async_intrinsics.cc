@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file The CUDA text of Hopper's asynchronous-pipeline intrinsics (see async_intrinsics.h).
 #include "async_intrinsics.h"
+#include "tl/target/warp.h"
 
 #include <unordered_set>
 
@@ -46,7 +47,9 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   // consumers' `threads` (ws_is_producer_warp only inside the producer's branch)
   if (n == "ws_is_producer") return "(threadIdx.x >= " + print(op->args[0]) + ")";
   if (n == "ws_is_producer_leader") return "(threadIdx.x == " + print(op->args[0]) + ")";
-  if (n == "ws_is_producer_warp") return "(threadIdx.x < " + print(op->args[0]) + " + 32)";
+  if (n == "ws_is_producer_warp") {
+    return "(threadIdx.x < " + print(op->args[0]) + " + " + std::to_string(target::kWarpSize) + ")";
+  }
   if (n == "elect_one") return "tl::elect_one_sync()";
   // (upstream's name for it: code that looks for it in the source finds it)
   if (n == "named_barrier_arrive") return "tl::__named_barrier_arrive(" + print(op->args[0]) + ", " + print(op->args[1]) + ")";

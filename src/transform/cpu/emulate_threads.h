@@ -19,6 +19,7 @@
 #include "tl/ir/intrinsics.h"
 #include "tl/op/make.h"
 #include "tl/support/error.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform::cpu {
 
@@ -222,7 +223,8 @@ class ThreadEmulator {
   /// touches is used under only (CUDA lays those fragments over its threads; fragment_uses.h).
   bool FragmentsInRange(const Stmt& s) const {
     if (ws_scope_) return true;
-    if (!range_ || range_->Empty() || range_->lo % 32 || (range_->hi - range_->lo) % 32) return false;
+    constexpr int64_t warp = target::kWarpSize;
+    if (!range_ || range_->Empty() || range_->lo % warp || (range_->hi - range_->lo) % warp) return false;
     bool own = true;
     struct Regions : IRVisitor {
       std::vector<const BufferNode*> fragments;

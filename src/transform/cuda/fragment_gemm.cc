@@ -293,7 +293,7 @@ Stmt FragmentRewriter::Mutate_(const Evaluate* op, const Stmt& self) {
 /// rows a multiple of 8, rows of 64 or a multiple of 128 bytes, and every GEMM window into
 /// it (this one's and any other GEMM's) starting on a panel atom.
 bool FragmentRewriter::PanelOperands(const Region& a, const Region& b) {
-  if (cuda::TargetSm(ctx_) < 90 || !cuda::ConfigOn(ctx_, "tl.mma_sync_panels", true)) return false;
+  if (!ctx_.Cuda().HasTma() || !cuda::ConfigOn(ctx_, "tl.mma_sync_panels", true)) return false;
   const bool asked = ctx_.config.count("tl.mma_sync_panels") > 0;
   auto starts_on_atom = [](const Region& r) {
     std::vector<Expr> start;

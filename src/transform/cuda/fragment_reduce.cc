@@ -16,8 +16,10 @@
 #include "fragment_inference.h"
 #include "lower_fragments.h"
 #include "thread_binding.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform::fragments {
+using target::kWarpSize;
 namespace {
 
 /// How a T.reduce_* folds values of type t: its identity and its combining step (sum, min,
@@ -135,8 +137,8 @@ Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
 Stmt FragmentRewriter::ReduceVector(const ReduceOp* op, const RegFragment& rf) {
   const FragmentLayout& lay = *rf.layout;
   const int64_t threads = lay.num_threads();
-  const int64_t lanes = threads < 32 ? threads : 32, warps = threads / lanes;
-  if (!lay.is_rows() || lanes & (lanes - 1) || warps * lanes != threads || warps > 32) return Stmt();
+  const int64_t lanes = threads < kWarpSize ? threads : kWarpSize, warps = threads / lanes;
+  if (!lay.is_rows() || lanes & (lanes - 1) || warps * lanes != threads || warps > kWarpSize) return Stmt();
   Region dst = MutateRegion(op->dst);
   for (const Range& rg : dst.ranges) {
     if (!IsOne(rg.extent)) return Stmt();
@@ -164,21 +166,21 @@ Stmt FragmentRewriter::ReduceVector(const ReduceOp* op, const RegFragment& rf) {
   Expr mine = BufferLoad::Make(acc, {MakeInt(0)});
   const int64_t copies = lay.row_lanes() * lay.row_warps();
   if (copies > 1 && f.sum) {
-    Expr first = EQ(FloorMod(FloorMod(tx_, MakeInt(32)), MakeInt(lay.row_lanes())), MakeInt(0));
+    Expr first = EQ(FloorMod(FloorMod(tx_, MakeInt(kWarpSize)), MakeInt(lay.row_lanes())), MakeInt(0));
     if (lay.row_warps() > 1) first = Binary::Make(BinOp::kAnd, first, EQ(lay.RowWarp(tx_), MakeInt(0)));
     mine = Select::Make(first, mine, f.init);
   }
   Expr reduced = lanes > 1 ? Call::Make(t, f.AllReduceName(), {mine, MakeInt(lanes), MakeBool(true)}) : mine;
   VarRef part = Var::Make("part", t);
-  Expr lane = FloorMod(tx_, MakeInt(32));
+  Expr lane = FloorMod(tx_, MakeInt(kWarpSize));
   Stmt publish;
   if (warps == 1) {
     // Every lane has the result; thread 0 writes it.
     Expr v = op->clear ? Expr(part) : combine(BufferLoad::Make(dst.buffer, di), part);
     publish = IfThenElse::Make(EQ(tx_, MakeInt(0)), BufferStore::Make(dst.buffer, di, v, op->span), nullptr, op->span);
   } else {
-    publish = IfThenElse::Make(EQ(lane, MakeInt(0)),
-                               BufferStore::Make(work, {FloorDiv(tx_, MakeInt(32))}, part, op->span), nullptr, op->span);
+    Expr warp = FloorDiv(tx_, MakeInt(kWarpSize));
+    publish = IfThenElse::Make(EQ(lane, MakeInt(0)), BufferStore::Make(work, {warp}, part, op->span), nullptr, op->span);
   }
   out.push_back(LetStmt::Make(part, reduced, op->span));
   out.push_back(publish);
@@ -292,7 +294,7 @@ Stmt FragmentRewriter::ReduceRows(const ReduceOp* op, const RegFragment& rf) {
   const bool is_abs = fold_kind.is_abs;
   const char* shuffle = fold_kind.AllReduceName();
   const int64_t lanes = lay.row_lanes(), wn = lay.row_warps();
-  Expr lane = FloorMod(tx_, MakeInt(32)), warp_n = lay.RowWarp(tx_);
+  Expr lane = FloorMod(tx_, MakeInt(kWarpSize)), warp_n = lay.RowWarp(tx_);
   auto dst_at = [&](const Expr& row) {
     std::vector<Expr> di;
     bool used = false;

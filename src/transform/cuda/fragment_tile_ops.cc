@@ -16,8 +16,10 @@
 #include "copy_lowering.h"
 #include "fragment_inference.h"
 #include "lower_fragments.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform::fragments {
+using target::kWarpSize;
 
 Stmt FragmentRewriter::Mutate_(const CopyOp* op, const Stmt& self) {
   auto s = regs_.find(op->src.buffer.get()), d = regs_.find(op->dst.buffer.get());
@@ -124,13 +126,13 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
 /// one whose warps hold the fragment (all lanes of each warp must store).
 Stmt FragmentRewriter::StmatrixStores(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims,
                                       const Span& span) {
-  if (!cuda::ConfigOn(ctx_, "tl.stmatrix_stores", /*default_on=*/true) || cuda::TargetSm(ctx_) < 90) return Stmt();
+  if (!cuda::ConfigOn(ctx_, "tl.stmatrix_stores", /*default_on=*/true) || !ctx_.Cuda().HasStmatrix()) return Stmt();
   // (also one held by the warps of a branch on the thread index, ThreadRangeLayout, copied
   // there: every lane of those warps stores)
   const auto* acc = dynamic_cast<const layout::MmaAccumulatorLayout*>(rf.layout->Base());
   const int64_t first = rf.layout->first_thread();
   const bool whole_warps =
-      first % 32 == 0 && (thread_branch_ == 0 ? first == 0
+      first % kWarpSize == 0 && (thread_branch_ == 0 ? first == 0
                                               : running_ && running_->known && running_->range.lo == first &&
                                                     acc && running_->range.hi == first + acc->num_threads());
   const DType t = tile.buffer->dtype;
@@ -232,8 +234,8 @@ bool FragmentRewriter::PanelsAvoidConflicts(const RegFragment& rf, const Buffer&
   }
   const int64_t row_bytes = cols * bytes;
   if (row_bytes % 128 != 0 && row_bytes != 64) return false;
-  const int64_t lanes = std::min<int64_t>(lay.row_lanes(), 32);
-  if (32 / lanes < 2 || lanes * lay.vec() * bytes >= 128) return false;
+  const int64_t lanes = std::min<int64_t>(lay.row_lanes(), kWarpSize);
+  if (kWarpSize / lanes < 2 || lanes * lay.vec() * bytes >= 128) return false;
   struct GemmTiles : IRVisitor {
     const BufferNode* tile;
     bool read = false;

@@ -37,11 +37,13 @@
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
+using target::kWarpSize;
 
 using cuda::barriers::AccessCollector;
 using cuda::barriers::BufferSet;
@@ -341,7 +343,7 @@ class BarrierInserter {
 
   Stmt RunOnRange(const Stmt& branch, const ThreadRange& r, const Span& span) {
     const int64_t n = r.hi - r.lo;
-    bool whole_warps = r.lo % 32 == 0 && n % 32 == 0 && n > 0;
+    bool whole_warps = r.lo % kWarpSize == 0 && n % kWarpSize == 0 && n > 0;
     if (whole_warps && n == named_threads_) {  // the same threads as ours: our barrier serves
       State fresh;
       return Run(branch, &fresh);

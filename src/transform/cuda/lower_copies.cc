@@ -19,11 +19,13 @@
 #include "tl/ir/functor.h"
 #include "tl/support/error.h"
 #include "tl/transform/passes.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
+using target::kWarpSize;
 
 /// The tensors a kernel reads, or updates in place, anywhere: element loads (addresses and
 /// atomics included), copies and reductions from them, tile atomics into them.
@@ -109,7 +111,7 @@ class CopyLowerer : public cuda::ThreadShareMutator {
  private:
   /// TMA stores: sm_90 or newer, unless tl.disable_tma_lower or tl.disable_tma_store.
   static bool TmaStoresAvailable(const PassContext& ctx) {
-    return cuda::TargetSm(ctx) >= 90 && !cuda::ConfigTrue(ctx, "tl.disable_tma_lower") &&
+    return ctx.Cuda().HasTma() && !cuda::ConfigTrue(ctx, "tl.disable_tma_lower") &&
            !cuda::ConfigTrue(ctx, "tl.disable_tma_store");
   }
 
@@ -121,7 +123,7 @@ class CopyLowerer : public cuda::ThreadShareMutator {
       why = "disable_tma=True";
     } else if (!tma_stores_) {
       why = "TMA needs sm_90 or newer (and neither tl.disable_tma_lower nor tl.disable_tma_store)";
-    } else if (share_.Unranged() || share_.SpreadThreads() % 32) {
+    } else if (share_.Unranged() || share_.SpreadThreads() % kWarpSize) {
       why = "the copy runs on part of the block's threads that is not a range of whole warps";
     } else {
       why = cuda::TmaStoreUnfit(op, panelled, params_, cuda::DynamicAlignment(ctx_));

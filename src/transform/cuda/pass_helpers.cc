@@ -13,8 +13,6 @@ namespace tl::transform::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
-int TargetSm(const PassContext& ctx) { return ctx.Cuda().sm; }
-
 AlignmentPromise DynamicAlignment(const PassContext& ctx) {
   AlignmentPromise out;
   auto it = ctx.config.find("tl.dynamic_alignment");

@@ -16,9 +16,6 @@ namespace tl::transform::cuda {
 using transform::ConfigOn;
 using transform::ConfigTrue;
 
-/// The number of the target's arch ("tl.target_arch" sm_90a -> 90), 0 when unknown.
-int TargetSm(const PassContext& ctx);
-
 /// "tl.dynamic_alignment" = "16:k,n": the JIT's promise, for the variant of a kernel it
 /// compiles for calls where the dynamic sizes k and n are multiples of 16 elements (it
 /// checks them at each call). Vector widths and TMA may rely on it; nothing else does.

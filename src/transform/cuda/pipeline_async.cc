@@ -154,8 +154,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
   /// to their issuer); the one after, before the tile's readers, comes from that pass.
   std::optional<Stmt> GatherInPlace(const For* op, const Stmt& self) {
     std::string why;
-    const int sm = cuda::TargetSm(ctx_);  // (cp.async is sm_80's; 0: the arch is not known)
-    if (in_pipeline_ || !plan_.gathers_on || (sm != 0 && sm < 80) || share_.Unranged() ||
+    const target::CudaTarget& arch = ctx_.Cuda();  // (an unknown arch: cp.async assumed)
+    if (in_pipeline_ || !plan_.gathers_on || (arch.Known() && !arch.HasCpAsync()) || share_.Unranged() ||
         share_.SpreadThreads() != threads_) {
       return std::nullopt;
     }
@@ -186,8 +186,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
       ctx_.remarks.push_back(where + ": not issued as the program's cp.async (" + why + ")");
       return std::nullopt;
     };
-    const int sm = cuda::TargetSm(ctx_);
-    if (sm != 0 && sm < 80) return refuse("cp.async is sm_80's");
+    if (ctx_.Cuda().Known() && !ctx_.Cuda().HasCpAsync()) return refuse("cp.async is sm_80's");
     if (!cuda::ConfigOn(ctx_, "tl.prefer_async_copies", /*default_on=*/true)) {
       return refuse("tl.prefer_async_copies=0");
     }

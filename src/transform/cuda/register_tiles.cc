@@ -9,11 +9,13 @@
 #include "../region_util.h"
 #include "../thread_range.h"
 #include "thread_binding.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform::cuda {
 namespace {
 
 using namespace ir;  // NOLINT: implementation file
+using target::kWarpSize;
 
 bool ConstShape2D(const Buffer& b, int64_t* m, int64_t* n) {
   return b->shape.size() == 2 && AsConstInt(b->shape[0], m) && AsConstInt(b->shape[1], n);
@@ -125,7 +127,7 @@ class CandidateFinder : public IRVisitor {
     if (!IsCandidate(b)) return;
     const ThreadRange& r = running.range;
     bool all = running.known && r.lo <= 0 && r.hi >= threads;
-    bool whole_warps = r.lo % 32 == 0 && (r.hi - r.lo) % 32 == 0 && r.hi > r.lo;
+    bool whole_warps = r.lo % kWarpSize == 0 && (r.hi - r.lo) % kWarpSize == 0 && r.hi > r.lo;
     if (!running.known || (!all && !(range_tiles && whole_warps))) return Reject(b);
     ThreadRange use = all ? ThreadRange{0, threads} : r;
     auto [it, fresh] = range_of.emplace(b.get(), use);

@@ -259,7 +259,7 @@ class Vectorizer : public IRMutator {
 };
 
 /// sm_90 and later: red.global.add.v2/v4.f32.
-bool HasVectorReductions(const PassContext& ctx) { return cuda::TargetSm(ctx) >= 90; }
+bool HasVectorReductions(const PassContext& ctx) { return ctx.Cuda().HasVectorReductions(); }
 
 }  // namespace
 
