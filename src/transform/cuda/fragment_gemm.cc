@@ -64,11 +64,10 @@ Stmt FragmentRewriter::RegisterAGemm(const GemmOp* op, bool wgmma) {
     return Seq::Make(out, op->span);
   }
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), "gemm_rs", args), op->span));
-  auto no = no_wgmma_.find(op);
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " +
                          op->c.buffer->name + ": A from registers (no trip through shared memory), "
                          "ldmatrix + mma.sync m16n8k16 for B" +
-                         (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")"));
+                         NotWgmmaNote(PlanOf(op)));
   return Seq::Make(out, op->span);
 }
 
@@ -159,12 +158,11 @@ Stmt FragmentRewriter::RegisterTf32AGemm(const GemmOp* op, const RegFragment& a,
   const bool panels = PanelOperands(b, b);
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), panels ? "gemm_rs_tf32_panels" : "gemm_rs_tf32", args),
                                op->span));
-  auto no = no_wgmma_.find(op);
   ctx_.remarks.push_back("T.gemm " + op->a.buffer->name + " x " + op->b.buffer->name + " -> " + op->c.buffer->name +
                          ": A from registers (tf32 operand layout, a copy per warp along N; no trip through "
                          "shared memory), B by ldmatrix, mma.sync m16n8k8 (tf32 tensor cores, operands rounded "
                          "to TF32), warps " + std::to_string(w.warps_m) + "x" + std::to_string(w.warps_n) +
-                         (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")") +
+                         NotWgmmaNote(PlanOf(op)) +
                          (panels ? "; B in wgmma's panel layout, which TMA can load (tl.mma_sync_panels)" : "") +
                          (IsTrue(args.back()) ? "; A holds 16-bit floats, exact in TF32: not rounded again"
                                                           : ""));
@@ -234,16 +232,15 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
 /// cannot, at the user's line.
 void FragmentRewriter::RequireAsyncWgmma(const GemmOp* op) {
   std::string why;
-  auto simt = simt_gemms_.find(op);
-  auto no = no_wgmma_.find(op);
-  if (wgmma_gemms_.count(op) && !rs_gemms_.count(op) && simt == simt_gemms_.end()) return;
-  if (no != no_wgmma_.end()) {
-    why = no->second;
-  } else if (simt != simt_gemms_.end()) {
-    why = simt->second;
-  } else if (rs_gemms_.count(op)) {
+  const cuda::GemmPlan& plan = PlanOf(op);
+  if (plan.wgmma && !plan.register_a && plan.simt.empty()) return;
+  if (!plan.not_wgmma.empty()) {
+    why = plan.not_wgmma;
+  } else if (!plan.simt.empty()) {
+    why = plan.simt;
+  } else if (plan.register_a) {
     why = "operand A is a register fragment (T.wgmma_gemm reads A and B from shared memory here)";
-  } else if (!wgmma_gemms_.count(op)) {
+  } else if (!plan.wgmma) {
     const target::CudaTarget& t = ctx_.Cuda();
     why = !t.HasWgmma() ? "the target is " + (t.Known() ? t.arch : std::string("unknown")) + ", not sm_90a"
                         : "the GEMM takes another path";
@@ -330,8 +327,8 @@ bool FragmentRewriter::PanelOperands(const Region& a, const Region& b) {
 
 Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   if (op->async_wgmma) RequireAsyncWgmma(op);
-  auto simt = simt_gemms_.find(op);
-  if (simt != simt_gemms_.end()) return SimtGemm(op, simt->second);
+  const cuda::GemmPlan& plan = PlanOf(op);
+  if (!plan.simt.empty()) return SimtGemm(op, plan.simt);
   {
     // Every warp holding the accumulator issues its part: under a branch on the thread
     // index, the branch's threads must be exactly those (a GEMM of that range of warps).
@@ -342,8 +339,8 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
     }
     RefuseUnderThreadBranch(self, "T.gemm", held);
   }
-  if (rs_gemms_.count(op)) return RegisterAGemm(op, wgmma_gemms_.count(op) > 0);
-  if (wgmma_gemms_.count(op)) return WgmmaGemm(op);
+  if (plan.register_a) return RegisterAGemm(op, plan.wgmma);
+  if (plan.wgmma) return WgmmaGemm(op);
   auto it = regs_.find(op->c.buffer.get());
   TL_ICHECK(it != regs_.end()) << "gemm accumulator without a layout";
   const RegFragment& rf = it->second;
@@ -390,7 +387,6 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   if (single_buffer) args.push_back(MakeBool(false));
   const bool panels = PanelOperands(a, b);
   out.push_back(Evaluate::Make(Call::Make(DType::Void(), panels ? "gemm_ss_panels" : "gemm_ss", args), op->span));
-  auto no = no_wgmma_.find(op);
   // gemm_ss (tile_ops.h) takes the tensor cores where cuda::MmaSyncUnfit allows (the same
   // test); other GEMMs run its per-thread multiply-add loop in the same warp layout.
   // (a float16 accumulator: TL_MMA_F16_ACC, set by the JIT from the same key, cuda_target.cc)
@@ -411,7 +407,7 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
                          ", warps " +
                          std::to_string(Mma(rf).warps().warps_m) + "x" +
                          std::to_string(Mma(rf).warps().warps_n) +
-                         (no == no_wgmma_.end() ? "" : " (not wgmma: " + no->second + ")") +
+                         NotWgmmaNote(PlanOf(op)) +
                          (panels ? "; operands in wgmma's panel layout, which TMA can load (tl.mma_sync_panels)" : "") +
                          (single_buffer && unfit.empty()
                               ? "; one fragment buffer (the kernel's register tiles take " + std::to_string(tile_words) +

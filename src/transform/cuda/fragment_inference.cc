@@ -203,7 +203,7 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
   collect.Visit(body);
   std::unordered_set<const BufferNode*> misread;  // read by a non-wgmma GEMM off a panel atom
   for (const GemmOp* g : collect.found) {
-    if (inference.wgmma_gemms.count(g)) continue;
+    if (inference.gemm_plans[g].wgmma) continue;
     for (const Region* r : {&g->a, &g->b}) {
       std::vector<Expr> start;
       for (const Range& range : r->ranges) start.push_back(range.min);
@@ -212,21 +212,17 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
   }
   for (const GemmOp* g : collect.found) {
     bool shared_a = g->a.buffer->scope == Scope::kShared;
-    if (inference.wgmma_gemms.count(g) &&
-        ((shared_a && misread.count(g->a.buffer.get())) || misread.count(g->b.buffer.get()))) {
-      inference.wgmma_gemms.erase(g);
-      inference.no_wgmma[g] = "an operand is also read by a GEMM that does not use wgmma, through a window "
-                              "that does not start on a multiple of 8 rows of the tile";
+    GemmPlan& plan = inference.gemm_plans[g];
+    if (plan.wgmma && ((shared_a && misread.count(g->a.buffer.get())) || misread.count(g->b.buffer.get()))) {
+      plan.wgmma = false;
+      plan.not_wgmma = "an operand is also read by a GEMM that does not use wgmma, through a window "
+                       "that does not start on a multiple of 8 rows of the tile";
     }
   }
   inference.CheckRangeLayouts();
   FragmentLayouts out;
   out.layouts = std::move(inference.layouts);
-  out.simt_gemms = std::move(inference.simt_gemms);
-  out.rs_gemms = std::move(inference.rs_gemms);
-  out.staged_a_gemms = std::move(inference.staged_a_gemms);
-  out.wgmma_gemms = std::move(inference.wgmma_gemms);
-  out.no_wgmma = std::move(inference.no_wgmma);
+  out.gemms = std::move(inference.gemm_plans);
   *requests = std::move(inference.split_requests);
   return out;
 }

@@ -67,18 +67,22 @@ struct Assigned {
   Span span;
 };
 
+/// How one T.gemm is computed, as layout inference chose it together with its accumulator's
+/// warp split (fragment_inference_gemm.cc); the lowering (fragment_gemm.cc) follows it.
+/// Without any field set: ldmatrix + mma.sync from shared operands (gemm_ss).
+struct GemmPlan {
+  std::string simt;         ///< why it runs per-thread multiply-add loops ("": the tensor cores)
+  bool register_a = false;  ///< A is read from registers (gemm_rs, or wgmma with A in registers)
+  bool staged_a = false;    ///< A, a register fragment, is written to a shared tile for ldmatrix
+  bool wgmma = false;       ///< on Hopper's wgmma
+  std::string not_wgmma;    ///< on Hopper, why it does not use wgmma ("": it does, or not Hopper)
+};
+
 /// What layout inference decided for one kernel body.
 struct FragmentLayouts {
   std::unordered_map<const ir::BufferNode*, Assigned> layouts;
-  /// GEMMs lowered to per-element loops, with the reason.
-  std::unordered_map<const ir::GemmOp*, std::string> simt_gemms;
-  /// GEMMs whose A operand stays in registers.
-  std::unordered_set<const ir::GemmOp*> rs_gemms;
-  /// GEMMs whose register-fragment A goes through a shared tile to ldmatrix + mma.sync.
-  std::unordered_set<const ir::GemmOp*> staged_a_gemms;
-  /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
-  std::unordered_set<const ir::GemmOp*> wgmma_gemms;
-  std::unordered_map<const ir::GemmOp*, std::string> no_wgmma;
+  /// Each T.gemm's plan (a GEMM not in it: the default plan).
+  std::unordered_map<const ir::GemmOp*, GemmPlan> gemms;
 };
 
 /// Layout inference over a kernel body of `threads` threads compiled for `target` (unknown:

@@ -11,10 +11,12 @@
 #include "fragment_inference_internal.h"
 #include "tl/arith/simplify.h"
 #include "wgmma_select.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform::cuda {
 
 using namespace ir;  // NOLINT: implementation file
+using target::kWarpSize;
 using layout::FragmentLayoutRef;
 using layout::MmaAccumulatorLayout;
 
@@ -45,7 +47,7 @@ void FragmentLayoutInference::Visit_(const GemmOp* op) {
   // GEMM is the range's (fragment_inference_range.cc): its rules below see that many threads.
   std::optional<ThreadRange> range = OwnRange(op);
   const int64_t size = range ? range->hi - range->lo : 0;
-  if (range && size % 32 == 0 && range->lo % size == 0) {
+  if (range && size % kWarpSize == 0 && range->lo % size == 0) {
     num_threads_ = size;
     first_thread_ = range->lo;
     RuleGemm(op);
@@ -66,7 +68,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
     why = target_.arch + " has none of the mma.sync shapes the tensor-core path uses (sm_80 and newer)";
   } else if (!IsFragment(op->c.buffer) || !IsWhole2D(op->c, &m, &n)) {
     why = "the accumulator is not a whole 2-D fragment";
-  } else if (num_threads_ % 32) {
+  } else if (num_threads_ % kWarpSize) {
     why = "the thread count is not a multiple of 32";
   } else if (IsFragment(op->b.buffer)) {
     why = "operand B is a fragment";
@@ -80,7 +82,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
   } else if (reg_a) {
     // A in registers: each warp must own whole rows of A and C (warps along M only),
     // and A must hold 16-bit values laid out as an mma accumulator of M x K.
-    int64_t w = num_threads_ / 32;
+    int64_t w = num_threads_ / kWarpSize;
     DType ta = op->a.buffer->dtype;
     bool sixteen = (ta == DType::Float(16) || ta == DType::BFloat16()) && ta == op->b.buffer->dtype &&
                    op->c.buffer->dtype == DType::Float(32);
@@ -96,7 +98,7 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
       // (mma.sync's gemm_rs reads A and C alike, in either row order).
       layout::WarpPartition rs_split{w, 1};
       layout::WarpPartition wg;
-      if (target_.sm == 90 && WgmmaPartition(m, &wg) && wg.warps_n == 1 && wg.warps_m == w) {
+      if (target_.IsHopper() && WgmmaPartition(m, &wg) && wg.warps_n == 1 && wg.warps_m == w) {
         rs_split = wg;
       }
       auto a_layout = std::make_shared<MmaAccumulatorLayout>(m, kb, rs_split);
@@ -108,13 +110,13 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
       } else {
         warps = rs_split;
         Assign(op->a.buffer, Held(a_layout), "T.gemm operand A", op->span);
-        rs_gemms.insert(op);
-        if (target_.sm == 90) {
+        gemm_plans[op].register_a = true;
+        if (target_.IsHopper()) {
           std::string no = cuda::WgmmaUnfit(op, num_threads_, target_, /*a_in_registers=*/true, nullptr, wgmma_);
           if (no.empty()) {
-            wgmma_gemms.insert(op);
+            gemm_plans[op].wgmma = true;
           } else {
-            no_wgmma[op] = no;
+            gemm_plans[op].not_wgmma = no;
           }
         }
       }
@@ -126,9 +128,9 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
     warps = *held;
     layout::WarpPartition wg;
     bool wgmma_split = WgmmaPartition(m, &wg) && warps == wg;
-    if (!wgmma_split && target_.sm == 90) {
-      wgmma_gemms.erase(op);
-      no_wgmma[op] = "its accumulator is laid out as " + MmaAccumulatorLayout(m, n, warps).ToString() +
+    if (!wgmma_split && target_.IsHopper()) {
+      gemm_plans[op].wgmma = false;
+      gemm_plans[op].not_wgmma = "its accumulator is laid out as " + MmaAccumulatorLayout(m, n, warps).ToString() +
                      " by another use";
     } else if (wgmma_split) {
       UseWgmma(op);  // records the reason when it cannot
@@ -137,13 +139,13 @@ void FragmentLayoutInference::RuleGemm(const GemmOp* op) {
     // One warp per 16 rows: the mma.sync accumulator layout with warps M/16 x 1 is
     // exactly the wgmma m64nNk16 layout of each warpgroup; further warpgroups split N.
     WgmmaPartition(m, &warps);
-  } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &warps)) {
+  } else if (!layout::PartitionWarps(m, n, num_threads_ / kWarpSize, op->policy, &warps)) {
     why = "a " + std::to_string(m) + "x" + std::to_string(n) + " accumulator cannot be split over " +
-          std::to_string(num_threads_ / 32) + " warps in 16x8 tiles";
+          std::to_string(num_threads_ / kWarpSize) + " warps in 16x8 tiles";
   }
   if (!why.empty()) {
-    rs_gemms.erase(op);
-    simt_gemms[op] = why;
+    gemm_plans[op].register_a = false;
+    gemm_plans[op].simt = why;
     if (IsFragment(op->c.buffer)) forced_shared.insert(op->c.buffer.get());
     if (IsFragment(op->b.buffer)) forced_shared.insert(op->b.buffer.get());
     return;
@@ -167,7 +169,7 @@ bool FragmentLayoutInference::Tf32RegisterA(const GemmOp* op, int64_t m, int64_t
   layout::WarpPartition split;
   if (auto held = HeldSplit(op->c.buffer, op)) {
     split = *held;
-  } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, &split)) {
+  } else if (!layout::PartitionWarps(m, n, num_threads_ / kWarpSize, op->policy, &split)) {
     return false;
   }
   auto a_layout = std::make_shared<layout::MmaTf32ALayout>(m, kb, split);
@@ -175,8 +177,8 @@ bool FragmentLayoutInference::Tf32RegisterA(const GemmOp* op, int64_t m, int64_t
   if (it != layouts.end() && !(*it->second.layout == *Held(a_layout))) return false;
   Assign(op->a.buffer, Held(a_layout), "T.gemm operand A", op->span);
   *warps = split;
-  rs_gemms.insert(op);
-  if (target_.sm == 90) no_wgmma[op] = "a tfloat32 GEMM with A in registers takes mma.sync here";
+  gemm_plans[op].register_a = true;
+  if (target_.IsHopper()) gemm_plans[op].not_wgmma = "a tfloat32 GEMM with A in registers takes mma.sync here";
   return true;
 }
 
@@ -186,7 +188,7 @@ bool FragmentLayoutInference::Tf32RegisterA(const GemmOp* op, int64_t m, int64_t
 std::optional<layout::WarpPartition> FragmentLayoutInference::HeldSplit(const Buffer& c, const GemmOp* op) {
   int64_t m = 0, n = 0;
   auto fits = [&](const layout::WarpPartition& w) {
-    return IsWhole2D(op->c, &m, &n) && w.warps_m * w.warps_n * 32 == num_threads_ && m % (16 * w.warps_m) == 0 &&
+    return IsWhole2D(op->c, &m, &n) && w.warps_m * w.warps_n * kWarpSize == num_threads_ && m % (16 * w.warps_m) == 0 &&
            n % (8 * w.warps_n) == 0;
   };
   auto pref = preferred_split.find(c.get());
@@ -214,12 +216,12 @@ void FragmentLayoutInference::StageA(const GemmOp* op, int64_t m, int64_t n, lay
   if (!IsWhole2D(op->a, &ra, &ca) || (ca * op->a.buffer->dtype.bytes()) % 16) return;
   if (auto held = HeldSplit(op->c.buffer, op)) {
     *warps = *held;
-  } else if (!layout::PartitionWarps(m, n, num_threads_ / 32, op->policy, warps)) {
+  } else if (!layout::PartitionWarps(m, n, num_threads_ / kWarpSize, op->policy, warps)) {
     return;
   }
-  staged_a_gemms.insert(op);
-  wgmma_gemms.erase(op);
-  if (target_.sm == 90) no_wgmma[op] = "operand A is a register fragment, staged through shared memory";
+  gemm_plans[op].staged_a = true;
+  gemm_plans[op].wgmma = false;
+  if (target_.IsHopper()) gemm_plans[op].not_wgmma = "operand A is a register fragment, staged through shared memory";
   why->clear();
 }
 
@@ -242,13 +244,13 @@ bool FragmentLayoutInference::WgmmaPartition(int64_t m, layout::WarpPartition* o
 }
 
 bool FragmentLayoutInference::UseWgmma(const GemmOp* op) {
-  if (target_.sm != 90) return false;
+  if (!target_.IsHopper()) return false;
   std::string why = cuda::WgmmaUnfit(op, num_threads_, target_, false, nullptr, wgmma_);
   if (why.empty()) {
-    wgmma_gemms.insert(op);
+    gemm_plans[op].wgmma = true;
     return true;
   }
-  no_wgmma[op] = why;
+  gemm_plans[op].not_wgmma = why;
   return false;
 }
 

@@ -48,15 +48,8 @@ class FragmentLayoutInference : public ir::IRVisitor {
   /// Fragments that must stay in shared memory (operands of GEMMs, accumulators of GEMMs
   /// that cannot use the tensor-core layout).
   std::unordered_set<const ir::BufferNode*> forced_shared;
-  /// GEMMs lowered to per-element loops, with the reason.
-  std::unordered_map<const ir::GemmOp*, std::string> simt_gemms;
-  /// GEMMs whose A operand stays in registers (gemm_rs).
-  std::unordered_set<const ir::GemmOp*> rs_gemms;
-  /// GEMMs whose register-fragment A is written to a shared tile for mma.sync (StageA).
-  std::unordered_set<const ir::GemmOp*> staged_a_gemms;
-  /// GEMMs on Hopper's wgmma, and those that could not use it on Hopper, with the reason.
-  std::unordered_set<const ir::GemmOp*> wgmma_gemms;
-  std::unordered_map<const ir::GemmOp*, std::string> no_wgmma;
+  /// How each T.gemm is computed (RuleGemm; StageA for a staged A, UseWgmma for wgmma).
+  std::unordered_map<const ir::GemmOp*, GemmPlan> gemm_plans;
   /// Per-row vectors whose uses need different layouts (moved to shared memory).
   std::unordered_set<const ir::BufferNode*> conflicted;
   bool changed = false;

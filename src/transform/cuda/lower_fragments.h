@@ -44,9 +44,7 @@ class FragmentRewriter : public IRMutator {
     FragmentLayoutRef layout;
   };
   FragmentRewriter(const cuda::FragmentLayouts& inference, VarRef tx, PassContext& ctx)
-      : layouts_(inference.layouts), simt_gemms_(inference.simt_gemms), rs_gemms_(inference.rs_gemms),
-        wgmma_gemms_(inference.wgmma_gemms), no_wgmma_(inference.no_wgmma),
-        tx_(std::move(tx)), ctx_(ctx) {}
+      : layouts_(inference.layouts), gemm_plans_(inference.gemms), tx_(std::move(tx)), ctx_(ctx) {}
   /// The kernel being rewritten (where per-thread fragments are looked for).
   Stmt kernel_body;
   /// The block's thread count (to tell which threads a branch on the thread index selects).
@@ -192,10 +190,17 @@ class FragmentRewriter : public IRMutator {
   }
 
   const std::unordered_map<const BufferNode*, cuda::Assigned>& layouts_;
-  const std::unordered_map<const GemmOp*, std::string>& simt_gemms_;
-  const std::unordered_set<const GemmOp*>& rs_gemms_;
-  const std::unordered_set<const GemmOp*>& wgmma_gemms_;
-  const std::unordered_map<const GemmOp*, std::string>& no_wgmma_;
+  const std::unordered_map<const GemmOp*, cuda::GemmPlan>& gemm_plans_;
+  /// The plan layout inference chose for `op` (the default plan when it recorded none).
+  const cuda::GemmPlan& PlanOf(const GemmOp* op) const {
+    static const cuda::GemmPlan kDefault;
+    auto it = gemm_plans_.find(op);
+    return it == gemm_plans_.end() ? kDefault : it->second;
+  }
+  /// " (not wgmma: <why>)" when the plan says why it is not wgmma, else "".
+  static std::string NotWgmmaNote(const cuda::GemmPlan& plan) {
+    return plan.not_wgmma.empty() ? "" : " (not wgmma: " + plan.not_wgmma + ")";
+  }
   VarRef tx_;
   /// Tiles some GEMM reads through a window off the panel atoms (found once, PanelOperands).
   std::optional<std::unordered_set<const BufferNode*>> off_atom_tiles_;
