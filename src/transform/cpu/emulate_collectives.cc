@@ -5,8 +5,10 @@
 /// block) as the hardware would.
 #include "emulate_threads.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/target/warp.h"
 
 namespace tl::transform::cpu {
+using target::kWarpSize;
 
 Expr ThreadEmulator::ExtractCollectives(const Expr& e, const Expr& mask, const Span& span, std::vector<Stmt>* out) {
   if (!e) return e;
@@ -29,16 +31,44 @@ Expr ThreadEmulator::ExtractCollectives(const Expr& e, const Expr& mask, const S
   return ex.Mutate(e);
 }
 
+namespace {
+
+/// How a warp_reduce_* intrinsic folds one lane into the running value (kNone: the call is
+/// another collective, a shuffle).
+enum class LaneFold { kNone, kAdd, kMax, kMin, kBitAnd, kBitOr };
+
+LaneFold WarpReduceFold(const Call* call) {
+  if (IsIntrinsic(call, TL_INTRINSIC_NAME("warp_reduce_sum"))) return LaneFold::kAdd;
+  if (IsIntrinsic(call, TL_INTRINSIC_NAME("warp_reduce_max"))) return LaneFold::kMax;
+  if (IsIntrinsic(call, TL_INTRINSIC_NAME("warp_reduce_min"))) return LaneFold::kMin;
+  if (IsIntrinsic(call, TL_INTRINSIC_NAME("warp_reduce_bitand"))) return LaneFold::kBitAnd;
+  if (IsIntrinsic(call, TL_INTRINSIC_NAME("warp_reduce_bitor"))) return LaneFold::kBitOr;
+  return LaneFold::kNone;
+}
+
+Expr Fold(LaneFold fold, const Expr& a, const Expr& x) {
+  switch (fold) {
+    case LaneFold::kAdd: return op::MakeBinary(BinOp::kAdd, a, x);
+    case LaneFold::kMax: return Max(a, x);
+    case LaneFold::kMin: return Min(a, x);
+    case LaneFold::kBitAnd: return Binary::Make(BinOp::kBitAnd, a, x);
+    default: return Binary::Make(BinOp::kBitOr, a, x);
+  }
+}
+
+}  // namespace
+
 Expr ThreadEmulator::Collective(const Call* call, const Expr& mask, const Span& span, std::vector<Stmt>* out) {
   if (HasEffect(call, kVote)) return Vote(call, mask, span, out);
   DType t = call->dtype;
   Buffer operand = NewArray("lanes", t, span, out);
   out->push_back(ThreadLoop(BufferStore::Make(operand, {t_}, At(call->args[0]), span), mask, span));
-  Buffer result = NewArray(call->op.substr(0, 4) == "shfl" ? "shuffled" : "reduced", t, span, out);
+  const LaneFold lane_fold = WarpReduceFold(call);
+  Buffer result = NewArray(lane_fold == LaneFold::kNone ? "shuffled" : "reduced", t, span, out);
   Expr tt = t_;
   Stmt compute;
-  if (call->op.rfind("warp_reduce_", 0) == 0) {
-    int64_t width = 32;
+  if (lane_fold != LaneFold::kNone) {
+    int64_t width = kWarpSize;
     AsConstInt(call->args[1], &width);
     // Lanes base .. base + width - 1 of this thread's group; the first always
     // exists.
@@ -46,12 +76,7 @@ Expr ThreadEmulator::Collective(const Call* call, const Expr& mask, const Span& 
     Buffer acc = BufferNode::Make("acc", t, {MakeInt(1)}, Scope::kVar);
     VarRef l = Var::Make("lane");
     Expr lane = base + l, x = BufferLoad::Make(operand, {lane}), a = BufferLoad::Make(acc, {MakeInt(0)});
-    std::string kind = call->op.substr(std::string("warp_reduce_").size());
-    Expr combined = kind == "sum"      ? op::MakeBinary(BinOp::kAdd, a, x)
-                    : kind == "max"    ? Max(a, x)
-                    : kind == "min"    ? Min(a, x)
-                    : kind == "bitand" ? Binary::Make(BinOp::kBitAnd, a, x)
-                                       : Binary::Make(BinOp::kBitOr, a, x);
+    Expr combined = Fold(lane_fold, a, x);
     Stmt fold = IfThenElse::Make(LT(lane, MakeInt(threads_)), BufferStore::Make(acc, {MakeInt(0)}, combined, span),
                                  nullptr, span);
     compute = Seq::Make({Allocate::Make(acc, BufferLoad::Make(operand, {base}), span),
@@ -88,7 +113,7 @@ Expr ThreadEmulator::Collective(const Call* call, const Expr& mask, const Span& 
 
 Expr ThreadEmulator::Vote(const Call* call, const Expr& mask, const Span& span, std::vector<Stmt>* out) {
   const std::string& op = call->op;
-  bool block = op.rfind("syncthreads_", 0) == 0;
+  bool block = HasEffect(call, kBlockLevel);  // __syncthreads_count/and/or: over the block, not the warp
   bool has_lane_mask = !block && op != TL_INTRINSIC_NAME("vote_activemask");
   DType i32 = DType::Int(32), u64 = DType::UInt(64);
   Buffer active = NewArray("active", i32, span, out);
@@ -101,8 +126,8 @@ Expr ThreadEmulator::Vote(const Call* call, const Expr& mask, const Span& span, 
   out->push_back(ThreadLoop(BufferStore::Make(operand, {t_}, At(operand_expr), span), mask, span));
   Buffer result = NewArray("voted", call->dtype, span, out);
   Expr tt = t_;
-  int64_t width = block ? threads_ : 32;
-  Expr base = block ? MakeInt(0) : tt - FloorMod(tt, MakeInt(32));
+  int64_t width = block ? threads_ : kWarpSize;
+  Expr base = block ? MakeInt(0) : tt - FloorMod(tt, MakeInt(kWarpSize));
   VarRef l = Var::Make("lane");
   Expr lane = base + l;
   Expr lane_mask = has_lane_mask ? Cast::Make(u64, At(call->args[0])) : MakeInt(0xFFFFFFFFll, u64);
