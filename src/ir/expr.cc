@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file Expression constructors: each Make() checks the node's typing invariants.
 #include "tl/ir/expr.h"
+#include "tl/ir/intrinsics.h"
 
 #include <algorithm>
 
@@ -82,6 +83,10 @@ Expr Cast::Make(DType t, Expr v) {
 }
 
 Expr Call::Make(DType t, std::string op, std::vector<Expr> args) {
+  // Passes read a call's effects from intrinsics.def: an undeclared name would be a call with
+  // none (no write, no barrier), wrong without a word. T.call_extern has its own prefix.
+  TL_ICHECK(LookupIntrinsic(op) || op.rfind(kExternCallPrefix, 0) == 0)
+      << "a call of '" << op << "', which intrinsics.def does not declare";
   return std::make_shared<Call>(t, std::move(op), std::move(args));
 }
 
