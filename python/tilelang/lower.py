@@ -85,6 +85,28 @@ def _lower_traced(lower_fn, node, config, want):
     return lowered, remarks, (dumps, times)
 
 
+def lower_cuda_kernels(func_node, config, arch, want_trace=False):
+    """The CUDA kernels of one prim_func, one per T.Kernel (the compiled kernel launches them
+    in order on one stream): ([(lowered, generated source)], remarks, trace records). Both
+    tilelang.lower and the JIT's build (jit/cuda_backend.py) lower this way; the split and
+    each part's pipeline are the C++ core's (_tl.split_kernels, _tl.lower_cuda)."""
+    from . import _tl
+
+    parts = _tl.split_kernels(func_node)
+    kernels, remarks, records = [], [], []
+    for n, part in enumerate(parts):
+        lowered, rs, tr = _lower_traced(_tl.lower_cuda, part, dict(config, **{"tl.target_arch": arch}), want_trace)
+        src = _tl.codegen_cuda(lowered)
+        prefix = f"{src.entry}: " if len(parts) > 1 else ""
+        remarks.extend(prefix + r for r in rs)
+        kernels.append((lowered, src))
+        if tr:
+            records += _records(part, *tr, part=f"kernel{n}" if len(parts) > 1 else "")
+    if len(parts) > 1:
+        remarks.append(f"{len(parts)} T.Kernel blocks: {len(parts)} CUDA kernels launched in order on one stream")
+    return kernels, remarks, records
+
+
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -199,14 +221,8 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
         from .jit.cuda_backend import default_arch
 
         arch = default_arch()
-    sources, remarks, records = [], [], []
-    parts = _tl.split_kernels(func.node)
-    for n, part in enumerate(parts):
-        lowered, rs, tr = _lower_traced(_tl.lower_cuda, part, dict(config, **{"tl.target_arch": arch}), want)
-        sources.append(_tl.codegen_cuda(lowered).code)
-        remarks.extend(rs)
-        if tr:
-            records += _records(part, *tr, part=f"kernel{n}" if len(parts) > 1 else "")
+    kernels, remarks, records = lower_cuda_kernels(func.node, config, arch, want)
+    sources = [src.code for _, src in kernels]
     if folder:
         write_trace(records, folder, func.name, arch)
     if profile is not None:

@@ -8,6 +8,7 @@ import time
 
 from .. import _tl, env
 from ..errors import TileLangArgumentError, TileLangRuntimeError
+from ..lower import lower_cuda_kernels
 from . import arguments as _arguments
 from . import kernel as _kernel
 
@@ -128,19 +129,9 @@ class CudaBackend:
             pass_configs = dict(pass_configs, **{"tl.dynamic_alignment": promise})
         t0 = time.perf_counter()
         # One CUDA kernel per T.Kernel: launched in order on one stream, they run in order.
-        parts = _tl.split_kernels(kernel.func.node)
-        self.srcs, self.remarks = [], []
-        for part in parts:
-            lowered, remarks, _ = _tl.lower_cuda(part, dict(pass_configs, **{"tl.target_arch": arch}), False)
-            src = _tl.codegen_cuda(lowered)
-            prefix = f"{src.entry}: " if len(parts) > 1 else ""
-            self.remarks.extend(prefix + r for r in remarks)
-            self.srcs.append(src)
-            if len(self.srcs) == 1:
-                self.lowered, self.src = lowered, src
-        if len(parts) > 1:
-            self.remarks.append(f"{len(parts)} T.Kernel blocks: {len(parts)} CUDA kernels launched in order "
-                                "on one stream")
+        kernels, self.remarks, _ = lower_cuda_kernels(kernel.func.node, pass_configs, arch)
+        self.srcs = [src for _, src in kernels]
+        self.lowered, self.src = kernels[0]
         self.source = "\n".join(src.code for src in self.srcs)
         from ..engine.callback import postprocess
 
