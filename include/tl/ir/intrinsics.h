@@ -41,6 +41,7 @@ enum IntrinsicEffect : uint32_t {
   kProgramGroupCopy = 1u << 23, ///< T.ptx_cp_async: writes argument 0's element later, in the program's own cp.async groups
   kProgramGroupWait = 1u << 24, ///< T.ptx_wait_group: where the program's own cp.async copies land
   kProgramGroupCommit = 1u << 25,  ///< T.ptx_commit_group: closes a group of the program's own cp.async copies
+  kRandomDraw = 1u << 26,       ///< a random draw (a Philox round or more): code generators weigh it as much work
 };
 
 struct IntrinsicInfo {

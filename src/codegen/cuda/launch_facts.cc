@@ -58,7 +58,7 @@ std::string UnrollPragma(const For* op) {
   int64_t draws = 0;
   ForEachExpr(op->body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    draws += call && call->op.rfind("rng_", 0) == 0 && call->op != "rng_init";
+    draws += HasEffect(call, kRandomDraw);
   });
   int64_t extent = 0;
   if (!AsConstInt(op->extent, &extent) ||
