@@ -4,6 +4,7 @@ reaches the condition or the address through a per-thread variable (T.alloc_var)
 only through the thread index. Upstream's radix top-k keeps each thread's bin that way.
 Checked against numpy on whichever target the suite runs, and from the CUDA code."""
 import numpy as np
+import pytest
 
 import tilelang
 import tilelang.language as T
@@ -94,3 +95,45 @@ def test_no_barrier_under_a_test_of_a_per_thread_variable():
     branch = code[code.find("if ((idx < 100))"):]
     branch = branch[:branch.find("}")]
     assert "tl::atomic_add(" in branch and "__syncthreads" not in branch, code
+
+
+def _compaction(n=1024, block=128):
+    """Stream compaction: each thread whose element is positive takes the next free slot of
+    `out` from the counter's old value, bound to a name under the thread's own branch."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Out: T.Tensor((n,), "int32"), Counter: T.Tensor((1,), "int32")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            tx = T.get_thread_binding()
+            i = bx * block + tx
+            if i < n and X[i] > 0:
+                slot = T.atomic_add(Counter[0], 1, return_prev=True)
+                if slot < n:
+                    Out[slot] = i
+
+    return main
+
+
+def test_an_old_value_bound_under_a_thread_branch_is_each_threads_own():
+    # (the CPU target once ran such a let once per block, outside the branch: 8 slots taken)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(1024).astype(np.float32)
+    out, counter = np.full(1024, -1, np.int32), np.zeros(1, np.int32)
+    tilelang.compile(_compaction())(x, out, counter)
+    positive = np.flatnonzero(x > 0)
+    assert counter[0] == len(positive)
+    np.testing.assert_array_equal(np.sort(out[:len(positive)]), positive)
+    assert (out[len(positive):] == -1).all()
+
+
+def test_an_old_value_bound_for_the_whole_block_is_refused_on_both_targets():
+    @T.prim_func
+    def block_level(Out: T.Tensor((256,), "int32"), Counter: T.Tensor((1,), "int32")):
+        with T.Kernel(2, threads=128) as bx:
+            slot = T.atomic_add(Counter[0], 1, return_prev=True)
+            Out[slot] = bx
+
+    for target in ("cpu", "cuda -arch=sm_90a"):
+        with pytest.raises(tilelang.TileLangCompileError, match=r"old value of an atomic \(return_prev=True\) bound "
+                                                                r"outside T.Parallel"):
+            tilelang.lower(block_level, target=target)

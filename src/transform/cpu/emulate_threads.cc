@@ -30,6 +30,7 @@
 /// work under a thread-dependent branch, reductions, GEMMs and atomics on
 /// per-thread storage.
 #include "emulate_threads.h"
+#include "../atomic_updates.h"
 
 #include "tl/transform/passes.h"
 
@@ -90,11 +91,15 @@ void ThreadEmulator::EmitSeq(const Seq* seq, const Expr& mask, std::vector<Stmt>
   }
 }
 
-/// A let of a thread-dependent value becomes a per-thread array.
+/// A let of a thread-dependent value becomes a per-thread array. So does the old value of an
+/// atomic update under a thread-dependent branch: each thread that takes the branch updates
+/// once and gets its own (atomic_updates.h; one for the block is refused, as on CUDA).
 void ThreadEmulator::EmitLet(const LetStmt* let, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
   if (IsThreadIndex(let->value)) index_aliases_.insert(let->var.get());  // tx = T.get_thread_binding()
   Expr value = ExtractCollectives(let->value, mask, s->span, out);
-  if (!Varying(value)) {
+  const bool atomic = HasAtomicUpdate(value);
+  if (atomic && !mask && !Varying(value)) RefuseBlockLevelAtomicLet(s->span);
+  if (!Varying(value) && !atomic) {
     out->push_back(value == let->value ? s : LetStmt::Make(let->var, value, s->span));
     return;
   }
@@ -328,10 +333,31 @@ bool IsThreadLevel(const Stmt& body) {
   return found;
 }
 
+/// In a kernel with no thread-level code, an atomic's old value bound outside T.Parallel is
+/// the block's (CUDA refuses it: each thread would update); refused here alike.
+void RefuseAtomicLets(const Stmt& body) {
+  struct Finder : IRVisitor {
+    int parallel = 0;
+    void Visit_(const For* op) override {
+      parallel += op->for_kind == ForKind::kParallel;
+      IRVisitor::Visit_(op);
+      parallel -= op->for_kind == ForKind::kParallel;
+    }
+    void Visit_(const LetStmt* op) override {
+      if (parallel == 0 && HasAtomicUpdate(op->value)) RefuseBlockLevelAtomicLet(op->span);
+      IRVisitor::Visit_(op);
+    }
+  } finder;
+  finder.Visit(body);
+}
+
 class KernelVisitor : public IRMutator {
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
-    if (!IsThreadLevel(op->body)) return self;
+    if (!IsThreadLevel(op->body)) {
+      RefuseAtomicLets(op->body);
+      return self;
+    }
     Stmt body = cpu::ThreadEmulator(op->threads).Run(op->body);
     return KernelLaunch::Make(op->grid, op->block_vars, op->threads, body, op->span);
   }

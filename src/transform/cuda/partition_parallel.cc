@@ -7,6 +7,7 @@
 /// Under a condition that selects a range of threads (`if tx < 128:`; thread_range.h) a
 /// nest is spread over those threads only, numbered from the range's first; under any
 /// other thread-dependent condition a nest is refused (only part of it would run).
+#include "../atomic_updates.h"
 #include "copy_lowering.h"
 #include "parallel_copy_groups.h"
 #include "thread_share.h"
@@ -132,10 +133,7 @@ class Partitioner : public IRMutator {
   Stmt Mutate_(const LetStmt* op, const Stmt& self) override {
     share_.NoteLet(op);
     if (inside_ == 0 && share_.Bound() && thread_branch_ == 0 && HasAtomicUpdate(op->value) && !PerThread(op->value)) {
-      TL_USER_ERROR(op->span) << "the old value of an atomic (return_prev=True) bound outside T.Parallel: "
-                                 "on CUDA the block's threads would each update once; store it into a "
-                                 "tensor (P[i] = T.atomic_add(..., return_prev=True)) or use it inside "
-                                 "T.Parallel";
+      RefuseBlockLevelAtomicLet(op->span);
     }
     return IRMutator::Mutate_(op, self);
   }
@@ -175,17 +173,6 @@ class Partitioner : public IRMutator {
   /// repeats would be harmless but are narrowed alike.
   static bool IsAtomicUpdate(const std::string& op) {
     return HasEffect(op, kAtomicUpdate);
-  }
-  static bool HasAtomicUpdate(const Expr& e) {
-    struct Finder : IRVisitor {
-      bool found = false;
-      void Visit_(const Call* op) override {
-        found = found || IsAtomicUpdate(op->op);
-        IRVisitor::Visit_(op);
-      }
-    } f;
-    f.Visit(e);
-    return f.found;
   }
 
   /// Whether `e` depends on the thread index (directly or through a let bound to it).
