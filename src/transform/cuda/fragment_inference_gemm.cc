@@ -10,8 +10,8 @@
 #include "copy_lowering.h"
 #include "fragment_inference_internal.h"
 #include "tl/arith/simplify.h"
-#include "wgmma_select.h"
 #include "tl/target/warp.h"
+#include "wgmma_select.h"
 
 namespace tl::transform::cuda {
 

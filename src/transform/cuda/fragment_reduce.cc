@@ -10,13 +10,13 @@
 #include "tl/ir/printer.h"
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
+#include "tl/target/warp.h"
 #include "tl/transform/passes.h"
 #include "../region_util.h"
 #include "copy_lowering.h"
 #include "fragment_inference.h"
 #include "lower_fragments.h"
 #include "thread_binding.h"
-#include "tl/target/warp.h"
 
 namespace tl::transform::fragments {
 using target::kWarpSize;

@@ -11,12 +11,12 @@
 #include "tl/ir/functor.h"
 #include "tl/layout/fragment.h"
 #include "tl/op/make.h"
+#include "tl/target/warp.h"
 #include "tl/transform/passes.h"
 #include "../region_util.h"
 #include "copy_lowering.h"
 #include "fragment_inference.h"
 #include "lower_fragments.h"
-#include "tl/target/warp.h"
 
 namespace tl::transform::fragments {
 using target::kWarpSize;

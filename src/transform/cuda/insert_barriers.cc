@@ -36,8 +36,8 @@
 #include "../thread_range.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/ir/functor.h"
-#include "tl/transform/passes.h"
 #include "tl/target/warp.h"
+#include "tl/transform/passes.h"
 
 namespace tl::transform {
 namespace {

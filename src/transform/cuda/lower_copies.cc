@@ -18,8 +18,8 @@
 #include "thread_share.h"
 #include "tl/ir/functor.h"
 #include "tl/support/error.h"
-#include "tl/transform/passes.h"
 #include "tl/target/warp.h"
+#include "tl/transform/passes.h"
 
 namespace tl::transform {
 namespace {

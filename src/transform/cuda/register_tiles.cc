@@ -6,10 +6,10 @@
 #include <unordered_set>
 
 #include "tl/ir/functor.h"
+#include "tl/target/warp.h"
 #include "../region_util.h"
 #include "../thread_range.h"
 #include "thread_binding.h"
-#include "tl/target/warp.h"
 
 namespace tl::transform::cuda {
 namespace {
