@@ -129,7 +129,9 @@ class GlobalAccessGuard : public IRMutator {
     Expr cond = pending_;
     pending_ = saved;
     if (!cond) return e;
-    if (e->dtype.IsVoid()) {  // a statement (an atomic update): its Evaluate is guarded
+    // A statement (an atomic update; a T.call_extern, whose value, void or a handle, is not
+    // used): its Evaluate is guarded.
+    if (e->dtype.IsVoid() || e->dtype == DType::Handle()) {
       stmt_cond_ = And(stmt_cond_, cond);
       return e;
     }
