@@ -68,20 +68,25 @@ def _records(func_node, dumps, times, part=""):
     return recs
 
 
-def _lower_traced(lower_fn, node, config, want):
-    """(lowered, remarks, (dumps, times)) when `want`, else (lowered, remarks, []). A mistake
-    found while lowering points at the user's line, as tilelang.compile's do."""
+def _at_user_line(fn, *args):
+    """fn(*args), a mistake the C++ core finds in it pointing at the user's line (a
+    TileLangCompileError), as tilelang.compile's do."""
     from . import _tl
     from .errors import TileLangCompileError
 
     try:
-        if not want:
-            lowered, remarks, _ = lower_fn(node, config, False)
-            return lowered, remarks, []
-        lowered, remarks, dumps, times = lower_fn(node, config, True, True)
+        return fn(*args)
     except _tl.CompileError as e:
         msg, file, line, col, _, end_col = e.args
         raise TileLangCompileError(msg, file, line, col, end_col) from None
+
+
+def _lower_traced(lower_fn, node, config, want):
+    """(lowered, remarks, (dumps, times)) when `want`, else (lowered, remarks, [])."""
+    if not want:
+        lowered, remarks, _ = _at_user_line(lower_fn, node, config, False)
+        return lowered, remarks, []
+    lowered, remarks, dumps, times = _at_user_line(lower_fn, node, config, True, True)
     return lowered, remarks, (dumps, times)
 
 
@@ -96,7 +101,7 @@ def lower_cuda_kernels(func_node, config, arch, want_trace=False):
     kernels, remarks, records = [], [], []
     for n, part in enumerate(parts):
         lowered, rs, tr = _lower_traced(_tl.lower_cuda, part, dict(config, **{"tl.target_arch": arch}), want_trace)
-        src = _tl.codegen_cuda(lowered)
+        src = _at_user_line(_tl.codegen_cuda, lowered)
         prefix = f"{src.entry}: " if len(parts) > 1 else ""
         remarks.extend(prefix + r for r in rs)
         kernels.append((lowered, src))
@@ -206,7 +211,7 @@ def lower(func, target="auto", target_host=None, runtime_only=False, enable_host
     want = trace or folder is not None or profile is not None
     if t.kind == "cpu":
         lowered, remarks, tr = _lower_traced(_tl.lower_cpu, func.node, config, want)
-        source, _, _ = _tl.codegen_cpu(lowered)
+        source, _, _ = _at_user_line(_tl.codegen_cpu, lowered)
         records = _records(func.node, *tr) if tr else []
         if folder:
             write_trace(records, folder, func.name, "cpu")

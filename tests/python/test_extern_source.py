@@ -82,3 +82,49 @@ def test_extern_call_arguments_are_checked():
         tilelang.compile(bad(("handle",)), target="cpu")
     with pytest.raises(tilelang.TileLangCompileError, match="argument 1 is a string"):
         tilelang.compile(bad(("handle", "f", "x")), target="cpu")
+
+
+# Upstream's fp16 x int4 decode helpers are PTX (lop3.b32, sub.f16x2): CUDA device code only.
+PTX_DECODE = r"""
+__device__ void decode_ptx(const unsigned* packed, unsigned* out) {
+  asm volatile("lop3.b32 %0, %1, 0x000f000f, 0x64006400, 0xea;" : "=r"(out[0]) : "r"(packed[0]));
+}
+"""
+
+
+def ptx_kernel():
+    @T.prim_func
+    def main(Q: T.Tensor((32,), "uint32"), Out: T.Tensor((32,), "uint32")):
+        with T.Kernel(1, threads=32):
+            T.import_source(PTX_DECODE)  # ERR-HERE
+            tx = T.get_thread_binding()
+            T.call_extern("decode_ptx", T.access_ptr(Q[tx], "r"), T.access_ptr(Out[tx], "w"), dtype="handle")
+
+    return main
+
+
+def test_imported_ptx_assembly_is_refused_on_the_cpu_at_its_line():
+    with pytest.raises(tilelang.TileLangCompileError, match="PTX inline assembly") as info:
+        tilelang.lower(ptx_kernel(), target="cpu")
+    assert info.value.line == marker_line(ptx_kernel)
+    assert "lop3.b32" in tilelang.lower(ptx_kernel(), target="cuda -arch=sm_90a").kernel_source
+
+
+def test_an_extern_call_on_elements_the_thread_picks_runs_on_the_cpu():
+    """Its address arguments index a tensor by the thread: the CPU's guard of the call (the
+    thread index is a per-thread array there) guards the statement; it made a handle-typed
+    zero, an internal error."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((128,), "uint8"), Out: T.Tensor((256,), "float32"), scale: T.int32):
+        with T.Kernel(1, threads=32):
+            T.import_source(DECODE)
+            tx = T.get_thread_binding()
+            T.call_extern("decode_u4x8", T.access_ptr(Q[tx * 4], "r"), T.access_ptr(Out[tx * 8], "w"), scale,
+                          dtype="handle")
+
+    rng = np.random.default_rng(5)
+    q = rng.integers(0, 256, size=128, dtype=np.uint8)
+    out = np.full(256, np.nan, np.float32)
+    tilelang.compile(main, target="cpu")(q, out, 2)
+    assert_close(out, _reference(q, 2), "float32")

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <regex>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -61,11 +62,36 @@ namespace {
 /// on the heap: OpenMP worker threads may have stacks as small as 2 MB.
 constexpr int64_t kMaxStackBytes = 512 * 1024;
 
+/// Whether imported source text holds PTX inline assembly: an asm statement with PTX's typed
+/// instruction suffixes (lop3.b32, sub.f16x2, prmt.b32, cvt.rn.f16.f32, ...).
+bool HoldsPtxAssembly(const std::string& text) {
+  static const std::regex asm_statement(R"(\basm\s*(volatile\s*|__volatile__\s*)?\()");
+  static const std::regex ptx_suffix(R"(\.(b|u|s|f|bf)(8|16|32|64)(x2)?\b)");
+  return std::regex_search(text, asm_statement) && std::regex_search(text, ptx_suffix);
+}
+
 class CpuCodegen : public CPrinter {
  public:
+  /// A T.import_source of CUDA device code written in PTX cannot build for the CPU: refused at
+  /// its line (the host compiler's assembler would otherwise fail on the PTX mnemonics).
+  static void RefusePtxAssembly(const Stmt& body) {
+    struct Finder : IRVisitor {
+      void Visit_(const AttrStmt* a) override {
+        if (a->key.rfind(kImportSourcePrefix, 0) == 0 && HoldsPtxAssembly(a->key)) {
+          TL_USER_ERROR(a->span) << "T.import_source: this source holds PTX inline assembly (CUDA device code), "
+                                    "which the CPU target's C++ compiler cannot build; run this kernel on CUDA, "
+                                    "or import a C++ version of the function for the CPU";
+        }
+        IRVisitor::Visit_(a);
+      }
+    } finder;
+    finder.Visit(body);
+  }
+
   /// T.import_source texts for the top of the file, compiled as C++: CUDA's function
   /// qualifiers are defined away so that portable helpers written for CUDA build here.
   static std::string ImportedSourcesForCpu(const Stmt& body) {
+    RefusePtxAssembly(body);
     std::string src = ImportedSources(body);
     if (src.empty()) return "";
     return "#ifndef __device__\n#define __device__\n#endif\n#ifndef __host__\n#define __host__\n#endif\n"
