@@ -21,6 +21,7 @@ from .target import resolve
 
 # tl::cpu::kMbarrierStatus (templates/tl/cpu/mbarrier.h): a CPU kernel whose mbarrier wait could not pass
 _MBARRIER_STATUS = 0x7B000000
+_DIVERGENT_THREADS_STATUS = 0x7C000000  # (tl_cpu.h: kDivergentThreadsStatus)
 
 class AffineDim(str):
     """A dimension `a * var + b` of a symbolic variable (T.Tensor((n * 4,), ...)): the text is
@@ -538,6 +539,13 @@ class JITKernel:
                     "later in program order from threads the CPU's emulation does not run at the same time (it "
                     "runs warpgroups concurrently only as the branches of a top-level condition on the thread "
                     "index, outside loops; run this kernel on CUDA)")
+            if status >> 24 == _DIVERGENT_THREADS_STATUS >> 24:
+                raise TileLangRuntimeError(
+                    f"kernel {self.name!r}: at line {status & 0xFFFFFF} a block's threads disagreed (a break or "
+                    "continue taken by some of them and not others, or a loop whose bounds differ between them); "
+                    "the CPU target runs a block's threads in lockstep and runs a loop, leaves it or skips an "
+                    "iteration only with all of them (values every thread computes alike work); run this kernel "
+                    "on CUDA")
             raise TileLangRuntimeError(f"kernel {self.name!r} failed with status {status}")
         if not outputs:
             return None

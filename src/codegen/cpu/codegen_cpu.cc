@@ -132,15 +132,21 @@ class CpuCodegen : public CPrinter {
              << ">(args[" << slot++ << "].i);\n";
     }
     // A wait that could not pass in program order (emulate_mbarriers.cc) fails the call.
-    bool waits = false;
+    // So does a loop the block's threads disagree on (emulate_threads.cc).
+    bool waits = false, jumps = false;
     ForEachExpr(f->body, [&](const Expr& e) {
       const auto* c = As<Call>(e);
-      waits |= c && c->op == "mbarrier_wait_parity";
+      waits |= IsIntrinsic(c, TL_INTRINSIC_NAME("mbarrier_wait_parity"));
+      jumps |= IsIntrinsic(c, TL_INTRINSIC_NAME("cpu_divergent_threads"));
     });
     if (waits) Line() << "tl::cpu::mbarrier_failed_line() = 0;\n";
+    if (jumps) Line() << "tl::cpu::divergent_threads_line() = 0;\n";
     EmitStmt(f->body);
     if (waits) {
       Line() << "if (int32_t line = tl::cpu::mbarrier_failed_line()) return tl::cpu::kMbarrierStatus | line;\n";
+    }
+    if (jumps) {
+      Line() << "if (int32_t line = tl::cpu::divergent_threads_line()) return tl::cpu::kDivergentThreadsStatus | line;\n";
     }
     Line() << "return 0;\n";
     os_ << "}\n";

@@ -48,12 +48,14 @@ void ThreadEmulator::Emit(const Stmt& s, const Expr& mask, std::vector<Stmt>* ou
   if (const auto* w = As<While>(s)) {
     if (Varying(w->cond)) Unsupported(s->span, "a while loop whose condition depends on the thread");
     std::vector<Stmt> body;
+    loop_masks_.push_back(mask);
     Emit(w->body, mask, &body);
+    loop_masks_.pop_back();
     out->push_back(While::Make(w->cond, Seq::Make(body, s->span), s->span));
     return;
   }
   if (As<Break>(s) || As<Continue>(s)) {
-    if (mask) Unsupported(s->span, "break/continue under a thread-dependent condition");
+    if (mask) return EmitUniformJump(s, mask, out);
     out->push_back(s);
     return;
   }
@@ -89,6 +91,69 @@ void ThreadEmulator::EmitSeq(const Seq* seq, const Expr& mask, std::vector<Stmt>
     EmitRoles(out, seq->stmts[i]->span);
     i += run - 1;
   }
+}
+
+/// break/continue under a thread-dependent condition (`if l_new_topk <= 0: break`, a value
+/// every thread computes alike from shared memory): the lockstep threads can leave or skip
+/// the loop only together. The threads that reach it are counted against those running the
+/// loop: all of them, the block jumps; none, nothing happens; some, the call fails naming
+/// the line (cpu_divergent_threads, the kernel's status) rather than give a wrong answer.
+void ThreadEmulator::EmitUniformJump(const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
+  TL_ICHECK(!loop_masks_.empty()) << "break/continue outside a loop";
+  const Span& span = s->span;
+  auto count = [&](const char* name, const Expr& where) {
+    Buffer n = BufferNode::Make(name, DType::Int(32), {MakeInt(1)}, Scope::kVar);
+    out->push_back(Allocate::Make(n, MakeInt(0), span));
+    Expr value = BufferLoad::Make(n, {MakeInt(0)});
+    out->push_back(ThreadLoop(BufferStore::Make(n, {MakeInt(0)}, value + MakeInt(1), span), where, span));
+    return value;
+  };
+  Expr taking = count("taking", mask), running = count("running", loop_masks_.back());
+  Stmt fail = Evaluate::Make(Call::Make(DType::Void(), "cpu_divergent_threads", {MakeInt(span.line)}));
+  Expr some = LT(MakeInt(0), taking);
+  out->push_back(IfThenElse::Make(And(some, LT(taking, running)), fail, nullptr, span));
+  out->push_back(IfThenElse::Make(some, s, nullptr, span));
+}
+
+/// A serial loop whose bounds come from per-thread values (`for s in T.serial(ceildiv(n, B))`,
+/// n a T.alloc_var every thread loads from shared memory): the lockstep threads run one loop,
+/// with the bounds the first thread running it computed; a thread that computed others fails
+/// the call naming the line (cpu_divergent_threads) rather than run the wrong iterations.
+void ThreadEmulator::EmitAgreedBoundsLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
+  const Span& span = s->span;
+  auto scalar = [&](const char* name, DType t, const Expr& init) {
+    Buffer b = BufferNode::Make(name, t, {MakeInt(1)}, Scope::kVar);
+    out->push_back(Allocate::Make(b, init, span));
+    return b;
+  };
+  auto load = [](const Buffer& b) { return BufferLoad::Make(b, {MakeInt(0)}); };
+  Buffer first = scalar("first", DType::Int(32), MakeInt(-1));
+  out->push_back(ThreadLoop(
+      IfThenElse::Make(LT(load(first), MakeInt(0)), BufferStore::Make(first, {MakeInt(0)}, t_, span), nullptr, span),
+      mask, span));
+  const DType it = loop->var->dtype;
+  Buffer lo = scalar("lo", it, MakeInt(0, it)), n = scalar("n", it, MakeInt(0, it));
+  auto at_first = [&](const Expr& e) {
+    return Substitute(At(e), [&](const Var* v) -> Expr { return v == t_.get() ? load(first) : nullptr; });
+  };
+  out->push_back(IfThenElse::Make(
+      GE(load(first), MakeInt(0)),
+      Seq::Make({BufferStore::Make(lo, {MakeInt(0)}, at_first(loop->min), span),
+                 BufferStore::Make(n, {MakeInt(0)}, at_first(loop->extent), span)},
+                span),
+      nullptr, span));
+  Expr differs = Binary::Make(BinOp::kOr, Binary::Make(BinOp::kNE, At(loop->min), load(lo)),
+                              Binary::Make(BinOp::kNE, At(loop->extent), load(n)));
+  Stmt fail = Evaluate::Make(Call::Make(DType::Void(), "cpu_divergent_threads", {MakeInt(span.line)}));
+  out->push_back(ThreadLoop(IfThenElse::Make(differs, fail, nullptr, span), mask, span));
+  std::vector<Stmt> body;
+  ++loop_depth_;
+  loop_masks_.push_back(mask);
+  Emit(loop->body, mask, &body);
+  loop_masks_.pop_back();
+  --loop_depth_;
+  out->push_back(For::Make(loop->var, load(lo), load(n), loop->for_kind, Seq::Make(body, span), loop->annotations,
+                           span));
 }
 
 /// A let of a thread-dependent value becomes a per-thread array. So does the old value of an
@@ -234,7 +299,13 @@ void ThreadEmulator::EmitBranch(const IfThenElse* br, const Stmt& s, const Expr&
 /// A loop: a T.Parallel nest over tiles runs once (by a range of threads together under a
 /// range condition); one over per-thread storage once per thread; other loops as they are.
 void ThreadEmulator::EmitLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
-  if (Varying(loop->min) || Varying(loop->extent)) Unsupported(s->span, "a loop whose bounds depend on the thread");
+  if (Varying(loop->min) || Varying(loop->extent)) {
+    // (bounds read from per-thread storage may agree at run time; the thread index never does)
+    if (loop->for_kind == ForKind::kParallel || ReadsThreadIndex(loop->min) || ReadsThreadIndex(loop->extent)) {
+      Unsupported(s->span, "a loop whose bounds depend on the thread");
+    }
+    return EmitAgreedBoundsLoop(loop, s, mask, out);
+  }
   if (loop->for_kind == ForKind::kParallel) {
     if (!VaryingStmt(s)) {
       if (mask && !range_) {
@@ -256,7 +327,9 @@ void ThreadEmulator::EmitLoop(const For* loop, const Stmt& s, const Expr& mask, 
   }
   std::vector<Stmt> body;
   ++loop_depth_;
+  loop_masks_.push_back(mask);
   Emit(loop->body, mask, &body);
+  loop_masks_.pop_back();
   --loop_depth_;
   out->push_back(For::Make(loop->var, loop->min, loop->extent, loop->for_kind, Seq::Make(body, s->span),
                            loop->annotations, s->span));

@@ -84,6 +84,17 @@ class ThreadEmulator {
     return c && HasEffect(c, kThreadIndex) && !c->args.empty() && AsConstInt(c->args[0], &dim) && dim == 0;
   }
 
+  /// Whether `e` reads the thread index itself (a T.get_thread_binding call or a let bound to
+  /// it): then it differs between threads for certain, not only possibly.
+  bool ReadsThreadIndex(const Expr& e) const {
+    bool found = false;
+    ForEachExpr(Evaluate::Make(e), [&](const Expr& x) {
+      found |= HasEffect(As<Call>(x), kThreadIndex);
+      if (const auto* v = As<Var>(x)) found |= v == t_.get() || index_aliases_.count(v) > 0;
+    });
+    return found;
+  }
+
   bool VaryingStmt(const Stmt& s) const {
     bool found = false;
     ForEachExpr(s, [&](const Expr& x) { found |= Varying(x); });
@@ -244,6 +255,8 @@ class ThreadEmulator {
   void EmitMbarrierOp(const Call* call, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) const;
   void EmitBranch(const IfThenElse* br, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  void EmitUniformJump(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  void EmitAgreedBoundsLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
 
   std::vector<int64_t> dims_;
@@ -257,6 +270,7 @@ class ThreadEmulator {
   std::unordered_set<const BufferNode*> arrays_;  ///< arrays indexed by t
   bool ws_scope_ = false;  ///< emitting a `with T.ws(i):` body: its tile ops are the warpgroup's, run once
   int loop_depth_ = 0;     ///< serial loops around the statement being emitted
+  std::vector<Expr> loop_masks_;  ///< the thread masks of the loops around it (null: every thread), innermost last
   Stmt body_;              ///< the kernel body being emulated
   /// Warpgroup roles (emulate_roles.cc): the statements of each branch of the top-level
   /// `if tx < 128: ... elif ...: ... else: ...` being emitted, when the branches wait on

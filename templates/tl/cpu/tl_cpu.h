@@ -8,6 +8,7 @@
 #pragma once
 
 // Generated code also uses these standard facilities directly.
+#include <atomic>
 #include <cstdint>
 #include <cstdio>  // printf, for T.print
 #include <limits>
@@ -29,4 +30,22 @@ inline void trap() {
   std::fflush(stdout);
   std::abort();
 }
+
+/// The status a kernel returns (ORed with the line) when a block's threads disagreed where
+/// the lockstep emulation needs them to agree (src/transform/cpu/emulate_threads.cc): some
+/// but not all took a break or continue, or they computed different bounds for a loop.
+inline constexpr int32_t kDivergentThreadsStatus = 0x7C000000;
+
+/// The line of the first such statement in this call (0: none).
+inline std::atomic<int32_t>& divergent_threads_line() {
+  static std::atomic<int32_t> line{0};
+  return line;
+}
 }  // namespace tl::cpu
+
+namespace tl {
+inline void cpu_divergent_threads(int32_t line) {
+  int32_t none = 0;
+  cpu::divergent_threads_line().compare_exchange_strong(none, line);
+}
+}  // namespace tl
