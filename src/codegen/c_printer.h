@@ -298,6 +298,26 @@ class CPrinter {
   /// CUDA source (the whole body of its kernel launch).
   static inline const std::string kCudaSourceKernelPrefix = "tl.cuda_source_kernel:";
 
+  /// T.annotate_restrict_buffers(x, y): the tensor parameters that may alias one another, by
+  /// name (an AttrStmt naming each by the address of its first element); their pointers are
+  /// printed without __restrict__.
+  static inline const std::string kNonRestrictAttr = "tl.non_restrict";
+  static std::unordered_set<std::string> NonRestrictParams(const Stmt& body) {
+    struct Collect : IRVisitor {
+      std::unordered_set<std::string> names;
+      void Visit_(const AttrStmt* a) override {
+        if (a->key != kNonRestrictAttr) return;
+        for (const Expr& v : a->values) {
+          const auto* addr = As<Call>(v);
+          const auto* load = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+          if (load) names.insert(load->buffer->name);
+        }
+      }
+    } c;
+    c.Visit(body);
+    return c.names;
+  }
+
   /// The texts of the T.import_source statements of `body`, each once, in program order:
   /// they go at the top of the generated file, before the kernel.
   static std::string ImportedSources(const Stmt& body) {
@@ -393,6 +413,7 @@ class CPrinter {
   virtual void EmitAttr(const AttrStmt* op) {
     if (op->key.rfind(kImportSourcePrefix, 0) == 0) return;  // at the top of the file (ImportedSources)
     if (op->key == "tl.tma_store") return;  // T.tma_copy's store request: a plain copy where TMA is not used
+    if (op->key == kNonRestrictAttr) return;  // read by the kernel signature (NonRestrictParams)
     if (op->key.rfind(kCudaSourceKernelPrefix, 0) == 0) {
       TL_USER_ERROR(op->span) << "T.CUDASourceCodeKernel is CUDA source: it runs on the cuda target only";
     }

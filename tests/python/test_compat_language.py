@@ -1,6 +1,7 @@
 """Upstream TileLang language names and fixes (project issue 10): one-row slices, element
 copies, T.align_up / any_of / all_of / isfinite / isnan / isinf / assume, hints that become
-remarks, `assert` in kernels, the name-only dtypes, and upstream pass-config keys."""
+remarks, `assert` in kernels, the name-only dtypes, upstream pass-config keys,
+T.annotate_restrict_buffers, T.address_of, T.index_to_coordinates and T.loop_break."""
 from __future__ import annotations
 
 import os
@@ -1157,3 +1158,58 @@ def test_dp4a_accumulates_four_int8_products(rng):
         def bad(A: T.Tensor((4,), "int8"), C: T.Tensor((1,), "float32")):
             with T.Kernel(1):
                 T.dp4a(A[0], A[0], C[0])
+
+
+def test_restrict_buffers_annotation_drops_restrict_for_aliasing_parameters():
+    """T.annotate_restrict_buffers(x, y): x and y may overlap (two views of one array), so
+    their pointers lose __restrict__ on both targets; the shift below reads what it writes."""
+
+    @T.prim_func
+    def shift(x: T.Tensor((64,), "float32"), y: T.Tensor((64,), "float32"), z: T.Tensor((64,), "float32")):
+        T.annotate_restrict_buffers(x, y)
+        with T.Kernel(1, threads=1):
+            for i in T.serial(63):
+                y[i] = x[i] + 1.0
+            z[0] = 0.0
+
+    for target in ("cpu", "cuda -arch=sm_90a"):
+        src = tilelang.lower(shift, target=target).kernel_source
+        assert "__restrict__ x" not in src and "__restrict__ y" not in src, src
+        assert "__restrict__ z" in src, src
+    base = np.arange(65, dtype=np.float32)
+    kernel = tilelang.compile(shift, target="cpu")
+    kernel(base[1:], base[:64], np.zeros(64, np.float32))  # y[i] = x[i] + 1 with x = y shifted by one
+    np.testing.assert_array_equal(base[:63], np.arange(1, 64, dtype=np.float32) + 1)
+    with pytest.raises(TileLangCompileError, match="takes the kernel's tensor parameters"):
+        @T.prim_func
+        def bad(x: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_shared((64,), "float32")
+                T.annotate_restrict_buffers(s)
+                T.copy(x, s)
+
+
+def test_address_of_index_to_coordinates_and_loop_break():
+    @T.prim_func
+    def addresses(A: T.Tensor((4, 8), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=1):
+            T.call_extern("tl_test_copy4", T.address_of(A[1, 0]), T.address_of(B), dtype="handle")
+
+    src = tilelang.lower(addresses, target="cpu").kernel_source
+    assert "tl_test_copy4((&A[8]), (&B[0]))" in src, src
+
+    @T.prim_func
+    def flatten(A: T.Tensor((4, 8), "float32"), B: T.Tensor((32,), "float32"), Lim: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=1):
+            for f in T.serial(32):
+                if f >= Lim[0]:
+                    T.loop_break()
+                i, j = T.index_to_coordinates(f, (4, 8))
+                B[f] = A[i, j] * 2.0
+
+    a = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
+    b = np.full(32, -1.0, np.float32)
+    tilelang.compile(flatten, target="cpu")(a, b, np.array([13], np.int32))
+    np.testing.assert_array_equal(b[:13], a.reshape(-1)[:13] * 2)
+    assert (b[13:] == -1).all()
+    assert [int(c) for c in T.index_to_coordinates(13, (4, 8))] == [1, 5]

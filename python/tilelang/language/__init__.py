@@ -1907,7 +1907,29 @@ from .tileops_extra import c2d_im2col, cummax, im2col, reduce_bitand, reduce_bit
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
 from .pointers import handle, make_tensor, match_buffer, ptr  # noqa: E402,F401
-from .extern import CUDASourceCodeKernel, access_ptr, call_extern, import_source  # noqa: E402,F401
+from .extern import (  # noqa: E402,F401
+    CUDASourceCodeKernel,
+    access_ptr,
+    address_of,
+    annotate_restrict_buffers,
+    call_extern,
+    import_source,
+)
+
+
+def index_to_coordinates(index, shape):
+    """The row-major coordinates of flat `index` in `shape` (one per dimension)."""
+    coordinates = []
+    for extent in reversed(list(shape)):
+        coordinates.append(index % extent)
+        index = index // extent
+    return coordinates[::-1]
+
+
+def loop_break():
+    """Leaves the innermost loop, as Python's `break` does in a kernel (upstream's name)."""
+    _b.require_kernel("T.loop_break")
+    _b.emit(_tl.break_(_b.current_span()))
 from .random import rng_init, rng_rand, rng_rand_float  # noqa: E402,F401
 from .bits import (  # noqa: E402,F401
     __ldg, ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, reinterpret, stg32, stg64, stg128, stg256, sts32,

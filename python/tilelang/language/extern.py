@@ -8,8 +8,7 @@ The compiler does not look inside the called function: it assumes the call may r
 write every tile whose address it receives (so barriers around shared tiles stay right) and
 has no other effect. On the CPU target the imported text is compiled as C++, with CUDA's
 __device__ / __host__ / __forceinline__ qualifiers defined away, so portable helpers run
-there too; CUDA-only code (inline PTX) is a C++ compile error there, with the compiler's
-message."""
+there too; CUDA-only code (inline PTX) is refused there at the T.import_source line."""
 from __future__ import annotations
 
 import numbers
@@ -99,6 +98,30 @@ def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_la
         raise _b._UserError("T.access_ptr: an offset with an element base (A[i, j]) is not supported; index the "
                             "element instead")
     return addr
+
+
+def address_of(obj):
+    """The address of a tensor's or tile's element (``T.address_of(A[i, j])``), or of its first
+    element (``T.address_of(A)``): upstream's name for T.access_ptr of that element."""
+    if not isinstance(obj, (Buffer, BufferRef)):
+        raise _b._UserError(f"T.address_of takes a tile or tensor, or one of its elements, got {type(obj).__name__}")
+    return access_ptr(obj, "rw")
+
+
+def annotate_restrict_buffers(*buffers):
+    """The tensor parameters given may alias one another (overlapping slices of one tensor):
+    their pointers lose __restrict__ in the generated kernel on both targets, so the compiler
+    no longer assumes a write through one leaves the others unchanged (upstream's name)."""
+    if not buffers:
+        return None
+    addresses = []
+    for buf in buffers:
+        if not isinstance(buf, Buffer) or buf.scope != "global":
+            raise _b._UserError(f"T.annotate_restrict_buffers takes the kernel's tensor parameters, got "
+                                f"{buf!r}")
+        addresses.append(access_ptr(buf, "rw").node)
+    _b.emit(_tl.attr("tl.non_restrict", addresses, _b.current_span()))
+    return None
 
 
 def _unravel(buf: Buffer, offset):

@@ -108,10 +108,12 @@ class CpuCodegen : public CPrinter {
         << "extern \"C\" int32_t " << out.entry << "(const TLArg* args) {\n";
     indent_ = 1;
     int slot = 0;
+    const auto may_alias = NonRestrictParams(f->body);
     for (const Param& p : f->params) {
       if (p.buffer) {
         std::string name = Ident(p.buffer->name, p.buffer.get());
-        Line() << ElemPtrType(*p.buffer) << "* __restrict__ " << name << " = static_cast<" << ElemPtrType(*p.buffer)
+        const char* restrict = may_alias.count(p.buffer->name) ? "* " : "* __restrict__ ";
+        Line() << ElemPtrType(*p.buffer) << restrict << name << " = static_cast<" << ElemPtrType(*p.buffer)
                << "*>(args[" << slot << "].ptr);\n";
       } else if (p.var->dtype == DType::Handle()) {
         // A pointer parameter (T.ptr): T.make_tensor views read through it.

@@ -67,11 +67,12 @@ class CudaCodegen : public CPrinter {
       const auto* call = As<Call>(e);
       pdl |= call && call->op == "pdl_sync";
     });
-    const char* restrict = pdl ? "* " : "* __restrict__ ";
+    const auto may_alias = NonRestrictParams(f->body);
     out.programmatic_launch = pdl;
     for (const Param& p : f->params) {
       if (!sig.str().empty()) sig << ", ";
       if (p.buffer) {
+        const char* restrict = pdl || may_alias.count(p.buffer->name) ? "* " : "* __restrict__ ";
         sig << ElemPtrType(*p.buffer) << restrict << Ident(p.buffer->name, p.buffer.get());
         out.arg_kinds.push_back("ptr");
       } else if (p.var->dtype == DType::Handle()) {
