@@ -1213,3 +1213,43 @@ def test_address_of_index_to_coordinates_and_loop_break():
     np.testing.assert_array_equal(b[:13], a.reshape(-1)[:13] * 2)
     assert (b[13:] == -1).all()
     assert [int(c) for c in T.index_to_coordinates(13, (4, 8))] == [1, 5]
+
+
+def persistent_2d(mb, nb, workers):
+    @T.prim_func
+    def visit(Visited: T.Tensor((mb, nb), "int32"), First: T.Tensor((workers,), "int32")):
+        with T.Kernel(workers, threads=1) as block_id:
+            First[block_id] = -1
+            for bx, by in T.Persistent([mb, nb], workers, block_id):
+                Visited[bx, by] += 1
+                if First[block_id] < 0:
+                    First[block_id] = bx
+
+    return visit
+
+
+def persistent_3d(d0, d1, d2, workers):
+    @T.prim_func
+    def visit(Visited: T.Tensor((d0, d1, d2), "int32")):
+        with T.Kernel(workers, threads=1) as block_id:
+            for i, j, k in T.Persistent([d0, d1, d2], workers, block_id):
+                Visited[i, j, k] += 1
+
+    return visit
+
+
+@pytest.mark.parametrize("mb, nb, workers", [(7, 5, 4), (16, 16, 132), (1, 9, 2), (20, 3, 6)])
+def test_persistent_blocks_visit_every_tile_once(mb, nb, workers):
+    """T.Persistent (upstream issue 2433): `workers` blocks walk the tiles in waves; each
+    tile is visited exactly once, a 2-D domain in panels of 8 rows."""
+    visited, first = np.zeros((mb, nb), np.int32), np.zeros(workers, np.int32)
+    tilelang.compile(persistent_2d(mb, nb, workers), target="cpu")(visited, first)
+    np.testing.assert_array_equal(visited, 1)
+    if workers <= 8 * nb:  # the first wave stays in the first panel of 8 rows
+        assert first[first >= 0].max() < 8
+
+
+def test_persistent_blocks_visit_a_3d_domain_once():
+    visited = np.zeros((3, 4, 5), np.int32)
+    tilelang.compile(persistent_3d(3, 4, 5, 7), target="cpu")(visited)
+    np.testing.assert_array_equal(visited, 1)

@@ -858,6 +858,8 @@ class Parser:
             raise _b._UserError(f"T.{spec.kind} loops must be inside `with T.Kernel(...)`")
         t = node.target
         targets = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+        if spec.decode is not None:
+            return self.decoded_loop(node, spec, targets)
         if len(targets) != len(spec.extents):
             raise _b._UserError(f"the loop has {len(spec.extents)} dimension(s) but {len(targets)} loop variable(s)")
         if not all(isinstance(x, ast.Name) for x in targets):
@@ -905,6 +907,34 @@ class Parser:
             body = _tl.for_(loop_vars[i], mn.node, extents[i].node, spec.kind, body, ann if i == 0 else {},
                             self.span(node))
         _b.emit(body)
+
+    def decoded_loop(self, node, spec: LoopSpec, targets):
+        """A loop over one variable whose names are indices computed from it, the body under
+        the spec's guard (T.Persistent)."""
+        if len(targets) != spec.arity or not all(isinstance(x, ast.Name) for x in targets):
+            raise _b._UserError(f"the loop binds {spec.arity} index name(s); got {len(targets)} target(s)")
+        ext = as_expr(_eager.resolve(spec.extents[0]), "int32")
+        var = _tl.var(f"{targets[0].id}_wave", str(ext.dtype))
+        self.scopes.append({_RUNTIME_SCOPE: True})
+        guard, indices = spec.decode(PrimExpr(var))
+        for name, value in zip(targets, indices):
+            self.bind(name.id, value)
+        guard = as_expr(guard)
+        self.builder.loop_ranges.setdefault(var.var_name, []).append(None)
+        self.builder.loop_kinds.append(spec.kind)
+        branches = self.builder.branch_thread_dependent
+        branches.append(_tl.thread_dependent(guard.node, self.builder.let_vars, self.builder.let_values))
+        self.builder.open()
+        try:
+            self.visit_body(node.body)
+            body = self.builder.close(self.span(node))
+        finally:
+            branches.pop()
+            self.builder.loop_kinds.pop()
+            self.scopes.pop()
+            self.builder.loop_ranges[var.var_name].pop()
+        body = _tl.if_(guard.node, body, None, self.span(node))
+        _b.emit(_tl.for_(var, as_expr(0, str(ext.dtype)).node, ext.node, spec.kind, body, {}, self.span(node)))
 
     def stmt_If(self, node):
         cond = self.eval(node.test)

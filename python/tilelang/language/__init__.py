@@ -367,12 +367,17 @@ def _dt(t) -> str:
 class LoopSpec:
     """What a ``for`` iterates over inside a kernel."""
 
-    def __init__(self, kind, starts, extents, annotations=None, step=None):
+    def __init__(self, kind, starts, extents, annotations=None, step=None, decode=None, arity=None):
         self.kind = kind
         self.starts = starts
         self.extents = extents
         self.annotations = annotations or {}
         self.step = step
+        # decode(v) -> (guard, [index per loop variable]): the loop runs one variable v over
+        # `extents`, and each of the `arity` names the program binds is an index computed from
+        # it, the body running where the guard holds (T.Persistent)
+        self.decode = decode
+        self.arity = arity
 
 
 def _range_args(start, stop, what):
@@ -481,6 +486,36 @@ def vectorized(start, stop=None, annotations=None):
 
 def grid(*extents):
     return LoopSpec("serial", [0] * len(extents), list(extents))
+
+
+def Persistent(domain, wave_size, index, group_size=8, num_stages=0, *, annotations=None):
+    """``for bx, by in T.Persistent([MB, NB], sm_num, block_id)``: a persistent block's tiles.
+    Block `index` of `wave_size` blocks visits tile ``index + w * wave_size`` of the domain's
+    tiles in wave w, while there are tiles left, so every tile is visited once. A 2-D domain
+    is walked in panels of `group_size` rows (neighbouring blocks share rows of A and columns
+    of B in L2); other domains in row-major order. ``num_stages`` (prefetching the next
+    tile's loads) is not applied: a remark says so."""
+    if not isinstance(domain, (list, tuple)) or not domain:
+        raise _b._UserError(f"T.Persistent: domain must be a non-empty list of tile counts, got {domain!r}")
+    if num_stages:
+        _remark(f"T.Persistent(num_stages={num_stages}): not applied (the tiles are visited one after another)")
+    _hints("T.Persistent", annotations=annotations)
+    domain = list(domain)
+    total = domain[0]
+    for d in domain[1:]:
+        total = total * d
+
+    def decode(wave):
+        tile = wave * wave_size + index
+        if len(domain) == 2 and group_size:
+            per_group = group_size * domain[1]
+            first = (tile // per_group) * group_size
+            rows = min(domain[0] - first, group_size)
+            within = tile % per_group
+            return tile < total, [first + within % rows, within // rows]
+        return tile < total, index_to_coordinates(tile, domain)
+
+    return LoopSpec("serial", [0], [ceildiv(total, wave_size)], decode=decode, arity=len(domain))
 
 
 def parallel(start, stop=None, annotations=None):
