@@ -1,7 +1,8 @@
 """Upstream TileLang language names and fixes (project issue 10): one-row slices, element
 copies, T.align_up / any_of / all_of / isfinite / isnan / isinf / assume, hints that become
 remarks, `assert` in kernels, the name-only dtypes, upstream pass-config keys,
-T.annotate_restrict_buffers, T.address_of, T.index_to_coordinates and T.loop_break."""
+T.annotate_restrict_buffers, T.address_of, T.index_to_coordinates, T.loop_break, T.Persistent,
+T.ldexp and T.isnullptr."""
 from __future__ import annotations
 
 import os
@@ -1253,3 +1254,34 @@ def test_persistent_blocks_visit_a_3d_domain_once():
     visited = np.zeros((3, 4, 5), np.int32)
     tilelang.compile(persistent_3d(3, 4, 5, 7), target="cpu")(visited)
     np.testing.assert_array_equal(visited, 1)
+
+
+def test_ldexp_and_isnullptr():
+    @T.prim_func
+    def main(A: T.Tensor((16,), "float32"), E: T.Tensor((16,), "int32"), B: T.Tensor((16,), "float32"),
+             H: T.Tensor((16,), "float16"), P: T.ptr, Z: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=16):
+            tx = T.get_thread_binding()
+            B[tx] = T.ldexp(A[tx], E[tx])
+            H[tx] = T.ldexp(T.cast(A[tx], "float16"), 2)
+            if tx == 0:
+                Z[0] = T.if_then_else(T.isnullptr(P), 1, 0)
+
+    kernel = tilelang.compile(main, target="cpu")
+    a = np.random.default_rng(0).standard_normal(16).astype(np.float32)
+    e = np.arange(-8, 8, dtype=np.int32)
+    b, h, z = np.zeros(16, np.float32), np.zeros(16, np.float16), np.full(1, -1, np.int32)
+    kernel(a, e, b, h, 0, z)
+    np.testing.assert_array_equal(b, np.ldexp(a, e))
+    np.testing.assert_array_equal(h, np.ldexp(a.astype(np.float16), 2))
+    assert z[0] == 1
+    kernel(a, e, b, h, b.__array_interface__["data"][0], z)
+    assert z[0] == 0
+    src = tilelang.lower(main, target="cuda -arch=sm_90a").kernel_source
+    assert "tl::ldexp(A[tx], E[tx])" in src and "tl::isnullptr(P)" in src, src
+    with pytest.raises(TileLangCompileError, match="T.ldexp: x1 must be a floating-point value"):
+        @T.prim_func
+        def bad(A: T.Tensor((16,), "int32")):
+            with T.Kernel(1, threads=16):
+                tx = T.get_thread_binding()
+                A[tx] = T.ldexp(A[tx], 1)

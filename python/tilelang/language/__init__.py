@@ -1211,6 +1211,26 @@ def fmul(a, b):
     return call_math("fmul", x, y)
 
 
+def ldexp(x1, x2):
+    """x1 * 2 ** x2: x1 a floating-point value (its type is the result's), x2 an integer
+    exponent (as int32)."""
+    x = as_expr(x1)
+    if not str(x.dtype).startswith(("float", "bfloat")):
+        raise _b._UserError(f"T.ldexp: x1 must be a floating-point value, got {x.dtype}")
+    e = as_expr(x2, "int32")
+    if not str(e.dtype).startswith(("int", "uint")):
+        raise _b._UserError(f"T.ldexp: x2 must be an integer exponent, got {e.dtype}")
+    return PrimExpr(_tl.call(str(x.dtype), "ldexp", [x.node, _cast(e, "int32").node]))
+
+
+def isnullptr(x):
+    """Whether pointer `x` (a T.ptr parameter, or an address) is null."""
+    p = as_expr(x)
+    if str(p.node.dtype) != "handle":
+        raise _b._UserError(f"T.isnullptr takes a pointer, got a value of type {p.node.dtype}")
+    return PrimExpr(_tl.call("bool", "isnullptr", [p.node]))
+
+
 def fabs(x):
     """Absolute value (TIR's name for T.abs of a float)."""
     return abs(x)

@@ -66,6 +66,17 @@ inline T fmul(T a, T b) {
   return T(static_cast<float>(a) * static_cast<float>(b));
 }
 
+/// x * 2^e (T.ldexp): exact unless it overflows or becomes subnormal; 8- and 16-bit floats
+/// through float.
+inline float ldexp(float x, int e) { return std::ldexp(x, e); }
+inline double ldexp(double x, int e) { return std::ldexp(x, e); }
+template <typename T>
+inline T ldexp(T x, int e) {
+  return T(std::ldexp(static_cast<float>(x), e));
+}
+/// Whether a pointer is null (T.isnullptr).
+inline bool isnullptr(const void* p) { return p == nullptr; }
+
 /// The number of set bits (T.popcount) and of leading zero bits (T.clz; the width for 0) of an
 /// integer, as int32.
 template <typename T, detail::enable_if_int_t<T> = 0>

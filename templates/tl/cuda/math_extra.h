@@ -58,6 +58,17 @@ TL_DEVICE T fmul(T a, T b) {
   return T(__fmul_rn(static_cast<float>(a), static_cast<float>(b)));
 }
 
+/// x * 2^e (T.ldexp): exact unless it overflows or becomes subnormal; 8- and 16-bit floats
+/// through float.
+TL_DEVICE float ldexp(float x, int e) { return ::ldexpf(x, e); }
+TL_DEVICE double ldexp(double x, int e) { return ::ldexp(x, e); }
+template <typename T>
+TL_DEVICE T ldexp(T x, int e) {
+  return T(::ldexpf(static_cast<float>(x), e));
+}
+/// Whether a pointer is null (T.isnullptr).
+TL_DEVICE bool isnullptr(const void* p) { return p == nullptr; }
+
 /// The number of set bits (T.popcount) and of leading zero bits (T.clz; the width for 0) of an
 /// integer, as int32.
 namespace detail {
