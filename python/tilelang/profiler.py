@@ -150,6 +150,16 @@ def _encoded_input(p, rng, supply):
     return packed.view(np.int8) if p.dtype == "int4" else packed
 
 
+class _Sized:
+    """A parameter's description with its dynamic dimensions sized."""
+
+    def __init__(self, p, dims):
+        self._p, self.dims = p, list(dims)
+
+    def __getattr__(self, name):
+        return getattr(self._p, name)
+
+
 class Profiler:
     """Makes inputs for a kernel, times it and compares it with a reference."""
 
@@ -158,7 +168,23 @@ class Profiler:
         self.supply = supply or TensorSupplyType.Auto
         self._inputs = None
 
-    def _make_inputs(self):
+    def _shape(self, p, sizes):
+        """Parameter p's shape, its dynamic dimensions given by `sizes` ({name: size},
+        upstream's dynamic_symbolic_constraints)."""
+        if not any(isinstance(d, str) for d in p.dims):
+            return tuple(p.dims)
+        if sizes is None:
+            raise TypeError(f"the profiler cannot size the dynamic tensor {p.name!r}: give "
+                            "do_bench(dynamic_symbolic_constraints={name: size}) or input_tensors=[...]")
+        from .jit.kernel import dim_value
+
+        try:
+            return tuple(dim_value(d, sizes) for d in p.dims)
+        except KeyError as e:
+            raise ValueError(f"dynamic_symbolic_constraints: no size for {e.args[0]!r} (a dimension of "
+                             f"{p.name!r}); got {sorted(sizes)}") from None
+
+    def _make_inputs(self, sizes=None):
         from .jit.arguments import numpy_dtype
 
         rng = np.random.default_rng(0)
@@ -167,8 +193,9 @@ class Profiler:
             p = self.kernel.params[i]
             if not p.is_tensor:
                 raise TypeError(f"the profiler cannot invent the scalar argument {p.name!r}")
-            if any(isinstance(d, str) for d in p.dims):
-                raise TypeError(f"the profiler cannot size the dynamic tensor {p.name!r}")
+            shape = self._shape(p, sizes)
+            if shape != tuple(p.dims):
+                p = _Sized(p, shape)
             if p.dtype in _ENCODED:
                 # 4-bit and e8m0 inputs: values made as numpy, stored as the kernel takes them
                 x = _encoded_input(p, rng, self.supply)
@@ -227,8 +254,17 @@ class Profiler:
         args = self.inputs()
         return (func or self.kernel)(*args)
 
-    def do_bench(self, func=None, warmup=25, rep=100, n_warmup=None, n_repeat=None, backend="event", **_):
-        args = self.inputs()
+    def do_bench(self, func=None, warmup=25, rep=100, n_warmup=None, n_repeat=None, backend="event",
+                 input_tensors=None, dynamic_symbolic_constraints=None, **_):
+        """Times the kernel (or `func`) on the profiler's inputs; on `input_tensors` when given,
+        else on inputs sized by `dynamic_symbolic_constraints` ({name: size}) for a kernel with
+        dynamic dimensions (upstream's arguments)."""
+        if input_tensors is not None:
+            args = list(input_tensors)
+        elif dynamic_symbolic_constraints is not None:
+            args = self._make_inputs(dict(dynamic_symbolic_constraints))
+        else:
+            args = self.inputs()
         fn = (lambda: func(*args)) if func is not None else (lambda: self.kernel(*args))
         return do_bench(fn, warmup=n_warmup or warmup, rep=n_repeat or rep, backend=backend)
 

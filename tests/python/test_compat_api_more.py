@@ -497,3 +497,25 @@ def test_par_compile_of_functions_and_of_jit_configurations(rng):
     assert out[0] is not None and out[1] is None
     with pytest.raises(Exception):
         tilelang.par_compile(["not a function"], target="cpu")
+
+
+def test_profiler_sizes_dynamic_inputs_from_constraints_or_takes_given_ones():
+    """Upstream's do_bench(dynamic_symbolic_constraints={"m": 96}) and
+    do_bench(input_tensors=[...]) for a kernel with a dynamic dimension."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def double(A: T.Tensor((m, 16), "float32"), B: T.Tensor((m, 16), "float32")):
+        with T.Kernel(T.ceildiv(m, 32), threads=32) as bx:
+            for i, j in T.Parallel(32, 16):
+                B[bx * 32 + i, j] = A[bx * 32 + i, j] * 2.0
+
+    kernel = tilelang.compile(double, out_idx=[-1], target="cpu")
+    prof = kernel.get_profiler()
+    assert prof.do_bench(dynamic_symbolic_constraints={"m": 96}, warmup=1, rep=2) > 0
+    a = np.ones((40, 16), np.float32)
+    assert prof.do_bench(input_tensors=[a], warmup=1, rep=2) > 0
+    with pytest.raises(ValueError, match="no size for 'm'"):
+        prof.do_bench(dynamic_symbolic_constraints={"n": 96})
+    with pytest.raises(TypeError, match="dynamic_symbolic_constraints"):
+        prof.do_bench()
