@@ -885,28 +885,41 @@ class Parser:
                 self.bind(name.id, PrimExpr(var))
             else:
                 self.bind(name.id, st + PrimExpr(var) * step)
-        ranges = self.builder.loop_ranges
+        ranges = []
         for var, st, ext in zip(loop_vars, mins, extents):
             lo, n = st.node.const_value, ext.node.const_value
             known = isinstance(lo, int) and isinstance(n, int) and step in (None, 1)
-            ranges.setdefault(var.var_name, []).append((lo, n) if known else None)
-        kinds = self.builder.loop_kinds
-        kinds.append(spec.kind)
-        self.builder.open()
-        try:
-            self.visit_body(node.body)
-            body = self.builder.close(self.span(node))
-        finally:
-            kinds.pop()
-            self.scopes.pop()
-            for var in loop_vars:
-                ranges[var.var_name].pop()
+            ranges.append((var.var_name, (lo, n) if known else None))
+        body = self.loop_body(node, spec.kind, ranges)
         ann = {k: as_expr(v, "int32").node for k, v in spec.annotations.items()}
         for i in reversed(range(len(loop_vars))):
             mn = mins[i] if step in (None, 1) else as_expr(0, str(extents[i].dtype))
             body = _tl.for_(loop_vars[i], mn.node, extents[i].node, spec.kind, body, ann if i == 0 else {},
                             self.span(node))
         _b.emit(body)
+
+    def loop_body(self, node, kind, ranges, guard=None):
+        """The body of loop `node`, built with its variables' ranges ([(name, (lo, n) or None)]),
+        its kind and the branch `guard` it runs under (if any) known to the front end's checks;
+        ends the scope the caller opened for the loop's names."""
+        loop_ranges = self.builder.loop_ranges
+        for name, r in ranges:
+            loop_ranges.setdefault(name, []).append(r)
+        self.builder.loop_kinds.append(kind)
+        branches = self.builder.branch_thread_dependent
+        if guard is not None:
+            branches.append(_tl.thread_dependent(guard.node, self.builder.let_vars, self.builder.let_values))
+        self.builder.open()
+        try:
+            self.visit_body(node.body)
+            return self.builder.close(self.span(node))
+        finally:
+            if guard is not None:
+                branches.pop()
+            self.builder.loop_kinds.pop()
+            self.scopes.pop()
+            for name, _ in ranges:
+                loop_ranges[name].pop()
 
     def decoded_loop(self, node, spec: LoopSpec, targets):
         """A loop over one variable whose names are indices computed from it, the body under
@@ -920,19 +933,7 @@ class Parser:
         for name, value in zip(targets, indices):
             self.bind(name.id, value)
         guard = as_expr(guard)
-        self.builder.loop_ranges.setdefault(var.var_name, []).append(None)
-        self.builder.loop_kinds.append(spec.kind)
-        branches = self.builder.branch_thread_dependent
-        branches.append(_tl.thread_dependent(guard.node, self.builder.let_vars, self.builder.let_values))
-        self.builder.open()
-        try:
-            self.visit_body(node.body)
-            body = self.builder.close(self.span(node))
-        finally:
-            branches.pop()
-            self.builder.loop_kinds.pop()
-            self.scopes.pop()
-            self.builder.loop_ranges[var.var_name].pop()
+        body = self.loop_body(node, spec.kind, [(var.var_name, None)], guard=guard)
         body = _tl.if_(guard.node, body, None, self.span(node))
         _b.emit(_tl.for_(var, as_expr(0, str(ext.dtype)).node, ext.node, spec.kind, body, {}, self.span(node)))
 

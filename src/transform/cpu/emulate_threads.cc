@@ -102,16 +102,14 @@ void ThreadEmulator::EmitUniformJump(const Stmt& s, const Expr& mask, std::vecto
   TL_ICHECK(!loop_masks_.empty()) << "break/continue outside a loop";
   const Span& span = s->span;
   auto count = [&](const char* name, const Expr& where) {
-    Buffer n = BufferNode::Make(name, DType::Int(32), {MakeInt(1)}, Scope::kVar);
-    out->push_back(Allocate::Make(n, MakeInt(0), span));
+    Buffer n = NewScalar(name, DType::Int(32), MakeInt(0), span, out);
     Expr value = BufferLoad::Make(n, {MakeInt(0)});
     out->push_back(ThreadLoop(BufferStore::Make(n, {MakeInt(0)}, value + MakeInt(1), span), where, span));
     return value;
   };
   Expr taking = count("taking", mask), running = count("running", loop_masks_.back());
-  Stmt fail = Evaluate::Make(Call::Make(DType::Void(), "cpu_divergent_threads", {MakeInt(span.line)}));
   Expr some = LT(MakeInt(0), taking);
-  out->push_back(IfThenElse::Make(And(some, LT(taking, running)), fail, nullptr, span));
+  out->push_back(IfThenElse::Make(And(some, LT(taking, running)), DivergentThreads(span), nullptr, span));
   out->push_back(IfThenElse::Make(some, s, nullptr, span));
 }
 
@@ -121,11 +119,7 @@ void ThreadEmulator::EmitUniformJump(const Stmt& s, const Expr& mask, std::vecto
 /// the call naming the line (cpu_divergent_threads) rather than run the wrong iterations.
 void ThreadEmulator::EmitAgreedBoundsLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
   const Span& span = s->span;
-  auto scalar = [&](const char* name, DType t, const Expr& init) {
-    Buffer b = BufferNode::Make(name, t, {MakeInt(1)}, Scope::kVar);
-    out->push_back(Allocate::Make(b, init, span));
-    return b;
-  };
+  auto scalar = [&](const char* name, DType t, const Expr& init) { return NewScalar(name, t, init, span, out); };
   auto load = [](const Buffer& b) { return BufferLoad::Make(b, {MakeInt(0)}); };
   Buffer first = scalar("first", DType::Int(32), MakeInt(-1));
   out->push_back(ThreadLoop(
@@ -144,16 +138,19 @@ void ThreadEmulator::EmitAgreedBoundsLoop(const For* loop, const Stmt& s, const 
       nullptr, span));
   Expr differs = Binary::Make(BinOp::kOr, Binary::Make(BinOp::kNE, At(loop->min), load(lo)),
                               Binary::Make(BinOp::kNE, At(loop->extent), load(n)));
-  Stmt fail = Evaluate::Make(Call::Make(DType::Void(), "cpu_divergent_threads", {MakeInt(span.line)}));
-  out->push_back(ThreadLoop(IfThenElse::Make(differs, fail, nullptr, span), mask, span));
+  out->push_back(ThreadLoop(IfThenElse::Make(differs, DivergentThreads(span), nullptr, span), mask, span));
+  out->push_back(For::Make(loop->var, load(lo), load(n), loop->for_kind, EmitSerialBody(loop, mask),
+                           loop->annotations, span));
+}
+
+Stmt ThreadEmulator::EmitSerialBody(const For* loop, const Expr& mask) {
   std::vector<Stmt> body;
   ++loop_depth_;
   loop_masks_.push_back(mask);
   Emit(loop->body, mask, &body);
   loop_masks_.pop_back();
   --loop_depth_;
-  out->push_back(For::Make(loop->var, load(lo), load(n), loop->for_kind, Seq::Make(body, span), loop->annotations,
-                           span));
+  return Seq::Make(body, loop->span);
 }
 
 /// A let of a thread-dependent value becomes a per-thread array. So does the old value of an
@@ -325,15 +322,8 @@ void ThreadEmulator::EmitLoop(const For* loop, const Stmt& s, const Expr& mask, 
                               s->span));  // each thread walks its own elements
     return;
   }
-  std::vector<Stmt> body;
-  ++loop_depth_;
-  loop_masks_.push_back(mask);
-  Emit(loop->body, mask, &body);
-  loop_masks_.pop_back();
-  --loop_depth_;
-  out->push_back(For::Make(loop->var, loop->min, loop->extent, loop->for_kind, Seq::Make(body, s->span),
+  out->push_back(For::Make(loop->var, loop->min, loop->extent, loop->for_kind, EmitSerialBody(loop, mask),
                            loop->annotations, s->span));
-  return;
 }
 
 /// A tile op: on per-thread storage, each thread does its own; element atomics once per

@@ -166,6 +166,19 @@ class ThreadEmulator {
     return For::Make(t_, MakeInt(0), MakeInt(threads_), ForKind::kSerial, b, {}, span);
   }
 
+  /// A fresh block-level scalar of `t` holding `init`, declared in `out`.
+  static Buffer NewScalar(const std::string& name, DType t, const Expr& init, const Span& span,
+                          std::vector<Stmt>* out) {
+    Buffer b = BufferNode::Make(name, t, {MakeInt(1)}, Scope::kVar);
+    out->push_back(Allocate::Make(b, init, span));
+    return b;
+  }
+  /// The call failing the kernel at `span`'s line when the block's threads disagree there
+  /// (tl_cpu.h's divergent-threads status).
+  static Stmt DivergentThreads(const Span& span) {
+    return Evaluate::Make(Call::Make(DType::Void(), "cpu_divergent_threads", {MakeInt(span.line)}));
+  }
+
   /// A fresh per-thread array of `t`, declared in `out`.
   Buffer NewArray(const std::string& name, DType t, const Span& span, std::vector<Stmt>* out) {
     Buffer b = BufferNode::Make(name, t, {MakeInt(threads_)}, Scope::kLocal);
@@ -257,6 +270,8 @@ class ThreadEmulator {
   void EmitLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitUniformJump(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitAgreedBoundsLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  /// A serial loop's body, emitted with the loop's thread mask recorded (for break/continue).
+  Stmt EmitSerialBody(const For* loop, const Expr& mask);
   void EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
 
   std::vector<int64_t> dims_;
