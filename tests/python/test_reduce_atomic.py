@@ -131,3 +131,32 @@ def test_atomic_elements_and_region_max_min(rng):
     tiles = vp.reshape(nb, 1, bl) * np.arange(1, R + 1).reshape(1, R, 1)  # (nb, R, bl)
     np.testing.assert_allclose(tmax, tiles.max(axis=0), rtol=1e-6)
     np.testing.assert_allclose(tmin, tiles.min(axis=0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kind", ["sum", "abssum"])
+def test_long_16bit_sums_round_once(rng, dtype, kind):
+    # 512 values per row: folded in the 16-bit type one after another, every step rounds to
+    # 8 (bfloat16) or 11 bits and the row drifts far from the true sum; accumulated in
+    # float32 and rounded once, the result is the true sum rounded to the type.
+    M, N = 16, 512
+    reduce_fn = T.reduce_sum if kind == "sum" else T.reduce_abssum
+
+    @T.prim_func
+    def rows(X: T.Tensor((M, N), dtype), Y: T.Tensor((M,), dtype)):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((M, N), dtype)
+            out = T.alloc_shared((M,), dtype)
+            T.copy(X, tile)
+            reduce_fn(tile, out, dim=1)
+            T.copy(out, Y)
+
+    kernel = compile_cpu(rows)
+    x = (rng.random((M, N)) + 0.5).astype(np.float32)  # all positive: no cancellation to hide drift
+    x[:, ::3] *= -1 if kind == "abssum" else 1
+    x = x.astype(rand(rng, (1,), dtype).dtype)
+    y = poison((M,), dtype)
+    kernel(x, y)
+    ref = np.abs(f64(x)).sum(axis=1) if kind == "abssum" else f64(x).sum(axis=1)
+    bits = 8 if dtype == "bfloat16" else 11  # significand bits: one rounding is at most half a step
+    np.testing.assert_allclose(f64(y), ref, rtol=2.0 ** -bits, atol=0)
