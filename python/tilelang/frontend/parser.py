@@ -259,10 +259,12 @@ class Parser:
     # ------------------------------------------------------------------ entry points
 
     def parse_prim_func(self) -> PrimFunc:
-        if any(a.annotation is None for a in self.fdef.args.args):
-            # `def kernel(A, B):` with `A: T.Tensor(...)` in the body (and maybe T.empty
-            # outputs that it returns), as upstream writes it: the eager style's parsing, with
-            # no arguments to bind T.const sizes from.
+        returns = any(isinstance(st, ast.Return) and st.value is not None for st in self.fdef.body)
+        if returns or any(a.annotation is None for a in self.fdef.args.args):
+            # `def kernel(A, B):` with `A: T.Tensor(...)` in the body, or a kernel that returns
+            # T.empty outputs (`def kernel(n: T.int32): out = T.empty(...); ...; return out`),
+            # as upstream writes them: the eager style's parsing, with no arguments to bind
+            # T.const sizes from.
             self.eager = _eager.EagerContext({a.arg: None for a in self.fdef.args.args}, {})
             return self.parse_eager({}, signature=True)
         prev = _b.set_builder(self.builder)

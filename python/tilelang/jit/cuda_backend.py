@@ -319,6 +319,8 @@ class CudaBackend:
                     values[i] = _arguments.pointer_arg(a, p.name, k.name, "cuda", self._device)
                 else:
                     values[i] = _arguments.scalar_arg(a, p.name, p.dtype, k.name)
+                    if p.name in k._sizing_scalars():
+                        dims[p.name] = k._output_size_arg(p, values[i])
                 continue
             if a is None:  # an optional input the kernel does not use: a null pointer
                 values[i] = k._null_tensor(p)

@@ -306,6 +306,23 @@ class JITKernel:
             print(f"[tilelang] compiled kernel {self.name!r} for cpu in {self.compile_seconds:.2f} s",
                   file=sys.stderr)
 
+    def _sizing_scalars(self):
+        """Names of integer scalar parameters that size an output (`n: T.int32`, then
+        `T.empty((3, n * 2), ...)`): each call's value of the parameter gives the size."""
+        if not hasattr(self, "_sizing_scalar_names"):
+            used = {(d.var if isinstance(d, AffineDim) else d) for i in self.alloc_idx for d in self.params[i].dims
+                    if isinstance(d, str)}
+            self._sizing_scalar_names = {p.name for i, p in enumerate(self.params) if i in self.in_idx
+                                         and not p.is_tensor and not p.is_pointer and "int" in p.dtype
+                                         and p.name in used}
+        return self._sizing_scalar_names
+
+    def _output_size_arg(self, p, value):
+        if value < 0:
+            raise TileLangArgumentError(
+                f"{self.name}(): argument {p.name!r} sizes an output, so it must be >= 0, got {value}")
+        return int(value)
+
     def _check_output_dims(self):
         for i in self.alloc_idx:
             if self.params[i].strides is not None:
@@ -316,6 +333,7 @@ class JITKernel:
                     "tensors only: pass it as an input, or declare it T.Tensor")
         known = {(d.var if isinstance(d, AffineDim) else d) for i in self.in_idx for d in self.params[i].dims
                  if isinstance(d, str)}
+        known |= self._sizing_scalars()
         for i in self.alloc_idx:
             for d in self.params[i].dims:
                 if isinstance(d, str) and (d.var if isinstance(d, AffineDim) else d) not in known:
@@ -516,6 +534,8 @@ class JITKernel:
                 values[i] = arguments.pointer_arg(a, p.name, self.name, "cpu")
             else:
                 values[i] = arguments.scalar_arg(a, p.name, p.dtype, self.name)
+                if p.name in self._sizing_scalars():
+                    dims[p.name] = self._output_size_arg(p, values[i])
         if use_torch is None:
             use_torch = _torch_when_loaded()
         outputs, workspaces = [], []  # workspaces stay referenced until the run returns
