@@ -170,8 +170,15 @@ std::optional<Stmt> NarrowedCopy(const Region& s, const Region& d, const std::ve
   const bool base_is_src = ScopeDepth(s.buffer->scope) >= ScopeDepth(d.buffer->scope);
   const std::vector<Expr>& base = base_is_src ? ts : td;
   const std::vector<Expr>& other = base_is_src ? td : ts;
+  // An extent that cannot be compared (a dynamic slice `A[0:len]` against a static tile)
+  // is taken as large enough when that side is a global tensor: its accesses are guarded
+  // by the tensor's own shape, so the copy never leaves it (upstream builds this too).
+  const bool other_guarded = (base_is_src ? d : s).buffer->scope == Scope::kGlobal;
+  bool unknown = false;
   for (size_t i = 0; i < base.size(); ++i) {
-    if (ProveLE(base[i], other[i]) != Eq::kYes) return std::nullopt;
+    Eq le = ProveLE(base[i], other[i]);
+    if (!(le == Eq::kYes || (le == Eq::kUnknown && other_guarded))) return std::nullopt;
+    unknown = unknown || le == Eq::kUnknown;
   }
   Region narrowed = base_is_src ? d : s;
   size_t k = 0;
@@ -182,7 +189,10 @@ std::optional<Stmt> NarrowedCopy(const Region& s, const Region& d, const std::ve
   Stmt note = AttrStmt::Make("tl.remark:T.copy: " + s.buffer->name +
                                  " is " + ShapeStr(ts) + " and " + d.buffer->name + " is " + ShapeStr(td) +
                                  "; copied over " + (base_is_src ? s : d).buffer->name + "'s " + ShapeStr(base) +
-                                 " (upstream's rule), the rest of " + other_region.buffer->name + " untouched",
+                                 " (upstream's rule), the rest of " + other_region.buffer->name + " untouched" +
+                                 (!unknown ? std::string()
+                                  : base_is_src ? "; writes past its end are skipped"
+                                                : "; reads past its end give 0"),
                              {}, span);
   Stmt copy = base_is_src ? CopyOp::Make(s, narrowed, span, disable_tma) : CopyOp::Make(narrowed, d, span, disable_tma);
   return Seq::Make({note, copy}, span);
@@ -209,7 +219,7 @@ Stmt MakeCopy(RegionSpec src, RegionSpec dst, const Span& span, bool disable_tma
   bool ok = ts.size() == td.size();
   for (size_t i = 0; ok && i < ts.size(); ++i) {
     Eq eq = ProveEqual(ts[i], td[i]);
-    if (eq == Eq::kUnknown) {
+    if (eq == Eq::kUnknown && !NarrowedCopy(s, d, ts, td, span, disable_tma)) {
       TL_USER_ERROR(span) << "T.copy: cannot prove that the source extent " << ToString(ts[i])
                           << " equals the destination extent " << ToString(td[i]);
     }

@@ -198,3 +198,33 @@ def test_copy_between_regions_of_different_extents_runs_over_the_smaller(rng):
         def narrower(A: T.Tensor((16, 8), "float32"), B: T.Tensor((16, 8), "float32")):
             with T.Kernel(1, threads=32):
                 T.copy(A[:, :3], B[:, :2])
+
+
+def test_dynamic_slice_against_a_static_tile_runs_over_the_tile(rng):
+    # Upstream's issue 1237: `T.copy(g[0:length], shared)` with `length` dynamic. The copy
+    # runs over the shared tile (upstream's rule); reads past g's end give 0, and the other
+    # direction skips writes past the tensor's end (said in a remark).
+    length = T.symbolic("length", dtype=T.int32)
+
+    @T.prim_func
+    def roundtrip(G: T.Tensor[(length,), T.int32], Out: T.Tensor[(64,), T.int32], Back: T.Tensor[(length,), T.int32]):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared((64,), T.int32)
+            T.fill(s, -1)
+            T.copy(G[0:length], s)
+            T.copy(s, Out)
+            for i in T.Parallel(64):
+                s[i] = s[i] * 2
+            T.copy(s, Back[0:length])
+
+    kernel = compile_cpu(roundtrip)
+    assert any("reads past its end give 0" in r for r in kernel.get_remarks()), kernel.get_remarks()
+    for n in (10, 64, 100):
+        g = rand(rng, (n,), "int32", low=1, high=1000)
+        out, back = poison((64,), "int32"), poison((n,), "int32")
+        kernel(g, out, back)
+        m = min(n, 64)
+        np.testing.assert_array_equal(out[:m], g[:m])
+        np.testing.assert_array_equal(out[m:], 0)
+        np.testing.assert_array_equal(back[:m], 2 * g[:m])
+        np.testing.assert_array_equal(back[m:], poison((n - m,), "int32"))  # past the tile: untouched
