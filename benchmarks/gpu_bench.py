@@ -48,7 +48,7 @@ def scale_add_program(n, block=1024, dtype="float32"):
 
 def bench(fn, warmup=10, rep=50):
     """Median time in ms, CUDA events, L2 flushed before each run (tilelang.profiler)."""
-    return tilelang.profiler.do_bench(fn, warmup=warmup, rep=rep)
+    return tilelang.profiler.do_bench(fn, _n_warmup=warmup, _n_repeat=rep, return_mode="median")
 
 
 def check_gemm(kernel, M, N, K, dtype, relu=False):

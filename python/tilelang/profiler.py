@@ -1,7 +1,8 @@
 """Timing and checking kernels: ``kernel.get_profiler()`` and ``tilelang.profiler.do_bench``.
 
-On the GPU, times are CUDA-event (or CUDA-graph) medians with the L2 cache flushed before
-each run; on the CPU, wall-clock medians."""
+On the GPU, times are CUDA-event (or CUDA-graph, or CUPTI) times with the L2 cache flushed
+before each run; on the CPU, wall-clock times. As upstream's, `warmup` and `rep` are budgets in
+milliseconds and the result is the mean unless another `return_mode` is asked for."""
 from __future__ import annotations
 
 import enum
@@ -31,31 +32,60 @@ def _cuda_ready():
         return False
 
 
-def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flush_bytes=256 << 20,
-             quantiles=None, **_):
-    """Median time of ``fn()`` in milliseconds.
+def do_bench(fn, warmup=25, rep=100, _n_warmup=0, _n_repeat=0, quantiles=None, fast_flush=True,
+             backend="event", return_mode="mean", device=None, cache_size=256, early_stop_baseline=None,
+             _flush_bytes=None, **_):
+    """Time of ``fn()`` in milliseconds, with upstream's arguments and meaning: `warmup` and
+    `rep` are time budgets in ms. After one untimed call, five runs estimate one run's time;
+    then warmup / estimate runs warm up and rep / estimate runs (at least one) are timed
+    (`_n_warmup` / `_n_repeat`, when positive, give the counts instead). The result is their
+    mean (`return_mode`: "mean", "median", "min" or "max"), or with `quantiles` (e.g. [0.5,
+    0.2, 0.8]) the list of those quantiles. With `early_stop_baseline`, an estimate above it
+    is returned at once (a tuner's candidate that cannot win).
 
     backend "event": CUDA events around each run, L2 flushed in between; "cudagraph": fn is
     captured once in a CUDA graph and the graph replayed (no launch overhead); "cupti"
     (upstream's kernel-only timing): the device time of the kernels fn launches, from
-    torch.profiler's CUPTI records, averaged over `rep` runs (the flush excluded), so host
-    overhead between kernels does not count. Without a GPU (or before CUDA is used),
-    wall-clock time. With `quantiles` (e.g. [0.5, 0.2, 0.8]), the list of those quantiles
-    of the run times instead (not with "cupti", which has one figure: the mean)."""
+    torch.profiler's CUPTI records, averaged over the runs (the flush excluded), so host
+    overhead between kernels does not count; "wall": host wall-clock time per call. Without
+    a GPU (or before CUDA is used), wall-clock time whatever the backend."""
     if quantiles is not None:
         return_mode = ("quantiles", tuple(float(q) for q in quantiles))
-    if not _cuda_ready():
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(rep):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-        return _reduce(times, return_mode)
+    elif return_mode not in ("mean", "median", "min", "max"):
+        raise ValueError(f"do_bench: return_mode must be 'mean', 'median', 'min' or 'max', got {return_mode!r}")
+    if backend not in ("event", "cupti", "cudagraph", "wall"):
+        raise ValueError(f"do_bench: backend must be 'event', 'cupti', 'cudagraph' or 'wall', got {backend!r}")
+
+    def counts(estimate_ms):
+        estimate_ms = max(estimate_ms, 1e-6)
+        n_warm = _n_warmup if _n_warmup > 0 else max(1, int(warmup / estimate_ms))
+        n_rep = _n_repeat if _n_repeat > 0 else max(1, int(rep / estimate_ms))
+        return n_warm, n_rep
+
+    if not _cuda_ready() or backend == "wall":
+        sync = _cuda_sync if _cuda_ready() else (lambda: None)
+
+        def wall(n):
+            times = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                times.append((time.perf_counter() - t0) * 1e3)
+            return times
+
+        fn()
+        sync()
+        estimate = statistics.fmean(wall(5))
+        if early_stop_baseline is not None and estimate > early_stop_baseline:
+            return _early(estimate, return_mode)
+        n_warm, n_rep = counts(estimate)
+        wall(n_warm)
+        return _reduce(wall(n_rep), return_mode)
     import torch
 
-    flush = torch.empty(_flush_bytes, dtype=torch.int8, device="cuda")
+    flush_bytes = _flush_bytes if _flush_bytes is not None else int(cache_size) << 20
+    flush = torch.empty(flush_bytes, dtype=torch.int8, device="cuda")
     run = fn
     if backend == "cudagraph":
         stream = torch.cuda.Stream()
@@ -66,15 +96,27 @@ def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flu
                 fn()
         torch.cuda.synchronize()
         run = graph.replay
-    elif backend not in ("event", "cupti"):
-        raise ValueError(f"do_bench: backend must be 'event', 'cupti' or 'cudagraph', got {backend!r}")
-    for _ in range(warmup):
+    run()
+    flush.zero_()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        flush.zero_()
+        run()
+    end.record()
+    end.synchronize()
+    estimate = start.elapsed_time(end) / 5
+    if early_stop_baseline is not None and estimate > early_stop_baseline:
+        return _early(estimate, return_mode)
+    n_warm, n_rep = counts(estimate)
+    for _ in range(n_warm):
         run()
     torch.cuda.synchronize()
     if backend == "cupti":
-        return _kernel_time_ms(run, flush, rep)
+        return _kernel_time_ms(run, flush, n_rep)
     times = []
-    for _ in range(rep):
+    for _ in range(n_rep):
         flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -83,6 +125,19 @@ def do_bench(fn, warmup=25, rep=100, backend="event", return_mode="median", _flu
         end.synchronize()
         times.append(start.elapsed_time(end))
     return _reduce(times, return_mode)
+
+
+def _cuda_sync():
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def _early(estimate, mode):
+    """The estimate in the shape the caller asked for (one value, or one per quantile)."""
+    if isinstance(mode, tuple) and mode[0] == "quantiles":
+        return [estimate] * len(mode[1])
+    return estimate
 
 
 _FLUSH_RANGE = "tilelang.profiler.flush"
@@ -120,6 +175,8 @@ def _reduce(times, mode):
         return statistics.fmean(times)
     if mode == "min":
         return min(times)
+    if mode == "max":
+        return max(times)
     return statistics.median(times)
 
 
@@ -254,8 +311,9 @@ class Profiler:
         args = self.inputs()
         return (func or self.kernel)(*args)
 
-    def do_bench(self, func=None, warmup=25, rep=100, n_warmup=None, n_repeat=None, backend="event",
-                 input_tensors=None, dynamic_symbolic_constraints=None, **_):
+    def do_bench(self, func=None, warmup=25, rep=100, n_warmup=0, n_repeat=0, input_tensors=None, backend="event",
+                 quantiles=None, return_mode="mean", dynamic_symbolic_constraints=None, device=None,
+                 early_stop_baseline=None, **_):
         """Times the kernel (or `func`) on the profiler's inputs; on `input_tensors` when given,
         else on inputs sized by `dynamic_symbolic_constraints` ({name: size}) for a kernel with
         dynamic dimensions (upstream's arguments)."""
@@ -266,7 +324,9 @@ class Profiler:
         else:
             args = self.inputs()
         fn = (lambda: func(*args)) if func is not None else (lambda: self.kernel(*args))
-        return do_bench(fn, warmup=n_warmup or warmup, rep=n_repeat or rep, backend=backend)
+        return do_bench(fn, warmup=warmup, rep=rep, _n_warmup=n_warmup or 0, _n_repeat=n_repeat or 0,
+                        quantiles=quantiles, backend=backend, return_mode=return_mode,
+                        early_stop_baseline=early_stop_baseline)
 
     def assert_allclose(self, reference_program, atol=1e-2, rtol=1e-2, max_mismatched_ratio=0.01):
         """Runs the kernel and `reference_program` on the same inputs and compares each

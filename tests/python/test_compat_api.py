@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -349,10 +350,31 @@ def test_do_bench_upstream_arguments():
     from tilelang.profiler import do_bench
 
     calls = []
-    t = do_bench(lambda: calls.append(1), warmup=2, rep=5, backend="cupti")
-    assert t >= 0 and len(calls) == 7
+    # counts given: one untimed call, five for the estimate, then the warm-up and timed runs
+    t = do_bench(lambda: calls.append(1), warmup=2, rep=5, _n_warmup=3, _n_repeat=4, backend="cupti")
+    assert t >= 0 and len(calls) == 1 + 5 + 3 + 4
     q = do_bench(lambda: None, warmup=1, rep=9, quantiles=[0.5, 0.2, 0.8], _n_warmup=0, _n_repeat=0)
     assert isinstance(q, list) and len(q) == 3 and q[1] <= q[0] <= q[2]
+
+
+def test_do_bench_budgets_are_milliseconds():
+    # Upstream's meaning: warmup and rep are time budgets. A 20 ms function with rep=100
+    # runs about 5 timed times, not 100; a fast one many more.
+    from tilelang.profiler import do_bench
+
+    slow = []
+    t = do_bench(lambda: (slow.append(1), time.sleep(0.02)), warmup=40, rep=100)
+    assert 15 <= t <= 200, t
+    assert 1 + 5 + 1 + 3 <= len(slow) <= 1 + 5 + 3 + 6, len(slow)
+    fast = []
+    do_bench(lambda: fast.append(1), warmup=1, rep=5)
+    assert len(fast) > 100
+    # an estimate above the baseline is returned without the full run
+    early = []
+    assert do_bench(lambda: (early.append(1), time.sleep(0.01)), early_stop_baseline=1.0) >= 5
+    assert len(early) == 6
+    with pytest.raises(ValueError, match="return_mode"):
+        do_bench(lambda: None, return_mode="average")
 
 
 def test_env_object_forwards_module_attributes(monkeypatch):

@@ -323,7 +323,7 @@ class AutoTunedFunction:
                                    if self.ref_prog is not None else None)
         if self.early_stop and best_latency is not None:
             # A quick look first: a configuration far behind the best is not timed in full.
-            probe = profiler.do_bench(warmup=1, rep=max(1, min(3, self.rep)))
+            probe = profiler.do_bench(n_warmup=1, n_repeat=3)
             if probe > self.early_stop_factor * best_latency:
                 return probe, None, True
         latency = profiler.do_bench(warmup=self.warmup, rep=self.rep)
