@@ -5,7 +5,7 @@
 /// - on CUDA it needs sm_100a (upstream lowers it to Blackwell's cvt.rs and fails to compile
 ///   it for any other target). The CPU target rounds stochastically in software
 ///   (templates/tl/stochastic_round.h), as CUDA does where it is allowed.
-/// - intrinsics declared kCudaOnly (T.named_barrier_arrive) are refused on the CPU target.
+/// - intrinsics declared kCudaOnly are refused on the CPU target.
 /// The CUDA pipeline sets "tl.target_arch"; without it (the CPU) no architecture applies.
 #include <string>
 

@@ -146,10 +146,38 @@ def test_named_barrier_arrive_hands_over_on_cuda(rng):
 
 
 @pytest.mark.cpu_target
-def test_named_barrier_arrive_is_refused_on_the_cpu():
-    with pytest.raises(TileLangCompileError, match="T.named_barrier_arrive is not supported on the CPU target") as e:
-        compile_cpu(arrive_then_sync())
-    assert e.value.line == marker_line(arrive_then_sync)
+def test_named_barrier_arrive_hands_over_on_the_cpu(rng):
+    """On the CPU the two branches meet at the named barrier, so they run as roles at the
+    same time (the consumer branch, second in the program, waits for the producer's arrivals)."""
+    x, y = rand(rng, (256,)), poison((128,))
+    compile_cpu(arrive_then_sync())(x, y)
+    assert_close(y, 2.0 * x[128:][::-1])
+
+
+def arrive_in_a_loop():
+    @T.prim_func
+    def main(X: T.Tensor((256,), "float32"), Y: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=256):
+            s = T.alloc_shared((128,), "float32")
+            tx = T.get_thread_binding()
+            for r in T.serial(2):
+                if tx >= 128:
+                    s[tx - 128] = X[tx] * r
+                    T.named_barrier_arrive(1, 256)  # ERR-HERE
+                else:
+                    T.sync_threads(1, 256)
+                    Y[tx] = s[127 - tx]
+
+    return main
+
+
+@pytest.mark.cpu_target
+def test_named_barrier_arrive_outside_roles_is_refused_on_the_cpu():
+    """Inside a loop the branches are not roles (they would join at every round): the
+    arrival is refused at its line, not run in an order that may be wrong."""
+    with pytest.raises(TileLangCompileError, match="T.named_barrier_arrive outside warpgroup roles") as e:
+        compile_cpu(arrive_in_a_loop())
+    assert e.value.line == marker_line(arrive_in_a_loop)
 
 
 @pytest.mark.parametrize("bad,match", [("T.named_barrier_arrive(0, 128)", r"barrier_id must be in \[1, 15\]"),

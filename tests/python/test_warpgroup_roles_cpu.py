@@ -81,3 +81,68 @@ def test_a_wait_no_role_can_release_fails_with_its_line():
     lines = (marker_line(never_released), marker_line(never_released, "# ERR-OR-HERE"))
     with pytest.raises(TileLangRuntimeError, match=f"line ({lines[0]}|{lines[1]}) "):
         compile_cpu(func)(x)
+
+
+def named_barrier_handoff(rounds=6, consumer_first=True):
+    """Two warps hand a value over through shared memory `rounds` times, ordered by named
+    barriers only (upstream's issue 2188 pattern): the producer writes, arrives at `ready`
+    and waits at `empty`; the consumer waits at `ready`, reads, arrives at `empty`."""
+
+    @T.prim_func
+    def main(inp: T.Tensor((rounds,), "int32"), out: T.Tensor((rounds,), "int32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            slot = T.alloc_shared((1,), "int32")
+            if (tx >= 32) if consumer_first else (tx < 32):
+                for r in T.serial(rounds):
+                    if consumer_first:
+                        T.sync_threads(10, 64)
+                        if tx == 32:
+                            out[r] = slot[0] * 10
+                        T.named_barrier_arrive(11, 64)
+                    else:
+                        if tx == 0:
+                            slot[0] = inp[r] + 1
+                        T.named_barrier_arrive(10, 64)
+                        T.sync_threads(11, 64)
+            else:
+                for r in T.serial(rounds):
+                    if consumer_first:
+                        if tx == 0:
+                            slot[0] = inp[r] + 1
+                        T.named_barrier_arrive(10, 64)
+                        T.sync_threads(11, 64)
+                    else:
+                        T.sync_threads(10, 64)
+                        if tx == 32:
+                            out[r] = slot[0] * 10
+                        T.named_barrier_arrive(11, 64)
+
+    return main
+
+
+@pytest.mark.parametrize("consumer_first", [True, False])
+def test_named_barriers_between_roles(rng, consumer_first):
+    """Named barriers met by two branches run them as roles at the same time: each round's
+    value arrives, whichever branch the program writes first."""
+    kernel = compile_cpu(named_barrier_handoff(consumer_first=consumer_first))
+    inp = rng.integers(-100, 100, size=6).astype(np.int32)
+    out = poison((6,), "int32")
+    kernel(inp, out)
+    np.testing.assert_array_equal(out, (inp + 1) * 10)
+
+
+def test_a_named_barrier_no_role_completes_fails_with_its_line():
+    @T.prim_func
+    def main(out: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.sync_threads(5, 96)  # ERR-HERE
+                out[0] = 1
+            else:
+                T.named_barrier_arrive(5, 96)
+
+    line = marker_line(test_a_named_barrier_no_role_completes_fails_with_its_line)
+    with pytest.raises(TileLangRuntimeError, match=f"line {line} "):
+        compile_cpu(main)(np.zeros(1, np.int32))

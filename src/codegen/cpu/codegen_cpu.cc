@@ -138,7 +138,8 @@ class CpuCodegen : public CPrinter {
     bool waits = false, jumps = false;
     ForEachExpr(f->body, [&](const Expr& e) {
       const auto* c = As<Call>(e);
-      waits |= IsIntrinsic(c, TL_INTRINSIC_NAME("mbarrier_wait_parity"));
+      waits |= IsIntrinsic(c, TL_INTRINSIC_NAME("mbarrier_wait_parity")) ||
+               IsIntrinsic(c, TL_INTRINSIC_NAME("cpu_named_barrier_sync"));
       jumps |= IsIntrinsic(c, TL_INTRINSIC_NAME("cpu_divergent_threads"));
     });
     if (waits) Line() << "tl::cpu::mbarrier_failed_line() = 0;\n";
@@ -252,7 +253,7 @@ class CpuCodegen : public CPrinter {
     if (op->op == "trap") return "tl::cpu::trap()";
     // The lockstep emulation's mbarriers (templates/tl/cpu/mbarrier.h); a fence has nothing
     // to order in one sequence.
-    if (op->op.rfind("mbarrier_", 0) == 0) {
+    if (op->op.rfind("mbarrier_", 0) == 0 || op->op.rfind("cpu_named_barrier_", 0) == 0) {
       std::string s = "tl::cpu::" + op->op + "(";
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";

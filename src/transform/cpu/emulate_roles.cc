@@ -22,11 +22,19 @@ namespace tl::transform::cpu {
 
 namespace {
 
-bool Waits(const Stmt& s) {
+/// Whether `s`, run by a branch of `branch_threads` threads, waits on threads outside it: an
+/// mbarrier wait, or a named barrier (T.sync_threads(id, n), T.named_barrier_arrive) whose
+/// count is not the branch's own thread count.
+bool Waits(const Stmt& s, int64_t branch_threads) {
   bool waits = false;
   ForEachExpr(s, [&](const Expr& e) {
     const auto* c = As<Call>(e);
-    waits |= IsIntrinsic(c, TL_INTRINSIC_NAME("mbarrier_wait_parity"));
+    waits |= IsIntrinsic(c, TL_INTRINSIC_NAME("mbarrier_wait_parity")) ||
+             IsIntrinsic(c, TL_INTRINSIC_NAME("named_barrier_arrive"));
+    int64_t n = 0;
+    if (IsIntrinsic(c, TL_INTRINSIC_NAME("named_barrier_sync")) && c->args.size() == 2) {
+      waits |= !AsConstInt(c->args[1], &n) || n != branch_threads;
+    }
   });
   return waits;
 }
@@ -35,9 +43,11 @@ bool Waits(const Stmt& s) {
 
 /// A top-level branch on a range of the thread index whose statements wait on an mbarrier
 /// (outside any loop: the roles join at the chain's end, which a loop would repeat).
-bool ThreadEmulator::RoleSplit(const IfThenElse* br, const Expr& mask, bool range_known) const {
-  if (mask || loop_depth_ > 0 || !range_known || dims_.size() != 1) return false;
-  return Waits(br->then_case) || (br->else_case && Waits(br->else_case));
+bool ThreadEmulator::RoleSplit(const IfThenElse* br, const Expr& mask, const std::optional<ThreadRange>& range,
+                               const std::optional<ThreadRange>& other) const {
+  if (mask || loop_depth_ > 0 || !range || dims_.size() != 1) return false;
+  return Waits(br->then_case, range->hi - range->lo) ||
+         (br->else_case && Waits(br->else_case, other ? other->hi - other->lo : -1));
 }
 
 
@@ -55,7 +65,7 @@ size_t ThreadEmulator::RoleRun(const std::vector<Stmt>& stmts, size_t i) const {
     for (const ThreadRange& o : taken) disjoint &= r->hi <= o.lo || o.hi <= r->lo;
     if (!disjoint) break;
     taken.push_back(*r);
-    waits |= Waits(br->then_case);
+    waits |= Waits(br->then_case, r->hi - r->lo);
   }
   return waits && k - i >= 2 ? k - i : 0;
 }
@@ -70,6 +80,22 @@ void ThreadEmulator::EmitRoles(std::vector<Stmt>* out, const Span& span) {
     out->push_back(IfThenElse::Make(which, Seq::Make(roles[i], span), nullptr, span));
   }
   out->push_back(AttrStmt::Make("tl.cpu_roles_end", {}, span));
+}
+
+/// A named barrier of `count` threads met by the threads of several roles: the arrivals of
+/// this role's threads that reach it (counted in lockstep), once, then for T.sync_threads a
+/// wait for the phase they arrived at (templates/tl/cpu/mbarrier.h).
+void ThreadEmulator::EmitRoleNamedBarrier(const Call* call, int64_t count, bool wait, const Stmt& s, const Expr& mask,
+                                          std::vector<Stmt>* out) {
+  const Span& span = s->span;
+  Buffer arrivals = NewScalar("arrivals", DType::Int(32), MakeInt(0), span, out);
+  Expr n = BufferLoad::Make(arrivals, {MakeInt(0)});
+  out->push_back(ThreadLoop(BufferStore::Make(arrivals, {MakeInt(0)}, n + MakeInt(1), span), mask, span));
+  Expr id = call->args.empty() ? MakeInt(0) : call->args[0];
+  std::vector<Expr> args = {id, MakeInt(count), n};
+  if (wait) args.push_back(MakeInt(span.line));
+  const char* name = wait ? "cpu_named_barrier_sync" : "cpu_named_barrier_arrive";
+  out->push_back(Evaluate::Make(Call::Make(DType::Void(), name, args), span));
 }
 
 }  // namespace tl::transform::cpu

@@ -206,13 +206,21 @@ void ThreadEmulator::EmitLeaf(const Stmt& s, const Expr& mask, std::vector<Stmt>
     if (HasEffect(call, kBarrier)) {
       // A named barrier that threads of this branch and threads outside it meet at (a
       // producer's T.sync_threads(1) in one branch, the consumers' in the other) orders the
-      // two branches, which lockstep runs one after the other in program order: refused, not
-      // run in an order that may be the wrong one.
+      // two branches: between roles that run at the same time it is a barrier of theirs;
+      // elsewhere lockstep would run the branches one after the other in program order, so it
+      // is refused, not run in an order that may be the wrong one.
       const std::optional<int64_t> n = mask ? NamedBarrierThreads(s, threads_) : std::nullopt;
       if (n && (!range_ || *n != range_->hi - range_->lo)) {
+        if (in_role_ && *n > 0) return EmitRoleNamedBarrier(call, *n, true, s, mask, out);
         Unsupported(s->span, "a named barrier that this branch on the thread index meets with threads outside it");
       }
       return;  // lockstep: every thread is already there
+    }
+    if (IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_arrive"))) {
+      int64_t n = 0;
+      if (in_role_ && AsConstInt(call->args[1], &n) && n > 0) return EmitRoleNamedBarrier(call, n, false, s, mask, out);
+      Unsupported(s->span, "T.named_barrier_arrive outside warpgroup roles that wait on each other (a top-level "
+                           "`if` on the thread index whose branches meet at named barriers or mbarriers)");
     }
     if (HasEffect(call, kPerThread)) return EmitMbarrierOp(call, s, mask, out);
   }
@@ -267,11 +275,13 @@ void ThreadEmulator::EmitBranch(const IfThenElse* br, const Stmt& s, const Expr&
   // Branches that wait on each other's mbarriers run as concurrent roles (emulate_roles.cc):
   // each branch's statements go to a role of their own, an `elif` continuing the chain.
   const bool chain = in_role_chain_;
-  const bool roles = chain || RoleSplit(br, mask, range.has_value());
+  const bool roles = chain || RoleSplit(br, mask, range, other);
   in_role_chain_ = false;
   range_ = range;
   ws_scope_ = range && IsWarpgroupScope(br->then_case);
   std::vector<Stmt> role;
+  const bool prev_in_role = in_role_;
+  in_role_ = in_role_ || roles;
   Emit(br->then_case, And(mask, on), roles ? &role : out);
   if (roles) roles_.push_back(std::move(role));
   range_ = other;
@@ -289,6 +299,7 @@ void ThreadEmulator::EmitBranch(const IfThenElse* br, const Stmt& s, const Expr&
   }
   range_ = prev;
   ws_scope_ = prev_ws;
+  in_role_ = prev_in_role;
   if (roles && !chain) EmitRoles(out, s->span);
   return;
 }

@@ -292,7 +292,11 @@ class ThreadEmulator {
   /// each other's mbarriers and so must run at the same time.
   std::vector<std::vector<Stmt>> roles_;
   bool in_role_chain_ = false;
-  bool RoleSplit(const IfThenElse* br, const Expr& mask, bool range_known) const;
+  bool in_role_ = false;  ///< emitting the statements of a role (they may meet other roles at named barriers)
+  void EmitRoleNamedBarrier(const Call* call, int64_t count, bool wait, const Stmt& s, const Expr& mask,
+                            std::vector<Stmt>* out);
+  bool RoleSplit(const IfThenElse* br, const Expr& mask, const std::optional<ThreadRange>& range,
+                 const std::optional<ThreadRange>& other) const;
   /// How many statements from stmts[i] are sibling branches on disjoint thread ranges, one
   /// of which waits on an mbarrier (0 when fewer than two).
   size_t RoleRun(const std::vector<Stmt>& stmts, size_t i) const;

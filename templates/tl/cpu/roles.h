@@ -26,6 +26,10 @@ struct RoleSync {
   /// The waits of the roles sleeping now: a barrier and the parity of the phase awaited.
   std::vector<std::pair<const uint64_t*, uint32_t>> waits;
   bool stuck = false;
+  /// The hardware's named barriers (T.sync_threads(id, n), T.named_barrier_arrive) between
+  /// roles, as mbarriers of n arrivals (mbarrier.h's encoding), armed at their first use.
+  uint64_t named[16] = {};
+  bool named_armed[16] = {};
   /// Whether every running role waits on a phase that has not completed (under the lock; a
   /// woken waiter that has not run yet has its phase completed, so it does not count).
   bool AllWaitingForever() const {
