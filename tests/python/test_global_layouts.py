@@ -76,16 +76,20 @@ def test_cuda_atomics_are_lane_contiguous():
 
 
 @pytest.mark.parametrize("layout, message", [
-    (lambda l, d: [l, d // 2], "maps its 4096 elements into 2048 positions"),
+    (lambda l, d: [l, d // 2], r"logical indices \[0, 0\] and \[0, 1\] both map to physical coordinates \[0, 0\]"),
     (lambda l, d: [l - 1, d], "not provably non-negative"),
 ])
 def test_a_layout_that_is_not_a_storage_order_is_refused(layout, message):
-    @T.prim_func
-    def main(X: T.Tensor((64, 64), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            T.annotate_layout({X: T.Layout((64, 64), layout)})
-            for i, j in T.Parallel(64, 64):
-                X[i, j] = 1.0
+    def build():
+        @T.prim_func
+        def main(X: T.Tensor((64, 64), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                T.annotate_layout({X: T.Layout((64, 64), layout)})
+                for i, j in T.Parallel(64, 64):
+                    X[i, j] = 1.0
 
+        return tilelang.compile(main)
+
+    # (the first is found where the kernel is defined, the second when it is compiled)
     with pytest.raises(tilelang.errors.TileLangCompileError, match=message):
-        tilelang.compile(main)
+        build()

@@ -83,3 +83,38 @@ def test_lambdas_in_a_kernel_are_compile_time_functions(rng):
     kernel = compile_cpu(main, out_idx=[-1])
     a = rand(rng, (16, 16))
     assert_close(kernel(a), 3 * f64(a) + 1, "float32")
+
+
+def _roundtrip(fwd, scope="shared"):
+    @T.prim_func
+    def main(A: T.Tensor((128,), "int32"), Out: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "int32")
+            T.annotate_layout({(s if scope == "shared" else A): T.Layout((128,), fwd)})
+            for i in T.Parallel(128):
+                s[i] = A[i]
+            for i in T.Parallel(128):
+                Out[i] = s[i]
+
+    return main
+
+
+@pytest.mark.parametrize("scope", ["shared", "global"])
+@pytest.mark.parametrize("fwd,first,second,place", [(lambda i: i % 64, 0, 64, 0), (lambda i: i * 0, 0, 1, 0),
+                                                    (lambda i: (i % 64) * 4, 0, 64, 0)])
+def test_a_layout_that_maps_two_elements_to_one_place_is_refused(scope, fwd, first, second, place):
+    # They would alias (upstream's issue 2632): refused naming the tile and both indices.
+    from tilelang.errors import TileLangCompileError
+
+    what = "shared buffer `s`" if scope == "shared" else "global tensor `A`"
+    with pytest.raises(TileLangCompileError, match=rf"{what} must be injective.*\[{first}\] and \[{second}\] both "
+                                                   rf"map to physical coordinates \[{place}\]"):
+        compile_cpu(_roundtrip(fwd, scope))
+
+
+@pytest.mark.parametrize("fwd", [lambda i: i, lambda i: i ^ 1, lambda i: i * 2 + 10])
+def test_injective_layouts_still_run(rng, fwd):
+    a = rng.integers(-1000, 1000, size=128).astype(np.int32)
+    out = np.zeros(128, np.int32)
+    compile_cpu(_roundtrip(fwd))(a, out)
+    np.testing.assert_array_equal(out, a)

@@ -1017,11 +1017,44 @@ def annotate_layout(layout_map):
             if isinstance(lay, Fragment):
                 raise _b._UserError(f"T.annotate_layout: {buf.name} is a global tensor; a T.Fragment (registers of "
                                     f"threads) describes a register tile, not a tensor's storage")
+            _check_injective(buf, lay)
             _emit_global_layout(buf, lay)
             continue
+        if not isinstance(lay, Fragment):
+            _check_injective(buf, lay)
         tiles.append(_tl.call("handle", "address_of", [buf[(0,) * len(buf.shape)].load().node]))
     if tiles:
         _b.emit(_tl.attr("layout_annotation", tiles, _b.current_span()))
+
+
+def _check_injective(buf, lay, limit=1 << 16):
+    """A storage order must give each element its own place: a layout that maps two logical
+    indices to one physical position (`i % 64` over 128 elements) would make them alias, so
+    it is refused, naming both (upstream's issue 2632). Checked by evaluating the layout's
+    function on every index of a static shape of at most `limit` elements; a function that
+    takes only kernel expressions (T.* calls) is not evaluated here."""
+    import itertools
+
+    from ..layout import Layout as _Layout
+
+    fn = lay.forward_fn if isinstance(lay, _Layout) else lay
+    shape = list(buf.shape)
+    if fn is None or not all(isinstance(d, int) for d in shape) or _pymath.prod(shape) > limit:
+        return
+    seen = {}
+    for idx in itertools.product(*(range(d) for d in shape)):
+        try:
+            out = fn(*idx)
+            out = tuple(int(o) for o in (out if isinstance(out, (list, tuple)) else [out]))
+        except Exception:  # noqa: BLE001 - not a function of Python integers: left to the compiler
+            return
+        if out in seen:
+            scope = "global tensor" if buf.scope == "global" else f"{buf.scope.split('.')[0]} buffer"
+            raise _b._UserError(
+                f"T.annotate_layout: the layout of {scope} `{buf.name}` must be injective (one physical position "
+                f"per element): logical indices {list(seen[out])} and {list(idx)} both map to physical coordinates "
+                f"{list(out)}")
+        seen[out] = idx
 
 
 def _emit_global_layout(buf, lay):
