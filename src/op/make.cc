@@ -33,10 +33,12 @@ Eq ProveEqual(const Expr& a, const Expr& b) {
   return Eq::kUnknown;
 }
 
-/// Proves a <= b (kYes), or cannot (kUnknown).
+/// Proves a <= b (kYes), or a > b (kNo), or neither (kUnknown).
 Eq ProveLE(const Expr& a, const Expr& b) {
   arith::Analyzer an;
-  return an.CanProve(LE(Cast::Make(DType::Int(64), a), Cast::Make(DType::Int(64), b))) ? Eq::kYes : Eq::kUnknown;
+  Expr a64 = Cast::Make(DType::Int(64), a), b64 = Cast::Make(DType::Int(64), b);
+  if (an.CanProve(LE(a64, b64))) return Eq::kYes;
+  return an.CanProve(LT(b64, a64)) ? Eq::kNo : Eq::kUnknown;
 }
 
 DType PromoteTypes(DType a, DType b) {
