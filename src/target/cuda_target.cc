@@ -76,8 +76,8 @@ std::vector<std::string> CudaCompileDefines(const std::map<std::string, std::str
   // int4 GEMV ran 1.8x faster.
   if (ConfigOn(config, "tl.enable_native_half_arith", true)) out.push_back("-DTL_NATIVE_HALF_ARITH=1");
   // fragment_gemm.cc reports the same key: float16 GEMMs into a float16 accumulator on
-  // mma.sync m16n8k16 .f16 (tile_ops.h); off until a GPU run checks it.
-  if (ConfigOn(config, "tl.mma_f16_accumulators", false)) out.push_back("-DTL_MMA_F16_ACC=1");
+  // mma.sync m16n8k16 .f16 (tile_ops.h); on by default (checked on the H200), 0 turns it off.
+  if (ConfigOn(config, "tl.mma_f16_accumulators", true)) out.push_back("-DTL_MMA_F16_ACC=1");
   return out;
 }
 

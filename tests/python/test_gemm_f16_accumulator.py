@@ -1,7 +1,7 @@
 """T.gemm of float16 tiles into a float16 accumulator. On CUDA the tensor cores take it
-(mma.sync m16n8k16 with .f16 accumulation, tl::mma_tile's half branch) when the pass config
-tl.mma_f16_accumulators is on; off (the default until a GPU run checks it) the same
-accumulator layout is filled by per-thread multiply-add loops, and the remark says which.
+(mma.sync m16n8k16 with .f16 accumulation, tl::mma_tile's half branch), on by default since
+an H200 run checked it; with the pass config tl.mma_f16_accumulators=0 the same accumulator
+layout is filled by per-thread multiply-add loops, and the remark says which.
 Values against float64 on the target the suite runs (the CPU target sums each call's K
 products in float and rounds once; the tensor cores round every 16: both within float16's
 tolerance for these sizes)."""
@@ -13,6 +13,7 @@ import test_gemm
 from conftest import assert_close, f64, poison
 
 ON = {"tl.mma_f16_accumulators": True}
+OFF = {"tl.mma_f16_accumulators": False}
 
 
 def f16_gemm(trans_a=False, trans_b=False):
@@ -28,11 +29,17 @@ def gemm_remark(kernel):
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_off_by_default_the_loops_take_it_and_say_why(arch):
-    kernel = tilelang.compile(f16_gemm(), target=f"cuda -arch={arch}")
+def test_turned_off_the_loops_take_it_and_say_why(arch):
+    kernel = tilelang.compile(f16_gemm(), target=f"cuda -arch={arch}", pass_configs=OFF)
     remark = gemm_remark(kernel)
     assert "multiply-add loops, no tensor cores (a float16 accumulator for float16 operands" in remark, remark
-    assert "tl.mma_f16_accumulators" in remark, remark
+    assert "tl.mma_f16_accumulators=0" in remark, remark
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_on_by_default(arch):
+    remark = gemm_remark(tilelang.compile(f16_gemm(), target=f"cuda -arch={arch}"))
+    assert "ldmatrix + mma.sync m16n8k16" in remark and "no tensor cores" not in remark, remark
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])

@@ -34,7 +34,7 @@ def test_output_sized_by_a_scalar_parameter(rng):
     kernel = compile_cpu(ramp_rows)
     a = rand(rng, (4,))
     for n in (0, 3, 10):  # one compiled kernel, each call's size
-        out = np.asarray(kernel(a, n))
+        out = _host(kernel(a, n))
         assert out.shape == (3, 2 * n + 1)
         ref = f64(a[:3])[:, None] * np.arange(2 * n + 1)[None, :] + np.arange(3)[:, None]
         np.testing.assert_allclose(f64(out), ref, rtol=1e-6)
@@ -46,7 +46,12 @@ def test_negative_size_is_an_argument_error(rng):
         kernel(rand(rng, (4,)), -2)
 
 
+def _host(x):
+    """A returned output as numpy (a torch tensor on the GPU when the suite runs on CUDA)."""
+    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+
+
 def test_kernel_without_parameters_returns_its_output():
-    out = np.asarray(compile_cpu(constant_tile)())
+    out = _host(compile_cpu(constant_tile)())
     assert out.shape == (3, 16) and out.dtype == np.float16
     assert (f64(out) == 1.5).all()

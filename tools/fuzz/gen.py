@@ -1744,8 +1744,8 @@ def gen_gathers(r, prog):
 
 def gen_f16_acc_gemms(r, prog):
     """The `gemm` kind's programs with float16 operands into a float16 accumulator: on CUDA
-    mma.sync m16n8k16 .f16 where tile and K allow it, with tl.mma_f16_accumulators on (set
-    it with TILELANG_PASS_CONFIGS), else the multiply-add loops."""
+    mma.sync m16n8k16 .f16 where tile and K allow it (tl.mma_f16_accumulators, on by default),
+    else the multiply-add loops."""
     gen_gemm(r, prog, f16_acc=True)
 
 

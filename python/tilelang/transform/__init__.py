@@ -105,7 +105,7 @@ ACTED_ON_CUDA = {
     "tl.min_blocks_per_sm": "the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)",
     "tl.device_compile_flags": "extra NVRTC options (a string, split as a shell would, or a list), after ours",
     "tl.raster_panel": "block rasterization panel width for kernels whose source has no T.use_swizzle (0: the plain block order; unset: 8 for 2-D GEMM grids wider than 8)",
-    "tl.mma_f16_accumulators": "1: T.gemm of float16 tiles into a float16 accumulator on mma.sync m16n8k16 .f16 (off until a GPU run checks it: multiply-add loops, a remark says so)",
+    "tl.mma_f16_accumulators": "T.gemm of float16 tiles into a float16 accumulator on mma.sync m16n8k16 .f16 (on by default; 0: multiply-add loops, a remark says so)",
     # ours, on unless set to False (src/transform/cuda/wgmma_select.cc, jit/cuda_backend.py)
     "tl.enable_wgmma_fp8": "float8 GEMMs on Hopper's k32 wgmma",
     "tl.enable_dynamic_alignment": "a variant for dynamic row lengths that are multiples of 16 (jit/cuda_backend.py)",

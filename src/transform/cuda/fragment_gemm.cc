@@ -390,7 +390,7 @@ Stmt FragmentRewriter::Mutate_(const GemmOp* op, const Stmt& self) {
   // gemm_ss (tile_ops.h) takes the tensor cores where cuda::MmaSyncUnfit allows (the same
   // test); other GEMMs run its per-thread multiply-add loop in the same warp layout.
   // (a float16 accumulator: TL_MMA_F16_ACC, set by the JIT from the same key, cuda_target.cc)
-  std::string unfit = cuda::MmaSyncUnfit(op, cuda::ConfigOn(ctx_, "tl.mma_f16_accumulators", false));
+  std::string unfit = cuda::MmaSyncUnfit(op, cuda::ConfigOn(ctx_, "tl.mma_f16_accumulators", true));
   // The tf32 tensor cores are compiled in unless tl.enable_tf32_mma is false (TL_TF32_MMA,
   // set by the JIT from the same key; on since the H200 run in which the suite's tf32 tests
   // matched float64 both ways); gemm_ss runs the rounding loops in the same layout otherwise.

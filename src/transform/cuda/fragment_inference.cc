@@ -83,8 +83,8 @@ std::string MmaSyncUnfit(DType a, DType b, DType c, bool trans_a, bool trans_b, 
   if (a != b) return "operands of different types (" + a.str() + " and " + b.str() + ")";
   const bool f16_into_f16 = a == DType::Float(16) && c == DType::Float(16);
   if (f16_into_f16 && !f16_acc) {
-    return "a float16 accumulator for float16 operands (mma.sync's float16 accumulation is behind "
-           "tl.mma_f16_accumulators until a GPU run checks it)";
+    return "a float16 accumulator for float16 operands (mma.sync's float16 accumulation is turned off: "
+           "tl.mma_f16_accumulators=0)";
   }
   if (sixteen && c != DType::Float(32) && !f16_into_f16) {
     return "a " + c.str() + " accumulator for " + a.str() + " operands";

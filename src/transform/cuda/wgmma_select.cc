@@ -97,7 +97,7 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
   // such stages keep the mma.sync path the H200 runs have checked)
   o.stages = ConfigOn(ctx, "tl.enable_wgmma_stages", /*default_on=*/false);
   o.tf32_mma = ConfigOn(ctx, "tl.enable_tf32_mma", /*default_on=*/true);
-  o.f16_acc_mma = ConfigOn(ctx, "tl.mma_f16_accumulators", /*default_on=*/false);
+  o.f16_acc_mma = ConfigOn(ctx, "tl.mma_f16_accumulators", /*default_on=*/true);
   return o;
 }
 

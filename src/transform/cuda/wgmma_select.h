@@ -19,8 +19,8 @@ struct WgmmaOptions {
   /// cannot be read in place (gemm_rs_tf32 has no loop fallback).
   bool tf32_mma = true;
   /// mma.sync m16n8k16 with a float16 accumulator for float16 operands
-  /// ("tl.mma_f16_accumulators", off until a GPU run checks it): else multiply-add loops.
-  bool f16_acc_mma = false;
+  /// ("tl.mma_f16_accumulators", on since an H200 run checked it): else multiply-add loops.
+  bool f16_acc_mma = true;
 };
 
 /// The options the pass configs of `ctx` set.

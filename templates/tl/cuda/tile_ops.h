@@ -453,7 +453,7 @@ TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* C) {
   constexpr bool kTf32Mma = false;
 #endif
   // A half accumulator for half operands (m16n8k16 .f16) with TL_MMA_F16_ACC, which the JIT
-  // defines when the pass config "tl.mma_f16_accumulators" is on.
+  // defines unless the pass config "tl.mma_f16_accumulators" is turned off.
 #ifdef TL_MMA_F16_ACC
   constexpr bool kF16Acc = detail::is_same<TA, half>::value && detail::is_same<TC, half>::value;
 #else
