@@ -107,44 +107,42 @@ inline void mbarrier_wait_parity(uint64_t* bar, uint32_t parity, int32_t line) {
 }
 
 /// Named barrier `id` of `count` threads between roles that run at the same time (the
-/// emulation emits these only there): armed at first use, under the roles' lock.
-inline uint64_t* named_barrier(RoleSync* roles, int32_t id, int32_t count) {
+/// emulation emits these only inside roles, so `roles` is set): armed at first use, then
+/// `arrivals` threads arrive, one after another; under the roles' lock. Returns the parity of
+/// the phase they arrived at.
+inline uint32_t named_barrier_arrivals(RoleSync* roles, int32_t id, int32_t count, int32_t arrivals) {
   uint64_t* bar = &roles->named[id & 15];
   if (!roles->named_armed[id & 15]) {
     mbarrier_init(bar, static_cast<uint32_t>(count));
     roles->named_armed[id & 15] = true;
   }
-  return bar;
+  const uint32_t parity = static_cast<uint32_t>(*bar >> 63);
+  for (int32_t k = 0; k < arrivals; ++k) {
+    if (*bar & kMbarArrivals) *bar -= 1;
+    mbarrier_complete_if_done(bar);
+  }
+  return parity;
 }
 
-/// `arrivals` threads of a role arrive at named barrier `id` and go on
-/// (T.named_barrier_arrive); the phase completes with the count's last arrival.
+/// T.named_barrier_arrive: a role's `arrivals` threads arrive and go on.
 inline void cpu_named_barrier_arrive(int32_t id, int32_t count, int32_t arrivals) {
   RoleSync* roles = current_roles();
-  mbarrier_update([&] {
-    uint64_t* bar = named_barrier(roles, id, count);
-    for (int32_t k = 0; k < arrivals; ++k) {
-      if (*bar & kMbarArrivals) *bar -= 1;
-      mbarrier_complete_if_done(bar);
-    }
-  });
+  if (!roles) return;  // (not inside roles: the emulation does not emit this)
+  mbarrier_update([&] { named_barrier_arrivals(roles, id, count, arrivals); });
 }
 
-/// ... and wait for the phase they arrived at (T.sync_threads(id, count) in one role, met by
-/// another role's threads).
+/// T.sync_threads(id, count) in one role, met by another role's threads: arrive, then wait
+/// for the phase arrived at; a wait no role can release records its line.
 inline void cpu_named_barrier_sync(int32_t id, int32_t count, int32_t arrivals, int32_t line) {
   RoleSync* roles = current_roles();
-  uint64_t* bar = nullptr;
+  if (!roles) {  // (not inside roles: the emulation does not emit this)
+    int32_t none = 0;
+    mbarrier_failed_line().compare_exchange_strong(none, line);
+    return;
+  }
   uint32_t parity = 0;
-  mbarrier_update([&] {
-    bar = named_barrier(roles, id, count);
-    parity = static_cast<uint32_t>(*bar >> 63);
-    for (int32_t k = 0; k < arrivals; ++k) {
-      if (*bar & kMbarArrivals) *bar -= 1;
-      mbarrier_complete_if_done(bar);
-    }
-  });
-  mbarrier_wait_parity(bar, parity, line);
+  mbarrier_update([&] { parity = named_barrier_arrivals(roles, id, count, arrivals); });
+  mbarrier_wait_parity(&roles->named[id & 15], parity, line);
 }
 
 }  // namespace tl::cpu
