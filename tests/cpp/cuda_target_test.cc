@@ -64,12 +64,13 @@ TEST(CudaTarget, FromConfigAndDeviceArch) {
 }
 
 TEST(CudaTarget, CompileDefinesFollowTheirKeys) {
-  const std::vector<std::string> all = {"-DTL_FLOAT8_HW_CVT=1", "-DTL_TF32_MMA=1", "-DTL_NATIVE_HALF_ARITH=1"};
+  const std::vector<std::string> all = {"-DTL_FLOAT8_HW_CVT=1", "-DTL_TF32_MMA=1", "-DTL_NATIVE_HALF_ARITH=1",
+                                        "-DTL_MMA_F16_ACC=1"};
   EXPECT_EQ(CudaCompileDefines({}), all);
   EXPECT_EQ(CudaCompileDefines({{"tl.enable_tf32_mma", "False"}}),
-            (std::vector<std::string>{"-DTL_FLOAT8_HW_CVT=1", "-DTL_NATIVE_HALF_ARITH=1"}));
+            (std::vector<std::string>{"-DTL_FLOAT8_HW_CVT=1", "-DTL_NATIVE_HALF_ARITH=1", "-DTL_MMA_F16_ACC=1"}));
   EXPECT_EQ(CudaCompileDefines({{"tl.enable_float8_hw_convert", "0"}, {"tl.enable_native_half_arith", "no"},
-                                {"tl.enable_tf32_mma", "True"}}),
+                                {"tl.enable_tf32_mma", "True"}, {"tl.mma_f16_accumulators", "0"}}),
             (std::vector<std::string>{"-DTL_TF32_MMA=1"}));
 }
 
