@@ -24,6 +24,7 @@ def test_a_malformed_arch_names_the_expected_form(bad):
 
 def test_device_arch_and_header_switches():
     assert _tl.cuda_compile_arch("sm_90") == "sm_90a" and _tl.cuda_compile_arch("sm_86") == "sm_86"
-    assert _tl.cuda_compile_defines({}) == ["-DTL_FLOAT8_HW_CVT=1", "-DTL_TF32_MMA=1", "-DTL_NATIVE_HALF_ARITH=1"]
-    assert _tl.cuda_compile_defines({"tl.enable_tf32_mma": "False"}) == ["-DTL_FLOAT8_HW_CVT=1",
-                                                                         "-DTL_NATIVE_HALF_ARITH=1"]
+    assert _tl.cuda_compile_defines({}) == ["-DTL_FLOAT8_HW_CVT=1", "-DTL_TF32_MMA=1", "-DTL_NATIVE_HALF_ARITH=1",
+                                            "-DTL_MMA_F16_ACC=1"]
+    assert _tl.cuda_compile_defines({"tl.enable_tf32_mma": "False", "tl.mma_f16_accumulators": "0"}) == [
+        "-DTL_FLOAT8_HW_CVT=1", "-DTL_NATIVE_HALF_ARITH=1"]
