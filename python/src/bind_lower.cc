@@ -20,6 +20,33 @@
 
 namespace tl_bind {
 
+namespace {
+
+/// One pipeline run for Python: (lowered, remarks, dumps), plus the per-pass wall times (ms)
+/// when asked for.
+nb::object RunPipeline(PrimFunc (*lower)(const PrimFunc&, transform::PassContext&), const PyFunc& f,
+                       const std::map<std::string, std::string>& config, bool dump, bool timings) {
+  transform::PassContext ctx;
+  ctx.config = config;
+  std::vector<std::pair<std::string, std::string>> dumps;
+  std::vector<std::pair<std::string, double>> times;
+  if (dump) ctx.dump = &dumps;
+  if (timings) ctx.timings = &times;
+  PyFunc out{lower(f.f, ctx)};
+  if (timings) return nb::make_tuple(out, ctx.remarks, dumps, times);
+  return nb::make_tuple(out, ctx.remarks, dumps);
+}
+
+/// A kernel's dynamic dimensions as (name, parameter, dimension, "shape" | "stride").
+template <typename Dims>
+std::vector<std::tuple<std::string, int, int, std::string>> DynamicDims(const Dims& dims) {
+  std::vector<std::tuple<std::string, int, int, std::string>> out;
+  for (const auto& d : dims) out.emplace_back(d.name, d.param, d.dim, d.stride ? "stride" : "shape");
+  return out;
+}
+
+}  // namespace
+
 void BindLowering(nb::module_& m) {
   // ---- functions, passes, code generation
   m.def("prim_func", [](const std::string& name, const std::vector<nb::object>& params, const PyStmt& body,
@@ -42,18 +69,8 @@ void BindLowering(nb::module_& m) {
     return PyFunc{transform::RunPass(name, f.f, ctx)};
   });
   m.def("lower_cpu", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump,
-                         bool timings) -> nb::object {
-    transform::PassContext ctx;
-    ctx.config = config;
-    std::vector<std::pair<std::string, std::string>> dumps;
-    std::vector<std::pair<std::string, double>> times;
-    if (dump) ctx.dump = &dumps;
-    if (timings) ctx.timings = &times;
-    PyFunc out{transform::LowerForCpu(f.f, ctx)};
-    // (lowered, remarks, dumps), plus the per-pass wall times (ms) when asked for.
-    if (timings) return nb::make_tuple(out, ctx.remarks, dumps, times);
-    return nb::make_tuple(out, ctx.remarks, dumps);
-  }, nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
+                         bool timings) { return RunPipeline(transform::LowerForCpu, f, config, dump, timings); },
+        nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
   m.def("written_params", [](const PyFunc& f) { return transform::WrittenParams(f.f); },
         "Names of the tensor parameters the function may write.");
   m.def("fragment_layouts", [](const PyFunc& f, const std::map<std::string, std::string>& config) {
@@ -82,18 +99,8 @@ void BindLowering(nb::module_& m) {
     return out;
   });
   m.def("lower_cuda", [](const PyFunc& f, const std::map<std::string, std::string>& config, bool dump,
-                         bool timings) -> nb::object {
-    transform::PassContext ctx;
-    ctx.config = config;
-    std::vector<std::pair<std::string, std::string>> dumps;
-    std::vector<std::pair<std::string, double>> times;
-    if (dump) ctx.dump = &dumps;
-    if (timings) ctx.timings = &times;
-    PyFunc out{transform::LowerForCuda(f.f, ctx)};
-    // (lowered, remarks, dumps), plus the per-pass wall times (ms) when asked for.
-    if (timings) return nb::make_tuple(out, ctx.remarks, dumps, times);
-    return nb::make_tuple(out, ctx.remarks, dumps);
-  }, nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
+                          bool timings) { return RunPipeline(transform::LowerForCuda, f, config, dump, timings); },
+        nb::arg("func"), nb::arg("config"), nb::arg("dump"), nb::arg("timings") = false);
   nb::class_<codegen::CudaSource>(m, "CudaSource")
       .def_ro("code", &codegen::CudaSource::code)
       .def_ro("entry", &codegen::CudaSource::entry)
@@ -101,11 +108,7 @@ void BindLowering(nb::module_& m) {
       .def_ro("shared_bytes", &codegen::CudaSource::shared_bytes)
       .def_ro("programmatic_launch", &codegen::CudaSource::programmatic_launch)
       .def_ro("arg_kinds", &codegen::CudaSource::arg_kinds)
-      .def_prop_ro("dynamic_dims", [](const codegen::CudaSource& s) {
-        std::vector<std::tuple<std::string, int, int, std::string>> dims;
-        for (const auto& d : s.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim, d.stride ? "stride" : "shape");
-        return dims;
-      })
+      .def_prop_ro("dynamic_dims", [](const codegen::CudaSource& s) { return DynamicDims(s.dynamic_dims); })
       .def_prop_ro("tma_specs", [](const codegen::CudaSource& s) {
         // (tensor_arg, data_type, elem_bytes, dims, box, swizzle): CudaModule.add_tensor_map's arguments.
         std::vector<std::tuple<int, int, int, std::vector<int64_t>, std::vector<int64_t>, int>> out;
@@ -140,9 +143,7 @@ void BindLowering(nb::module_& m) {
   m.def("codegen_cuda", [](const PyFunc& f) { return codegen::GenerateCuda(f.f); });
   m.def("codegen_cpu", [](const PyFunc& f) {
     codegen::CpuSource src = codegen::GenerateCpu(f.f);
-    std::vector<std::tuple<std::string, int, int, std::string>> dims;
-    for (const auto& d : src.dynamic_dims) dims.emplace_back(d.name, d.param, d.dim, d.stride ? "stride" : "shape");
-    return std::make_tuple(src.code, src.entry, dims);
+    return std::make_tuple(src.code, src.entry, DynamicDims(src.dynamic_dims));
   });
 
 }
