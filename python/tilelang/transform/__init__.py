@@ -129,6 +129,7 @@ ACTED_ON_CUDA = {
     "tl.ws_single_thread_producer": "the warp-specialized producer's loop in one thread, not one warp with an elected lane",
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
+    "tl.wgmma_f16_accumulators": "T.gemm of float16 tiles into a float16 accumulator on Hopper with wgmma .f16.f16.f16 (on by default; 0: mma.sync with tl.mma_f16_accumulators)",
     "tl.enable_wgmma_stages": "wgmma on a stage X[s, :, :] of a 3-D shared tile (src/transform/cuda/wgmma_select.cc)",
 }
 

@@ -57,6 +57,12 @@ bool WholeTile(const Region& r, int64_t* rows, int64_t* cols, bool stages = fals
 
 bool Sixteen(DType t) { return t == DType::Float(16) || t == DType::BFloat16(); }
 
+/// float16 operands into a float16 accumulator (wgmma .f16.f16.f16).
+bool F16Accumulator(const GemmOp* op) {
+  return op->a.buffer->dtype == DType::Float(16) && op->b.buffer->dtype == DType::Float(16) &&
+         op->c.buffer->dtype == DType::Float(16);
+}
+
 /// T.wgmma_gemm's windows (WgmmaUnfit): whole rows of a tile, or of a stage of a staged
 /// tile (leading dimensions of extent 1), and the columns [c0, c0 + width) with a constant
 /// width and c0 possibly symbolic (`A_s[:, j * 16 : (j + 1) * 16]`), of a tile whose rows are
@@ -98,6 +104,7 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
   o.stages = ConfigOn(ctx, "tl.enable_wgmma_stages", /*default_on=*/false);
   o.tf32_mma = ConfigOn(ctx, "tl.enable_tf32_mma", /*default_on=*/true);
   o.f16_acc_mma = ConfigOn(ctx, "tl.mma_f16_accumulators", /*default_on=*/true);
+  o.f16_acc = ConfigOn(ctx, "tl.wgmma_f16_accumulators", /*default_on=*/true);
   return o;
 }
 
@@ -122,8 +129,11 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const target::CudaTarg
     if (a_in_registers || op->trans_a || !op->trans_b) {
       return "float8 wgmma reads K-major tiles only: A as M x K from shared memory, B as N x K (transpose_B=True)";
     }
-  } else if (!Sixteen(a->dtype) || a->dtype != b->dtype || c->dtype != DType::Float(32)) {
-    return "wgmma here takes float16/bfloat16 (or float8) operands into a float32 accumulator";
+  } else if (!Sixteen(a->dtype) || a->dtype != b->dtype ||
+             !(c->dtype == DType::Float(32) || (F16Accumulator(op) && options.f16_acc))) {
+    return std::string("wgmma here takes float16/bfloat16 (or float8) operands into a float32 accumulator") +
+           (F16Accumulator(op) ? " (float16 into float16 is turned off: tl.wgmma_f16_accumulators=0)"
+                               : ", or float16 operands into a float16 one");
   }
   const int64_t eb = a->dtype.bytes(), kstep = fp8 ? 32 : 16;
   int64_t ar, ac, br, bc, m, n;
@@ -189,6 +199,10 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const target::CudaTarg
       return split + " split N = " + std::to_string(n) + " into parts that are not " +
              (op->trans_b ? "multiples of 8" : "whole 64-column panels of B");
     }
+  }
+  // (a float16 accumulator's instructions come in widths of 16 columns: wgmma_f16_acc.h)
+  if (F16Accumulator(op) && (n / wg_n) % 16) {
+    return "a float16 accumulator needs each warpgroup's N a multiple of 16 (here " + std::to_string(n / wg_n) + ")";
   }
   if (warpgroups_n) *warpgroups_n = wg_n;
   // Rows of 128-byte multiples take 128-byte panels (three for a head dimension of 192);

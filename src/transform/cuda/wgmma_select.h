@@ -21,13 +21,17 @@ struct WgmmaOptions {
   /// mma.sync m16n8k16 with a float16 accumulator for float16 operands
   /// ("tl.mma_f16_accumulators", on since an H200 run checked it): else multiply-add loops.
   bool f16_acc_mma = true;
+  /// wgmma .f16.f16.f16: float16 operands into a float16 accumulator, half the accumulator
+  /// registers ("tl.wgmma_f16_accumulators", on; 0 sends such GEMMs to mma.sync).
+  bool f16_acc = true;
 };
 
 /// The options the pass configs of `ctx` set.
 WgmmaOptions WgmmaOptionsOf(const PassContext& ctx);
 
 /// Why `op` cannot use wgmma (tl::gemm_ss_wgmma) in a block of `threads` threads on
-/// `arch`, or "" when it can. wgmma needs sm_90a; 16-bit A and B, both whole shared
+/// `arch`, or "" when it can. wgmma needs sm_90a; 16-bit A and B (float16 ones may
+/// accumulate into float16 with `options.f16_acc`, N per warpgroup a multiple of 16), both whole shared
 /// tiles whose contiguous dimension is a multiple of 64 elements (one 128-byte swizzle
 /// panel) and whose other dimension is a multiple of 8; a float32 accumulator of M x N
 /// with M a multiple of 64 and one warp per 16 rows (warpgroup g owns rows 64g..64g+63,

@@ -171,6 +171,13 @@ TL_DEVICE void wgmma_hold(uint32_t* r) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
+/// The same for R float16 accumulators (an even count), held as the R/2 32-bit registers
+/// wgmma's .f16 accumulator packs them in (two columns each, the lower one in bits 0..15).
+template <int R>
+TL_DEVICE void wgmma_hold(half* d) {
+  static_assert(R % 2 == 0, "wgmma_hold: float16 accumulators come in pairs");
+  wgmma_hold<R / 2>(reinterpret_cast<uint32_t*>(d));
+}
 
 // --- One wgmma.mma_async.m64nNk16 with an f32 accumulator --------------------
 // The asm statement names every accumulator register, so each N needs its own operand
@@ -473,6 +480,8 @@ TL_DEVICE void wgmma_m64k32_fp8(float* d, uint64_t desc_a, uint64_t desc_b) {
 #undef TL_WGMMA_FP8_CASE
 #undef TL_WGMMA_ASM
 
+#include "wgmma_f16_acc.h"
+
 namespace detail {
 
 constexpr uint32_t kWgmmaRowBytes = 128;                   ///< one stored row of a 64-element panel
@@ -510,8 +519,10 @@ TL_DEVICE uint32_t wgmma_b_k_offset(int k) {
 /// 64 x N tile, 256 columns at a time (the last chunk may be narrower).
 /// a is A's descriptor (uint64_t) or its four fragment registers (uint32_t[4]);
 /// desc_b0 addresses column 0 of this k step; chunk n0 adds its own offset.
-template <int N0, int N, int K, bool TransA, bool TransB, typename T, typename AOperand>
-TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
+/// Acc: float, or tl::half for float16 operands into float16 accumulators (wgmma_f16_acc.h),
+/// whose chunks then start on multiples of 16 columns.
+template <int N0, int N, int K, bool TransA, bool TransB, typename T, typename AOperand, typename Acc>
+TL_DEVICE void wgmma_k16_chunks(Acc* C, const AOperand& a, uint64_t desc_b0) {
   constexpr int kChunk = N - N0 < 256 ? N - N0 : 256;
   // Byte offset of column n0: K-major B (N x K) moves down n0 rows of 128 bytes, N-major B
   // (K x N) moves right n0/64 panels of K rows.
@@ -546,11 +557,17 @@ TL_DEVICE void wgmma_k16_chunks(float* C, const AOperand& a, uint64_t desc_b0) {
 /// (T.wgmma_gemm on A_s[:, c0 : c0 + K]): the pointer is the window's first element and
 /// the stored rows are those of the whole tile (its panels and swizzle mode); the window
 /// starts on a panel or lies inside one. For an MN-major operand they equal K.
+///
+/// C: float accumulators, or tl::half ones for float16 operands (wgmma .f16 accumulate,
+/// wgmma_f16_acc.h; N/WgN a multiple of 16), at the same places.
 template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, int MReps = 1,
-          int KTileA = K, int KTileB = K, typename T>
-TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
+          int KTileA = K, int KTileB = K, typename T, typename Acc>
+TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, Acc* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value || detail::is_fp8_v<T>,
                 "gemm_ss_wgmma: T must be tl::half, tl::bfloat16 or a float8 type");
+  static_assert(detail::is_same<Acc, float>::value ||
+                    (detail::is_same<Acc, half>::value && detail::is_same<T, half>::value && (N / WgN) % 16 == 0),
+                "gemm_ss_wgmma: C must be float, or tl::half with tl::half operands and N/WgN a multiple of 16");
   static_assert(!detail::is_fp8_v<T> || (!TransA && TransB),
                 "gemm_ss_wgmma: float8 wgmma reads K-major A (M x K) and K-major B (N x K) only");
   static_assert(M >= 64 && M % 64 == 0, "gemm_ss_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
@@ -617,8 +634,8 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, float* C) {
 
 /// Waits until at most Pending wgmma groups of this warp are in flight, then pins the
 /// Regs accumulator registers at C so the compiler reads them only after the wait.
-template <int Pending, int Regs>
-TL_DEVICE void wgmma_wait_hold(float* C) {
+template <int Pending, int Regs, typename Acc>
+TL_DEVICE void wgmma_wait_hold(Acc* C) {
 #if TL_WGMMA_AVAILABLE
   wgmma_wait_group<Pending>();
   wgmma_hold<Regs>(C);
@@ -640,8 +657,8 @@ TL_DEVICE void wait_wgmma() {
 /// The block's tile GEMM on Hopper tensor cores (see the file comment for the layouts and
 /// the ordering). All threads of the block (exactly M/16 warps) must call it.
 template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, int MReps = 1,
-          typename T>
-TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
+          typename T, typename Acc>
+TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, Acc* C) {
   gemm_ss_wgmma_issue<M, N, K, TransA, TransB, ProxyFence, WgN, MReps>(A, B, C);
   wgmma_wait_hold<0, N / WgN / 2 * MReps>(C);
 }
@@ -651,10 +668,13 @@ TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, float* C) {
 /// gemm_ss_wgmma. All threads of the block (exactly M/16 warps) must call it.
 /// MReps > 1: each warpgroup owns MReps 64-row blocks (see gemm_ss_wgmma_issue); A and C
 /// hold the blocks' registers one after the other (K/2 and N/2 each).
-template <int M, int N, int K, bool TransB, bool ProxyFence = true, int MReps = 1, typename T>
-TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, float* C) {
+template <int M, int N, int K, bool TransB, bool ProxyFence = true, int MReps = 1, typename T, typename Acc>
+TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, Acc* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
                 "gemm_rs_wgmma: T must be tl::half or tl::bfloat16");
+  static_assert(detail::is_same<Acc, float>::value ||
+                    (detail::is_same<Acc, half>::value && detail::is_same<T, half>::value && N % 16 == 0),
+                "gemm_rs_wgmma: C must be float, or tl::half with tl::half operands and N a multiple of 16");
   static_assert(M >= 64 && M % 64 == 0, "gemm_rs_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
   static_assert(N >= 8 && N % 8 == 0, "gemm_rs_wgmma: N must be a multiple of 8");
   static_assert(K >= 16 && K % 16 == 0, "gemm_rs_wgmma: K must be a multiple of 16");
