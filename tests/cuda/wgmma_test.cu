@@ -151,7 +151,8 @@ __device__ inline unsigned char* aligned_smem(unsigned char* raw) {
 /// shared memory as gemm_ss_wgmma<M, N, K, TransA, TransB> expects; c (M x N) receives the
 /// result, starting from zero or from c_init when `accumulate`.
 /// With WgN > 1 the block has WgN warpgroups per 64 rows, which split N (acc_coord_split).
-template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1, int MReps = 1>
+/// Acc: the accumulator's element type, float or tl::half (wgmma .f16 accumulators).
+template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1, int MReps = 1, typename Acc = float>
 __global__ void __launch_bounds__(M * 2 * WgN / MReps) gemm_case_kernel(const T* a, const T* b, float* c,
                                                                         int accumulate) {
   extern __shared__ unsigned char smem_raw[];
@@ -169,26 +170,26 @@ __global__ void __launch_bounds__(M * 2 * WgN / MReps) gemm_case_kernel(const T*
     sb[TransB ? sw_offset_t<T>(n, k, N, K) : sw_offset_t<T>(k, n, K, N)] = b[i];
   }
   __syncthreads();
-  float acc[N / WgN / 2 * MReps];
+  alignas(16) Acc acc[N / WgN / 2 * MReps];
 #pragma unroll
   for (int r = 0; r < N / WgN / 2 * MReps; ++r) {
     int row, col;
     acc_coord_split<M, N, WgN, MReps>(tid, r, &row, &col);
-    acc[r] = accumulate ? c_init(row, col) : 0.0f;
+    acc[r] = Acc(accumulate ? c_init(row, col) : 0.0f);
   }
   tl::gemm_ss_wgmma<M, N, K, TransA, TransB, true, WgN, MReps>(sa, sb, acc);
 #pragma unroll
   for (int r = 0; r < N / WgN / 2 * MReps; ++r) {
     int row, col;
     acc_coord_split<M, N, WgN, MReps>(tid, r, &row, &col);
-    c[row * N + col] = acc[r];
+    c[row * N + col] = static_cast<float>(acc[r]);
   }
 }
 
 /// One block, M/16 warps: each thread loads its K/2 values of a (M x K, row-major) into
 /// registers in the accumulator layout (register kt*4 + h*2 + c: row 16w + lane/4 + 8h, column
 /// kt*8 + 2*(lane%4) + c, the acc_coord mapping with K for N); b as in gemm_case_kernel.
-template <int M, int N, int K, bool TransB, typename T, int MReps = 1>
+template <int M, int N, int K, bool TransB, typename T, int MReps = 1, typename Acc = float>
 __global__ void __launch_bounds__(M * 2 / MReps) gemm_rs_case_kernel(const T* a, const T* b, float* c,
                                                                      int accumulate) {
   extern __shared__ unsigned char smem_raw[];
@@ -207,19 +208,19 @@ __global__ void __launch_bounds__(M * 2 / MReps) gemm_rs_case_kernel(const T* a,
     a_regs[r] = a[row * K + col];
   }
   __syncthreads();
-  float acc[N / 2 * MReps];
+  alignas(16) Acc acc[N / 2 * MReps];
 #pragma unroll
   for (int r = 0; r < N / 2 * MReps; ++r) {
     int row, col;
     acc_coord_split<M, N, 1, MReps>(tid, r, &row, &col);
-    acc[r] = accumulate ? c_init(row, col) : 0.0f;
+    acc[r] = Acc(accumulate ? c_init(row, col) : 0.0f);
   }
   tl::gemm_rs_wgmma<M, N, K, TransB, true, MReps>(a_regs, sb, acc);
 #pragma unroll
   for (int r = 0; r < N / 2 * MReps; ++r) {
     int row, col;
     acc_coord_split<M, N, 1, MReps>(tid, r, &row, &col);
-    c[row * N + col] = acc[r];
+    c[row * N + col] = static_cast<float>(acc[r]);
   }
 }
 
@@ -310,8 +311,9 @@ struct Gen<tl::float8_e5m2> {
 
 /// Compares c (M x N) with the host product of av (M x K) and bv (K x N), plus c_init when
 /// `accumulate`, and prints PASS or FAIL for the case `name`.
+/// rel_tol: of the sum of magnitudes; float16 accumulators round each partial sum to 11 bits.
 static void check_case(const char* name, const std::vector<float>& c, const std::vector<double>& av,
-                       const std::vector<double>& bv, int M, int N, int K, bool accumulate) {
+                       const std::vector<double>& bv, int M, int N, int K, bool accumulate, double rel_tol = 2e-4) {
   double max_err = 0, max_ratio = 0;
   int bad = 0, first_i = -1, first_j = -1;
   for (int i = 0; i < M; ++i) {
@@ -323,7 +325,7 @@ static void check_case(const char* name, const std::vector<float>& c, const std:
       }
       // f32 accumulation of exact 16-bit products: a few ulps of the sum of magnitudes;
       // 2e-4 of it is far above rounding and far below any misplaced or missing product.
-      const double tol = 2e-4 * mag + 1e-6;
+      const double tol = rel_tol * mag + 1e-6;
       const double err = std::fabs(static_cast<double>(c[i * N + j]) - ref);
       if (!(err <= tol)) {  // also catches NaN
         if (bad++ == 0) first_i = i, first_j = j;
@@ -344,7 +346,7 @@ static void check_case(const char* name, const std::vector<float>& c, const std:
   }
 }
 
-template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1, int MReps = 1>
+template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1, int MReps = 1, typename Acc = float>
 static void run_case(std::mt19937& rng) {
   std::vector<T> a(M * K), b(K * N);
   std::vector<double> av(M * K), bv(K * N);
@@ -352,11 +354,13 @@ static void run_case(std::mt19937& rng) {
   for (int i = 0; i < K * N; ++i) b[i] = Gen<T>::make(rng, &bv[i]);
   DevBuf<T> da(a), db(b);
   constexpr int kSmem = case_smem_bytes<M, N, K>();
-  auto kernel = gemm_case_kernel<M, N, K, TransA, TransB, T, WgN, MReps>;
+  auto kernel = gemm_case_kernel<M, N, K, TransA, TransB, T, WgN, MReps, Acc>;
+  constexpr bool f16_acc = sizeof(Acc) == 2;
   CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   for (int accumulate = 0; accumulate < 2; ++accumulate) {
     char name[160];
-    std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A %s B %s %s%s", Gen<T>::name(), M, N, K,
+    std::snprintf(name, sizeof(name), "%-4s%s M=%-3d N=%-3d K=%-3d A %s B %s %s%s", Gen<T>::name(),
+                  f16_acc ? " (f16 C)" : "", M, N, K,
                   TransA ? "KxM (M-major)" : "MxK (K-major)", TransB ? "NxK (K-major)" : "KxN (N-major)",
                   accumulate ? "C+=" : "C=0",
                   WgN > 1 ? (WgN == 2 ? " N over 2 warpgroups" : " N over 4 warpgroups")
@@ -364,12 +368,12 @@ static void run_case(std::mt19937& rng) {
     DevBuf<float> dc(static_cast<size_t>(M) * N);
     kernel<<<1, M * 2 * WgN / MReps, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
-    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0);
+    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0, f16_acc ? 4e-3 : 2e-4);
   }
 }
 
 /// gemm_rs_wgmma: A from registers, B from shared memory.
-template <int M, int N, int K, bool TransB, typename T, int MReps = 1>
+template <int M, int N, int K, bool TransB, typename T, int MReps = 1, typename Acc = float>
 static void run_rs_case(std::mt19937& rng) {
   std::vector<T> a(M * K), b(K * N);
   std::vector<double> av(M * K), bv(K * N);
@@ -377,17 +381,18 @@ static void run_rs_case(std::mt19937& rng) {
   for (int i = 0; i < K * N; ++i) b[i] = Gen<T>::make(rng, &bv[i]);
   DevBuf<T> da(a), db(b);
   constexpr int kSmem = round_up_1024(K * N * 2) + 1024;
-  auto kernel = gemm_rs_case_kernel<M, N, K, TransB, T, MReps>;
+  auto kernel = gemm_rs_case_kernel<M, N, K, TransB, T, MReps, Acc>;
+  constexpr bool f16_acc = sizeof(Acc) == 2;
   CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   for (int accumulate = 0; accumulate < 2; ++accumulate) {
     char name[160];
-    std::snprintf(name, sizeof(name), "%-4s M=%-3d N=%-3d K=%-3d A regs          B %s %s%s", Gen<T>::name(), M, N,
-                  K, TransB ? "NxK (K-major)" : "KxN (N-major)", accumulate ? "C+=" : "C=0",
+    std::snprintf(name, sizeof(name), "%-4s%s M=%-3d N=%-3d K=%-3d A regs          B %s %s%s", Gen<T>::name(),
+                  f16_acc ? " (f16 C)" : "", M, N, K, TransB ? "NxK (K-major)" : "KxN (N-major)", accumulate ? "C+=" : "C=0",
                   MReps > 1 ? " blocks per warpgroup" : "");
     DevBuf<float> dc(static_cast<size_t>(M) * N);
     kernel<<<1, M * 2 / MReps, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
-    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0);
+    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0, f16_acc ? 4e-3 : 2e-4);
   }
 }
 
@@ -583,6 +588,26 @@ static void bench_mma(int sms) {
   time_kernel(name, 2.0 * M * N * K * double(iters) * blocks, [&] { kernel<<<blocks, 128>>>(out.ptr, iters); });
 }
 
+/// float16 operands into float16 accumulators (wgmma .f16.f16.f16, wgmma_f16_acc.h): the
+/// four layouts, N of 16 .. 256 and above 256, warpgroups splitting N, several 64-row blocks
+/// per warpgroup, and A from registers.
+static void run_f16_accumulators(std::mt19937& rng) {
+  using H = tl::half;
+  run_case<64, 64, 64, false, false, H, 1, 1, H>(rng);
+  run_case<64, 64, 64, false, true, H, 1, 1, H>(rng);
+  run_case<64, 64, 64, true, false, H, 1, 1, H>(rng);
+  run_case<64, 64, 64, true, true, H, 1, 1, H>(rng);
+  run_case<128, 256, 64, false, false, H, 1, 1, H>(rng);
+  run_case<64, 16, 64, false, true, H, 1, 1, H>(rng);
+  run_case<64, 48, 128, true, true, H, 1, 1, H>(rng);
+  run_case<64, 320, 64, false, false, H, 1, 1, H>(rng);
+  run_case<128, 256, 64, false, true, H, 2, 1, H>(rng);
+  run_case<64, 512, 64, false, false, H, 2, 1, H>(rng);
+  run_case<128, 128, 64, false, false, H, 1, 2, H>(rng);
+  run_rs_case<64, 128, 64, false, H, 1, H>(rng);
+  run_rs_case<128, 256, 64, true, H, 1, H>(rng);
+}
+
 // ---------------------------------------------------------------------------
 
 int main(int argc, char** argv) {
@@ -608,6 +633,7 @@ int main(int argc, char** argv) {
   run_extra(rng);
   run_rs_type<tl::half>(rng);
   run_rs_type<tl::bfloat16>(rng);
+  run_f16_accumulators(rng);
   if (g_failures == 0) {
     std::printf("ALL PASS (%d cases)\n", g_cases);
   } else {
