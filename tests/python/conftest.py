@@ -115,6 +115,12 @@ def source_line(file, line):
     return linecache.getline(file, line).rstrip("\n")
 
 
+# A test of the CPU target's own behaviour (a CPU-only refusal or run-time check, a process
+# without torch), which TILELANG_TEST_CUDA=1 below would send to CUDA: skipped there.
+cpu_target_only = pytest.mark.skipif(os.environ.get("TILELANG_TEST_CUDA") == "1",
+                                     reason="checks the CPU target itself (TILELANG_TEST_CUDA sends kernels to CUDA)")
+
+
 # --------------------------------------------------------------------------------------
 # TILELANG_TEST_CUDA=1 runs the whole suite on the CUDA target instead: every kernel
 # compiled for the CPU is compiled for CUDA, numpy arguments travel to the GPU and back

@@ -8,7 +8,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from conftest import assert_close, compile_cpu, f64, poison, rand
+from conftest import assert_close, compile_cpu, cpu_target_only, f64, poison, rand
 
 
 @tilelang.jit(out_idx=[-1], target="c")
@@ -156,6 +156,7 @@ def test_torch_tensors(rng):
         k2(torch.randn(14, dtype=torch.bfloat16)[::2], y)
 
 
+@cpu_target_only
 def test_outputs_of_a_kernel_without_tensor_inputs(monkeypatch):
     """With no tensor argument to follow, outputs are torch tensors once the process has
     imported torch (as upstream returns them), numpy arrays otherwise."""

@@ -7,7 +7,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from conftest import assert_close, f64, marker_line
+from conftest import assert_close, cpu_target_only, f64, marker_line
 
 # Unpacks 8 4-bit values (two per byte, low nibble first) into floats minus 8, as a decode
 # helper would; written for CUDA, portable to C++.
@@ -103,6 +103,7 @@ def ptx_kernel():
     return main
 
 
+@cpu_target_only
 def test_imported_ptx_assembly_is_refused_on_the_cpu_at_its_line():
     with pytest.raises(tilelang.TileLangCompileError, match="PTX inline assembly") as info:
         tilelang.lower(ptx_kernel(), target="cpu")

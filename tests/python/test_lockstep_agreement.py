@@ -9,6 +9,8 @@ import pytest
 
 import tilelang
 import tilelang.language as T
+from conftest import cpu_target_only
+
 
 def budgeted_sum(threads=64, steps=10):
     """Each thread adds A[tx] + k for k = 0, 1, ... while a budget read from Lim lasts."""
@@ -111,6 +113,7 @@ def test_a_break_in_a_loop_under_a_thread_branch_counts_that_branchs_threads():
     tilelang.compile(main)(np.array([5], np.int32), out)
     np.testing.assert_array_equal(out, np.where(np.arange(64) < 32, 5, -1))
 
+@cpu_target_only
 def test_threads_that_disagree_fail_the_call_on_the_cpu_naming_the_line():
     @T.prim_func
     def main(A: T.Tensor((64,), "int32"), Out: T.Tensor((64,), "int32")):
