@@ -14,6 +14,8 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("privatize-reducers", out, ctx);
   // `if tid >= 128: P else: C` in a kernel that programs its barriers: two T.ws blocks.
   out = RunPass("normalize-role-branches", out, ctx);
+  // Its T.Pipelined loops with num_stages: their tiles and barriers one copy per stage.
+  out = RunPass("stage-ws-pipelines", out, ctx);
   // A global tensor with an annotated storage order: its tile ops become element loops ...
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);

@@ -15,6 +15,8 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("privatize-reducers", out, ctx);
   // `if tid >= 128: P else: C` in such a kernel is the two T.ws blocks it means.
   out = RunPass("normalize-role-branches", out, ctx);
+  // Its T.Pipelined loops with num_stages: their tiles and barriers one copy per stage.
+  out = RunPass("stage-ws-pipelines", out, ctx);
   // A kernel that programs its barriers (T.ws, T.alloc_barrier) keeps its own schedule:
   // its warpgroups split as the automatic warp specialization's would, no pipelining added.
   out = RunPass("cuda-explicit-warp-specialize", out, ctx);

@@ -101,6 +101,11 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx);
 /// barriers on two warpgroups becomes `with T.ws(1): P` and `with T.ws(0): C`.
 ir::PrimFunc NormalizeRoleBranches(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "stage-ws-pipelines": a T.Pipelined loop with num_stages >= 2 in a kernel with T.ws blocks: the tiles it loads
+/// from global memory and the barriers that hand them over get one copy per stage, each
+/// barrier's waits on its own stage's phases (stage_ws_pipelines.cc), as upstream does.
+ir::PrimFunc StageWsPipelines(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "cuda-forward-shared-copies": a copy between two whole shared tiles (a fragment kept
 /// in shared memory, say) is dropped when nothing writes either while the destination is
 /// read; its reads read the source.
