@@ -10,6 +10,7 @@ import tilelang.language as T
 
 from test_compat_reducer import _v1 as reducer_kernel
 from test_cuda_pass_texts import around
+from test_explicit_barriers import handoff_gemm
 from test_global_layouts import unpermute
 from test_role_branches import role_branch_gemm
 
@@ -76,6 +77,21 @@ def test_normalize_role_branches_turns_a_thread_branch_into_ws_blocks():
     producer, consumer = after.split("if tid >= 128:")[1].split("if T.thread_binding(0) < 128:")
     assert producer.lstrip().startswith('T.attr("tl.ws", 1)') and "T.mbarrier_arrive" in producer, after
     assert consumer.lstrip().startswith('T.attr("tl.ws", 0)') and "T.gemm(" in consumer, after
+
+
+def test_stage_ws_pipelines_gives_the_handed_over_tiles_and_barriers_a_stage_each():
+    """One A/B tile pair handed between the T.ws blocks by two barriers, in a loop with
+    num_stages=2: two of each, named by k % 2, each wait's parity on the phases k // 2."""
+    before, after = around(handoff_gemm(128, 64, 128, loader=1, num_stages=2, dtype="float16"), "stage-ws-pipelines")
+    assert 'A_s = T.alloc_shared((64, 32), "float16")' in before, before
+    assert "T.mbarrier_wait_parity(T.address_of(consumed[0]), (k + 1) % 2)" in before, before
+    assert 'A_s = T.alloc_shared((2, 64, 32), "float16")' in after, after
+    assert 'loaded = T.alloc_shared((2,), "uint64")' in after, after
+    assert 'T.attr("tl.barrier_init", loaded[0], 128, 128)' in after, after
+    assert "T.mbarrier_wait_parity(T.address_of(consumed[k % 2]), (k // 2 + 1) % 2)" in after, after
+    assert 'T.attr("tl.tma_copy", T.address_of(loaded[k % 2]))' in after, after
+    assert "A_s[k % 2:k % 2 + 1, 0:64, 0:32]" in after, after
+    assert "T.mbarrier_wait_parity(T.address_of(loaded[k % 2]), k // 2 % 2)" in after, after
 
 
 def test_expand_global_layout_tile_ops_makes_element_loops_of_a_laid_out_tensors_copies():
