@@ -40,7 +40,7 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-/// The barrier tile and constant index of `address_of(b[i])`, or null.
+/// The load `b[i]` of `address_of(b[i])` when b is one of the kernel's barrier tiles, or null.
 const BufferLoad* BarrierRef(const Expr& e, const std::set<const BufferNode*>& barriers) {
   const auto* call = As<Call>(e);
   if (!call || call->op != "address_of" || call->args.size() != 1) return nullptr;
@@ -48,10 +48,11 @@ const BufferLoad* BarrierRef(const Expr& e, const std::set<const BufferNode*>& b
   return load && barriers.count(load->buffer.get()) ? load : nullptr;
 }
 
-/// Every statement's and expression's references to buffers, counted per buffer, with
-/// what the stage rewrite needs to know of those inside the loop.
+/// What one pipelined loop's body holds: the tiles it fills from global memory, the barriers
+/// it names, the buffers whose addresses it takes, and the first reason not to stage it.
 struct LoopSurvey : IRVisitor {
-  explicit LoopSurvey(const std::set<const BufferNode*>& barriers) : barriers_(barriers) {}
+  LoopSurvey(const std::set<const BufferNode*>& barriers, const Var* loop_var)
+      : barriers_(barriers), loop_var_(loop_var) {}
 
   std::string why_not;                       ///< the first reason the loop stays as written
   std::vector<const BufferNode*> used_barriers;  ///< in the order of first use
@@ -77,7 +78,7 @@ struct LoopSurvey : IRVisitor {
   }
   void Visit_(const Call* op) override {
     if (op->op == "mbarrier_wait_parity" && op->args.size() == 2 && BarrierRef(op->args[0], barriers_) &&
-        !UsesVar(op->args[1], loop_var)) {
+        !UsesVar(op->args[1], loop_var_)) {
       Note("a barrier wait's parity does not depend on the loop variable");
     }
     if (op->op == "address_of" && op->args.size() == 1) {
@@ -97,10 +98,10 @@ struct LoopSurvey : IRVisitor {
     IRVisitor::Visit_(op);
   }
 
-  const Var* loop_var = nullptr;
 
  private:
   const std::set<const BufferNode*>& barriers_;
+  const Var* loop_var_;
   int depth_ = 0;
 };
 
@@ -201,8 +202,7 @@ class KernelStager : public IRMutator {
     }
     std::string where = "T.Pipelined at line " + std::to_string(op->span.line) + " (num_stages=" +
                         std::to_string(stages) + ") in a kernel with T.ws blocks";
-    LoopSurvey survey(barriers_);
-    survey.loop_var = op->var.get();
+    LoopSurvey survey(barriers_, op->var.get());
     survey.Visit(op->body);
     // Every use of a staged tile or barrier must be in this loop: a later reader would not
     // know which stage to read.

@@ -7,7 +7,9 @@
 ///   M/16 warps. Warpgroup g (warps 4g .. 4g+3) computes rows 64g .. 64g+63 with
 ///   wgmma.mma_async.m64nNk16, one instruction per k16 step and per column chunk of at most
 ///   256 (the largest N of the instruction). On return C is complete and A and B may be
-///   overwritten.
+///   overwritten. For tl::half A and B, C may be tl::half too (wgmma .f16 accumulators,
+///   wgmma_f16_acc.h: the same places, two values per register), per warpgroup N a multiple
+///   of 16.
 ///
 /// gemm_rs_wgmma<M, N, K, TransB>(A, B, C):
 ///   C (M x N, f32, registers) += A (M x K, registers) * op(B) (K x N, shared memory), with
