@@ -28,9 +28,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "explicit_barriers.h"
+#include "stage_buffers.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/transform/passes.h"
@@ -126,48 +128,21 @@ struct BufferUses : IRVisitor {
   }
 };
 
-/// One loop's rewrite: staged tiles and barriers, as in the file comment.
-class StageRewriter : public IRMutator {
+/// One loop's rewrite, as in the file comment: the staged tiles' accesses select the stage
+/// (StageSelector), each barrier names its stage's copy, and each wait's parity is taken on
+/// that copy's phases.
+class StageRewriter : public StageSelector {
  public:
-  StageRewriter(const std::map<const BufferNode*, Buffer>& tiles,
+  StageRewriter(const std::unordered_map<const BufferNode*, Buffer>& tiles,
                 const std::map<const BufferNode*, std::pair<Buffer, int64_t>>& barriers, Expr stage, const Var* k,
                 Expr phase)
-      : tiles_(tiles), barriers_(barriers), stage_(std::move(stage)), k_(k), phase_(std::move(phase)) {}
-
-  Region MutateRegion(const Region& r) override {
-    Region out = IRMutator::MutateRegion(r);
-    auto it = tiles_.find(r.buffer.get());
-    if (it == tiles_.end()) return out;
-    out.buffer = it->second;
-    out.ranges.insert(out.ranges.begin(), Range{stage_, MakeInt(1)});
-    return out;
-  }
+      : StageSelector(tiles, std::move(stage)), barriers_(barriers), k_(k), phase_(std::move(phase)) {}
 
  protected:
   Expr Mutate_(const BufferLoad* op, const Expr& self) override {
-    bool changed = false;
-    std::vector<Expr> idx = MutateAll(op->indices, &changed);
-    if (auto b = barriers_.find(op->buffer.get()); b != barriers_.end()) {
-      return BufferLoad::Make(b->second.first, {stage_ * MakeInt(b->second.second) + idx[0]});
-    }
-    auto it = tiles_.find(op->buffer.get());
-    if (it == tiles_.end()) return changed ? BufferLoad::Make(op->buffer, idx) : self;
-    idx.insert(idx.begin(), stage_);
-    return BufferLoad::Make(it->second, idx);
-  }
-  Stmt Mutate_(const BufferStore* op, const Stmt& self) override {
-    auto it = tiles_.find(op->buffer.get());
-    if (it == tiles_.end()) return IRMutator::Mutate_(op, self);
-    bool changed = false;
-    std::vector<Expr> idx = MutateAll(op->indices, &changed);
-    idx.insert(idx.begin(), stage_);
-    return BufferStore::Make(it->second, idx, Mutate(op->value), op->span);
-  }
-  /// A reduction's `dim` counts its source's dimensions: a stage dimension in front shifts it.
-  Stmt Mutate_(const ReduceOp* op, const Stmt& self) override {
-    Region src = MutateRegion(op->src), dst = MutateRegion(op->dst);
-    int dim = op->dim + static_cast<int>(src.ranges.size() - op->src.ranges.size());
-    return ReduceOp::Make(src, dst, op->reduce_kind, dim, op->clear, op->span);
+    auto b = barriers_.find(op->buffer.get());
+    if (b == barriers_.end()) return StageSelector::Mutate_(op, self);
+    return BufferLoad::Make(b->second.first, {stage() * MakeInt(b->second.second) + Mutate(op->indices[0])});
   }
   Expr Mutate_(const Call* op, const Expr& self) override {
     Expr out = IRMutator::Mutate_(op, self);
@@ -178,9 +153,7 @@ class StageRewriter : public IRMutator {
   }
 
  private:
-  const std::map<const BufferNode*, Buffer>& tiles_;
   const std::map<const BufferNode*, std::pair<Buffer, int64_t>>& barriers_;
-  Expr stage_;
   const Var* k_;
   Expr phase_;
 };
@@ -224,13 +197,11 @@ class KernelStager : public IRMutator {
                              survey.why_not + ")");
       return IRMutator::Mutate_(op, self);
     }
-    std::map<const BufferNode*, Buffer> tiles;
+    std::unordered_map<const BufferNode*, Buffer> tiles;
     std::map<const BufferNode*, std::pair<Buffer, int64_t>> bars;
     std::string names;
     for (const Buffer& t : survey.staged) {
-      std::vector<Expr> shape = t->shape;
-      shape.insert(shape.begin(), MakeInt(stages));
-      tiles[t.get()] = BufferNode::Make(t->name, t->dtype, shape, t->scope);
+      tiles[t.get()] = StagedBuffer(t, stages);
       names += (names.empty() ? "" : ", ") + t->name;
     }
     for (const BufferNode* b : survey.used_barriers) {

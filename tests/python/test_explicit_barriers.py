@@ -57,11 +57,12 @@ def staged_gemm(M, N, K, bM=64, bN=64, bK=32, stages=2, dtype="float32", accum="
     return main
 
 
-def handoff_gemm(M, N, K, loader=0, bM=64, bN=64, bK=32, num_stages=0, dtype="float32"):
+def handoff_gemm(M, N, K, loader=0, bM=64, bN=64, bK=32, num_stages=0, dtype="float32", wait_after_loop=False):
     """C = A @ B through one A/B tile pair handed between the warpgroups by two barriers,
     `loader` loading and the other multiplying (upstream's copy_X_gemm_Y examples), in a
     T.Pipelined loop: as written with num_stages 0 or 1, with num_stages >= 2 one tile pair
-    and barrier pair per stage (test_ws_staged_pipelines.py)."""
+    and barrier pair per stage (test_ws_staged_pipelines.py). With `wait_after_loop` the
+    loader waits once more on "consumed" after the loop."""
     mma = 1 - loader
 
     @T.prim_func
@@ -84,6 +85,9 @@ def handoff_gemm(M, N, K, loader=0, bM=64, bN=64, bK=32, num_stages=0, dtype="fl
                     T.barrier_wait(loaded, k % 2)
                     T.gemm(A_s, B_s, acc)
                     T.barrier_arrive(consumed)
+            if wait_after_loop:  # a compile-time branch
+                with T.ws(loader):
+                    T.barrier_wait(consumed, (T.ceildiv(K, bK) + 1) % 2)
             with T.ws(mma):
                 T.copy(acc, C[by * bM, bx * bN])
 

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../stage_buffers.h"
 #include "gather_copy.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/stmt.h"
@@ -79,29 +80,9 @@ std::vector<RefillGroup> PerCopyRefillGroups(const std::vector<ir::Stmt>& consum
 /// prefetched (and proven aligned).
 ir::Stmt InlinePipelineIndexLets(const ir::Stmt& body);
 
-/// Rewrites accesses of staged buffers (a leading stage dimension added) to select
-/// `stage`: loads, stores and tile-op regions.
-class StageSelector : public ir::IRMutator {
- public:
-  StageSelector(const std::unordered_map<const ir::BufferNode*, ir::Buffer>& staged, ir::Expr stage)
-      : staged_(staged), stage_(std::move(stage)) {}
-
-  ir::Region MutateRegion(const ir::Region& r) override;
-
- protected:
-  ir::Expr Mutate_(const ir::BufferLoad* op, const ir::Expr& self) override;
-  ir::Stmt Mutate_(const ir::BufferStore* op, const ir::Stmt& self) override;
-  /// A reduction's `dim` counts its source region's dimensions: a stage dimension added
-  /// in front shifts it by one.
-  ir::Stmt Mutate_(const ir::ReduceOp* op, const ir::Stmt& self) override;
-
- private:
-  const std::unordered_map<const ir::BufferNode*, ir::Buffer>& staged_;
-  ir::Expr stage_;
-};
-
-/// `b` with a leading stage dimension of `stages`.
-ir::Buffer StagedBuffer(const ir::Buffer& b, int64_t stages);
+// StageSelector and StagedBuffer (target-neutral, stage_buffers.h), by their old names.
+using transform::StageSelector;
+using transform::StagedBuffer;
 
 /// `r` with the loop variable `var` replaced by `value`.
 ir::Region SubstituteRegion(const ir::Region& r, const ir::Var* var, const ir::Expr& value);
