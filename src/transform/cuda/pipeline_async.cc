@@ -33,6 +33,12 @@
 /// When the copies' tiles are read last by different statements (cuda::PerCopyRefillGroups;
 /// "tl.pipeline_refill_per_copy", off until checked on a GPU), each group of copies gets its own refill point after
 /// its last reader and its own wait before its first reader (PerCopyPipeline).
+///
+/// num_stages=1 ("tl.pipeline_single_stage", on) keeps the tiles single and loads the next
+/// iteration into each right after its last reader, as upstream does: one load in flight,
+/// overlapping the statements after that reader (fused MoE: the up-projection's weights
+/// load under the gate GEMM and the next gate weights under the up GEMM). The readers may be
+/// GEMMs that finish their operands before returning (cuda::StageReadersThrough).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -62,10 +68,17 @@ struct Planner : IRVisitor {
   /// "tl.enable_gather_pipeline" (on): element copies into shared tiles (gather_copy.h) are
   /// prefetched too. Checked on the H200 (gathers fuzz, upstream's sparse MLA forward: 2.7x).
   bool gathers_on = true;
+  /// "tl.pipeline_single_stage" (on): num_stages=1 loads the next iteration after the last reader.
+  bool single_stage_on = true;
   std::unordered_map<const BufferNode*, int64_t> stages;  // buffer -> number of stages
   std::unordered_map<const For*, std::vector<cuda::GatherCopy>> gathers;
   std::unordered_map<const For*, std::vector<std::string>> gathers_refused;
   void Visit_(const For* op) override {
+    if (op->for_kind == ForKind::kPipelined && cuda::NumStages(op) == 1 && single_stage_on) {
+      // One stage: the tiles stay single (stages 1, not given a stage dimension), no gathers.
+      std::string why;
+      for (const CopyOp* c : cuda::PipelineProducers(op, &why)) stages[c->dst.buffer.get()] = 1;
+    }
     if (op->for_kind == ForKind::kPipelined && cuda::NumStages(op) >= 2) {
       std::string why;
       auto ps = cuda::PipelineProducers(op, &why);
@@ -141,7 +154,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
 
   Stmt Mutate_(const Allocate* op, const Stmt& self) override {
     auto it = plan_.stages.find(op->buffer.get());
-    if (it == plan_.stages.end()) return self;
+    if (it == plan_.stages.end() || it->second < 2) return self;
     Buffer staged = cuda::StagedBuffer(op->buffer, it->second);
     staged_[op->buffer.get()] = staged;
     return Allocate::Make(staged, op->init, op->span);
@@ -228,7 +241,9 @@ class Pipeliner : public cuda::ThreadShareMutator {
     if (op->for_kind != ForKind::kPipelined) return IRMutator::Mutate_(op, self);
     LoopParts parts{op, cuda::NumStages(op)};
     std::string why = "its body has no copy from global to shared memory that can be prefetched";
-    if (parts.stages >= 2) {
+    if (parts.stages == 1 && plan_.single_stage_on) {
+      parts.producers = cuda::PipelineProducers(op, &why);
+    } else if (parts.stages >= 2) {
       parts.producers = cuda::PipelineProducers(op, &why);
       if (auto it = plan_.gathers.find(op); it != plan_.gathers.end()) parts.gathers = it->second;
       if (auto it = plan_.gathers_refused.find(op); it != plan_.gathers_refused.end()) {
@@ -243,8 +258,6 @@ class Pipeliner : public cuda::ThreadShareMutator {
       }
       return For::Make(op->var, op->min, op->extent, ForKind::kSerial, Mutate(op->body), {}, op->span);
     }
-    CheckWgmmaWaited(op);
-    CheckNoProgramGroups(op);
     for (const Stmt& st : cuda::Flatten(op->body)) {
       bool is_producer = false, is_gather = false;
       for (const CopyOp* c : parts.producers) is_producer |= st.get() == c;
@@ -252,6 +265,9 @@ class Pipeliner : public cuda::ThreadShareMutator {
       if (is_gather) parts.gather_stmts.push_back(st);
       if (!is_producer && !is_gather) parts.consumers.push_back(st);
     }
+    if (parts.stages == 1) return SingleStagePipeline(parts);
+    CheckWgmmaWaited(op);
+    CheckNoProgramGroups(op);
     const size_t readers = LeadingStageReaders(parts);
     std::vector<cuda::RefillGroup> groups = RefillGroups(parts, readers);
     return groups.empty() ? UniformPipeline(parts, readers) : PerCopyPipeline(parts, groups);
@@ -333,6 +349,50 @@ class Pipeliner : public cuda::ThreadShareMutator {
     std::vector<const BufferNode*> tiles;
     for (const CopyOp* c : parts.producers) tiles.push_back(c->dst.buffer.get());
     return cuda::PerCopyRefillGroups(parts.consumers, tiles);
+  }
+
+  /// num_stages=1: each tile refilled with the next iteration's load after its last reader
+  /// (per group of copies with their own last reader, else after the last reader of all),
+  /// when every statement reading the tiles is done with them when it returns.
+  Stmt SingleStagePipeline(const LoopParts& parts) {
+    const For* op = parts.loop;
+    std::unordered_set<const BufferNode*> stage_tiles;
+    std::vector<const BufferNode*> tiles;
+    for (const CopyOp* c : parts.producers) {
+      stage_tiles.insert(c->dst.buffer.get());
+      tiles.push_back(c->dst.buffer.get());
+    }
+    // (A loop with cp.async groups of the program's own keeps its order: ours would shift
+    // the counts its waits assume.)
+    bool program_groups = false;
+    ForEachExpr(op->body, [&](const Expr& e) {
+      program_groups |= HasEffect(As<Call>(e), kProgramGroupCommit) || HasEffect(As<Call>(e), kProgramGroupWait);
+    });
+    const size_t through = program_groups ? 0 : cuda::StageReadersThrough(parts.consumers, stage_tiles);
+    if (!through) {
+      ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) +
+                             ": one stage, loads in order (" +
+                             (program_groups ? std::string("the loop commits or waits for cp.async groups itself")
+                                             : std::string("a statement reading the loaded tiles may still read them "
+                                                           "after it returns, or none reads them")) +
+                             ")");
+      return For::Make(op->var, op->min, op->extent, ForKind::kSerial, Mutate(op->body), {}, op->span);
+    }
+    std::vector<cuda::RefillGroup> groups = cuda::PerCopyRefillGroups(parts.consumers, tiles);
+    if (groups.empty()) {
+      // One group: every copy waited for before the first reader of any (statements before
+      // it, a load into registers say, run under the wait) and refilled after the last.
+      cuda::RefillGroup all{{}, 0, through - 1};
+      for (size_t c = 0; c < parts.producers.size(); ++c) all.copies.push_back(c);
+      while (all.first_reader < through - 1) {
+        bool reads = false;
+        for (const BufferNode* b : cuda::BuffersOf(parts.consumers[all.first_reader])) reads |= stage_tiles.count(b) > 0;
+        if (reads) break;
+        ++all.first_reader;
+      }
+      groups.push_back(all);
+    }
+    return PerCopyPipeline(parts, groups);
   }
 
   /// The pipeline with one refill point (the file's comment): after the wait at the top of
@@ -438,6 +498,12 @@ class Pipeliner : public cuda::ThreadShareMutator {
       points += (points.empty() ? "" : "; ") + names + " after line " +
                 std::to_string(parts.consumers[g.last_reader]->span.line);
     }
+    if (s == 1) {
+      ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
+                             ": one stage; the next iteration's loads issued as cp.async after the tiles' last "
+                             "reader (" + points + "), each waited for before its first reader (tl.pipeline_single_stage)");
+      return Seq::Make(result, span);
+    }
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +
                            "-stage cp.async pipeline, each copy's stage refilled after its own last reader (" +
                            points + "), each waited for before its first reader: " + std::to_string(s) +
@@ -461,6 +527,7 @@ ir::PrimFunc CudaPipeline(const ir::PrimFunc& f, PassContext& ctx) {
   ir::Stmt body = cuda::InlinePipelineIndexLets(f->body);
   Planner plan;
   plan.gathers_on = cuda::ConfigOn(ctx, "tl.enable_gather_pipeline", /*default_on=*/true);
+  plan.single_stage_on = cuda::ConfigOn(ctx, "tl.pipeline_single_stage", /*default_on=*/true);
   plan.Visit(body);
   bool program_waits = false;
   ForEachExpr(body, [&](const Expr& e) { program_waits |= HasEffect(As<Call>(e), kProgramGroupWait); });
