@@ -117,6 +117,7 @@ ACTED_ON_CUDA = {
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_gather_pipeline": "element copies into shared tiles of a T.Pipelined loop prefetched by cp.async (gather_copy.h)",
     "tl.pipeline_early_refill": "a cp.async pipeline whose stages are read only by its first statements (copies into registers), or one that gathers rows, refills each stage right after its last reader: one more stage of loads in flight",
+    "tl.pipeline_single_stage": "T.Pipelined(num_stages=1) loads the next iteration into each single tile as cp.async right after its last reader, as upstream does (src/transform/cuda/pipeline_async.cc; on by default, false: loads in order)",
     "tl.ws_skip_masked_steps": "a warp-specialized loop whose whole body is under `if mask[k]:` takes stages only for the k-tiles the mask keeps (on by default; false: every step takes its stage)",
     "tl.unroll_fragment_offsets": "a short serial loop whose T.Parallel nests offset a fragment by its variable is unrolled (src/transform/cuda/unroll_fragment_offsets.cc; on by default)",
     "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout); on by default",
