@@ -120,3 +120,49 @@ def test_grouped_pairs_match_float64(rng):
     h = poison((64, 64), "float16")
     tilelang.compile(narrow_from_shared())(a, h)
     assert_close(h, a.astype(np.float64) - 1, "float16")
+
+
+def scaled_rows_epilogue(M, N, K=32, bm=64, bn=64):
+    """The fused-MoE epilogue: a GEMM's accumulator stored for the first `rows` rows of the
+    block only, each row scaled by its weight from a tensor (read under the tensor's edge
+    guard when M is not a multiple of the block): the guards and the weight are the same for
+    both registers of a pair, so the stores go two halves at a time."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), W: T.Tensor((M,), "float16"),
+             rows: T.int32, C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            a_s = T.alloc_shared((bm, K), "float16")
+            b_s = T.alloc_shared((bn, K), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.copy(A[by * bm, 0], a_s)
+            T.copy(B[bx * bn, 0], b_s)
+            T.gemm(a_s, b_s, acc, transpose_B=True, clear_accum=True)
+            for i, j in T.Parallel(bm, bn):
+                if i < rows:
+                    C[by * bm + i, bx * bn + j] = acc[i, j] * W[by * bm + i]
+
+    return main
+
+
+@pytest.mark.parametrize("M", [128, 100])
+def test_guarded_row_stores_go_in_pairs(M):
+    code, remarks = cuda_source(scaled_rows_epilogue(M, 128))
+    store = code[code.rindex("for (int32_t l"):]
+    assert "tl::copy<4>((&C[" in store and "tl::__float22half2_rn(" in store, store
+    assert "< rows)" in store, store
+    assert any("register walk(s): their shared-memory and tensor accesses" in r for r in remarks)
+
+
+@pytest.mark.parametrize("M, rows", [(128, 64), (128, 37), (100, 64), (100, 5)])
+def test_guarded_row_stores_match_float64(M, rows, rng):
+    N, K = 128, 32
+    a = (rng.standard_normal((M, K)) / 4).astype(np.float16)
+    b = (rng.standard_normal((N, K)) / 4).astype(np.float16)
+    w = rng.standard_normal(M).astype(np.float16)
+    c = poison((M, N), "float16")
+    tilelang.compile(scaled_rows_epilogue(M, N))(a, b, w, rows, c)
+    ref = (a.astype(np.float64) @ b.astype(np.float64).T) * w.astype(np.float64)[:, None]
+    kept = (np.arange(M) % 64) < rows
+    assert_close(c[kept], ref[kept], "float16")
+    assert np.isnan(c[~kept]).all(), "rows past `rows` of each block must stay untouched"

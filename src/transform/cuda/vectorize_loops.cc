@@ -20,6 +20,7 @@
 /// The copy's buffers must differ (tensor parameters are __restrict__, and distinct shared
 /// buffers that are live together never share bytes), so reading a group before writing it
 /// changes nothing. A loop it cannot vectorize stays element by element, with a remark.
+#include <algorithm>
 #include <string>
 
 #include "../../arith/arith_internal.h"
@@ -192,36 +193,60 @@ class LoopVectorizer : public IRMutator {
   /// chunk of a row of whole chunks). Loads that do not depend on l (a per-row scale) stay.
   /// D must not be read by e (a group reads everything before writing), e calls nothing
   /// with effects, and e selects nothing (a guarded load may not be read out of its guard).
+  /// Guards around the store (a row's `i < actual_rows`, the tensor's edge) and memory loads
+  /// (a per-row scale) that are the same for every register of a group (UniformInGroups)
+  /// are read once per group, at its first register.
   Stmt VectorizeWalk(const For* op, const Stmt& body) {
     int64_t n = 0, lo = -1;
     if (!AsConstInt(op->extent, &n) || !AsConstInt(op->min, &lo) || lo != 0 || n < 2) return nullptr;
     const Var* var = op->var.get();
-    // A walk over part of the registers (`if ((l >> 5) * 16 < 16)`: the rows of one step of a
-    // split store): a guard that reads the register index only is a constant per register,
-    // and a group may take it when it is the same for all of the group's registers.
     Expr guard;
     Stmt inner = body;
-    if (const auto* branch = As<IfThenElse>(body); branch && !branch->else_case &&
-                                                   !UsesVar(branch->cond, [&](const Var* v) { return v != var; })) {
-      guard = branch->cond;
+    while (const auto* branch = As<IfThenElse>(inner)) {
+      if (branch->else_case) return nullptr;
+      guard = guard ? And(guard, branch->cond) : branch->cond;
       inner = branch->then_case;
     }
     const auto* store = As<BufferStore>(inner);
     if (!store) return nullptr;
     auto in_memory = [](const Buffer& b) { return b->scope == Scope::kShared || b->scope == Scope::kGlobal; };
     std::vector<const BufferLoad*> loads;  // the memory loads that move with l
+    std::unordered_set<const BufferLoad*> uniform;  // those that move only from group to group
     bool ok = true;
+    if (guard) {
+      // read once per group, before the group's store: it may not read what the store writes
+      ForEachExpr(guard, [&](const Expr& e) {
+        if (const auto* load = As<BufferLoad>(e); load && load->buffer.get() == store->buffer.get()) ok = false;
+        if (const auto* call = As<Call>(e); call && !IsPureCall(call)) ok = false;
+      });
+    }
+    std::vector<Expr> selects;
     ForEachExpr(store->value, [&](const Expr& e) {
-      // A guarded load (`in_bounds ? A[i] : 0`) must not be read for the whole group.
-      if (As<Select>(e)) ok = false;
+      if (As<Select>(e)) selects.push_back(e);
       if (const auto* load = As<BufferLoad>(e)) {
         if (load->buffer.get() == store->buffer.get()) ok = false;
-        bool moves = false;
-        for (const Expr& i : load->indices) moves |= UsesVar(i, var);
-        if (in_memory(load->buffer) && moves) loads.push_back(load);
+        bool moves = false, same_in_group = true;
+        for (const Expr& i : load->indices) {
+          moves |= UsesVar(i, var);
+          same_in_group = same_in_group && UniformInGroups(i, var, n, 2);
+        }
+        if (in_memory(load->buffer) && moves) {
+          if (same_in_group) {
+            uniform.insert(load);
+          } else {
+            loads.push_back(load);
+          }
+        }
       }
       if (const auto* call = As<Call>(e); call && !IsPureCall(call)) ok = false;
     });
+    // A guarded load (`in_bounds ? A[i] : 0`) read as part of a group's vector would be read
+    // out of its guard; one the same across the group stays where it is, under its guard.
+    for (const Expr& sel : selects) {
+      ForEachExpr(sel, [&](const Expr& e) {
+        ok = ok && std::find(loads.begin(), loads.end(), As<BufferLoad>(e)) == loads.end();
+      });
+    }
     const bool store_in_memory = in_memory(store->buffer);
     if (!ok || (loads.empty() && !store_in_memory)) return nullptr;
     VarRef m = Var::Make(op->var->name, op->var->dtype);
@@ -243,9 +268,12 @@ class LoopVectorizer : public IRMutator {
       };
       bool all = !store_in_memory || fits(store->buffer, store->indices);
       for (const BufferLoad* load : loads) all = all && fits(load->buffer, load->indices);
-      if (all && guard && !GuardUniformInGroups(guard, var, n, k)) all = false;
+      if (all && guard && !UniformInGroups(guard, var, n, k)) all = false;
+      for (const BufferLoad* load : uniform) {
+        for (const Expr& i : load->indices) all = all && UniformInGroups(i, var, n, k);
+      }
       if (all) {
-        Stmt grouped = GroupWalk(op, store, n, k, m, store_in_memory);
+        Stmt grouped = GroupWalk(op, store, n, k, m, store_in_memory, uniform);
         if (!guard) return grouped;
         // the guard of each group's first register, around the group's accesses
         const auto* loop = As<For>(grouped);
@@ -258,28 +286,58 @@ class LoopVectorizer : public IRMutator {
     return nullptr;
   }
 
-  /// Whether `guard` (a condition on the register index `var` only) has one constant value
-  /// over each group of k consecutive registers of 0 .. n-1.
-  bool GuardUniformInGroups(const Expr& guard, const Var* var, int64_t n, int64_t k) {
-    for (int64_t g = 0; g < n; g += k) {
-      int64_t first = 0;
-      for (int64_t e = 0; e < k; ++e) {
-        int64_t v = 0;
-        Expr at = an_.Simplify(Substitute(guard, [&](const Var* x) -> Expr {
-          return x == var ? MakeInt(g + e, var->dtype) : nullptr;
-        }));
-        if (!AsConstInt(at, &v)) return false;
-        if (e == 0) first = v;
-        if (v != first) return false;
+  /// Whether `e` has one value over each group of k consecutive registers of 0 .. n-1: each
+  /// of its largest terms that read the register index `var` and nothing else that varies
+  /// (`((l & 3) >> 1) * 8`, a row offset inside `m_start + tx / 4 + ((l & 3) >> 1) * 8`)
+  /// is a constant per register and the same across every group.
+  bool UniformInGroups(const Expr& e, const Var* var, int64_t n, int64_t k) {
+    struct Terms : IRVisitor {
+      const Var* var = nullptr;
+      std::vector<Expr> found;
+      void Visit(const Expr& x) override {
+        if (!UsesVar(x, var)) return;
+        bool loads = false;
+        ForEachExpr(x, [&](const Expr& y) { loads |= As<BufferLoad>(y) != nullptr; });
+        if (!loads && !UsesVar(x, [&](const Var* v) { return v != var; })) {
+          found.push_back(x);
+          return;
+        }
+        IRVisitor::Visit(x);
+      }
+    } terms;
+    terms.var = var;
+    terms.Visit(e);
+    for (const Expr& term : terms.found) {
+      for (int64_t g = 0; g < n; g += k) {
+        int64_t first = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t v = 0;
+          Expr at = an_.Simplify(Substitute(term, [&](const Var* x) -> Expr {
+            return x == var ? MakeInt(g + j, var->dtype) : nullptr;
+          }));
+          if (!AsConstInt(at, &v)) return false;
+          if (j == 0) first = v;
+          if (v != first) return false;
+        }
       }
     }
     return true;
   }
 
   Stmt GroupWalk(const For* op, const BufferStore* store, int64_t n, int64_t k, const VarRef& m,
-                 bool store_in_memory) {
+                 bool store_in_memory, const std::unordered_set<const BufferLoad*>& uniform) {
     const Var* var = op->var.get();
     VarRef j = Var::Make("j", op->var->dtype);
+    // The loads the same across a group read at its first register.
+    struct AtGroupStart : IRMutator {
+      const std::unordered_set<const BufferLoad*>* uniform;
+      std::function<Expr(const Var*)> first;
+      Expr Mutate_(const BufferLoad* load, const Expr& self) override {
+        return uniform->count(load) ? Substitute(self, first) : IRMutator::Mutate_(load, self);
+      }
+    } at_start;
+    at_start.uniform = &uniform;
+    at_start.first = [&](const Var* x) -> Expr { return x == var ? m * MakeInt(k, m->dtype) : nullptr; };
     Expr l = m * MakeInt(k, op->var->dtype) + j;
     auto at_l = [&](const Var* x) -> Expr { return x == var ? l : nullptr; };
     auto first = [&](const Var* x) -> Expr { return x == j.get() ? MakeInt(0, j->dtype) : nullptr; };
@@ -297,7 +355,7 @@ class LoopVectorizer : public IRMutator {
     GroupedLoads grouped{this, j, k, store->span, &pre};
     Hoist hoist;
     hoist.self = &grouped;
-    Expr value = hoist.Mutate(Substitute(store->value, at_l));
+    Expr value = hoist.Mutate(Substitute(at_start.Mutate(store->value), at_l));
     std::vector<Expr> idx;
     for (const Expr& e : store->indices) idx.push_back(Substitute(e, at_l));
     std::vector<Stmt> body = pre;
