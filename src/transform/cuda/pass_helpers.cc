@@ -6,12 +6,41 @@
 #include <cctype>
 
 #include "tl/ir/functor.h"
+#include "tl/layout/shared.h"
 #include "tl/ir/intrinsics.h"
 #include "tl/target/cuda_target.h"
 
 namespace tl::transform::cuda {
 
 using namespace ir;  // NOLINT: implementation file
+
+Expr PromisedMultiples(const Expr& e, const AlignmentPromise& promise, arith::Analyzer& an) {
+  if (promise.elems <= 1) return e;
+  struct Scale : IRMutator {
+    const AlignmentPromise* promise;
+    Expr Mutate_(const Var* op, const Expr& self) override {
+      return promise->Covers(op) ? self * MakeInt(promise->elems, op->dtype) : self;
+    }
+  } scale;
+  scale.promise = &promise;
+  return an.Simplify(scale.Mutate(e));
+}
+
+int64_t BaseAlignment(const Buffer& b, arith::Analyzer& an) {
+  switch (b->scope) {
+    // The runtime refuses tensor arguments at other addresses; an address a kernel was
+    // given (T.make_tensor over a T.ptr or a pointer table's entry) is known to hold
+    // elements only.
+    case Scope::kGlobal: return b->data ? b->dtype.bytes() : 16;
+    case Scope::kShared: return layout::SharedAlignment(false);
+    case Scope::kLocal:
+    case Scope::kVar: {
+      int64_t count = 0;
+      return AsConstInt(an.Simplify(b->NumElements()), &count) ? layout::LocalAlignment(count * b->dtype.bytes()) : 0;
+    }
+    default: return 0;
+  }
+}
 
 AlignmentPromise DynamicAlignment(const PassContext& ctx) {
   AlignmentPromise out;

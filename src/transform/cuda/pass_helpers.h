@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tl/arith/simplify.h"
 #include "tl/ir/stmt.h"
 #include "tl/transform/pass.h"
 
@@ -25,6 +26,13 @@ struct AlignmentPromise {
   bool Covers(const ir::Var* v) const { return elems > 1 && v && vars.count(v->name) > 0; }
 };
 AlignmentPromise DynamicAlignment(const PassContext& ctx);
+/// `e` with each dynamic size the promise covers read as that multiple (n -> n * 16), so
+/// an alignment proof may count on it: a row of n elements then starts on a vector.
+ir::Expr PromisedMultiples(const ir::Expr& e, const AlignmentPromise& promise, arith::Analyzer& an);
+/// Byte alignment of a buffer's first element, or 0 when unknown: tensors 16 (the runtime
+/// checks), a tensor made over a pointer the kernel was given its element size, shared
+/// tiles and register arrays as codegen places and declares them.
+int64_t BaseAlignment(const ir::Buffer& b, arith::Analyzer& an);
 
 
 /// Evaluate(Call(void, name, args)).

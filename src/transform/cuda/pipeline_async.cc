@@ -106,49 +106,6 @@ class Pipeliner : public cuda::ThreadShareMutator {
   }
 
  protected:
-  /// T.wgmma_gemm's wgmmas read their shared operands until a T.wait_wgmma. The loads this
-  /// loop prefetches go into the stage the previous iteration read, so a T.wgmma_gemm on a
-  /// staged tile must be waited for with T.wait_wgmma(0) later in the same iteration;
-  /// otherwise the next loads would overwrite operands its wgmmas may still read.
-  void CheckWgmmaWaited(const For* loop) {
-    bool pending = false;
-    ForEachExpr(loop->body, [&](const Expr& e) {
-      const auto* call = As<Call>(e);
-      int64_t n = -1;
-      if (HasEffect(call, kWgmmaInFlight)) {
-        for (int k = 0; k < 2; ++k) {
-          const auto* addr = As<Call>(call->args[k]);
-          const auto* load = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
-          pending |= load && plan_.stages.count(load->buffer.get()) > 0;
-        }
-      } else if (HasEffect(call, kWgmmaWait) && AsConstInt(call->args[0], &n) && n == 0) {
-        pending = false;
-      }
-    });
-    if (pending) {
-      TL_USER_ERROR(loop->span) << "T.Pipelined: a T.wgmma_gemm on a tile this loop stages is not waited for with "
-                                   "T.wait_wgmma(0) later in the same iteration; the next iteration's loads into "
-                                   "its stage would overwrite operands its wgmmas may still read";
-    }
-  }
-
-  /// This loop's stages are cp.async groups whose waits count them: a group the program
-  /// commits itself in the body (T.ptx_commit_group), or a wait of its own, would shift
-  /// the count, and a stage could be read before it landed. Refused at the user's line.
-  static void CheckNoProgramGroups(const For* loop) {
-    struct Finder : IRVisitor {
-      void Visit_(const Evaluate* ev) override {
-        const auto* call = As<Call>(ev->value);
-        if (HasEffect(call, kProgramGroupCommit) || HasEffect(call, kProgramGroupWait)) {
-          TL_USER_ERROR(ev->span) << "T." << call->op << " inside a T.Pipelined loop that this compiler stages with "
-                                  << "cp.async groups of its own (its waits count them): commit and wait for "
-                                  << "T.ptx_cp_async copies outside the loop, or give it num_stages=0";
-        }
-      }
-    } finder;
-    finder.Visit(loop->body);
-  }
-
   // (ThreadShareMutator: in a branch on a range of threads, `if tx < 32: ... else:
   // <pipelined loop>`, the staged copies are spread over the range's threads.)
 
@@ -266,8 +223,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
       if (!is_producer && !is_gather) parts.consumers.push_back(st);
     }
     if (parts.stages == 1) return SingleStagePipeline(parts);
-    CheckWgmmaWaited(op);
-    CheckNoProgramGroups(op);
+    cuda::CheckWgmmaWaited(op, [&](const BufferNode* b) { return plan_.stages.count(b) > 0; });
+    cuda::CheckNoProgramGroups(op);
     const size_t readers = LeadingStageReaders(parts);
     std::vector<cuda::RefillGroup> groups = RefillGroups(parts, readers);
     return groups.empty() ? UniformPipeline(parts, readers) : PerCopyPipeline(parts, groups);
@@ -364,10 +321,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
     }
     // (A loop with cp.async groups of the program's own keeps its order: ours would shift
     // the counts its waits assume.)
-    bool program_groups = false;
-    ForEachExpr(op->body, [&](const Expr& e) {
-      program_groups |= HasEffect(As<Call>(e), kProgramGroupCommit) || HasEffect(As<Call>(e), kProgramGroupWait);
-    });
+    const bool program_groups = cuda::HasProgramGroups(op);
     const size_t through = program_groups ? 0 : cuda::StageReadersThrough(parts.consumers, stage_tiles);
     if (!through) {
       ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) +

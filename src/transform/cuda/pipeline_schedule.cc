@@ -9,6 +9,7 @@
 #include "pass_helpers.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/support/error.h"
 
 namespace tl::transform::cuda {
 
@@ -258,6 +259,50 @@ std::vector<Stmt> Flatten(const Stmt& s) {
   // Nested sequences too: hoist-pipelined-allocations puts a loop's hoisted tiles and the
   // loop in a sequence of their own, which must not hide the loop from its callers.
   return FlattenSeq(s);
+}
+
+void CheckWgmmaWaited(const For* loop, const std::function<bool(const BufferNode*)>& staged) {
+  bool pending = false;
+  ForEachExpr(loop->body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    int64_t n = -1;
+    if (HasEffect(call, kWgmmaInFlight)) {
+      for (int k = 0; k < 2; ++k) {
+        const auto* addr = As<Call>(call->args[k]);
+        const auto* load = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+        pending |= load && staged(load->buffer.get());
+      }
+    } else if (HasEffect(call, kWgmmaWait) && AsConstInt(call->args[0], &n) && n == 0) {
+      pending = false;
+    }
+  });
+  if (pending) {
+    TL_USER_ERROR(loop->span) << "T.Pipelined: a T.wgmma_gemm on a tile this loop stages is not waited for with "
+                                 "T.wait_wgmma(0) later in the same iteration; the next iteration's loads into "
+                                 "its stage would overwrite operands its wgmmas may still read";
+  }
+}
+
+bool HasProgramGroups(const For* loop) {
+  bool found = false;
+  ForEachExpr(loop->body, [&](const Expr& e) {
+    found |= HasEffect(As<Call>(e), kProgramGroupCommit) || HasEffect(As<Call>(e), kProgramGroupWait);
+  });
+  return found;
+}
+
+void CheckNoProgramGroups(const For* loop) {
+  struct Finder : IRVisitor {
+    void Visit_(const Evaluate* ev) override {
+      const auto* call = As<Call>(ev->value);
+      if (HasEffect(call, kProgramGroupCommit) || HasEffect(call, kProgramGroupWait)) {
+        TL_USER_ERROR(ev->span) << "T." << call->op << " inside a T.Pipelined loop that this compiler stages with "
+                                << "cp.async groups of its own (its waits count them): commit and wait for "
+                                << "T.ptx_cp_async copies outside the loop, or give it num_stages=0";
+      }
+    }
+  } finder;
+  finder.Visit(loop->body);
 }
 
 int64_t NumStages(const For* op) {

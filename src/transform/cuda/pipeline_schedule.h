@@ -6,6 +6,8 @@
 /// producer warpgroup.
 #pragma once
 
+#include <functional>
+
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,6 +19,18 @@
 #include "tl/ir/stmt.h"
 
 namespace tl::transform::cuda {
+
+/// T.wgmma_gemm's wgmmas read their shared operands until a T.wait_wgmma. A pipeline loads
+/// the next iteration into the stage (or single tile) the current one read, so a
+/// T.wgmma_gemm on a tile `staged` names must be waited for with T.wait_wgmma(0) later in the
+/// same iteration; refused at the loop's line otherwise.
+void CheckWgmmaWaited(const ir::For* loop, const std::function<bool(const ir::BufferNode*)>& staged);
+
+/// Whether the loop body commits or waits for cp.async groups itself (T.ptx_commit_group,
+/// T.ptx_wait_group): a pipeline's own groups would shift the counts its waits assume.
+bool HasProgramGroups(const ir::For* loop);
+/// HasProgramGroups refused at the call's line, for a loop that must be staged.
+void CheckNoProgramGroups(const ir::For* loop);
 
 /// The statements of a Seq (nested ones flattened), or `s` alone.
 std::vector<ir::Stmt> Flatten(const ir::Stmt& s);

@@ -24,7 +24,6 @@
 #include <string>
 
 #include "../../arith/arith_internal.h"
-#include "tl/layout/shared.h"
 #include "copy_lowering.h"
 #include "pass_helpers.h"
 #include "shared_plan.h"
@@ -419,26 +418,9 @@ class LoopVectorizer : public IRMutator {
   /// tl.group_register_walks=0: register walks stay element by element (for comparisons).
   bool group_walks_ = true;
 
-  /// Byte alignment of the buffer's first element, or 0 when unknown.
-  int64_t BaseAlignment(const Buffer& b) {
-    switch (b->scope) {
-      // The runtime refuses tensor arguments at other addresses; an address a kernel was
-      // given (T.make_tensor over a T.ptr or a pointer table's entry) is known to hold
-      // elements only.
-      case Scope::kGlobal: return b->data ? b->dtype.bytes() : 16;
-      case Scope::kShared: return layout::SharedAlignment(false);
-      case Scope::kLocal:
-      case Scope::kVar: {
-        int64_t count = 0;
-        return AsConstInt(an_.Simplify(b->NumElements()), &count) ? layout::LocalAlignment(count * b->dtype.bytes()) : 0;
-      }
-      default: return 0;
-    }
-  }
-
   template <typename Lane>
   bool Fits(const Buffer& b, const std::vector<Expr>& idx, int64_t k, int64_t width, const Lane& lane) {
-    if (BaseAlignment(b) < width) return false;
+    if (cuda::BaseAlignment(b, an_) < width) return false;
     if (b->scope == Scope::kShared && cuda::Swizzled(b, gemm_, wgmma_)) {
       // The swizzles move whole 16-byte chunks: rows of whole chunks keep a group together.
       int64_t cols = 0;
@@ -462,20 +444,7 @@ class LoopVectorizer : public IRMutator {
     return true;
   }
 
-  /// `e` with each dynamic size the JIT promised to be a multiple of promise_.elems read as
-  /// that multiple (tid * N -> tid * N * 16), so the alignment proof may count on it: a row
-  /// of N elements then starts on a vector.
-  Expr Promised(const Expr& e) {
-    if (promise_.elems <= 1) return e;
-    struct Scale : IRMutator {
-      const cuda::AlignmentPromise* promise;
-      Expr Mutate_(const Var* op, const Expr& self) override {
-        return promise->Covers(op) ? self * MakeInt(promise->elems, op->dtype) : self;
-      }
-    } scale;
-    scale.promise = &promise_;
-    return an_.Simplify(scale.Mutate(e));
-  }
+  Expr Promised(const Expr& e) { return cuda::PromisedMultiples(e, promise_, an_); }
 
   Expr Let(const Var* v) const {
     auto it = lets_.find(v);
