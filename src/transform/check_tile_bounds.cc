@@ -20,6 +20,7 @@
 #include "../arith/arith_internal.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/printer.h"
 #include "tl/support/error.h"
 #include "tl/transform/passes.h"
@@ -94,6 +95,29 @@ class BoundsChecker : public IRVisitor {
   void Visit_(const BufferStore* op) override {
     Check(op->buffer, op->indices);
     IRVisitor::Visit_(op);
+  }
+  /// T.ptx_cp_async writes `bytes` from its destination element on: a count larger than
+  /// the tile has left (`T.ptx_cp_async(T.access_ptr(t[i], "w", 1), ..., 4)` over every i of
+  /// t) would write the tile's neighbour.
+  void Visit_(const Call* op) override {
+    IRVisitor::Visit_(op);
+    int64_t bytes = 0;
+    if (!HasEffect(op, kProgramGroupCopy) || op->args.size() < 3 || !AsConstInt(op->args[2], &bytes)) return;
+    const auto* addr = As<Call>(op->args[0]);
+    const auto* dst = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+    if (!dst || conditional_ || dst->buffer->scope == Scope::kGlobal || dst->buffer->dtype.bits % 8 != 0) return;
+    const Buffer& b = dst->buffer;
+    Expr flat = MakeInt(0);
+    for (size_t d = 0; d < dst->indices.size(); ++d) flat = flat + dst->indices[d] * b->StrideOf(d);
+    int64_t total = 0;
+    Range64 r{0, 0};
+    if (!AsConstInt(analyzer_.Simplify(b->NumElements()), &total) || !ExactRange(flat, &r)) return;
+    const int64_t elems = bytes / b->dtype.bytes();
+    if (r.hi + elems <= total) return;
+    TL_USER_ERROR(span_) << "T.ptx_cp_async writes " << bytes << " bytes (" << elems << " " << b->dtype.str()
+                         << " elements) from " << b->name << "[" << ToString(flat) << "], which takes values up to "
+                         << r.hi << ", past the end of " << b->name << " (" << total
+                         << " elements); num_elems counts elements of the destination's type";
   }
 
  private:

@@ -3,6 +3,7 @@ CPU pipeline (lower-buffer-views through legalize-index-width), read from their 
 just before and just after each in a lowering trace (tilelang.lower(..., trace=True); no CUDA
 toolkit, GPU or torch needed). What the pass is for must show between the two; a pass that
 only reports or checks is read from the remark it adds or the error it raises."""
+import numpy as np
 import pytest
 
 import tilelang
@@ -184,6 +185,47 @@ def test_check_tile_bounds_refuses_a_write_past_a_shared_tile():
                        match=r"out-of-bounds access to s: index i of dimension 0 takes values in \[0, 7\], "
                              r"but s has 4 elements there"):
         tilelang.lower(oob, target="cuda -arch=sm_80", trace=True)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80"])
+def test_check_tile_bounds_refuses_a_cp_async_past_its_tile(target):
+    """T.ptx_cp_async's count is in elements of the destination: four floats from t[i] for
+    every i of a 64-float tile write three past its end (on the CPU target that corrupted the
+    next array on the stack, silently)."""
+
+    @T.prim_func
+    def oob(B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            t = T.alloc_shared((64,), "float32")
+            for i in T.Parallel(64):
+                T.ptx_cp_async(T.access_ptr(t[i], "w", 1), T.access_ptr(B[i], "r", 1), 4)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            for i in T.Parallel(64):
+                C[i] = t[i]
+
+    with pytest.raises(tilelang.TileLangCompileError,
+                       match=r"T.ptx_cp_async writes 16 bytes \(4 float32 elements\) from t\[i\], which takes values "
+                             r"up to 63, past the end of t \(64 elements\)"):
+        tilelang.lower(oob, target=target)
+
+
+def test_check_tile_bounds_takes_a_cp_async_that_ends_at_its_tiles_end():
+    @T.prim_func
+    def fits(B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=16):
+            t = T.alloc_shared((64,), "float32")
+            for i in T.Parallel(16):
+                T.ptx_cp_async(T.access_ptr(t[i * 4], "w", 4), T.access_ptr(B[i * 4], "r", 4), 4)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            for i in T.Parallel(64):
+                C[i] = t[i]
+
+    b = np.arange(64, dtype=np.float32)
+    c = np.full(64, np.nan, np.float32)
+    tilelang.compile(fits, target="cpu")(b, c)
+    np.testing.assert_array_equal(c, b)
 
 
 def test_check_tile_bounds_grows_a_fragment_indexed_past_its_end():
