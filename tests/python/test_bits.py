@@ -106,7 +106,7 @@ def test_async_copy_is_a_copy_said_in_the_remarks(rng):
 
 @pytest.mark.parametrize("body, message", [
     ("T.sts32(X[i], T.uint32(1))", "accesses shared memory"),
-    ("T.async_copy(X[0:4], Y[0:4])", "only supports global->shared"),
+    ("T.async_copy(X[0:4], Y[0:4])", "only supports global->shared/shared.dyn copies; this one is global -> global"),
     ("Y[i] = T.reinterpret(T.lds64(X[i:i + 2]), T.float32)", "T.lds64 accesses shared memory; X is in global"),
     ("Y[i] = T.reinterpret(T.ldg64(X[i:i + 2]), T.float32)", "cannot be read as float32"),
 ])

@@ -562,7 +562,7 @@ def async_copy(src, dst, *, coalesced_width=None, annotations=None, loop_layout=
     _b.require_kernel("T.async_copy")
     scopes = [(x.buffer if isinstance(x, BufferRef) else x).scope for x in (src, dst)]
     if scopes[0] != "global" or scopes[1] not in ("shared", "shared.dyn"):
-        raise _b._UserError(f"T.async_copy only supports global->shared copies; this one is {scopes[0]} -> "
+        raise _b._UserError(f"T.async_copy only supports global->shared/shared.dyn copies; this one is {scopes[0]} -> "
                             f"{scopes[1]} (use T.copy)")
     _remark("T.async_copy: a synchronous T.copy here (its data is in place when it ends; waits for it are no-ops)")
     copy(src, dst)
