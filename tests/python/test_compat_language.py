@@ -249,7 +249,16 @@ def test_name_only_dtypes_import_and_convert():
         t = getattr(T, name)
         assert t == name and isinstance(t, T.dtype)
     assert T.float8_e4m3fn.bits == 8 and T.float4_e2m1fn.bits == 4 and T.int4.bits == 4
-    assert T.float8_e5m2.is_float8 and T.float4_e2m1fn.is_float4 and T.uint4.is_unsigned
+    assert T.float8_e5m2.is_float8 and T.uint4.is_unsigned
+    # upstream's fp4 predicates are methods, on the dtype and in tilelang.language.dtypes
+    from tilelang.language.dtypes import is_float4, is_float4_e2m1_unpacked, is_float4_e2m1fn
+    assert T.float4_e2m1fn.is_float4() and T.float4_e2m1fn.is_float4_e2m1fn()
+    assert T.float4_e2m1_unpacked.is_float4() and not T.float4_e2m1_unpacked.is_float4_e2m1fn()
+    assert T.float4_e2m1fnx2.is_float4() and not T.float16.is_float4() and not T.float8_e4m3fn.is_float4()
+    assert T.float4_e2m1_unpacked.bits == 8 and T.float4_e2m1fn.bits == 4
+    assert hasattr(T, "float4_e2m1fnx4") and not hasattr(T, "float4_e2m1_unpackedx2")
+    assert is_float4("float4_e2m1fn") and is_float4("custom[float4_e2m1_unpacked]8") and not is_float4(T.float16)
+    assert is_float4_e2m1fn(T.float4_e2m1fn) and is_float4_e2m1_unpacked("float4_e2m1_unpacked")
     assert T.float8_e4m3fn.as_numpy() == np.dtype(ml_dtypes.float8_e4m3fn)
     assert T.int4.as_numpy() == np.dtype(ml_dtypes.int4)
     assert T.float16.as_numpy() == np.float16 and T.bfloat16.as_numpy() == np.dtype(ml_dtypes.bfloat16)

@@ -2044,7 +2044,10 @@ def __getattr__(name):
         return _C_NAMES[name]
     from .dtypes import _split_lanes
 
-    if _split_lanes(name)[1] > 1:  # T.float32x2, T.float4_e2m1fnx2: vector dtypes
+    base, lanes = _split_lanes(name)
+    # T.float32x2, T.float4_e2m1fnx2: vector dtypes (not of the one-fp4-per-byte storage type,
+    # which upstream keeps scalar)
+    if lanes > 1 and base != "float4_e2m1_unpacked":
         return dtype(name)
     raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}")
 

@@ -9,7 +9,8 @@ _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "
             "uint": "uint32", "long": "int64", "short": "int16", "ulong": "uint64",
             "e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2",
             "bf16": "bfloat16", "fp16": "float16", "fp32": "float32",
-            "float4_e2m1fn_x2": "float4_e2m1fnx2"}  # torch's name of two packed fp4 values
+            "float4_e2m1fn_x2": "float4_e2m1fnx2",  # torch's name of two packed fp4 values
+            "custom[float4_e2m1_unpacked]8": "float4_e2m1_unpacked"}  # upstream's str() of it
 _NAMES = (
     "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
     "float16 bfloat16 float32 float64 float8_e4m3fn float8_e4m3 float8_e5m2 "
@@ -145,9 +146,16 @@ class dtype(str):
     def is_float8(self) -> bool:
         return self.startswith("float8")
 
-    @property
+    # Upstream's fp4 predicates are methods (tilelang.language.dtypes adds them to its dtype):
+    # packed float4_e2m1fn (and its x2 pairs) and the one-per-byte float4_e2m1_unpacked.
+    def is_float4_e2m1fn(self) -> bool:
+        return self.element == "float4_e2m1fn"
+
+    def is_float4_e2m1_unpacked(self) -> bool:
+        return self == "float4_e2m1_unpacked"
+
     def is_float4(self) -> bool:
-        return self.startswith("float4")
+        return self.is_float4_e2m1fn() or self.is_float4_e2m1_unpacked() or self == "float4_e2m1fnx2"
 
     @property
     def is_unsigned(self) -> bool:
@@ -213,6 +221,21 @@ def canonical(name) -> str:
     if name not in _ALL_NAMES and _split_lanes(name)[1] == 1:
         raise ValueError(f"unknown dtype {name!r}; expected one of {', '.join(_ALL_NAMES)}")
     return name
+
+
+def is_float4_e2m1fn(value) -> bool:
+    """Whether `value` (a dtype or its name) is packed fp4 E2M1."""
+    return dtype(value).is_float4_e2m1fn()
+
+
+def is_float4_e2m1_unpacked(value) -> bool:
+    """Whether `value` is fp4 E2M1 held one value per byte (upstream's shared-memory form)."""
+    return dtype(value).is_float4_e2m1_unpacked()
+
+
+def is_float4(value) -> bool:
+    """Whether `value` is fp4 E2M1, packed or unpacked."""
+    return dtype(value).is_float4()
 
 
 def _split_lanes(name: str) -> tuple:
