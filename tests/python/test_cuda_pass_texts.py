@@ -197,3 +197,30 @@ def test_pair_conversions_convert_two_registers_at_once():
     before, after = around(main, "cuda-pair-conversions")
     assert 'T.Cast("float16", F[l] * 2.0)' in before and "T.convert_pair(" not in before, before
     assert "T.convert_pair(T.address_of(G[2 * l]), F[2 * l] * 2.0, F[2 * l + 1] * 2.0)" in after, after
+
+
+def test_forward_shared_copies_drops_a_copy_between_shared_tiles():
+    """Fragments no GEMM lays out are kept in shared memory; their T.copy chain from the
+    staged tile (bfloat16 -> bfloat16 -> float32) goes, and the loop reads the staged tile,
+    converting each element it loads (upstream's mHC pre)."""
+    from test_forward_shared_copies import row_sums
+
+    before, after = around(row_sums(), "cuda-forward-shared-copies")
+    assert "T.copy(xs[0:64, 0:128], x16[0:64, 0:128])" in before, before
+    assert "T.copy(x16[0:64, 0:128], x32[0:64, 0:128])" in before, before
+    assert "acc[l_1] + x32[" in before, before
+    assert "x16" not in after and "x32" not in after, after
+    assert 'acc[l_1] + T.Cast("float32", xs[' in after, after
+
+
+def test_unroll_fragment_offsets_gives_each_step_its_constant_offset():
+    """`for s in range(2): ... acc[i + s * 16, j]` becomes two copies of its body, s replaced
+    by 0 and by 1 (each copy's loops with fresh variables), before fragments are laid out."""
+    from test_unroll_fragment_offsets import split_store
+
+    before, after = around(split_store(), "cuda-unroll-fragment-offsets")
+    assert "for s in T.serial(2):" in before and "stage[i, j] = acc[i + s * 16, j]" in before, before
+    assert "for s in T.serial(2):" not in after, after
+    assert "stage[i, j] = acc[i + 0 * 16, j]" in after, after
+    assert "stage[i_1, j_1] = acc[i_1 + 1 * 16, j_1]" in after, after
+    assert "Out[1 * 16:1 * 16 + 16, 0:64]" in after, after
