@@ -254,9 +254,9 @@ class CPrinter {
   /// search generated source for these): a float's abs as fabs, C's round (ties away from
   /// zero) as RoundTiesAwayFromZero, a 16-bit float's tan as htan.
   static std::string PrintedMathName(const Call* op) {
-    if (op->op == "abs" && op->dtype.IsFloat()) return "fabs";
-    if (op->op == "round") return "RoundTiesAwayFromZero";
-    if (op->op == "tan" && op->dtype.IsFloat() && op->dtype.bits == 16) return "htan";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("abs")) && op->dtype.IsFloat()) return "fabs";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("round"))) return "RoundTiesAwayFromZero";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("tan")) && op->dtype.IsFloat() && op->dtype.bits == 16) return "htan";
     return op->op;
   }
 
@@ -270,23 +270,23 @@ class CPrinter {
     };
     // Element-wise math and atomics: a function of the device library (intrinsics.def).
     if (HasEffect(op, kTlFunction)) return "tl::" + PrintedMathName(op) + "(" + args(0) + ")";
-    if (op->op == "infinity" || op->op == "neg_infinity") {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("infinity")) || IsIntrinsic(op, TL_INTRINSIC_NAME("neg_infinity"))) {
       return "tl::" + op->op + "<" + CType(op->dtype) + ">()";
     }
     if (HasEffect(op, kSm100aOnly)) {  // cast_rs(value, rbits, sat), the one such intrinsic (sat: checked)
       return "tl::" + StochasticRoundingHelper(op->dtype) + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
     }
-    if (op->op == "reinterpret") return "tl::bit_cast<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ")";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("reinterpret"))) return "tl::bit_cast<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ")";
     // A read-only-cache load is a plain load here; the CUDA printer overrides it.
-    if (op->op == "ldg") return Print(op->args[0]);
-    if (op->op == "address_of") {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("ldg"))) return Print(op->args[0]);
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("address_of"))) {
       const auto* load = As<BufferLoad>(op->args[0]);
       TL_ICHECK(load) << "address_of needs a buffer element";
       TL_ICHECK(!PackedInMemory(*load->buffer)) << "address of an element of packed 4-bit tensor " << load->buffer->name;
       return "(&" + Print(op->args[0]) + ")";
     }
     // A failed run-time assert (after its message is printed); the CPU printer overrides it.
-    if (op->op == "trap") return "__trap()";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("trap"))) return "__trap()";
     // T.call_extern: the function by its own name (declared by T.import_source or a header).
     if (IsExternCall(op)) return ExternCallee(op) + "(" + args(0) + ")";
     return "";

@@ -45,7 +45,7 @@ using namespace ir;  // NOLINT: implementation file
 /// The load `b[i]` of `address_of(b[i])` when b is one of the kernel's barrier tiles, or null.
 const BufferLoad* BarrierRef(const Expr& e, const std::set<const BufferNode*>& barriers) {
   const auto* call = As<Call>(e);
-  if (!call || call->op != "address_of" || call->args.size() != 1) return nullptr;
+  if (!IsIntrinsic(call, TL_INTRINSIC_NAME("address_of")) || call->args.size() != 1) return nullptr;
   const auto* load = As<BufferLoad>(call->args[0]);
   return load && barriers.count(load->buffer.get()) ? load : nullptr;
 }
@@ -79,11 +79,11 @@ struct LoopSurvey : IRVisitor {
     IRVisitor::Visit_(op);
   }
   void Visit_(const Call* op) override {
-    if (op->op == "mbarrier_wait_parity" && op->args.size() == 2 && BarrierRef(op->args[0], barriers_) &&
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("mbarrier_wait_parity")) && op->args.size() == 2 && BarrierRef(op->args[0], barriers_) &&
         !UsesVar(op->args[1], loop_var_)) {
       Note("a barrier wait's parity does not depend on the loop variable");
     }
-    if (op->op == "address_of" && op->args.size() == 1) {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("address_of")) && op->args.size() == 1) {
       if (const auto* load = As<BufferLoad>(op->args[0])) {
         if (barriers_.count(load->buffer.get())) {
           int64_t i = 0;
@@ -147,7 +147,7 @@ class StageRewriter : public StageSelector {
   Expr Mutate_(const Call* op, const Expr& self) override {
     Expr out = IRMutator::Mutate_(op, self);
     const auto* call = As<Call>(out);
-    if (!call || call->op != "mbarrier_wait_parity" || call->args.size() != 2) return out;
+    if (!IsIntrinsic(call, TL_INTRINSIC_NAME("mbarrier_wait_parity")) || call->args.size() != 2) return out;
     Expr parity = Substitute(call->args[1], [&](const Var* v) -> Expr { return v == k_ ? phase_ : nullptr; });
     return Call::Make(call->dtype, call->op, {call->args[0], parity});
   }

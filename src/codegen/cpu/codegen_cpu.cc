@@ -17,6 +17,7 @@
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::codegen {
 
@@ -210,7 +211,7 @@ class CpuCodegen : public CPrinter {
   }
   void EmitIf(const IfThenElse* op) override {
     const auto* role = As<Call>(op->cond);
-    if (!role || role->op != "cpu_role") return CPrinter::EmitIf(op);
+    if (!IsIntrinsic(role, TL_INTRINSIC_NAME("cpu_role"))) return CPrinter::EmitIf(op);
     Line() << "tl_roles.add([&]() {\n";
     EmitBody(op->then_case);
     Line() << "});\n";
@@ -249,8 +250,8 @@ class CpuCodegen : public CPrinter {
 
   std::string PrintCall(const Call* op) override {
     // A block runs as one sequence on the CPU: a block-wide barrier has nothing to wait for.
-    if (op->op == "syncthreads") return "(void)0";
-    if (op->op == "trap") return "tl::cpu::trap()";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("syncthreads"))) return "(void)0";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("trap"))) return "tl::cpu::trap()";
     // The lockstep emulation's mbarriers (templates/tl/cpu/mbarrier.h); a fence has nothing
     // to order in one sequence.
     if (op->op.rfind("mbarrier_", 0) == 0 || op->op.rfind("cpu_named_barrier_", 0) == 0) {
@@ -258,18 +259,18 @@ class CpuCodegen : public CPrinter {
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (op->op == "fence_proxy_async" || op->op == "syncwarp" || op->op == "tma_store_arrive" || op->op == "tma_store_wait" ||
-        op->op == "ptx_commit_group" || op->op == "ptx_wait_group" ||
-        op->op == "pdl_trigger" || op->op == "pdl_sync" || op->op == "set_max_nreg") {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("fence_proxy_async")) || IsIntrinsic(op, TL_INTRINSIC_NAME("syncwarp")) || IsIntrinsic(op, TL_INTRINSIC_NAME("tma_store_arrive")) || IsIntrinsic(op, TL_INTRINSIC_NAME("tma_store_wait")) ||
+        IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_commit_group")) || IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_wait_group")) ||
+        IsIntrinsic(op, TL_INTRINSIC_NAME("pdl_trigger")) || IsIntrinsic(op, TL_INTRINSIC_NAME("pdl_sync")) || IsIntrinsic(op, TL_INTRINSIC_NAME("set_max_nreg"))) {
       return "(void)0";  // lockstep: nothing to wait for; stores here are plain copies
     }
     if (HasEffect(op, kWgmmaWait)) return "(void)0";  // T.wait_wgmma: the CPU's GEMMs are complete at once
-    if (op->op == "ffs") return "tl::ffs(" + Print(op->args[0]) + ")";
-    if (op->op == "fns") {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("ffs"))) return "tl::ffs(" + Print(op->args[0]) + ")";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("fns"))) {
       return "tl::fns((unsigned int)(" + Print(op->args[0]) + "), (unsigned int)(" + Print(op->args[1]) + "), (int)(" +
              Print(op->args[2]) + "))";
     }
-    if (op->op == "tile_gemm") {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("tile_gemm"))) {
       int64_t ta = 0, tb = 0;
       AsConstInt(op->args[9], &ta);
       AsConstInt(op->args[10], &tb);

@@ -23,6 +23,7 @@
 #include "tensor_maps.h"
 #include "tl/arith/sum_terms.h"
 #include "tl/ir/printer.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/layout/fragment.h"
 #include "tl/layout/shared.h"
 #include "tl/target/cuda_attrs.h"
@@ -65,7 +66,7 @@ class CudaCodegen : public CPrinter {
     bool pdl = false;
     ForEachExpr(f->body, [&](const Expr& e) {
       const auto* call = As<Call>(e);
-      pdl |= call && call->op == "pdl_sync";
+      pdl |= IsIntrinsic(call, TL_INTRINSIC_NAME("pdl_sync"));
     });
     const auto may_alias = NonRestrictParams(f->body);
     out.programmatic_launch = pdl;
@@ -316,8 +317,8 @@ class CudaCodegen : public CPrinter {
   }
 
   std::string PrintCall(const Call* op) override {
-    if (op->op == "syncthreads") return "__syncthreads()";
-    if (op->op == "address_of" && loop_terms_apart_) {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("syncthreads"))) return "__syncthreads()";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("address_of")) && loop_terms_apart_) {
       // tl.loop_terms_apart: the address the enclosing loops start from, plus their terms,
       // `(&KV_shared[base]) + (u * 4096)` rather than `&KV_shared[base + u * 4096]`. nvcc
       // hoists each unrolled step's whole address out of an enclosing loop as a register of
@@ -334,7 +335,7 @@ class CudaCodegen : public CPrinter {
         if (base) return "((&" + Name(load->buffer.get()) + "[" + Print(base) + "]) + " + Print(loop) + ")";
       }
     }
-    if (op->op == "ldg") {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("ldg"))) {
       // __ldg reads global memory only (tl_cuda.h adds overloads for the 16- and 8-bit floats).
       const auto* load = As<BufferLoad>(op->args[0]);
       TL_ICHECK(load) << "ldg needs a buffer element";
@@ -344,7 +345,7 @@ class CudaCodegen : public CPrinter {
       }
       return Print(op->args[0]);
     }
-    if (op->op == "tma_descriptor" || op->op == "tma_im2col_descriptor") {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("tma_descriptor")) || IsIntrinsic(op, TL_INTRINSIC_NAME("tma_im2col_descriptor"))) {
       return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
     }
     std::string async = PrintAsyncPipelineCall(op, [&](const Expr& e) { return Print(e); });

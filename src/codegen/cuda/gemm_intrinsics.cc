@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gemm_intrinsics.h"
 
+#include "tl/ir/intrinsics.h"
+
 namespace tl::codegen::cuda {
 
 using namespace ir;  // NOLINT: implementation file
 
 std::string PrintGemmCall(const Call* op, const std::function<std::string(const Expr&)>& print,
                           const std::function<std::string(const Expr&)>& shared_layout) {
-  if (op->op == "gemm_rs") {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs"))) {
     std::string s = "tl::gemm_rs<";
     for (int k = 3; k < 9; ++k) s += print(op->args[k]) + ", ";
     s += shared_layout(op->args[1]) + ">(";
     for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + print(op->args[k]);
     return s + ")";
   }
-  if (op->op == "panel_layout") return "(void)0";  // a request to the shared-memory plan, already applied
-  if (op->op == "gemm_rs_tf32" || op->op == "gemm_rs_tf32_panels") {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("panel_layout"))) return "(void)0";  // a request to the shared-memory plan, already applied
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_tf32")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_tf32_panels"))) {
     std::string s = "tl::gemm_rs_tf32<";
     for (int k = 3; k < 11; ++k) s += print(op->args[k]) + ", ";
     s += shared_layout(op->args[1]);
@@ -25,16 +27,16 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
     for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + print(op->args[k]);
     return s + ")";
   }
-  if (op->op == "wait_wgmma") return "tl::wait_wgmma<" + print(op->args[0]) + ">()";
-  if (op->op == "wgmma_hold") return "tl::wgmma_hold<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
-  if (op->op == "wgmma_wait_hold") {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("wait_wgmma"))) return "tl::wait_wgmma<" + print(op->args[0]) + ">()";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("wgmma_hold"))) return "tl::wgmma_hold<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("wgmma_wait_hold"))) {
     return "tl::wgmma_wait_hold<" + print(op->args[1]) + ", " + print(op->args[2]) + ">(" + print(op->args[0]) + ")";
   }
-  if (op->op == "gemm_ss_wgmma" || op->op == "gemm_rs_wgmma" || op->op == "gemm_ss_wgmma_issue") {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma_issue"))) {
     // ss: (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups_n, m_blocks[, KTileA, KTileB]);
     // rs: (A, B, C, M, N, K, trans_b, proxy_fence, m_blocks). The template arguments follow
     // the pointers; trailing ones at their defaults (true, 1, 1) are left out.
-    const size_t first_default = op->op == "gemm_rs_wgmma" ? 7 : 8;
+    const size_t first_default = IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma")) ? 7 : 8;
     size_t end = op->args.size();
     int64_t v = 0;
     while (end > first_default && AsConstInt(op->args[end - 1], &v) && v == 1) --end;
@@ -44,7 +46,7 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
     for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + print(op->args[k]);
     return s + ")";
   }
-  if (op->op == "gemm_ss" || op->op == "gemm_ss_panels") {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_panels"))) {
     std::string s = "tl::gemm_ss<";
     for (int k = 3; k < 12; ++k) s += print(op->args[k]) + ", ";
     s += shared_layout(op->args[0]) + ", " + shared_layout(op->args[1]);

@@ -3,6 +3,7 @@
 #include "tensor_maps.h"
 
 #include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
 #include "tl/ir/printer.h"
 #include "tl/support/error.h"
 
@@ -48,8 +49,8 @@ void DeclareTensorMaps(const PrimFunc& f, CudaSource* out, std::ostringstream* s
                        std::unordered_map<std::string, std::string>* names) {
   ForEachExpr(f->body, [&](const Expr& e) {
     const auto* call = As<Call>(e);
-    const bool im2col = call && call->op == "tma_im2col_descriptor";
-    if (!call || (call->op != "tma_descriptor" && !im2col)) return;
+    const bool im2col = IsIntrinsic(call, TL_INTRINSIC_NAME("tma_im2col_descriptor"));
+    if (!call || (!IsIntrinsic(call, TL_INTRINSIC_NAME("tma_descriptor")) && !im2col)) return;
     std::string key = ToString(e);
     if (names->count(key)) return;
     const Buffer& tensor = As<BufferLoad>(As<Call>(call->args[0])->args[0])->buffer;

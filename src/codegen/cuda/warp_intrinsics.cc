@@ -31,15 +31,15 @@ std::string PrintVote(const Call* op, const std::function<std::string(const Expr
 
 std::string PrintWarpCall(const Call* op, const std::function<std::string(const Expr&)>& print) {
   if (HasEffect(op, kVote)) return PrintVote(op, print);
-  if (op->op == "ffs") {  // CUDA's own: __ffsll for 64-bit operands (a ballot), else __ffs
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("ffs"))) {  // CUDA's own: __ffsll for 64-bit operands (a ballot), else __ffs
     bool wide = op->args[0]->dtype.bytes() == 8;
     return std::string(wide ? "__ffsll((long long)(" : "__ffs((int)(") + print(op->args[0]) + "))";
   }
-  if (op->op == "fns") {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("fns"))) {
     return "__fns((unsigned int)(" + print(op->args[0]) + "), (unsigned int)(" + print(op->args[1]) + "), (int)(" +
            print(op->args[2]) + "))";
   }
-  if (op->op == "syncwarp") return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + print(op->args[0]) + ")";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("syncwarp"))) return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + print(op->args[0]) + ")";
   if (op->op.rfind("allreduce_", 0) == 0) {  // (value, lanes, whole warp): upstream's spelling
     static const std::pair<const char*, const char*> kOps[] = {
         {"allreduce_sum", "SumOp"},         {"allreduce_max", "MaxOp"},         {"allreduce_min", "MinOp"},
@@ -62,12 +62,12 @@ std::string PrintWarpCall(const Call* op, const std::function<std::string(const 
     if (AsConstInt(op->args[1], &lanes) && lanes == 32) whole_warp = 0;  // (the default: no promise needed)
     return "tl::" + op->op + "<" + print(op->args[1]) + (whole_warp ? ", true" : "") + ">(" + print(op->args[0]) + ")";
   }
-  if (op->op == "shfl_xor" || op->op == "shfl_down" || op->op == "shfl_up" || op->op == "shfl_sync") {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_xor")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_down")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_up")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_sync"))) {
     // 32- and 64-bit ints and floats: CUDA's __shfl_*_sync itself; the 16- and 8-bit types
     // through tl::'s, which widens them (reduce.h)
     DType t = op->args[0]->dtype;
     if ((t.bytes() == 4 || t.bytes() == 8) && (t.IsInt() || t.code == DType::kFloat)) {
-      std::string name = op->op == "shfl_sync" ? "__shfl_sync" : "__" + op->op + "_sync";
+      std::string name = IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_sync")) ? "__shfl_sync" : "__" + op->op + "_sync";
       return name + "(0xffffffffu, " + print(op->args[0]) + ", " + print(op->args[1]) + ", " +
              print(op->args[2]) + ")";
     }
