@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file "check-tile-bounds": an access to a tile (shared, fragment, local) that certainly
 /// leaves it is a CompileError at its line, on every target: such a write would corrupt a
-/// neighbouring tile, or silently drop work, instead of failing.
+/// neighbouring tile, or silently drop work, instead of failing. A T.ptx_cp_async counts
+/// as an access to every element it writes (its destination element and those after it).
 ///
 /// Only certain cases are reported, so that no correct program is refused: the access is
 /// unconditional (not under an `if`, a `while` or one arm of a select), and each index is

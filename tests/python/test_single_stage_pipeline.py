@@ -44,8 +44,7 @@ def gate_up(M, N, K, bm=64, bn=64, bk=32, threads=128, stages=1):
 
 
 def gemm(M, N, K, bm=64, bn=64, bk=32, threads=128, stages=1):
-    """C = A @ B with both tiles read by one GEMM (one refill point), then a scale of the
-    accumulator after the GEMM inside the loop body's last statement."""
+    """C = A @ B with both tiles read by one GEMM: one refill point, after it."""
 
     @T.prim_func
     def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float32)):

@@ -191,10 +191,11 @@ class LoopVectorizer : public IRMutator {
   /// count as swizzled in 16-byte chunks whatever their layout (a group stays inside one
   /// chunk of a row of whole chunks). Loads that do not depend on l (a per-row scale) stay.
   /// D must not be read by e (a group reads everything before writing), e calls nothing
-  /// with effects, and e selects nothing (a guarded load may not be read out of its guard).
-  /// Guards around the store (a row's `i < actual_rows`, the tensor's edge) and memory loads
-  /// (a per-row scale) that are the same for every register of a group (UniformInGroups)
-  /// are read once per group, at its first register.
+  /// with effects, and no load of e that moves within a group is under a select (a guarded
+  /// load may not be read out of its guard). Guards around the store (a row's
+  /// `i < actual_rows`, the tensor's edge) and memory loads (a per-row scale, under its edge
+  /// guard too) that are the same for every register of a group (UniformInGroups) are read
+  /// once per group, at its first register.
   Stmt VectorizeWalk(const For* op, const Stmt& body) {
     int64_t n = 0, lo = -1;
     if (!AsConstInt(op->extent, &n) || !AsConstInt(op->min, &lo) || lo != 0 || n < 2) return nullptr;
