@@ -575,3 +575,63 @@ def test_barriers_allocated_together_are_initialized_together():
     b = np.full(128, np.nan, np.float32)
     compile_cpu(two_barriers_in_a_row())(a, b)
     np.testing.assert_allclose(b, a[::-1].astype(np.float64) * 2, rtol=0)
+
+
+def gathered_rows_sum(rows=256, n_steps=6, prologue=True):
+    """Out = sum over the steps of X[offs[s]:offs[s] + 64, :], the offsets written into shared
+    memory by all 256 threads before the role split (minference's index lists): the
+    producer's TMA addresses read entries the consumers' threads wrote, and the other way
+    round. With prologue=False the offsets come straight from the tensor."""
+
+    @T.prim_func
+    def main(Idx: T.Tensor((8,), "int32"), X: T.Tensor((rows, 64), "float32"), Out: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            offs = T.alloc_shared((256,), "int32")
+            Xs = T.alloc_shared((2, 64, 64), "float32")
+            acc = T.alloc_fragment((64, 64), "float32")
+            mbars = T.alloc_barrier([128] * 4)
+            if prologue:
+                for vi in T.Parallel(256):
+                    offs[vi] = Idx[vi % 8]
+            tid = T.get_thread_binding()
+            if tid >= 128:
+                for s in T.serial(n_steps):
+                    k = offs[s] if prologue else Idx[s]
+                    T.mbarrier_wait_parity(mbarrier=mbars[s % 2 + 2], parity=((s & 3) >> 1) ^ 1)
+                    T.tma_copy(X[k:k + 64, :], Xs[s % 2, :, :], barrier=mbars[s % 2])
+                    T.mbarrier_arrive(mbarrier=mbars[s % 2])
+            else:
+                T.fill(acc, 0)
+                for s in T.serial(n_steps):
+                    T.mbarrier_wait_parity(mbarrier=mbars[s % 2], parity=(s & 3) >> 1)
+                    for i, j in T.Parallel(64, 64):
+                        acc[i, j] += Xs[s % 2, i, j]
+                    T.mbarrier_arrive(mbarrier=mbars[s % 2 + 2])
+                T.copy(acc, Out)
+
+    return main
+
+
+def test_gathered_rows_sum_values(rng):
+    idx = np.array([0, 64, 192, 32, 128, 96, 160, 16], dtype=np.int32)
+    x = rng.standard_normal((256, 64)).astype(np.float32)
+    out = poison((64, 64))
+    tilelang.compile(gathered_rows_sum())(idx, x, out)
+    ref = sum(x[k:k + 64].astype(np.float64) for k in idx[:6])
+    assert_close(out, ref)
+
+
+def test_shared_writes_before_the_role_split_reach_both_warpgroups():
+    """Each warpgroup's copy of the prologue writes its threads' share of the offsets; both
+    then meet at one barrier over all 256 threads before their T.ws work (upstream: a
+    __syncthreads before the split). Without the prologue there is nothing to publish."""
+    src, remarks = cuda_source(gathered_rows_sum())
+    producer, consumer = src.split("} else {", 1)
+    producer = producer[producer.index("if ((threadIdx.x >= 128))"):]
+    for role in (producer, consumer):
+        write, barrier = role.index("offs[("), role.index("tl::named_barrier_sync(15, 256);")
+        assert write < barrier, role
+    assert producer.index("tl::named_barrier_sync(15, 256);") < producer.index("= offs[s]"), producer
+    assert any("published to both warpgroups by a barrier over all 256 threads" in r for r in remarks), remarks
+    src, remarks = cuda_source(gathered_rows_sum(prologue=False))
+    assert ", 256);" not in src and not any("published to both" in r for r in remarks), src

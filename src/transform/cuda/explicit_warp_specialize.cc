@@ -15,9 +15,13 @@
 /// tiles and the barriers are allocated before the split; one thread initializes each
 /// barrier with its arrive count, then a fence and a block barrier publish them.
 ///
-/// The compiler adds no ordering of its own here: T.Pipelined loops run serially (the
-/// automatic pipelining and warp specialization stay off, said in a remark), and a T.tma_copy
-/// becomes, on one thread, mbarrier_expect_tx of its bytes and its TMA box loads.
+/// The compiler adds one ordering of its own here, the block barrier a tile program has after
+/// shared-memory writes that other threads read: statements outside T.ws that write shared
+/// memory are followed, before the next T.ws block, by a barrier over both warpgroups
+/// (PublishCommonWrites), since each warpgroup's own barriers cannot order the other's
+/// writes. T.Pipelined loops run serially (the automatic pipelining and warp specialization
+/// stay off, said in a remark), and a T.tma_copy becomes, on one thread,
+/// mbarrier_expect_tx of its bytes and its TMA box loads.
 ///
 /// What this cannot compile correctly is refused at its line: tile ops outside T.ws, tile
 /// work in both warpgroups, a producer's own tile ops other than T.tma_copy, more than two
@@ -206,6 +210,60 @@ std::vector<Stmt> BarrierInit(const std::vector<const AttrStmt*>& inits, const S
           cuda::CallStmt("syncthreads", {}, span)};
 }
 
+/// The named barrier the two warpgroups meet at after statements outside T.ws blocks that
+/// write shared memory (PublishCommonWrites): the highest id the program does not use.
+int64_t CommonWritesBarrierId(const Stmt& body) {
+  std::set<int64_t> used;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    int64_t id = 0;
+    if ((IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync")) ||
+         IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_arrive"))) &&
+        !call->args.empty() && AsConstInt(call->args[0], &id)) {
+      used.insert(id);
+    }
+  });
+  int64_t id = 15;
+  while (id > 1 && used.count(id)) --id;
+  return id;
+}
+
+/// Statements outside the T.ws blocks run on both warpgroups (each thread its share), and
+/// what they write to shared memory one warpgroup's T.ws blocks may read where the other's
+/// threads wrote it (minference's index lists, written by all 256 threads, read by the
+/// producer's TMA addresses and the consumers alike). Each warpgroup's barriers cover its
+/// own threads only, so before a top-level T.ws block that follows such writes both
+/// projections get a barrier over all 256 threads, at the same place in each (upstream puts
+/// a __syncthreads before its role split there).
+Stmt PublishCommonWrites(const Stmt& body, const Span& span, bool* published) {
+  struct HasWs : IRVisitor {
+    bool found = false;
+    void Visit_(const AttrStmt* op) override {
+      found |= op->key == kWsAttr;
+      IRVisitor::Visit_(op);
+    }
+  };
+  const int64_t id = CommonWritesBarrierId(body);
+  std::vector<Stmt> out;
+  bool pending = false;  // shared writes outside T.ws since the last barrier
+  for (const Stmt& st : FlattenSeq(body)) {
+    HasWs ws;
+    ws.Visit(st);
+    if (ws.found && pending) {
+      out.push_back(cuda::CallStmt("named_barrier_sync", {MakeInt(id), MakeInt(2 * kWarpgroup)}, st->span));
+      pending = false;
+      *published = true;
+    }
+    if (!ws.found) {
+      std::unordered_set<const BufferNode*> writes;
+      cuda::AddWrites(st, &writes);
+      for (const BufferNode* b : writes) pending |= b->scope == Scope::kShared;
+    }
+    out.push_back(st);
+  }
+  return Seq::Make(out, span);
+}
+
 /// A kernel with barriers but no T.ws: its barriers initialized where they are allocated
 /// (those allocated one after another, with nothing else between, together: one thread's
 /// inits, one fence and one block barrier, as upstream does, instead of a block barrier
@@ -325,9 +383,15 @@ class KernelRewriter : public IRMutator {
     Stmt ws_body = cuda::ApplyRegisterBudget(op->body, threads,
                                        "a kernel with T.ws blocks runs them on the compiler's warpgroup split",
                                        ctx_);
+    const Span& span = op->body->span;
+    bool published = false;
+    ws_body = PublishCommonWrites(ws_body, span, &published);
+    if (published) {
+      ctx_.remarks.push_back(where + ": shared memory written outside the T.ws blocks is published to both "
+                             "warpgroups by a barrier over all 256 threads before the T.ws block that follows");
+    }
     Hoister hoist;
     hoist.Visit(ws_body);
-    const Span& span = op->body->span;
     // The producer's threads are launched at 128..255: source thread producer * 128 + i is
     // thread 128 + i there.
     Stmt p = Projector(producer, true, (producer - 1) * kWarpgroup).Mutate(ws_body);
