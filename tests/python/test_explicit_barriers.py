@@ -577,17 +577,19 @@ def test_barriers_allocated_together_are_initialized_together():
     np.testing.assert_allclose(b, a[::-1].astype(np.float64) * 2, rtol=0)
 
 
-def gathered_rows_sum(rows=256, n_steps=6, prologue=True):
+def gathered_rows_sum(rows=256, n_steps=6, prologue=True, epilogue=False):
     """Out = sum over the steps of X[offs[s]:offs[s] + 64, :], the offsets written into shared
     memory by all 256 threads before the role split (minference's index lists): the
     producer's TMA addresses read entries the consumers' threads wrote, and the other way
-    round. With prologue=False the offsets come straight from the tensor."""
+    round. With prologue=False the offsets come straight from the tensor; with epilogue=True
+    the consumers leave the sum in a shared tile that all 256 threads store after the split."""
 
     @T.prim_func
     def main(Idx: T.Tensor((8,), "int32"), X: T.Tensor((rows, 64), "float32"), Out: T.Tensor((64, 64), "float32")):
         with T.Kernel(1, threads=256) as bx:
             offs = T.alloc_shared((256,), "int32")
             Xs = T.alloc_shared((2, 64, 64), "float32")
+            res = T.alloc_shared((64, 64), "float32")
             acc = T.alloc_fragment((64, 64), "float32")
             mbars = T.alloc_barrier([128] * 4)
             if prologue:
@@ -607,31 +609,50 @@ def gathered_rows_sum(rows=256, n_steps=6, prologue=True):
                     for i, j in T.Parallel(64, 64):
                         acc[i, j] += Xs[s % 2, i, j]
                     T.mbarrier_arrive(mbarrier=mbars[s % 2 + 2])
-                T.copy(acc, Out)
+                if epilogue:
+                    T.copy(acc, res)
+                else:
+                    T.copy(acc, Out)
+            if epilogue:
+                for i, j in T.Parallel(64, 64):
+                    Out[i, j] = res[i, j]
 
     return main
 
 
-def test_gathered_rows_sum_values(rng):
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_gathered_rows_sum_values(rng, epilogue):
     idx = np.array([0, 64, 192, 32, 128, 96, 160, 16], dtype=np.int32)
     x = rng.standard_normal((256, 64)).astype(np.float32)
     out = poison((64, 64))
-    tilelang.compile(gathered_rows_sum())(idx, x, out)
+    tilelang.compile(gathered_rows_sum(epilogue=epilogue))(idx, x, out)
     ref = sum(x[k:k + 64].astype(np.float64) for k in idx[:6])
     assert_close(out, ref)
 
 
 def test_shared_writes_before_the_role_split_reach_both_warpgroups():
-    """Each warpgroup's copy of the prologue writes its threads' share of the offsets; both
-    then meet at one barrier over all 256 threads before their T.ws work (upstream: a
+    """The prologue's T.Parallel is the block's work: the consumer warpgroup (the kernel's
+    threads) does all of it, and the producer, which reads the offsets for its TMA addresses,
+    waits for it at a barrier over all 256 threads that both warpgroups meet (upstream: a
     __syncthreads before the split). Without the prologue there is nothing to publish."""
     src, remarks = cuda_source(gathered_rows_sum())
     producer, consumer = src.split("} else {", 1)
     producer = producer[producer.index("if ((threadIdx.x >= 128))"):]
-    for role in (producer, consumer):
-        write, barrier = role.index("offs[("), role.index("tl::named_barrier_sync(15, 256);")
-        assert write < barrier, role
+    assert "offs[(" not in producer, producer  # (spread as the kernel's threads, it wrote past offs)
     assert producer.index("tl::named_barrier_sync(15, 256);") < producer.index("= offs[s]"), producer
+    assert consumer.index("offs[(") < consumer.index("tl::named_barrier_sync(15, 256);"), consumer
     assert any("published to both warpgroups by a barrier over all 256 threads" in r for r in remarks), remarks
+    assert any("runs on the consumer warpgroup's threads, which do all of its iterations" in r for r in remarks)
     src, remarks = cuda_source(gathered_rows_sum(prologue=False))
     assert ", 256);" not in src and not any("published to both" in r for r in remarks), src
+
+
+def test_shared_writes_in_a_role_reach_statements_after_the_split():
+    """The consumers' result tile, stored by the block after the T.ws blocks: the store is
+    the consumers' (a T.Parallel), behind a second barrier over both warpgroups."""
+    src, _ = cuda_source(gathered_rows_sum(epilogue=True))
+    producer, consumer = src.split("} else {", 1)
+    assert producer.count("tl::named_barrier_sync(15, 256);") == 2 and "Out[" not in producer, producer
+    assert consumer.count("tl::named_barrier_sync(15, 256);") == 2, consumer
+    assert consumer.rindex("tl::named_barrier_sync(15, 256);") < consumer.index("Out["), consumer
+    assert consumer.index("res[") < consumer.rindex("tl::named_barrier_sync(15, 256);"), consumer

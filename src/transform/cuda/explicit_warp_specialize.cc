@@ -10,7 +10,8 @@
 /// above them, `if ws_is_producer(128): P else: C`. P and C are the kernel body projected
 /// on each warpgroup: its own T.ws blocks inlined, the other's dropped, and the statements
 /// outside T.ws kept in both (every thread runs them once, so both copies run exactly what
-/// the source's threads ran). The projection is faithful because two warpgroups only
+/// the source's threads ran), except T.Parallel loops, the block's collective work, which
+/// the consumers' copy does whole (spread over the kernel's threads, the consumers'). The projection is faithful because two warpgroups only
 /// communicate through memory and the barriers, which the program orders itself. Shared
 /// tiles and the barriers are allocated before the split; one thread initializes each
 /// barrier with its arrive count, then a fence and a block barrier publish them.
@@ -103,7 +104,11 @@ class Projector : public IRMutator {
     int64_t g = -1;
     AsConstInt(m->values[0], &g);
     if (g != group_) return Seq::Make({}, op->span);
-    return Mutate(op->then_case);
+    const bool outer = in_ws_;
+    in_ws_ = true;
+    Stmt kept = Mutate(op->then_case);
+    in_ws_ = outer;
+    return kept;
   }
   Stmt Mutate_(const AttrStmt* op, const Stmt& self) override {
     if (op->key == kWsAttr || op->key == kBarrierInitAttr) return Seq::Make({}, op->span);
@@ -116,6 +121,14 @@ class Projector : public IRMutator {
     return IRMutator::Mutate_(op, self);
   }
   Stmt Mutate_(const For* op, const Stmt& self) override {
+    // A T.Parallel outside the T.ws blocks is the block's collective work: its iterations are
+    // spread over the kernel's threads, which are the consumer warpgroup's after the split,
+    // so the consumers' copy does all of it; a copy in the producer (spread as if its
+    // threads were the kernel's) would repeat it at shifted indices, past its tiles' ends.
+    if (producer_ && !in_ws_ && op->for_kind == ForKind::kParallel) {
+      dropped_parallel_lines.push_back(op->span.line);
+      return Seq::Make({}, op->span);
+    }
     Stmt body = Mutate(op->body);
     ForKind kind = op->for_kind == ForKind::kPipelined ? ForKind::kSerial : op->for_kind;
     auto annotations = op->for_kind == ForKind::kPipelined ? std::map<std::string, Expr>{} : op->annotations;
@@ -169,7 +182,12 @@ class Projector : public IRMutator {
   int64_t group_;
   bool producer_;
   int64_t offset_;
+  bool in_ws_ = false;  ///< inside one of this warpgroup's T.ws blocks
   Span span_;
+
+ public:
+  /// The lines of the T.Parallel loops outside T.ws left to the consumers (producer only).
+  std::vector<int> dropped_parallel_lines;
 };
 
 /// Collects the shared allocations (hoisted before the split) and barrier initializations.
@@ -231,10 +249,12 @@ int64_t CommonWritesBarrierId(const Stmt& body) {
 /// Statements outside the T.ws blocks run on both warpgroups (each thread its share), and
 /// what they write to shared memory one warpgroup's T.ws blocks may read where the other's
 /// threads wrote it (minference's index lists, written by all 256 threads, read by the
-/// producer's TMA addresses and the consumers alike). Each warpgroup's barriers cover its
-/// own threads only, so before a top-level T.ws block that follows such writes both
-/// projections get a barrier over all 256 threads, at the same place in each (upstream puts
-/// a __syncthreads before its role split there).
+/// producer's TMA addresses and the consumers alike); the other way round, such a statement
+/// after the T.ws blocks may read what either warpgroup wrote there. Each warpgroup's
+/// barriers cover its own threads only, so at the top level of the kernel, between shared
+/// writes on one side of that boundary and the first statement on the other side that
+/// touches shared memory, both projections get a barrier over all 256 threads, at the same
+/// place in each (upstream puts a __syncthreads before its role split there).
 Stmt PublishCommonWrites(const Stmt& body, const Span& span, bool* published) {
   struct HasWs : IRVisitor {
     bool found = false;
@@ -243,21 +263,28 @@ Stmt PublishCommonWrites(const Stmt& body, const Span& span, bool* published) {
       IRVisitor::Visit_(op);
     }
   };
+  auto touches_shared = [](const Stmt& st) {
+    if (As<Allocate>(st)) return false;
+    for (const BufferNode* b : cuda::BuffersOf(st)) {
+      if (b->scope == Scope::kShared) return true;
+    }
+    return false;
+  };
   const int64_t id = CommonWritesBarrierId(body);
   std::vector<Stmt> out;
-  bool pending = false;  // shared writes outside T.ws since the last barrier
+  bool common_wrote = false, ws_wrote = false;  // shared writes on each side since the last barrier
   for (const Stmt& st : FlattenSeq(body)) {
     HasWs ws;
     ws.Visit(st);
-    if (ws.found && pending) {
+    if ((ws.found && common_wrote) || (!ws.found && ws_wrote && touches_shared(st))) {
       out.push_back(cuda::CallStmt("named_barrier_sync", {MakeInt(id), MakeInt(2 * kWarpgroup)}, st->span));
-      pending = false;
+      common_wrote = ws_wrote = false;
       *published = true;
     }
-    if (!ws.found) {
-      std::unordered_set<const BufferNode*> writes;
-      cuda::AddWrites(st, &writes);
-      for (const BufferNode* b : writes) pending |= b->scope == Scope::kShared;
+    std::unordered_set<const BufferNode*> writes;
+    cuda::AddWrites(st, &writes);
+    for (const BufferNode* b : writes) {
+      if (b->scope == Scope::kShared) (ws.found ? ws_wrote : common_wrote) = true;
     }
     out.push_back(st);
   }
@@ -387,14 +414,23 @@ class KernelRewriter : public IRMutator {
     bool published = false;
     ws_body = PublishCommonWrites(ws_body, span, &published);
     if (published) {
-      ctx_.remarks.push_back(where + ": shared memory written outside the T.ws blocks is published to both "
-                             "warpgroups by a barrier over all 256 threads before the T.ws block that follows");
+      ctx_.remarks.push_back(where + ": shared memory written outside the T.ws blocks (or read there after them) "
+                             "is published to both warpgroups by a barrier over all 256 threads");
     }
     Hoister hoist;
     hoist.Visit(ws_body);
     // The producer's threads are launched at 128..255: source thread producer * 128 + i is
     // thread 128 + i there.
-    Stmt p = Projector(producer, true, (producer - 1) * kWarpgroup).Mutate(ws_body);
+    Projector project_producer(producer, true, (producer - 1) * kWarpgroup);
+    Stmt p = project_producer.Mutate(ws_body);
+    if (!project_producer.dropped_parallel_lines.empty()) {
+      std::vector<int>& dropped = project_producer.dropped_parallel_lines;
+      std::sort(dropped.begin(), dropped.end());
+      std::string lines;
+      for (int l : dropped) lines += (lines.empty() ? "" : ", ") + std::to_string(l);
+      ctx_.remarks.push_back(where + ": T.Parallel outside the T.ws blocks (line(s) " + lines +
+                             ") runs on the consumer warpgroup's threads, which do all of its iterations");
+    }
     Stmt c = Projector(consumer, false, consumer * kWarpgroup).Mutate(ws_body);
     std::vector<Stmt> body = hoist.allocs;
     for (const Stmt& s : BarrierInit(hoist.inits, span)) body.push_back(s);
