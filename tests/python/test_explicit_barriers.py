@@ -656,3 +656,65 @@ def test_shared_writes_in_a_role_reach_statements_after_the_split():
     assert consumer.count("tl::named_barrier_sync(15, 256);") == 2, consumer
     assert consumer.rindex("tl::named_barrier_sync(15, 256);") < consumer.index("Out["), consumer
     assert consumer.index("res[") < consumer.rindex("tl::named_barrier_sync(15, 256);"), consumer
+
+
+def rounds_of_gathered_rows(rounds=3, n_steps=2):
+    """Out = sum over rounds r and steps s of X[offs_r[s]:...+64, :], each round's offsets
+    written into shared memory by the block inside the loop that also holds the T.ws blocks:
+    each round needs the barrier over both warpgroups after its offsets, and before the
+    next round overwrites the offsets the producer may still be reading."""
+
+    @T.prim_func
+    def main(Idx: T.Tensor((rounds, 8), "int32"), X: T.Tensor((256, 64), "float32"), Out: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            offs = T.alloc_shared((8,), "int32")
+            Xs = T.alloc_shared((2, 64, 64), "float32")
+            acc = T.alloc_fragment((64, 64), "float32")
+            mbars = T.alloc_barrier([128] * 4)
+            tid = T.get_thread_binding()
+            for r in T.serial(rounds):
+                for vi in T.Parallel(8):
+                    offs[vi] = Idx[r, vi]
+                if tid >= 128:
+                    for s in T.serial(n_steps):
+                        t = r * n_steps + s
+                        k = offs[s]
+                        T.mbarrier_wait_parity(mbarrier=mbars[t % 2 + 2], parity=((t & 3) >> 1) ^ 1)
+                        T.tma_copy(X[k:k + 64, :], Xs[t % 2, :, :], barrier=mbars[t % 2])
+                        T.mbarrier_arrive(mbarrier=mbars[t % 2])
+                else:
+                    if r == 0:
+                        T.fill(acc, 0)
+                    for s in T.serial(n_steps):
+                        t = r * n_steps + s
+                        T.mbarrier_wait_parity(mbarrier=mbars[t % 2], parity=(t & 3) >> 1)
+                        for i, j in T.Parallel(64, 64):
+                            acc[i, j] += Xs[t % 2, i, j]
+                        T.mbarrier_arrive(mbarrier=mbars[t % 2 + 2])
+                    if r == rounds - 1:
+                        T.copy(acc, Out)
+
+    return main
+
+
+def test_rounds_of_gathered_rows_values(rng):
+    idx = rng.integers(0, 193, size=(3, 8)).astype(np.int32)
+    x = rng.standard_normal((256, 64)).astype(np.float32)
+    out = poison((64, 64))
+    tilelang.compile(rounds_of_gathered_rows())(idx, x, out)
+    ref = sum(x[k:k + 64].astype(np.float64) for r in range(3) for k in idx[r, :2])
+    assert_close(out, ref)
+
+
+def test_a_loop_holding_both_gets_the_barriers_inside():
+    src, _ = cuda_source(rounds_of_gathered_rows())
+    producer, consumer = src.split("} else {", 1)
+    producer = producer[producer.index("if ((threadIdx.x >= 128))"):]
+    # per round: one barrier before the offsets are overwritten (the last round's readers are
+    # done), one after they are written
+    for role in (producer, consumer):
+        loop = role[role.index("for (int32_t r"):]
+        assert loop.count("tl::named_barrier_sync(15, 256);") == 2, role
+    assert producer.rindex("tl::named_barrier_sync(15, 256);") < producer.index("= offs[s]"), producer
+    first, second = (i for i in range(len(consumer)) if consumer.startswith("tl::named_barrier_sync(15, 256);", i))
+    assert first < consumer.index("offs[") < second, consumer

@@ -246,49 +246,112 @@ int64_t CommonWritesBarrierId(const Stmt& body) {
   return id;
 }
 
-/// Statements outside the T.ws blocks run on both warpgroups (each thread its share), and
-/// what they write to shared memory one warpgroup's T.ws blocks may read where the other's
-/// threads wrote it (minference's index lists, written by all 256 threads, read by the
+/// Statements outside the T.ws blocks are the whole block's (a T.Parallel there runs on the
+/// consumers, the rest on both warpgroups), and what they write to shared memory one
+/// warpgroup's T.ws blocks may read where the other's threads wrote it (minference's index lists, written by all 256 threads, read by the
 /// producer's TMA addresses and the consumers alike); the other way round, such a statement
-/// after the T.ws blocks may read what either warpgroup wrote there. Each warpgroup's
-/// barriers cover its own threads only, so at the top level of the kernel, between shared
-/// writes on one side of that boundary and the first statement on the other side that
-/// touches shared memory, both projections get a barrier over all 256 threads, at the same
-/// place in each (upstream puts a __syncthreads before its role split there).
-Stmt PublishCommonWrites(const Stmt& body, const Span& span, bool* published) {
-  struct HasWs : IRVisitor {
-    bool found = false;
-    void Visit_(const AttrStmt* op) override {
-      found |= op->key == kWsAttr;
-      IRVisitor::Visit_(op);
-    }
+/// after the T.ws blocks may read what either warpgroup wrote there (and a next round's
+/// writes must wait for the last round's readers). Each warpgroup's barriers cover its own
+/// threads only, so at the top level of the kernel, between shared-memory accesses on one
+/// side of that boundary and the first statement on the other side that accesses shared
+/// memory, both projections get a barrier over all 256 threads, at the same place in each (upstream puts a __syncthreads before its role split there). A loop that
+/// holds both kinds of statement is scanned the same way inside, each iteration starting
+/// from what the previous one may have left unpublished (both warpgroups run its
+/// iterations alike, so they meet at the same barriers).
+class CommonWritesPublisher {
+ public:
+  /// `body`: the kernel's, whose mbarriers (ordered by the program) do not count as shared
+  /// memory here.
+  CommonWritesPublisher(int64_t id, const Stmt& body) : id_(id) {
+    struct Barriers : IRVisitor {
+      std::unordered_set<const BufferNode*>* out;
+      void Visit_(const AttrStmt* op) override {
+        if (op->key == kBarrierInitAttr && !op->values.empty()) {
+          if (const auto* load = As<BufferLoad>(op->values[0])) out->insert(load->buffer.get());
+        }
+        IRVisitor::Visit_(op);
+      }
+    } find;
+    find.out = &barriers_;
+    find.Visit(body);
+  }
+  bool published = false;
+
+  /// Shared memory touched since the last barrier, outside the T.ws blocks and in them.
+  struct Pending {
+    bool common = false, ws = false;
+    Pending operator|(const Pending& o) const { return {common || o.common, ws || o.ws}; }
   };
-  auto touches_shared = [](const Stmt& st) {
-    if (As<Allocate>(st)) return false;
-    for (const BufferNode* b : cuda::BuffersOf(st)) {
-      if (b->scope == Scope::kShared) return true;
+
+  /// `body` with the barriers, `*state` carried through it (`emit` false: only the state).
+  Stmt Scan(const Stmt& body, Pending* state, bool emit) {
+    std::vector<Stmt> out;
+    for (const Stmt& st : FlattenSeq(body)) {
+      const auto* loop = As<For>(st);
+      if (loop && HasWs(loop->body) && HasCommon(loop->body)) {
+        // A loop holding both: its body scanned where each iteration may start from what the
+        // previous one left pending (a dry pass finds that), and what it leaves after.
+        Pending dry = *state;
+        Scan(loop->body, &dry, false);
+        Pending entry = *state | dry;
+        Stmt body2 = Scan(loop->body, &entry, emit);
+        *state = entry | *state;  // (the loop may not run)
+        out.push_back(For::Make(loop->var, loop->min, loop->extent, loop->for_kind, body2, loop->annotations,
+                                loop->span));
+        continue;
+      }
+      const bool ws = HasWs(st), shared = TouchesShared(st);
+      if (shared && (ws ? state->common : state->ws)) {
+        if (emit) {
+          out.push_back(cuda::CallStmt("named_barrier_sync", {MakeInt(id_), MakeInt(2 * kWarpgroup)}, st->span));
+          published = true;
+        }
+        *state = {};
+      }
+      if (shared) (ws ? state->ws : state->common) = true;
+      out.push_back(st);
+    }
+    return Seq::Make(out, body->span);
+  }
+
+ private:
+  static bool HasWs(const Stmt& s) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void Visit_(const AttrStmt* op) override {
+        found |= op->key == kWsAttr;
+        IRVisitor::Visit_(op);
+      }
+    } f;
+    f.Visit(s);
+    return f.found;
+  }
+  /// Whether a statement list holds statements outside T.ws blocks (other than lets and
+  /// allocations).
+  static bool HasCommon(const Stmt& body) {
+    for (const Stmt& st : FlattenSeq(body)) {
+      if (!HasWs(st) && !As<Allocate>(st) && !As<LetStmt>(st)) return true;
     }
     return false;
-  };
-  const int64_t id = CommonWritesBarrierId(body);
-  std::vector<Stmt> out;
-  bool common_wrote = false, ws_wrote = false;  // shared writes on each side since the last barrier
-  for (const Stmt& st : FlattenSeq(body)) {
-    HasWs ws;
-    ws.Visit(st);
-    if ((ws.found && common_wrote) || (!ws.found && ws_wrote && touches_shared(st))) {
-      out.push_back(cuda::CallStmt("named_barrier_sync", {MakeInt(id), MakeInt(2 * kWarpgroup)}, st->span));
-      common_wrote = ws_wrote = false;
-      *published = true;
-    }
-    std::unordered_set<const BufferNode*> writes;
-    cuda::AddWrites(st, &writes);
-    for (const BufferNode* b : writes) {
-      if (b->scope == Scope::kShared) (ws.found ? ws_wrote : common_wrote) = true;
-    }
-    out.push_back(st);
   }
-  return Seq::Make(out, span);
+  bool TouchesShared(const Stmt& st) const {
+    if (As<Allocate>(st)) return false;
+    for (const BufferNode* b : cuda::BuffersOf(st)) {
+      if (b->scope == Scope::kShared && !barriers_.count(b)) return true;
+    }
+    return false;
+  }
+
+  int64_t id_;
+  std::unordered_set<const BufferNode*> barriers_;
+};
+
+Stmt PublishCommonWrites(const Stmt& body, bool* published) {
+  CommonWritesPublisher publisher(CommonWritesBarrierId(body), body);
+  CommonWritesPublisher::Pending state;
+  Stmt out = publisher.Scan(body, &state, true);
+  *published = publisher.published;
+  return out;
 }
 
 /// A kernel with barriers but no T.ws: its barriers initialized where they are allocated
@@ -412,7 +475,7 @@ class KernelRewriter : public IRMutator {
                                        ctx_);
     const Span& span = op->body->span;
     bool published = false;
-    ws_body = PublishCommonWrites(ws_body, span, &published);
+    ws_body = PublishCommonWrites(ws_body, &published);
     if (published) {
       ctx_.remarks.push_back(where + ": shared memory written outside the T.ws blocks (or read there after them) "
                              "is published to both warpgroups by a barrier over all 256 threads");
