@@ -227,7 +227,8 @@ class CPrinter {
           return "(" + a + " - tl::floor(" + a + " / " + b + ") * " + b + ")";
         }
         if (NonNegative(op->a) && Positive(op->b)) {
-          if (int s = Log2Const(op->b); s >= 0) return "(" + a + " & " + Print(MakeInt((int64_t{1} << s) - 1, op->b->dtype)) + ")";
+          if (int s = Log2Const(op->b); s >= 0)
+            return "(" + a + " & " + Print(MakeInt((int64_t{1} << s) - 1, op->b->dtype)) + ")";
           return "(" + a + " % " + b + ")";
         }
         return "tl::floormod(" + a + ", " + b + ")";
@@ -276,13 +277,15 @@ class CPrinter {
     if (HasEffect(op, kSm100aOnly)) {  // cast_rs(value, rbits, sat), the one such intrinsic (sat: checked)
       return "tl::" + StochasticRoundingHelper(op->dtype) + "(" + Print(op->args[0]) + ", " + Print(op->args[1]) + ")";
     }
-    if (IsIntrinsic(op, TL_INTRINSIC_NAME("reinterpret"))) return "tl::bit_cast<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ")";
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("reinterpret")))
+      return "tl::bit_cast<" + CType(op->dtype) + ">(" + Print(op->args[0]) + ")";
     // A read-only-cache load is a plain load here; the CUDA printer overrides it.
     if (IsIntrinsic(op, TL_INTRINSIC_NAME("ldg"))) return Print(op->args[0]);
     if (IsIntrinsic(op, TL_INTRINSIC_NAME("address_of"))) {
       const auto* load = As<BufferLoad>(op->args[0]);
       TL_ICHECK(load) << "address_of needs a buffer element";
-      TL_ICHECK(!PackedInMemory(*load->buffer)) << "address of an element of packed 4-bit tensor " << load->buffer->name;
+      TL_ICHECK(!PackedInMemory(*load->buffer))
+          << "address of an element of packed 4-bit tensor " << load->buffer->name;
       return "(&" + Print(op->args[0]) + ")";
     }
     // A failed run-time assert (after its message is printed); the CPU printer overrides it.

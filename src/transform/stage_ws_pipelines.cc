@@ -79,8 +79,8 @@ struct LoopSurvey : IRVisitor {
     IRVisitor::Visit_(op);
   }
   void Visit_(const Call* op) override {
-    if (IsIntrinsic(op, TL_INTRINSIC_NAME("mbarrier_wait_parity")) && op->args.size() == 2 && BarrierRef(op->args[0], barriers_) &&
-        !UsesVar(op->args[1], loop_var_)) {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("mbarrier_wait_parity")) && op->args.size() == 2 &&
+        BarrierRef(op->args[0], barriers_) && !UsesVar(op->args[1], loop_var_)) {
       Note("a barrier wait's parity does not depend on the loop variable");
     }
     if (IsIntrinsic(op, TL_INTRINSIC_NAME("address_of")) && op->args.size() == 1) {

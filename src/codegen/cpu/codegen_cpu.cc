@@ -150,7 +150,8 @@ class CpuCodegen : public CPrinter {
       Line() << "if (int32_t line = tl::cpu::mbarrier_failed_line()) return tl::cpu::kMbarrierStatus | line;\n";
     }
     if (jumps) {
-      Line() << "if (int32_t line = tl::cpu::divergent_threads_line()) return tl::cpu::kDivergentThreadsStatus | line;\n";
+      Line()
+          << "if (int32_t line = tl::cpu::divergent_threads_line()) return tl::cpu::kDivergentThreadsStatus | line;\n";
     }
     Line() << "return 0;\n";
     os_ << "}\n";
@@ -259,9 +260,12 @@ class CpuCodegen : public CPrinter {
       for (size_t k = 0; k < op->args.size(); ++k) s += (k ? ", " : "") + Print(op->args[k]);
       return s + ")";
     }
-    if (IsIntrinsic(op, TL_INTRINSIC_NAME("fence_proxy_async")) || IsIntrinsic(op, TL_INTRINSIC_NAME("syncwarp")) || IsIntrinsic(op, TL_INTRINSIC_NAME("tma_store_arrive")) || IsIntrinsic(op, TL_INTRINSIC_NAME("tma_store_wait")) ||
-        IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_commit_group")) || IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_wait_group")) ||
-        IsIntrinsic(op, TL_INTRINSIC_NAME("pdl_trigger")) || IsIntrinsic(op, TL_INTRINSIC_NAME("pdl_sync")) || IsIntrinsic(op, TL_INTRINSIC_NAME("set_max_nreg"))) {
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("fence_proxy_async")) || IsIntrinsic(op, TL_INTRINSIC_NAME("syncwarp")) ||
+        IsIntrinsic(op, TL_INTRINSIC_NAME("tma_store_arrive")) ||
+        IsIntrinsic(op, TL_INTRINSIC_NAME("tma_store_wait")) ||
+        IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_commit_group")) ||
+        IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_wait_group")) || IsIntrinsic(op, TL_INTRINSIC_NAME("pdl_trigger")) ||
+        IsIntrinsic(op, TL_INTRINSIC_NAME("pdl_sync")) || IsIntrinsic(op, TL_INTRINSIC_NAME("set_max_nreg"))) {
       return "(void)0";  // lockstep: nothing to wait for; stores here are plain copies
     }
     if (HasEffect(op, kWgmmaWait)) return "(void)0";  // T.wait_wgmma: the CPU's GEMMs are complete at once

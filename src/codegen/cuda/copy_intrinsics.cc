@@ -16,7 +16,9 @@ namespace {
 /// The element type an address expression points at: `address_of(B[...])` -> B's dtype.
 DType AddressedType(const Expr& address) {
   const auto* call = As<Call>(address);
-  const auto* load = IsIntrinsic(call, TL_INTRINSIC_NAME("address_of")) && call->args.size() == 1 ? As<BufferLoad>(call->args[0]) : nullptr;
+  const auto* load = IsIntrinsic(call, TL_INTRINSIC_NAME("address_of")) && call->args.size() == 1
+                         ? As<BufferLoad>(call->args[0])
+                         : nullptr;
   return load ? load->buffer->dtype : DType::Void();
 }
 
@@ -24,8 +26,10 @@ DType AddressedType(const Expr& address) {
 
 std::string PrintCopyCall(const Call* op, const std::function<std::string(const Expr&)>& print) {
   // (the compiler's own groups and the program's, T.ptx_commit_group / T.ptx_wait_group)
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("cp_async_commit")) || IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_commit_group"))) return "tl::cp_async_commit()";
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("cp_async_wait")) || IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_wait_group"))) return "tl::cp_async_wait<" + print(op->args[0]) + ">()";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("cp_async_commit")) || IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_commit_group")))
+    return "tl::cp_async_commit()";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("cp_async_wait")) || IsIntrinsic(op, TL_INTRINSIC_NAME("ptx_wait_group")))
+    return "tl::cp_async_wait<" + print(op->args[0]) + ">()";
   if (IsIntrinsic(op, TL_INTRINSIC_NAME("cp_async"))) {
     return "tl::cp_async_zfill_" + print(op->args[2]) + "(" + print(op->args[0]) + ", " + print(op->args[1]) +
            ", " + print(op->args[3]) + ")";
@@ -48,8 +52,10 @@ std::string PrintCopyCall(const Call* op, const std::function<std::string(const 
     TL_ICHECK(!pair.empty()) << "convert_pair between types without a pair conversion";
     return pair + "(" + print(op->args[0]) + ", " + print(op->args[1]) + ", " + print(op->args[2]) + ")";
   }
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("stmatrix_x4"))) return "tl::stmatrix_x4(" + print(op->args[0]) + ", " + print(op->args[1]) + ")";
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("vec_zero"))) return "tl::vec_zero<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("stmatrix_x4")))
+    return "tl::stmatrix_x4(" + print(op->args[0]) + ", " + print(op->args[1]) + ")";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("vec_zero")))
+    return "tl::vec_zero<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
   return "";
 }
 

@@ -16,7 +16,8 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
     for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + print(op->args[k]);
     return s + ")";
   }
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("panel_layout"))) return "(void)0";  // a request to the shared-memory plan, already applied
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("panel_layout")))
+    return "(void)0";  // a request to the shared-memory plan, already applied
   if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_tf32")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_tf32_panels"))) {
     std::string s = "tl::gemm_rs_tf32<";
     for (int k = 3; k < 11; ++k) s += print(op->args[k]) + ", ";
@@ -28,11 +29,13 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
     return s + ")";
   }
   if (IsIntrinsic(op, TL_INTRINSIC_NAME("wait_wgmma"))) return "tl::wait_wgmma<" + print(op->args[0]) + ">()";
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("wgmma_hold"))) return "tl::wgmma_hold<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("wgmma_hold")))
+    return "tl::wgmma_hold<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
   if (IsIntrinsic(op, TL_INTRINSIC_NAME("wgmma_wait_hold"))) {
     return "tl::wgmma_wait_hold<" + print(op->args[1]) + ", " + print(op->args[2]) + ">(" + print(op->args[0]) + ")";
   }
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma_issue"))) {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma")) ||
+      IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma_issue"))) {
     // ss: (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups_n, m_blocks[, KTileA, KTileB]);
     // rs: (A, B, C, M, N, K, trans_b, proxy_fence, m_blocks). The template arguments follow
     // the pointers; trailing ones at their defaults (true, 1, 1) are left out.

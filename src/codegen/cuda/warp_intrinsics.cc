@@ -39,7 +39,8 @@ std::string PrintWarpCall(const Call* op, const std::function<std::string(const 
     return "__fns((unsigned int)(" + print(op->args[0]) + "), (unsigned int)(" + print(op->args[1]) + "), (int)(" +
            print(op->args[2]) + "))";
   }
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("syncwarp"))) return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + print(op->args[0]) + ")";
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("syncwarp")))
+    return op->args.empty() ? "__syncwarp()" : "__syncwarp(" + print(op->args[0]) + ")";
   if (op->op.rfind("allreduce_", 0) == 0) {  // (value, lanes, whole warp): upstream's spelling
     static const std::pair<const char*, const char*> kOps[] = {
         {"allreduce_sum", "SumOp"},         {"allreduce_max", "MaxOp"},         {"allreduce_min", "MinOp"},
@@ -62,7 +63,8 @@ std::string PrintWarpCall(const Call* op, const std::function<std::string(const 
     if (AsConstInt(op->args[1], &lanes) && lanes == 32) whole_warp = 0;  // (the default: no promise needed)
     return "tl::" + op->op + "<" + print(op->args[1]) + (whole_warp ? ", true" : "") + ">(" + print(op->args[0]) + ")";
   }
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_xor")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_down")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_up")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_sync"))) {
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_xor")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_down")) ||
+      IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_up")) || IsIntrinsic(op, TL_INTRINSIC_NAME("shfl_sync"))) {
     // 32- and 64-bit ints and floats: CUDA's __shfl_*_sync itself; the 16- and 8-bit types
     // through tl::'s, which widens them (reduce.h)
     DType t = op->args[0]->dtype;

@@ -11,10 +11,12 @@
 /// on each warpgroup: its own T.ws blocks inlined, the other's dropped, and the statements
 /// outside T.ws kept in both (every thread runs them once, so both copies run exactly what
 /// the source's threads ran), except T.Parallel loops, the block's collective work, which
-/// the consumers' copy does whole (spread over the kernel's threads, the consumers'). The projection is faithful because two warpgroups only
-/// communicate through memory and the barriers, which the program orders itself. Shared
-/// tiles and the barriers are allocated before the split; one thread initializes each
-/// barrier with its arrive count, then a fence and a block barrier publish them.
+/// the consumers' copy does whole (spread over the kernel's threads, the consumers'). The
+/// projection is faithful because two warpgroups only communicate through memory and the
+/// barriers, which the program orders itself (and PublishCommonWrites, below, where the
+/// block's own statements meet them). Shared tiles and the barriers are allocated before the
+/// split; one thread initializes each barrier with its arrive count, then a fence and a
+/// block barrier publish them.
 ///
 /// The compiler adds one ordering of its own here, the block barrier a tile program has after
 /// shared-memory writes that other threads read: statements outside T.ws that write shared
@@ -248,15 +250,16 @@ int64_t CommonWritesBarrierId(const Stmt& body) {
 
 /// Statements outside the T.ws blocks are the whole block's (a T.Parallel there runs on the
 /// consumers, the rest on both warpgroups), and what they write to shared memory one
-/// warpgroup's T.ws blocks may read where the other's threads wrote it (minference's index lists, written by all 256 threads, read by the
-/// producer's TMA addresses and the consumers alike); the other way round, such a statement
-/// after the T.ws blocks may read what either warpgroup wrote there (and a next round's
-/// writes must wait for the last round's readers). Each warpgroup's barriers cover its own
-/// threads only, so at the top level of the kernel, between shared-memory accesses on one
-/// side of that boundary and the first statement on the other side that accesses shared
-/// memory, both projections get a barrier over all 256 threads, at the same place in each (upstream puts a __syncthreads before its role split there). A loop that
-/// holds both kinds of statement is scanned the same way inside, each iteration starting
-/// from what the previous one may have left unpublished (both warpgroups run its
+/// warpgroup's T.ws blocks may read where the other's threads wrote it (minference's index
+/// lists, written by all 256 threads, read by the producer's TMA addresses and the
+/// consumers alike); the other way round, such a statement after the T.ws blocks may read
+/// what either warpgroup wrote there, and a next round's writes must wait for the last
+/// round's readers. Each warpgroup's barriers cover its own threads only, so between
+/// shared-memory accesses on one side of that boundary and the first statement on the other
+/// side that accesses shared memory, both projections get a barrier over all 256 threads,
+/// at the same place in each (upstream puts a __syncthreads before its role split there).
+/// A loop that holds both kinds of statement is scanned the same way inside, each iteration
+/// starting from what the previous one may have left pending (both warpgroups run its
 /// iterations alike, so they meet at the same barriers).
 class CommonWritesPublisher {
  public:
@@ -477,8 +480,8 @@ class KernelRewriter : public IRMutator {
     bool published = false;
     ws_body = PublishCommonWrites(ws_body, &published);
     if (published) {
-      ctx_.remarks.push_back(where + ": shared memory written outside the T.ws blocks (or read there after them) "
-                             "is published to both warpgroups by a barrier over all 256 threads");
+      ctx_.remarks.push_back(where + ": shared memory accessed outside the T.ws blocks and in them is "
+                             "published to both warpgroups by a barrier over all 256 threads between the two");
     }
     Hoister hoist;
     hoist.Visit(ws_body);

@@ -175,8 +175,9 @@ class Pipeliner : public cuda::ThreadShareMutator {
       out.push_back(CallStmt("ptx_commit_group", {}, op->span));
       out.push_back(CallStmt("ptx_wait_group", {MakeInt(0)}, op->span));
     }
-    ctx_.remarks.push_back(where + ": cp.async of 16 bytes per group into " + gather->store->buffer->name +
-                           (mode == 2 ? ", committed and waited for by the program" : ", then committed and waited for"));
+    ctx_.remarks.push_back(
+        where + ": cp.async of 16 bytes per group into " + gather->store->buffer->name +
+        (mode == 2 ? ", committed and waited for by the program" : ", then committed and waited for"));
     return Seq::Make(out, op->span);
   }
 
@@ -211,7 +212,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
     }
     if (parts.producers.empty() && parts.gathers.empty()) {
       if (parts.stages >= 2) {
-        ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why + ")");
+        ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(op->span.line) + ": runs in order (" + why +
+                               ")");
       }
       return For::Make(op->var, op->min, op->extent, ForKind::kSerial, Mutate(op->body), {}, op->span);
     }
@@ -340,7 +342,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
       for (size_t c = 0; c < parts.producers.size(); ++c) all.copies.push_back(c);
       while (all.first_reader < through - 1) {
         bool reads = false;
-        for (const BufferNode* b : cuda::BuffersOf(parts.consumers[all.first_reader])) reads |= stage_tiles.count(b) > 0;
+        for (const BufferNode* b : cuda::BuffersOf(parts.consumers[all.first_reader]))
+          reads |= stage_tiles.count(b) > 0;
         if (reads) break;
         ++all.first_reader;
       }
@@ -455,7 +458,8 @@ class Pipeliner : public cuda::ThreadShareMutator {
     if (s == 1) {
       ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
                              ": one stage; the next iteration's loads issued as cp.async after the tiles' last "
-                             "reader (" + points + "), each waited for before its first reader (tl.pipeline_single_stage)");
+                             "reader (" +
+                             points + "), each waited for before its first reader (tl.pipeline_single_stage)");
       return Seq::Make(result, span);
     }
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + std::to_string(s) +

@@ -378,7 +378,8 @@ std::vector<RefillGroup> PerCopyRefillGroups(const std::vector<Stmt>& consumers,
   std::vector<RefillGroup> groups;
   for (size_t c = 0; c < copy_tiles.size(); ++c) {
     if (!span[c]) return {};
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const RefillGroup& g) { return g.last_reader == span[c]->second; });
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const RefillGroup& g) { return g.last_reader == span[c]->second; });
     if (it == groups.end()) {
       groups.push_back(RefillGroup{{c}, span[c]->first, span[c]->second});
     } else {
@@ -387,7 +388,8 @@ std::vector<RefillGroup> PerCopyRefillGroups(const std::vector<Stmt>& consumers,
     }
   }
   if (groups.size() < 2) return {};
-  std::sort(groups.begin(), groups.end(), [](const RefillGroup& a, const RefillGroup& b) { return a.last_reader < b.last_reader; });
+  std::sort(groups.begin(), groups.end(),
+            [](const RefillGroup& a, const RefillGroup& b) { return a.last_reader < b.last_reader; });
   return groups;
 }
 

@@ -163,15 +163,18 @@ class LoopVectorizer : public IRMutator {
       std::vector<Stmt> vec;
       for (const BufferStore* store : copies) {
         const auto* load = As<BufferLoad>(store->value);
-        vec.push_back(cuda::CallStmt("vec_copy", {first(store->buffer, store->indices), first(load->buffer, load->indices),
-                                                  MakeInt(width)}, store->span));
+        vec.push_back(cuda::CallStmt(
+            "vec_copy", {first(store->buffer, store->indices), first(load->buffer, load->indices), MakeInt(width)},
+            store->span));
       }
       Stmt copy = vec.size() == 1 ? vec[0] : Seq::Make(vec, op->span);
-      for (auto g = guards.rbegin(); g != guards.rend(); ++g) copy = IfThenElse::Make((*g)->cond, copy, nullptr, (*g)->span);
+      for (auto g = guards.rbegin(); g != guards.rend(); ++g)
+        copy = IfThenElse::Make((*g)->cond, copy, nullptr, (*g)->span);
       ++vectorized;
       ctx_.remarks.push_back("T.vectorized loop" + Where(op->span) + " (" + names + "): " + std::to_string(width) +
                              "-byte accesses");
-      if (n == k) return Substitute(copy, [&](const Var* x) -> Expr { return x == m.get() ? MakeInt(0, m->dtype) : nullptr; });
+      if (n == k)
+        return Substitute(copy, [&](const Var* x) -> Expr { return x == m.get() ? MakeInt(0, m->dtype) : nullptr; });
       return For::Make(m, MakeInt(0, m->dtype), MakeInt(n / k, m->dtype), ForKind::kUnrolled, copy, {}, op->span);
     }
     *why = "no 4-, 8- or 16-byte group of its elements is provably consecutive and aligned in " +
@@ -277,7 +280,8 @@ class LoopVectorizer : public IRMutator {
         if (!guard) return grouped;
         // the guard of each group's first register, around the group's accesses
         const auto* loop = As<For>(grouped);
-        Expr first = Substitute(guard, [&](const Var* x) -> Expr { return x == var ? m * MakeInt(k, m->dtype) : nullptr; });
+        Expr first =
+            Substitute(guard, [&](const Var* x) -> Expr { return x == var ? m * MakeInt(k, m->dtype) : nullptr; });
         return For::Make(loop->var, loop->min, loop->extent, loop->for_kind,
                          IfThenElse::Make(an_.Simplify(first), loop->body, nullptr, op->body->span), loop->annotations,
                          loop->span);
