@@ -233,16 +233,7 @@ std::vector<Stmt> BarrierInit(const std::vector<const AttrStmt*>& inits, const S
 /// The named barrier the two warpgroups meet at after statements outside T.ws blocks that
 /// write shared memory (PublishCommonWrites): the highest id the program does not use.
 int64_t CommonWritesBarrierId(const Stmt& body) {
-  std::set<int64_t> used;
-  ForEachExpr(body, [&](const Expr& e) {
-    const auto* call = As<Call>(e);
-    int64_t id = 0;
-    if ((IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync")) ||
-         IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_arrive"))) &&
-        !call->args.empty() && AsConstInt(call->args[0], &id)) {
-      used.insert(id);
-    }
-  });
+  const std::set<int64_t> used = cuda::ProgramNamedBarrierIds(body);
   int64_t id = 15;
   while (id > 1 && used.count(id)) --id;
   return id;

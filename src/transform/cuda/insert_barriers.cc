@@ -32,6 +32,7 @@
 
 #include "barrier_accesses.h"
 #include "barrier_slots.h"
+#include "pass_helpers.h"
 #include "shared_plan.h"
 #include "../thread_range.h"
 #include "tl/ir/intrinsics.h"
@@ -423,16 +424,7 @@ class KernelVisitor : public IRMutator {
     split.Visit(op->body);
     kernel.producers_above = split.found;
     // Ids of the program's own named barriers (constant ones; a computed id could be any).
-    ForEachExpr(op->body, [&](const Expr& e) {
-      const auto* call = As<Call>(e);
-      int64_t id = 0;
-      if ((IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync")) ||
-           IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync_all")) ||
-           IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_arrive"))) &&
-          !call->args.empty() && AsConstInt(call->args[0], &id)) {
-        kernel.user_ids.insert(id);
-      }
-    });
+    kernel.user_ids = cuda::ProgramNamedBarrierIds(op->body);
     while (kernel.user_ids.count(kernel.consumer_id)) ++kernel.consumer_id;
     kernel.program_copies = ProgramGroupCopies(op->body);
     State state;

@@ -42,6 +42,21 @@ int64_t BaseAlignment(const Buffer& b, arith::Analyzer& an) {
   }
 }
 
+std::set<int64_t> ProgramNamedBarrierIds(const Stmt& body) {
+  std::set<int64_t> ids;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* call = As<Call>(e);
+    int64_t id = 0;
+    if ((IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync")) ||
+         IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_sync_all")) ||
+         IsIntrinsic(call, TL_INTRINSIC_NAME("named_barrier_arrive"))) &&
+        !call->args.empty() && AsConstInt(call->args[0], &id)) {
+      ids.insert(id);
+    }
+  });
+  return ids;
+}
+
 AlignmentPromise DynamicAlignment(const PassContext& ctx) {
   AlignmentPromise out;
   auto it = ctx.config.find("tl.dynamic_alignment");

@@ -3,6 +3,7 @@
 /// statements, and which buffers a statement names, writes or hands to wgmma.
 #pragma once
 
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -34,6 +35,10 @@ ir::Expr PromisedMultiples(const ir::Expr& e, const AlignmentPromise& promise, a
 /// tiles and register arrays as codegen places and declares them.
 int64_t BaseAlignment(const ir::Buffer& b, arith::Analyzer& an);
 
+
+/// The constant ids of the named barriers the program uses itself (T.sync_threads(id, n),
+/// T.named_barrier_arrive(id, n), ...): the compiler's own barriers take other ids.
+std::set<int64_t> ProgramNamedBarrierIds(const ir::Stmt& body);
 
 /// Evaluate(Call(void, name, args)).
 ir::Stmt CallStmt(const std::string& name, std::vector<ir::Expr> args, const Span& span);

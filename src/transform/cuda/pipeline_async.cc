@@ -74,11 +74,6 @@ struct Planner : IRVisitor {
   std::unordered_map<const For*, std::vector<cuda::GatherCopy>> gathers;
   std::unordered_map<const For*, std::vector<std::string>> gathers_refused;
   void Visit_(const For* op) override {
-    if (op->for_kind == ForKind::kPipelined && cuda::NumStages(op) == 1 && single_stage_on) {
-      // One stage: the tiles stay single (stages 1, not given a stage dimension), no gathers.
-      std::string why;
-      for (const CopyOp* c : cuda::PipelineProducers(op, &why)) stages[c->dst.buffer.get()] = 1;
-    }
     if (op->for_kind == ForKind::kPipelined && cuda::NumStages(op) >= 2) {
       std::string why;
       auto ps = cuda::PipelineProducers(op, &why);
@@ -111,7 +106,7 @@ class Pipeliner : public cuda::ThreadShareMutator {
 
   Stmt Mutate_(const Allocate* op, const Stmt& self) override {
     auto it = plan_.stages.find(op->buffer.get());
-    if (it == plan_.stages.end() || it->second < 2) return self;
+    if (it == plan_.stages.end()) return self;
     Buffer staged = cuda::StagedBuffer(op->buffer, it->second);
     staged_[op->buffer.get()] = staged;
     return Allocate::Make(staged, op->init, op->span);
