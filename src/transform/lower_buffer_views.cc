@@ -122,6 +122,7 @@ class ViewLowerer : public IRMutator {
     if (!Touches({op->src, op->dst})) return IRMutator::Mutate_(op, self);
     std::optional<Region> src = OnOwner(op->src), dst = OnOwner(op->dst);
     if (src && dst) return CopyOp::Make(*src, *dst, op->span, op->disable_tma);
+    if (Stmt pieces = CopyInOwnerRows(op)) return pieces;
     return Mutate(LowerTileOpToLoops(self));
   }
   Stmt Mutate_(const FillOp* op, const Stmt& self) override {
@@ -241,6 +242,60 @@ class ViewLowerer : public IRMutator {
     }
     for (Range& rg : out) rg = Range{az.Simplify(rg.min), az.Simplify(rg.extent)};
     return Region{owner, out};
+  }
+
+  /// A copy whose view range crosses rows of the owner, as a few copies that each stay in one:
+  /// `T.copy(tile, out_flat[by * 128, bx * bn])` with `out_flat` (N * OH * OW, F) over the 4-D
+  /// output and OW = 64 is two copies of 64 tile rows, each a rectangle of the owner (so each
+  /// can be a TMA box or a vector copy; as element loops every access divides the flat row
+  /// index). One view dimension is split, into at most kMaxPieces ranges of the extent of the
+  /// innermost owner dimension it merges, and only where its start is provably a multiple
+  /// of that extent; the other side's matching dimension is split alike. Null otherwise.
+  Stmt CopyInOwnerRows(const CopyOp* op) {
+    constexpr int64_t kMaxPieces = 8;
+    const bool src_is_view = owner_.count(op->src.buffer.get()) > 0;
+    if (src_is_view == (owner_.count(op->dst.buffer.get()) > 0)) return nullptr;  // one side a view
+    const Region& view = src_is_view ? op->src : op->dst;
+    const Region& other = src_is_view ? op->dst : op->src;
+    const Buffer& owner = owner_.at(view.buffer.get());
+    auto groups = MergeGroups(view.buffer, owner);
+    if (owner->dtype != view.buffer->dtype || !groups || view.ranges.size() != groups->size()) return nullptr;
+    arith::Analyzer az;
+    size_t non_unit = 0;  // non-unit view dimensions before the one split
+    for (size_t i = 0; i < view.ranges.size(); ++i) {
+      int64_t e = 0, inner = 0;
+      if (!AsConstInt(view.ranges[i].extent, &e)) return nullptr;
+      if (e == 1) continue;
+      auto [first, last] = (*groups)[i];
+      if (last - first < 2 || !AsConstInt(owner->shape[last - 1], &inner) || e <= inner || e % inner ||
+          e / inner > kMaxPieces) {
+        ++non_unit;
+        continue;
+      }
+      const Expr& s = view.ranges[i].min;
+      if (!az.CanProve(EQ(FloorMod(s, MakeInt(inner, s->dtype)), MakeInt(0, s->dtype)))) return nullptr;
+      // the other side's non_unit-th non-unit dimension pairs with this one
+      size_t j = 0, seen = 0;
+      for (; j < other.ranges.size(); ++j) {
+        if (IsOne(other.ranges[j].extent) || seen++ < non_unit) continue;
+        break;
+      }
+      int64_t other_e = 0;
+      if (j == other.ranges.size() || !AsConstInt(other.ranges[j].extent, &other_e) || other_e != e) return nullptr;
+      std::vector<Stmt> pieces;
+      for (int64_t k = 0; k < e / inner; ++k) {
+        Region v = view, o = other;
+        v.ranges[i] = Range{s + MakeInt(k * inner, s->dtype), MakeInt(inner, view.ranges[i].extent->dtype)};
+        const Expr& t = other.ranges[j].min;
+        o.ranges[j] = Range{t + MakeInt(k * inner, t->dtype), MakeInt(inner, other.ranges[j].extent->dtype)};
+        std::optional<Region> on_owner = OnOwner(v);
+        if (!on_owner) return nullptr;
+        pieces.push_back(src_is_view ? CopyOp::Make(*on_owner, o, op->span, op->disable_tma)
+                                     : CopyOp::Make(o, *on_owner, op->span, op->disable_tma));
+      }
+      return Seq::Make(pieces, op->span);
+    }
+    return nullptr;
   }
 
   /// The row-major position (int64) of the element at `idx` of `buf`.

@@ -51,11 +51,18 @@ def round_trip(M, N, bm, bn, dtype, part=False, explicit=False, threads=128):
             T.copy(X[by * bm, bx * bn], S)
             for i, j in T.Parallel(bm, bn):
                 S[i, j] = S[i, j] + 1
-            if part:
+            if part == "rows":  # the second half of the tile's rows
                 if explicit:
-                    T.tma_copy(S[0:bm // 2, :], Y[by * bm, bx * bn])
+                    T.tma_copy(S[bm // 2:bm, :], Y[by * bm + bm // 2, bx * bn])
                 else:
-                    T.copy(S[0:bm // 2, :], Y[by * bm, bx * bn])
+                    T.copy(S[bm // 2:bm, :], Y[by * bm + bm // 2, bx * bn])
+            elif part == "cols":  # the first half of each row
+                if explicit:
+                    T.tma_copy(S[:, 0:bn // 2], Y[by * bm, bx * bn])
+                else:
+                    T.copy(S[:, 0:bn // 2], Y[by * bm, bx * bn])
+            elif part == "odd_rows":  # rows from 4: not where a box may start
+                T.copy(S[4:bm, :], Y[by * bm + 4, bx * bn])
             elif explicit:
                 T.tma_copy(S, Y[by * bm, bx * bn])
             else:
@@ -103,14 +110,39 @@ def test_no_tma_store_without_tma():
         assert "tl::tma_store" not in src.code and "fence_proxy" not in src.code
 
 
-def test_a_partial_tile_is_stored_by_the_threads():
-    src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part=True), **AUTO)
-    assert "tl::tma_store" not in src.code and not any("TMA store" in r for r in remarks)
+def test_a_run_of_whole_rows_is_a_tma_store_from_its_first_row():
+    src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part="rows"), **AUTO)
+    # 64 halves a row: 128-byte panels, so row 32 of the tile starts at element 32 * 64
+    assert "tl::tma_store_2d(tl_tma_0, (&S[2048]), (bx * 64), ((by * 64) + 32));" in src.code, src.code
+    assert [s for s in src.tma_specs if s[0] == 1] == [(1, 6, 2, [256, 256], [64, 32], 3)], src.tma_specs
+    assert any("S -> Y is a TMA store" in r for r in remarks), remarks
+
+
+def test_a_partial_row_or_an_unaligned_run_is_stored_by_the_threads():
+    for part in ("cols", "odd_rows"):
+        src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part=part), **AUTO)
+        assert "tl::tma_store" not in src.code and not any("TMA store" in r for r in remarks), part
     # T.tma_copy asks for TMA: the fallback is said
-    src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part=True, explicit=True))
+    src, remarks = lower(round_trip(256, 256, 64, 64, "float16", part="cols", explicit=True))
     assert "tl::tma_store" not in src.code
-    assert any("T.tma_copy at line" in r and "stored by the threads, not TMA (the copy does not cover the whole "
-               "shared tile)" in r for r in remarks), remarks
+    assert any("T.tma_copy at line" in r and "stored by the threads, not TMA (the copy does not cover a run of "
+               "whole rows of the shared tile)" in r for r in remarks), remarks
+
+
+@pytest.mark.parametrize("part", ["rows", "cols", "odd_rows"])
+def test_partial_tile_results(rng, part):
+    M, N = 200, 240
+    k = compile_cpu(round_trip(M, N, 64, 64, "float16", part=part))
+    x = rand(rng, (M, N), "float16")
+    y = np.full((M, N), np.nan, dtype=x.dtype)
+    k(x, y)
+    want = np.full((M, N), np.nan)
+    for r0 in range(0, M, 64):
+        for c0 in range(0, N, 64):
+            rows = {"rows": slice(r0 + 32, r0 + 64), "cols": slice(r0, r0 + 64), "odd_rows": slice(r0 + 4, r0 + 64)}
+            cols = slice(c0, c0 + 32) if part == "cols" else slice(c0, c0 + 64)
+            want[rows[part], cols] = x[rows[part], cols].astype(np.float64) + 1
+    np.testing.assert_array_equal(y.astype(np.float64), want.astype(np.float16).astype(np.float64))
 
 
 def store_then_read(M, N, bm, bn):

@@ -138,24 +138,69 @@ def test_copy_from_a_flat_view_stays_a_copy_of_its_owner():
     assert any("warp-specialized" in r and "2 copies with TMA" in r for r in remarks), remarks
 
 
-def test_a_view_range_across_owner_rows_keeps_the_loop_lowering():
-    """A k-tile of 24 rows of a (3 * 32)-row view straddles the owner's 32-channel rows: no
-    rectangle of the owner, so the copy is an element loop through the view (still exact)."""
+@pytest.mark.parametrize("rows", [12, 9])
+def test_a_view_range_across_owner_rows(rows):
+    """A k-tile of the (KH * C)-row view straddles the owner's C-channel rows: 12 rows from
+    a multiple of 12 are two runs of whole owner rows (two copies of the owner), 9 rows are
+    no such run (an element loop through the view). Both exact."""
     rng = np.random.default_rng(7)
-    KH, C, F = 4, 6, 8
+    KH, C, F = 6, 6, 8
+    tiles = KH * C // rows
 
     @T.prim_func
-    def main(W: T.Tensor((KH, C, F), "float32"), Out: T.Tensor((2, 12, F), "float32")):
-        with T.Kernel(2, threads=32) as bx:
+    def main(W: T.Tensor((KH, C, F), "float32"), Out: T.Tensor((tiles, rows, F), "float32")):
+        with T.Kernel(tiles, threads=32) as bx:
             flat = T.Tensor((KH * C, F), "float32", W.data)
-            s = T.alloc_shared((12, F), "float32")
-            T.copy(flat[bx * 12, 0], s)
+            s = T.alloc_shared((rows, F), "float32")
+            T.copy(flat[bx * rows, 0], s)
             T.copy(s, Out[bx, 0, 0])
 
     w = rng.standard_normal((KH, C, F)).astype(np.float32)
-    out = poison((2, 12, F))
+    out = poison((tiles, rows, F))
     compile_cpu(main)(w, out)
-    assert_close(out, f64(w).reshape(2, 12, F))
+    assert_close(out, f64(w).reshape(tiles, rows, F))
+
+
+def _flat_epilogue(N, H, W, F, bm, bn):
+    """out_flat[by * bm, bx * bn] <- a shared tile, out_flat a (N * H * W, F) view of the
+    4-D output (upstream's convolution epilogue)."""
+    @T.prim_func
+    def main(X: T.Tensor((N * H * W, F), "float16"), Out: T.Tensor((N, H, W, F), "float16")):
+        with T.Kernel(T.ceildiv(F, bn), T.ceildiv(N * H * W, bm), threads=128) as (bx, by):
+            out_flat = T.Tensor((N * H * W, F), "float16", Out.data)
+            s = T.alloc_shared((bm, bn), "float16")
+            T.copy(X[by * bm, bx * bn], s)
+            for i, j in T.Parallel(bm, bn):
+                s[i, j] = s[i, j] * 2
+            T.copy(s, out_flat[by * bm, bx * bn])
+
+    return main
+
+
+@pytest.mark.parametrize("bm,bn", [(64, 64), (32, 128), (16, 64)])
+def test_a_tile_stored_into_a_flat_view_over_several_owner_rows(bm, bn):
+    """Tiles of bm rows over W = 16-pixel rows of the owner (bn past F = 64 with 128: the
+    columns past the edge are not stored)."""
+    N, H, W, F = 2, 4, 16, 64
+    x = np.random.default_rng(3).standard_normal((N * H * W, F)).astype(np.float16)
+    out = poison((N, H, W, F), "float16")
+    compile_cpu(_flat_epilogue(N, H, W, F, bm, bn))(x, out)
+    assert_close(out, (f64(x) * 2).reshape(N, H, W, F))
+
+
+def test_tile_into_a_flat_view_is_tma_stored_one_owner_row_at_a_time():
+    """On sm_90a each run of W rows is a TMA box of the 4-D owner; the runs of one copy share
+    one barrier and one wait."""
+    from tilelang import _tl
+    lowered, remarks, _ = _tl.lower_cuda(_flat_epilogue(2, 4, 16, 64, 64, 64).node, {"tl.target_arch": "sm_90a"},
+                                         False)
+    code = _tl.codegen_cuda(lowered).code
+    stores = [line.strip() for line in code.splitlines() if "tl::tma_store_4d(" in line]
+    assert len(stores) == 4, code
+    for k, line in enumerate(stores):  # rows 16k.. of the tile: 16 rows of 128 bytes each
+        assert line.startswith(f"tl::tma_store_4d(tl_tma_0, (&s[{k * 1024}]),"), line
+    assert code.count("tl::tma_store_wait<0, true>();") == 1, code
+    assert sum("s -> Out is a TMA store" in r for r in remarks) == 1, remarks
 
 
 def test_element_accesses_through_a_merging_view_split_per_dimension():

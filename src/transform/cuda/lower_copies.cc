@@ -11,6 +11,7 @@
 /// the kernel also reads that tensor (or adds into it: the store's wait only covers reading
 /// the tile, so a later read of the tensor would not be ordered after the store's writes)
 /// or tl.auto_tma_store=0 (the threads store it, as on sm_80).
+#include <optional>
 #include <string>
 
 #include "copy_lowering.h"
@@ -91,13 +92,36 @@ class CopyLowerer : public cuda::ThreadShareMutator {
     return Seq::Make({}, op->span);
   }
 
+  // Consecutive copies that are all automatic TMA stores (a copy into a view split into
+  // runs of the owner's rows, lower-buffer-views) share one barrier and one wait.
+  Stmt Mutate_(const Seq* op, const Stmt& self) override {
+    std::vector<Stmt> out;
+    std::vector<cuda::TmaStoreCopy> run;
+    auto flush = [&] {
+      if (!run.empty()) out.push_back(cuda::LowerTmaStores(run, EQ(share_.Spread(), MakeInt(0))));
+      run.clear();
+    };
+    for (const Stmt& s : op->stmts) {
+      const auto* copy = As<CopyOp>(s);
+      std::optional<cuda::TmaStoreCopy> store;
+      if (copy && !explicit_store_ && share_.Bound()) store = TmaStore(copy, false);
+      if (store) {
+        run.push_back(*store);
+        continue;
+      }
+      flush();
+      out.push_back(Mutate(s));
+    }
+    flush();
+    return Seq::Make(out, op->span);
+  }
+
   Stmt Mutate_(const CopyOp* op, const Stmt& self) override {
     TL_ICHECK(share_.Bound()) << "copy outside a thread binding";
     bool asked = explicit_store_;
     explicit_store_ = false;
-    if (op->src.buffer->scope == Scope::kShared && op->dst.buffer->scope == Scope::kGlobal &&
-        (asked || (auto_tma_store_ && !read_.count(op->dst.buffer.get())))) {
-      if (Stmt tma = TmaStore(op, asked)) return tma;
+    if (std::optional<cuda::TmaStoreCopy> tma = TmaStore(op, asked)) {
+      return cuda::LowerTmaStores({*tma}, EQ(share_.Spread(), MakeInt(0)));
     }
     Stmt s = cuda::LowerCopyPartitioned(op, share_.Spread(), share_.SpreadThreads(), false, ctx_);
     if (s && share_.Unranged()) {
@@ -115,8 +139,12 @@ class CopyLowerer : public cuda::ThreadShareMutator {
            !cuda::ConfigTrue(ctx, "tl.disable_tma_store");
   }
 
-  /// The copy as a TMA store, or null (`asked`: by T.tma_copy, which notes why not).
-  Stmt TmaStore(const CopyOp* op, bool asked) {
+  /// The copy as a TMA store, or nullopt (`asked`: by T.tma_copy, which notes why not).
+  std::optional<cuda::TmaStoreCopy> TmaStore(const CopyOp* op, bool asked) {
+    if (op->src.buffer->scope != Scope::kShared || op->dst.buffer->scope != Scope::kGlobal ||
+        !(asked || (auto_tma_store_ && !read_.count(op->dst.buffer.get())))) {
+      return std::nullopt;
+    }
     std::string why;
     bool panelled = cuda::TmaStorePanels(op, panels_);
     if (op->disable_tma) {
@@ -133,14 +161,14 @@ class CopyLowerer : public cuda::ThreadShareMutator {
         ctx_.remarks.push_back("T.tma_copy at line " + std::to_string(op->span.line) + " into " +
                                op->dst.buffer->name + ": stored by the threads, not TMA (" + why + ")");
       }
-      return nullptr;
+      return std::nullopt;
     }
-    if (!asked) {
-      ctx_.remarks.push_back("T.copy at line " + std::to_string(op->span.line) + ": " + op->src.buffer->name +
-                             " -> " + op->dst.buffer->name + " is a TMA store" +
-                             (panelled ? " (the tile in 128-byte-swizzled panels)" : ""));
-    }
-    return cuda::LowerTmaStore(op, panelled, EQ(share_.Spread(), MakeInt(0)));
+    std::string said = "T.copy at line " + std::to_string(op->span.line) + ": " + op->src.buffer->name + " -> " +
+                       op->dst.buffer->name + " is a TMA store" +
+                       (panelled ? " (the tile in 128-byte-swizzled panels)" : "");
+    // (once for the pieces of one copy into a view)
+    if (!asked && (ctx_.remarks.empty() || ctx_.remarks.back() != said)) ctx_.remarks.push_back(said);
+    return cuda::TmaStoreCopy{op, panelled};
   }
 
   PassContext& ctx_;

@@ -11,6 +11,7 @@
 #include "tl/ir/printer.h"
 #include "../region_util.h"
 #include "tl/layout/shared.h"
+#include "tl/support/error.h"
 
 namespace tl::transform::cuda {
 
@@ -46,11 +47,47 @@ bool TileShape(const Buffer& b, int64_t* rows, int64_t* cols) {
 }
 
 
+/// The rows [*first, *first + *count) of `tile` (rows: the last dimension's lines, as in
+/// TileShape) when `tile` is a static run of whole rows: whole in its last dimension, whole
+/// in the dimensions after the first partial one and of extent 1 before it.
+bool RowRange(const Region& tile, int64_t* first, int64_t* count) {
+  const Buffer& b = tile.buffer;
+  size_t n = b->shape.size();
+  bool partial_seen = false;
+  *first = 0;
+  *count = 1;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t dim = 0, lo = 0, e = 0;
+    if (!AsConstInt(b->shape[i], &dim) || !AsConstInt(tile.ranges[i].min, &lo) ||
+        !AsConstInt(tile.ranges[i].extent, &e)) {
+      return false;
+    }
+    bool whole = lo == 0 && e == dim;
+    if (i + 1 == n) return whole;
+    if (partial_seen && !whole) return false;
+    if (!whole && !partial_seen) {
+      partial_seen = true;
+      if (e != 1) {
+        // the first partial dimension: every dimension before it has extent 1
+        for (size_t k = 0; k < i; ++k) {
+          int64_t ek = 0;
+          AsConstInt(tile.ranges[k].extent, &ek);
+          if (ek != 1) return false;
+        }
+      }
+    }
+    *first = *first * dim + lo;
+    *count *= e;
+  }
+  return true;
+}
+
 /// Why a TMA box transfer between `global` (a region of a tensor parameter) and the whole
 /// shared tile `tile` is impossible, or "". `panelled`: the tile is in wgmma's panel layout;
 /// `wide_panels`: 4-byte elements may be in panels too (tf32 operands of gemm_ss_panels, and
-/// TMA stores; wgmma's own operands are 8- and 16-bit).
-std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled, bool wide_panels,
+/// TMA stores; wgmma's own operands are 8- and 16-bit). `row_range`: a run of whole rows of
+/// the tile will do (stores: the pipelines that load tiles by TMA count on whole tiles).
+std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled, bool wide_panels, bool row_range,
                         const std::vector<Param>& params, const AlignmentPromise& promise) {
   const Buffer &src = global.buffer, &dst = tile.buffer;
   bool is_param = false;
@@ -84,12 +121,10 @@ std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled,
   if (!ConstExtents(global, &ext) || !ConstExtents(tile, &dst_ext)) return "the copied extents are not static";
   int64_t rows = 0, cols = 0;
   if (!TileShape(dst, &rows, &cols)) return "the shared tile's shape is not static";
-  for (size_t i = 0; i < tile.ranges.size(); ++i) {
-    int64_t lo = -1, dim = 0;
-    AsConstInt(dst->shape[i], &dim);
-    if (!AsConstInt(tile.ranges[i].min, &lo) || lo != 0 || dst_ext[i] != dim) {
-      return "the copy does not cover the whole shared tile";
-    }
+  int64_t first_row = 0, copied_rows = 0;
+  if (!RowRange(tile, &first_row, &copied_rows) || (!row_range && copied_rows != rows)) {
+    return row_range ? "the copy does not cover a run of whole rows of the shared tile"
+                     : "the copy does not cover the whole shared tile";
   }
   if (ext.back() != cols) return "the copied rows are not contiguous in the tensor";
   int64_t outer = 1, non_unit = 0;
@@ -98,7 +133,12 @@ std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled,
     non_unit += ext[i] != 1;
     if (ext[i] > kMaxBox) return "a box extent exceeds 256";
   }
-  if (outer != rows || non_unit > 1) return "the copied region does not line up with the tile's rows";
+  if (outer != copied_rows || non_unit > 1) return "the copied region does not line up with the tile's rows";
+  // A run of rows starts where a box may: on a 1024-byte swizzle atom (8 rows) of each panel,
+  // or 128-byte aligned in a row-major tile.
+  if (copied_rows != rows && (panelled ? (first_row % 8 != 0 || copied_rows % 8 != 0) : first_row * cols * bytes % 128 != 0)) {
+    return "the copied rows do not start on a 128-byte boundary of the tile (8 rows of a wgmma panel)";
+  }
   if (panelled) {
     bool sized = bytes == 2 || bytes == 1 || (wide_panels && bytes == 4);
     if (!sized || ((cols * bytes) % 128 && cols * bytes != 64)) {
@@ -165,7 +205,7 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
 std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,
                          const AlignmentPromise& promise) {
   // (4-byte panels: the tf32 operands of an mma.sync GEMM on panels, gemm_ss_panels)
-  return TmaBoxUnfit(copy->src, copy->dst, panelled, true, params, promise);
+  return TmaBoxUnfit(copy->src, copy->dst, panelled, true, false, params, promise);
 }
 
 Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* bytes) {
@@ -194,17 +234,20 @@ std::string TmaStoreUnfit(const CopyOp* copy, bool panelled, const std::vector<P
   if (copy->src.buffer->scope != Scope::kShared || copy->dst.buffer->scope != Scope::kGlobal) {
     return "the copy is not from a shared tile to a global tensor";
   }
-  return TmaBoxUnfit(copy->dst, copy->src, panelled, true, params, promise);
+  return TmaBoxUnfit(copy->dst, copy->src, panelled, true, true, params, promise);
 }
 
-Stmt LowerTmaStore(const CopyOp* copy, bool panelled, const Expr& issuer) {
-  const Span& span = copy->span;
+Stmt LowerTmaStores(const std::vector<TmaStoreCopy>& copies, const Expr& issuer) {
+  TL_ICHECK(!copies.empty()) << "no TMA stores to lower";
+  const Span& span = copies[0].copy->span;
   int64_t box_bytes = 0;
   std::vector<Stmt> issue;
-  for (const TmaBox& box : TmaBoxes(copy->dst, copy->src, panelled, &box_bytes)) {
-    std::vector<Expr> args{box.desc, box.smem};
-    args.insert(args.end(), box.coords.begin(), box.coords.end());
-    issue.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_store", args), span));
+  for (const TmaStoreCopy& c : copies) {
+    for (const TmaBox& box : TmaBoxes(c.copy->dst, c.copy->src, c.panelled, &box_bytes)) {
+      std::vector<Expr> args{box.desc, box.smem};
+      args.insert(args.end(), box.coords.begin(), box.coords.end());
+      issue.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_store", args), c.copy->span));
+    }
   }
   issue.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_store_arrive", {}), span));
   issue.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_store_wait", {MakeInt(0), MakeBool(true)}), span));

@@ -50,11 +50,17 @@ bool TmaStorePanels(const ir::CopyOp* copy, const std::unordered_set<const ir::B
 std::string TmaStoreUnfit(const ir::CopyOp* copy, bool panelled, const std::vector<ir::Param>& params,
                           const AlignmentPromise& promise = {});
 
-/// The store of `copy` (which TmaStoreUnfit accepts): every thread fences its shared writes
-/// for the async proxy, a barrier, then the thread where `issuer` holds stores each box,
-/// commits them and waits until they have read the tile (so it may be overwritten after the
-/// next barrier, which cuda-insert-barriers places). The tile's panels show in the IR: a
+/// One copy TmaStoreUnfit accepts, and whether its tile is in panels.
+struct TmaStoreCopy {
+  const ir::CopyOp* copy;
+  bool panelled;
+};
+
+/// The stores of `copies` (in order): every thread fences its shared writes for the async
+/// proxy, a barrier, then the thread where `issuer` holds stores each box of each copy,
+/// commits them and waits until they have read their tiles (so they may be overwritten after
+/// the next barrier, which cuda-insert-barriers places). The tiles' panels show in the IR: a
 /// tma_store whose descriptor swizzles reads a tile in panel layout (WgmmaOperands).
-ir::Stmt LowerTmaStore(const ir::CopyOp* copy, bool panelled, const ir::Expr& issuer);
+ir::Stmt LowerTmaStores(const std::vector<TmaStoreCopy>& copies, const ir::Expr& issuer);
 
 }  // namespace tl::transform::cuda
