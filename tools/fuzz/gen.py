@@ -1797,6 +1797,61 @@ def gen_async_gathers(r, prog):
     prog.body = b.lines
 
 
+def gen_flat_views(r, prog):
+    """Tiles moved through flat views of 4-D global tensors, `T.Tensor((N * H * W, F), dt,
+    X.data)`, as upstream's convolution writes its epilogue: a tile of bm rows read from one
+    view (from a row offset that may break the alignment to W) and written to another, so
+    the rows of one copy may cross rows of the owner (split into runs of whole owner rows
+    where they line up, TMA boxes on sm_90a; element loops where they do not), with tiles
+    past the last row and wider than F."""
+    P = prog.prefix
+    N, H, W = r.choice([1, 2, 3]), r.choice([1, 2, 4]), r.choice([4, 8, 16, 32])
+    F = r.choice([8, 16, 32, 64, 128])
+    rows = N * H * W
+    bm = r.choice([d for d in (4, 8, 16, 32, 64, 128) if d <= 2 * rows])
+    bn = r.choice([c for c in (8, 16, 32, 64, 128, 256) if c <= 2 * F])
+    dt = r.choice(["float16", "bfloat16", "float32"])
+    off = r.choice([0, 0, 0, W, W // 2, 1])
+    scope = r.choice(["shared", "shared", "fragment"])
+    threads = r.choice([32, 64, 128, 128, 256])
+    c = r.choice([1.0, 2.0, -0.5])
+    X = Param(f"{P}X", (N, H, W, F), dt, "in")
+    O = Param(f"{P}O", (N, H, W, F), dt, "out")
+    prog.params += [X, O]
+    prog.touch(dt)
+    prog.notes.append(f"flat views: owner {N}x{H}x{W}x{F} {dt}, tile {bm}x{bn} ({scope}), row offset {off}, "
+                      f"c={c} threads={threads}")
+    b = Body()
+    b(f"with T.Kernel(T.ceildiv({F}, {bn}), T.ceildiv({rows}, {bm}), threads={threads}) as (bx, by):")
+    with b.indent():
+        b(f'x_flat = T.Tensor(({rows}, {F}), "{dt}", {X.name}.data)')
+        b(f'o_flat = T.Tensor(({rows}, {F}), "{dt}", {O.name}.data)')
+        b(f's = T.alloc_{scope}(({bm}, {bn}), "{dt}")')
+        start = f"by * {bm} + {off}" if off else f"by * {bm}"
+        b(f"T.copy(x_flat[{start}, bx * {bn}], s)")
+        if c != 1.0:
+            b(f"for i, j in T.Parallel({bm}, {bn}):")
+            with b.indent():
+                b(f"s[i, j] = s[i, j] * {c}")
+        if scope == "fragment":
+            b(f's2 = T.alloc_shared(({bm}, {bn}), "{dt}")')
+            b("T.copy(s, s2)")
+            b(f"T.copy(s2, o_flat[by * {bm}, bx * {bn}])")
+        else:
+            b(f"T.copy(s, o_flat[by * {bm}, bx * {bn}])")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        x = arr[X.name].astype(np.float64).reshape(rows, F)
+        o = np.full((rows, F), np.nan)
+        for by in range(ceildiv(rows, bm)):
+            for bx in range(ceildiv(F, bn)):
+                t = tile_pad(x, by * bm + off, bx * bn, bm, bn)
+                tile_store(o, rnd(t * c, dt), by * bm, bx * bn)
+        return {O.name: o.reshape(N, H, W, F)}
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
@@ -1811,6 +1866,7 @@ KINDS = {
     "wide_elementwise": (gen_wide_elementwise, 0),
     "async_gathers": (gen_async_gathers, 0),
     "f16_acc_gemms": (gen_f16_acc_gemms, 0),
+    "flat_views": (gen_flat_views, 0),
 }
 
 
