@@ -4,7 +4,9 @@
 /// attribute "tl.buffer_view"(address_of(view[0, ...]), address_of(owner[0, ...])). Here
 /// every access to a view becomes an access to its owner at the same row-major position,
 /// so no later pass knows about views; a tile op that touches a view is first turned into
-/// loop nests (the target-neutral lowering), whose element accesses are then re-indexed.
+/// loop nests (the target-neutral lowering), whose element accesses are then re-indexed,
+/// except a copy whose view region is a rectangle of the owner (or a few runs of whole
+/// owner rows): that stays a copy (or a few) of the owner, open to TMA and vector copies.
 /// A register fragment accessed through a view no longer matches the element pattern
 /// layout inference needs, so the CUDA target keeps it in shared memory (and says so).
 #include <optional>

@@ -6,8 +6,9 @@
 /// condition it is refused.
 ///
 /// On sm_90 and newer, T.tma_copy(shared, global) is a TMA store issued by one thread
-/// (tma_copy.h; a store TMA cannot do is a remark). So is every T.copy of a whole shared
-/// tile into a global tensor parameter that TMA can store, as upstream lowers them, unless
+/// (tma_copy.h; a store TMA cannot do is a remark). So is every T.copy of a shared tile (or
+/// of a run of its whole rows) into a global tensor parameter that TMA can store, as
+/// upstream lowers them (consecutive ones under one barrier and one wait), unless
 /// the kernel also reads that tensor (or adds into it: the store's wait only covers reading
 /// the tile, so a later read of the tensor would not be ordered after the store's writes)
 /// or tl.auto_tma_store=0 (the threads store it, as on sm_80).

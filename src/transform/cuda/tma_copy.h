@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file One T.copy between a global tensor and a whole shared tile as TMA box loads or
-/// stores (sm_90).
+/// stores (sm_90); a store may also take a run of whole rows of its tile.
 ///
 /// The tensor map covers the whole global tensor (innermost dimension first, as the
 /// driver takes it); the box is the copied region, except that a tile in wgmma's panel
