@@ -6,7 +6,34 @@ itself). No GPU needed:
     cd <upstream checkout>/testing/python/language
     PYTHONPATH=/path/to/this/repo/tools python -m pytest -p upstream_on_cpu -n 2 --timeout 90 .
 
-(examples: run each test file from its own folder, with that folder on PYTHONPATH too)."""
+(examples: run each test file from its own folder, with that folder on PYTHONPATH too).
+
+With UPSTREAM_ON_CPU_SM90_LOG=<file>, every kernel compiled for the CPU is also lowered for
+sm_90a (CUDA source, no GPU), and one JSON line per kernel is appended to <file>: the test,
+the kernel, "ok" or the error, and the remarks. A kernel that runs right on the CPU but does
+not lower for Hopper, or that a remark says falls back there, shows up without a GPU:
+
+    python tools/upstream_on_cpu.py <file>    # a summary of the log"""
+import json
+import os
+import sys
+
+if __name__ == "__main__":  # the summary of a log (no torch, no tilelang needed)
+    from collections import Counter
+
+    rows = [json.loads(line) for line in open(sys.argv[1])]
+    bad = [r for r in rows if r["status"] != "ok"]
+    print(f"{len(rows)} kernels lowered for sm_90a, {len(bad)} refused")
+    for r in bad:
+        print(f"  {r['test']}: {r['kernel']}: {r['status']}")
+    words = ("not TMA", "falls back", "fallback", "mma.sync", "element loop", "not warp-specialized",
+             "scalar", "not vectorized", "spill")
+    hits = Counter(m for r in rows for m in r["remarks"] if any(w in m for w in words))
+    print(f"remarks naming a slower path ({sum(hits.values())}):")
+    for m, n in hits.most_common(60):
+        print(f"  {n:4d}  {m[:220]}")
+    sys.exit(0)
+
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -51,3 +78,29 @@ torch.cuda.is_available = lambda: True
 torch.cuda.current_device = lambda: 0
 torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
 torch.cuda.get_device_name = lambda *a, **k: "CPU (tools/upstream_on_cpu.py)"
+
+
+_SM90_LOG = os.environ.get("UPSTREAM_ON_CPU_SM90_LOG")
+if _SM90_LOG:
+    import importlib
+
+    from tilelang.jit import kernel as _kernel
+
+    _lower = importlib.import_module("tilelang.lower")  # (the package's `lower` is the function)
+
+    _compile = _kernel.JITKernel._compile
+
+    def _compile_and_lower_for_hopper(self, verbose):
+        out = _compile(self, verbose)
+        try:
+            _, remarks, _ = _lower.lower_cuda_kernels(self.func.node, dict(self.pass_configs or {}), "sm_90a")
+            status = "ok"
+        except Exception as e:  # noqa: BLE001 (any refusal is what the log is for)
+            remarks, status = [], f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        with open(_SM90_LOG, "a") as f:
+            f.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0],
+                                "kernel": getattr(self.func, "name", "?"), "status": status,
+                                "remarks": [str(r) for r in remarks]}) + "\n")
+        return out
+
+    _kernel.JITKernel._compile = _compile_and_lower_for_hopper
