@@ -13,6 +13,8 @@ module when it is not installed (lowering needs none of it). Ours compiles for t
 TILELANG_CUDA_ARCH (sm_90a here). With nvdisasm (on PATH or NVDISASM) the SASS is written next to
 each source and its instructions counted. The example's module is imported, so its other imports must
 be there (einops, ...). `args` is the function's argument list as Python source.
+`python -m tools.sass_loops <ours.cu> <upstream.cu>` then compares the two sources' main loops
+(instruction mix and spills by source line).
 """
 from __future__ import annotations
 
