@@ -8,8 +8,10 @@
 ///   of mbarriers: barrier i expects c_i arrivals per phase.
 /// - `tl.ws(g0, ...)` is the first statement of the then-branch of `if` over the thread
 ///   range of warpgroups g0.. (`with T.ws(g):`): tile ops there are that warpgroup's.
-/// - `tl.tma_copy(address_of(bar))` precedes the CopyOp of `T.tma_copy(src, dst, barrier=bar)`:
-///   one thread issues it, the barrier's phase expecting its bytes.
+/// - `tl.tma_copy(address_of(bar), scope)` precedes the CopyOp of `T.tma_copy(src, dst,
+///   barrier=bar, leader_scope_threads=scope)`: one thread issues it (scope 0), or the first
+///   thread of each group of `scope` threads issues it as that group sees it, the barrier's
+///   phase expecting its bytes.
 #pragma once
 
 #include "tl/ir/functor.h"

@@ -205,7 +205,9 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
              annotations=None):
     """A TMA load from a global tensor into a shared tile that completes its bytes on
     `barrier` (the caller waits on it with T.mbarrier_wait_parity): one thread issues it and
-    the barrier's current phase expects its bytes. From shared memory to a global tensor it
+    the barrier's current phase expects its bytes (with `leader_scope_threads=n`, the first
+    thread of each group of n issues the copy as that group's threads see it: per warp, its
+    own rows and barrier). From shared memory to a global tensor it
     is a TMA store on sm_90 and newer (one thread issues it and waits until it has read the
     tile, so the tile may be reused after the next barrier; a store TMA cannot do is stored
     by the threads, with a remark); elsewhere, and on the CPU, a plain copy."""
@@ -225,7 +227,10 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
         if barrier is None:
             raise _b._UserError("T.tma_copy: a load into shared memory needs barrier= (an mbarrier from "
                                 "T.alloc_barrier, waited on with T.mbarrier_wait_parity)")
-        _b.emit(_tl.attr("tl.tma_copy", [barrier_address(barrier, "T.tma_copy")], span))
+        # (the leader scope: one thread of each group of that many issues its own copy; 0:
+        # one thread of the block, or of the producer warpgroup)
+        scope = _tl.const_int(leader_scope_threads or 0, "int32")
+        _b.emit(_tl.attr("tl.tma_copy", [barrier_address(barrier, "T.tma_copy"), scope], span))
     elif src_scope == "shared" and dst_scope == "global":
         if barrier is not None:
             raise _b._UserError("T.tma_copy: a store to a global tensor takes no barrier=")

@@ -555,7 +555,9 @@ class TmaLowerer : public IRMutator {
       if (marker && marker->key == kTmaCopyAttr) {
         const CopyOp* copy = i + 1 < op->stmts.size() ? As<CopyOp>(op->stmts[i + 1]) : nullptr;
         TL_ICHECK(copy) << "a tl.tma_copy marker precedes its copy";
-        out.push_back(Lower(copy, marker->values[0]));
+        int64_t scope = 0;
+        if (marker->values.size() > 1) AsConstInt(marker->values[1], &scope);
+        out.push_back(Lower(copy, marker->values[0], scope));
         ++i;
         changed = true;
         continue;
@@ -568,22 +570,29 @@ class TmaLowerer : public IRMutator {
   }
 
  private:
-  Stmt Lower(const CopyOp* copy, const Expr& bar) {
+  /// `scope`: leader_scope_threads (0: one thread of the block, or of the producer).
+  Stmt Lower(const CopyOp* copy, const Expr& bar, int64_t scope) {
     const Buffer& dst = copy->dst.buffer;
+    if (scope > 0 && (threads_ % scope != 0 || scope > threads_)) {
+      TL_USER_ERROR(copy->span) << "T.tma_copy: leader_scope_threads=" << scope << " does not divide the block's "
+                                << threads_ << " threads";
+    }
     bool panelled = wgmma_operands_.count(dst.get()) > 0;
     if (!panelled && cuda::Swizzled(dst, gemm_operands_, wgmma_operands_)) {
       TL_USER_ERROR(copy->span) << "T.tma_copy into " << dst->name << ": the tile is an ldmatrix-swizzled GEMM "
                                 << "operand (its GEMM does not use wgmma), which TMA does not write";
     }
+    // (a run of whole rows of the tile will do: the program orders its own barriers)
     std::string why = cuda::TmaLoadUnfit(As<CopyOp>(OneStage(copy)), panelled, f_->params,
-                                         cuda::DynamicAlignment(ctx_));
+                                         cuda::DynamicAlignment(ctx_), /*row_range=*/true);
     if (!why.empty()) TL_USER_ERROR(copy->span) << "T.tma_copy into " << dst->name << " cannot use TMA: " << why;
     int64_t bytes = 0;
     Stmt loads = cuda::LowerTmaLoad(copy, panelled, bar, &bytes);
     Stmt issue = Seq::Make({cuda::CallStmt("mbarrier_expect_tx", {bar, MakeInt(bytes)}, copy->span), loads},
                            copy->span);
-    Expr leader = in_producer_ ? Call::Make(DType::Bool(), "ws_is_producer_leader", {MakeInt(threads_)})
-                               : EQ(Expr(tx_), MakeInt(0));
+    Expr leader = scope > 0      ? EQ(FloorMod(Expr(tx_), MakeInt(scope)), MakeInt(0))
+                  : in_producer_ ? Call::Make(DType::Bool(), "ws_is_producer_leader", {MakeInt(threads_)})
+                                 : EQ(Expr(tx_), MakeInt(0));
     // Without T.ws every thread of the block may still read the tile (an earlier GEMM) when
     // the leader issues the load: all of them get past their reads first, and the fence
     // orders generic-proxy reads before the TMA's async-proxy writes. (Under a condition on
@@ -591,7 +600,9 @@ class TmaLowerer : public IRMutator {
     bool sync = !split_ && thread_branch_ == 0;
     ctx_.remarks.push_back("T.tma_copy at line " + std::to_string(copy->span.line) + ": " + std::to_string(bytes) +
                            " bytes by TMA" + (panelled ? " in wgmma panels" : "") +
-                           ", issued by one thread, expected on its barrier" +
+                           (scope > 0 ? ", issued by the first thread of each " + std::to_string(scope) +
+                                            " (its group's copy), expected on its barrier"
+                                      : std::string(", issued by one thread, expected on its barrier")) +
                            (sync ? "; the block synchronizes first (its threads may still read the tile)" : ""));
     Stmt lowered = IfThenElse::Make(leader, issue, nullptr, copy->span);
     if (!sync) return lowered;

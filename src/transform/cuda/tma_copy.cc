@@ -7,6 +7,7 @@
 #include "wgmma_select.h"
 
 #include "copy_lowering.h"
+#include "tl/arith/simplify.h"
 #include "tl/ir/expr.h"
 #include "tl/ir/printer.h"
 #include "../region_util.h"
@@ -48,38 +49,42 @@ bool TileShape(const Buffer& b, int64_t* rows, int64_t* cols) {
 
 
 /// The rows [*first, *first + *count) of `tile` (rows: the last dimension's lines, as in
-/// TileShape) when `tile` is a static run of whole rows: whole in its last dimension, whole
-/// in the dimensions after the first partial one and of extent 1 before it.
-bool RowRange(const Region& tile, int64_t* first, int64_t* count) {
+/// TileShape) when `tile` is a run of whole rows with static extents: whole in its last
+/// dimension, whole in the dimensions after the first partial one and of extent 1 before it.
+/// The first row may be symbolic (`a_shared[warp, 0:K]`).
+bool RowRange(const Region& tile, Expr* first, int64_t* count) {
   const Buffer& b = tile.buffer;
   size_t n = b->shape.size();
   bool partial_seen = false;
-  *first = 0;
+  *first = MakeInt(0);
   *count = 1;
   for (size_t i = 0; i < n; ++i) {
-    int64_t dim = 0, lo = 0, e = 0;
-    if (!AsConstInt(b->shape[i], &dim) || !AsConstInt(tile.ranges[i].min, &lo) ||
-        !AsConstInt(tile.ranges[i].extent, &e)) {
-      return false;
-    }
-    bool whole = lo == 0 && e == dim;
+    int64_t dim = 0, lo = -1, e = 0;
+    if (!AsConstInt(b->shape[i], &dim) || !AsConstInt(tile.ranges[i].extent, &e)) return false;
+    bool whole = AsConstInt(tile.ranges[i].min, &lo) && lo == 0 && e == dim;
     if (i + 1 == n) return whole;
     if (partial_seen && !whole) return false;
     if (!whole && !partial_seen) {
       partial_seen = true;
-      if (e != 1) {
-        // the first partial dimension: every dimension before it has extent 1
-        for (size_t k = 0; k < i; ++k) {
-          int64_t ek = 0;
-          AsConstInt(tile.ranges[k].extent, &ek);
-          if (ek != 1) return false;
-        }
+      for (size_t k = 0; e != 1 && k < i; ++k) {  // every dimension before it: extent 1
+        int64_t ek = 0;
+        AsConstInt(tile.ranges[k].extent, &ek);
+        if (ek != 1) return false;
       }
     }
-    *first = *first * dim + lo;
+    *first = *first * MakeInt(dim) + tile.ranges[i].min;
     *count *= e;
   }
   return true;
+}
+
+/// A box width for one row of `cols` elements wider than a box (256): the largest divisor
+/// of cols up to 256 whose bytes are a multiple of 16, or 0.
+int64_t LongRowChunk(int64_t cols, int64_t bytes) {
+  for (int64_t w = kMaxBox; w >= 1; --w) {
+    if (cols % w == 0 && w * bytes % 16 == 0) return w;
+  }
+  return 0;
 }
 
 /// Why a TMA box transfer between `global` (a region of a tensor parameter) and the whole
@@ -121,8 +126,13 @@ std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled,
   if (!ConstExtents(global, &ext) || !ConstExtents(tile, &dst_ext)) return "the copied extents are not static";
   int64_t rows = 0, cols = 0;
   if (!TileShape(dst, &rows, &cols)) return "the shared tile's shape is not static";
-  int64_t first_row = 0, copied_rows = 0;
-  if (!RowRange(tile, &first_row, &copied_rows) || (!row_range && copied_rows != rows)) {
+  Expr first_row;
+  int64_t copied_rows = 0, first_const = 0;
+  arith::Analyzer az;
+  const bool runs = RowRange(tile, &first_row, &copied_rows);
+  const bool whole = runs && copied_rows == rows && az.CanProve(EQ(first_row, MakeInt(0)));
+  if (!whole && (!row_range || !runs || (AsConstInt(az.Simplify(first_row), &first_const) &&
+                                         (first_const < 0 || first_const + copied_rows > rows)))) {
     return row_range ? "the copy does not cover a run of whole rows of the shared tile"
                      : "the copy does not cover the whole shared tile";
   }
@@ -136,16 +146,20 @@ std::string TmaBoxUnfit(const Region& global, const Region& tile, bool panelled,
   if (outer != copied_rows || non_unit > 1) return "the copied region does not line up with the tile's rows";
   // A run of rows starts where a box may: on a 1024-byte swizzle atom (8 rows) of each panel,
   // or 128-byte aligned in a row-major tile.
-  if (copied_rows != rows && (panelled ? (first_row % 8 != 0 || copied_rows % 8 != 0) : first_row * cols * bytes % 128 != 0)) {
-    return "the copied rows do not start on a 128-byte boundary of the tile (8 rows of a wgmma panel)";
+  if (!whole) {
+    auto multiple = [&](const Expr& e, int64_t m) { return az.CanProve(EQ(FloorMod(e, MakeInt(m)), MakeInt(0))); };
+    bool aligned = panelled ? multiple(first_row, 8) && copied_rows % 8 == 0
+                            : (cols * bytes) % 128 == 0 || multiple(first_row * MakeInt(cols * bytes), 128);
+    if (!aligned) return "the copied rows do not start on a 128-byte boundary of the tile (8 rows of a wgmma panel)";
   }
   if (panelled) {
     bool sized = bytes == 2 || bytes == 1 || (wide_panels && bytes == 4);
     if (!sized || ((cols * bytes) % 128 && cols * bytes != 64)) {
       return "a wgmma panel tile needs 16- or 8-bit elements in rows of a multiple of 128 bytes (or of 64)";
     }
-  } else if (cols > kMaxBox || cols * bytes % 16) {
-    return "the tile's rows must be at most 256 elements and a multiple of 16 bytes";
+  } else if (cols * bytes % 16 || (cols > kMaxBox && (copied_rows != 1 || !LongRowChunk(cols, bytes)))) {
+    // (one row longer than a box: several boxes side by side, contiguous in the tile)
+    return "the tile's rows must be at most 256 elements (or one row of several boxes) and a multiple of 16 bytes";
   }
   // TMA addresses shared memory 128-byte aligned (1024 for a 128-byte swizzle, per
   // 64-column panel), and a pipeline stacks its stages back to back: a 16-byte tile would
@@ -169,7 +183,9 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
   int64_t cols = ext.back();
   // wgmma panels: 128-byte rows in SWIZZLE_128B, or a 64-byte-row tile in SWIZZLE_64B
   // (cuda::WgmmaOperandOffset).
-  int64_t box_inner = panelled ? layout::WgmmaPanelElems(cols, src->dtype.bytes()) : cols;
+  int64_t box_inner = panelled         ? layout::WgmmaPanelElems(cols, src->dtype.bytes())
+                      : cols > kMaxBox ? LongRowChunk(cols, src->dtype.bytes())  // one row (TmaBoxUnfit)
+                                       : cols;
   TmaSwizzle swizzle = !panelled                              ? TmaSwizzle::kNone
                        : box_inner * src->dtype.bytes() == 64 ? TmaSwizzle::kB64
                                                               : TmaSwizzle::kB128;
@@ -203,9 +219,9 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
 }  // namespace
 
 std::string TmaLoadUnfit(const CopyOp* copy, bool panelled, const std::vector<Param>& params,
-                         const AlignmentPromise& promise) {
+                         const AlignmentPromise& promise, bool row_range) {
   // (4-byte panels: the tf32 operands of an mma.sync GEMM on panels, gemm_ss_panels)
-  return TmaBoxUnfit(copy->src, copy->dst, panelled, true, false, params, promise);
+  return TmaBoxUnfit(copy->src, copy->dst, panelled, true, row_range, params, promise);
 }
 
 Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* bytes) {

@@ -32,8 +32,10 @@ enum class TmaSwizzle : int { kNone = 0, kB32 = 1, kB64 = 2, kB128 = 3 };
 /// `panelled`: the destination is a wgmma operand in panel layout.
 /// `promise` (DynamicAlignment): dynamic sizes promised to be multiples of some number of
 /// elements; a dynamic innermost dimension it covers gives rows of whole 16-byte units.
+/// `row_range`: a run of whole rows of the tile will do (T.tma_copy, whose program orders
+/// its own barriers; the pipelines that load by TMA count on whole tiles).
 std::string TmaLoadUnfit(const ir::CopyOp* copy, bool panelled, const std::vector<ir::Param>& params,
-                         const AlignmentPromise& promise = {});
+                         const AlignmentPromise& promise = {}, bool row_range = false);
 
 /// The loads of `copy` (whose destination region may select a stage of a staged tile)
 /// completing on the mbarrier at `bar` (an address_of expression); adds their bytes to
