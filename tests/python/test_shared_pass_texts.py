@@ -90,7 +90,7 @@ def test_stage_ws_pipelines_gives_the_handed_over_tiles_and_barriers_a_stage_eac
     assert 'loaded = T.alloc_shared((2,), "uint64")' in after, after
     assert 'T.attr("tl.barrier_init", loaded[0], 128, 128)' in after, after
     assert "T.mbarrier_wait_parity(T.address_of(consumed[k % 2]), (k // 2 + 1) % 2)" in after, after
-    assert 'T.attr("tl.tma_copy", T.address_of(loaded[k % 2]))' in after, after
+    assert 'T.attr("tl.tma_copy", T.address_of(loaded[k % 2]), 0)' in after, after  # (0: one leader)
     assert "A_s[k % 2:k % 2 + 1, 0:64, 0:32]" in after, after
     assert "T.mbarrier_wait_parity(T.address_of(loaded[k % 2]), k // 2 % 2)" in after, after
 
