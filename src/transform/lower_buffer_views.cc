@@ -259,6 +259,8 @@ class ViewLowerer : public IRMutator {
     if (src_is_view == (owner_.count(op->dst.buffer.get()) > 0)) return nullptr;  // one side a view
     const Region& view = src_is_view ? op->src : op->dst;
     const Region& other = src_is_view ? op->dst : op->src;
+    // (register tiles are copied whole; their element loops handle any view range)
+    if (other.buffer->scope != Scope::kShared && other.buffer->scope != Scope::kGlobal) return nullptr;
     const Buffer& owner = owner_.at(view.buffer.get());
     auto groups = MergeGroups(view.buffer, owner);
     if (owner->dtype != view.buffer->dtype || !groups || view.ranges.size() != groups->size()) return nullptr;

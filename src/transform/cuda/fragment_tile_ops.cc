@@ -68,8 +68,38 @@ Stmt FragmentRewriter::Mutate_(const CopyOp* op, const Stmt& self) {
     return For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st, {}, op->span);
   }
   bool from_regs = s != regs_.end();
+  // A part of the fragment (`T.copy(acc[64:128, :], C[...])`, `T.copy(acc[:valid, :], S)`):
+  // the walks move the elements of that window only (frag_window_).
+  const Region& frag_side = from_regs ? op->src : op->dst;
+  const RegFragment& rf = from_regs ? s->second : d->second;
+  Region window = MutateRegion(frag_side);
+  const size_t rank = rf.layout->is_rows() ? 1 : 2;
+  if (!CoversWholeBuffer(frag_side) && window.ranges.size() != rank) {
+    TL_USER_ERROR(op->span) << "T.copy " << (from_regs ? "from" : "into") << " part of register fragment "
+                            << frag_side.buffer->name << ": only a window of a 1-D or 2-D fragment is supported; "
+                            << "move the part element-wise in a T.Parallel loop";
+  }
+  frag_window_ = CoversWholeBuffer(frag_side) ? nullptr : &window;
   Region other = MutateRegion(from_regs ? op->dst : op->src);
-  return from_regs ? RegsToTile(s->second, other, op->span) : TileToRegs(d->second, other, op->span);
+  Stmt out = from_regs ? RegsToTile(rf, other, op->span) : TileToRegs(rf, other, op->span);
+  frag_window_ = nullptr;
+  return out;
+}
+
+/// Within the fragment window (frag_window_, when set): whether register element (i, j) lies
+/// in it, and (i, j) made relative to its corner.
+Expr FragmentRewriter::InWindow(Expr* i, Expr* j) const {
+  if (!frag_window_) return Expr();
+  Expr inside;
+  Expr* at[2] = {i, j};
+  for (size_t k = 0; k < frag_window_->ranges.size(); ++k) {
+    const Range& r = frag_window_->ranges[k];
+    Expr& x = *at[k];
+    Expr c = And(GE(x, r.min), LT(x, r.min + r.extent));
+    inside = inside ? And(inside, c) : c;
+    x = x - r.min;
+  }
+  return inside;
 }
 
 /// For each register l: the element (i, j) it holds goes to / comes from `tile` at the
@@ -88,29 +118,35 @@ std::pair<Stmt, VarRef> FragmentRewriter::RegTileLoop(const RegFragment& rf, con
   }
   TL_ICHECK(dims.size() == want) << "copy between register fragment " << rf.regs->name << " ("
                                  << rf.layout->ToString() << ") and tile " << tile.buffer->name << " of another rank";
-  if (to_tile) {
+  if (to_tile && !frag_window_) {
     if (Stmt st = StmatrixStores(rf, tile, dims, span)) return {st, nullptr};
   }
   int64_t v = rf.layout->vec();
   arith::Analyzer an;
   // Shared tiles may be swizzled in 16-byte chunks: a vector must not cross one.
   bool chunked = tile.buffer->scope != Scope::kShared || v * tile.buffer->dtype.bytes() <= 16;
+  // (a window's runs of v columns must be wholly inside or outside it)
+  auto multiple = [&](const Expr& e) { return an.CanProve(EQ(FloorMod(e, MakeInt(v, e->dtype)), MakeInt(0, e->dtype))); };
+  bool window_runs = !frag_window_ || rf.layout->is_rows() ||
+                     (multiple(frag_window_->ranges.back().min) && multiple(frag_window_->ranges.back().extent));
   if (v > 1 && dims.back() + 1 == tile.ranges.size() && tile.buffer->scope != Scope::kLocal && chunked &&
-      cuda::VectorFits(tile, v, an, cuda::DynamicAlignment(ctx_))) {
+      window_runs && cuda::VectorFits(tile, v, an, cuda::DynamicAlignment(ctx_))) {
     return {VectorRegTileLoop(rf, tile, dims, to_tile, span), nullptr};
   }
   VarRef l = Var::Make("l");
   auto [i, j] = rf.layout->Inverse(tx_, l);
+  Expr inside = InWindow(&i, &j);
   Expr in_bounds;
   std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
   Stmt st;
   if (to_tile) {
     st = BufferStore::Make(tile.buffer, idx, Cast::Make(tile.buffer->dtype, BufferLoad::Make(rf.regs, {l})), span);
-    st = IfThenElse::Make(in_bounds, st, nullptr, span);
+    st = IfThenElse::Make(inside ? And(inside, in_bounds) : in_bounds, st, nullptr, span);
   } else {
     Expr v = Cast::Make(rf.regs->dtype, BufferLoad::Make(tile.buffer, idx));
     Expr zero = rf.regs->dtype.IsFloat() ? MakeFloat(0, rf.regs->dtype) : MakeInt(0, rf.regs->dtype);
     st = BufferStore::Make(rf.regs, {l}, Select::Make(in_bounds, v, zero), span);
+    if (inside) st = IfThenElse::Make(inside, st, nullptr, span);  // (registers outside keep their values)
   }
   return {For::Make(l, MakeInt(0), MakeInt(rf.layout->num_local()), ForKind::kUnrolled, st,
                     {{cuda::kRegisterWalk, MakeInt(1)}}, span),
@@ -181,6 +217,7 @@ Stmt FragmentRewriter::VectorRegTileLoop(const RegFragment& rf, const Region& ti
   VarRef c = Var::Make("c");
   Expr first = Expr(c) * MakeInt(v);
   auto [i, j] = rf.layout->Inverse(tx_, first);
+  Expr inside = InWindow(&i, &j);  // (the run's first column decides for the run: RegTileLoop)
   Expr in_bounds;
   std::vector<Expr> idx = AtCorner(tile, dims, i, j, &in_bounds);
   auto addr = [](const Buffer& b, const std::vector<Expr>& at) {
@@ -198,6 +235,7 @@ Stmt FragmentRewriter::VectorRegTileLoop(const RegFragment& rf, const Region& ti
                         BufferStore::Make(rf.regs, {first + e}, zero, span), {}, span);
   }
   Stmt st = IfThenElse::Make(in_bounds, move, outside, span);
+  if (inside) st = IfThenElse::Make(inside, st, nullptr, span);  // (registers outside keep their values)
   ctx_.remarks.push_back(std::string("T.copy ") + (to_tile ? "from" : "into") + " register fragment (" +
                          rf.layout->ToString() + "): " + std::to_string(v) + "-element vector accesses");
   return For::Make(c, MakeInt(0), MakeInt(rf.layout->num_local() / v), ForKind::kUnrolled, st, {}, span);

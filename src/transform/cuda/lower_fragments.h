@@ -76,6 +76,9 @@ class FragmentRewriter : public IRMutator {
   Stmt StmatrixStores(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims, const Span& span);
   Stmt VectorRegTileLoop(const RegFragment& rf, const Region& tile, const std::vector<size_t>& dims, bool to_tile,
                          const Span& span);
+  /// Whether register element (i, j) lies in frag_window_ (null when there is none), with
+  /// (i, j) made relative to the window's corner.
+  Expr InWindow(Expr* i, Expr* j) const;
   Stmt RegsToTile(const RegFragment& rf, const Region& tile, const Span& span);
   Stmt TileToRegs(const RegFragment& rf, const Region& tile, const Span& span);
   bool PanelsAvoidConflicts(const RegFragment& rf, const Buffer& tile);
@@ -206,6 +209,10 @@ class FragmentRewriter : public IRMutator {
   std::optional<std::unordered_set<const BufferNode*>> off_atom_tiles_;
   PassContext& ctx_;
   int thread_branch_ = 0;                       ///< depth of branches on the thread index
+  /// The fragment's region of the T.copy being lowered when it is not the whole fragment
+  /// (`T.copy(acc[64:128, :], C[...])`): the register walks move only the elements inside
+  /// it, each to the tile region's corner plus its offset from the window's corner.
+  const Region* frag_window_ = nullptr;
   /// The threads running the statement being rewritten, inside branches on the thread index
   /// (nullopt at the top: the whole block).
   std::optional<RunningThreads> running_;
