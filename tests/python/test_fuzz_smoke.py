@@ -45,7 +45,7 @@ def test_fuzz_smoke_hopper_kind_cpu():
 
 @pytest.mark.cpu_target
 @pytest.mark.parametrize("kind", ["reducers", "dtype_views", "gathers", "wide_elementwise", "async_gathers",
-                                  "f16_acc_gemms", "flat_views"])
+                                  "f16_acc_gemms", "flat_views", "fragment_windows"])
 def test_fuzz_smoke_opt_in_kinds_cpu(kind):
     """Each other opt-in kind (weight 0 in the default mix), a few programs: valid, and matching
     numpy on the CPU target (their GPU runs: docs/fuzzing.md)."""

@@ -1852,6 +1852,63 @@ def gen_flat_views(r, prog):
     prog.ref = ref
 
 
+def gen_fragment_windows(r, prog):
+    """Windows of register fragments: GEMM accumulators (which live in registers on CUDA;
+    a fragment only copied and computed element-wise is kept in shared memory), a window of
+    one copied out to global memory (directly or through a shared tile), and a tile copied
+    into a window of the other, whose other elements keep their values."""
+    P = prog.prefix
+    bm, bn, K = r.choice([16, 32, 64]), r.choice([16, 32, 64]), 16
+    r0, r1 = sorted(r.sample(range(bm + 1), 2))
+    c0, c1 = sorted(r.sample(range(bn + 1), 2))
+    threads = r.choice([32, 64, 128, 128])
+    via_shared = r.random() < 0.5
+    A = Param(f"{P}A", (bm, K), "float16", "in")
+    B = Param(f"{P}B", (K, bn), "float16", "in")
+    Y = Param(f"{P}Y", (bm, bn), "float32", "in")
+    O = Param(f"{P}O", (bm, bn), "float32", "out")
+    Q = Param(f"{P}Q", (bm, bn), "float32", "out")
+    prog.params += [A, B, Y, O, Q]
+    prog.touch("float16", "float32")
+    prog.tol = max(prog.tol, 2e-4)
+    prog.notes.append(f"fragment windows: {bm}x{bn}, rows {r0}:{r1}, cols {c0}:{c1}, via_shared={via_shared} "
+                      f"threads={threads}")
+    win = f"[{r0}:{r1}, {c0}:{c1}]"
+    b = Body()
+    b(f"with T.Kernel(1, threads={threads}) as _:")
+    with b.indent():
+        b(f'a = T.alloc_shared(({bm}, {K}), "float16")')
+        b(f'bs = T.alloc_shared(({K}, {bn}), "float16")')
+        b(f'f = T.alloc_fragment(({bm}, {bn}), "float32")')
+        b(f'g = T.alloc_fragment(({bm}, {bn}), "float32")')
+        b(f"T.copy({A.name}, a)")
+        b(f"T.copy({B.name}, bs)")
+        b("T.gemm(a, bs, f, clear_accum=True)")
+        b("T.gemm(a, bs, g, clear_accum=True)")
+        b(f"for i, j in T.Parallel({bm}, {bn}):")
+        with b.indent():
+            b("g[i, j] = g[i, j] + 1")
+        if via_shared:
+            b(f's = T.alloc_shared(({r1 - r0}, {c1 - c0}), "float32")')
+            b(f"T.copy(f{win}, s)")
+            b(f"T.copy(s, {O.name}{win})")
+            b(f"T.copy(s, g{win})")
+        else:
+            b(f"T.copy(f{win}, {O.name}{win})")
+            b(f"T.copy({Y.name}{win}, g{win})")
+        b(f"T.copy(g, {Q.name})")
+    prog.body = b.lines
+
+    def ref(arr, run):
+        f = arr[A.name].astype(np.float64) @ arr[B.name].astype(np.float64)
+        o = np.full((bm, bn), np.nan)
+        o[r0:r1, c0:c1] = f[r0:r1, c0:c1]
+        g = f + 1
+        g[r0:r1, c0:c1] = (f if via_shared else arr[Y.name].astype(np.float64))[r0:r1, c0:c1]
+        return {O.name: o, Q.name: g}
+    prog.ref = ref
+
+
 KINDS = {
     "copy": (gen_copy, 2), "elementwise": (gen_elementwise, 4), "reduce": (gen_reduce, 3),
     "gemm": (gen_gemm, 3), "pipeline": (gen_pipeline, 2), "atomic": (gen_atomic, 2),
@@ -1867,6 +1924,7 @@ KINDS = {
     "async_gathers": (gen_async_gathers, 0),
     "f16_acc_gemms": (gen_f16_acc_gemms, 0),
     "flat_views": (gen_flat_views, 0),
+    "fragment_windows": (gen_fragment_windows, 0),
 }
 
 
