@@ -88,3 +88,41 @@ def test_only_the_window_moves(arch):
     assert ">= 64)) {" in first and "< 64)) {" in second, body
     # ... and moves them by the window's start: up 64 rows (64 x 64 floats), down 128
     assert "- 4096)]" in first and "+ 8192)]" in second, body
+
+
+def atomic_from_halves(M=128, N=64, K=64):
+    """The accumulator's lower half added into D's rows 0-63 and its upper half into D's
+    rows 64-127 (swapped)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), D: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((K, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            T.atomic_add(D[0:M // 2, :], c[M // 2:M, :])
+            T.atomic_add(D[M // 2:M, :], c[0:M // 2, :])
+
+    return main
+
+
+def test_atomic_from_a_window_values(rng):
+    a, b = rand(rng, (128, 64), "float16"), rand(rng, (64, 64), "float16")
+    d = rand(rng, (128, 64))
+    want = f64(d).copy()
+    compile_cpu(atomic_from_halves())(a, b, d)
+    c = reference(a, b)
+    want[0:64] += c[64:128]
+    want[64:128] += c[0:64]
+    np.testing.assert_allclose(f64(d), want, rtol=2e-3, atol=2e-3)
+
+
+def test_atomic_from_a_window_takes_its_rows():
+    lowered, _, _ = _tl.lower_cuda(atomic_from_halves().node, {"tl.target_arch": "sm_80"}, False)
+    code = _tl.codegen_cuda(lowered).code
+    body = code[code.index("// test_fragment_copy_window.py:105"):]
+    first, second = body.split("// test_fragment_copy_window.py:106")
+    assert ">= 64)" in first and "- 4096)]" in first, first
+    assert "< 64)" in second and "+ 4096)]" in second, second

@@ -324,10 +324,21 @@ Stmt FragmentRewriter::Mutate_(const AtomicOp* op, const Stmt& self) {
     if (!(AsConstInt(dst.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
   }
   TL_ICHECK(dims.size() == 2) << "atomic from a register fragment into a non-2-D region";
+  // (a window of the fragment, `T.atomic_add(D[...], acc[64:128, :])`: its elements only,
+  // placed by their offset in the window, as T.copy's register walks)
+  Region window = MutateRegion(op->src);
+  if (!CoversWholeBuffer(op->src) && window.ranges.size() != 2) {
+    TL_USER_ERROR(op->span) << "T.atomic_* from part of register fragment " << op->src.buffer->name
+                            << ": only a window of a 2-D fragment is supported";
+  }
+  frag_window_ = CoversWholeBuffer(op->src) ? nullptr : &window;
   VarRef l = Var::Make("l");
   auto [i, j] = rf.layout->Inverse(tx_, l);
+  Expr inside = InWindow(&i, &j);
+  frag_window_ = nullptr;
   Expr in_bounds;
   std::vector<Expr> idx = AtCorner(dst, dims, i, j, &in_bounds);
+  if (inside) in_bounds = And(inside, in_bounds);
   static const char* kNames[] = {"atomic_add", "atomic_max", "atomic_min"};
   DType t = dst.buffer->dtype;
   Stmt st = Evaluate::Make(
