@@ -26,8 +26,10 @@ if __name__ == "__main__":  # the summary of a log (no torch, no tilelang needed
     print(f"{len(rows)} kernels lowered for sm_90a, {len(bad)} refused")
     for r in bad:
         print(f"  {r['test']}: {r['kernel']}: {r['status']}")
+    # (our remarks' words for a slower path than the fast one: see the compiler's remarks)
     words = ("not TMA", "falls back", "fallback", "mma.sync", "element loop", "not warp-specialized",
-             "scalar", "not vectorized", "spill")
+             "runs in order", "not wgmma", "kept in shared memory", "stored by the threads",
+             "converted through shared memory", "scalar", "not vectorized", "spilled")
     hits = Counter(m for r in rows for m in r["remarks"] if any(w in m for w in words))
     print(f"remarks naming a slower path ({sum(hits.values())}):")
     for m, n in hits.most_common(60):
