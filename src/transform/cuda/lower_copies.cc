@@ -111,7 +111,8 @@ class CopyLowerer : public cuda::ThreadShareMutator {
         continue;
       }
       flush();
-      out.push_back(Mutate(s));
+      // (a copy already found no TMA store goes straight to the threads: not checked twice)
+      out.push_back(copy && !explicit_store_ && share_.Bound() ? ThreadCopy(copy, s) : Mutate(s));
     }
     flush();
     return Seq::Make(out, op->span);
@@ -124,6 +125,12 @@ class CopyLowerer : public cuda::ThreadShareMutator {
     if (std::optional<cuda::TmaStoreCopy> tma = TmaStore(op, asked)) {
       return cuda::LowerTmaStores({*tma}, EQ(share_.Spread(), MakeInt(0)));
     }
+    return ThreadCopy(op, self);
+  }
+
+ private:
+  /// The copy spread over the threads (copy_lowering.h), or `self` for the generic lowering.
+  Stmt ThreadCopy(const CopyOp* op, const Stmt& self) {
     Stmt s = cuda::LowerCopyPartitioned(op, share_.Spread(), share_.SpreadThreads(), false, ctx_);
     if (s && share_.Unranged()) {
       TL_USER_ERROR(op->span) << "T.copy under a condition on the thread index that does not select a range of "
@@ -133,7 +140,6 @@ class CopyLowerer : public cuda::ThreadShareMutator {
     return s ? s : self;
   }
 
- private:
   /// TMA stores: sm_90 or newer, unless tl.disable_tma_lower or tl.disable_tma_store.
   static bool TmaStoresAvailable(const PassContext& ctx) {
     return ctx.Cuda().HasTma() && !cuda::ConfigTrue(ctx, "tl.disable_tma_lower") &&
