@@ -444,7 +444,8 @@ static void run_rs_type(std::mt19937& rng) {
 }
 
 /// Shapes off the main grid: N above 256 (two instructions per k step, 256 + 64), a 3-warpgroup
-/// M, a narrow N with K-major B (N-major B needs N % 64 == 0), and K = 192 (three panels).
+/// M, a narrow N with K-major B (N-major B needs N % 64 == 0), K = 192 (three panels), and
+/// warpgroups splitting N, whole panels or one panel between them.
 static void run_extra(std::mt19937& rng) {
   run_all_trans<64, 320, 64, tl::bfloat16>(rng);
   run_all_trans<192, 128, 64, tl::half>(rng);
@@ -470,6 +471,14 @@ static void run_extra(std::mt19937& rng) {
   run_case<64, 128, 64, true, false, tl::bfloat16, 2>(rng);
   run_case<128, 256, 64, false, true, tl::half, 2>(rng);
   run_case<64, 256, 64, true, true, tl::bfloat16, 4>(rng);
+  // N-major B split inside one 64-column panel: each warpgroup's descriptor starts (n0 % 64)
+  // * 2 bytes into the panel's 128-byte rows (upstream's sparse MLA backward: dP (64 x 32) x
+  // KV_tail (32 x 64) on two warpgroups, 32 columns each), and four warpgroups of 16.
+  run_case<64, 64, 32, false, false, tl::bfloat16, 2>(rng);
+  run_case<64, 64, 64, true, false, tl::half, 2>(rng);
+  run_case<64, 128, 64, false, false, tl::bfloat16, 4>(rng);
+  run_case<64, 64, 64, false, false, tl::half, 4>(rng);
+  run_case<128, 64, 64, false, false, tl::half, 2>(rng);
   // Fewer warpgroups than 64-row blocks (upstream's default GEMM tile: 128 x 128 on 128
   // threads): each warpgroup issues one m64 wgmma per block it owns.
   run_case<128, 128, 64, false, false, tl::half, 1, 2>(rng);
@@ -603,6 +612,7 @@ static void run_f16_accumulators(std::mt19937& rng) {
   run_case<64, 320, 64, false, false, H, 1, 1, H>(rng);
   run_case<128, 256, 64, false, true, H, 2, 1, H>(rng);
   run_case<64, 512, 64, false, false, H, 2, 1, H>(rng);
+  run_case<64, 64, 64, false, false, H, 2, 1, H>(rng);
   run_case<128, 128, 64, false, false, H, 1, 2, H>(rng);
   run_rs_case<64, 128, 64, false, H, 1, H>(rng);
   run_rs_case<128, 256, 64, true, H, 1, H>(rng);

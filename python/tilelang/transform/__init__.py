@@ -131,6 +131,7 @@ ACTED_ON_CUDA = {
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
     "tl.wgmma_f16_accumulators": "T.gemm of float16 tiles into a float16 accumulator on Hopper with wgmma .f16.f16.f16 (on by default; 0: mma.sync with tl.mma_f16_accumulators)",
+    "tl.wgmma_split_in_panel": "warpgroups splitting N of an N-major wgmma B inside one 64-column panel (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_wgmma_stages": "wgmma on a stage X[s, :, :] of a 3-D shared tile (src/transform/cuda/wgmma_select.cc)",
 }
 

@@ -105,6 +105,7 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
   o.tf32_mma = ConfigOn(ctx, "tl.enable_tf32_mma", /*default_on=*/true);
   o.f16_acc_mma = ConfigOn(ctx, "tl.mma_f16_accumulators", /*default_on=*/true);
   o.f16_acc = ConfigOn(ctx, "tl.wgmma_f16_accumulators", /*default_on=*/true);
+  o.split_in_panel = ConfigOn(ctx, "tl.wgmma_split_in_panel", /*default_on=*/false);
   return o;
 }
 
@@ -195,9 +196,12 @@ std::string WgmmaUnfit(const GemmOp* op, int64_t threads, const target::CudaTarg
     std::string split = std::to_string(threads / 128) + " warpgroups for " + std::to_string(m) + " rows";
     if (a_in_registers) return split + " would split N, which a register operand A does not support here";
     int64_t cols = n / wg_n;
-    if (n % wg_n || cols % 8 || (!op->trans_b && cols % 64)) {
+    // (an N-major B's part: whole 64-column panels, or with split_in_panel a part of one)
+    const bool in_panel = options.split_in_panel && 64 % cols == 0;
+    if (n % wg_n || cols % 8 || (!op->trans_b && cols % 64 && !in_panel)) {
       return split + " split N = " + std::to_string(n) + " into parts that are not " +
-             (op->trans_b ? "multiples of 8" : "whole 64-column panels of B");
+             (op->trans_b ? "multiples of 8"
+                          : "whole 64-column panels of B (parts of one panel: tl.wgmma_split_in_panel=1)");
     }
   }
   // (a float16 accumulator's instructions come in widths of 16 columns: wgmma_f16_acc.h)

@@ -24,6 +24,11 @@ struct WgmmaOptions {
   /// wgmma .f16.f16.f16: float16 operands into a float16 accumulator, half the accumulator
   /// registers ("tl.wgmma_f16_accumulators", on; 0 sends such GEMMs to mma.sync).
   bool f16_acc = true;
+  /// Warpgroups splitting N of an N-major B inside one 128-byte panel (each warpgroup's N
+  /// dividing 64: its descriptor starts part-way along the panel's rows), as upstream's
+  /// sparse MLA backward's dQ-tail GEMM needs ("tl.wgmma_split_in_panel"; off until a GPU
+  /// run of tests/cuda/wgmma_test.cu has checked it: else such GEMMs take mma.sync).
+  bool split_in_panel = false;
 };
 
 /// The options the pass configs of `ctx` set.

@@ -74,7 +74,8 @@
 /// 8 rows): SBO = 512, and rows are 64 bytes where the text says 128.
 /// Warpgroup g starts at row 64g of A (K-major: + 64g * 128 bytes; M-major: panel g,
 /// + g * K * 128 bytes); the B chunk at column n0 starts at row n0 (K-major: + n0 * 128) or
-/// at panel n0/64 (N-major: + (n0/64) * K * 128).
+/// at panel n0/64 (N-major: + (n0/64) * K * 128), plus (n0 % 64) * 2 bytes when warpgroups
+/// split one panel of N-major B (each warpgroup's N dividing 64).
 ///
 /// ORDERING. The callers have written A and B with generic-proxy stores or cp.async and then
 /// synchronised the block; wgmma reads shared memory through the async proxy, so the
@@ -584,8 +585,9 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, Acc* C) {
                 "gemm_ss_wgmma: only a K-major operand can be a window of a wider tile");
   static_assert(TransB || N % 64 == 0, "gemm_ss_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
   static_assert(WgN >= 1 && N % WgN == 0 && (N / WgN) % 8 == 0, "gemm_ss_wgmma: N/WgN must be a multiple of 8");
-  static_assert(TransB || (N / WgN) % 64 == 0, "gemm_ss_wgmma: N-major B split over warpgroups needs N/WgN a "
-                                               "multiple of 64 (whole panels)");
+  static_assert(TransB || (N / WgN) % 64 == 0 || 64 % (N / WgN) == 0,
+                "gemm_ss_wgmma: N-major B split over warpgroups needs N/WgN whole 64-column panels, or a part "
+                "of one panel (N/WgN dividing 64)");
   static_assert(MReps >= 1 && M % (64 * MReps) == 0 && (MReps == 1 || WgN == 1),
                 "gemm_ss_wgmma: M must be MReps 64-row blocks per warpgroup, and not with WgN > 1");
 #if TL_WGMMA_AVAILABLE
@@ -599,9 +601,13 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, Acc* C) {
   const int warpgroup = __shfl_sync(0xffffffffu, tid / 128 % (kWgM * WgN), 0);
   const int wg_m = warpgroup % kWgM, wg_n = warpgroup / kWgM;
   constexpr uint32_t kKRow = detail::kKmajorRowBytes<KTileA, T>, kKPanel = kKRow / sizeof(T);  // K-major A rows
-  // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64.
+  // Column n of B: K-major B (N x K) n rows down; N-major B (K x N) panel n / 64, and
+  // (n % 64) * 2 bytes into its 128-byte rows when warpgroups split one panel (N/WgN of 32:
+  // the second warpgroup starts 64 bytes in; the atom stays 1024-aligned, so the hardware's
+  // address XOR finds the swizzled chunks, as for a K-major k step inside a row).
   const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * detail::kKmajorRowBytes<KTileB, T>
-                                : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow;
+                                : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow +
+                                      uint32_t(wg_n * kN % 64) * uint32_t(sizeof(T));
   const uint64_t desc_b0 = detail::wgmma_desc_b<KTileB, TransB>(B) + (b_col >> 4);
 
   if constexpr (ProxyFence) fence_proxy_async_shared();
