@@ -11,7 +11,8 @@
 /// are the element conversions' bits exactly.
 ///
 /// The walk qualifies when its trip count is a constant even number, its body is exactly
-/// that one store into a register array (local scope), the register of step l + 1 is the one
+/// that one store into a register array (local scope; of an even byte size for 8-bit
+/// types, whose pairs are stored as 16 bits), the register of step l + 1 is the one
 /// after that of step l for every even l, and the pair starts on an even register (provably,
 /// whatever the enclosing loops' variables); `e` reads
 /// no element of R and calls nothing with effects (its two evaluations may then happen
@@ -40,6 +41,13 @@ bool AsConversion(const Stmt& body, Conversion* out) {
   const auto* cast = As<Cast>(st->value);
   if (!cast || cast->dtype != st->buffer->dtype) return false;
   if (codegen::CudaPairConversion(cast->value->dtype, cast->dtype).empty()) return false;
+  // An 8-bit pair is written as one 16-bit store (pair_convert.h, unpack_f8x2): the array's
+  // byte size must be even, so that its declared alignment (layout::LocalAlignment) is 2 or more.
+  if (st->buffer->dtype.bytes() == 1) {
+    int64_t elems = 1, dim = 0;
+    for (const Expr& d : st->buffer->shape) elems = AsConstInt(d, &dim) ? elems * dim : -1;
+    if (elems <= 0 || elems % 2 != 0) return false;
+  }
   bool pure = true;
   ForEachExpr(cast->value, [&](const Expr& e) {
     if (const auto* load = As<BufferLoad>(e); load && load->buffer.get() == st->buffer.get()) pure = false;

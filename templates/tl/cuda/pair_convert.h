@@ -54,10 +54,14 @@ template <typename F8>
 TL_DEVICE unsigned short pack_f8x2(F8 lo, F8 hi) {
   return static_cast<unsigned short>(lo.bits | (static_cast<unsigned short>(hi.bits) << 8));
 }
+/// dst: two consecutive 8-bit floats starting on an even byte (the pair conversions write
+/// register pairs that start on an even element of an aligned array: cuda-pair-conversions),
+/// written as one 16-bit store. Two byte stores made nvcc split the pair and put it back
+/// together (a shift, a mask and a byte permute per pair) before a 16-bit global store.
 template <typename F8>
 TL_DEVICE void unpack_f8x2(F8* dst, unsigned short pair) {
-  dst[0] = F8::from_bits(static_cast<unsigned char>(pair & 0xffu));
-  dst[1] = F8::from_bits(static_cast<unsigned char>(pair >> 8));
+  static_assert(sizeof(F8) == 1, "unpack_f8x2: 8-bit floats");
+  *reinterpret_cast<unsigned short*>(dst) = pair;
 }
 /// Two 8-bit floats widened to a packed half pair (lo in bits 0..15), exactly.
 template <typename F8>
