@@ -190,6 +190,40 @@ def test_scalar_arguments_and_lets_are_values_of_their_type(target):
                                                                                       target=target))
 
 
+def offset_mask():
+    """A causal-style mask against a block offset read from memory (upstream's minference
+    pattern `bx * 64 + i >= k + j`, k = block_offset[b]): k is any int32."""
+    @T.prim_func
+    def main(offsets: T.Tensor((4,), "int32"), Out: T.Tensor((4, 64, 16), "float32")):
+        with T.Kernel(4, threads=64) as bx:
+            k = offsets[bx]
+            acc = T.alloc_fragment((64, 16), "float32")
+            for i, j in T.Parallel(64, 16):
+                acc[i, j] = T.if_then_else(bx * 64 + i >= k + j, 1.0, 0.0)
+            T.copy(acc, Out[bx, :, :])
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_comparison_with_a_loaded_term_is_moved_not_widened(target):
+    # `bx * 64 + i >= k + j` may wrap as written (k near 2^31); `bx * 64 + i - j >= k` cannot,
+    # and is computed in 32 bits instead of widening both sides
+    kernel = tilelang.compile(offset_mask(), target=target)
+    src = kernel.get_kernel_source()
+    assert not any("comparison" in r for r in kernel.get_remarks()), kernel.get_remarks()
+    assert I64 not in "\n".join(ln for ln in src.splitlines() if ">=" in ln), src
+    if target != "cpu":
+        return
+    # exact at the ends of int32: k + j would wrap for the largest k, and bx * 64 + i - j
+    # reaches below 0 against the smallest
+    offsets = np.array([2**31 - 1, -2**31, 40, 100], np.int32)
+    out = np.full((4, 64, 16), np.nan, np.float32)
+    kernel(offsets, out)
+    bx, i, j = np.meshgrid(np.arange(4), np.arange(64), np.arange(16), indexing="ij")
+    ref = (bx * 64 + i >= offsets.astype(np.int64)[bx] + j).astype(np.float32)
+    np.testing.assert_array_equal(out, ref)
+
+
 def test_int32_dynamic_dimension_past_2_31_is_refused():
     m = T.dynamic("m")
 
