@@ -35,6 +35,12 @@ std::vector<std::pair<bool, Expr>> SumTerms(const Expr& e) {
   return out;
 }
 
+Expr SumOfTerms(const std::vector<std::pair<bool, Expr>>& terms, DType dtype) {
+  Expr sum;
+  for (const auto& [negated, t] : terms) Append(&sum, negated, t);
+  return sum ? sum : MakeInt(0, dtype);
+}
+
 bool LoopArithmetic(const Expr& e, const std::unordered_set<const Var*>& loop_vars) {
   if (As<IntImm>(e)) return true;
   if (const auto* v = As<Var>(e)) return loop_vars.count(v) > 0;

@@ -209,26 +209,6 @@ class IndexWidener : public IRMutator {
     }
   }
 
-  /// The terms of a sum or difference (`x + y - z`: x, y with sign +1, z with -1).
-  static void Terms(const Expr& e, int sign, std::vector<std::pair<Expr, int>>* out) {
-    if (const auto* b = As<Binary>(e); b && (b->op == BinOp::kAdd || b->op == BinOp::kSub)) {
-      Terms(b->a, sign, out);
-      Terms(b->b, b->op == BinOp::kAdd ? sign : -sign, out);
-      return;
-    }
-    out->push_back({e, sign});
-  }
-
-  /// The sum of signed terms, in their order (0 for none).
-  static Expr SumOf(const std::vector<std::pair<Expr, int>>& terms, DType t) {
-    Expr acc;
-    for (const auto& [e, sign] : terms) {
-      if (!acc) acc = sign > 0 ? e : Binary::Make(BinOp::kSub, MakeInt(0, t), e);
-      else acc = Binary::Make(sign > 0 ? BinOp::kAdd : BinOp::kSub, acc, e);
-    }
-    return acc ? acc : MakeInt(0, t);
-  }
-
   /// `a cmp b` with one term u of either side, a variable (a value of its own type: a let of
   /// loaded data, say `k = block_offset[i]`), moved to stand alone and the other terms to
   /// the other side: `x >= k + c` as `x - c >= k`. Exact when that side provably fits in
@@ -238,42 +218,28 @@ class IndexWidener : public IRMutator {
   Expr Rebalanced(const Binary* cmp) {
     const DType t = cmp->a->dtype;
     if (cmp->b->dtype != t) return nullptr;
-    std::vector<std::pair<Expr, int>> a, b;
-    Terms(cmp->a, 1, &a);
-    Terms(cmp->b, 1, &b);
-    auto same_type = [&](const std::vector<std::pair<Expr, int>>& v) {
-      for (const auto& term : v) {
-        if (term.first->dtype != t) return false;
+    using Terms = std::vector<std::pair<bool, Expr>>;  // (subtracted, term): arith::SumTerms
+    const Terms a = arith::SumTerms(cmp->a), b = arith::SumTerms(cmp->b);
+    for (const Terms* v : {&a, &b}) {
+      for (const auto& term : *v) {
+        if (term.second->dtype != t) return nullptr;
       }
-      return true;
-    };
-    if (!same_type(a) || !same_type(b)) return nullptr;
-    for (int in_a = 1; in_a >= 0; --in_a) {
-      const auto& side = in_a ? a : b;
+    }
+    for (const bool in_a : {true, false}) {
+      const Terms& side = in_a ? a : b;
       for (size_t i = 0; i < side.size(); ++i) {
-        if (!As<Var>(side[i].first)) continue;
-        const Expr u = side[i].first;
-        const int sign = side[i].second;
-        // what stays with u, and the other side
-        std::vector<std::pair<Expr, int>> rest = side, other = in_a ? b : a;
+        if (!As<Var>(side[i].second)) continue;
+        const auto [subtracted, u] = side[i];
+        Terms rest = side;
         rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-        // u's side: s = sign * u + rest; the other side: o. Then s cmp o (or o cmp s) becomes
-        //   sign +1:  u cmp o - rest  (u on s's side of cmp)
-        //   sign -1:  rest - o cmp u
-        std::vector<std::pair<Expr, int>> moved;
-        if (sign > 0) {
-          moved = other;
-          for (auto [e, sg] : rest) moved.push_back({e, -sg});
-        } else {
-          moved = rest;
-          for (auto [e, sg] : other) moved.push_back({e, -sg});
-        }
-        Expr x = SumOf(moved, t);
+        // u's side s = (+/-) u + rest, the other side o. Then `s cmp o` becomes
+        //   u added:       u cmp o - rest   (u where s was)
+        //   u subtracted:  rest - o cmp u   (u where o was)
+        Terms moved = subtracted ? rest : (in_a ? b : a);
+        for (const auto& [neg, e] : subtracted ? (in_a ? b : a) : rest) moved.push_back({!neg, e});
+        const Expr x = an_.Simplify(arith::SumOfTerms(moved, t));
         if (!Fits(x)) continue;
-        x = an_.Simplify(x);
-        if (!Fits(x)) continue;
-        // u stays on the side it was on: `s cmp o` with s = u's side (a when in_a)
-        const bool u_left = (sign > 0) == static_cast<bool>(in_a);
+        const bool u_left = subtracted != in_a;
         return u_left ? Binary::Make(cmp->op, u, x) : Binary::Make(cmp->op, x, u);
       }
     }

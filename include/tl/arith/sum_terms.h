@@ -17,6 +17,9 @@ namespace tl::arith {
 /// The terms of a sum of + and -, in order, each with its sign (true: subtracted).
 std::vector<std::pair<bool, ir::Expr>> SumTerms(const ir::Expr& e);
 
+/// The sum of signed terms (SumTerms' form), a left chain in their order; 0 of `dtype` for none.
+ir::Expr SumOfTerms(const std::vector<std::pair<bool, ir::Expr>>& terms, ir::DType dtype);
+
 /// Whether `e` is + - * arithmetic of constants and `loop_vars` alone (no thread index, no
 /// loaded value): a constant once the loops unroll.
 bool LoopArithmetic(const ir::Expr& e, const std::unordered_set<const ir::Var*>& loop_vars);

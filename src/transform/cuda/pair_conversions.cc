@@ -43,10 +43,9 @@ bool AsConversion(const Stmt& body, Conversion* out) {
   if (codegen::CudaPairConversion(cast->value->dtype, cast->dtype).empty()) return false;
   // An 8-bit pair is written as one 16-bit store (pair_convert.h, unpack_f8x2): the array's
   // byte size must be even, so that its declared alignment (layout::LocalAlignment) is 2 or more.
-  if (st->buffer->dtype.bytes() == 1) {
-    int64_t elems = 1, dim = 0;
-    for (const Expr& d : st->buffer->shape) elems = AsConstInt(d, &dim) ? elems * dim : -1;
-    if (elems <= 0 || elems % 2 != 0) return false;
+  int64_t elems = 0;
+  if (st->buffer->dtype.bytes() == 1 && (!AsConstInt(st->buffer->NumElements(), &elems) || elems % 2 != 0)) {
+    return false;
   }
   bool pure = true;
   ForEachExpr(cast->value, [&](const Expr& e) {
