@@ -123,6 +123,22 @@ def test_consumer_registers_can_be_asked_for():
     assert any("tl.ws_consumer_registers=250 ignored: a multiple of 8 in [24, 256]" in r for r in remarks), remarks
 
 
+@pytest.mark.parametrize("threads, most", [(128, 256), (256, 240), (384, 160), (512, 112)])
+def test_consumers_ask_only_for_what_the_producer_releases(threads, most):
+    # setmaxnreg.inc draws only on registers setmaxnreg.dec released: the block starts with
+    # 65536 / all threads each (in units of 8, at most 255), the producer gives back all but
+    # 24, and the consumers may grow by that much and no more (asking for more hangs them:
+    # four consumer warpgroups at 120 did on the H100)
+    at_launch = min(255, 65536 // (threads + 128)) // 8 * 8
+    assert (most - at_launch) * threads <= (at_launch - 24) * 128 < (most + 8 - at_launch) * threads or most == 256
+    src, remarks, _ = lower(gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=threads))
+    assert f"tl::warpgroup_reg_alloc<{most}>()" in src.code and any(f"registers 24/{most}" in r for r in remarks)
+    src, remarks, _ = lower(gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=threads),
+                            **{"tl.ws_consumer_registers": most + 8})
+    assert f"tl::warpgroup_reg_alloc<{most}>()" in src.code
+    assert any(f"tl.ws_consumer_registers={most + 8} ignored" in r for r in remarks) or most == 256
+
+
 def test_producer_is_one_warp_with_an_elected_lane():
     # The producer's loop runs in its first warp; one elected lane arms the barrier and
     # issues, and the descriptors are prefetched where the barriers are initialized.

@@ -171,9 +171,11 @@ def test_sm90_n_split_inside_one_panel():
     assert any("wgmma m64n32k16" in r and "2 along N, 32 columns each" in r for r in k.get_remarks()), k.get_remarks()
     # (warp-specialized: the issue form, waited for later)
     assert re.search(r"tl::gemm_ss_wgmma(_issue)?<64, 64, 64, false, false, \w+, 2>", k.get_kernel_source())
-    # off (the default until a GPU run checks it): mma.sync, and the remark names the key
+    # the default; off: mma.sync, and the remark names the key
     k = tilelang.compile(gemm, target=SM90)
-    assert any("tl.wgmma_split_in_panel=1" in r for r in k.get_remarks()), k.get_remarks()
+    assert any("2 along N, 32 columns each" in r for r in k.get_remarks()), k.get_remarks()
+    k = tilelang.compile(gemm, target=SM90, pass_configs={"tl.wgmma_split_in_panel": 0})
+    assert any("tl.wgmma_split_in_panel is off" in r for r in k.get_remarks()), k.get_remarks()
 
 
 @pytest.mark.parametrize("threads", [256, 512])

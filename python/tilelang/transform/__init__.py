@@ -114,6 +114,7 @@ ACTED_ON_CUDA = {
     "tl.contract_half_fma": "16-bit float a * b + c as one fma rounded once, on both targets, as nvcc contracts float (src/transform/contract_half_fma.cc)",
     "tl.enable_staging_swizzle": "XOR-swizzle shared tiles no GEMM reads whose accesses allow it (shared_plan.h StagingTiles)",
     "tl.enable_tf32_mma": "T.gemm on tfloat32 tiles with mma.sync m16n8k8 tf32 (templates/tl/cuda/tile_ops.h)",
+    "tl.wgmma_split_in_panel": "warpgroups splitting N of an N-major wgmma B inside one 64-column panel (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_gather_pipeline": "element copies into shared tiles of a T.Pipelined loop prefetched by cp.async (gather_copy.h)",
     "tl.pipeline_early_refill": "a cp.async pipeline whose stages are read only by its first statements (copies into registers), or one that gathers rows, refills each stage right after its last reader: one more stage of loads in flight",
@@ -131,7 +132,6 @@ ACTED_ON_CUDA = {
     "tl.ws_consumer_prologue": "the consumers, not the producer, load the tiles copied before the pipelined loop",
     "tl.disable_tma_im2col": "T.im2col in warp-specialized loops as element loops, not TMA im2col loads",
     "tl.wgmma_f16_accumulators": "T.gemm of float16 tiles into a float16 accumulator on Hopper with wgmma .f16.f16.f16 (on by default; 0: mma.sync with tl.mma_f16_accumulators)",
-    "tl.wgmma_split_in_panel": "warpgroups splitting N of an N-major wgmma B inside one 64-column panel (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_wgmma_stages": "wgmma on a stage X[s, :, :] of a 3-D shared tile (src/transform/cuda/wgmma_select.cc)",
 }
 

@@ -15,6 +15,7 @@
 /// One WarpSpecializer handles one kernel launch; its members are filled in that order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "pass_helpers.h"
+
 #include "tma_im2col.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/stmt.h"
@@ -35,6 +37,17 @@ constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegisters = 24;
 /// The register file of one SM, shared by the block (one block per SM at these sizes).
 constexpr int64_t kRegisterFile = 65536;
+
+/// The most registers each consumer thread may ask for with setmaxnreg.inc. The block
+/// starts with the launch bound's share per thread (the file over all threads, in the
+/// allocation unit of 8 per thread); setmaxnreg.inc only draws on what setmaxnreg.dec
+/// released, so the consumers grow by the producer's surplus and no more: asking beyond it
+/// blocks the consumers forever (a hang on the GPU, seen with 4 consumer warpgroups at 120).
+inline int64_t MostConsumerRegisters(int64_t consumer_threads) {
+  int64_t at_launch = std::min<int64_t>(255, kRegisterFile / (consumer_threads + kProducerThreads)) / 8 * 8;
+  int64_t released = (at_launch - kProducerRegisters) * kProducerThreads;
+  return std::min<int64_t>(256, (at_launch + released / consumer_threads) / 8 * 8);
+}
 
 /// Counts the pipelined loops of a statement and whether it breaks or continues.
 struct PipelinedLoopCounter : ir::IRVisitor {

@@ -35,17 +35,16 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   common.push_back(InitBarriers(bars));
   common.push_back(CallStmt("syncthreads", {}, span));
 
-  // As many registers as the file leaves the consumers, at most 256 (setmaxnreg's limit):
-  // 240 for two consumer warpgroups, 256 for one. One warpgroup at 256 rather than 240 was
+  // As many registers as the producer's release leaves the consumers, at most 256
+  // (setmaxnreg's limit): 240 for two consumer warpgroups, 256 for one, 112 for four. One warpgroup at 256 rather than 240 was
   // faster on the H200 (fourteenth session: upstream's FP8 GEMM with two accumulators 0.0790
   // -> 0.0766 ms, spilling 80 bytes rather than 252; GQA forward 0.0308 -> 0.0302, MHA
   // forward 0.0152 -> 0.0148). tl.ws_consumer_registers=n (a multiple of 8, 24..256, within
   // the register file) overrides it, for measurements.
-  int64_t consumer_regs = std::min<int64_t>(256, (kRegisterFile - kProducerThreads * kProducerRegisters) /
-                                                     threads_ / 8 * 8);
+  int64_t consumer_regs = MostConsumerRegisters(threads_);
   if (auto it = ctx_.config.find("tl.ws_consumer_registers"); it != ctx_.config.end()) {
     int64_t asked = std::atoll(it->second.c_str());
-    int64_t most = (kRegisterFile - kProducerThreads * kProducerRegisters) / threads_ / 8 * 8;
+    int64_t most = MostConsumerRegisters(threads_);
     if (asked >= 24 && asked <= 256 && asked % 8 == 0 && asked <= most) {
       consumer_regs = asked;
     } else {

@@ -26,9 +26,9 @@ struct WgmmaOptions {
   bool f16_acc = true;
   /// Warpgroups splitting N of an N-major B inside one 128-byte panel (each warpgroup's N
   /// dividing 64: its descriptor starts part-way along the panel's rows), as upstream's
-  /// sparse MLA backward's dQ-tail GEMM needs ("tl.wgmma_split_in_panel"; off until a GPU
-  /// run of tests/cuda/wgmma_test.cu has checked it: else such GEMMs take mma.sync).
-  bool split_in_panel = false;
+  /// sparse MLA backward's dQ-tail GEMM needs ("tl.wgmma_split_in_panel"; on: checked on
+  /// the H100 by tests/cuda/wgmma_test.cu; off, such GEMMs take mma.sync).
+  bool split_in_panel = true;
 };
 
 /// The options the pass configs of `ctx` set.
