@@ -192,6 +192,25 @@ def test_get_tensor_supply_rejects_dynamic_shapes():
         get_tensor_supply("uniform")
 
 
+def test_integer_supply_for_float8_spans_the_int8_range_as_upstream():
+    # upstream draws float8 "integers" from [-128, 128) rounded to the type (timings of
+    # float8 GEMMs depend on the bits the tensor cores see, so both sides must feed alike)
+    torch = pytest.importorskip("torch")
+    t = get_tensor_supply(TensorSupplyType.Integer, backend="torch")(_Param((64, 64), "float8_e4m3fn"))
+    v = t.to(torch.float64)
+    assert t.dtype == torch.float8_e4m3fn and v.min() >= -128 and v.max() <= 128 and v.abs().max() > 64
+
+    # the profiler's own inputs agree
+    @T.prim_func
+    def copy(A: T.Tensor((64, 64), "float8_e4m3fn"), B: T.Tensor((64, 64), "float8_e4m3fn")):
+        with T.Kernel(1, threads=128) as bx:
+            T.copy(A, B)
+
+    a = tilelang.compile(copy).get_profiler(TensorSupplyType.Integer).inputs()[0]
+    v = a.to(torch.float64)
+    assert a.dtype == torch.float8_e4m3fn and v.min() >= -128 and v.max() <= 128 and v.abs().max() > 64
+
+
 def test_get_tensor_supply_torch():
     torch = pytest.importorskip("torch")
     t = get_tensor_supply(TensorSupplyType.Randn)(_Param((8, 8), "bfloat16"))

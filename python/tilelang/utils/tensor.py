@@ -87,7 +87,8 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer, 
     """A function param -> tensor making an input for one kernel parameter (anything with
     `.shape` or `.dims`, and `.dtype`). It returns a torch tensor (on the GPU when one is
     usable) when torch is installed, else a numpy array; `backend` ("torch" or "numpy")
-    forces one. Integer: small integers in [-2, 3) ([0, 3) for unsigned types);
+    forces one. Integer: small integers in [-2, 3) ([0, 3) for unsigned types, [-128, 128)
+    rounded to the type for float8, as upstream);
     Uniform: U(-1, 1); Normal: N(-1, 1) as upstream; Randn: N(0, 1) (real draws for an unsigned
     type are taken in absolute value); Zero; One; Auto: Integer for integer types, Uniform
     otherwise."""
@@ -105,7 +106,7 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer, 
         if kind in (TensorSupplyType.Uniform, TensorSupplyType.Normal) and t == "int8":
             kind = TensorSupplyType.One
         if kind == TensorSupplyType.Integer:
-            lo, hi = (0, 3) if t.is_unsigned else (-2, 3)
+            lo, hi = (0, 3) if t.is_unsigned else (-128, 128) if t.is_float8 else (-2, 3)
             if t == "bool":
                 lo, hi = 0, 2
             a = rng.integers(lo, hi, size=shape)
