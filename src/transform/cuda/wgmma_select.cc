@@ -105,7 +105,7 @@ WgmmaOptions WgmmaOptionsOf(const PassContext& ctx) {
   o.tf32_mma = ConfigOn(ctx, "tl.enable_tf32_mma", /*default_on=*/true);
   o.f16_acc_mma = ConfigOn(ctx, "tl.mma_f16_accumulators", /*default_on=*/true);
   o.f16_acc = ConfigOn(ctx, "tl.wgmma_f16_accumulators", /*default_on=*/true);
-  // (checked on the H100 in the thirty-sixth session: tests/cuda/wgmma_test.cu's in-panel
+  // (checked on the H100 in the thirty-fifth session: tests/cuda/wgmma_test.cu's in-panel
   // cases, the GPU suite, upstream's sparse MLA backward test; that kernel 0.1523 -> 0.1468 ms)
   o.split_in_panel = ConfigOn(ctx, "tl.wgmma_split_in_panel", /*default_on=*/true);
   return o;
