@@ -34,12 +34,17 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
   if (IsIntrinsic(op, TL_INTRINSIC_NAME("wgmma_wait_hold"))) {
     return "tl::wgmma_wait_hold<" + print(op->args[1]) + ", " + print(op->args[2]) + ">(" + print(op->args[0]) + ")";
   }
-  if (IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma")) || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma")) ||
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("wgmma_pack_a"))) {
+    return "tl::wgmma_pack_a<" + print(op->args[2]) + ">(" + print(op->args[0]) + ", " + print(op->args[1]) + ")";
+  }
+  const bool rs = IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma")) ||
+                  IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma_issue"));
+  if (rs || IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma")) ||
       IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_ss_wgmma_issue"))) {
     // ss: (A, B, C, M, N, K, trans_a, trans_b, proxy_fence, warpgroups_n, m_blocks[, KTileA, KTileB]);
     // rs: (A, B, C, M, N, K, trans_b, proxy_fence, m_blocks). The template arguments follow
     // the pointers; trailing ones at their defaults (true, 1, 1) are left out.
-    const size_t first_default = IsIntrinsic(op, TL_INTRINSIC_NAME("gemm_rs_wgmma")) ? 7 : 8;
+    const size_t first_default = rs ? 7 : 8;
     size_t end = op->args.size();
     int64_t v = 0;
     while (end > first_default && AsConstInt(op->args[end - 1], &v) && v == 1) --end;

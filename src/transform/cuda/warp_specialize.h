@@ -132,6 +132,18 @@ class WarpSpecializer {
   void PrefetchDescriptor(const ir::Stmt& issue, std::vector<ir::Stmt>* prefetch) const;
   ir::Stmt OneLane(const ir::Stmt& s) const;
 
+  // warp_specialize_overlap.cc: the attention loop with P V overlapping the next softmax
+  struct AttentionSteps {
+    size_t qk_index = 0;          ///< consumers_ index of QK^T; P V is the last one
+    std::vector<size_t> softmax;  ///< the statements between them not using O, in order
+    std::vector<size_t> rescale;  ///< ... and those using O (the rescale), in order
+    const ir::Call* qk = nullptr;
+    const ir::Call* pv = nullptr;
+    const ir::BufferNode *s = nullptr, *p = nullptr, *o = nullptr;  ///< scores, probabilities, output
+  };
+  std::string MatchAttentionSteps(AttentionSteps* at);
+  ir::Stmt OverlappedAttentionLoop(const ir::Buffer& bars, const AttentionSteps& at);
+
   // warp_specialize_consumer.cc
   ir::Stmt Consumer(const ir::Buffer& bars, const Roles& roles, int64_t consumer_regs);
   ir::Stmt ConsumerLoop(const ir::Buffer& bars);

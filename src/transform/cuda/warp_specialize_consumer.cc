@@ -82,6 +82,13 @@ Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
   if (!skip && groups_.size() == 1) {
     if (const Call* gemm = LoneWgmma()) return GemmMainLoop(bars, gemm);
   }
+  if (ConfigTrue(ctx_, "tl.ws_softmax_overlap")) {
+    AttentionSteps at;
+    const std::string why_not = MatchAttentionSteps(&at);
+    if (why_not.empty()) return OverlappedAttentionLoop(bars, at);
+    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(loop_->span.line) +
+                           ": tl.ws_softmax_overlap not applied: " + why_not);
+  }
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
   const Buffer step = skip ? StepCounter() : Buffer();

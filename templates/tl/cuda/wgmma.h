@@ -725,3 +725,54 @@ TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, Acc* C) {
 }
 
 }  // namespace tl
+
+namespace tl {
+
+/// Packs A's 16-bit values (this thread's part of a register A, as gemm_rs_wgmma reads it)
+/// into the Regs 32-bit operand registers gemm_rs_wgmma_issue takes: register i holds
+/// A[2i] (bits 0..15) and A[2i + 1], gemm_rs_wgmma's own order.
+template <int Regs, typename T>
+TL_DEVICE void wgmma_pack_a(uint32_t* dst, const T* A) {
+#pragma unroll
+  for (int i = 0; i < Regs; ++i) dst[i] = uint32_t(A[2 * i].bits) | (uint32_t(A[2 * i + 1].bits) << 16);
+}
+
+/// gemm_rs_wgmma, issued and committed as one wgmma group without waiting: `a` holds A
+/// packed by wgmma_pack_a (MReps * K / 4 registers), and both `a` and C stay in flight
+/// until a wgmma_wait_hold on C and a wgmma_hold on `a` (the warp-specialized attention
+/// loop computes the next step's softmax meanwhile, tl.ws_softmax_overlap).
+template <int M, int N, int K, bool TransB, bool ProxyFence = true, int MReps = 1, typename T, typename Acc>
+TL_DEVICE void gemm_rs_wgmma_issue(uint32_t* a, const T* B, Acc* C) {
+  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
+                "gemm_rs_wgmma_issue: T must be tl::half or tl::bfloat16");
+  static_assert(detail::is_same<Acc, float>::value ||
+                    (detail::is_same<Acc, half>::value && detail::is_same<T, half>::value && N % 16 == 0),
+                "gemm_rs_wgmma_issue: C must be float, or tl::half with tl::half operands and N a multiple of 16");
+  static_assert(M >= 64 && M % (64 * MReps) == 0 && N >= 8 && N % 8 == 0 && K >= 16 && K % 16 == 0,
+                "gemm_rs_wgmma_issue: the shapes of gemm_rs_wgmma");
+  static_assert(!TransB || K % 64 == 0 || K == 32, "gemm_rs_wgmma_issue: K-major B needs K a multiple of 64, or 32");
+  static_assert(TransB || N % 64 == 0, "gemm_rs_wgmma_issue: N-major B (K x N) needs N a multiple of 64");
+#if TL_WGMMA_AVAILABLE
+  const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
+  if constexpr (ProxyFence) fence_proxy_async_shared();
+  wgmma_hold<MReps * K / 4>(a);
+  wgmma_hold<MReps * N / 2>(C);
+  wgmma_fence();
+#pragma unroll
+  for (int r = 0; r < MReps; ++r) {
+#pragma unroll
+    for (int k = 0; k < K; k += 16) {
+      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB, T>(k);
+      const uint32_t(&step)[4] = *reinterpret_cast<const uint32_t(*)[4]>(a + (r * (K / 16) + k / 16) * 4);
+      detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C + r * (N / 2), step, desc_b0 + (b_off >> 4));
+    }
+  }
+  wgmma_commit_group();
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::wgmma_unavailable<T>::value, "gemm_rs_wgmma_issue needs sm_90a (compile for compute_90a)");
+#else
+  (void)a, (void)B, (void)C;
+#endif
+}
+
+}  // namespace tl

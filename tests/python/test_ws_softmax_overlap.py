@@ -1,0 +1,130 @@
+"""tl.ws_softmax_overlap: a warp-specialized attention loop issues step k + 1's Q K^T before
+step k's P V, and runs step k + 1's softmax while that P V is on the tensor cores
+(src/transform/cuda/warp_specialize_overlap.cc).
+
+The schedule is checked as sm_90a source text here; the values are checked against
+float64 numpy on whichever target the suite runs (the CPU target runs the program as
+written; the GPU suite, TILELANG_TEST_CUDA=1, runs the overlapped loop)."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+
+SM90 = "cuda -arch=sm_90a"
+OVERLAP = {"tl.ws_softmax_overlap": 1}
+
+
+def attention(seq_q=256, seq_kv=512, dim=64, block_M=128, block_N=64, threads=256, stages=2, causal=False,
+              cast_last=True):
+    """Flash-attention forward, one (query block, head) per block. cast_last: the cast of
+    the probabilities after the rescale of the output (else before it)."""
+    scale = dim ** -0.5 * 1.44269504
+
+    @T.prim_func
+    def main(Q: T.Tensor((2, seq_q, dim), "float16"), K: T.Tensor((2, seq_kv, dim), "float16"),
+             V: T.Tensor((2, seq_kv, dim), "float16"), O: T.Tensor((2, seq_q, dim), "float32")):
+        with T.Kernel(seq_q // block_M, 2, threads=threads) as (bx, h):
+            q_s = T.alloc_shared((block_M, dim), "float16")
+            k_s = T.alloc_shared((block_N, dim), "float16")
+            v_s = T.alloc_shared((block_N, dim), "float16")
+            s = T.alloc_fragment((block_M, block_N), "float32")
+            p = T.alloc_fragment((block_M, block_N), "float16")
+            o = T.alloc_fragment((block_M, dim), "float32")
+            m = T.alloc_fragment((block_M,), "float32")
+            m_prev = T.alloc_fragment((block_M,), "float32")
+            r = T.alloc_fragment((block_M,), "float32")
+            l = T.alloc_fragment((block_M,), "float32")
+            s_sum = T.alloc_fragment((block_M,), "float32")
+            T.copy(Q[h, bx * block_M, 0], q_s)
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float32"))
+            steps = T.ceildiv((bx + 1) * block_M, block_N) if causal else seq_kv // block_N
+            for k in T.Pipelined(steps, num_stages=stages):
+                T.copy(K[h, k * block_N, 0], k_s)
+                T.copy(V[h, k * block_N, 0], v_s)
+                if causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0, -T.infinity("float32"))
+                else:
+                    T.clear(s)
+                T.gemm(q_s, k_s, s, transpose_B=True)
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    r[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
+                for i, j in T.Parallel(block_M, block_N):
+                    s[i, j] = T.exp2(s[i, j] * scale - m[i] * scale)
+                T.reduce_sum(s, s_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    l[i] = l[i] * r[i] + s_sum[i]
+                if not cast_last:
+                    T.copy(s, p)
+                for i, j in T.Parallel(block_M, dim):
+                    o[i, j] *= r[i]
+                if cast_last:
+                    T.copy(s, p)
+                T.gemm(p, v_s, o)
+            for i, j in T.Parallel(block_M, dim):
+                o[i, j] /= l[i]
+            T.copy(o, O[h, bx * block_M, 0])
+
+    return main
+
+
+def reference(q, k, v, causal):
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[1:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("hqk,hkd->hqd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+
+
+@pytest.mark.parametrize("block_N, causal, cast_last", [(64, False, True), (128, False, False), (64, True, True)])
+def test_overlapped_attention_matches_float64(block_N, causal, cast_last):
+    rng = np.random.default_rng(block_N + causal)
+    seq_q, seq_kv, dim = 256, 256 if causal else 512, 64
+    q, k, v = (rng.standard_normal((2, n, dim)).astype(np.float16) for n in (seq_q, seq_kv, seq_kv))
+    o = np.full((2, seq_q, dim), np.nan, np.float32)
+    kernel = tilelang.compile(attention(seq_q, seq_kv, dim, block_N=block_N, causal=causal, cast_last=cast_last),
+                              pass_configs=OVERLAP)
+    kernel(q, k, v, o)
+    np.testing.assert_allclose(o, reference(q, k, v, causal), rtol=2e-2, atol=2e-3)
+
+
+def consumer_loop(src):
+    return src[src.index("warpgroup_reg_alloc"):]
+
+
+def test_sm90_schedule_issues_both_gemms_then_waits_for_one():
+    k = tilelang.compile(attention(), target=SM90, pass_configs=OVERLAP)
+    assert any("tl.ws_softmax_overlap" in r and "runs while" in r for r in k.get_remarks()), k.get_remarks()
+    code = consumer_loop(k.get_kernel_source())
+    loop = code[code.index("for (int32_t k"):]
+    # step k: Q K^T(k) issued, then P V(k - 1) from the other register set, wait for Q K^T only
+    qk = loop.index("tl::gemm_ss_wgmma_issue<")
+    pv = loop.index("tl::gemm_rs_wgmma_issue<", qk)
+    assert qk < pv < loop.index("tl::wgmma_wait_hold<1, ", pv) < loop.index("tl::AllReduce<tl::MaxOp")
+    # the softmax, then the wait for P V, the stage's release, the packing, the rescale
+    wait_pv = loop.index("tl::wgmma_wait_hold<0, ", pv)
+    assert loop.index("tl::AllReduce<tl::SumOp", pv) < wait_pv < loop.index("tl::mbarrier_arrive", wait_pv) < \
+        loop.index("tl::wgmma_pack_a<", wait_pv)
+    # steps go in pairs alternating the two sets of packed registers: step 2t + 1's P V
+    # reads set 0, step 2t + 2's set 1
+    first = loop.index("tl::gemm_rs_wgmma_issue<128, 64, 64, false, false>((&p_packed[0])")
+    assert first < loop.index("tl::gemm_rs_wgmma_issue<128, 64, 64, false, false>((&p_packed_next[0])", first)
+    # 8 steps: 3 pairs in the loop, step 7 after it, then P V(7) from set 1
+    assert code.count("tl::gemm_rs_wgmma_issue<") == 4
+    assert code.rindex("tl::gemm_rs_wgmma_issue<") == code.index("(&p_packed_next[0]), (&v_s[4096])", code.rindex(
+        "tl::wgmma_pack_a<")) - len("tl::gemm_rs_wgmma_issue<128, 64, 64, false, false>(")
+
+
+def test_sm90_schedule_keeps_the_order_without_the_key_or_the_form():
+    k = tilelang.compile(attention(), target=SM90)
+    assert "gemm_rs_wgmma_issue" not in k.get_kernel_source()
+    # one stage: step k's tiles would wait for step k - 1's release
+    k = tilelang.compile(attention(stages=1), target=SM90, pass_configs=OVERLAP)
+    assert "gemm_rs_wgmma_issue" not in k.get_kernel_source()
+    assert any("tl.ws_softmax_overlap not applied" in r for r in k.get_remarks()) or \
+        not any("warp-specialized" in r for r in k.get_remarks()), k.get_remarks()
