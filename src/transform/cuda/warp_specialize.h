@@ -135,8 +135,9 @@ class WarpSpecializer {
   // warp_specialize_overlap.cc: the attention loop with P V overlapping the next softmax
   struct AttentionSteps {
     size_t qk_index = 0;          ///< consumers_ index of QK^T; P V is the last one
-    std::vector<size_t> softmax;  ///< the statements between them not using O, in order
-    std::vector<size_t> rescale;  ///< ... and those using O (the rescale), in order
+    std::vector<size_t> softmax;  ///< the statements between them using neither O nor writing P, in order
+    std::vector<size_t> casts;    ///< ... writing P (not using O), in order
+    std::vector<size_t> rescale;  ///< ... using O (the rescale), in order
     const ir::Call* qk = nullptr;
     const ir::Call* pv = nullptr;
     const ir::BufferNode *s = nullptr, *p = nullptr, *o = nullptr;  ///< scores, probabilities, output

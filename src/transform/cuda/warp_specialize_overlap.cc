@@ -6,29 +6,30 @@
 /// The loop body it takes, in the consumers' order (what upstream's flash-attention
 /// examples write):
 ///
-///   pre:  statements writing the scores S (T.clear, a causal mask), touching neither O nor P
-///   QK:   gemm_ss_wgmma(Q, K[k], S)
-///   mid1: the softmax: reads S, writes P (the 16-bit cast of the probabilities) and row
-///         vectors; touches no O
-///   mid2: the rescale of O by those vectors: touches neither S nor P
-///   (mid1's and mid2's statements may interleave: each part keeps its order, and a
-///   softmax statement moves before a rescale one only if it writes nothing that reads)
-///   PV:   gemm_rs_wgmma(P, V[k], O), the last statement, after which the stage is released
+///   pre:      statements writing the scores S (T.clear, a causal mask), using neither O nor P
+///   QK:       gemm_ss_wgmma(Q, K[k], S)
+///   softmax:  reads S, writes row vectors and, in its cast statements, P (the 16-bit
+///             probabilities); uses no O
+///   rescale:  O scaled by those vectors; uses neither S nor P
+///   PV:       gemm_rs_wgmma(P, V[k], O), the last statement; the stage is released after it
 ///
-/// and runs it as
+/// (softmax and rescale statements may interleave: each part keeps its order, and a
+/// statement moves across another only if neither writes what the other uses), and runs it as
 ///
-///   step 0:  wait K/V[0]; pre; QK(0); wait; mid1; pack P -> Pr[0]; mid2
-///   step k:  wait K/V[k]; pre; issue QK(k); issue PV(k - 1) from Pr[(k - 1) % 2];
-///            wait for QK(k) (one group left in flight); mid1          <- PV(k - 1) runs
-///            wait for PV(k - 1); release stage k - 1; pack P -> Pr[k % 2]; mid2
-///   after:   issue PV(n - 1) from Pr[(n - 1) % 2]; wait; release stage n - 1
+///   step 0:  wait K/V[0]; pre; QK(0); wait; softmax; casts; pack P -> Pr; rescale
+///   step k:  wait K/V[k]; pre; issue QK(k); issue PV(k - 1) from Pr;
+///            wait for QK(k) (one group left in flight); softmax     <- PV(k - 1) runs
+///            wait for PV(k - 1); release stage k - 1; casts; pack P -> Pr; rescale
+///   after:   issue PV(n - 1); wait; release stage n - 1
 ///
-/// (steps in pairs, so that each names its register set statically). P is packed into
-/// wgmma's operand registers, a set of its own per step, so mid1 may write P while the
-/// previous P V still reads the other set. The rescale of O by step k's factors comes
-/// after P V(k - 1) has added into O and before P V(k) is issued: the order of the sums is
-/// the original one. A stage is released one step later than before, so two stages at
-/// least are needed (with one, step k's load would wait for step k - 1's release).
+/// While P V is in flight nothing writes a register any wgmma reads: the casts into P and
+/// its packing into the operand registers Pr wait for P V (ptxas otherwise ends the
+/// pipeline stage early, or serializes the wgmmas: "non wgmma instructions defining input
+/// registers of a wgmma between start and end of the pipeline stage"), as in
+/// FlashAttention-3. The rescale of O by step k's factors comes after P V(k - 1) has added
+/// into O and before P V(k) is issued: the sums keep their order. A stage is released one
+/// step later than before, so two stages at least are needed (with one, step k's load
+/// would wait for step k - 1's release).
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -86,36 +87,45 @@ std::string WarpSpecializer::MatchAttentionSteps(AttentionSteps* at) {
   for (size_t i = 0; i < at->qk_index; ++i) {
     if (touches(i, at->o) || touches(i, at->p)) return "a statement before QK^T uses O or P";
   }
-  // between QK^T and P V: the softmax (no O) and the rescale of O (no S, no P), each
-  // keeping its order; a softmax statement after a rescale one moves up only when it
-  // writes nothing that rescale statement uses
-  std::unordered_set<const BufferNode*> rescale_uses, softmax_uses;
-  bool writes_p = false;
+  // between QK^T and P V: the softmax, its casts into P, and the rescale of O. Each part
+  // keeps its order; a statement moves past another only when neither writes what the
+  // other uses (the casts go after the rest of the softmax, the rescale after both).
+  std::vector<std::pair<size_t, int>> parts;  // (statement, 0 softmax / 1 cast / 2 rescale)
   for (size_t i = at->qk_index + 1; i < last; ++i) {
     std::unordered_set<const BufferNode*> w;
     AddWrites(consumers_[i], &w);
-    auto used = BuffersOf(consumers_[i]);
     if (touches(i, at->o)) {
       if (touches(i, at->s) || touches(i, at->p)) return "a statement uses O together with S or P";
-      at->rescale.push_back(i);
-      rescale_uses.insert(used.begin(), used.end());
-      continue;
-    }
-    for (const BufferNode* b : w) {
-      if (rescale_uses.count(b)) return "the softmax writes " + b->name + " after the rescale of O reads it";
-    }
-    writes_p |= w.count(at->p) > 0;
-    at->softmax.push_back(i);
-    softmax_uses.insert(used.begin(), used.end());
-  }
-  if (!writes_p) return "P is not written between QK^T and P V";
-  for (size_t i : at->rescale) {
-    std::unordered_set<const BufferNode*> w;
-    AddWrites(consumers_[i], &w);
-    for (const BufferNode* b : w) {
-      if (b != at->o && softmax_uses.count(b)) return "the rescale of O writes " + b->name + ", which the softmax uses";
+      parts.push_back({i, 2});
+    } else {
+      parts.push_back({i, w.count(at->p) ? 1 : 0});
     }
   }
+  auto independent = [&](size_t a, size_t b) {
+    std::unordered_set<const BufferNode*> wa, wb;
+    AddWrites(consumers_[a], &wa);
+    AddWrites(consumers_[b], &wb);
+    auto ua = BuffersOf(consumers_[a]), ub = BuffersOf(consumers_[b]);
+    for (const BufferNode* x : wa) {
+      if (ub.count(x)) return false;
+    }
+    for (const BufferNode* x : wb) {
+      if (ua.count(x)) return false;
+    }
+    return true;
+  };
+  for (size_t x = 0; x < parts.size(); ++x) {
+    for (size_t y = x + 1; y < parts.size(); ++y) {
+      // a later statement of an earlier part moves above this one
+      if (parts[y].second < parts[x].second && !independent(parts[x].first, parts[y].first)) {
+        return "the softmax, its casts into " + at->p->name + " and the rescale of " + at->o->name +
+               " cannot be reordered (statements " + std::to_string(parts[x].first) + " and " +
+               std::to_string(parts[y].first) + " depend on each other)";
+      }
+    }
+  }
+  for (const auto& [i, part] : parts) (part == 0 ? at->softmax : part == 1 ? at->casts : at->rescale).push_back(i);
+  if (at->casts.empty()) return "nothing writes P between QK^T and P V";
   return "";
 }
 
@@ -151,30 +161,22 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   AsConstInt(at.pv->args[8], &reps_o);
   const Expr regs_s = MakeInt(n_s / wg_n / 2 * reps_s), regs_o = MakeInt(n_o / 2 * reps_o);
   const int64_t packed_regs = k_pv / 4 * reps_o;
-  // two sets of packed registers, step k packing into set k % 2 while P V(k - 1) reads the
-  // other: with one set, ptxas writes the conversions straight into the registers P V
-  // still reads and so moves its wait for P V up to the start of the softmax (SASS)
-  const Buffer packed[2] = {
-      BufferNode::Make(at.p->name + "_packed", DType::UInt(32), {MakeInt(packed_regs)}, Scope::kLocal),
-      BufferNode::Make(at.p->name + "_packed_next", DType::UInt(32), {MakeInt(packed_regs)}, Scope::kLocal)};
-  std::vector<Expr> qk_args = at.qk->args;
+  const Buffer packed =
+      BufferNode::Make(at.p->name + "_packed", DType::UInt(32), {MakeInt(packed_regs)}, Scope::kLocal);
+  const Expr packed_at = AddressOf(packed, {MakeInt(0)});
+  std::vector<Expr> qk_args = at.qk->args, pv_args = at.pv->args;
   qk_args[8] = MakeBool(false);  // TMA fills Q, K and V: no proxy fence (WithoutProxyFence)
+  pv_args[0] = packed_at;
+  pv_args[7] = MakeBool(false);
   const Stmt qk = Evaluate::Make(Call::Make(at.qk->dtype, "gemm_ss_wgmma_issue", qk_args), consumers_[at.qk_index]->span);
-  auto pv_issue = [&](const Expr& step, int set) {
-    std::vector<Expr> args = at.pv->args;
-    args[0] = AddressOf(packed[set], {MakeInt(0)});
-    args[7] = MakeBool(false);
-    return at_step(Evaluate::Make(Call::Make(at.pv->dtype, "gemm_rs_wgmma_issue", args), consumers_.back()->span), step);
-  };
+  const Stmt pv = Evaluate::Make(Call::Make(at.pv->dtype, "gemm_rs_wgmma_issue", pv_args), consumers_.back()->span);
   const Stmt wait_s0 = CallStmt("wgmma_wait_hold", {at.qk->args[2], MakeInt(0), regs_s}, span);
   const Stmt wait_s1 = CallStmt("wgmma_wait_hold", {at.qk->args[2], MakeInt(1), regs_s}, span);
-  auto wait_pv = [&](int set, std::vector<Stmt>* out) {
+  auto wait_pv = [&](std::vector<Stmt>* out) {
     out->push_back(CallStmt("wgmma_wait_hold", {at.pv->args[2], MakeInt(0), regs_o}, span));
-    out->push_back(CallStmt("wgmma_hold", {AddressOf(packed[set], {MakeInt(0)}), MakeInt(packed_regs)}, span));
+    out->push_back(CallStmt("wgmma_hold", {packed_at, MakeInt(packed_regs)}, span));
   };
-  auto pack = [&](int set) {
-    return CallStmt("wgmma_pack_a", {AddressOf(packed[set], {MakeInt(0)}), at.pv->args[0], MakeInt(packed_regs)}, span);
-  };
+  const Stmt pack = CallStmt("wgmma_pack_a", {packed_at, at.pv->args[0], MakeInt(packed_regs)}, span);
 
   // step `step` up to its QK^T issued (the wait for its stage before the first statement using it)
   auto through_qk = [&](const Expr& step, std::vector<Stmt>* out) {
@@ -186,46 +188,33 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   auto run = [&](const std::vector<size_t>& which, const Expr& step, std::vector<Stmt>* out) {
     for (size_t i : which) out->push_back(at_step(consumers_[i], step));
   };
-  // step k >= 1, packing into `set` (k % 2)
-  auto steady = [&](const Expr& step, int set, std::vector<Stmt>* out) {
-    through_qk(step, out);
-    out->push_back(pv_issue(step - MakeInt(1), 1 - set));
-    out->push_back(wait_s1);
-    run(at.softmax, step, out);
-    wait_pv(1 - set, out);
-    release(step - MakeInt(1), out);
-    out->push_back(pack(set));
+  auto casts_pack_rescale = [&](const Expr& step, std::vector<Stmt>* out) {
+    run(at.casts, step, out);
+    out->push_back(pack);
     run(at.rescale, step, out);
   };
-  auto last_pv = [&](int set) {
-    std::vector<Stmt> out = {pv_issue(n - MakeInt(1), set)};
-    wait_pv(set, &out);
-    release(n - MakeInt(1), &out);
-    return Seq::Make(out, span);
-  };
 
-  std::vector<Stmt> out = {Allocate::Make(packed[0], nullptr, span), Allocate::Make(packed[1], nullptr, span)};
+  std::vector<Stmt> out = {Allocate::Make(packed, nullptr, span)};
   through_qk(MakeInt(0), &out);
   out.push_back(wait_s0);
   run(at.softmax, MakeInt(0), &out);
-  out.push_back(pack(0));
-  run(at.rescale, MakeInt(0), &out);
-  // steps 1 .. n - 1 in pairs (sets 1, 0), then an odd one left (set 1), then P V(n - 1)
-  std::vector<Stmt> pair;
-  const Expr t2 = Expr(k) * MakeInt(2);
-  steady(t2 + MakeInt(1), 1, &pair);
-  steady(t2 + MakeInt(2), 0, &pair);
-  out.push_back(For::Make(k, MakeInt(0), FloorDiv(n - MakeInt(1), MakeInt(2)), ForKind::kSerial, Seq::Make(pair, span),
-                          {}, span));
-  std::vector<Stmt> odd;
-  steady(n - MakeInt(1), 1, &odd);
-  odd.push_back(last_pv(1));
-  out.push_back(IfThenElse::Make(EQ(FloorMod(n - MakeInt(1), MakeInt(2)), MakeInt(1)), Seq::Make(odd, span),
-                                 last_pv(0), span));
+  casts_pack_rescale(MakeInt(0), &out);
+  std::vector<Stmt> body;
+  through_qk(k, &body);
+  body.push_back(at_step(pv, Expr(k) - MakeInt(1)));
+  body.push_back(wait_s1);
+  run(at.softmax, k, &body);
+  wait_pv(&body);
+  release(Expr(k) - MakeInt(1), &body);
+  casts_pack_rescale(k, &body);
+  out.push_back(For::Make(k, MakeInt(1), n - MakeInt(1), ForKind::kSerial, Seq::Make(body, span), {}, span));
+  out.push_back(at_step(pv, n - MakeInt(1)));
+  wait_pv(&out);
+  release(n - MakeInt(1), &out);
   ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": " + at.o->name + " += " +
                          at.p->name + " V of step k runs while step k + 1's softmax does (QK^T of k + 1 issued "
-                         "first, " + at.p->name + " packed into two sets of " +
-                         std::to_string(packed_regs) + " registers; tl.ws_softmax_overlap)");
+                         "first; " + at.p->name + " cast and packed into " + std::to_string(packed_regs) +
+                         " registers once P V(k - 1) is done; tl.ws_softmax_overlap)");
   Stmt loop = Seq::Make(out, span);
   int64_t steps = 0;
   if (AsConstInt(n, &steps) && steps >= 1) return loop;
