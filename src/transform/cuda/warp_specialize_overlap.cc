@@ -164,11 +164,10 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   const Buffer packed =
       BufferNode::Make(at.p->name + "_packed", DType::UInt(32), {MakeInt(packed_regs)}, Scope::kLocal);
   const Expr packed_at = AddressOf(packed, {MakeInt(0)});
-  std::vector<Expr> qk_args = at.qk->args, pv_args = at.pv->args;
-  qk_args[8] = MakeBool(false);  // TMA fills Q, K and V: no proxy fence (WithoutProxyFence)
+  // (their proxy fences: WithoutProxyFence, through at_step)
+  std::vector<Expr> pv_args = at.pv->args;
   pv_args[0] = packed_at;
-  pv_args[7] = MakeBool(false);
-  const Stmt qk = Evaluate::Make(Call::Make(at.qk->dtype, "gemm_ss_wgmma_issue", qk_args), consumers_[at.qk_index]->span);
+  const Stmt qk = Evaluate::Make(Call::Make(at.qk->dtype, "gemm_ss_wgmma_issue", at.qk->args), consumers_[at.qk_index]->span);
   const Stmt pv = Evaluate::Make(Call::Make(at.pv->dtype, "gemm_rs_wgmma_issue", pv_args), consumers_.back()->span);
   const Stmt wait_s0 = CallStmt("wgmma_wait_hold", {at.qk->args[2], MakeInt(0), regs_s}, span);
   const Stmt wait_s1 = CallStmt("wgmma_wait_hold", {at.qk->args[2], MakeInt(1), regs_s}, span);
