@@ -125,3 +125,26 @@ def test_sm90_schedule_keeps_the_order_without_the_key_or_the_form():
     assert "gemm_rs_wgmma_issue" not in k.get_kernel_source()
     assert any("tl.ws_softmax_overlap not applied" in r for r in k.get_remarks()) or \
         not any("warp-specialized" in r for r in k.get_remarks()), k.get_remarks()
+
+
+def test_sm90_pin_puts_a_branch_on_the_row_sums_before_the_wait_for_pv():
+    # tl.ws_softmax_overlap_pin: schedule_after(the last softmax statement's float vector)
+    # right before the wait for P V, so that ptxas cannot issue that wait early
+    k = tilelang.compile(attention(), target=SM90, pass_configs={**OVERLAP, "tl.ws_softmax_overlap_pin": 1})
+    loop = consumer_loop(k.get_kernel_source())
+    loop = loop[loop.index("for (int32_t k"):]
+    pin = loop.index("tl::schedule_after(l[0]);")
+    assert loop.index("tl::AllReduce<tl::SumOp") < pin < loop.index("tl::wgmma_wait_hold<0, ") == \
+        loop.index("tl::wgmma_wait_hold<0, ", pin)
+    assert "schedule_after" not in tilelang.compile(attention(), target=SM90, pass_configs=OVERLAP).get_kernel_source()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_pinned_overlap_matches_float64(causal):
+    rng = np.random.default_rng(5 + causal)
+    seq_q, seq_kv, dim = 256, 256, 64
+    q, k, v = (rng.standard_normal((2, n, dim)).astype(np.float16) for n in (seq_q, seq_kv, seq_kv))
+    o = np.full((2, seq_q, dim), np.nan, np.float32)
+    tilelang.compile(attention(seq_q, seq_kv, dim, block_N=64, causal=causal),
+                     pass_configs={**OVERLAP, "tl.ws_softmax_overlap_pin": 1})(q, k, v, o)
+    np.testing.assert_allclose(o, reference(q, k, v, causal), rtol=2e-2, atol=2e-3)

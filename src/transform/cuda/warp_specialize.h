@@ -144,6 +144,7 @@ class WarpSpecializer {
   };
   std::string MatchAttentionSteps(AttentionSteps* at);
   ir::Stmt OverlappedAttentionLoop(const ir::Buffer& bars, const AttentionSteps& at);
+  ir::Stmt SoftmaxPin(const AttentionSteps& at);
 
   // warp_specialize_consumer.cc
   ir::Stmt Consumer(const ir::Buffer& bars, const Roles& roles, int64_t consumer_regs);

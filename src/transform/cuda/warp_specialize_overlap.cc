@@ -129,6 +129,22 @@ std::string WarpSpecializer::MatchAttentionSteps(AttentionSteps* at) {
   return "";
 }
 
+/// With tl.ws_softmax_overlap_pin: schedule_after(the first element of a float register
+/// vector the last softmax statement writes, the row sums' update say), else null.
+Stmt WarpSpecializer::SoftmaxPin(const AttentionSteps& at) {
+  if (!ConfigTrue(ctx_, "tl.ws_softmax_overlap_pin") || at.softmax.empty()) return nullptr;
+  struct LastStore : IRVisitor {
+    Buffer found;
+    void Visit_(const BufferStore* op) override {
+      if (op->buffer->scope == Scope::kLocal && op->buffer->dtype == DType::Float(32)) found = op->buffer;
+      IRVisitor::Visit_(op);
+    }
+  } last;
+  last.Visit(consumers_[at.softmax.back()]);
+  if (!last.found) return nullptr;
+  return CallStmt("schedule_after", {BufferLoad::Make(last.found, {MakeInt(0)})}, loop_->span);
+}
+
 Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const AttentionSteps& at) {
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
@@ -203,6 +219,7 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   body.push_back(at_step(pv, Expr(k) - MakeInt(1)));
   body.push_back(wait_s1);
   run(at.softmax, k, &body);
+  if (Stmt pin = SoftmaxPin(at); pin) body.push_back(pin);
   wait_pv(&body);
   release(Expr(k) - MakeInt(1), &body);
   casts_pack_rescale(k, &body);

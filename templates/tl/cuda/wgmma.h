@@ -737,6 +737,19 @@ TL_DEVICE void wgmma_pack_a(uint32_t* dst, const T* A) {
   for (int i = 0; i < Regs; ++i) dst[i] = uint32_t(A[2 * i].bits) | (uint32_t(A[2 * i + 1].bits) << 16);
 }
 
+/// A branch on v that ptxas cannot remove, so that it computes v (the end of a softmax)
+/// before whatever follows, a wgmma wait above all: its list scheduler otherwise takes the
+/// wait for a zero-latency instruction and issues it early, ending the overlap of P V with
+/// the softmax (tl.ws_softmax_overlap_pin). Taken only for one NaN bit pattern arithmetic
+/// does not produce, and then harmless (a zero-length sleep).
+TL_DEVICE void schedule_after(float v) {
+#if defined(__CUDA_ARCH__)
+  if (__float_as_uint(v) == 0x7fbfffffu) __nanosleep(0);
+#else
+  (void)v;
+#endif
+}
+
 /// gemm_rs_wgmma, issued and committed as one wgmma group without waiting: `a` holds A
 /// packed by wgmma_pack_a (MReps * K / 4 registers), and both `a` and C stay in flight
 /// until a wgmma_wait_hold on C and a wgmma_hold on `a` (the warp-specialized attention
