@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "pass_helpers.h"
-
 #include "tma_im2col.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/stmt.h"

@@ -36,8 +36,8 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   common.push_back(CallStmt("syncthreads", {}, span));
 
   // As many registers as the producer's release leaves the consumers, at most 256
-  // (setmaxnreg's limit): 240 for two consumer warpgroups, 256 for one, 112 for four. One warpgroup at 256 rather than 240 was
-  // faster on the H200 (fourteenth session: upstream's FP8 GEMM with two accumulators 0.0790
+  // (setmaxnreg's limit): 256 for one consumer warpgroup, 240 for two, 112 for four (see
+  // MostConsumerRegisters). One warpgroup at 256 rather than 240 was faster on the H200 (fourteenth session: upstream's FP8 GEMM with two accumulators 0.0790
   // -> 0.0766 ms, spilling 80 bytes rather than 252; GQA forward 0.0308 -> 0.0302, MHA
   // forward 0.0152 -> 0.0148). tl.ws_consumer_registers=n (a multiple of 8, 24..256, within
   // the register file) overrides it, for measurements.

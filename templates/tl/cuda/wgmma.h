@@ -724,10 +724,6 @@ TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, Acc* C) {
 #endif
 }
 
-}  // namespace tl
-
-namespace tl {
-
 /// Packs A's 16-bit values (this thread's part of a register A, as gemm_rs_wgmma reads it)
 /// into the Regs 32-bit operand registers gemm_rs_wgmma_issue takes: register i holds
 /// A[2i] (bits 0..15) and A[2i + 1], gemm_rs_wgmma's own order.
