@@ -293,12 +293,9 @@ class Profiler:
         if self.supply == TensorSupplyType.One:
             return torch.ones(shape, dtype=dtype, device=dev)
         if self.supply == TensorSupplyType.Integer or p.dtype.startswith(("int", "uint", "bool")):
-            # (upstream's ranges: float8 the integers -128..127 rounded to the type, which
-            # keeps timings comparable: the tensor cores' power depends on the bits; unsigned
-            # 0..2; booleans 0..1; others -2..2)
-            low, high = (-128, 128) if p.dtype.startswith("float8") else \
-                (0, 2) if p.dtype == "bool" else (0, 3) if p.dtype.startswith("uint") else (-2, 3)
-            x = torch.randint(low, high, shape, generator=self._gen, device=dev)
+            from .utils.tensor import integer_supply_range
+
+            x = torch.randint(*integer_supply_range(p.dtype), shape, generator=self._gen, device=dev)
         elif self.supply == TensorSupplyType.Uniform:
             x = torch.rand(shape, generator=self._gen, device=dev) * 2 - 1
         else:

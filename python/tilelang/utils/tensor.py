@@ -83,6 +83,18 @@ def _param_shape_dtype(param):
     return [int(d) for d in shape], str(getattr(param, "dtype"))
 
 
+def integer_supply_range(dtype) -> tuple[int, int]:
+    """[low, high) of TensorSupplyType.Integer's draws for a dtype, upstream's: float8 the
+    integers -128..127 rounded to the type (float8 GEMM timings depend on the bits fed),
+    booleans 0..1, unsigned types 0..2, others -2..2."""
+    from ..language.dtypes import dtype as _dtype
+
+    t = _dtype(dtype)
+    if t == "bool":
+        return 0, 2
+    return (0, 3) if t.is_unsigned else (-128, 128) if t.is_float8 else (-2, 3)
+
+
 def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer, backend=None):
     """A function param -> tensor making an input for one kernel parameter (anything with
     `.shape` or `.dims`, and `.dtype`). It returns a torch tensor (on the GPU when one is
@@ -106,10 +118,7 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer, 
         if kind in (TensorSupplyType.Uniform, TensorSupplyType.Normal) and t == "int8":
             kind = TensorSupplyType.One
         if kind == TensorSupplyType.Integer:
-            lo, hi = (0, 3) if t.is_unsigned else (-128, 128) if t.is_float8 else (-2, 3)
-            if t == "bool":
-                lo, hi = 0, 2
-            a = rng.integers(lo, hi, size=shape)
+            a = rng.integers(*integer_supply_range(name), size=shape)
         elif kind == TensorSupplyType.Uniform:
             a = rng.uniform(-1.0, 1.0, size=shape)
         elif kind == TensorSupplyType.Normal:

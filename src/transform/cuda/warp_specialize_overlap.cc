@@ -48,7 +48,7 @@ namespace {
 const Call* CallOf(const Stmt& s, std::string_view name) {
   const auto* ev = As<Evaluate>(s);
   const auto* call = ev ? As<Call>(ev->value) : nullptr;
-  return call && call->op == name ? call : nullptr;
+  return IsIntrinsic(call, name) ? call : nullptr;
 }
 
 /// The buffer an `address_of(buf[...])` argument points into, or null.
@@ -83,7 +83,13 @@ std::string WarpSpecializer::MatchAttentionSteps(AttentionSteps* at) {
   at->p = AddressedBuffer(at->pv->args[0]);
   at->o = AddressedBuffer(at->pv->args[2]);
   if (!at->s || !at->p || !at->o || at->s == at->o || at->p == at->s) return "its GEMMs' registers are not distinct";
-  auto touches = [&](size_t i, const BufferNode* b) { return BuffersOf(consumers_[i]).count(b) > 0; };
+  // each statement's buffers and the ones it writes, once
+  std::vector<std::unordered_set<const BufferNode*>> uses(last), writes(last);
+  for (size_t i = 0; i < last; ++i) {
+    uses[i] = BuffersOf(consumers_[i]);
+    AddWrites(consumers_[i], &writes[i]);
+  }
+  auto touches = [&](size_t i, const BufferNode* b) { return uses[i].count(b) > 0; };
   for (size_t i = 0; i < at->qk_index; ++i) {
     if (touches(i, at->o) || touches(i, at->p)) return "a statement before QK^T uses O or P";
   }
@@ -92,25 +98,19 @@ std::string WarpSpecializer::MatchAttentionSteps(AttentionSteps* at) {
   // other uses (the casts go after the rest of the softmax, the rescale after both).
   std::vector<std::pair<size_t, int>> parts;  // (statement, 0 softmax / 1 cast / 2 rescale)
   for (size_t i = at->qk_index + 1; i < last; ++i) {
-    std::unordered_set<const BufferNode*> w;
-    AddWrites(consumers_[i], &w);
     if (touches(i, at->o)) {
       if (touches(i, at->s) || touches(i, at->p)) return "a statement uses O together with S or P";
       parts.push_back({i, 2});
     } else {
-      parts.push_back({i, w.count(at->p) ? 1 : 0});
+      parts.push_back({i, writes[i].count(at->p) ? 1 : 0});
     }
   }
   auto independent = [&](size_t a, size_t b) {
-    std::unordered_set<const BufferNode*> wa, wb;
-    AddWrites(consumers_[a], &wa);
-    AddWrites(consumers_[b], &wb);
-    auto ua = BuffersOf(consumers_[a]), ub = BuffersOf(consumers_[b]);
-    for (const BufferNode* x : wa) {
-      if (ub.count(x)) return false;
+    for (const BufferNode* x : writes[a]) {
+      if (uses[b].count(x)) return false;
     }
-    for (const BufferNode* x : wb) {
-      if (ua.count(x)) return false;
+    for (const BufferNode* x : writes[b]) {
+      if (uses[a].count(x)) return false;
     }
     return true;
   };

@@ -671,62 +671,10 @@ TL_DEVICE void gemm_ss_wgmma(const T* A, const T* B, Acc* C) {
   wgmma_wait_hold<0, N / WgN / 2 * MReps>(C);
 }
 
-/// The block's tile GEMM with A in registers (see gemm_rs_wgmma in the file comment): A
-/// holds this thread's K/2 values in the accumulator layout, B is the shared tile of
-/// gemm_ss_wgmma. All threads of the block (exactly M/16 warps) must call it.
-/// MReps > 1: each warpgroup owns MReps 64-row blocks (see gemm_ss_wgmma_issue); A and C
-/// hold the blocks' registers one after the other (K/2 and N/2 each).
-template <int M, int N, int K, bool TransB, bool ProxyFence = true, int MReps = 1, typename T, typename Acc>
-TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, Acc* C) {
-  static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
-                "gemm_rs_wgmma: T must be tl::half or tl::bfloat16");
-  static_assert(detail::is_same<Acc, float>::value ||
-                    (detail::is_same<Acc, half>::value && detail::is_same<T, half>::value && N % 16 == 0),
-                "gemm_rs_wgmma: C must be float, or tl::half with tl::half operands and N a multiple of 16");
-  static_assert(M >= 64 && M % 64 == 0, "gemm_rs_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
-  static_assert(N >= 8 && N % 8 == 0, "gemm_rs_wgmma: N must be a multiple of 8");
-  static_assert(K >= 16 && K % 16 == 0, "gemm_rs_wgmma: K must be a multiple of 16");
-  static_assert(!TransB || K % 64 == 0 || K == 32,
-                "gemm_rs_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows) or 32 (64-byte rows)");
-  static_assert(TransB || N % 64 == 0, "gemm_rs_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
-#if TL_WGMMA_AVAILABLE
-  // Register j of the k16 step s packs A[8s + 2j] (bits 0..15) and A[8s + 2j + 1]: tile
-  // kt = 2s regs 0, 1 and 2, 3, then tile 2s + 1 regs 0, 1 and 2, 3. All steps are packed
-  // before the fence, since the wgmmas read these registers while they run.
-  static_assert(MReps >= 1 && M % (64 * MReps) == 0, "gemm_rs_wgmma: M must be MReps 64-row blocks per warpgroup");
-  uint32_t a[MReps][K / 16][4];
-#pragma unroll
-  for (int i = 0; i < MReps * K / 4; ++i) {
-    a[i / (K / 4)][(i % (K / 4)) / 4][i % 4] = uint32_t(A[2 * i].bits) | (uint32_t(A[2 * i + 1].bits) << 16);
-  }
-  const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
-
-  if constexpr (ProxyFence) fence_proxy_async_shared();
-  wgmma_hold<MReps * K / 4>(&a[0][0][0]);
-  wgmma_hold<MReps * N / 2>(C);
-  wgmma_fence();
-#pragma unroll
-  for (int r = 0; r < MReps; ++r) {
-#pragma unroll
-    for (int k = 0; k < K; k += 16) {
-      const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB, T>(k);
-      detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C + r * (N / 2), a[r][k / 16], desc_b0 + (b_off >> 4));
-    }
-  }
-  wgmma_commit_group();
-  wgmma_wait_group<0>();
-  wgmma_hold<MReps * N / 2>(C);
-  wgmma_hold<MReps * K / 4>(&a[0][0][0]);
-#elif defined(__CUDA_ARCH__)
-  static_assert(detail::wgmma_unavailable<T>::value, "gemm_rs_wgmma needs sm_90a (compile for compute_90a)");
-#else
-  (void)A, (void)B, (void)C;
-#endif
-}
-
-/// Packs A's 16-bit values (this thread's part of a register A, as gemm_rs_wgmma reads it)
+/// Packs A's 16-bit values (this thread's part of a register A, the accumulator layout)
 /// into the Regs 32-bit operand registers gemm_rs_wgmma_issue takes: register i holds
-/// A[2i] (bits 0..15) and A[2i + 1], gemm_rs_wgmma's own order.
+/// A[2i] (bits 0..15) and A[2i + 1]; for the k16 step s, registers 4s..4s+3 are tile 2s's
+/// regs 0, 1 and 2, 3, then tile 2s + 1's.
 template <int Regs, typename T>
 TL_DEVICE void wgmma_pack_a(uint32_t* dst, const T* A) {
 #pragma unroll
@@ -746,21 +694,25 @@ TL_DEVICE void schedule_after(float v) {
 #endif
 }
 
-/// gemm_rs_wgmma, issued and committed as one wgmma group without waiting: `a` holds A
-/// packed by wgmma_pack_a (MReps * K / 4 registers), and both `a` and C stay in flight
-/// until a wgmma_wait_hold on C and a wgmma_hold on `a` (the warp-specialized attention
-/// loop computes the next step's softmax meanwhile, tl.ws_softmax_overlap).
+/// The tile GEMM with A in registers, issued and committed as one wgmma group without
+/// waiting: `a` holds A packed by wgmma_pack_a (MReps * K / 4 registers), and both `a` and
+/// C stay in flight until a wait (gemm_rs_wgmma below; the warp-specialized attention loop
+/// computes the next step's softmax meanwhile, tl.ws_softmax_overlap). All steps are
+/// packed before the fence, since the wgmmas read these registers while they run.
 template <int M, int N, int K, bool TransB, bool ProxyFence = true, int MReps = 1, typename T, typename Acc>
 TL_DEVICE void gemm_rs_wgmma_issue(uint32_t* a, const T* B, Acc* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
-                "gemm_rs_wgmma_issue: T must be tl::half or tl::bfloat16");
+                "gemm_rs_wgmma: T must be tl::half or tl::bfloat16");
   static_assert(detail::is_same<Acc, float>::value ||
                     (detail::is_same<Acc, half>::value && detail::is_same<T, half>::value && N % 16 == 0),
-                "gemm_rs_wgmma_issue: C must be float, or tl::half with tl::half operands and N a multiple of 16");
-  static_assert(M >= 64 && M % (64 * MReps) == 0 && N >= 8 && N % 8 == 0 && K >= 16 && K % 16 == 0,
-                "gemm_rs_wgmma_issue: the shapes of gemm_rs_wgmma");
-  static_assert(!TransB || K % 64 == 0 || K == 32, "gemm_rs_wgmma_issue: K-major B needs K a multiple of 64, or 32");
-  static_assert(TransB || N % 64 == 0, "gemm_rs_wgmma_issue: N-major B (K x N) needs N a multiple of 64");
+                "gemm_rs_wgmma: C must be float, or tl::half with tl::half operands and N a multiple of 16");
+  static_assert(M >= 64 && M % 64 == 0, "gemm_rs_wgmma: M must be a multiple of 64 (one warpgroup per 64 rows)");
+  static_assert(N >= 8 && N % 8 == 0, "gemm_rs_wgmma: N must be a multiple of 8");
+  static_assert(K >= 16 && K % 16 == 0, "gemm_rs_wgmma: K must be a multiple of 16");
+  static_assert(!TransB || K % 64 == 0 || K == 32,
+                "gemm_rs_wgmma: K-major B (N x K) needs K a multiple of 64 (128-byte rows) or 32 (64-byte rows)");
+  static_assert(TransB || N % 64 == 0, "gemm_rs_wgmma: N-major B (K x N) needs N a multiple of 64 (128-byte rows)");
+  static_assert(MReps >= 1 && M % (64 * MReps) == 0, "gemm_rs_wgmma: M must be MReps 64-row blocks per warpgroup");
 #if TL_WGMMA_AVAILABLE
   const uint64_t desc_b0 = detail::wgmma_desc_b<K, TransB>(B);
   if constexpr (ProxyFence) fence_proxy_async_shared();
@@ -778,9 +730,26 @@ TL_DEVICE void gemm_rs_wgmma_issue(uint32_t* a, const T* B, Acc* C) {
   }
   wgmma_commit_group();
 #elif defined(__CUDA_ARCH__)
-  static_assert(detail::wgmma_unavailable<T>::value, "gemm_rs_wgmma_issue needs sm_90a (compile for compute_90a)");
+  static_assert(detail::wgmma_unavailable<T>::value, "gemm_rs_wgmma needs sm_90a (compile for compute_90a)");
 #else
   (void)a, (void)B, (void)C;
+#endif
+}
+
+/// The block's tile GEMM with A in registers (see gemm_rs_wgmma in the file comment): A
+/// holds this thread's K/2 values in the accumulator layout, B is the shared tile of
+/// gemm_ss_wgmma. All threads of the block (exactly M/16 warps) must call it.
+/// MReps > 1: each warpgroup owns MReps 64-row blocks (see gemm_ss_wgmma_issue); A and C
+/// hold the blocks' registers one after the other (K/2 and N/2 each).
+template <int M, int N, int K, bool TransB, bool ProxyFence = true, int MReps = 1, typename T, typename Acc>
+TL_DEVICE void gemm_rs_wgmma(const T* A, const T* B, Acc* C) {
+  uint32_t a[MReps * K / 4];
+  wgmma_pack_a<MReps * K / 4>(a, A);
+  gemm_rs_wgmma_issue<M, N, K, TransB, ProxyFence, MReps>(a, B, C);
+#if TL_WGMMA_AVAILABLE
+  wgmma_wait_group<0>();
+  wgmma_hold<MReps * N / 2>(C);
+  wgmma_hold<MReps * K / 4>(a);
 #endif
 }
 
