@@ -81,13 +81,15 @@ def reference(q, k, v, causal):
     return np.einsum("hqk,hkd->hqd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
 
 
-@pytest.mark.parametrize("block_N, causal, cast_last", [(64, False, True), (128, False, False), (64, True, True)])
-def test_overlapped_attention_matches_float64(block_N, causal, cast_last):
-    rng = np.random.default_rng(block_N + causal)
+@pytest.mark.parametrize("block_N, causal, cast_last, stages",
+                         [(64, False, True, 2), (128, False, False, 2), (64, True, True, 2), (64, False, True, 1)])
+def test_overlapped_attention_matches_float64(block_N, causal, cast_last, stages):
+    rng = np.random.default_rng(block_N + causal + stages)
     seq_q, seq_kv, dim = 256, 256 if causal else 512, 64
     q, k, v = (rng.standard_normal((2, n, dim)).astype(np.float16) for n in (seq_q, seq_kv, seq_kv))
     o = np.full((2, seq_q, dim), np.nan, np.float32)
-    kernel = tilelang.compile(attention(seq_q, seq_kv, dim, block_N=block_N, causal=causal, cast_last=cast_last),
+    kernel = tilelang.compile(attention(seq_q, seq_kv, dim, block_N=block_N, causal=causal, cast_last=cast_last,
+                                        stages=stages),
                               pass_configs=OVERLAP)
     kernel(q, k, v, o)
     np.testing.assert_allclose(o, reference(q, k, v, causal), rtol=2e-2, atol=2e-3)
@@ -106,6 +108,11 @@ def test_sm90_schedule_issues_both_gemms_then_waits_for_one():
     qk = loop.index("tl::gemm_ss_wgmma_issue<")
     pv = loop.index("tl::gemm_rs_wgmma_issue<", qk)
     assert qk < pv < loop.index("tl::wgmma_wait_hold<1, ", pv) < loop.index("tl::AllReduce<tl::MaxOp")
+    # K and V have barrier pairs of their own: V(k - 1)'s stage is awaited just before P V,
+    # K(k)'s released as soon as Q K^T(k) is done, before the softmax
+    assert loop.index("tl::mbarrier_wait_parity", qk) < pv
+    wait_qk = loop.index("tl::wgmma_wait_hold<1, ", pv)
+    assert loop.index("tl::mbarrier_arrive", wait_qk) < loop.index("tl::AllReduce<tl::MaxOp")
     # the softmax, then the wait for P V, the stage's release, the cast of P and its
     # packing (nothing writes a register a wgmma reads while P V runs), the rescale of O
     wait_pv = loop.index("tl::wgmma_wait_hold<0, ", pv)
@@ -117,14 +124,19 @@ def test_sm90_schedule_issues_both_gemms_then_waits_for_one():
     assert code.count("tl::gemm_rs_wgmma_issue<") == 2
 
 
-def test_sm90_schedule_keeps_the_order_without_the_key_or_the_form():
-    k = tilelang.compile(attention(), target=SM90)
+def test_sm90_overlap_is_on_by_default_and_can_be_turned_off():
+    assert tilelang.compile(attention(), target=SM90).get_kernel_source().count("tl::gemm_rs_wgmma_issue<") == 2
+    k = tilelang.compile(attention(), target=SM90, pass_configs={"tl.ws_softmax_overlap": 0})
     assert "gemm_rs_wgmma_issue" not in k.get_kernel_source()
-    # one stage: step k's tiles would wait for step k - 1's release
+    assert not any("tl.ws_softmax_overlap" in r for r in k.get_remarks()), k.get_remarks()
+
+
+def test_sm90_one_stage_overlaps_too():
+    # K's stage is free again after Q K^T(k), V's after P V(k - 1): with a barrier pair each,
+    # neither load waits for a release that comes after it
     k = tilelang.compile(attention(stages=1), target=SM90, pass_configs=OVERLAP)
-    assert "gemm_rs_wgmma_issue" not in k.get_kernel_source()
-    assert any("tl.ws_softmax_overlap not applied" in r for r in k.get_remarks()) or \
-        not any("warp-specialized" in r for r in k.get_remarks()), k.get_remarks()
+    assert k.get_kernel_source().count("tl::gemm_rs_wgmma_issue<") == 2
+    assert any("runs while" in r for r in k.get_remarks()), k.get_remarks()
 
 
 def test_sm90_pin_puts_a_branch_on_the_row_sums_before_the_wait_for_pv():

@@ -133,14 +133,23 @@ class WarpSpecializer {
 
   // warp_specialize_overlap.cc: the attention loop with P V overlapping the next softmax
   struct AttentionSteps {
-    size_t qk_index = 0;          ///< consumers_ index of QK^T; P V is the last one
+    size_t qk_index = 0;          ///< consumers_ index of QK^T
+    size_t pv_index = 0;          ///< ... and of P V
     std::vector<size_t> softmax;  ///< the statements between them using neither O nor writing P, in order
     std::vector<size_t> casts;    ///< ... writing P (not using O), in order
     std::vector<size_t> rescale;  ///< ... using O (the rescale), in order
     const ir::Call* qk = nullptr;
     const ir::Call* pv = nullptr;
     const ir::BufferNode *s = nullptr, *p = nullptr, *o = nullptr;  ///< scores, probabilities, output
+    /// Per barrier group: when its stage is awaited and released
+    enum class Use {
+      kQk,    ///< used up to QK^T (K): awaited before, released once QK^T(k) is done
+      kPv,    ///< used by P V only (V): awaited before P V(k) is issued, released once it is done
+      kBoth,  ///< from QK^T to P V: awaited before QK^T(k), released once P V(k) is done
+    };
+    std::vector<Use> group_use;
   };
+  bool SoftmaxOverlapOn() const { return ConfigOn(ctx_, "tl.ws_softmax_overlap", /*default_on=*/true); }
   std::string MatchAttentionSteps(AttentionSteps* at);
   ir::Stmt OverlappedAttentionLoop(const ir::Buffer& bars, const AttentionSteps& at);
   ir::Stmt SoftmaxPin(const AttentionSteps& at);

@@ -82,12 +82,16 @@ Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
   if (!skip && groups_.size() == 1) {
     if (const Call* gemm = LoneWgmma()) return GemmMainLoop(bars, gemm);
   }
-  if (ConfigTrue(ctx_, "tl.ws_softmax_overlap")) {
+  if (SoftmaxOverlapOn()) {
     AttentionSteps at;
     const std::string why_not = MatchAttentionSteps(&at);
     if (why_not.empty()) return OverlappedAttentionLoop(bars, at);
-    ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(loop_->span.line) +
-                           ": tl.ws_softmax_overlap not applied: " + why_not);
+    // said where the loop ends in a GEMM from registers (attention's P V) or the key was set
+    const bool looks_like_attention = !consumers_.empty() && at.pv;
+    if (looks_like_attention || ConfigTrue(ctx_, "tl.ws_softmax_overlap")) {
+      ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(loop_->span.line) +
+                             ": tl.ws_softmax_overlap not applied: " + why_not);
+    }
   }
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);

@@ -117,6 +117,9 @@ Stmt WarpSpecializer::StageAllocation(const Stmt& s) {
 /// only before P*V); on the H200 that measured 10% slower for the flash-attention
 /// forward (2.43 against 2.20 ms at 8k), so it is opt-in.
 void WarpSpecializer::FormGroups() {
+  consumers_.clear();
+  written_in_loop_.clear();
+  groups_.clear();
   for (const Stmt& st : cuda::Flatten(loop_->body)) {
     bool produces = false;
     for (const CopyOp* c : producers_) produces |= st.get() == c;

@@ -109,6 +109,16 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
   Roles roles;
   if (!AssignRoles(stmts, at, &roles)) return nullptr;
   FormGroups();
+  // An attention loop the softmax overlap takes releases K after Q K^T and V after P V, a
+  // step apart: with one pair for both, step k's loads would wait for step k - 1's P V (a
+  // bubble per step), so its loads get pairs of their own.
+  if (!split_groups_ && SoftmaxOverlapOn()) {
+    AttentionSteps probe;
+    if (MatchAttentionSteps(&probe).empty()) {
+      split_groups_ = true;
+      FormGroups();
+    }
+  }
   if (stages_ == 1 && groups_.size() < 2) {
     return Fail("one stage, and every load feeds the same statements: nothing to overlap");
   }
