@@ -252,8 +252,9 @@ def test_attention_on_hopper_takes_wgmma_for_both_gemms():
     k = compile_for(flash_attention(1, 4, 512, 128, causal=True, block_M=128, block_N=128, threads=256), "sm_90a")
     src = k.get_kernel_source()
     # The trailing `false`: K and V come from TMA, so the wgmmas skip their proxy fence.
-    assert "tl::gemm_ss_wgmma<128, 128, 128, false, true, false>" in src, src
-    assert "tl::gemm_rs_wgmma<128, 128, 128, false, false>" in src, src
+    # (issued and awaited apart: the softmax overlap, test_ws_softmax_overlap.py)
+    assert "tl::gemm_ss_wgmma_issue<128, 128, 128, false, true, false>" in src, src
+    assert "tl::gemm_rs_wgmma_issue<128, 128, 128, false, false>" in src, src
     assert k._cuda.resource_usage["spill_stores_bytes"] in (0, None)
 
 

@@ -160,3 +160,15 @@ def test_pinned_overlap_matches_float64(causal):
     tilelang.compile(attention(seq_q, seq_kv, dim, block_N=64, causal=causal),
                      pass_configs={**OVERLAP, "tl.ws_softmax_overlap_pin": 1})(q, k, v, o)
     np.testing.assert_allclose(o, reference(q, k, v, causal), rtol=2e-2, atol=2e-3)
+
+
+def test_sm90_overlap_declines_where_the_registers_would_not_hold_it():
+    # 128 rows in one consumer warpgroup, 128 x 128 tiles: O (128), S (128) and the packed
+    # P (64) per thread while P V runs, over the 256 - 48 the consumers keep for them
+    k = tilelang.compile(attention(dim=128, block_N=128, threads=128), target=SM90, pass_configs=OVERLAP)
+    assert "gemm_rs_wgmma_issue" not in k.get_kernel_source()
+    assert any("not applied: O, S and the packed P would hold 320 registers" in r and "over the 208" in r
+               for r in k.get_remarks()), k.get_remarks()
+    # two warpgroups share the rows: 64 + 64 + 32 fit the 240 - 48
+    k = tilelang.compile(attention(dim=128, block_N=128, threads=256), target=SM90, pass_configs=OVERLAP)
+    assert k.get_kernel_source().count("tl::gemm_rs_wgmma_issue<") == 2

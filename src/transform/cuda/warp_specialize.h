@@ -116,6 +116,7 @@ class WarpSpecializer {
   ir::Stmt Build(const Roles& roles);
   ir::Stmt InitBarriers(const ir::Buffer& bars);
   std::string SpecializedRemark(int64_t bytes, int64_t consumer_regs) const;
+  int64_t ConsumerRegisters() const;
   ir::Stmt StageAllocation(const ir::Stmt& s);
   void FormGroups();
   ir::Expr Stage(const ir::VarRef& k);
@@ -151,6 +152,10 @@ class WarpSpecializer {
   };
   bool SoftmaxOverlapOn() const { return ConfigOn(ctx_, "tl.ws_softmax_overlap", /*default_on=*/true); }
   std::string MatchAttentionSteps(AttentionSteps* at);
+  static int64_t OverlapRegisters(const AttentionSteps& at);
+  /// Registers a consumer thread keeps for the softmax's row vectors, addresses and loop
+  /// state besides O, S and the packed P (OverlapRegisters) when the overlap applies
+  static constexpr int64_t kOverlapSpareRegisters = 48;
   ir::Stmt OverlappedAttentionLoop(const ir::Buffer& bars, const AttentionSteps& at);
   ir::Stmt SoftmaxPin(const AttentionSteps& at);
 

@@ -41,17 +41,13 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   // -> 0.0766 ms, spilling 80 bytes rather than 252; GQA forward 0.0308 -> 0.0302, MHA
   // forward 0.0152 -> 0.0148). tl.ws_consumer_registers=n (a multiple of 8, 24..256, within
   // the register file) overrides it, for measurements.
-  int64_t consumer_regs = MostConsumerRegisters(threads_);
-  if (auto it = ctx_.config.find("tl.ws_consumer_registers"); it != ctx_.config.end()) {
-    int64_t asked = std::atoll(it->second.c_str());
-    int64_t most = MostConsumerRegisters(threads_);
-    if (asked >= 24 && asked <= 256 && asked % 8 == 0 && asked <= most) {
-      consumer_regs = asked;
-    } else {
-      ctx_.remarks.push_back("tl.ws_consumer_registers=" + it->second + " ignored: a multiple of 8 in [24, " +
-                             std::to_string(std::min<int64_t>(256, most)) + "] fits these " +
-                             std::to_string(threads_) + " consumer threads");
-    }
+  const int64_t consumer_regs = ConsumerRegisters();
+  if (auto it = ctx_.config.find("tl.ws_consumer_registers");
+      it != ctx_.config.end() && consumer_regs == MostConsumerRegisters(threads_) &&
+      std::atoll(it->second.c_str()) != consumer_regs) {
+    ctx_.remarks.push_back("tl.ws_consumer_registers=" + it->second + " ignored: a multiple of 8 in [24, " +
+                           std::to_string(std::min<int64_t>(256, consumer_regs)) + "] fits these " +
+                           std::to_string(threads_) + " consumer threads");
   }
   common.push_back(AttrStmt::Make(cuda::kWarpSpecializedAttr,
                                   {MakeInt(kProducerThreads), MakeInt(kProducerRegisters), MakeInt(consumer_regs)},
@@ -99,6 +95,16 @@ std::string WarpSpecializer::SpecializedRemark(int64_t bytes, int64_t consumer_r
          (prologue_.empty() ? std::string()
                             : "; it also loads " + std::to_string(prologue_.size()) +
                                   " tile(s) before the loop with TMA (" + PrologueNames() + ")");
+}
+
+/// Registers per consumer thread: MostConsumerRegisters, or tl.ws_consumer_registers where
+/// that is a multiple of 8 in [24, MostConsumerRegisters].
+int64_t WarpSpecializer::ConsumerRegisters() const {
+  const int64_t most = MostConsumerRegisters(threads_);
+  auto it = ctx_.config.find("tl.ws_consumer_registers");
+  if (it == ctx_.config.end()) return most;
+  int64_t asked = std::atoll(it->second.c_str());
+  return asked >= 24 && asked <= 256 && asked % 8 == 0 && asked <= most ? asked : most;
 }
 
 /// A produced tile's allocation gets its stage dimension.

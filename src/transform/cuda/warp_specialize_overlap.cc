@@ -159,7 +159,27 @@ std::string WarpSpecializer::MatchAttentionSteps(AttentionSteps* at) {
   }
   for (const auto& [i, part] : parts) (part == 0 ? at->softmax : part == 1 ? at->casts : at->rescale).push_back(i);
   if (at->casts.empty()) return "nothing writes P between QK^T and P V";
+  // While P V(k - 1) runs, O, S(k) and the packed P(k - 1) are all live: where they would not
+  // fit the consumers' registers, ptxas spills (upstream's MHA regression config, 128 x 128
+  // rows in one warpgroup: 772 bytes of spill stores in the order written, 1,444 overlapped).
+  const int64_t live = OverlapRegisters(*at), budget = ConsumerRegisters() - kOverlapSpareRegisters;
+  if (live > budget) {
+    return "O, S and the packed P would hold " + std::to_string(live) + " registers per thread while P V runs, over the " +
+           std::to_string(budget) + " the consumers have for them";
+  }
   return "";
+}
+
+/// Per consumer thread: O's accumulators, S's, and P packed as a wgmma A operand.
+int64_t WarpSpecializer::OverlapRegisters(const AttentionSteps& at) {
+  int64_t n_s = 0, wg_n = 1, reps_s = 1, n_o = 0, k_pv = 0, reps_o = 1;
+  AsConstInt(at.qk->args[4], &n_s);
+  AsConstInt(at.qk->args[9], &wg_n);
+  AsConstInt(at.qk->args[10], &reps_s);
+  AsConstInt(at.pv->args[4], &n_o);
+  AsConstInt(at.pv->args[5], &k_pv);
+  AsConstInt(at.pv->args[8], &reps_o);
+  return n_o / 2 * reps_o + n_s / wg_n / 2 * reps_s + k_pv / 4 * reps_o;
 }
 
 /// With tl.ws_softmax_overlap_pin: schedule_after(the first element of a float register
