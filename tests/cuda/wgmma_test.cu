@@ -149,7 +149,9 @@ __device__ inline unsigned char* aligned_smem(unsigned char* raw) {
 
 /// One block, M/16 warps: a (M x K) and b (K x N) row-major in global memory are stored into
 /// shared memory as gemm_ss_wgmma<M, N, K, TransA, TransB> expects; c (M x N) receives the
-/// result, starting from zero or from c_init when `accumulate`.
+/// result, starting from zero or from c_init when `accumulate` is 1; when it is 2 (float
+/// accumulators), the accumulators hold NaN and the first k step overwrites them
+/// (gemm_ss_wgmma_issue's AccumulateC = false: scale-d 0).
 /// With WgN > 1 the block has WgN warpgroups per 64 rows, which split N (acc_coord_split).
 /// Acc: the accumulator's element type, float or tl::half (wgmma .f16 accumulators).
 template <int M, int N, int K, bool TransA, bool TransB, typename T, int WgN = 1, int MReps = 1, typename Acc = float>
@@ -175,9 +177,18 @@ __global__ void __launch_bounds__(M * 2 * WgN / MReps) gemm_case_kernel(const T*
   for (int r = 0; r < N / WgN / 2 * MReps; ++r) {
     int row, col;
     acc_coord_split<M, N, WgN, MReps>(tid, r, &row, &col);
-    acc[r] = Acc(accumulate ? c_init(row, col) : 0.0f);
+    acc[r] = Acc(accumulate == 2 ? __int_as_float(0x7fc00000) : accumulate ? c_init(row, col) : 0.0f);
   }
-  tl::gemm_ss_wgmma<M, N, K, TransA, TransB, true, WgN, MReps>(sa, sb, acc);
+  if constexpr (sizeof(Acc) == 4) {
+    if (accumulate == 2) {
+      tl::gemm_ss_wgmma_issue<M, N, K, TransA, TransB, true, WgN, MReps, K, K, false>(sa, sb, acc);
+      tl::wgmma_wait_hold<0, N / WgN / 2 * MReps>(acc);
+    } else {
+      tl::gemm_ss_wgmma<M, N, K, TransA, TransB, true, WgN, MReps>(sa, sb, acc);
+    }
+  } else {
+    tl::gemm_ss_wgmma<M, N, K, TransA, TransB, true, WgN, MReps>(sa, sb, acc);
+  }
 #pragma unroll
   for (int r = 0; r < N / WgN / 2 * MReps; ++r) {
     int row, col;
@@ -357,18 +368,18 @@ static void run_case(std::mt19937& rng) {
   auto kernel = gemm_case_kernel<M, N, K, TransA, TransB, T, WgN, MReps, Acc>;
   constexpr bool f16_acc = sizeof(Acc) == 2;
   CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  for (int accumulate = 0; accumulate < 2; ++accumulate) {
+  for (int accumulate = 0; accumulate < (f16_acc ? 2 : 3); ++accumulate) {
     char name[160];
     std::snprintf(name, sizeof(name), "%-4s%s M=%-3d N=%-3d K=%-3d A %s B %s %s%s", Gen<T>::name(),
                   f16_acc ? " (f16 C)" : "", M, N, K,
                   TransA ? "KxM (M-major)" : "MxK (K-major)", TransB ? "NxK (K-major)" : "KxN (N-major)",
-                  accumulate ? "C+=" : "C=0",
+                  accumulate == 2 ? "C=NaN, scale-d 0" : accumulate ? "C+=" : "C=0",
                   WgN > 1 ? (WgN == 2 ? " N over 2 warpgroups" : " N over 4 warpgroups")
                           : MReps > 1 ? (MReps == 2 ? " 2 blocks per warpgroup" : " 4 blocks per warpgroup") : "");
     DevBuf<float> dc(static_cast<size_t>(M) * N);
     kernel<<<1, M * 2 * WgN / MReps, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
-    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0, f16_acc ? 4e-3 : 2e-4);
+    check_case(name, dc.download(), av, bv, M, N, K, accumulate == 1, f16_acc ? 4e-3 : 2e-4);
   }
 }
 
@@ -384,7 +395,7 @@ static void run_rs_case(std::mt19937& rng) {
   auto kernel = gemm_rs_case_kernel<M, N, K, TransB, T, MReps, Acc>;
   constexpr bool f16_acc = sizeof(Acc) == 2;
   CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  for (int accumulate = 0; accumulate < 2; ++accumulate) {
+  for (int accumulate = 0; accumulate < (f16_acc ? 2 : 3); ++accumulate) {
     char name[160];
     std::snprintf(name, sizeof(name), "%-4s%s M=%-3d N=%-3d K=%-3d A regs          B %s %s%s", Gen<T>::name(),
                   f16_acc ? " (f16 C)" : "", M, N, K, TransB ? "NxK (K-major)" : "KxN (N-major)", accumulate ? "C+=" : "C=0",
@@ -392,7 +403,7 @@ static void run_rs_case(std::mt19937& rng) {
     DevBuf<float> dc(static_cast<size_t>(M) * N);
     kernel<<<1, M * 2 / MReps, kSmem>>>(da.ptr, db.ptr, dc.ptr, accumulate);
     sync_check(name);
-    check_case(name, dc.download(), av, bv, M, N, K, accumulate != 0, f16_acc ? 4e-3 : 2e-4);
+    check_case(name, dc.download(), av, bv, M, N, K, accumulate == 1, f16_acc ? 4e-3 : 2e-4);
   }
 }
 

@@ -253,7 +253,8 @@ def test_attention_on_hopper_takes_wgmma_for_both_gemms():
     src = k.get_kernel_source()
     # The trailing `false`: K and V come from TMA, so the wgmmas skip their proxy fence.
     # (issued and awaited apart: the softmax overlap, test_ws_softmax_overlap.py)
-    assert "tl::gemm_ss_wgmma_issue<128, 128, 128, false, true, false>" in src, src
+    # (Q K^T overwrites the scores: AccumulateC false, after KTileA and KTileB)
+    assert "tl::gemm_ss_wgmma_issue<128, 128, 128, false, true, false, 1, 1, 128, 128, false>" in src, src
     assert "tl::gemm_rs_wgmma_issue<128, 128, 128, false, false>" in src, src
     assert k._cuda.resource_usage["spill_stores_bytes"] in (0, None)
 

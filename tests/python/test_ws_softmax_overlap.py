@@ -5,6 +5,8 @@ step k's P V, and runs step k + 1's softmax while that P V is on the tensor core
 The schedule is checked as sm_90a source text here; the values are checked against
 float64 numpy on whichever target the suite runs (the CPU target runs the program as
 written; the GPU suite, TILELANG_TEST_CUDA=1, runs the overlapped loop)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,19 @@ def test_sm90_overlap_declines_where_the_registers_would_not_hold_it():
     # two warpgroups share the rows: 64 + 64 + 32 fit the 240 - 48
     k = tilelang.compile(attention(dim=128, block_N=128, threads=256), target=SM90, pass_configs=OVERLAP)
     assert k.get_kernel_source().count("tl::gemm_rs_wgmma_issue<") == 2
+
+
+def test_sm90_qk_overwrites_the_scores_and_the_mask_is_added_while_pv_runs():
+    # T.clear(s) before Q K^T: gone; Q K^T's first k step sets scale-d 0 (AccumulateC false)
+    src = tilelang.compile(attention(), target=SM90).get_kernel_source()
+    loop = consumer_loop(src)
+    loop = loop[loop.index("for (int32_t k"):]
+    assert "tl::gemm_ss_wgmma_issue<128, 64, 64, false, true, false, 1, 1, 64, 64, false>" in loop, loop
+    assert "= 0.0f;" not in loop[:loop.index("tl::gemm_ss_wgmma_issue<")]
+    # a causal mask: added to the scores after the wait for Q K^T, while P V(k - 1) runs
+    loop = consumer_loop(tilelang.compile(attention(causal=True), target=SM90).get_kernel_source())
+    loop = loop[loop.index("for (int32_t k"):]
+    qk, pv = loop.index("tl::gemm_ss_wgmma_issue<"), loop.index("tl::gemm_rs_wgmma_issue<")
+    add = re.search(r"s\[(l_\d+)\] = \(s\[\1\] \+ \(", loop).start()
+    assert "? 0.0f :" not in loop[:qk] and qk < pv < loop.index("tl::wgmma_wait_hold<1, ") < add < \
+        loop.index("tl::AllReduce<tl::MaxOp") < loop.index("tl::wgmma_wait_hold<0, ")

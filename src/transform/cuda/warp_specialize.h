@@ -149,10 +149,17 @@ class WarpSpecializer {
       kBoth,  ///< from QK^T to P V: awaited before QK^T(k), released once P V(k) is done
     };
     std::vector<Use> group_use;
+    /// The statement before QK^T that sets every score (T.clear, a mask) when QK^T can
+    /// overwrite S instead (scale-d 0: ScoreInit); the mask, unless all zero, is then added
+    /// after QK^T, while P V runs. consumers_.size() when none.
+    size_t score_init = 0;
+    ir::Expr score_mask;  ///< its value per register (null: zero), with score_var its register index
+    ir::VarRef score_var;
   };
   bool SoftmaxOverlapOn() const { return ConfigOn(ctx_, "tl.ws_softmax_overlap", /*default_on=*/true); }
   std::string MatchAttentionSteps(AttentionSteps* at);
   static int64_t OverlapRegisters(const AttentionSteps& at);
+  void FindScoreInit(AttentionSteps* at);
   /// Registers a consumer thread keeps for the softmax's row vectors, addresses and loop
   /// state besides O, S and the packed P (OverlapRegisters) when the overlap applies
   static constexpr int64_t kOverlapSpareRegisters = 48;

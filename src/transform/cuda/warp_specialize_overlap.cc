@@ -167,7 +167,43 @@ std::string WarpSpecializer::MatchAttentionSteps(AttentionSteps* at) {
     return "O, S and the packed P would hold " + std::to_string(live) + " registers per thread while P V runs, over the " +
            std::to_string(budget) + " the consumers have for them";
   }
+  FindScoreInit(at);
   return "";
+}
+
+/// The statement before QK^T that sets all of S's registers from values that do not read S
+/// (`for l in [0, regs): S[l] = v`), when it is the only one before QK^T touching S and S is
+/// float: QK^T then overwrites S (its first k step's wgmmas with scale-d 0) and v, unless
+/// zero, is added once QK^T is done. The scores are the same (v + s = s + v, exactly), and
+/// the mask's work moves out of the window where no wgmma runs into the one where P V does.
+void WarpSpecializer::FindScoreInit(AttentionSteps* at) {
+  at->score_init = consumers_.size();
+  int64_t regs = 0;
+  if (at->s->dtype != DType::Float(32) || at->s->shape.size() != 1 || !AsConstInt(at->s->shape[0], &regs)) return;
+  size_t found = consumers_.size();
+  for (size_t i = 0; i < at->qk_index; ++i) {
+    if (!BuffersOf(consumers_[i]).count(at->s)) continue;
+    if (found != consumers_.size()) return;
+    found = i;
+  }
+  if (found == consumers_.size()) return;
+  const auto* loop = As<For>(consumers_[found]);
+  const auto* store = loop ? As<BufferStore>(loop->body) : nullptr;
+  int64_t min = -1, extent = 0;
+  if (!store || store->buffer.get() != at->s || store->indices.size() != 1 || !AsConstInt(loop->min, &min) ||
+      min != 0 || !AsConstInt(loop->extent, &extent) || extent != regs) {
+    return;
+  }
+  const auto* index = As<Var>(store->indices[0]);
+  bool reads_s = false;
+  ForEachExpr(store->value, [&](const Expr& e) {
+    if (const auto* load = As<BufferLoad>(e)) reads_s |= load->buffer.get() == at->s;
+  });
+  if (index != loop->var.get() || reads_s) return;
+  at->score_init = found;
+  at->score_var = loop->var;
+  const auto* zero = As<FloatImm>(store->value);
+  at->score_mask = zero && zero->value == 0 ? Expr() : store->value;
 }
 
 /// Per consumer thread: O's accumulators, S's, and P packed as a wgmma A operand.
@@ -241,7 +277,23 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   // (their proxy fences: WithoutProxyFence, through at_step)
   std::vector<Expr> pv_args = at.pv->args;
   pv_args[0] = packed_at;
-  const Stmt qk = Evaluate::Make(Call::Make(at.qk->dtype, "gemm_ss_wgmma_issue", at.qk->args), consumers_[at.qk_index]->span);
+  // QK^T: with a score init, it overwrites S (AccumulateC false, after KTileA and KTileB)
+  const bool overwrite_s = at.score_init < consumers_.size();
+  std::vector<Expr> qk_args = at.qk->args;
+  if (overwrite_s) {
+    if (qk_args.size() == 11) qk_args.insert(qk_args.end(), {qk_args[5], qk_args[5]});
+    qk_args.push_back(MakeBool(false));
+  }
+  const Stmt qk = Evaluate::Make(Call::Make(at.qk->dtype, "gemm_ss_wgmma_issue", qk_args), consumers_[at.qk_index]->span);
+  // ... and the mask is added once it is done
+  Stmt add_mask;
+  if (overwrite_s && at.score_mask) {
+    const auto* init = As<For>(consumers_[at.score_init]);
+    const Buffer s_buf = As<BufferStore>(init->body)->buffer;
+    Stmt add = BufferStore::Make(s_buf, {Expr(at.score_var)},
+                                 BufferLoad::Make(s_buf, {Expr(at.score_var)}) + at.score_mask, init->body->span);
+    add_mask = For::Make(at.score_var, MakeInt(0), init->extent, init->for_kind, add, init->annotations, init->span);
+  }
   const Stmt pv = Evaluate::Make(Call::Make(at.pv->dtype, "gemm_rs_wgmma_issue", pv_args), consumers_[at.pv_index]->span);
   const Stmt wait_s0 = CallStmt("wgmma_wait_hold", {at.qk->args[2], MakeInt(0), regs_s}, span);
   const Stmt wait_s1 = CallStmt("wgmma_wait_hold", {at.qk->args[2], MakeInt(1), regs_s}, span);
@@ -257,8 +309,11 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
       for (size_t g = 0; g < groups_.size(); ++g) {
         if (groups_[g].first == i && at.group_use[g] != Use::kPv) wait_full(g, step, out);
       }
-      out->push_back(at_step(i == at.qk_index ? qk : consumers_[i], step));
+      if (i != at.score_init) out->push_back(at_step(i == at.qk_index ? qk : consumers_[i], step));
     }
+  };
+  auto mask = [&](const Expr& step, std::vector<Stmt>* out) {
+    if (add_mask) out->push_back(at_step(add_mask, step));
   };
   // P V of step `step` issued, after the wait for its V stage
   auto issue_pv = [&](const Expr& step, std::vector<Stmt>* out) {
@@ -280,6 +335,7 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   through_qk(MakeInt(0), &out);
   out.push_back(wait_s0);
   release({Use::kQk}, MakeInt(0), &out);
+  mask(MakeInt(0), &out);
   run(at.softmax, MakeInt(0), &out);
   casts_pack_rescale(MakeInt(0), &out);
   std::vector<Stmt> body;
@@ -287,6 +343,7 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   issue_pv(Expr(k) - MakeInt(1), &body);
   body.push_back(wait_s1);
   release({Use::kQk}, k, &body);
+  mask(k, &body);
   run(at.softmax, k, &body);
   if (Stmt pin = SoftmaxPin(at); pin) body.push_back(pin);
   wait_pv(&body);

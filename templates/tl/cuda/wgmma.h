@@ -366,32 +366,40 @@ TL_DEVICE void wgmma_hold(half* d) {
   else CASE(248) else CASE(256)
 // clang-format on
 
-// One statement per type: scale-d is the predicate p, set true (D += A * B). IN is the
-// operand text after d (TL_WGMMA_IN##NN or TL_WGMMA_RS_IN##NN).
-#define TL_WGMMA_ASM(NN, TY, IN)                                                         \
-  "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"                                       \
+// One statement per type: scale-d is the predicate p, set from SCALE_D ("1": D += A * B;
+// "0": D = A * B, the accumulators' old values ignored). IN is the operand text after d
+// (TL_WGMMA_IN##NN or TL_WGMMA_RS_IN##NN).
+#define TL_WGMMA_ASM_SCALED(NN, TY, IN, SCALE_D)                                          \
+  "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, " SCALE_D ", 0;\n\t"                              \
   "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32." TY "." TY " {" TL_WGMMA_D##NN "}, " \
   IN ";\n}\n"
-#define TL_WGMMA_CASE(NN)                                                               \
-  if constexpr (N == NN) {                                                              \
-    if constexpr (detail::is_same<T, half>::value) {                                    \
-      asm volatile(TL_WGMMA_ASM(NN, "f16", TL_WGMMA_IN##NN)                             \
-                   : TL_WGMMA_OPS##NN(d)                                                \
-                   : "l"(desc_a), "l"(desc_b), "n"(int(MnMajorA)), "n"(int(MnMajorB))); \
-    } else {                                                                            \
-      asm volatile(TL_WGMMA_ASM(NN, "bf16", TL_WGMMA_IN##NN)                            \
-                   : TL_WGMMA_OPS##NN(d)                                                \
-                   : "l"(desc_a), "l"(desc_b), "n"(int(MnMajorA)), "n"(int(MnMajorB))); \
-    }                                                                                   \
+#define TL_WGMMA_ASM(NN, TY, IN) TL_WGMMA_ASM_SCALED(NN, TY, IN, "1")
+#define TL_WGMMA_SS_ASM(NN, TY, SCALE_D)                                              \
+  asm volatile(TL_WGMMA_ASM_SCALED(NN, TY, TL_WGMMA_IN##NN, SCALE_D)                  \
+               : TL_WGMMA_OPS##NN(d)                                                  \
+               : "l"(desc_a), "l"(desc_b), "n"(int(MnMajorA)), "n"(int(MnMajorB)))
+#define TL_WGMMA_CASE(NN)                                            \
+  if constexpr (N == NN) {                                           \
+    constexpr bool kHalf = detail::is_same<T, half>::value;          \
+    if constexpr (kHalf && ScaleD) {                                 \
+      TL_WGMMA_SS_ASM(NN, "f16", "1");                               \
+    } else if constexpr (kHalf) {                                    \
+      TL_WGMMA_SS_ASM(NN, "f16", "0");                               \
+    } else if constexpr (ScaleD) {                                   \
+      TL_WGMMA_SS_ASM(NN, "bf16", "1");                              \
+    } else {                                                         \
+      TL_WGMMA_SS_ASM(NN, "bf16", "0");                              \
+    }                                                                \
   }
 
 /// d (this thread's N/2 floats of a 64 x N f32 tile, layout in the file comment) +=
-/// A (64 x 16) * B (16 x N), both read from shared memory through the descriptors.
+/// A (64 x 16) * B (16 x N), both read from shared memory through the descriptors
+/// (ScaleD = false: d = A * B, whatever d held).
 /// MnMajorA / MnMajorB: the operand is stored M- / N-major (the instruction's imm-trans-a /
 /// imm-trans-b = 1) rather than K-major. Note that gemm_ss_wgmma's TransB has the opposite
 /// sense: B not transposed (K x N) is N-major.
 /// Asynchronous: issue wgmma_fence() before and commit / wait after (see gemm_ss_wgmma).
-template <int N, typename T, bool MnMajorA, bool MnMajorB>
+template <int N, typename T, bool MnMajorA, bool MnMajorB, bool ScaleD = true>
 TL_DEVICE void wgmma_m64k16(float* d, uint64_t desc_a, uint64_t desc_b) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma_m64k16: N must be 8, 16, ..., 256");
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value,
@@ -404,6 +412,7 @@ TL_DEVICE void wgmma_m64k16(float* d, uint64_t desc_a, uint64_t desc_b) {
 }
 
 #undef TL_WGMMA_CASE
+#undef TL_WGMMA_SS_ASM
 
 // The register-A form: the A operand is the vector of four 32-bit registers.
 #define TL_WGMMA_RS_CASE(NN)                                                                       \
@@ -454,22 +463,30 @@ template <typename T>
 constexpr bool is_fp8_v = is_same<T, float8_e4m3>::value || is_same<T, float8_e5m2>::value;
 }  // namespace detail
 
-#define TL_WGMMA_FP8_ASM(NN, TA, TB)                                                        \
-  "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"                                          \
+#define TL_WGMMA_FP8_ASM(NN, TA, TB, SCALE_D)                                               \
+  "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, " SCALE_D ", 0;\n\t"                                  \
   "wgmma.mma_async.sync.aligned.m64n" #NN "k32.f32." TA "." TB " {" TL_WGMMA_D##NN "}, " \
   TL_WGMMA_FP8_IN##NN ";\n}\n"
-#define TL_WGMMA_FP8_CASE(NN)                                                                              \
-  if constexpr (N == NN) {                                                                                 \
-    if constexpr (detail::fp8_ptx<T>::e4m3) {                                                              \
-      asm volatile(TL_WGMMA_FP8_ASM(NN, "e4m3", "e4m3") : TL_WGMMA_OPS##NN(d) : "l"(desc_a), "l"(desc_b)); \
-    } else {                                                                                               \
-      asm volatile(TL_WGMMA_FP8_ASM(NN, "e5m2", "e5m2") : TL_WGMMA_OPS##NN(d) : "l"(desc_a), "l"(desc_b)); \
-    }                                                                                                      \
+#define TL_WGMMA_FP8_STMT(NN, TY, SCALE_D) \
+  asm volatile(TL_WGMMA_FP8_ASM(NN, TY, TY, SCALE_D) : TL_WGMMA_OPS##NN(d) : "l"(desc_a), "l"(desc_b))
+#define TL_WGMMA_FP8_CASE(NN)                                      \
+  if constexpr (N == NN) {                                         \
+    constexpr bool kE4m3 = detail::fp8_ptx<T>::e4m3;               \
+    if constexpr (kE4m3 && ScaleD) {                               \
+      TL_WGMMA_FP8_STMT(NN, "e4m3", "1");                          \
+    } else if constexpr (kE4m3) {                                  \
+      TL_WGMMA_FP8_STMT(NN, "e4m3", "0");                          \
+    } else if constexpr (ScaleD) {                                 \
+      TL_WGMMA_FP8_STMT(NN, "e5m2", "1");                          \
+    } else {                                                       \
+      TL_WGMMA_FP8_STMT(NN, "e5m2", "0");                          \
+    }                                                              \
   }
 
 /// d (as in wgmma_m64k16) += A (64 x 32, float8) * B (32 x N, float8), both K-major in
-/// shared memory (float8 wgmma has no transpose immediates), one k32 step.
-template <int N, typename T>
+/// shared memory (float8 wgmma has no transpose immediates), one k32 step (ScaleD = false:
+/// d = A * B).
+template <int N, typename T, bool ScaleD = true>
 TL_DEVICE void wgmma_m64k32_fp8(float* d, uint64_t desc_a, uint64_t desc_b) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma_m64k32_fp8: N must be 8, 16, ..., 256");
   static_assert(detail::is_fp8_v<T>, "wgmma_m64k32_fp8: T must be tl::float8_e4m3 or tl::float8_e5m2");
@@ -481,6 +498,7 @@ TL_DEVICE void wgmma_m64k32_fp8(float* d, uint64_t desc_a, uint64_t desc_b) {
 }
 
 #undef TL_WGMMA_FP8_CASE
+#undef TL_WGMMA_FP8_STMT
 #undef TL_WGMMA_ASM
 
 #include "wgmma_f16_acc.h"
@@ -524,21 +542,26 @@ TL_DEVICE uint32_t wgmma_b_k_offset(int k) {
 /// desc_b0 addresses column 0 of this k step; chunk n0 adds its own offset.
 /// Acc: float, or tl::half for float16 operands into float16 accumulators (wgmma_f16_acc.h),
 /// whose chunks then start on multiples of 16 columns.
-template <int N0, int N, int K, bool TransA, bool TransB, typename T, typename AOperand, typename Acc>
+template <int N0, int N, int K, bool TransA, bool TransB, typename T, bool ScaleD = true, typename AOperand,
+          typename Acc>
 TL_DEVICE void wgmma_k16_chunks(Acc* C, const AOperand& a, uint64_t desc_b0) {
   constexpr int kChunk = N - N0 < 256 ? N - N0 : 256;
   // Byte offset of column n0: K-major B (N x K) moves down n0 rows of 128 bytes, N-major B
   // (K x N) moves right n0/64 panels of K rows.
   constexpr uint32_t kOffset =
       TransB ? uint32_t(N0) * kKmajorRowBytes<K, T> : uint32_t(N0 / 64) * uint32_t(K) * kWgmmaRowBytes;
+  static_assert(ScaleD || (is_same<Acc, float>::value && is_same<AOperand, uint64_t>::value),
+                "wgmma_k16_chunks: D = A * B (ScaleD false) is for float accumulators and A in shared memory");
   if constexpr (is_fp8_v<T>) {
-    wgmma_m64k32_fp8<kChunk, T>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+    wgmma_m64k32_fp8<kChunk, T, ScaleD>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+  } else if constexpr (is_same<AOperand, uint64_t>::value && is_same<Acc, float>::value) {
+    wgmma_m64k16<kChunk, T, TransA, !TransB, ScaleD>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
   } else if constexpr (is_same<AOperand, uint64_t>::value) {
     wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
   } else {
     wgmma_m64k16_rs<kChunk, T, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
   }
-  if constexpr (N0 + kChunk < N) wgmma_k16_chunks<N0 + kChunk, N, K, TransA, TransB, T>(C, a, desc_b0);
+  if constexpr (N0 + kChunk < N) wgmma_k16_chunks<N0 + kChunk, N, K, TransA, TransB, T, ScaleD>(C, a, desc_b0);
 }
 
 }  // namespace detail
@@ -563,8 +586,12 @@ TL_DEVICE void wgmma_k16_chunks(Acc* C, const AOperand& a, uint64_t desc_b0) {
 ///
 /// C: float accumulators, or tl::half ones for float16 operands (wgmma .f16 accumulate,
 /// wgmma_f16_acc.h; N/WgN a multiple of 16), at the same places.
+///
+/// AccumulateC = false: C = A * B, C's old values ignored (the first k step's wgmmas set
+/// scale-d to 0), so no instructions zero C first (the softmax overlap's Q K^T, whose mask
+/// is added after it; float C only).
 template <int M, int N, int K, bool TransA, bool TransB, bool ProxyFence = true, int WgN = 1, int MReps = 1,
-          int KTileA = K, int KTileB = K, typename T, typename Acc>
+          int KTileA = K, int KTileB = K, bool AccumulateC = true, typename T, typename Acc>
 TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, Acc* C) {
   static_assert(detail::is_same<T, half>::value || detail::is_same<T, bfloat16>::value || detail::is_fp8_v<T>,
                 "gemm_ss_wgmma: T must be tl::half, tl::bfloat16 or a float8 type");
@@ -628,6 +655,13 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, Acc* C) {
       const uint32_t a_off = TransA ? uint32_t(k) * kRow
                                     : uint32_t(k / kKPanel) * M * kKRow + uint32_t(k % kKPanel) * uint32_t(sizeof(T));
       const uint32_t b_off = detail::wgmma_b_k_offset<N, KTileB, TransB, T>(k);
+      if constexpr (!AccumulateC) {
+        if (k == 0) {  // (the loop is unrolled: no branch remains)
+          detail::wgmma_k16_chunks<0, kN, KTileB, TransA, TransB, T, false>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
+                                                                           desc_b0 + (b_off >> 4));
+          continue;
+        }
+      }
       detail::wgmma_k16_chunks<0, kN, KTileB, TransA, TransB, T>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
                                                                 desc_b0 + (b_off >> 4));
     }
