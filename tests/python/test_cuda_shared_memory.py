@@ -246,3 +246,33 @@ def test_workspaces_allocated_in_a_loop_body_share_bytes():
     src = k.get_kernel_source()
     at = re.findall(r"float\* (s_red\w*) = reinterpret_cast<float\*>\(tl_smem \+ (\d+)\)", src)
     assert len(at) == 2 and at[0][1] == at[1][1], at
+
+
+def gemm_on_twelve_warps(n=128, k=128):
+    """A 128 x 128 accumulator on 384 threads: 12 warps cannot split it in 16 x 8 tiles, so
+    the GEMM becomes element loops with its fragments staged in shared memory."""
+    @T.prim_func
+    def main(A: T.Tensor((n, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((n, n), "float32")):
+        with T.Kernel(1, threads=384):
+            a = T.alloc_shared((n, k), "float16")
+            b = T.alloc_shared((k, n), "float16")
+            c = T.alloc_fragment((n, n), "float32")
+            d = T.alloc_fragment((n, n), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            T.gemm(a, b, d, clear_accum=True)
+            for i, j in T.Parallel(n, n):
+                c[i, j] += d[i, j]
+            T.copy(c, C)
+
+    return main
+
+
+@needs_compiler
+def test_too_much_shared_memory_names_the_staged_fragments():
+    with pytest.raises(tilelang.TileLangRuntimeError) as e:
+        tilelang.compile(gemm_on_twelve_warps(), target="cuda -arch=sm_86")
+    msg = str(e.value)
+    assert "bytes of shared memory, the device (sm_86) has 101376" in msg
+    assert "the compiler staged fragments in shared memory" in msg and "no tensor cores" in msg, msg

@@ -141,9 +141,13 @@ class CudaBackend:
         # error comes before any launch
         limit = _tl.cuda_target(arch)["max_shared_bytes"]
         if limit is not None and self.shared_bytes > limit:
+            # fragments the compiler had to stage in shared memory (a T.gemm that fell back to
+            # element loops, say) are often what overflows: name them, with the reasons given
+            staged = [r for r in self.remarks if "kept in shared memory" in r or "no tensor cores" in r]
+            why = ("; the compiler staged fragments in shared memory: " + "; ".join(staged)) if staged else ""
             raise TileLangRuntimeError(
                 f"kernel {kernel.name!r} needs {self.shared_bytes} bytes of shared memory, the device "
-                f"({arch}) has {limit}; use smaller tiles or fewer pipeline stages")
+                f"({arch}) has {limit}; use smaller tiles or fewer pipeline stages{why}")
         fast = str(pass_configs.get("tl.enable_fast_math", "")).lower() in ("1", "true")
         all_flags = _in_process_flags(flags, self.remarks) + (["--use_fast_math"] if fast else [])
         # the device headers' switches (float8 hardware conversions, tf32 mma, native 16-bit

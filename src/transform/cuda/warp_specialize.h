@@ -150,9 +150,9 @@ class WarpSpecializer {
     };
     std::vector<Use> group_use;
     /// The statement before QK^T that sets every score (T.clear, a mask) when QK^T can
-    /// overwrite S instead (scale-d 0: ScoreInit); the mask, unless all zero, is then added
-    /// after QK^T, while P V runs. consumers_.size() when none.
-    size_t score_init = 0;
+    /// overwrite S instead (scale-d 0; FindScoreInit); the mask, unless all zero, is then
+    /// added after QK^T, while P V runs. Past consumers_ when none.
+    size_t score_init = static_cast<size_t>(-1);
     ir::Expr score_mask;  ///< its value per register (null: zero), with score_var its register index
     ir::VarRef score_var;
   };

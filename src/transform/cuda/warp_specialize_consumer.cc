@@ -86,7 +86,7 @@ Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
     AttentionSteps at;
     const std::string why_not = MatchAttentionSteps(&at);
     if (why_not.empty()) return OverlappedAttentionLoop(bars, at);
-    // said where the loop ends in a GEMM from registers (attention's P V) or the key was set
+    // said where the loop has a GEMM from registers (attention's P V) or the key was set
     const bool looks_like_attention = !consumers_.empty() && at.pv;
     if (looks_like_attention || ConfigTrue(ctx_, "tl.ws_softmax_overlap")) {
       ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(loop_->span.line) +

@@ -200,6 +200,14 @@ void WarpSpecializer::FindScoreInit(AttentionSteps* at) {
     if (const auto* load = As<BufferLoad>(e)) reads_s |= load->buffer.get() == at->s;
   });
   if (index != loop->var.get() || reads_s) return;
+  // the mask moves below the statements between it and QK^T (and P V): none may write what it reads
+  std::unordered_set<const BufferNode*> later_writes = {at->o};
+  for (size_t i = found + 1; i < at->qk_index; ++i) AddWrites(consumers_[i], &later_writes);
+  bool reads_later = false;
+  ForEachExpr(store->value, [&](const Expr& e) {
+    if (const auto* load = As<BufferLoad>(e)) reads_later |= later_writes.count(load->buffer.get()) > 0;
+  });
+  if (reads_later) return;
   at->score_init = found;
   at->score_var = loop->var;
   const auto* zero = As<FloatImm>(store->value);
