@@ -30,7 +30,7 @@ from ..language.dtypes import require_supported as _require_supported
 from ..language.pointers import HANDLE_DTYPE, PointerType
 from ..language.allreduce import ReduceScope
 from ..language.reducer import check_reducers_finalized, store_to_reducer
-from ..language import _lanes
+from ..language import _lanes, _last_dim_slice
 from ..language.values import LaneValues, UnboundVar
 from ..language.values import Buffer, BufferRef, PrimExpr, as_expr, binary, cast
 from . import eager as _eager
@@ -97,6 +97,9 @@ def _as_runtime(v) -> PrimExpr:
         return v[0].load()
     return as_expr(v)
 
+
+# Elements a slice assignment (`X[i, a:b] = ...`) writes one by one, at most
+_MOST_SLICE_LANES = 64
 
 class PrimFunc:
     """A parsed kernel: the C++ function plus what the runtime needs about parameters."""
@@ -661,13 +664,48 @@ class Parser:
                 self.store(lane_ref, lane, node)
             return
         if not ref.is_point:
-            raise _b._UserError(f"assigning to a slice of {ref.buffer.name} is not supported; "
-                                "use T.fill or a T.Parallel loop")
+            self.store_slice(ref, value, node)
+            return
         if not self.builder.in_kernel:
             raise _b._UserError("buffer stores must be inside `with T.Kernel(...)`")
         idx = [as_expr(i, "int32").node for i in ref.items]
         v = as_expr(value, ref.buffer.dtype)
         _b.emit(_tl.store(ref.buffer.node, idx, v.node, self.span(node)))
+
+    def store_slice(self, ref: BufferRef, value, node):
+        """`X[i, a:b] = Y[j, c:d]` (the slice written on the right) or `X[i, a:b] = v`: as
+        upstream, a vector store by each thread that runs it, here one store per element. The
+        slice is points except a static run of the last dimension; a source slice of the same
+        buffer is read whole before the first store (the ranges may overlap)."""
+        parsed = _last_dim_slice(ref)
+        if parsed is None or not isinstance(parsed[2], numbers.Integral) or not 0 < parsed[2] <= _MOST_SLICE_LANES:
+            raise _b._UserError(f"assigning to a slice of {ref.buffer.name} is supported for up to "
+                                f"{_MOST_SLICE_LANES} elements of its last dimension, of a static count; "
+                                "use T.fill, T.copy or a T.Parallel loop")
+        width = int(parsed[2])
+        dsts = _lanes(ref, width, "slice assignment", "target")
+        if isinstance(value, BufferRef) and not value.is_point:
+            if not isinstance(getattr(node, "value", None), ast.Subscript):
+                # a name bound to a slice is an alias (read where it is used, as a tile operand)
+                raise _b._UserError(f"assigning a named slice to a slice of {ref.buffer.name}: write the source "
+                                    "slice itself on the right (`X[i, a:b] = Y[j, c:d]`), or use T.copy")
+            loads = [as_expr(r.load(), ref.buffer.dtype) for r in _lanes(value, width, "slice assignment", "value")]
+            if value.buffer.name == ref.buffer.name:  # (the same buffer, or one named alike: read first)
+                loads = [self.let_value(f"{ref.buffer.name}_lane{k}", e, node) for k, e in enumerate(loads)]
+        elif _is_runtime(value) or isinstance(value, numbers.Number):
+            loads = [as_expr(value, ref.buffer.dtype)] * width
+        else:
+            raise _b._UserError(f"cannot assign {value!r} to a slice of {ref.buffer.name}")
+        for dst, v in zip(dsts, loads):
+            self.store(dst, v, node)
+
+    def let_value(self, name, expr, node):
+        """`expr` bound to a new immutable variable here (a LetStmt over what follows)."""
+        var = _tl.var(name, expr.dtype)
+        _b.emit(_tl.let(var, expr.node, self.span(node)))
+        self.builder.let_vars.append(var)
+        self.builder.let_values.append(expr.node)
+        return PrimExpr(var)
 
     def stmt_With(self, node):
         if len(node.items) != 1:
