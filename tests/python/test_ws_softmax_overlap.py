@@ -190,3 +190,39 @@ def test_sm90_qk_overwrites_the_scores_and_the_mask_is_added_while_pv_runs():
     add = re.search(r"s\[(l_\d+)\] = \(s\[\1\] \+ \(", loop).start()
     assert "? 0.0f :" not in loop[:qk] and qk < pv < loop.index("tl::wgmma_wait_hold<1, ") < add < \
         loop.index("tl::AllReduce<tl::MaxOp") < loop.index("tl::wgmma_wait_hold<0, ")
+
+
+def test_sm90_mask_skip_guard_holds_wherever_the_mask_can_change_a_score():
+    # tl.ws_softmax_mask_skip: the causal mask is added under a guard on the block and the
+    # step. Checked exhaustively from the generated text: wherever the guard is false, the
+    # mask's condition holds (the add would be + 0) for every consumer thread and register.
+    src = tilelang.compile(attention(causal=True), target=SM90,
+                           pass_configs={**OVERLAP, "tl.ws_softmax_mask_skip": 1}).get_kernel_source()
+    loop = consumer_loop(src)
+    loop = loop[loop.index("for (int32_t k"):]
+    guard = re.search(r"if \(\((.*) < 0\)\) \{", loop)
+    mask = re.search(r"s\[(l_\d+)\] = \(s\[\1\] \+ \((.*) \? 0\.0f :", loop)
+    assert guard and mask, loop
+    reg = mask.group(1)
+    guard_expr, cond_expr = guard.group(1), mask.group(2)
+    skipped = 0
+    for bx in range(2):  # seq_q 256 / block_M 128
+        for k_1 in range(1, (bx + 1) * 2):  # the loop's steps (block_N 64, causal)
+            if eval(guard_expr, {"bx": bx, "k_1": k_1}) < 0:
+                continue
+            skipped += 1
+            for tx in range(256):
+                for r in range(32):
+                    assert eval(cond_expr, {"bx": bx, "k_1": k_1, "tx": tx, reg: r}), (bx, k_1, tx, r)
+    assert skipped >= 1  # (bx 1, k 1: the block's columns 64..127 lie below its first row 128)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_mask_skip_matches_float64(causal):
+    rng = np.random.default_rng(11 + causal)
+    seq_q, seq_kv, dim = 256, 256, 64
+    q, k, v = (rng.standard_normal((2, n, dim)).astype(np.float16) for n in (seq_q, seq_kv, seq_kv))
+    o = np.full((2, seq_q, dim), np.nan, np.float32)
+    tilelang.compile(attention(seq_q, seq_kv, dim, block_N=64, causal=causal),
+                     pass_configs={**OVERLAP, "tl.ws_softmax_mask_skip": 1})(q, k, v, o)
+    np.testing.assert_allclose(o, reference(q, k, v, causal), rtol=2e-2, atol=2e-3)

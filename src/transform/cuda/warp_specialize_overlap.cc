@@ -301,6 +301,15 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
     Stmt add = BufferStore::Make(s_buf, {Expr(at.score_var)},
                                  BufferLoad::Make(s_buf, {Expr(at.score_var)}) + at.score_mask, init->body->span);
     add_mask = For::Make(at.score_var, MakeInt(0), init->extent, init->for_kind, add, init->annotations, init->span);
+    // tl.ws_softmax_mask_skip: only in the steps where it can change a score (not yet timed)
+    int64_t regs = 0;
+    AsConstInt(init->extent, &regs);
+    if (Expr needed = ConfigTrue(ctx_, "tl.ws_softmax_mask_skip") ? MaskNeeded(at.score_mask, at.score_var.get(), regs)
+                                                                     : Expr()) {
+      add_mask = IfThenElse::Make(needed, add_mask, nullptr, init->span);
+      ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) + ": the mask on " + at.s->name +
+                             " is added only in the steps where it can change a score (tl.ws_softmax_mask_skip)");
+    }
   }
   const Stmt pv = Evaluate::Make(Call::Make(at.pv->dtype, "gemm_rs_wgmma_issue", pv_args), consumers_[at.pv_index]->span);
   const Stmt wait_s0 = CallStmt("wgmma_wait_hold", {at.qk->args[2], MakeInt(0), regs_s}, span);
