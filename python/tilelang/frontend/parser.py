@@ -101,6 +101,7 @@ def _as_runtime(v) -> PrimExpr:
 # Elements a slice assignment (`X[i, a:b] = ...`) writes one by one, at most
 _MOST_SLICE_LANES = 64
 
+
 class PrimFunc:
     """A parsed kernel: the C++ function plus what the runtime needs about parameters."""
 
