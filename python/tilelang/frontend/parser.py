@@ -630,11 +630,7 @@ class Parser:
                 _b.emit(_tl.allocate(buf.node, expr.node, self.span(node)))
                 self.bind(name, buf)
                 return
-            var = _tl.var(name, expr.dtype)
-            _b.emit(_tl.let(var, expr.node, self.span(node)))
-            self.builder.let_vars.append(var)
-            self.builder.let_values.append(expr.node)
-            self.bind(name, PrimExpr(var))
+            self.bind(name, self.let_value(name, expr, node))
             return
         self.bind(name, value)
 

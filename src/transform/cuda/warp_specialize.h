@@ -158,7 +158,11 @@ class WarpSpecializer {
   };
   bool SoftmaxOverlapOn() const { return ConfigOn(ctx_, "tl.ws_softmax_overlap", /*default_on=*/true); }
   std::string MatchAttentionSteps(AttentionSteps* at);
-  static int64_t OverlapRegisters(const AttentionSteps& at);
+  struct OverlapRegisterCounts {
+    int64_t s, o, packed;  ///< per consumer thread: S's and O's accumulators, P packed for P V
+    int64_t total() const { return s + o + packed; }
+  };
+  static OverlapRegisterCounts OverlapRegisters(const AttentionSteps& at);
   void FindScoreInit(AttentionSteps* at);
   // warp_specialize_mask.cc: where the added mask can change a score
   ir::Expr MaskNeeded(const ir::Expr& value, const ir::Var* reg, int64_t regs) const;

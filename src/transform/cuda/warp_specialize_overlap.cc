@@ -162,7 +162,7 @@ std::string WarpSpecializer::MatchAttentionSteps(AttentionSteps* at) {
   // While P V(k - 1) runs, O, S(k) and the packed P(k - 1) are all live: where they would not
   // fit the consumers' registers, ptxas spills (upstream's MHA regression config, 128 x 128
   // rows in one warpgroup: 772 bytes of spill stores in the order written, 1,444 overlapped).
-  const int64_t live = OverlapRegisters(*at), budget = ConsumerRegisters() - kOverlapSpareRegisters;
+  const int64_t live = OverlapRegisters(*at).total(), budget = ConsumerRegisters() - kOverlapSpareRegisters;
   if (live > budget) {
     return "O, S and the packed P would hold " + std::to_string(live) + " registers per thread while P V runs, over the " +
            std::to_string(budget) + " the consumers have for them";
@@ -214,8 +214,8 @@ void WarpSpecializer::FindScoreInit(AttentionSteps* at) {
   at->score_mask = zero && zero->value == 0 ? Expr() : store->value;
 }
 
-/// Per consumer thread: O's accumulators, S's, and P packed as a wgmma A operand.
-int64_t WarpSpecializer::OverlapRegisters(const AttentionSteps& at) {
+/// Per consumer thread: S's accumulators, O's, and P packed as a wgmma A operand.
+WarpSpecializer::OverlapRegisterCounts WarpSpecializer::OverlapRegisters(const AttentionSteps& at) {
   int64_t n_s = 0, wg_n = 1, reps_s = 1, n_o = 0, k_pv = 0, reps_o = 1;
   AsConstInt(at.qk->args[4], &n_s);
   AsConstInt(at.qk->args[9], &wg_n);
@@ -223,7 +223,7 @@ int64_t WarpSpecializer::OverlapRegisters(const AttentionSteps& at) {
   AsConstInt(at.pv->args[4], &n_o);
   AsConstInt(at.pv->args[5], &k_pv);
   AsConstInt(at.pv->args[8], &reps_o);
-  return n_o / 2 * reps_o + n_s / wg_n / 2 * reps_s + k_pv / 4 * reps_o;
+  return {n_s / wg_n / 2 * reps_s, n_o / 2 * reps_o, k_pv / 4 * reps_o};
 }
 
 /// With tl.ws_softmax_overlap_pin: schedule_after(the first element of a float register
@@ -270,15 +270,9 @@ Stmt WarpSpecializer::OverlappedAttentionLoop(const Buffer& bars, const Attentio
   };
 
   // QK^T issued, P V issued from the packed registers; both with their wgmmas in flight
-  int64_t n_s = 0, wg_n = 1, reps_s = 1, n_o = 0, k_pv = 0, reps_o = 1;
-  AsConstInt(at.qk->args[4], &n_s);
-  AsConstInt(at.qk->args[9], &wg_n);
-  AsConstInt(at.qk->args[10], &reps_s);
-  AsConstInt(at.pv->args[4], &n_o);
-  AsConstInt(at.pv->args[5], &k_pv);
-  AsConstInt(at.pv->args[8], &reps_o);
-  const Expr regs_s = MakeInt(n_s / wg_n / 2 * reps_s), regs_o = MakeInt(n_o / 2 * reps_o);
-  const int64_t packed_regs = k_pv / 4 * reps_o;
+  const OverlapRegisterCounts counts = OverlapRegisters(at);
+  const Expr regs_s = MakeInt(counts.s), regs_o = MakeInt(counts.o);
+  const int64_t packed_regs = counts.packed;
   const Buffer packed =
       BufferNode::Make(at.p->name + "_packed", DType::UInt(32), {MakeInt(packed_regs)}, Scope::kLocal);
   const Expr packed_at = AddressOf(packed, {MakeInt(0)});
