@@ -154,13 +154,13 @@ def test_sm90_pin_puts_a_branch_on_the_row_sums_before_the_wait_for_pv():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("key", ["tl.ws_softmax_overlap_pin", "tl.ws_softmax_mask_skip"])
-def test_overlap_variants_match_float64(key, causal):
+@pytest.mark.parametrize("key, value", [("tl.ws_softmax_overlap_pin", 1), ("tl.ws_softmax_mask_skip", 0)])
+def test_overlap_variants_match_float64(key, value, causal):
     rng = np.random.default_rng(5 + causal)
     seq_q, seq_kv, dim = 256, 256, 64
     q, k, v = (rng.standard_normal((2, n, dim)).astype(np.float16) for n in (seq_q, seq_kv, seq_kv))
     o = np.full((2, seq_q, dim), np.nan, np.float32)
-    tilelang.compile(attention(seq_q, seq_kv, dim, block_N=64, causal=causal), pass_configs={**OVERLAP, key: 1})(q, k, v, o)
+    tilelang.compile(attention(seq_q, seq_kv, dim, block_N=64, causal=causal), pass_configs={**OVERLAP, key: value})(q, k, v, o)
     np.testing.assert_allclose(o, reference(q, k, v, causal), rtol=2e-2, atol=2e-3)
 
 
@@ -193,11 +193,15 @@ def test_sm90_qk_overwrites_the_scores_and_the_mask_is_added_while_pv_runs():
 
 
 def test_sm90_mask_skip_guard_holds_wherever_the_mask_can_change_a_score():
-    # tl.ws_softmax_mask_skip: the causal mask is added under a guard on the block and the
-    # step. Checked exhaustively from the generated text: wherever the guard is false, the
-    # mask's condition holds (the add would be + 0) for every consumer thread and register.
-    src = tilelang.compile(attention(causal=True), target=SM90,
-                           pass_configs={**OVERLAP, "tl.ws_softmax_mask_skip": 1}).get_kernel_source()
+    # tl.ws_softmax_mask_skip (on by default): the causal mask is added under a guard on the
+    # block and the step. Checked exhaustively from the generated text: wherever the guard is
+    # false, the mask's condition holds (the add would be + 0) for every consumer thread and
+    # register. With the key off the add runs in every step.
+    unguarded = tilelang.compile(attention(causal=True), target=SM90,
+                                 pass_configs={**OVERLAP, "tl.ws_softmax_mask_skip": 0}).get_kernel_source()
+    assert re.search(r"s\[(l_\d+)\] = \(s\[\1\] \+ \(", unguarded)
+    assert not re.search(r"if \(\((.*) < 0\)\) \{", consumer_loop(unguarded))
+    src = tilelang.compile(attention(causal=True), target=SM90, pass_configs=OVERLAP).get_kernel_source()
     loop = consumer_loop(src)
     loop = loop[loop.index("for (int32_t k"):]
     guard = re.search(r"if \(\((.*) < 0\)\) \{", loop)
