@@ -156,9 +156,20 @@ TL_DEVICE void wgmma_wait_group() {
 
 /// Descriptor of a wgmma operand in the 128-byte swizzling mode (see the file comment):
 /// start = .shared address of the first element, lbo / sbo in bytes (multiples of 16).
+/// Built as two 32-bit words: the start address and lbo in the low one, sbo and the mode in
+/// the high one, which stays a constant the compiler keeps in a uniform register.
 TL_DEVICE uint64_t wgmma_desc_sw128(uint32_t start, uint32_t lbo, uint32_t sbo, uint32_t mode = 1) {
-  return static_cast<uint64_t>((start & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((lbo & 0x3FFFFu) >> 4) << 16) |
-         (static_cast<uint64_t>((sbo & 0x3FFFFu) >> 4) << 32) | (static_cast<uint64_t>(mode) << 62);
+  const uint32_t lo = ((start & 0x3FFFFu) >> 4) | (((lbo & 0x3FFFFu) >> 4) << 16);
+  const uint32_t hi = ((sbo & 0x3FFFFu) >> 4) | (mode << 30);
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+/// `desc` moved `bytes` (a multiple of 16) further into shared memory. Only the 14-bit start
+/// address changes and an address below 256 KB never carries out of it, so the sum stays in
+/// the low word: a 64-bit add would make the compiler carry into the high word before every
+/// wgmma (UIADD3 + UIADD3.X in each k step of a GEMM's loop).
+TL_DEVICE uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+  return (desc & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(desc) + (bytes >> 4));
 }
 
 /// Keeps the R floats of d in registers at this point of the program: no access to them
@@ -553,13 +564,13 @@ TL_DEVICE void wgmma_k16_chunks(Acc* C, const AOperand& a, uint64_t desc_b0) {
   static_assert(ScaleD || (is_same<Acc, float>::value && is_same<AOperand, uint64_t>::value),
                 "wgmma_k16_chunks: D = A * B (ScaleD false) is for float accumulators and A in shared memory");
   if constexpr (is_fp8_v<T>) {
-    wgmma_m64k32_fp8<kChunk, T, ScaleD>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+    wgmma_m64k32_fp8<kChunk, T, ScaleD>(C + N0 / 2, a, wgmma_desc_advance(desc_b0, kOffset));
   } else if constexpr (is_same<AOperand, uint64_t>::value && is_same<Acc, float>::value) {
-    wgmma_m64k16<kChunk, T, TransA, !TransB, ScaleD>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+    wgmma_m64k16<kChunk, T, TransA, !TransB, ScaleD>(C + N0 / 2, a, wgmma_desc_advance(desc_b0, kOffset));
   } else if constexpr (is_same<AOperand, uint64_t>::value) {
-    wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+    wgmma_m64k16<kChunk, T, TransA, !TransB>(C + N0 / 2, a, wgmma_desc_advance(desc_b0, kOffset));
   } else {
-    wgmma_m64k16_rs<kChunk, T, !TransB>(C + N0 / 2, a, desc_b0 + (kOffset >> 4));
+    wgmma_m64k16_rs<kChunk, T, !TransB>(C + N0 / 2, a, wgmma_desc_advance(desc_b0, kOffset));
   }
   if constexpr (N0 + kChunk < N) wgmma_k16_chunks<N0 + kChunk, N, K, TransA, TransB, T, ScaleD>(C, a, desc_b0);
 }
@@ -635,7 +646,7 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, Acc* C) {
   const uint32_t b_col = TransB ? uint32_t(wg_n * kN) * detail::kKmajorRowBytes<KTileB, T>
                                 : uint32_t(wg_n * kN / 64) * uint32_t(K) * kRow +
                                       uint32_t(wg_n * kN % 64) * uint32_t(sizeof(T));
-  const uint64_t desc_b0 = detail::wgmma_desc_b<KTileB, TransB>(B) + (b_col >> 4);
+  const uint64_t desc_b0 = wgmma_desc_advance(detail::wgmma_desc_b<KTileB, TransB>(B), b_col);
 
   if constexpr (ProxyFence) fence_proxy_async_shared();
   wgmma_hold<kN / 2 * MReps>(C);
@@ -655,15 +666,14 @@ TL_DEVICE void gemm_ss_wgmma_issue(const T* A, const T* B, Acc* C) {
       const uint32_t a_off = TransA ? uint32_t(k) * kRow
                                     : uint32_t(k / kKPanel) * M * kKRow + uint32_t(k % kKPanel) * uint32_t(sizeof(T));
       const uint32_t b_off = detail::wgmma_b_k_offset<N, KTileB, TransB, T>(k);
+      const uint64_t desc_a = wgmma_desc_advance(desc_a0, a_off), desc_b = wgmma_desc_advance(desc_b0, b_off);
       if constexpr (!AccumulateC) {
         if (k == 0) {  // (the loop is unrolled: no branch remains)
-          detail::wgmma_k16_chunks<0, kN, KTileB, TransA, TransB, T, false>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
-                                                                           desc_b0 + (b_off >> 4));
+          detail::wgmma_k16_chunks<0, kN, KTileB, TransA, TransB, T, false>(C + r * (kN / 2), desc_a, desc_b);
           continue;
         }
       }
-      detail::wgmma_k16_chunks<0, kN, KTileB, TransA, TransB, T>(C + r * (kN / 2), desc_a0 + (a_off >> 4),
-                                                                desc_b0 + (b_off >> 4));
+      detail::wgmma_k16_chunks<0, kN, KTileB, TransA, TransB, T>(C + r * (kN / 2), desc_a, desc_b);
     }
   }
   wgmma_commit_group();
@@ -759,7 +769,7 @@ TL_DEVICE void gemm_rs_wgmma_issue(uint32_t* a, const T* B, Acc* C) {
     for (int k = 0; k < K; k += 16) {
       const uint32_t b_off = detail::wgmma_b_k_offset<N, K, TransB, T>(k);
       const uint32_t(&step)[4] = *reinterpret_cast<const uint32_t(*)[4]>(a + (r * (K / 16) + k / 16) * 4);
-      detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C + r * (N / 2), step, desc_b0 + (b_off >> 4));
+      detail::wgmma_k16_chunks<0, N, K, false, TransB, T>(C + r * (N / 2), step, wgmma_desc_advance(desc_b0, b_off));
     }
   }
   wgmma_commit_group();
