@@ -10,7 +10,8 @@
 ///   T.attr("tl.warp_specialized", producer_threads, producer_regs, consumer_regs)
 ///                                               (cuda-warp-specialize, explicit too)
 ///   T.attr("tl.min_blocks_per_sm", n), T.attr("tl.loop_terms_apart", 1),
-///   T.attr("tl.raster_panel", columns)          launch markers (cuda-launch-bounds)
+///   T.attr("tl.raster_panel", columns),
+///   T.attr("tl.tma_cache_hint", policy)         launch markers (cuda-launch-bounds)
 ///   T.attr("tl.fragment_layout:acc = <layout>") immediately before a register fragment's
 ///                                               Allocate, in the same Seq (cuda-lower-fragments):
 ///                                               how its elements sit in the threads' registers,
@@ -37,6 +38,9 @@ inline constexpr const char* kLoopTermsApartAttr = "tl.loop_terms_apart";
 /// Blocks launch in panels of this many columns (T.use_swizzle, or the GEMM default); 0 or
 /// absent: the plain order.
 inline constexpr const char* kRasterPanelAttr = "tl.raster_panel";
+/// The L2 cache policy of the kernel's TMA loads (tl.tma_cache_hint): 0 or absent none,
+/// 1 evict-normal, 2 evict-first, 3 evict-last (templates' tl::L2Hint).
+inline constexpr const char* kTmaCacheHintAttr = "tl.tma_cache_hint";
 
 /// The key prefix of a fragment's layout note: the rest is "<buffer> = <layout>" (a key, as
 /// the front end's "tl.remark:" notes: the IR has no string values).

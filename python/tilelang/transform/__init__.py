@@ -104,6 +104,7 @@ ACTED_ON_CUDA = {
     "tl.auto_tma_store": "0: a T.copy of a whole shared tile into a global tensor is stored by the threads, not TMA (sm_90+; on by default)",
     "tl.min_blocks_per_sm": "the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)",
     "tl.device_compile_flags": "extra NVRTC options (a string, split as a shell would, or a list), after ours",
+    "tl.tma_cache_hint": "the L2 cache policy every TMA load of a kernel carries: none (no hint), evict_normal (upstream's), evict_first or evict_last",
     "tl.raster_panel": "block rasterization panel width for kernels whose source has no T.use_swizzle (0: the plain block order; unset: 8 for 2-D GEMM grids wider than 8)",
     "tl.mma_f16_accumulators": "T.gemm of float16 tiles into a float16 accumulator on mma.sync m16n8k16 .f16 (on by default; 0: multiply-add loops, a remark says so)",
     # ours, on unless set to False (src/transform/cuda/wgmma_select.cc, jit/cuda_backend.py)

@@ -20,7 +20,8 @@ std::string Plain(const std::string& name, const Call* op, const std::function<s
 
 }  // namespace
 
-std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::string(const Expr&)>& print) {
+std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::string(const Expr&)>& print,
+                                   int64_t tma_cache_hint) {
   const std::string& n = op->op;
   if (n == "fence_proxy_async") return "tl::fence_proxy_async_shared()";
   // programmatic dependent launch, under the CUDA runtime's names (async_pipeline.h)
@@ -28,7 +29,12 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   if (n == "pdl_sync") return "tl::cudaGridDependencySynchronize()";
   // TMA: loads (desc, smem, bar, c0, ...), im2col loads (desc, smem, bar, c, w, h, n, off_w,
   // off_h), stores (desc, smem, c0, ...); the rank is the number of coordinates
-  if (n == "tma_load") return Plain("tma_load_" + std::to_string(op->args.size() - 3) + "d", op, print);
+  if (n == "tma_load") {
+    static const char* const kHints[] = {"", "<tl::L2Hint::kEvictNormal>", "<tl::L2Hint::kEvictFirst>",
+                                         "<tl::L2Hint::kEvictLast>"};
+    const char* hint = tma_cache_hint > 0 && tma_cache_hint < 4 ? kHints[tma_cache_hint] : "";
+    return Plain("tma_load_" + std::to_string(op->args.size() - 3) + "d" + hint, op, print);
+  }
   if (n == "tma_load_im2col") {
     std::string s = "tl::tma_load_im2col_4d(";
     for (size_t k = 0; k < op->args.size(); ++k) {

@@ -40,6 +40,7 @@ using cuda::PrintWarpCall;
 using cuda::ProducerThreads;
 using cuda::MinBlocksPerSm;
 using cuda::LoopTermsApart;
+using cuda::TmaCacheHint;
 using cuda::RasterPanel;
 using cuda::UnrollPragma;
 
@@ -142,6 +143,7 @@ class CudaCodegen : public CPrinter {
     // the whole register file for setmaxnreg to redistribute.
     int64_t producers = ProducerThreads(launch->body);
     loop_terms_apart_ = LoopTermsApart(launch->body);
+    tma_cache_hint_ = TmaCacheHint(launch->body);
     out.block[0] += producers;
     threads += producers;
 
@@ -167,7 +169,7 @@ class CudaCodegen : public CPrinter {
       return;
     }
     if (op->key == target::kMinBlocksPerSmAttr) return;  // in __launch_bounds__
-    if (op->key == target::kLoopTermsApartAttr) return;  // how addresses print (PrintCall)
+    if (op->key == target::kLoopTermsApartAttr || op->key == target::kTmaCacheHintAttr) return;  // how addresses print (PrintCall)
     if (op->key == target::kRasterPanelAttr) return;     // the block order (EmitKernel)
     std::string fragment, layout;
     if (target::ReadFragmentLayoutAttr(*op, &fragment, &layout)) {  // (a comment on the declaration next)
@@ -347,7 +349,7 @@ class CudaCodegen : public CPrinter {
         IsIntrinsic(op, TL_INTRINSIC_NAME("tma_im2col_descriptor"))) {
       return tma_names_.at(ToString(Call::Make(op->dtype, op->op, op->args)));
     }
-    std::string async = PrintAsyncPipelineCall(op, [&](const Expr& e) { return Print(e); });
+    std::string async = PrintAsyncPipelineCall(op, [&](const Expr& e) { return Print(e); }, tma_cache_hint_);
     if (!async.empty()) return async;
     std::string warp = PrintWarpCall(op, [&](const Expr& e) { return Print(e); });
     if (!warp.empty()) return warp;
@@ -423,6 +425,7 @@ class CudaCodegen : public CPrinter {
   std::pair<std::string, std::string> fragment_note_;  ///< the last fragment layout note: buffer, layout
   std::vector<int64_t> threads_;
   bool loop_terms_apart_ = false;  ///< tl.loop_terms_apart (see PrintCall's address_of)
+  int64_t tma_cache_hint_ = 0;     ///< tl.tma_cache_hint: the L2 policy of TMA loads
   /// the loops around the statement printed (not threads), outermost first; null: one that
   /// stays rolled (arith::UnrolledLoop)
   std::vector<const Var*> loops_;

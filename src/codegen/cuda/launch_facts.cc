@@ -19,6 +19,7 @@ int64_t ProducerThreads(const Stmt& body) { return target::LaunchMarker(body, ta
 
 int64_t MinBlocksPerSm(const Stmt& body) { return target::LaunchMarker(body, target::kMinBlocksPerSmAttr, 1); }
 
+int64_t TmaCacheHint(const Stmt& body) { return target::LaunchMarker(body, target::kTmaCacheHintAttr, 0); }
 bool LoopTermsApart(const Stmt& body) { return target::LaunchMarker(body, target::kLoopTermsApartAttr, 0) != 0; }
 
 /// The (first) kernel launch of a function body.

@@ -15,6 +15,9 @@ int64_t ProducerThreads(const ir::Stmt& body);
 int64_t MinBlocksPerSm(const ir::Stmt& body);
 /// Whether the launch asks for loop terms apart in addresses (tl.loop_terms_apart).
 bool LoopTermsApart(const ir::Stmt& body);
+/// The L2 policy of the launch's TMA loads (tl.tma_cache_hint's marker): 0 none, 1
+/// evict-normal, 2 evict-first, 3 evict-last.
+int64_t TmaCacheHint(const ir::Stmt& body);
 /// The (first) kernel launch of a function body, or null.
 const ir::KernelLaunch* FindLaunch(const ir::Stmt& s);
 /// Panel width for block rasterization (the tl.raster_panel marker of cuda-launch-bounds);

@@ -8,7 +8,9 @@
 /// did not ask for one, in place of the automatic choice; the panel width decided from
 /// either (RasterPanels) is a kRasterPanelAttr marker, which codegen prints as the block
 /// order. "tl.loop_terms_apart" becomes a marker too (kLoopTermsApartAttr): how addresses
-/// print. (target/cuda_attrs.h lists the markers.)
+/// print. "tl.tma_cache_hint" (none, evict_normal, evict_first, evict_last) becomes the
+/// kTmaCacheHintAttr marker: the L2 policy every TMA load of the kernel carries.
+/// (target/cuda_attrs.h lists the markers.)
 #include <optional>
 #include <string>
 #include <utility>
@@ -97,6 +99,19 @@ class RasterPanels : public IRMutator {
   }
 };
 
+/// tl.tma_cache_hint's policy as the marker's number (0: none), or nullopt when unset.
+std::optional<int64_t> TmaCacheHint(const PassContext& ctx, const ir::PrimFunc& f) {
+  auto it = ctx.config.find("tl.tma_cache_hint");
+  if (it == ctx.config.end()) return std::nullopt;
+  static const char* const kNames[] = {"none", "evict_normal", "evict_first", "evict_last"};
+  for (int64_t k = 0; k < 4; ++k) {
+    if (it->second == kNames[k]) return k;
+  }
+  TL_USER_ERROR(f->span) << "tl.tma_cache_hint must be one of none, evict_normal, evict_first, evict_last, got '"
+                         << it->second << "'";
+  return std::nullopt;
+}
+
 }  // namespace
 
 ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
@@ -109,6 +124,9 @@ ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
   body = RasterPanels().Mutate(body);
+  if (auto hint = TmaCacheHint(ctx, f); hint && *hint != 0) {
+    body = Marker(cuda::kTmaCacheHintAttr, *hint, false).Mutate(body);
+  }
   return body == f->body ? f : ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
 

@@ -23,6 +23,7 @@ namespace tl::transform::cuda {
 
 // The attributes these passes leave for codegen (target/cuda_attrs.h), by their short names here.
 using target::kLoopTermsApartAttr;
+using target::kTmaCacheHintAttr;
 using target::kMinBlocksPerSmAttr;
 using target::kRasterPanelAttr;
 using target::kSharedOffsetAttr;

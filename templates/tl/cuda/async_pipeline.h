@@ -180,54 +180,100 @@ TL_DEVICE void tma_prefetch_descriptor(const TmaDescriptor& desc) {
 #endif
 }
 
+/// The L2 cache policy a TMA load carries (`.L2::cache_hint`): kNone issues the load
+/// without one. The values are the 64-bit policy encodings CUTLASS's CacheHintSm90 passes
+/// and upstream TileLang's loads carry (evict-normal on every load of its GEMMs).
+enum class L2Hint : uint64_t {
+  kNone = 0,
+  kEvictNormal = 0x1000000000000000ull,
+  kEvictFirst = 0x12F0000000000000ull,
+  kEvictLast = 0x14F0000000000000ull,
+};
+
 /// Loads the box at coordinates (c0 innermost, ...) of `desc`'s tensor into shared memory
 /// at `smem`; the bytes complete a transaction on `bar`. Parts of the box outside the
-/// tensor are filled with zeros (and still counted).
+/// tensor are filled with zeros (and still counted). `Hint`: the L2 policy of the load.
+template <L2Hint Hint = L2Hint::kNone>
 TL_DEVICE void tma_load_1d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0) {
 #if TL_ASYNC_PIPELINE_AVAILABLE
-  asm volatile(
-      "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
-          smem_addr(smem)),
-      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0)
-      : "memory");
+  if constexpr (Hint == L2Hint::kNone) {
+    asm volatile(
+        "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
+            smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3}], [%2], %4;" ::"r"(
+            smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "l"(static_cast<uint64_t>(Hint))
+        : "memory");
+  }
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
 #endif
 }
 
+template <L2Hint Hint = L2Hint::kNone>
 TL_DEVICE void tma_load_2d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1) {
 #if TL_ASYNC_PIPELINE_AVAILABLE
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
-          smem_addr(smem)),
-      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
-      : "memory");
+  if constexpr (Hint == L2Hint::kNone) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+            smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(
+            smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "l"(static_cast<uint64_t>(Hint))
+        : "memory");
+  }
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
 #endif
 }
 
+template <L2Hint Hint = L2Hint::kNone>
 TL_DEVICE void tma_load_3d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1,
                            int32_t c2) {
 #if TL_ASYNC_PIPELINE_AVAILABLE
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
-      "[%2];" ::"r"(smem_addr(smem)),
-      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
-      : "memory");
+  if constexpr (Hint == L2Hint::kNone) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+        "[%2];" ::"r"(smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5}], "
+        "[%2], %6;" ::"r"(smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "l"(static_cast<uint64_t>(Hint))
+        : "memory");
+  }
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
 #endif
 }
 
+template <L2Hint Hint = L2Hint::kNone>
 TL_DEVICE void tma_load_4d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1,
                            int32_t c2, int32_t c3) {
 #if TL_ASYNC_PIPELINE_AVAILABLE
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
-      "[%2];" ::"r"(smem_addr(smem)),
-      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-      : "memory");
+  if constexpr (Hint == L2Hint::kNone) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+        "[%2];" ::"r"(smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6}], "
+        "[%2], %7;" ::"r"(smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(static_cast<uint64_t>(Hint))
+        : "memory");
+  }
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
 #endif
@@ -251,14 +297,23 @@ TL_DEVICE void tma_load_im2col_4d(const TmaDescriptor& desc, void* smem, uint64_
 #endif
 }
 
+template <L2Hint Hint = L2Hint::kNone>
 TL_DEVICE void tma_load_5d(const TmaDescriptor& desc, void* smem, uint64_t* bar, int32_t c0, int32_t c1,
                            int32_t c2, int32_t c3, int32_t c4) {
 #if TL_ASYNC_PIPELINE_AVAILABLE
-  asm volatile(
-      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, "
-      "%7}], [%2];" ::"r"(smem_addr(smem)),
-      "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
-      : "memory");
+  if constexpr (Hint == L2Hint::kNone) {
+    asm volatile(
+        "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, "
+        "%7}], [%2];" ::"r"(smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6, "
+        "%7}], [%2], %8;" ::"r"(smem_addr(smem)),
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(static_cast<uint64_t>(Hint))
+        : "memory");
+  }
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
 #endif
