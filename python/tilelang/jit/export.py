@@ -343,7 +343,7 @@ def cuda_launcher_source(kernel, function, header_name, cubin: bytes) -> str:
                 f"    cuuint32_t tma{t}_steps[{rank}] = {{{', '.join(['1'] * rank)}}};",
                 f"    r = cuTensorMapEncodeTiled(&tma{t}, (CUtensorMapDataType){dtype}, {rank}, a{arg}, tma{t}_dims,",
                 f"                               tma{t}_strides, tma{t}_box, tma{t}_steps, CU_TENSOR_MAP_INTERLEAVE_NONE,",
-                f"                               (CUtensorMapSwizzle){swizzle}, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,",
+                f"                               (CUtensorMapSwizzle){swizzle}, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,",
                 "                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);",
                 "    if (r != CUDA_SUCCESS) return (int)r;",
             ]
