@@ -133,6 +133,40 @@ def test_launch_bounds_decides_the_block_order():
     assert 'T.attr("tl.raster_panel", 4)' in asked, asked
 
 
+def test_launch_bounds_keeps_the_plain_order_where_the_tensors_fit_in_l2():
+    """On Hopper a GEMM whose tensors fit in L2 together (50 MB) keeps the plain block
+    order: each tile comes from memory once in any order, and the panels measured slower
+    there (upstream's FP8 GEMM, 4096^3 float8: 48 MB). A larger one, a dynamic shape, or an
+    arch whose L2 is not known gets the panels."""
+
+    def gemm(M, N, K, dtype="float8_e4m3", out="float8_e4m3"):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), out)):
+            with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=128) as (bx, by):
+                A_s = T.alloc_shared((128, 64), dtype)
+                B_s = T.alloc_shared((128, 64), dtype)
+                acc = T.alloc_fragment((128, 128), "float32")
+                T.clear(acc)
+                for k in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
+                    T.copy(A[by * 128, k * 64], A_s)
+                    T.copy(B[bx * 128, k * 64], B_s)
+                    T.gemm(A_s, B_s, acc, transpose_B=True)
+                T.copy(acc, C[by * 128, bx * 128])
+
+        return main
+
+    _, fits = around(gemm(4096, 4096, 4096), "cuda-launch-bounds")  # 16 + 16 + 16 MB
+    assert "tl.raster_panel" not in fits, fits
+    _, larger = around(gemm(4096, 4096, 4096, out="float16"), "cuda-launch-bounds")  # 64 MB
+    assert 'T.attr("tl.raster_panel", 8)' in larger, larger
+    _, dynamic = around(gemm(T.dynamic("m"), 4096, 4096), "cuda-launch-bounds")
+    assert 'T.attr("tl.raster_panel", 8)' in dynamic, dynamic
+    _, ampere = around(gemm(4096, 4096, 4096, dtype="float16", out="float16"), "cuda-launch-bounds", arch="sm_80")
+    assert 'T.attr("tl.raster_panel", 8)' in ampere, ampere
+    _, asked = around(gemm(4096, 4096, 4096), "cuda-launch-bounds", **{"tl.raster_panel": "8"})
+    assert 'T.attr("tl.raster_panel", 8)' in asked, asked
+
+
 def test_plan_shared_memory_writes_each_tiles_layout():
     """Each shared tile's offset and layout go into the IR for the code generator: the GEMM's
     operands on sm_80 in the XOR-rows swizzle (layout 1), 1024-byte aligned."""

@@ -43,6 +43,9 @@ struct CudaTarget {
   /// whether this arch name allows it, and cuda::WgmmaUnfit gives the reason when not.
   bool IsHopper() const { return sm == 90; }
   bool HasTma() const { return sm >= 90; }
+  /// The L2 cache's bytes where the block order weighs them (cuda-launch-bounds): 50 MB on
+  /// Hopper (H100, H200); 0 where not known.
+  int64_t L2Bytes() const { return sm == 90 ? int64_t(50) << 20 : 0; }
   bool HasStmatrix() const { return sm >= 90; }
   bool HasCpAsync() const { return sm >= 80; }
   /// red.global.add.v2/v4.f32 (vector reductions to global memory): sm_90 on.
