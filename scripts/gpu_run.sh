@@ -7,7 +7,8 @@
 # GPU_RUN_AUTOTUNE=1; GPU_RUN_FUZZ=N (+ _FUZZ_SEED, _FUZZ_KINDS=hopper,...); GPU_RUN_FUZZ_REPLAY="a-b c-d";
 # GPU_RUN_LOAD_CYCLES=N; GPU_RUN_PROBE=1 (small kernels vs upstream, scripts/small_kernels_probe.py;
 # + _VARIANTS="name:key=v,..." our side under other pass configs, _NCU=0 without ncu, _NAMES="smla" which kernels); GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
-# (our side against a recorded control); GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH): upstream's
+# (our side against a recorded control); GPU_RUN_PEER_EXAMPLES=1 (upstream's FP8 GEMM, MHA, GQA kernels,
+# both packages); GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH): upstream's
 # regression_*.py side by side. Logs of the long steps go under $OUT.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -167,6 +168,14 @@ if [ "${GPU_RUN_PROBE:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .
     PYTHONPATH=/tmp/upstream-tilelang timeout 120 $ncu_ -k regex:"main|matmul|sparse_mla" python3 scripts/small_kernels_probe.py --out /tmp --ncu $n \
       > "$probe_out/ncu_upstream_$n.txt" 2>&1
   done
+fi
+# GPU_RUN_PEER_EXAMPLES=1: upstream's FP8 GEMM, MHA and GQA example kernels, ours and upstream's
+# (benchmarks/peer_examples.sh; ROUNDS, PEER_EXAMPLES_CONFIGS).
+if [ "${GPU_RUN_PEER_EXAMPLES:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .peer/upstream-tilelang.tar.xz ]; then
+  echo "== upstream's example kernels, ours and upstream's"
+  mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
+  [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
+  PY="$PY" timeout "${GPU_RUN_PEER_EXAMPLES_TIMEOUT:-400}" bash benchmarks/peer_examples.sh /tmp/upstream-src/examples /tmp/upstream-tilelang
 fi
 # Side by side with upstream TileLang on the same sources, when its wheel was packed into
 # .peer/ (../shared/tools/upstream-tilelang-pack.sh) and named in the call's carry.
