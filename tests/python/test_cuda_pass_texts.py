@@ -157,6 +157,9 @@ def test_launch_bounds_keeps_the_plain_order_where_the_tensors_fit_in_l2():
 
     _, fits = around(gemm(4096, 4096, 4096), "cuda-launch-bounds")  # 16 + 16 + 16 MB
     assert "tl.raster_panel" not in fits, fits
+    remarks = tilelang.compile(gemm(4096, 4096, 4096), target="cuda -arch=sm_90a").get_remarks()
+    assert "block order: plain, the kernel's tensors (48 MB) fit in the L2 (50 MB) together; tl.raster_panel " \
+           "or T.use_swizzle asks for panels" in remarks, remarks
     _, larger = around(gemm(4096, 4096, 4096, out="float16"), "cuda-launch-bounds")  # 64 MB
     assert 'T.attr("tl.raster_panel", 8)' in larger, larger
     _, dynamic = around(gemm(T.dynamic("m"), 4096, 4096), "cuda-launch-bounds")

@@ -13,6 +13,7 @@
 /// (target/cuda_attrs.h lists the markers.)
 #include <optional>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "shared_plan.h"
@@ -85,7 +86,8 @@ class RasterPanels : public IRMutator {
  public:
   /// `tensor_bytes`: the kernel's tensor parameters together, -1 when a shape is not
   /// constant; `l2_bytes`: the target's L2, 0 when not known.
-  RasterPanels(int64_t tensor_bytes, int64_t l2_bytes) : tensor_bytes_(tensor_bytes), l2_bytes_(l2_bytes) {}
+  RasterPanels(int64_t tensor_bytes, int64_t l2_bytes, std::vector<std::string>* remarks)
+      : tensor_bytes_(tensor_bytes), l2_bytes_(l2_bytes), remarks_(remarks) {}
 
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
@@ -101,14 +103,21 @@ class RasterPanels : public IRMutator {
     if (op->grid.size() < 2) return 0;
     int64_t asked = target::LaunchMarker(op->body, "threadblock_swizzle", -1);
     if (asked >= 0) return asked;  // T.use_swizzle(n), or tl.raster_panel (0: the plain order)
-    if (tensor_bytes_ >= 0 && l2_bytes_ > 0 && tensor_bytes_ <= l2_bytes_) return 0;
     bool gemm = false;
     ForEachExpr(op->body, [&](const Expr& e) { gemm |= HasEffect(As<Call>(e), kGemm); });
     int64_t gx = 0;
-    return gemm && !(AsConstInt(op->grid[0], &gx) && gx <= 8) ? 8 : 0;
+    if (!gemm || (AsConstInt(op->grid[0], &gx) && gx <= 8)) return 0;
+    if (tensor_bytes_ >= 0 && l2_bytes_ > 0 && tensor_bytes_ <= l2_bytes_) {
+      remarks_->push_back("block order: plain, the kernel's tensors (" + std::to_string(tensor_bytes_ >> 20) +
+                          " MB) fit in the L2 (" + std::to_string(l2_bytes_ >> 20) +
+                          " MB) together; tl.raster_panel or T.use_swizzle asks for panels");
+      return 0;
+    }
+    return 8;
   }
   const int64_t tensor_bytes_;
   const int64_t l2_bytes_;
+  std::vector<std::string>* remarks_;
 };
 
 /// The bytes of `f`'s tensor parameters together; -1 when a shape is not constant.
@@ -152,7 +161,7 @@ ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
   if (auto n = IntConfig(ctx, f, "tl.raster_panel", 0, "a non-negative integer (0: the plain block order)")) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
-  body = RasterPanels(TensorBytes(f), ctx.TargetsCuda() ? ctx.Cuda().L2Bytes() : 0).Mutate(body);
+  body = RasterPanels(TensorBytes(f), ctx.TargetsCuda() ? ctx.Cuda().L2Bytes() : 0, &ctx.remarks).Mutate(body);
   if (auto hint = TmaCacheHint(ctx, f); hint && *hint != 0) {
     body = Marker(cuda::kTmaCacheHintAttr, *hint, false).Mutate(body);
   }
