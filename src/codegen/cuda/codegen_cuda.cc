@@ -169,7 +169,8 @@ class CudaCodegen : public CPrinter {
       return;
     }
     if (op->key == target::kMinBlocksPerSmAttr) return;  // in __launch_bounds__
-    if (op->key == target::kLoopTermsApartAttr || op->key == target::kTmaCacheHintAttr) return;  // how addresses print (PrintCall)
+    if (op->key == target::kLoopTermsApartAttr) return;  // how addresses print (PrintCall)
+    if (op->key == target::kTmaCacheHintAttr) return;    // how TMA loads print (PrintAsyncPipelineCall)
     if (op->key == target::kRasterPanelAttr) return;     // the block order (EmitKernel)
     std::string fragment, layout;
     if (target::ReadFragmentLayoutAttr(*op, &fragment, &layout)) {  // (a comment on the declaration next)

@@ -13,8 +13,8 @@
 /// (target/cuda_attrs.h lists the markers.)
 #include <optional>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "shared_plan.h"
 #include "tl/ir/functor.h"
@@ -138,7 +138,7 @@ int64_t TensorBytes(const ir::PrimFunc& f) {
 }
 
 /// tl.tma_cache_hint's policy as the marker's number (0: none), or nullopt when unset.
-std::optional<int64_t> TmaCacheHint(const PassContext& ctx, const ir::PrimFunc& f) {
+std::optional<int64_t> TmaCacheHintConfig(const PassContext& ctx, const ir::PrimFunc& f) {
   auto it = ctx.config.find("tl.tma_cache_hint");
   if (it == ctx.config.end()) return std::nullopt;
   static const char* const kNames[] = {"none", "evict_normal", "evict_first", "evict_last"};
@@ -162,7 +162,7 @@ ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
   body = RasterPanels(TensorBytes(f), ctx.TargetsCuda() ? ctx.Cuda().L2Bytes() : 0, &ctx.remarks).Mutate(body);
-  if (auto hint = TmaCacheHint(ctx, f); hint && *hint != 0) {
+  if (auto hint = TmaCacheHintConfig(ctx, f); hint && *hint != 0) {
     body = Marker(cuda::kTmaCacheHintAttr, *hint, false).Mutate(body);
   }
   return body == f->body ? f : ir::PrimFuncNode::Make(f->name, f->params, body, f->span);

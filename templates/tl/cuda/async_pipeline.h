@@ -204,7 +204,8 @@ TL_DEVICE void tma_load_1d(const TmaDescriptor& desc, void* smem, uint64_t* bar,
         : "memory");
   } else {
     asm volatile(
-        "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3}], [%2], %4;" ::"r"(
+        "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+        "[%0], [%1, {%3}], [%2], %4;" ::"r"(
             smem_addr(smem)),
         "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "l"(static_cast<uint64_t>(Hint))
         : "memory");
@@ -225,7 +226,8 @@ TL_DEVICE void tma_load_2d(const TmaDescriptor& desc, void* smem, uint64_t* bar,
         : "memory");
   } else {
     asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+        "[%0], [%1, {%3, %4}], [%2], %5;" ::"r"(
             smem_addr(smem)),
         "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "l"(static_cast<uint64_t>(Hint))
         : "memory");
@@ -247,9 +249,11 @@ TL_DEVICE void tma_load_3d(const TmaDescriptor& desc, void* smem, uint64_t* bar,
         : "memory");
   } else {
     asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5}], "
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+        "[%0], [%1, {%3, %4, %5}], "
         "[%2], %6;" ::"r"(smem_addr(smem)),
-        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "l"(static_cast<uint64_t>(Hint))
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2),
+        "l"(static_cast<uint64_t>(Hint))
         : "memory");
   }
 #elif defined(__CUDA_ARCH__)
@@ -269,9 +273,11 @@ TL_DEVICE void tma_load_4d(const TmaDescriptor& desc, void* smem, uint64_t* bar,
         : "memory");
   } else {
     asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6}], "
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+        "[%0], [%1, {%3, %4, %5, %6}], "
         "[%2], %7;" ::"r"(smem_addr(smem)),
-        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "l"(static_cast<uint64_t>(Hint))
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+        "l"(static_cast<uint64_t>(Hint))
         : "memory");
   }
 #elif defined(__CUDA_ARCH__)
@@ -309,9 +315,11 @@ TL_DEVICE void tma_load_5d(const TmaDescriptor& desc, void* smem, uint64_t* bar,
         : "memory");
   } else {
     asm volatile(
-        "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, %5, %6, "
+        "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+        "[%0], [%1, {%3, %4, %5, %6, "
         "%7}], [%2], %8;" ::"r"(smem_addr(smem)),
-        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "l"(static_cast<uint64_t>(Hint))
+        "l"(reinterpret_cast<uint64_t>(&desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+        "l"(static_cast<uint64_t>(Hint))
         : "memory");
   }
 #elif defined(__CUDA_ARCH__)
