@@ -4,7 +4,8 @@
 #   bash benchmarks/peer_examples.sh EXAMPLES UPSTREAM_PKG
 # EXAMPLES: upstream's examples/ folder (an unpacked `git archive` of its repository);
 # UPSTREAM_PKG: its unpacked wheel (../shared/tools/upstream-tilelang-pack.sh). The kernels
-# are those issues 9 and 11 track: the FP8 GEMMs' run_regression_perf (4096^3), the MHA
+# are those issues 9 and 11 track: the FP8 GEMMs' run_regression_perf (4096^3) and the FP8
+# GEMM at 8192^3 against torch._scaled_mm, the MHA
 # forward at 8 x 32 x 4096 x 128 full and causal (with cuDNN in the same process), the GQA
 # forward's run_regression_perf. PEER_EXAMPLES_CONFIGS="k=v,..." adds a third process per
 # kernel: ours under those pass configs. One RESULT line per process (benchmarks/upstream_examples.py).
@@ -25,6 +26,7 @@ for r in $(seq "${ROUNDS:-2}"); do
   echo "== round $r"
   sides regression "$EX" gemm_fp8 example_tilelang_gemm_fp8 --repeats 2
   sides regression "$EX" gemm_fp8 example_tilelang_gemm_fp8_2xAcc --repeats 2
+  sides fp8-gemm "$EX" --size 8192
   sides mha-forward "$EX"
   sides mha-forward "$EX" --causal
   sides regression "$EX" flash_attention example_gqa_fwd_bshd --repeats 3
