@@ -113,6 +113,34 @@ def test_gemm_loop_orders_for_releasing_stages():
     assert loop.count("gemm_ss_wgmma_issue") == 2
 
 
+def test_extra_stages_for_the_in_flight_gemm_loop():
+    # tl.ws_extra_stages: stages on top of the source's num_stages (an experiment for
+    # tl.ws_gemm_in_flight, which holds one stage a step longer): 3 + 1 stages of tiles and
+    # barrier pairs, the stage index k % 4
+    f = gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128)
+    src, remarks, _ = lower(f, **{"tl.ws_gemm_in_flight": True, "tl.ws_extra_stages": 1})
+    assert any("warp-specialized, 4 stages" in r for r in remarks), remarks
+    assert "tl::mbarrier_init((&tl_ws_bars[7]), 128);" in src.code and "(&tl_ws_bars[(k_1 & 3)])" in src.code
+    assert "tl_ws_bars[8]" not in src.code
+    src, remarks, _ = lower(f, **{"tl.ws_extra_stages": 0})
+    assert any("warp-specialized, 3 stages" in r for r in remarks), remarks
+    with pytest.raises(Exception, match=r"tl.ws_extra_stages must be an integer from 0 to 8, got 'two'"):
+        lower(f, **{"tl.ws_extra_stages": "two"})
+
+
+def test_extra_stages_gemm_matches_float64():
+    # the same program with the keys: right on the CPU target (where they mean nothing), and
+    # on the GPU under TILELANG_TEST_CUDA=1 (4 stages in flight on Hopper)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((256, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 256)).astype(np.float16)
+    c = np.full((256, 256), np.nan, np.float16)
+    k = tilelang.compile(gemm(256, 256, 256, 128, 128, 32, stages=2, threads=128),
+                         pass_configs={"tl.ws_gemm_in_flight": True, "tl.ws_extra_stages": 2})
+    k(a, b, c)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=0.5)
+
+
 def test_consumer_registers_can_be_asked_for():
     f = gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128)
     # one consumer warpgroup takes 256 registers by default (two: 240, see below)

@@ -129,6 +129,7 @@ ACTED_ON_CUDA = {
     "tl.ws_softmax_overlap": "on by default (0 turns it off): a warp-specialized attention loop (QK^T, softmax, P V) issues step k + 1's QK^T before step k's P V and runs the softmax while P V does, as FlashAttention-3, with K and V in barrier pairs of their own (src/transform/cuda/warp_specialize_overlap.cc)",
     "tl.ws_softmax_mask_skip": "with tl.ws_softmax_overlap: a mask added to the scores after Q K^T (a causal mask) runs only in the steps where it can change a score, under a guard on the block and the step (src/transform/cuda/warp_specialize_mask.cc; on by default, 0 adds it in every step)",
     "tl.ws_softmax_overlap_pin": "with tl.ws_softmax_overlap: a branch on the softmax's last result before the wait for P V, which ptxas otherwise schedules early (templates/tl/cuda/wgmma.h schedule_after); measured slower on the H100, off by default",
+    "tl.ws_extra_stages": "an experiment: this many stages added to a warp-specialized loop's num_stages (0 to 8), for tl.ws_gemm_in_flight, which releases each stage a step later",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next",
     "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",
     "tl.ws_consumer_registers": "registers per consumer thread after setmaxnreg (default 240; 24..256, a multiple of 8)",

@@ -92,6 +92,8 @@ class WarpSpecializer {
   };
 
   // warp_specialize_plan.cc: whether the loop fits, and what runs where.
+  /// tl.ws_extra_stages (warp_specialize_plan.cc).
+  int64_t ExtraStages() const;
   ir::Stmt Fail(const std::string& why) {
     why_not_ = why;
     return nullptr;

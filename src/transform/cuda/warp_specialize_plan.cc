@@ -5,6 +5,7 @@
 /// of a one-dimensional block of whole warpgroups, without break or continue, and every
 /// hoistable global -> shared copy (and T.im2col nest) of its body can be a TMA load whose
 /// tile nothing outside the loop uses. Also decides which statements each role runs.
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "shared_plan.h"
 #include "tma_copy.h"
 #include "tma_im2col.h"
+#include "tl/support/error.h"
 #include "warp_specialize.h"
 
 namespace tl::transform::cuda {
@@ -63,6 +65,7 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
   }
   stages_ = cuda::NumStages(loop_);
   if (stages_ < 1) return Fail("num_stages is below 1");
+  stages_ += ExtraStages();
   // One stage: the producer can only run ahead where the loads feed different statements
   // (attention's K and V), each released after its own last use, so they get pairs of their own.
   if (stages_ == 1) split_groups_ = true;
@@ -261,6 +264,24 @@ std::vector<Stmt> WarpSpecializer::TakePrologueLoads(const std::vector<Stmt>& be
     panelled_[c] = panelled;
   }
   return rest;
+}
+
+/// tl.ws_extra_stages: stages added to the source's num_stages (an experiment: a GEMM loop
+/// that keeps a k-tile's wgmmas in flight, tl.ws_gemm_in_flight, releases each stage one
+/// step later, so it holds one stage fewer ahead of the consumers than the source asked).
+int64_t WarpSpecializer::ExtraStages() const {
+  auto it = ctx_.config.find("tl.ws_extra_stages");
+  if (it == ctx_.config.end()) return 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(it->second);
+  } catch (const std::exception&) {
+    n = -1;
+  }
+  if (n < 0 || n > 8) {
+    TL_USER_ERROR(loop_->span) << "tl.ws_extra_stages must be an integer from 0 to 8, got '" << it->second << "'";
+  }
+  return n;
 }
 
 }  // namespace tl::transform::cuda
