@@ -19,20 +19,24 @@ NB_MODULE(_tl, m) {
   // false reports.
   nb::set_leak_warnings(false);
 
-  static nb::object compile_error = nb::steal(PyErr_NewException("tilelang._tl.CompileError", PyExc_Exception, nullptr));
-  static nb::object internal_error =
-      nb::steal(PyErr_NewException("tilelang._tl.InternalCompilerError", PyExc_RuntimeError, nullptr));
-  m.attr("CompileError") = compile_error;
-  m.attr("InternalCompilerError") = internal_error;
+  // The two exception types are never released: a static nb::object would drop its
+  // reference in the library's destructors at exit, after the interpreter is finalized,
+  // where a type's deallocation touches freed interpreter state (a process that ends that
+  // way aborts after its work is done: "free(): invalid pointer").
+  static PyObject* const compile_error = PyErr_NewException("tilelang._tl.CompileError", PyExc_Exception, nullptr);
+  static PyObject* const internal_error =
+      PyErr_NewException("tilelang._tl.InternalCompilerError", PyExc_RuntimeError, nullptr);
+  m.attr("CompileError") = nb::handle(compile_error);
+  m.attr("InternalCompilerError") = nb::handle(internal_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const tl::CompileError& e) {
       const tl::Span& s = e.span();
       nb::object args = nb::make_tuple(e.what(), s.file, s.line, s.col, s.end_line, s.end_col);
-      PyErr_SetObject(compile_error.ptr(), args.ptr());
+      PyErr_SetObject(compile_error, args.ptr());
     } catch (const tl::InternalError& e) {
-      PyErr_SetString(internal_error.ptr(), e.what());
+      PyErr_SetString(internal_error, e.what());
     }
   });
 
