@@ -10,7 +10,7 @@
 # Writes to $OUT: ncu_<tag>_<side>.txt (speed of light, occupancy, warp state, scheduler,
 # memory, instruction statistics), sass_<tag>_<side>.csv (per SASS instruction: executed
 # count, stall samples, shared-memory wavefronts; read it with any CSV tool), the run's log
-# ncu_<tag>_<side>.log and the generated sources src_<tag>_<side>/*.cu, and prints the
+# ncu_<tag>_<side>.log and the generated sources src_<tag>_<side>.cu (all in one file), and prints the
 # headline figures and the stall reasons.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,9 +32,12 @@ for side in ${NCU_SIDES:-ours upstream}; do
   ncu --import "$rep.ncu-rep" --page details --print-details all > "$OUT/ncu_${tag}_$side.txt" 2>&1
   ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_${tag}_$side.csv" 2>&1
   cp "$rep.log" "$OUT/ncu_${tag}_$side.log" 2>/dev/null  # the run's own output (why it failed, if it did)
-  mkdir -p "$OUT/src_${tag}_$side"; n=0
-  for f in $(grep -rl "__global__" "$cache" 2>/dev/null | head -20); do n=$((n+1)); cp "$f" "$OUT/src_${tag}_$side/$n.cu"; done
-  echo "== $tag $side ($n generated sources in src_${tag}_$side/)"
+  # the generated sources in one file per side (the device tool returns at most 8 files)
+  src="$OUT/src_${tag}_$side.cu"; : > "$src"; n=0
+  for f in $(grep -rl "__global__" "$cache" 2>/dev/null | head -20); do
+    n=$((n+1)); { echo "// ===== generated source $n: $f"; cat "$f"; } >> "$src"
+  done
+  echo "== $tag $side ($n generated sources in src_${tag}_$side.cu)"
   grep -E "Duration|Registers Per|Executed Instructions  |Branch Instructions  |Warp Cycles Per Issued" "$OUT/ncu_${tag}_$side.txt" | head -6
   grep -E "pcsamp_warps_issue_stalled" "$OUT/ncu_${tag}_$side.txt" | awk '{gsub(",", "", $NF); print $NF, $1}' | sort -n -r | head -8
 done
