@@ -11,12 +11,12 @@
 /// are the element conversions' bits exactly.
 ///
 /// The walk qualifies when its trip count is a constant even number, its body is exactly
-/// that one store into a register array (local scope; of an even byte size for 8-bit
-/// types, whose pairs are stored as 16 bits), the register of step l + 1 is the one
-/// after that of step l for every even l, and the pair starts on an even register (provably,
-/// whatever the enclosing loops' variables); `e` reads
-/// no element of R and calls nothing with effects (its two evaluations may then happen
-/// before both stores). Anything else is left as it is.
+/// that one store into a register array (local scope; of an even element count for 8-
+/// and 16-bit types, whose pairs are stored as one 16- or 32-bit value), the register of
+/// step l + 1 is the one after that of step l for every even l, and the pair starts on an
+/// even register (provably, whatever the enclosing loops' variables); `e` reads no element
+/// of R and calls nothing with effects (its two evaluations may then happen before both
+/// stores). Anything else is left as it is.
 #include "tl/arith/simplify.h"
 #include "tl/codegen/cuda.h"
 #include "tl/ir/functor.h"
@@ -41,10 +41,11 @@ bool AsConversion(const Stmt& body, Conversion* out) {
   const auto* cast = As<Cast>(st->value);
   if (!cast || cast->dtype != st->buffer->dtype) return false;
   if (codegen::CudaPairConversion(cast->value->dtype, cast->dtype).empty()) return false;
-  // An 8-bit pair is written as one 16-bit store (pair_convert.h, unpack_f8x2): the array's
-  // byte size must be even, so that its declared alignment (layout::LocalAlignment) is 2 or more.
+  // A pair is written as one store of both elements (pair_convert.h: 16 bits for 8-bit
+  // types, 32 for 16-bit ones): the array's element count must be even, so that its declared
+  // alignment (layout::LocalAlignment) covers the pair.
   int64_t elems = 0;
-  if (st->buffer->dtype.bytes() == 1 && (!AsConstInt(st->buffer->NumElements(), &elems) || elems % 2 != 0)) {
+  if (st->buffer->dtype.bytes() <= 2 && (!AsConstInt(st->buffer->NumElements(), &elems) || elems % 2 != 0)) {
     return false;
   }
   bool pure = true;

@@ -21,17 +21,18 @@ namespace tl {
 
 // --- float <-> 16-bit floats ---------------------------------------------------
 
-/// Two floats to halves (cvt.rn.f16x2.f32 on sm_80+).
+/// Two floats to halves (cvt.rn.f16x2.f32 on sm_80+). dst: two consecutive halves starting
+/// on a 4-byte boundary (cuda-pair-conversions pairs only into register arrays of an even
+/// element count, declared 4-byte aligned or more; tl::cast_copy's array is 16-byte
+/// aligned), written as one 32-bit store. Two 16-bit stores made nvcc split the packed pair
+/// and put it back together (a shift and a byte permute per pair) before each 32-bit global
+/// store of a GEMM's epilogue.
 TL_DEVICE void __float22half2_rn(half* dst, float lo, float hi) {
-  const uint32_t packed = float2_to_half2(lo, hi);
-  dst[0] = half2_lo(packed);
-  dst[1] = half2_hi(packed);
+  *reinterpret_cast<uint32_t*>(dst) = float2_to_half2(lo, hi);
 }
-/// Two floats to bfloat16 (cvt.rn.bf16x2.f32 on sm_80+).
+/// Two floats to bfloat16 (cvt.rn.bf16x2.f32 on sm_80+), stored as __float22half2_rn's.
 TL_DEVICE void __float22bfloat162_rn(bfloat16* dst, float lo, float hi) {
-  const uint32_t packed = float2_to_bfloat162(lo, hi);
-  dst[0] = bfloat162_lo(packed);
-  dst[1] = bfloat162_hi(packed);
+  *reinterpret_cast<uint32_t*>(dst) = float2_to_bfloat162(lo, hi);
 }
 /// Two halves to floats (exact).
 TL_DEVICE void __half22float2(float* dst, half lo, half hi) {
