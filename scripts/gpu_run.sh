@@ -9,7 +9,8 @@
 # + _VARIANTS="name:key=v,..." our side under other pass configs, _NCU=0 without ncu, _NAMES="smla" which kernels); GPU_RUN_COMPAT=1 (both packages) or GPU_RUN_COMPAT_CONTROL=results.json
 # (our side against a recorded control); GPU_RUN_PEER_EXAMPLES=1 (upstream's FP8 GEMM, MHA, GQA kernels,
 # both packages); GPU_RUN_REGRESSION=1 (+ _SHARD=i/n, _MATCH): upstream's
-# regression_*.py side by side. Logs of the long steps go under $OUT.
+# regression_*.py side by side. Logs of the long steps go under $OUT. The steps that compare
+# with upstream need .peer/ (scripts/make_peer.sh) in the call's carry.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
