@@ -4,8 +4,10 @@
 
 #include <cctype>
 #include <chrono>
+#include <stdexcept>
 
 #include "tl/ir/printer.h"
+#include "tl/support/error.h"
 
 namespace tl::transform {
 namespace {
@@ -64,6 +66,23 @@ bool ConfigTrue(const PassContext& ctx, const std::string& key) {
 
 bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on) {
   return ctx.config.count(key) ? ConfigTrue(ctx, key) : default_on;
+}
+
+std::optional<int64_t> ConfigInt(const PassContext& ctx, const std::string& key, int64_t lowest, int64_t highest,
+                                 const Span& span, const char* expected) {
+  auto it = ctx.config.find(key);
+  if (it == ctx.config.end()) return std::nullopt;
+  int64_t n = 0;
+  bool parsed = false;
+  try {
+    n = std::stoll(it->second);
+    parsed = true;
+  } catch (const std::exception&) {
+  }
+  if (!parsed || n < lowest || n > highest) {
+    TL_USER_ERROR(span) << key << " must be " << expected << ", got '" << it->second << "'";
+  }
+  return n;
 }
 
 }  // namespace tl::transform

@@ -47,6 +47,11 @@ bool ConfigTrue(const PassContext& ctx, const std::string& key);
 /// (so "tl.enable_wgmma_fp8": False turns off a path that is on by default).
 bool ConfigOn(const PassContext& ctx, const std::string& key, bool default_on);
 
+/// The integer value of pass config `key`, if set; a user error at `span` ("<key> must be
+/// <expected>, got '<value>'") when it is not an integer in [lowest, highest].
+std::optional<int64_t> ConfigInt(const PassContext& ctx, const std::string& key, int64_t lowest, int64_t highest,
+                                 const Span& span, const char* expected);
+
 using PassFn = std::function<ir::PrimFunc(const ir::PrimFunc&, PassContext&)>;
 
 struct PassInfo {

@@ -11,6 +11,7 @@
 /// print. "tl.tma_cache_hint" (none, evict_normal, evict_first, evict_last) becomes the
 /// kTmaCacheHintAttr marker: the L2 policy every TMA load of the kernel carries.
 /// (target/cuda_attrs.h lists the markers.)
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -56,21 +57,6 @@ class Marker : public IRMutator {
   int64_t n_;
   bool unless_present_;
 };
-
-/// The integer value of pass config `key`, if set; a user error below `lowest`.
-std::optional<int64_t> IntConfig(const PassContext& ctx, const ir::PrimFunc& f, const std::string& key, int64_t lowest,
-                                 const char* expected) {
-  auto it = ctx.config.find(key);
-  if (it == ctx.config.end()) return std::nullopt;
-  int64_t n = lowest - 1;
-  try {
-    n = std::stoll(it->second);
-  } catch (const std::exception&) {
-    n = lowest - 1;
-  }
-  if (n < lowest) TL_USER_ERROR(f->span) << key << " must be " << expected << ", got '" << it->second << "'";
-  return n;
-}
 
 /// Block rasterization, decided here and written as a kRasterPanelAttr marker for codegen:
 /// T.use_swizzle's panel width (or tl.raster_panel's, a T.use_swizzle marker by then), else
@@ -154,11 +140,12 @@ std::optional<int64_t> TmaCacheHintConfig(const PassContext& ctx, const ir::Prim
 
 ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
   Stmt body = f->body;
-  if (auto n = IntConfig(ctx, f, "tl.min_blocks_per_sm", 1, "a positive integer")) {
+  constexpr int64_t kMost = std::numeric_limits<int64_t>::max();
+  if (auto n = ConfigInt(ctx, "tl.min_blocks_per_sm", 1, kMost, f->span, "a positive integer")) {
     body = Marker(cuda::kMinBlocksPerSmAttr, *n, false).Mutate(body);
   }
   if (ConfigOn(ctx, "tl.loop_terms_apart", true)) body = Marker(cuda::kLoopTermsApartAttr, 1, false).Mutate(body);
-  if (auto n = IntConfig(ctx, f, "tl.raster_panel", 0, "a non-negative integer (0: the plain block order)")) {
+  if (auto n = ConfigInt(ctx, "tl.raster_panel", 0, kMost, f->span, "a non-negative integer (0: the plain block order)")) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
   body = RasterPanels(TensorBytes(f), ctx.TargetsCuda() ? ctx.Cuda().L2Bytes() : 0, &ctx.remarks).Mutate(body);

@@ -5,7 +5,6 @@
 /// of a one-dimensional block of whole warpgroups, without break or continue, and every
 /// hoistable global -> shared copy (and T.im2col nest) of its body can be a TMA load whose
 /// tile nothing outside the loop uses. Also decides which statements each role runs.
-#include <stdexcept>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -14,7 +13,6 @@
 #include "shared_plan.h"
 #include "tma_copy.h"
 #include "tma_im2col.h"
-#include "tl/support/error.h"
 #include "warp_specialize.h"
 
 namespace tl::transform::cuda {
@@ -270,18 +268,7 @@ std::vector<Stmt> WarpSpecializer::TakePrologueLoads(const std::vector<Stmt>& be
 /// that keeps a k-tile's wgmmas in flight, tl.ws_gemm_in_flight, releases each stage one
 /// step later, so it holds one stage fewer ahead of the consumers than the source asked).
 int64_t WarpSpecializer::ExtraStages() const {
-  auto it = ctx_.config.find("tl.ws_extra_stages");
-  if (it == ctx_.config.end()) return 0;
-  int64_t n = -1;
-  try {
-    n = std::stoll(it->second);
-  } catch (const std::exception&) {
-    n = -1;
-  }
-  if (n < 0 || n > 8) {
-    TL_USER_ERROR(loop_->span) << "tl.ws_extra_stages must be an integer from 0 to 8, got '" << it->second << "'";
-  }
-  return n;
+  return ConfigInt(ctx_, "tl.ws_extra_stages", 0, 8, loop_->span, "an integer from 0 to 8").value_or(0);
 }
 
 }  // namespace tl::transform::cuda
