@@ -144,7 +144,8 @@ def test_remarks_and_rasterization():
     assert "tl_linear" in k.get_kernel_source()  # blocks launched in panels for L2 reuse
     k = compile_for(gemm(4096, 4096, 4096), "sm_90a")
     remarks = "\n".join(k.get_remarks())
-    assert "warp-specialized, 3 stages" in remarks and "mma_acc(128x128, warps 4x1 interleaved)" in remarks, remarks
+    # (3 stages and one more: the short k-tiles' wgmmas stay in flight)
+    assert "warp-specialized, 4 stages" in remarks and "mma_acc(128x128, warps 4x1 interleaved)" in remarks, remarks
     assert "tl_linear" in k.get_kernel_source()
 
 

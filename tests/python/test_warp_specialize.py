@@ -113,6 +113,42 @@ def test_gemm_loop_orders_for_releasing_stages():
     assert loop.count("gemm_ss_wgmma_issue") == 2
 
 
+def test_short_k_tiles_stay_in_flight_with_one_stage_more():
+    # a k-tile of 128 x 128 x 32 fp16 is 256 tensor-core cycles: in flight by default, with
+    # 3 + 1 stages (k-tile k's stage released in iteration k + 1, after k + 1's issue)
+    f = gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128)
+    src, remarks, _ = lower(f)
+    said = [r for r in remarks if "stay in flight" in r]
+    assert said and "256 tensor-core cycles" in said[0] and "num_stages: 4" in said[0], remarks
+    assert any("warp-specialized, 4 stages" in r for r in remarks), remarks
+    loop = src.code[src.code.index("for (int32_t k_1"):]
+    assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<1, 128>((&C_l[0]))") < \
+        loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 3) & 3) + 4)]))")
+    # tl.ws_gemm_in_flight=False: the waited order and the source's stages
+    src, remarks, _ = lower(f, **{"tl.ws_gemm_in_flight": False})
+    assert not any("stay in flight" in r for r in remarks)
+    assert any("warp-specialized, 3 stages" in r for r in remarks) and "wgmma_wait_hold<1" not in src.code
+    # ... True: in flight, without the extra stage
+    src, remarks, _ = lower(f, **{"tl.ws_gemm_in_flight": True})
+    assert any("warp-specialized, 3 stages" in r for r in remarks) and "wgmma_wait_hold<1, 128>" in src.code
+    # fp8 128 x 128 x 64: 256 cycles too (twice the fp16 rate)
+    _, remarks, _ = lower(gemm(1024, 1024, 1024, 128, 128, 64, stages=3, threads=128, dtype="float8_e4m3",
+                               trans_b=True))
+    assert any("256 tensor-core cycles" in r for r in remarks), remarks
+
+
+def test_long_k_tiles_and_full_shared_memory_keep_the_waited_order():
+    # 128 x 256 x 64 fp16 on two warpgroups: 1024 cycles a k-tile, waited as upstream does
+    src, remarks, _ = lower(gemm(1024, 1024, 1024, 128, 256, 64, stages=3, threads=256))
+    assert not any("in flight" in r for r in remarks), remarks
+    assert any("warp-specialized, 3 stages" in r for r in remarks) and "wgmma_wait_hold<1" not in src.code
+    # 128 x 128 x 64 with 6 stages (192 KB): a seventh would not fit in 227 KB, and the remark says so
+    src, remarks, _ = lower(gemm(1024, 1024, 2048, 128, 128, 64, stages=6, threads=256))
+    said = [r for r in remarks if "would need one stage more" in r]
+    assert said and "229376 bytes" in said[0], remarks
+    assert any("warp-specialized, 6 stages" in r for r in remarks)
+
+
 def test_extra_stages_for_the_in_flight_gemm_loop():
     # tl.ws_extra_stages: stages on top of the source's num_stages (an experiment for
     # tl.ws_gemm_in_flight, which holds one stage a step longer): 3 + 1 stages of tiles and
@@ -122,7 +158,7 @@ def test_extra_stages_for_the_in_flight_gemm_loop():
     assert any("warp-specialized, 4 stages" in r for r in remarks), remarks
     assert "tl::mbarrier_init((&tl_ws_bars[7]), 128);" in src.code and "(&tl_ws_bars[(k_1 & 3)])" in src.code
     assert "tl_ws_bars[8]" not in src.code
-    src, remarks, _ = lower(f, **{"tl.ws_extra_stages": 0})
+    src, remarks, _ = lower(f, **{"tl.ws_extra_stages": 0, "tl.ws_gemm_in_flight": False})
     assert any("warp-specialized, 3 stages" in r for r in remarks), remarks
     with pytest.raises(Exception, match=r"tl.ws_extra_stages must be an integer from 0 to 8, got 'two'"):
         lower(f, **{"tl.ws_extra_stages": "two"})
@@ -344,7 +380,8 @@ def test_tiles_allocated_in_the_loop_body_still_specialize():
     # hoisted before the loop, they must not hide the loop from warp specialization
     src, remarks, _ = lower(gemm(1024, 1024, 1024, 128, 128, 64, threads=128, tiles_in_loop=True))
     assert "tl::tma_load_2d" in src.code and "cp_async" not in src.code
-    assert any("warp-specialized, 3 stages" in r for r in remarks), remarks
+    # (3 stages and one more: the k-tiles stay in flight, test_short_k_tiles_stay_in_flight)
+    assert any("warp-specialized, 4 stages" in r for r in remarks), remarks
 
 
 @pytest.mark.parametrize("M, N, K", [(256, 512, 128), (200, 300, 72)])

@@ -178,6 +178,10 @@ class WarpSpecializer {
   ir::Stmt Consumer(const ir::Buffer& bars, const Roles& roles, int64_t consumer_regs);
   ir::Stmt ConsumerLoop(const ir::Buffer& bars);
   const ir::Call* LoneWgmma();
+  // warp_specialize_gemm_order.cc: whether a plain GEMM loop keeps a k-tile's wgmmas in flight
+  const ir::Call* PlainGemmLoop() const;
+  int64_t SharedBytesWithStages(const ir::Stmt& kernel_body, int64_t stages) const;
+  void DecideGemmOrder(const ir::Stmt& kernel_body);
   ir::Stmt GemmMainLoop(const ir::Buffer& bars, const ir::Call* gemm);
   ir::Stmt Release(const ir::Expr& empty);
   ir::Stmt WithoutProxyFence(const ir::Stmt& s);
@@ -206,6 +210,7 @@ class WarpSpecializer {
   std::string why_not_;
   std::vector<ir::Stmt> descriptor_prefetches_;  ///< one per TMA descriptor (Producer), issued by InitBarriers
   bool split_groups_;
+  bool gemm_in_flight_ = false;  ///< DecideGemmOrder: GemmMainLoop keeps one k-tile's wgmmas in flight
   bool single_thread_producer_;  ///< tl.ws_single_thread_producer: the producer loop in one thread (the old way)
 };
 

@@ -140,7 +140,7 @@ const Call* WarpSpecializer::LoneWgmma() {
 
 /// A GEMM main loop (the loop's one consumer is a wgmma GEMM from shared memory):
 ///   for k: wait full[k % S]; issue gemm(k); wait for it; release stage k % S
-/// or, with tl.ws_gemm_in_flight, one k-tile's wgmmas in flight while the next is issued:
+/// or, in flight (DecideGemmOrder), one k-tile's wgmmas running while the next is issued:
 ///   for k: wait full[k % S]; issue gemm(k); wait until gemm(k - 1) is done;
 ///          if k > 0: release stage (k - 1) % S
 ///   wait for gemm(n - 1)
@@ -165,7 +165,7 @@ Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
   Stmt release_previous = IfThenElse::Make(
       LT(MakeInt(0), k), Release(Empty(bars, 0, FloorMod(k - MakeInt(1), MakeInt(stages_)))), nullptr, span);
   std::vector<Stmt> body;
-  if (ConfigTrue(ctx_, "tl.ws_gemm_in_flight")) {
+  if (gemm_in_flight_) {
     // k-tile k's wgmmas stay in flight while k + 1's are issued; stage k is released in
     // iteration k + 1, only once k + 1's stage has arrived
     body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous};
@@ -179,13 +179,14 @@ Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
     // Each k-tile's wgmmas complete before its stage is released (upstream's order): the
     // producer refills a stage as early as it can, which is what bounds a GEMM whose
     // loads, not its tensor cores, set the pace (the H200, GEMM 1024^3 on 64 blocks:
-    // 0.0170 -> 0.0147 ms against the in-flight order; 4096^3: 0.2724 -> 0.2581 ms).
+    // 0.0170 -> 0.0147 ms against the in-flight order without its extra stage; 4096^3:
+    // 0.2724 -> 0.2581 ms). Short k-tiles go in flight with a stage more (DecideGemmOrder).
     body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span), Release(Empty(bars, 0, stage))};
   }
   Stmt loop = For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
-  if (ConfigTrue(ctx_, "tl.ws_gemm_in_flight") || ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) {
+  if (!gemm_in_flight_ && ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) {
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
-                           ": the wgmmas of one k-tile stay in flight while the next is issued");
+                           ": the wgmmas of one k-tile stay in flight while the next is issued (tl.ws_gemm_adaptive)");
   }
   return Seq::Make({loop, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span)}, span);
 }

@@ -107,6 +107,7 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
       }
     }
   }
+  DecideGemmOrder(binding->body);  // (may add a stage: before the tiles are staged)
   Roles roles;
   if (!AssignRoles(stmts, at, &roles)) return nullptr;
   FormGroups();
@@ -264,9 +265,8 @@ std::vector<Stmt> WarpSpecializer::TakePrologueLoads(const std::vector<Stmt>& be
   return rest;
 }
 
-/// tl.ws_extra_stages: stages added to the source's num_stages (an experiment: a GEMM loop
-/// that keeps a k-tile's wgmmas in flight, tl.ws_gemm_in_flight, releases each stage one
-/// step later, so it holds one stage fewer ahead of the consumers than the source asked).
+/// tl.ws_extra_stages: stages added to the source's num_stages (an experiment; a GEMM loop
+/// that DecideGemmOrder puts in flight gets its one extra stage without it).
 int64_t WarpSpecializer::ExtraStages() const {
   return ConfigInt(ctx_, "tl.ws_extra_stages", 0, 8, loop_->span, "an integer from 0 to 8").value_or(0);
 }

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file cuda-warp-specialize, deciding the order of a plain GEMM main loop (the loop's one
+/// consumer is a wgmma GEMM from shared memory; GemmMainLoop builds it):
+///
+///   waited:    each k-tile's wgmmas complete before its stage is released (upstream's order);
+///   in flight: k-tile k's wgmmas run while k + 1's are issued; stage k is released a step
+///              later, so the loop gets one stage more than the source asked for.
+///
+/// Waiting costs a wgmma round trip per k-tile, which matters when a k-tile is short work for
+/// the tensor cores; in flight costs a stage of shared memory and releases stages later. On
+/// the H100 (session 38, same call): FP8 128x128x64 tiles (256 tensor-core cycles a k-tile)
+/// 4096^3 0.1695 -> 0.1574 ms and 8192^3 1.35 -> 1.19 ms; fp16 128x128x32 (256 cycles) at
+/// 1024^3 0.0145 -> 0.0131 ms; fp16 128x256x64 (1024 cycles) 8192^3 1.694 -> 1.705 ms. So in
+/// flight is automatic up to kMostInFlightCycles, where the extra stage fits;
+/// tl.ws_gemm_in_flight set to true or false decides it instead (true then adds no stage:
+/// tl.ws_extra_stages does).
+#include <string>
+#include <unordered_set>
+
+#include "pipeline_schedule.h"
+#include "shared_plan.h"
+#include "warp_specialize.h"
+#include "tl/ir/functor.h"
+#include "tl/ir/intrinsics.h"
+#include "tl/target/cuda_target.h"
+
+namespace tl::transform::cuda {
+
+using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// k-tiles of at most this many tensor-core cycles a block (an SM's dense rate: 2048 16-bit
+/// multiply-adds a cycle, twice as many 8-bit, half as many TF32) keep their wgmmas in flight.
+constexpr int64_t kMostInFlightCycles = 512;
+
+/// Shared memory left for what later passes add (reduction scratch, barriers, alignment).
+constexpr int64_t kSharedSlack = 8 * 1024;
+
+/// The element bits of the GEMM operand `arg` (an `address_of` a tile's element), or 0.
+int OperandBits(const Expr& arg) {
+  const auto* addr = As<Call>(arg);
+  const auto* load = addr && !addr->args.empty() ? As<BufferLoad>(addr->args[0]) : nullptr;
+  return load ? load->buffer->dtype.bits : 0;
+}
+
+}  // namespace
+
+/// The loop body's one wgmma GEMM from shared memory when nothing else but the loads is in
+/// it (what LoneWgmma finds once FormGroups has run), else null.
+const Call* WarpSpecializer::PlainGemmLoop() const {
+  const Call* gemm = nullptr;
+  for (const Stmt& st : cuda::Flatten(loop_->body)) {
+    bool produces = false;
+    for (const CopyOp* c : producers_) produces |= st.get() == c;
+    for (const cuda::Im2colNest& n : im2cols_) produces |= st.get() == n.loop;
+    if (produces) continue;
+    const auto* ev = As<Evaluate>(st);
+    const auto* call = ev ? As<Call>(ev->value) : nullptr;
+    if (gemm || !IsIntrinsic(call, TL_INTRINSIC_NAME("gemm_ss_wgmma"))) return nullptr;
+    gemm = call;
+  }
+  return gemm;
+}
+
+/// Shared bytes of the kernel's tiles with the produced ones staged `stages` deep (each
+/// tile rounded up to the 1024-byte alignment of wgmma's panels), or -1 when a tile's size
+/// is not known at compile time.
+int64_t WarpSpecializer::SharedBytesWithStages(const Stmt& kernel_body, int64_t stages) const {
+  struct Tiles : IRVisitor {
+    const std::unordered_set<const BufferNode*>* produced;
+    int64_t stages, total = 0;
+    bool known = true;
+    void Visit_(const Allocate* a) override {
+      if (a->buffer->scope == Scope::kShared) {
+        int64_t bytes = cuda::ConstBytes(a->buffer);
+        known = known && bytes >= 0;
+        bytes = (bytes + 1023) / 1024 * 1024;
+        total += produced->count(a->buffer.get()) ? bytes * stages : bytes;
+      }
+      IRVisitor::Visit_(a);
+    }
+  } tiles;
+  tiles.produced = &produced_;
+  tiles.stages = stages;
+  tiles.Visit(kernel_body);
+  return tiles.known ? tiles.total : -1;
+}
+
+/// Decides gemm_in_flight_ (and adds its stage) for a plain GEMM loop; says so in a remark.
+void WarpSpecializer::DecideGemmOrder(const Stmt& kernel_body) {
+  const Call* gemm = PlainGemmLoop();
+  // the loop shapes GemmMainLoop builds: one barrier group, every step counted by k
+  if (!gemm || split_groups_ || !guards_.empty() || stages_ < 2 || ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) return;
+  const std::string at = "T.Pipelined at line " + std::to_string(loop_->span.line) + ": ";
+  if (ctx_.config.count("tl.ws_gemm_in_flight")) {
+    gemm_in_flight_ = ConfigTrue(ctx_, "tl.ws_gemm_in_flight");
+    if (gemm_in_flight_) ctx_.remarks.push_back(at + "the wgmmas of one k-tile stay in flight while the next is issued (tl.ws_gemm_in_flight)");
+    return;
+  }
+  int64_t m = 0, n = 0, k = 0;
+  const int bits = OperandBits(gemm->args[0]);
+  if (!AsConstInt(gemm->args[3], &m) || !AsConstInt(gemm->args[4], &n) || !AsConstInt(gemm->args[5], &k) || !bits) {
+    return;
+  }
+  const int64_t cycles = m * n * k * bits / (2048 * 16);
+  if (cycles > kMostInFlightCycles) return;
+  const int64_t bytes = SharedBytesWithStages(kernel_body, stages_ + 1);
+  const int64_t limit = ctx_.Cuda().MaxSharedBytesPerBlock() - kSharedSlack;
+  if (bytes < 0 || bytes > limit) {
+    ctx_.remarks.push_back(at + "each k-tile's wgmmas are waited for before the next is issued (in flight, they "
+                           "would need one stage more: " + std::to_string(bytes) + " bytes of shared memory, over " +
+                           std::to_string(limit) + ")");
+    return;
+  }
+  gemm_in_flight_ = true;
+  stages_ += 1;
+  ctx_.remarks.push_back(at + "the wgmmas of one k-tile stay in flight while the next is issued (a k-tile is " +
+                         std::to_string(cycles) + " tensor-core cycles, at most " + std::to_string(kMostInFlightCycles) +
+                         "), with one stage more than num_stages: " + std::to_string(stages_) +
+                         " (tl.ws_gemm_in_flight=False: the waited order)");
+}
+
+}  // namespace tl::transform::cuda
