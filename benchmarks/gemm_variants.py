@@ -7,7 +7,8 @@ upstream's wheel on PYTHONPATH (then only the default configs, which it knows). 
         --configs ";tl.ws_gemm_in_flight=0" --label ours
 
 Tiles are BMxBNxBK/stages/threads. --configs: sets of pass configs separated by ';' (k=v,k=v;
-an empty set is the defaults). One RESULT line per tile: label, dtype, shape, tile, ms per set."""
+an empty set is the defaults). One RESULT line per tile: label, dtype, shape, tile, ms per set;
+--cublas adds one for torch.mm of the same operands (cuBLAS)."""
 import argparse
 
 import torch
@@ -51,6 +52,7 @@ def main():
     p.add_argument("tiles", nargs="+")
     p.add_argument("--configs", default="")
     p.add_argument("--label", default="ours")
+    p.add_argument("--cublas", action="store_true", help="also time torch.mm (cuBLAS; 16-bit dtypes)")
     args = p.parse_args()
     tdt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float8_e4m3": torch.float8_e4m3fn}[args.dtype]
     M, N, K = (int(x) for x in args.shape.split(","))
@@ -58,6 +60,10 @@ def main():
     b = torch.randn(N, K, device="cuda").to(tdt)
     c = torch.empty(M, N, device="cuda", dtype=torch.float16)
     ref = a.float() @ b.float().T
+    if args.cublas and args.dtype != "float8_e4m3":
+        ms = sorted(do_bench(lambda: torch.mm(a, b.t(), out=c) if tdt == torch.float16 else torch.mm(a, b.t()),
+                             backend="cupti") for _ in range(3))[1]
+        print("RESULT", args.label, args.dtype, args.shape, "cublas", f"{ms:.4f}", flush=True)
     for tile in args.tiles:
         dims, stages, threads = tile.split("/")
         bm, bn, bk = (int(x) for x in dims.split("x"))

@@ -169,6 +169,31 @@ def test_launch_bounds_keeps_the_plain_order_where_the_tensors_fit_in_l2():
     _, asked = around(gemm(4096, 4096, 4096), "cuda-launch-bounds", **{"tl.raster_panel": "8"})
     assert 'T.attr("tl.raster_panel", 8)' in asked, asked
 
+    # a 3-D grid counts per plane: split-K over 4 slices of K, 128 MB in all, 32 MB a plane
+    def split_k(M, N, K, slices, bk=32):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+            with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), slices, threads=128) as (bx, by, bz):
+                A_s = T.alloc_shared((128, bk), "float16")
+                B_s = T.alloc_shared((bk, 128), "float16")
+                acc = T.alloc_fragment((128, 128), "float32")
+                T.clear(acc)
+                for k in T.Pipelined(K // slices // bk, num_stages=0):
+                    T.copy(A[by * 128, bz * (K // slices) + k * bk], A_s)
+                    T.copy(B[bz * (K // slices) + k * bk, bx * 128], B_s)
+                    T.gemm(A_s, B_s, acc)
+                for i, j in T.Parallel(128, 128):
+                    T.atomic_add(C[by * 128 + i, bx * 128 + j], acc[i, j])
+
+        return main
+
+    _, planes = around(split_k(4096, 4096, 4096, 4), "cuda-launch-bounds")
+    assert "tl.raster_panel" not in planes, planes
+    remarks = tilelang.compile(split_k(4096, 4096, 4096, 4), target="cuda -arch=sm_90a").get_remarks()
+    assert any("(128 MB, 32 MB a grid plane of 4) fit in the L2 (50 MB)" in r for r in remarks), remarks
+    _, one_plane = around(split_k(4096, 4096, 4096, 1), "cuda-launch-bounds")
+    assert 'T.attr("tl.raster_panel", 8)' in one_plane, one_plane
+
 
 def test_plan_shared_memory_writes_each_tiles_layout():
     """Each shared tile's offset and layout go into the IR for the code generator: the GEMM's
