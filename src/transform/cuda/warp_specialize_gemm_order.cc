@@ -87,7 +87,8 @@ int64_t WarpSpecializer::SharedBytesWithStages(const Stmt& kernel_body, int64_t 
   return tiles.known ? tiles.total : -1;
 }
 
-/// Decides gemm_in_flight_ (and adds its stage) for a plain GEMM loop; says so in a remark.
+/// Decides gemm_in_flight_ (and adds its stage) for a plain GEMM loop, and the remark that says so
+/// (gemm_order_remark_, given once the loop is specialized).
 void WarpSpecializer::DecideGemmOrder(const Stmt& kernel_body) {
   const Call* gemm = PlainGemmLoop();
   // the loop shapes GemmMainLoop builds: one barrier group, every step counted by k
@@ -95,7 +96,7 @@ void WarpSpecializer::DecideGemmOrder(const Stmt& kernel_body) {
   const std::string at = "T.Pipelined at line " + std::to_string(loop_->span.line) + ": ";
   if (ctx_.config.count("tl.ws_gemm_in_flight")) {
     gemm_in_flight_ = ConfigTrue(ctx_, "tl.ws_gemm_in_flight");
-    if (gemm_in_flight_) ctx_.remarks.push_back(at + "the wgmmas of one k-tile stay in flight while the next is issued (tl.ws_gemm_in_flight)");
+    if (gemm_in_flight_) gemm_order_remark_ = at + "the wgmmas of one k-tile stay in flight while the next is issued (tl.ws_gemm_in_flight)";
     return;
   }
   int64_t m = 0, n = 0, k = 0;
@@ -108,17 +109,17 @@ void WarpSpecializer::DecideGemmOrder(const Stmt& kernel_body) {
   const int64_t bytes = SharedBytesWithStages(kernel_body, stages_ + 1);
   const int64_t limit = ctx_.Cuda().MaxSharedBytesPerBlock() - kSharedSlack;
   if (bytes < 0 || bytes > limit) {
-    ctx_.remarks.push_back(at + "each k-tile's wgmmas are waited for before the next is issued (in flight, they "
-                           "would need one stage more: " + std::to_string(bytes) + " bytes of shared memory, over " +
-                           std::to_string(limit) + ")");
+    gemm_order_remark_ = at + "each k-tile's wgmmas are waited for before the next is issued (in flight, they "
+                         "would need one stage more: " + std::to_string(bytes) + " bytes of shared memory, over " +
+                         std::to_string(limit) + ")";
     return;
   }
   gemm_in_flight_ = true;
   stages_ += 1;
-  ctx_.remarks.push_back(at + "the wgmmas of one k-tile stay in flight while the next is issued (a k-tile is " +
-                         std::to_string(cycles) + " tensor-core cycles, at most " + std::to_string(kMostInFlightCycles) +
-                         "), with one stage more than num_stages: " + std::to_string(stages_) +
-                         " (tl.ws_gemm_in_flight=False: the waited order)");
+  gemm_order_remark_ = at + "the wgmmas of one k-tile stay in flight while the next is issued (a k-tile is " +
+                       std::to_string(cycles) + " tensor-core cycles, at most " + std::to_string(kMostInFlightCycles) +
+                       "), with one stage more than num_stages: " + std::to_string(stages_) +
+                       " (tl.ws_gemm_in_flight=False: the waited order)";
 }
 
 }  // namespace tl::transform::cuda

@@ -124,6 +124,7 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
   if (stages_ == 1 && groups_.size() < 2) {
     return Fail("one stage, and every load feeds the same statements: nothing to overlap");
   }
+  if (!gemm_order_remark_.empty()) ctx_.remarks.push_back(gemm_order_remark_);
   return Build(roles);
 }
 
