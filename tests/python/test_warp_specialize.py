@@ -149,6 +149,32 @@ def test_long_k_tiles_and_full_shared_memory_keep_the_waited_order():
     assert any("warp-specialized, 6 stages" in r for r in remarks)
 
 
+def test_a_loop_refused_later_says_nothing_of_the_in_flight_order():
+    # the copies read `base`, which only the consumer threads compute: refused after the GEMM
+    # order was decided, so the remarks speak of the cp.async pipeline only
+    @T.prim_func
+    def main(A: T.Tensor((1024, 1024), "float16"), B: T.Tensor((1024, 1024), "float16"),
+             Idx: T.Tensor((8,), "int32"), C: T.Tensor((1024, 1024), "float16")):
+        with T.Kernel(8, 8, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 32), "float16")
+            B_s = T.alloc_shared((32, 128), "float16")
+            i_s = T.alloc_shared((1,), "int32")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            i_s[0] = Idx[by]
+            base = i_s[0]
+            T.clear(C_l)
+            for k in T.Pipelined(32, num_stages=3):
+                T.copy(A[base * 128, k * 32], A_s)
+                T.copy(B[k * 32, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 128, bx * 128])
+
+    _, remarks, _ = lower(main)
+    assert any("depend on values computed by the consumer threads" in r for r in remarks), remarks
+    assert not any("in flight" in r for r in remarks), remarks
+    assert any("3-stage cp.async pipeline" in r for r in remarks), remarks
+
+
 def test_extra_stages_for_the_in_flight_gemm_loop():
     # tl.ws_extra_stages: stages on top of the source's num_stages (an experiment for
     # tl.ws_gemm_in_flight, which holds one stage a step longer): 3 + 1 stages of tiles and
