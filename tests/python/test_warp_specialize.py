@@ -137,6 +137,37 @@ def test_short_k_tiles_stay_in_flight_with_one_stage_more():
     assert any("256 tensor-core cycles" in r for r in remarks), remarks
 
 
+def test_two_k_tiles_in_flight_on_request():
+    # tl.ws_gemm_in_flight_depth=2: two k-tiles' wgmmas outstanding, stage k released in step
+    # k + 2, and two stages more than the source's 3
+    f = gemm(1024, 1024, 1024, 128, 128, 32, stages=3, threads=128)
+    src, remarks, _ = lower(f, **{"tl.ws_gemm_in_flight_depth": 2})
+    said = [r for r in remarks if "in flight" in r]
+    assert said and "the wgmmas of 2 k-tiles stay in flight" in said[0] and "2 stages more than num_stages: 5" in said[0]
+    loop = src.code[src.code.index("for (int32_t k_1"):]
+    assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<2, 128>((&C_l[0]))") < \
+        loop.index("if ((2 <= k_1))") < loop.index("tl::mbarrier_arrive((&tl_ws_bars[(((k_1 + 3) % 5) + 5)]))")
+    # forced with the source's 2 stages: a depth of 2 would never release a stage in time
+    with pytest.raises(Exception, match=r"tl.ws_gemm_in_flight_depth 2 needs more than 2 stages; the loop has 2"):
+        lower(gemm(1024, 1024, 1024, 128, 128, 32, stages=2, threads=128),
+              **{"tl.ws_gemm_in_flight": True, "tl.ws_gemm_in_flight_depth": 2})
+    with pytest.raises(Exception, match=r"tl.ws_gemm_in_flight_depth must be an integer from 1 to 4, got '9'"):
+        lower(f, **{"tl.ws_gemm_in_flight_depth": 9})
+
+
+def test_two_k_tiles_in_flight_match_float64():
+    # right on the CPU target (where the key means nothing), and on the GPU under
+    # TILELANG_TEST_CUDA=1 (5 stages, two k-tiles in flight, on Hopper)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((256, 512)).astype(np.float16)
+    b = rng.standard_normal((512, 256)).astype(np.float16)
+    c = np.full((256, 256), np.nan, np.float16)
+    k = tilelang.compile(gemm(256, 256, 512, 128, 128, 32, stages=3, threads=128),
+                         pass_configs={"tl.ws_gemm_in_flight_depth": 2})
+    k(a, b, c)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=0.5)
+
+
 def test_long_k_tiles_and_full_shared_memory_keep_the_waited_order():
     # 128 x 256 x 64 fp16 on two warpgroups: 1024 cycles a k-tile, waited as upstream does
     src, remarks, _ = lower(gemm(1024, 1024, 1024, 128, 256, 64, stages=3, threads=256))

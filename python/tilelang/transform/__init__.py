@@ -131,6 +131,7 @@ ACTED_ON_CUDA = {
     "tl.ws_softmax_overlap_pin": "with tl.ws_softmax_overlap: a branch on the softmax's last result before the wait for P V, which ptxas otherwise schedules early (templates/tl/cuda/wgmma.h schedule_after); measured slower on the H100, off by default",
     "tl.ws_extra_stages": "an experiment: this many stages added to a warp-specialized loop's num_stages (0 to 8)",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next (automatic, with one extra stage, for k-tiles of at most 512 tensor-core cycles where the stage fits: src/transform/cuda/warp_specialize_gemm_order.cc; True forces it without the extra stage, False turns it off)",
+    "tl.ws_gemm_in_flight_depth": "an experiment, not yet run on a GPU: how many k-tiles' wgmmas a GEMM loop in flight keeps outstanding (1 to 4, default 1); the automatic order adds that many stages",
     "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",
     "tl.ws_consumer_registers": "registers per consumer thread after setmaxnreg (default 240; 24..256, a multiple of 8)",
     "tl.ws_single_thread_producer": "the warp-specialized producer's loop in one thread, not one warp with an elected lane",

@@ -211,6 +211,7 @@ class WarpSpecializer {
   std::vector<ir::Stmt> descriptor_prefetches_;  ///< one per TMA descriptor (Producer), issued by InitBarriers
   bool split_groups_;
   bool gemm_in_flight_ = false;  ///< DecideGemmOrder: GemmMainLoop keeps one k-tile's wgmmas in flight
+  int64_t gemm_in_flight_depth_ = 1;  ///< ... how many k-tiles (tl.ws_gemm_in_flight_depth)
   std::string gemm_order_remark_;  ///< ... and what it says about it ("" for nothing)
   bool single_thread_producer_;  ///< tl.ws_single_thread_producer: the producer loop in one thread (the old way)
 };

@@ -162,13 +162,14 @@ Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
   issue = select.Mutate(issue);
   Expr parity = FloorMod(Round(k), MakeInt(2));
   Stmt wait_full = CallStmt("mbarrier_wait_parity", {Full(bars, 0, stage), parity}, span);
+  const int64_t depth = gemm_in_flight_ ? gemm_in_flight_depth_ : 1;
   Stmt release_previous = IfThenElse::Make(
-      LT(MakeInt(0), k), Release(Empty(bars, 0, FloorMod(k - MakeInt(1), MakeInt(stages_)))), nullptr, span);
+      depth == 1 ? LT(MakeInt(0), k) : LE(MakeInt(depth), k), Release(Empty(bars, 0, FloorMod(k - MakeInt(depth), MakeInt(stages_)))), nullptr, span);
   std::vector<Stmt> body;
   if (gemm_in_flight_) {
     // k-tile k's wgmmas stay in flight while k + 1's are issued; stage k is released in
-    // iteration k + 1, only once k + 1's stage has arrived
-    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous};
+    // iteration k + 1, only once k + 1's stage has arrived (k + depth, depth k-tiles in flight)
+    body = {wait_full, issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(depth), regs}, span), release_previous};
   } else if (ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) {
     // ... the same, but a late stage first drains and releases the previous one
     Stmt ready = Seq::Make({issue, CallStmt("wgmma_wait_hold", {acc, MakeInt(1), regs}, span), release_previous}, span);

@@ -22,6 +22,7 @@
 #include "warp_specialize.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/support/error.h"
 #include "tl/target/cuda_target.h"
 
 namespace tl::transform::cuda {
@@ -94,9 +95,23 @@ void WarpSpecializer::DecideGemmOrder(const Stmt& kernel_body) {
   // the loop shapes GemmMainLoop builds: one barrier group, every step counted by k
   if (!gemm || split_groups_ || !guards_.empty() || stages_ < 2 || ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) return;
   const std::string at = "T.Pipelined at line " + std::to_string(loop_->span.line) + ": ";
+  // tl.ws_gemm_in_flight_depth (an experiment, not yet run on a GPU): the k-tiles in flight
+  gemm_in_flight_depth_ = ConfigInt(ctx_, "tl.ws_gemm_in_flight_depth", 1, 4, loop_->span, "an integer from 1 to 4")
+                              .value_or(1);
+  const std::string what = gemm_in_flight_depth_ == 1
+                               ? "the wgmmas of one k-tile stay in flight while the next is issued"
+                               : "the wgmmas of " + std::to_string(gemm_in_flight_depth_) +
+                                     " k-tiles stay in flight while the next is issued (tl.ws_gemm_in_flight_depth)";
   if (ctx_.config.count("tl.ws_gemm_in_flight")) {
     gemm_in_flight_ = ConfigTrue(ctx_, "tl.ws_gemm_in_flight");
-    if (gemm_in_flight_) gemm_order_remark_ = at + "the wgmmas of one k-tile stay in flight while the next is issued (tl.ws_gemm_in_flight)";
+    if (!gemm_in_flight_) return;
+    // stage k is released in step k + depth, and the producer's step k + stages waits for that
+    // release: a depth of stages or more would never let it through
+    if (gemm_in_flight_depth_ >= stages_) {
+      TL_USER_ERROR(loop_->span) << "tl.ws_gemm_in_flight_depth " << gemm_in_flight_depth_ << " needs more than "
+                                 << gemm_in_flight_depth_ << " stages; the loop has " << stages_;
+    }
+    gemm_order_remark_ = at + what + " (tl.ws_gemm_in_flight)";
     return;
   }
   int64_t m = 0, n = 0, k = 0;
@@ -106,20 +121,21 @@ void WarpSpecializer::DecideGemmOrder(const Stmt& kernel_body) {
   }
   const int64_t cycles = m * n * k * bits / (2048 * 16);
   if (cycles > kMostInFlightCycles) return;
-  const int64_t bytes = SharedBytesWithStages(kernel_body, stages_ + 1);
+  const int64_t depth = gemm_in_flight_depth_;
+  const int64_t bytes = SharedBytesWithStages(kernel_body, stages_ + depth);
   const int64_t limit = ctx_.Cuda().MaxSharedBytesPerBlock() - kSharedSlack;
+  const std::string more = depth == 1 ? "one stage more" : std::to_string(depth) + " stages more";
   if (bytes < 0 || bytes > limit) {
     gemm_order_remark_ = at + "each k-tile's wgmmas are waited for before the next is issued (in flight, they "
-                         "would need one stage more: " + std::to_string(bytes) + " bytes of shared memory, over " +
+                         "would need " + more + ": " + std::to_string(bytes) + " bytes of shared memory, over " +
                          std::to_string(limit) + ")";
     return;
   }
   gemm_in_flight_ = true;
-  stages_ += 1;
-  gemm_order_remark_ = at + "the wgmmas of one k-tile stay in flight while the next is issued (a k-tile is " +
-                       std::to_string(cycles) + " tensor-core cycles, at most " + std::to_string(kMostInFlightCycles) +
-                       "), with one stage more than num_stages: " + std::to_string(stages_) +
-                       " (tl.ws_gemm_in_flight=False: the waited order)";
+  stages_ += depth;
+  gemm_order_remark_ = at + what + " (a k-tile is " + std::to_string(cycles) + " tensor-core cycles, at most " +
+                       std::to_string(kMostInFlightCycles) + "), with " + more + " than num_stages: " +
+                       std::to_string(stages_) + " (tl.ws_gemm_in_flight=False: the waited order)";
 }
 
 }  // namespace tl::transform::cuda
