@@ -7,7 +7,8 @@
 # are those issues 9 and 11 track: the FP8 GEMMs' run_regression_perf (4096^3) and the FP8
 # GEMM at 8192^3 against torch._scaled_mm, the MHA
 # forward at 8 x 32 x 4096 x 128 full and causal (with cuDNN in the same process), the GQA
-# forward's run_regression_perf. PEER_EXAMPLES_CONFIGS="k=v,..." adds a third process per
+# forward's run_regression_perf, upstream's plain GEMM (1024^3) and split-K GEMM (4096^3).
+# PEER_EXAMPLES_CONFIGS="k=v,..." adds a third process per
 # kernel: ours under those pass configs. One RESULT line per process (benchmarks/upstream_examples.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,4 +31,6 @@ for r in $(seq "${ROUNDS:-2}"); do
   sides mha-forward "$EX"
   sides mha-forward "$EX" --causal
   sides regression "$EX" flash_attention example_gqa_fwd_bshd --repeats 3
+  sides regression "$EX" gemm example_gemm --repeats 3
+  sides regression "$EX" gemm_splitk example_tilelang_gemm_splitk --repeats 2
 done
