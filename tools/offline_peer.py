@@ -55,6 +55,17 @@ _SIDE = textwrap.dedent(r'''
         t.__version__ = "2.8.0"
         for c in ["Tensor", "dtype", "device", "Size", "Generator", "Stream"]:
             setattr(t, c, type(c, (), {}))
+    import os as _os
+    if _os.environ.get("OFFLINE_PEER_CAPABILITY"):  # --device-capability: examples that ask torch which GPU
+        _cap = tuple(int(x) for x in _os.environ["OFFLINE_PEER_CAPABILITY"].split("."))
+        _props = types.SimpleNamespace(major=_cap[0], minor=_cap[1], name="offline", multi_processor_count=132,
+                                       total_memory=80 << 30)
+        _c = sys.modules.get("torch.cuda") or sys.modules["torch"].cuda
+        sys.modules["torch"].cuda = _c  # (the stand-in's attributes are new objects on each access)
+        _c.is_available = lambda: True
+        _c.current_device = lambda: 0
+        _c.get_device_capability = lambda *a, **k: _cap
+        _c.get_device_properties = lambda *a, **k: _props
     sys.path.insert(0, examples + "/" + family)
     import tilelang
     m = importlib.import_module(module)
@@ -119,6 +130,9 @@ def main(argv=None) -> int:
     p.add_argument("--upstream-pkg", required=True, help="an unpacked upstream wheel")
     p.add_argument("--upstream-python", default=os.path.expanduser("~/.pyenv/versions/3.12.1/bin/python3"))
     p.add_argument("--out", default="/tmp/offline_peer")
+    p.add_argument("--device-capability", default="",
+                   help="e.g. 9.0: torch.cuda answers as if that GPU were present (examples that pick their "
+                        "code by the device, as the convolution example's is_hopper)")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -129,10 +143,10 @@ def main(argv=None) -> int:
 
     ours_defines = list(_tl.cuda_compile_defines({}))
     sides = {
-        "ours": ([sys.executable], {"TILELANG_DEFAULT_TARGET": "cuda",
+        "ours": ([sys.executable], {"TILELANG_DEFAULT_TARGET": "cuda", "OFFLINE_PEER_CAPABILITY": a.device_capability,
                                     "TILELANG_CUDA_ARCH": os.environ.get("TILELANG_CUDA_ARCH", "sm_90a")},
                  [str(root / "templates")], ours_defines),
-        "upstream": ([a.upstream_python], {"PYTHONPATH": a.upstream_pkg},
+        "upstream": ([a.upstream_python], {"PYTHONPATH": a.upstream_pkg, "OFFLINE_PEER_CAPABILITY": a.device_capability},
                      [f"{a.upstream_pkg}/tilelang/src", f"{a.upstream_pkg}/tilelang/3rdparty/cutlass/include"],
                      ["-DNDEBUG"]),  # (upstream builds without --use_fast_math unless tl.enable_fast_math)
     }
