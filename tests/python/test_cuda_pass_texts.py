@@ -193,6 +193,10 @@ def test_launch_bounds_keeps_the_plain_order_where_the_tensors_fit_in_l2():
     assert any("(128 MB, 32 MB a grid plane of 4) fit in the L2 (50 MB)" in r for r in remarks), remarks
     _, one_plane = around(split_k(4096, 4096, 4096, 1), "cuda-launch-bounds")
     assert 'T.attr("tl.raster_panel", 8)' in one_plane, one_plane
+    # ... and a plane that does not fit keeps the panels: 2 slices of 8192^3 (128 + 128 + 256 MB,
+    # 256 MB a plane)
+    _, large_planes = around(split_k(8192, 8192, 8192, 2), "cuda-launch-bounds")
+    assert 'T.attr("tl.raster_panel", 8)' in large_planes, large_planes
 
 
 def test_plan_shared_memory_writes_each_tiles_layout():
