@@ -179,7 +179,6 @@ class WarpSpecializer {
   ir::Stmt ConsumerLoop(const ir::Buffer& bars);
   const ir::Call* LoneWgmma();
   // warp_specialize_gemm_order.cc: whether a plain GEMM loop keeps a k-tile's wgmmas in flight
-  const ir::Call* PlainGemmLoop() const;
   int64_t SharedBytesWithStages(const ir::Stmt& kernel_body, int64_t stages) const;
   void DecideGemmOrder(const ir::Stmt& kernel_body);
   ir::Stmt GemmMainLoop(const ir::Buffer& bars, const ir::Call* gemm);

@@ -17,11 +17,9 @@
 #include <string>
 #include <unordered_set>
 
-#include "pipeline_schedule.h"
 #include "shared_plan.h"
 #include "warp_specialize.h"
 #include "tl/ir/functor.h"
-#include "tl/ir/intrinsics.h"
 #include "tl/support/error.h"
 #include "tl/target/cuda_target.h"
 
@@ -46,23 +44,6 @@ int OperandBits(const Expr& arg) {
 }
 
 }  // namespace
-
-/// The loop body's one wgmma GEMM from shared memory when nothing else but the loads is in
-/// it (what LoneWgmma finds once FormGroups has run), else null.
-const Call* WarpSpecializer::PlainGemmLoop() const {
-  const Call* gemm = nullptr;
-  for (const Stmt& st : cuda::Flatten(loop_->body)) {
-    bool produces = false;
-    for (const CopyOp* c : producers_) produces |= st.get() == c;
-    for (const cuda::Im2colNest& n : im2cols_) produces |= st.get() == n.loop;
-    if (produces) continue;
-    const auto* ev = As<Evaluate>(st);
-    const auto* call = ev ? As<Call>(ev->value) : nullptr;
-    if (gemm || !IsIntrinsic(call, TL_INTRINSIC_NAME("gemm_ss_wgmma"))) return nullptr;
-    gemm = call;
-  }
-  return gemm;
-}
 
 /// Shared bytes of the kernel's tiles with the produced ones staged `stages` deep (each
 /// tile rounded up to the 1024-byte alignment of wgmma's panels), or -1 when a tile's size
@@ -91,9 +72,9 @@ int64_t WarpSpecializer::SharedBytesWithStages(const Stmt& kernel_body, int64_t 
 /// Decides gemm_in_flight_ (and adds its stage) for a plain GEMM loop, and the remark that says so
 /// (gemm_order_remark_, given once the loop is specialized).
 void WarpSpecializer::DecideGemmOrder(const Stmt& kernel_body) {
-  const Call* gemm = PlainGemmLoop();
+  const Call* gemm = LoneWgmma();
   // the loop shapes GemmMainLoop builds: one barrier group, every step counted by k
-  if (!gemm || split_groups_ || !guards_.empty() || stages_ < 2 || ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) return;
+  if (!gemm || split_groups_ || groups_.size() != 1 || !guards_.empty() || stages_ < 2 || ConfigTrue(ctx_, "tl.ws_gemm_adaptive")) return;
   const std::string at = "T.Pipelined at line " + std::to_string(loop_->span.line) + ": ";
   // tl.ws_gemm_in_flight_depth (an experiment, not yet run on a GPU): the k-tiles in flight
   gemm_in_flight_depth_ = ConfigInt(ctx_, "tl.ws_gemm_in_flight_depth", 1, 4, loop_->span, "an integer from 1 to 4")

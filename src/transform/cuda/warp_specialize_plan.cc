@@ -107,10 +107,10 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
       }
     }
   }
+  FormGroups();
   DecideGemmOrder(binding->body);  // (may add a stage: before the tiles are staged)
   Roles roles;
   if (!AssignRoles(stmts, at, &roles)) return nullptr;
-  FormGroups();
   // An attention loop the softmax overlap takes releases K after Q K^T and V after P V, a
   // step apart: with one pair for both, step k's loads would wait for step k - 1's P V (a
   // bubble per step), so its loads get pairs of their own.
