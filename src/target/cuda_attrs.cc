@@ -2,6 +2,8 @@
 /// \file The attributes the CUDA passes leave for the code generator (cuda_attrs.h).
 #include "tl/target/cuda_attrs.h"
 
+#include <array>
+
 #include <functional>
 #include <vector>
 
@@ -70,11 +72,11 @@ Stmt DropSharedPlan(const Stmt& body) {
   return dropper.Mutate(body);
 }
 
-int64_t LaunchMarker(const Stmt& body, const char* key, int64_t otherwise) {
-  int64_t value = otherwise;
+const AttrStmt* FindLaunchMarker(const Stmt& body, const char* key) {
+  const AttrStmt* found = nullptr;
   std::function<void(const Stmt&)> find = [&](const Stmt& s) {
     if (const auto* attr = As<AttrStmt>(s)) {
-      if (attr->key == key) AsConstInt(attr->values[0], &value);
+      if (attr->key == key) found = attr;
     }
     if (const auto* seq = As<Seq>(s)) {
       for (const Stmt& c : seq->stmts) find(c);
@@ -85,7 +87,21 @@ int64_t LaunchMarker(const Stmt& body, const char* key, int64_t otherwise) {
     if (const auto* k = As<KernelLaunch>(s)) find(k->body);
   };
   find(body);
+  return found;
+}
+
+int64_t LaunchMarker(const Stmt& body, const char* key, int64_t otherwise) {
+  int64_t value = otherwise;
+  if (const AttrStmt* attr = FindLaunchMarker(body, key)) AsConstInt(attr->values[0], &value);
   return value;
+}
+
+std::array<int64_t, 3> ClusterDims(const Stmt& body) {
+  std::array<int64_t, 3> dims{1, 1, 1};
+  if (const AttrStmt* attr = FindLaunchMarker(body, kClusterDimsAttr)) {
+    for (size_t k = 0; k < 3 && k < attr->values.size(); ++k) AsConstInt(attr->values[k], &dims[k]);
+  }
+  return dims;
 }
 
 }  // namespace tl::target

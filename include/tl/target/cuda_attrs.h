@@ -12,12 +12,14 @@
 ///   T.attr("tl.min_blocks_per_sm", n), T.attr("tl.loop_terms_apart", 1),
 ///   T.attr("tl.raster_panel", columns),
 ///   T.attr("tl.tma_cache_hint", policy)         launch markers (cuda-launch-bounds)
+///   T.attr("tl.cluster_dims", x, y, z)          launch marker (T.ClusterKernel, cuda-warp-specialize)
 ///   T.attr("tl.fragment_layout:acc = <layout>") immediately before a register fragment's
 ///                                               Allocate, in the same Seq (cuda-lower-fragments):
 ///                                               how its elements sit in the threads' registers,
 ///                                               for the reader (codegen prints it as a comment)
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -41,6 +43,9 @@ inline constexpr const char* kRasterPanelAttr = "tl.raster_panel";
 /// The L2 cache policy of the kernel's TMA loads (tl.tma_cache_hint): 0 or absent none,
 /// 1 evict-normal, 2 evict-first, 3 evict-last (templates' tl::L2Hint).
 inline constexpr const char* kTmaCacheHintAttr = "tl.tma_cache_hint";
+/// The kernel is launched in thread-block clusters of (x, y, z) blocks (`__cluster_dims__`):
+/// T.ClusterKernel's cluster_dims, or cuda-warp-specialize's multicast. Absent: no clusters.
+inline constexpr const char* kClusterDimsAttr = "tl.cluster_dims";
 
 /// The key prefix of a fragment's layout note: the rest is "<buffer> = <layout>" (a key, as
 /// the front end's "tl.remark:" notes: the IR has no string values).
@@ -82,5 +87,9 @@ ir::Stmt DropSharedPlan(const ir::Stmt& body);
 /// The constant of the first launch-level marker `key` (in the kernel's top-level
 /// sequences, through the thread binding), or `otherwise`.
 int64_t LaunchMarker(const ir::Stmt& body, const char* key, int64_t otherwise);
+/// The launch marker `key` of a kernel body (its top level or the thread binding's), or null.
+const ir::AttrStmt* FindLaunchMarker(const ir::Stmt& body, const char* key);
+/// The cluster dimensions of a kernel body's kClusterDimsAttr marker; (1, 1, 1) without one.
+std::array<int64_t, 3> ClusterDims(const ir::Stmt& body);
 
 }  // namespace tl::target

@@ -35,6 +35,22 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
     const char* hint = tma_cache_hint > 0 && tma_cache_hint < 4 ? kHints[tma_cache_hint] : "";
     return Plain("tma_load_" + std::to_string(op->args.size() - 3) + "d" + hint, op, print);
   }
+  if (n == "tma_load_multicast") {  // (desc, smem, bar, mask, c0, ...)
+    static const char* const kHints[] = {"", "<tl::L2Hint::kEvictNormal>", "<tl::L2Hint::kEvictFirst>",
+                                         "<tl::L2Hint::kEvictLast>"};
+    const char* hint = tma_cache_hint > 0 && tma_cache_hint < 4 ? kHints[tma_cache_hint] : "";
+    std::string s = std::string("tl::tma_load_multicast") + hint + "(";
+    for (size_t k = 0; k < op->args.size(); ++k) {
+      s += (k ? ", " : "") + std::string(k == 3 ? "(uint16_t)(" : "") + print(op->args[k]) + (k == 3 ? ")" : "");
+    }
+    return s + ")";
+  }
+  // clusters (cluster.h)
+  if (n == "block_rank_in_cluster") return "(int)tl::block_rank_in_cluster()";
+  if (n == "cluster_sync") return "tl::cluster_sync()";
+  if (n == "mbarrier_arrive_cluster_warp") {
+    return "tl::mbarrier_arrive_cluster_warp<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
+  }
   if (n == "tma_load_im2col") {
     std::string s = "tl::tma_load_im2col_4d(";
     for (size_t k = 0; k < op->args.size(); ++k) {

@@ -175,7 +175,10 @@ struct TmaBox {
   Expr desc, smem;
   std::vector<Expr> coords;
 };
-std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool panelled, int64_t* box_bytes) {
+/// With `slices` > 1, the boxes of slice `slice` of the rows (along the tensor dimension
+/// `sliced`, the tile dimension `tile_dim`; TmaMulticastUnfit checked they divide).
+std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool panelled, int64_t* box_bytes,
+                             int64_t slices = 1, const Expr& slice = Expr(), size_t sliced = 0, size_t tile_dim = 0) {
   const Buffer& src = global.buffer;
   size_t rank = src->shape.size();
   std::vector<int64_t> ext;
@@ -193,8 +196,9 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
   std::vector<Expr> desc_args{AddressOf(src, std::vector<Expr>(rank, MakeInt(0))),
                               MakeInt(static_cast<int64_t>(swizzle))};
   int64_t box_elems = 1;
+  const int64_t slice_rows = slices > 1 ? ext[sliced] / slices : 0;
   for (size_t j = 0; j < rank; ++j) {
-    int64_t e = j == 0 ? box_inner : ext[rank - 1 - j];
+    int64_t e = j == 0 ? box_inner : slices > 1 && rank - 1 - j == sliced ? slice_rows : ext[rank - 1 - j];
     desc_args.push_back(MakeInt(e));
     box_elems *= e;
   }
@@ -202,6 +206,7 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
   Expr desc = Call::Make(DType::Handle(), "tma_descriptor", desc_args);
   std::vector<Expr> tile_idx;
   for (const Range& r : tile.ranges) tile_idx.push_back(r.min);
+  if (slices > 1) tile_idx[tile_dim] = tile_idx[tile_dim] + slice * MakeInt(slice_rows);
   std::vector<TmaBox> boxes;
   for (int64_t p = 0; p < cols / box_inner; ++p) {
     std::vector<Expr> at = tile_idx;
@@ -209,6 +214,7 @@ std::vector<TmaBox> TmaBoxes(const Region& global, const Region& tile, bool pane
     TmaBox box{desc, AddressOf(tile.buffer, at), {}};
     for (size_t j = 0; j < rank; ++j) {
       Expr c = global.ranges[rank - 1 - j].min;
+      if (slices > 1 && rank - 1 - j == sliced) c = c + slice * MakeInt(slice_rows);
       box.coords.push_back(j == 0 && p ? c + MakeInt(p * box_inner) : c);
     }
     boxes.push_back(box);
@@ -232,6 +238,58 @@ Stmt LowerTmaLoad(const CopyOp* copy, bool panelled, const Expr& bar, int64_t* b
     args.insert(args.end(), box.coords.begin(), box.coords.end());
     loads.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_load", args), copy->span));
     *bytes += box_bytes;
+  }
+  return loads.size() == 1 ? loads[0] : Seq::Make(loads, copy->span);
+}
+
+namespace {
+
+/// The tensor dimension along which a whole-tile copy's rows run and the tile's dimension
+/// that holds them (MulticastSlicing); false when the rows are not one dimension of each.
+bool MulticastSlicing(const CopyOp* copy, size_t* sliced, size_t* tile_dim, int64_t* rows) {
+  std::vector<int64_t> ext, tile_ext;
+  if (!ConstExtents(copy->src, &ext) || !ConstExtents(copy->dst, &tile_ext)) return false;
+  int found = 0;
+  for (size_t i = 0; i + 1 < ext.size(); ++i) {
+    if (ext[i] != 1) *sliced = i, *rows = ext[i], ++found;
+  }
+  int found_tile = 0;
+  for (size_t i = 0; i + 1 < tile_ext.size(); ++i) {
+    if (tile_ext[i] != 1) *tile_dim = i, ++found_tile;
+  }
+  return found == 1 && found_tile == 1 && tile_ext[*tile_dim] == *rows;
+}
+
+}  // namespace
+
+std::string TmaMulticastUnfit(const CopyOp* copy, bool panelled, int64_t blocks) {
+  size_t sliced = 0, tile_dim = 0;
+  int64_t rows = 0;
+  if (!MulticastSlicing(copy, &sliced, &tile_dim, &rows)) return "its rows do not run along one tensor dimension";
+  if (rows % blocks) return "its " + std::to_string(rows) + " rows do not split into " + std::to_string(blocks);
+  const int64_t slice = rows / blocks;
+  std::vector<int64_t> ext;
+  ConstExtents(copy->src, &ext);
+  const int64_t row_bytes = ext.back() * copy->src.buffer->dtype.bytes();
+  if (panelled ? slice % 8 != 0 : slice * row_bytes % 128 != 0) {
+    return "a slice of " + std::to_string(slice) + " rows does not start on a " +
+           (panelled ? "1024-byte swizzle atom" : "128-byte boundary");
+  }
+  return "";
+}
+
+Stmt LowerTmaLoadMulticast(const CopyOp* copy, bool panelled, const Expr& bar, const Expr& rank, int64_t blocks,
+                           int64_t* bytes) {
+  size_t sliced = 0, tile_dim = 0;
+  int64_t rows = 0, box_bytes = 0;
+  TL_ICHECK(MulticastSlicing(copy, &sliced, &tile_dim, &rows)) << "a multicast copy TmaMulticastUnfit refuses";
+  std::vector<Stmt> loads;
+  const Expr mask = MakeInt((int64_t{1} << blocks) - 1);
+  for (const TmaBox& box : TmaBoxes(copy->src, copy->dst, panelled, &box_bytes, blocks, rank, sliced, tile_dim)) {
+    std::vector<Expr> args{box.desc, box.smem, bar, mask};
+    args.insert(args.end(), box.coords.begin(), box.coords.end());
+    loads.push_back(Evaluate::Make(Call::Make(DType::Void(), "tma_load_multicast", args), copy->span));
+    *bytes += box_bytes * blocks;
   }
   return loads.size() == 1 ? loads[0] : Seq::Make(loads, copy->span);
 }

@@ -42,6 +42,19 @@ std::string TmaLoadUnfit(const ir::CopyOp* copy, bool panelled, const std::vecto
 /// `*bytes`. Only for copies TmaLoadUnfit accepts.
 ir::Stmt LowerTmaLoad(const ir::CopyOp* copy, bool panelled, const ir::Expr& bar, int64_t* bytes);
 
+/// Why the tile of `copy` (which TmaLoadUnfit accepts) cannot be loaded in `blocks` slices of
+/// rows, one per block of a cluster, each multicast to all of them; "" when it can: the copy
+/// fills its whole tile, its rows run along one dimension of the tensor, and each slice
+/// starts where a box may (on a 1024-byte swizzle atom of each panel, or 128-byte aligned).
+std::string TmaMulticastUnfit(const ir::CopyOp* copy, bool panelled, int64_t blocks);
+
+/// The loads of slice `rank` (an expression: the block's rank in its cluster) of `blocks`
+/// slices of `copy`'s rows, each box multicast to every block of the cluster and completing
+/// on the mbarrier at `bar` in each; adds the bytes of the whole tile to `*bytes` (every
+/// block receives every slice). Only for copies TmaMulticastUnfit accepts.
+ir::Stmt LowerTmaLoadMulticast(const ir::CopyOp* copy, bool panelled, const ir::Expr& bar, const ir::Expr& rank,
+                               int64_t blocks, int64_t* bytes);
+
 /// Whether a TMA store of `copy` reads its tile in wgmma's panel layout: a wgmma operand, or
 /// a tile of 16- or 32-bit elements in whole 128-byte panel rows (8 rows a swizzle atom), which the store then gives
 /// that layout (written from register fragments without bank conflicts, like the XOR-rows

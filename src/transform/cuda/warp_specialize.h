@@ -11,6 +11,7 @@
 ///                                groups, indices and initialization, register split, remark
 ///   warp_specialize_producer.cc  the producer branch: the TMA-issuing loop
 ///   warp_specialize_consumer.cc  the consumer branch: waits, consumption, releases
+///   warp_specialize_multicast.cc clusters of two blocks sharing a tile by TMA multicast
 ///
 /// One WarpSpecializer handles one kernel launch; its members are filled in that order.
 #pragma once
@@ -128,6 +129,11 @@ class WarpSpecializer {
   ir::Expr PrologueBar(const ir::Buffer& bars);
   std::string PrologueNames() const;
 
+  // warp_specialize_multicast.cc: clusters sharing tiles
+  void DecideMulticast(const ir::KernelLaunch* launch);
+  int64_t ClusterBlocks() const;
+  std::vector<ir::Stmt> ClusterStart() const;
+
   // warp_specialize_producer.cc
   ir::Stmt Producer(const ir::Buffer& bars, int64_t* bytes);
   ir::Expr AtIteration(const ir::Expr& e, const ir::VarRef& k) const;
@@ -183,6 +189,7 @@ class WarpSpecializer {
   void DecideGemmOrder(const ir::Stmt& kernel_body);
   ir::Stmt GemmMainLoop(const ir::Buffer& bars, const ir::Call* gemm);
   ir::Stmt Release(const ir::Expr& empty);
+  int64_t EmptyArrivals() const;
   ir::Stmt WithoutProxyFence(const ir::Stmt& s);
   bool ReadThroughGenericProxy(const Group& group);
 
@@ -213,6 +220,9 @@ class WarpSpecializer {
   int64_t gemm_in_flight_depth_ = 1;  ///< ... how many k-tiles (tl.ws_gemm_in_flight_depth)
   std::string gemm_order_remark_;  ///< ... and what it says about it ("" for nothing)
   bool single_thread_producer_;  ///< tl.ws_single_thread_producer: the producer loop in one thread (the old way)
+  int cluster_axis_ = -1;  ///< DecideMulticast: the grid axis of the clusters, -1 for none
+  std::unordered_set<const ir::CopyOp*> multicast_;  ///< ... the copies each block loads a slice of for all
+  std::string multicast_remark_;
 };
 
 }  // namespace tl::transform::cuda

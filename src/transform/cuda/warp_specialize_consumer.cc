@@ -193,8 +193,19 @@ Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
 }
 
 /// The consumers' arrival on an empty barrier: every consumer thread once. (One lane
-/// per warp after __syncwarp measured no faster on the H200.)
-Stmt WarpSpecializer::Release(const Expr& empty) { return CallStmt("mbarrier_arrive", {empty}, loop_->span); }
+/// per warp after __syncwarp measured no faster on the H200.) In clusters, each warp once
+/// on the barrier of every block of the cluster (warp_specialize_multicast.cc).
+Stmt WarpSpecializer::Release(const Expr& empty) {
+  if (ClusterBlocks() > 1) {
+    return CallStmt("mbarrier_arrive_cluster_warp", {empty, MakeInt(ClusterBlocks())}, loop_->span);
+  }
+  return CallStmt("mbarrier_arrive", {empty}, loop_->span);
+}
+
+/// The arrivals that complete a phase of an empty barrier (Release).
+int64_t WarpSpecializer::EmptyArrivals() const {
+  return ClusterBlocks() > 1 ? threads_ / 32 * ClusterBlocks() : threads_;
+}
 
 /// wgmma calls whose shared operands no loop statement writes through the generic proxy
 /// skip their proxy fence: TMA (async proxy) fills the staged tiles, and what the

@@ -33,7 +33,7 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   int64_t bytes = 0;
   Stmt producer = Producer(bars, &bytes);  // (first: it collects the descriptors InitBarriers prefetches)
   common.push_back(InitBarriers(bars));
-  common.push_back(CallStmt("syncthreads", {}, span));
+  for (const Stmt& s : ClusterStart()) common.push_back(s);
 
   // As many registers as the producer's release leaves the consumers, at most 256
   // (setmaxnreg's limit): 256 for one consumer warpgroup, 240 for two, 112 for four (see
@@ -55,12 +55,14 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
   Stmt consumer = Consumer(bars, roles, consumer_regs);
   common.push_back(IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(threads_)}), producer,
                                     consumer, span));
+  // (in clusters: no block exits while the other may still arrive on its empty barriers)
+  if (ClusterBlocks() > 1) common.push_back(CallStmt("cluster_sync", {}, span));
   ctx_.remarks.push_back(SpecializedRemark(bytes, consumer_regs));
   return Seq::Make(common, binding_span_);
 }
 
 /// Thread 0 prefetches the TMA descriptors, then initializes every group's full barriers (one arrival: the producer's
-/// arrive_expect_tx) and empty barriers (one arrival per consumer thread), and the prologue's.
+/// arrive_expect_tx) and empty barriers (EmptyArrivals), and the prologue's.
 Stmt WarpSpecializer::InitBarriers(const Buffer& bars) {
   const Span& span = loop_->span;
   int64_t groups = static_cast<int64_t>(groups_.size());
@@ -69,7 +71,7 @@ Stmt WarpSpecializer::InitBarriers(const Buffer& bars) {
     for (int64_t s = 0; s < stages_; ++s) {
       init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt(g * stages_ + s)}), MakeInt(1)}, span));
       init.push_back(CallStmt("mbarrier_init", {AddressOf(bars, {MakeInt((groups + g) * stages_ + s)}),
-                                                MakeInt(threads_)}, span));
+                                                MakeInt(EmptyArrivals())}, span));
     }
   }
   if (!prologue_.empty()) init.push_back(CallStmt("mbarrier_init", {PrologueBar(bars), MakeInt(1)}, span));

@@ -125,6 +125,8 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
     return Fail("one stage, and every load feeds the same statements: nothing to overlap");
   }
   if (!gemm_order_remark_.empty()) ctx_.remarks.push_back(gemm_order_remark_);
+  DecideMulticast(launch);
+  if (!multicast_remark_.empty()) ctx_.remarks.push_back(multicast_remark_);
   return Build(roles);
 }
 

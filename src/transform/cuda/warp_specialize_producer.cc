@@ -36,7 +36,11 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
       Region src = cuda::SubstituteRegion(c->src, loop_->var.get(), loop_->min + k);
       Region dst = select.MutateRegion(cuda::SubstituteRegion(c->dst, loop_->var.get(), loop_->min + k));
       Stmt copy = CopyOp::Make(src, dst, c->span, c->disable_tma);
-      Stmt issue = cuda::LowerTmaLoad(As<CopyOp>(copy), panelled_.at(c), Full(bars, g, stage), &group_bytes);
+      Stmt issue = multicast_.count(c)
+                       ? cuda::LowerTmaLoadMulticast(As<CopyOp>(copy), panelled_.at(c), Full(bars, g, stage),
+                                                     Call::Make(DType::Int(32), "block_rank_in_cluster", {}),
+                                                     ClusterBlocks(), &group_bytes)
+                       : cuda::LowerTmaLoad(As<CopyOp>(copy), panelled_.at(c), Full(bars, g, stage), &group_bytes);
       loads.push_back(issue);
       PrefetchDescriptor(issue, &prefetch);
     }
@@ -105,6 +109,7 @@ void WarpSpecializer::PrefetchDescriptor(const Stmt& issue, std::vector<Stmt>* p
   ForEachExpr(issue, [&](const Expr& e) {
     const auto* call = As<Call>(e);
     if (first && (IsIntrinsic(call, TL_INTRINSIC_NAME("tma_load")) ||
+                  IsIntrinsic(call, TL_INTRINSIC_NAME("tma_load_multicast")) ||
                   IsIntrinsic(call, TL_INTRINSIC_NAME("tma_load_im2col")))) {
       prefetch->push_back(CallStmt("tma_prefetch_descriptor", {call->args[0]}, loop_->span));
       first = false;

@@ -79,6 +79,7 @@ static_assert(sizeof(uint8_t) == 1 && sizeof(uint16_t) == 2 && sizeof(uint32_t) 
 #include "mma.h"
 #include "wgmma.h"
 #include "async_pipeline.h"
+#include "cluster.h"
 #include "reduce.h"
 #include "atomic.h"
 // clang-format on
