@@ -5,7 +5,8 @@
 /// - on CUDA it needs sm_100a (upstream lowers it to Blackwell's cvt.rs and fails to compile
 ///   it for any other target). The CPU target rounds stochastically in software
 ///   (templates/tl/stochastic_round.h), as CUDA does where it is allowed.
-/// - intrinsics declared kCudaOnly are refused on the CPU target.
+/// - intrinsics declared kCudaOnly are refused on the CPU target;
+/// - thread-block clusters (T.ClusterKernel) need sm_90.
 /// The CUDA pipeline sets "tl.target_arch"; without it (the CPU) no architecture applies.
 #include <string>
 
@@ -58,6 +59,15 @@ class Checker : public IRVisitor {
                                ": stochastic rounding in integer arithmetic (stochastic_round.h), not cvt.rs");
         reported_ = true;
       }
+    }
+    IRVisitor::Visit_(op);
+  }
+
+  void Visit_(const AttrStmt* op) override {
+    // T.ClusterKernel / cluster_dims: clusters are sm_90's (the CPU runs the blocks as usual)
+    if (op->key == "tl.cluster_dims" && cuda_ && ctx_.Cuda().sm < 90) {
+      TL_USER_ERROR(span_) << "cluster_dims: thread-block clusters need sm_90 or newer; this kernel is compiled for "
+                           << ctx_.Cuda().arch;
     }
     IRVisitor::Visit_(op);
   }

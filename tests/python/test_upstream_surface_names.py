@@ -211,7 +211,7 @@ def test_mma_micro_size():
 @pytest.mark.parametrize("call,reason", [
     ("T.tcgen05_gemm(A_s, A_s, C)", "Blackwell"),
     ("T.alloc_tmem([128, 128], 'float32')", "Blackwell"),
-    ("T.cluster_sync()", "thread-block clusters"),
+    ("T.copy_cluster(A_s, A_s)", "cluster API"),
     ("T.warpgroup_arrive()", "instruction-level API"),
     ("T.gemm_sp(A_s, A_s, A_s, C)", "2:4 sparse"),
     ("T.sync_grid()", "cooperative launch"),

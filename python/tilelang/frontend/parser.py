@@ -784,6 +784,9 @@ class Parser:
         self.builder.open()
         try:
             from ..language import get_thread_binding
+            if getattr(spec, "cluster_dims", None):
+                from ..language.clusters import emit_cluster_marker
+                emit_cluster_marker(spec.cluster_dims)
             for dim, n in enumerate(thread_names):
                 if n is not None:
                     self.bind(n, get_thread_binding(dim))

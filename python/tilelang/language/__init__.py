@@ -228,12 +228,16 @@ def empty(*shape, dtype="float32"):
 
 
 class KernelSpec:
-    def __init__(self, grid, threads, prelude=None):
+    def __init__(self, grid, threads, prelude=None, cluster_dims=None):
         if not grid:
             grid = (1,)  # T.Kernel(threads=128): one block, as upstream
         if not 1 <= len(grid) <= 3:
             raise _b._UserError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
         self.grid = grid
+        from .clusters import check_grid_divides, normalize_cluster_dims
+        self.cluster_dims = normalize_cluster_dims(cluster_dims)
+        if self.cluster_dims:
+            check_grid_divides(grid, self.cluster_dims)
         given = 1 if threads is None or isinstance(threads, numbers.Integral) else len(threads)
         try:
             # Checked and padded to 3-d as upstream does; the kernel keeps the dimensions given.
@@ -253,11 +257,19 @@ def While(cond):  # noqa: N802 - upstream's name
     return WhileSpec(cond)
 
 
-def Kernel(*grid, threads=None, prelude=None, is_cpu=False):
-    """``with T.Kernel(gx, gy, threads=128) as (bx, by):`` — a grid of blocks."""
+def Kernel(*grid, threads=None, prelude=None, is_cpu=False, cluster_dims=None):
+    """``with T.Kernel(gx, gy, threads=128) as (bx, by):`` — a grid of blocks (on sm_90, in
+    thread-block clusters of ``cluster_dims`` blocks: see T.ClusterKernel)."""
     if len(grid) == 1 and isinstance(grid[0], (tuple, list)):
         grid = tuple(grid[0])
-    return KernelSpec(grid, threads, prelude)
+    return KernelSpec(grid, threads, prelude, cluster_dims)
+
+
+def ClusterKernel(*grid, cluster_dims, threads=None, prelude=None):  # noqa: N802 - upstream's name
+    """``with T.ClusterKernel(gx, gy, cluster_dims=(2, 1, 1), threads=128) as (bx, by):`` — T.Kernel
+    launched in thread-block clusters (sm_90): the blocks of a cluster run at the same time and
+    may wait for each other (T.cluster_sync); T.block_rank_in_cluster numbers them."""
+    return Kernel(*grid, threads=threads, prelude=prelude, cluster_dims=cluster_dims)
 
 
 def _alloc(shape, dtype_, scope, init=None):
@@ -2030,6 +2042,8 @@ from .barriers import (  # noqa: E402,F401
     tma_store_arrive, tma_store_wait, wait_wgmma, ws)
 from .barriers import WsSpec as WarpSpecializeFrame, ws as WarpSpecialize  # noqa: E402,F401
 from .upstream_only import *  # noqa: E402,F401,F403  (upstream names refused at the user's line)
+from .clusters import (  # noqa: E402,F401
+    block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait)
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)

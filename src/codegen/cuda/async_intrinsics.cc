@@ -47,7 +47,9 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   }
   // clusters (cluster.h)
   if (n == "block_rank_in_cluster") return "(int)tl::block_rank_in_cluster()";
-  if (n == "cluster_sync") return "tl::cluster_sync()";
+  if (n == "cluster_sync" || n == "cluster_arrive" || n == "cluster_arrive_relaxed" || n == "cluster_wait") {
+    return "tl::" + n + "()";
+  }
   if (n == "mbarrier_arrive_cluster_warp") {
     return "tl::mbarrier_arrive_cluster_warp<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
   }
