@@ -104,3 +104,34 @@ def test_block_ranks_on_the_gpu():
     a = np.full((128,), -1, np.int32)
     tilelang.compile(ranks(4))(a)
     np.testing.assert_array_equal(a, np.arange(128) % 4)
+
+
+def arrive_on_block_zero():
+    # upstream's cluster-barrier shape: every block's threads arrive on block 0's barrier
+    @T.prim_func
+    def main(A: T.Tensor((128,), "int32")):
+        with T.ClusterKernel(128, threads=128, cluster_dims=(4, 1, 1)) as bx:
+            mbar = T.alloc_cluster_barrier([512])
+            T.cluster_sync()
+            T.mbarrier_arrive(mbar[0], 0)
+            if T.block_rank_in_cluster() == 0:
+                T.mbarrier_wait_parity(mbar[0], 0)
+            if T.get_thread_binding() == 0:
+                A[bx] = 1
+            T.cluster_sync()
+    return main
+
+
+def test_arrivals_on_another_blocks_barrier():
+    src = tilelang.compile(arrive_on_block_zero(), target=HOPPER).get_kernel_source()
+    assert "tl::mbarrier_arrive_remote((&mbar[0]), (uint32_t)(0))" in src
+    assert src.index("tl::mbarrier_init_fence()") < src.index("tl::cluster_sync()") < \
+        src.index("tl::mbarrier_arrive_remote(")
+
+
+@pytest.mark.skipif(os.environ.get("TILELANG_TEST_CUDA") != "1", reason="runs on the GPU (TILELANG_TEST_CUDA=1)")
+def test_arrivals_on_another_blocks_barrier_on_the_gpu():
+    # (a hang, not a wrong value, is what a lost arrival would give: the process times out)
+    a = np.zeros((128,), np.int32)
+    tilelang.compile(arrive_on_block_zero())(a)
+    np.testing.assert_array_equal(a, np.ones(128, np.int32))

@@ -2036,7 +2036,8 @@ from .bits import (  # noqa: E402,F401
     sts64, sts128)
 from .tile_schedule import PersistentTileScheduler  # noqa: E402,F401
 from .barriers import (  # noqa: E402,F401
-    WsSpec, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive, barrier_wait,
+    WsSpec, alloc_barrier, alloc_cluster_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc,
+    barrier_arrive, barrier_wait, ptx_arrive_cluster_barrier,
     cp_async_barrier_noinc, fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx,
     mbarrier_wait_parity, no_set_max_nreg, ptx_commit_group, ptx_cp_async, ptx_wait_group, shuffle_elect, tma_copy,
     tma_store_arrive, tma_store_wait, wait_wgmma, ws)

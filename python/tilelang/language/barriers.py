@@ -99,10 +99,26 @@ def mbarrier_wait_parity(mbarrier, parity):
 
 
 def mbarrier_arrive(mbarrier, cta_id=None):
-    """One arrival of each thread that runs it on `mbarrier`."""
+    """One arrival of each thread that runs it on `mbarrier`; with `cta_id`, on the barrier at
+    the same place in block `cta_id` of the cluster (T.ClusterKernel; released to the cluster)."""
     if cta_id is not None:
-        raise _b._UserError("T.mbarrier_arrive(cta_id=...): cluster barriers are not supported by this compiler")
+        _emit_call("mbarrier_arrive_remote", [barrier_address(mbarrier, "T.mbarrier_arrive"),
+                                              _count(cta_id, "T.mbarrier_arrive", "cta_id")])
+        return
     _emit_call("mbarrier_arrive", [barrier_address(mbarrier, "T.mbarrier_arrive")])
+
+
+def alloc_cluster_barrier(arrive_count):
+    """``mbars = T.alloc_cluster_barrier([n])``: T.alloc_barrier's mbarriers, for arrivals from
+    the other blocks of a cluster too (``T.mbarrier_arrive(mbars[i], cta_id)``). Their
+    initialization is fenced for the cluster; the program meets the other blocks
+    (T.cluster_sync) before any of them arrives."""
+    return alloc_barrier(arrive_count)
+
+
+def ptx_arrive_cluster_barrier(mbarrier, cta_id):
+    """One arrival on the barrier at `mbarrier`'s place in block `cta_id` of the cluster."""
+    mbarrier_arrive(mbarrier, cta_id)
 
 
 def cp_async_barrier_noinc(mbarrier):

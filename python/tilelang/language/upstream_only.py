@@ -6,7 +6,7 @@ runs; one that calls them learns why and what to write instead, never an Attribu
 Grouped by why:
   - Blackwell (sm_100 / sm_120) instructions: tensor memory, tcgen05, cluster launch control,
     2-SM TMA, block-scaled GEMMs; this compiler generates code for sm_80 / sm_90 and the CPU;
-  - cluster-scope mbarriers and copies between the shared memories of a cluster's blocks;
+  - copies between the shared memories of a cluster's blocks (T.copy_cluster);
   - upstream's instruction-level API (emitter classes and one-PTX-instruction calls on TVM
     buffers), whose work the tile operations do here;
   - 2:4 sparse tensor-core GEMMs;
@@ -20,8 +20,8 @@ _BLACKWELL = (
     "is a Blackwell (sm_100 / sm_120) feature; this compiler generates code for sm_80 and sm_90 GPUs "
     "and the CPU")
 _CLUSTERS = ("is part of upstream's cluster API this compiler does not build (it launches clusters with "
-             "T.ClusterKernel and syncs them with T.cluster_sync, but has no cluster-scope mbarriers or "
-             "copies between the blocks' shared memories)")
+             "T.ClusterKernel, syncs them with T.cluster_sync and arrives on other blocks' mbarriers, but does "
+             "not copy between the blocks' shared memories)")
 _INSTRUCTION_LEVEL = (
     "is upstream's instruction-level API (one PTX instruction per call, on TVM buffers), which this "
     "compiler does not have; write the tile operation (T.gemm, T.copy, T.wgmma_gemm, T.tma_copy), which it "
@@ -43,7 +43,7 @@ _REFUSED = {
         "tma_gather4_bytes", "tma_scatter4", "gemm_blockscaled", "mma_gemm_blockscaled",
         "make_blockscaled_gemm_layout"),
     _CLUSTERS: (
-        "alloc_cluster_barrier", "copy_cluster", "ptx_arrive_cluster_barrier"),
+        "copy_cluster",),
     _INSTRUCTION_LEVEL: (
         "TensorCoreIntrinEmitter", "TensorCoreIntrinEmitterWithLadderTransform", "WGMMATensorCoreIntrinEmitter",
         "WGMMADescriptorParams", "ptx_mma", "ptx_mma_sm70", "ptx_ldmatrix", "ptx_wgmma_ss", "ptx_wgmma_rs",

@@ -50,6 +50,9 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   if (n == "cluster_sync" || n == "cluster_arrive" || n == "cluster_arrive_relaxed" || n == "cluster_wait") {
     return "tl::" + n + "()";
   }
+  if (n == "mbarrier_arrive_remote") {
+    return "tl::mbarrier_arrive_remote(" + print(op->args[0]) + ", (uint32_t)(" + print(op->args[1]) + "))";
+  }
   if (n == "mbarrier_arrive_cluster_warp") {
     return "tl::mbarrier_arrive_cluster_warp<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
   }
