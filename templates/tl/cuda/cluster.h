@@ -100,13 +100,23 @@ TL_DEVICE void mbarrier_arrive_remote(uint64_t* bar, uint32_t rank) {
 /// arrives on block r's barrier once the whole warp has come here (each barrier counts one
 /// arrival per warp per block). The warp's threads are converged first, so every lane's
 /// reads of the stage the barrier guards are done before any lane arrives.
-template <int Blocks>
+template <int Blocks, bool LocalOwn = false>
 TL_DEVICE void mbarrier_arrive_cluster_warp(uint64_t* bar) {
   static_assert(Blocks >= 1 && Blocks <= 16, "a cluster has 1 to 16 blocks");
 #if TL_ASYNC_PIPELINE_AVAILABLE
   __syncwarp();
   const uint32_t lane = threadIdx.x & 31;
-  if (lane < Blocks) mbarrier_arrive_remote(bar, lane);
+  if constexpr (LocalOwn) {  // (this block's own barrier through its shared::cta address)
+    if (lane < Blocks) {
+      if (lane == block_rank_in_cluster()) {
+        mbarrier_arrive(bar);
+      } else {
+        mbarrier_arrive_remote(bar, lane);
+      }
+    }
+  } else {
+    if (lane < Blocks) mbarrier_arrive_remote(bar, lane);
+  }
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
 #endif
