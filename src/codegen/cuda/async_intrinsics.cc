@@ -54,9 +54,11 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
     return "tl::mbarrier_arrive_remote(" + print(op->args[0]) + ", (uint32_t)(" + print(op->args[1]) + "))";
   }
   if (n == "mbarrier_arrive_cluster_warp") {
+    // (bar, blocks, local_own, cluster_release): the last two 0 or 1
     const bool local_own = op->args.size() > 2 && print(op->args[2]) == "1";
-    return "tl::mbarrier_arrive_cluster_warp<" + print(op->args[1]) + (local_own ? ", true" : "") + ">(" +
-           print(op->args[0]) + ")";
+    const bool cluster_release = op->args.size() > 3 && print(op->args[3]) == "1";
+    std::string flags = cluster_release ? (local_own ? ", true, true" : ", false, true") : (local_own ? ", true" : "");
+    return "tl::mbarrier_arrive_cluster_warp<" + print(op->args[1]) + flags + ">(" + print(op->args[0]) + ")";
   }
   if (n == "tma_load_im2col") {
     std::string s = "tl::tma_load_im2col_4d(";

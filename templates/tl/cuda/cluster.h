@@ -96,26 +96,36 @@ TL_DEVICE void mbarrier_arrive_remote(uint64_t* bar, uint32_t rank) {
 #endif
 }
 
+/// One arrival on the mbarrier at `bar`'s offset in block `rank`, with mbarrier.arrive's
+/// default semantics (release, CTA scope), as CUTLASS's cluster pipelines arrive: enough to
+/// tell a producer that a stage's wgmmas, which completed before, are done reading it.
+TL_DEVICE void mbarrier_arrive_remote_cta(uint64_t* bar, uint32_t rank) {
+#if TL_ASYNC_PIPELINE_AVAILABLE
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(bar, rank)) : "memory");
+#elif defined(__CUDA_ARCH__)
+  asm volatile("trap;");
+#endif
+}
+
 /// One arrival per warp on `bar` in each of the first `Blocks` blocks of the cluster: lane r
 /// arrives on block r's barrier once the whole warp has come here (each barrier counts one
 /// arrival per warp per block). The warp's threads are converged first, so every lane's
-/// reads of the stage the barrier guards are done before any lane arrives.
-template <int Blocks, bool LocalOwn = false>
+/// reads of the stage the barrier guards are done before any lane arrives. `LocalOwn`: the
+/// lane of this block's own rank arrives through its shared::cta address; `ClusterRelease`:
+/// the arrivals release to the cluster (mbarrier.arrive.release.cluster), not the CTA.
+template <int Blocks, bool LocalOwn = false, bool ClusterRelease = false>
 TL_DEVICE void mbarrier_arrive_cluster_warp(uint64_t* bar) {
   static_assert(Blocks >= 1 && Blocks <= 16, "a cluster has 1 to 16 blocks");
 #if TL_ASYNC_PIPELINE_AVAILABLE
   __syncwarp();
   const uint32_t lane = threadIdx.x & 31;
-  if constexpr (LocalOwn) {  // (this block's own barrier through its shared::cta address)
-    if (lane < Blocks) {
-      if (lane == block_rank_in_cluster()) {
-        mbarrier_arrive(bar);
-      } else {
-        mbarrier_arrive_remote(bar, lane);
-      }
-    }
+  if (lane >= Blocks) return;
+  if (LocalOwn && lane == block_rank_in_cluster()) {
+    mbarrier_arrive(bar);
+  } else if constexpr (ClusterRelease) {
+    mbarrier_arrive_remote(bar, lane);
   } else {
-    if (lane < Blocks) mbarrier_arrive_remote(bar, lane);
+    mbarrier_arrive_remote_cta(bar, lane);
   }
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
