@@ -119,6 +119,8 @@ void WarpSpecializer::DecideMulticast(const KernelLaunch* launch) {
     multicast_.clear();
     cluster_launch_only_ = true;
   }
+  // (an experiment: the blocks' stages coupled through the empty barriers, each loading its own tiles)
+  if (ConfigTrue(ctx_, "tl.ws_multicast_coupled_only")) multicast_.clear();
   multicast_remark_ = at + "launched in clusters of " + std::to_string(kClusterBlocks) + " blocks along " +
                       (cluster_axis_ == 0 ? "x" : "y") + "; " + names +
                       " multicast (each block loads 1/" + std::to_string(kClusterBlocks) + " of it for both: " +
