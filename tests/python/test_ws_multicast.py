@@ -45,7 +45,7 @@ def test_panels_order_whole_clusters():
     # rank, so that the two blocks of a cluster stay in one column of C (the same B tile)
     src, _, _ = lower(gemm(8192, 8192, 8192), **ON)
     code = src.code
-    assert "const int tl_linear = (int)blockIdx.x + ((int)blockIdx.y / 2) * ((int)gridDim.x);" in code
+    assert "const int tl_linear = blockIdx.x + ((int)blockIdx.y / 2) * gridDim.x;" in code
     assert "const int tl_group = 8 * ((int)gridDim.y / 2);" in code
     assert "const int by = (tl_in_panel / tl_width) * 2 + (int)blockIdx.y % 2;" in code
     assert "const int bx = tl_first + tl_in_panel % tl_width;" in code

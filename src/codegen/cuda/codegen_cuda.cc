@@ -209,14 +209,16 @@ class CudaCodegen : public CPrinter {
       // the blocks of a cluster keep the neighbouring indices the cluster was made for.
       const std::array<int64_t, 3> cluster = target::ClusterDims(op->body);
       const int64_t cx = cluster[0], cy = cluster[1];
-      std::string gx = "(int)gridDim.x", gy = "(int)gridDim.y", ix = "(int)blockIdx.x", iy = "(int)blockIdx.y";
-      if (cx > 1) gx += " / " + std::to_string(cx), ix += " / " + std::to_string(cx);
-      if (cy > 1) gy += " / " + std::to_string(cy), iy += " / " + std::to_string(cy);
+      auto per_cluster = [](const std::string& e, int64_t n) {
+        return n > 1 ? "((int)" + e + " / " + std::to_string(n) + ")" : e;
+      };
+      const std::string gx = per_cluster("gridDim.x", cx), gy = per_cluster("gridDim.y", cy);
       const int64_t columns = std::max<int64_t>(1, panel / cx);
-      Line() << "const int tl_linear = " << ix << " + (" << iy << ") * (" << gx << ");\n";
-      Line() << "const int tl_group = " << columns << " * (" << gy << ");\n";
+      Line() << "const int tl_linear = " << per_cluster("blockIdx.x", cx) << " + " << per_cluster("blockIdx.y", cy)
+             << " * " << gx << ";\n";
+      Line() << "const int tl_group = " << columns << " * " << gy << ";\n";
       Line() << "const int tl_first = tl_linear / tl_group * " << columns << ";\n";
-      Line() << "const int tl_width = min(" << columns << ", " << gx << " - tl_first);\n";
+      Line() << "const int tl_width = min(" << columns << ", " << (cx > 1 ? gx : "(int)gridDim.x") << " - tl_first);\n";
       Line() << "const int tl_in_panel = tl_linear % tl_group;\n";
       std::string bx = "tl_first + tl_in_panel % tl_width", by = "tl_in_panel / tl_width";
       if (cx > 1) bx = "(" + bx + ") * " + std::to_string(cx) + " + (int)blockIdx.x % " + std::to_string(cx);
