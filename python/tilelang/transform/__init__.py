@@ -132,7 +132,7 @@ ACTED_ON_CUDA = {
     "tl.ws_extra_stages": "an experiment: this many stages added to a warp-specialized loop's num_stages (0 to 8)",
     "tl.ws_gemm_in_flight": "a warp-specialized GEMM loop keeps a k-tile's wgmmas in flight while it issues the next (automatic, with one extra stage, for k-tiles of at most 512 tensor-core cycles where the stage fits: src/transform/cuda/warp_specialize_gemm_order.cc; True forces it without the extra stage, False turns it off)",
     "tl.ws_gemm_in_flight_depth": "an experiment, not yet run on a GPU: how many k-tiles' wgmmas a GEMM loop in flight keeps outstanding (1 to 4, default 1); the automatic order adds that many stages",
-    "tl.ws_multicast": "a warp-specialized loop whose tile is the same for two neighbouring blocks along an even grid axis launches them as a cluster of 2, each block loading half the tile by TMA multicast for both (src/transform/cuda/warp_specialize_multicast.cc; True where it can, False never)",
+    "tl.ws_multicast": "a warp-specialized loop whose tile is the same for two neighbouring blocks along an even grid axis launches them as a cluster of 2, each block loading half the tile by TMA multicast for both (src/transform/cuda/warp_specialize_multicast.cc; off by default: measured 1-5% slower on the H100; True where it can)",
     "tl.ws_gemm_adaptive": "tl.ws_gemm_in_flight, but the previous stage is released before waiting for a late one",
     "tl.ws_consumer_registers": "registers per consumer thread after setmaxnreg (default 240; 24..256, a multiple of 8)",
     "tl.ws_single_thread_producer": "the warp-specialized producer's loop in one thread, not one warp with an elected lane",

@@ -54,11 +54,7 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
     return "tl::mbarrier_arrive_remote(" + print(op->args[0]) + ", (uint32_t)(" + print(op->args[1]) + "))";
   }
   if (n == "mbarrier_arrive_cluster_warp") {
-    // (bar, blocks, local_own, cluster_release): the last two 0 or 1
-    const bool local_own = op->args.size() > 2 && print(op->args[2]) == "1";
-    const bool cluster_release = op->args.size() > 3 && print(op->args[3]) == "1";
-    std::string flags = cluster_release ? (local_own ? ", true, true" : ", false, true") : (local_own ? ", true" : "");
-    return "tl::mbarrier_arrive_cluster_warp<" + print(op->args[1]) + flags + ">(" + print(op->args[0]) + ")";
+    return "tl::mbarrier_arrive_cluster_warp<" + print(op->args[1]) + ">(" + print(op->args[0]) + ")";
   }
   if (n == "tma_load_im2col") {
     std::string s = "tl::tma_load_im2col_4d(";
@@ -87,7 +83,7 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   if (n == "warpgroup_reg_alloc" || n == "warpgroup_reg_dealloc") return "tl::" + n + "<" + print(op->args[0]) + ">()";
   static const std::unordered_set<std::string> kPlain = {
       "mbarrier_init",     "mbarrier_init_fence",       "mbarrier_arrive",        "mbarrier_arrive_expect_tx",
-      "mbarrier_expect_tx", "mbarrier_wait_parity", "mbarrier_wait_parity_spin",     "mbarrier_test_wait_parity", "tma_prefetch_descriptor",
+      "mbarrier_expect_tx", "mbarrier_wait_parity",     "mbarrier_test_wait_parity", "tma_prefetch_descriptor",
       "named_barrier_sync", "named_barrier_sync_all"};
   if (kPlain.count(n)) return Plain(n, op, print);
   return "";

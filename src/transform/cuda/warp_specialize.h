@@ -133,7 +133,6 @@ class WarpSpecializer {
   void DecideMulticast(const ir::KernelLaunch* launch);
   int64_t ClusterBlocks() const;
   std::vector<ir::Stmt> ClusterStart() const;
-  ir::Stmt ClusterWaits(const ir::Stmt& s) const;
 
   // warp_specialize_producer.cc
   ir::Stmt Producer(const ir::Buffer& bars, int64_t* bytes);
@@ -222,7 +221,6 @@ class WarpSpecializer {
   std::string gemm_order_remark_;  ///< ... and what it says about it ("" for nothing)
   bool single_thread_producer_;  ///< tl.ws_single_thread_producer: the producer loop in one thread (the old way)
   int cluster_axis_ = -1;  ///< DecideMulticast: the grid axis of the clusters, -1 for none
-  bool cluster_launch_only_ = false;  ///< ... launched in clusters without multicast (tl.ws_multicast_launch_only)
   std::unordered_set<const ir::CopyOp*> multicast_;  ///< ... the copies each block loads a slice of for all
   std::string multicast_remark_;
 };

@@ -197,10 +197,7 @@ Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
 /// on the barrier of every block of the cluster (warp_specialize_multicast.cc).
 Stmt WarpSpecializer::Release(const Expr& empty) {
   if (ClusterBlocks() > 1) {
-    return CallStmt("mbarrier_arrive_cluster_warp",
-                    {empty, MakeInt(ClusterBlocks()), MakeInt(ConfigTrue(ctx_, "tl.ws_cluster_local_arrive") ? 1 : 0),
-                     MakeInt(ConfigTrue(ctx_, "tl.ws_cluster_release") ? 1 : 0)},
-                    loop_->span);
+    return CallStmt("mbarrier_arrive_cluster_warp", {empty, MakeInt(ClusterBlocks())}, loop_->span);
   }
   return CallStmt("mbarrier_arrive", {empty}, loop_->span);
 }

@@ -53,8 +53,8 @@ Stmt WarpSpecializer::Build(const Roles& roles) {
                                   {MakeInt(kProducerThreads), MakeInt(kProducerRegisters), MakeInt(consumer_regs)},
                                   span));
   Stmt consumer = Consumer(bars, roles, consumer_regs);
-  common.push_back(ClusterWaits(IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(threads_)}),
-                                                 producer, consumer, span)));
+  common.push_back(IfThenElse::Make(Call::Make(DType::Bool(), "ws_is_producer", {MakeInt(threads_)}), producer,
+                                    consumer, span));
   // (in clusters: no block exits while the other may still arrive on its empty barriers)
   if (ClusterBlocks() > 1) common.push_back(CallStmt("cluster_sync", {}, span));
   ctx_.remarks.push_back(SpecializedRemark(bytes, consumer_regs));

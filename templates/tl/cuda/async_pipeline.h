@@ -130,22 +130,6 @@ TL_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
-/// mbarrier_wait_parity without the suspend-time hint: try_wait's own time limit, polled
-/// (the form CUTLASS's cluster barriers use).
-TL_DEVICE void mbarrier_wait_parity_spin(uint64_t* bar, uint32_t parity) {
-#if TL_ASYNC_PIPELINE_AVAILABLE
-  asm volatile(
-      "{\n\t.reg .pred tl_done;\n"
-      "tl_wait_%=:\n\t"
-      "mbarrier.try_wait.parity.shared::cta.b64 tl_done, [%0], %1;\n\t"
-      "@!tl_done bra tl_wait_%=;\n\t}" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-#else
-  mbarrier_wait_parity(bar, parity);
-#endif
-}
-
 /// Whether the phase with this parity has completed; never waits (test_wait).
 TL_DEVICE bool mbarrier_test_wait_parity(uint64_t* bar, uint32_t parity) {
 #if TL_MBARRIER_AVAILABLE

@@ -110,23 +110,16 @@ TL_DEVICE void mbarrier_arrive_remote_cta(uint64_t* bar, uint32_t rank) {
 /// One arrival per warp on `bar` in each of the first `Blocks` blocks of the cluster: lane r
 /// arrives on block r's barrier once the whole warp has come here (each barrier counts one
 /// arrival per warp per block). The warp's threads are converged first, so every lane's
-/// reads of the stage the barrier guards are done before any lane arrives. `LocalOwn`: the
-/// lane of this block's own rank arrives through its shared::cta address; `ClusterRelease`:
-/// the arrivals release to the cluster (mbarrier.arrive.release.cluster), not the CTA.
-template <int Blocks, bool LocalOwn = false, bool ClusterRelease = false>
+/// reads of the stage the barrier guards are done before any lane arrives. (Arrivals with
+/// .release.cluster compile to MEMBAR.ALL.GPU before each one: 40-150% slower GEMMs on the
+/// H100, thirty-ninth session.)
+template <int Blocks>
 TL_DEVICE void mbarrier_arrive_cluster_warp(uint64_t* bar) {
   static_assert(Blocks >= 1 && Blocks <= 16, "a cluster has 1 to 16 blocks");
 #if TL_ASYNC_PIPELINE_AVAILABLE
   __syncwarp();
   const uint32_t lane = threadIdx.x & 31;
-  if (lane >= Blocks) return;
-  if (LocalOwn && lane == block_rank_in_cluster()) {
-    mbarrier_arrive(bar);
-  } else if constexpr (ClusterRelease) {
-    mbarrier_arrive_remote(bar, lane);
-  } else {
-    mbarrier_arrive_remote_cta(bar, lane);
-  }
+  if (lane < Blocks) mbarrier_arrive_remote_cta(bar, lane);
 #elif defined(__CUDA_ARCH__)
   asm volatile("trap;");
 #endif
