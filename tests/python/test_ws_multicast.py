@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tilelang
+from test_guarded_pipeline_loads import block_sparse_gemm
 from test_warp_specialize import attention, gemm, lower
 
 ON = {"tl.ws_multicast": True}
@@ -68,12 +69,16 @@ def test_attention_shares_k_and_v_between_query_blocks():
     assert src.code.count("tl::tma_load_multicast(") == 4 and src.code.count("tl::tma_load_4d(") == 2
 
 
-@pytest.mark.parametrize("why, func", [
+@pytest.mark.parametrize("why, func, configs", [
     # an odd number of blocks along both axes
-    ("no tile is the same for two neighbouring blocks", gemm(3 * 128, 3 * 256, 1024, 128, 256, 64, 3, 256)),
+    ("no tile is the same for two neighbouring blocks", gemm(3 * 128, 3 * 256, 1024, 128, 256, 64, 3, 256), {}),
+    # block-sparse: a block whose mask drops a k-tile would still receive the other's half
+    ("the blocks may skip different k-tiles: loads under a guard", block_sparse_gemm(256, 256, 256)[0], {}),
+    ("the blocks may skip different k-tiles: loads under a guard", block_sparse_gemm(256, 256, 256)[0],
+     {"tl.ws_skip_masked_steps": False}),
 ])
-def test_refusals_say_why(why, func):
-    src, remarks, _ = lower(func, **ON)
+def test_refusals_say_why(why, func, configs):
+    src, remarks, _ = lower(func, **ON, **configs)
     assert any(why in r for r in said(remarks)), remarks
     assert "__cluster_dims__" not in src.code and "multicast" not in src.code
 

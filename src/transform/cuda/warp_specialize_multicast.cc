@@ -20,8 +20,9 @@
 /// Which axis: the one whose static, even grid extent lets the most bytes per stage be
 /// shared, counting the loop's copies whose source (and the loop's bounds) does not depend on
 /// that axis's block index, reads nothing from memory, and whose tile splits into two runs of
-/// rows TMA can write (TmaMulticastUnfit). Block-sparse loops that skip k-tiles per block, the
-/// kernels the program launches in clusters itself, and copies under a guard stay as they are.
+/// rows TMA can write (TmaMulticastUnfit). Loops with loads under a guard (block-sparse ones,
+/// whose blocks may skip different k-tiles) and the kernels the program launches in clusters
+/// itself stay as they are.
 /// tl.ws_multicast: True multicasts wherever it can; off by default. Measured on the H100
 /// (thirty-ninth session, 8192^3): fp16 128x256x64 1.714 -> 1.725 ms, fp8 128x128x64 1.218 ->
 /// 1.289, the MHA forward about 4% slower; the blocks of the GEMMs here are not held back by
@@ -72,8 +73,10 @@ void WarpSpecializer::DecideMulticast(const KernelLaunch* launch) {
   if (!ConfigOn(ctx_, "tl.ws_multicast", /*default_on=*/false)) return;
   const std::string at = "T.Pipelined at line " + std::to_string(loop_->span.line) + ": ";
   if (target::FindLaunchMarker(launch->body, target::kClusterDimsAttr)) return;  // the program's own clusters
-  if (SkippedStepGuard()) {
-    ctx_.remarks.push_back(at + "no multicast (the blocks skip different k-tiles)");
+  // A block whose guard is false arrives on its full barrier without bytes, while the other
+  // block of its cluster would still send it half a tile: both must load the same k-tiles.
+  if (SkippedStepGuard() || !guards_.empty()) {
+    ctx_.remarks.push_back(at + "no multicast (the blocks may skip different k-tiles: loads under a guard)");
     return;
   }
   // What the two blocks of a cluster agree on: the loop's variable, the sizes, the other
@@ -98,7 +101,6 @@ void WarpSpecializer::DecideMulticast(const KernelLaunch* launch) {
     std::vector<const CopyOp*> shared;
     int64_t bytes = 0;
     for (const CopyOp* c : producers_) {
-      if (guards_.count(c)) continue;
       bool same = true;
       for (const Range& r : c->src.ranges) same = same && OnlyOf(r.min, allowed) && OnlyOf(r.extent, allowed);
       if (!same || !TmaMulticastUnfit(c, panelled_.at(c), kClusterBlocks).empty()) continue;
