@@ -135,3 +135,17 @@ def test_arrivals_on_another_blocks_barrier_on_the_gpu():
     a = np.zeros((128,), np.int32)
     tilelang.compile(arrive_on_block_zero())(a)
     np.testing.assert_array_equal(a, np.ones(128, np.int32))
+
+
+def test_a_dynamic_grid_is_left_to_the_launch():
+    # a grid extent known only at the call cannot be checked here: the driver refuses a launch
+    # whose grid does not divide into clusters (its error names the grid)
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.ClusterKernel(T.ceildiv(N, 64), threads=64, cluster_dims=2) as bx:
+            for i in T.Parallel(64):
+                if bx * 64 + i < N:
+                    A[bx * 64 + i] = bx
+    assert "__cluster_dims__(2, 1, 1)" in tilelang.compile(main, target=HOPPER).get_kernel_source()
