@@ -18,6 +18,14 @@ std::string Plain(const std::string& name, const Call* op, const std::function<s
   return s + ")";
 }
 
+/// The template argument of a TMA load's L2 policy (tl.tma_cache_hint's marker: 0 none, 1
+/// evict-normal, 2 evict-first, 3 evict-last), or "".
+std::string L2HintArg(int64_t tma_cache_hint) {
+  static const char* const kHints[] = {"", "<tl::L2Hint::kEvictNormal>", "<tl::L2Hint::kEvictFirst>",
+                                       "<tl::L2Hint::kEvictLast>"};
+  return tma_cache_hint > 0 && tma_cache_hint < 4 ? kHints[tma_cache_hint] : "";
+}
+
 }  // namespace
 
 std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::string(const Expr&)>& print,
@@ -30,16 +38,10 @@ std::string PrintAsyncPipelineCall(const Call* op, const std::function<std::stri
   // TMA: loads (desc, smem, bar, c0, ...), im2col loads (desc, smem, bar, c, w, h, n, off_w,
   // off_h), stores (desc, smem, c0, ...); the rank is the number of coordinates
   if (n == "tma_load") {
-    static const char* const kHints[] = {"", "<tl::L2Hint::kEvictNormal>", "<tl::L2Hint::kEvictFirst>",
-                                         "<tl::L2Hint::kEvictLast>"};
-    const char* hint = tma_cache_hint > 0 && tma_cache_hint < 4 ? kHints[tma_cache_hint] : "";
-    return Plain("tma_load_" + std::to_string(op->args.size() - 3) + "d" + hint, op, print);
+    return Plain("tma_load_" + std::to_string(op->args.size() - 3) + "d" + L2HintArg(tma_cache_hint), op, print);
   }
   if (n == "tma_load_multicast") {  // (desc, smem, bar, mask, c0, ...)
-    static const char* const kHints[] = {"", "<tl::L2Hint::kEvictNormal>", "<tl::L2Hint::kEvictFirst>",
-                                         "<tl::L2Hint::kEvictLast>"};
-    const char* hint = tma_cache_hint > 0 && tma_cache_hint < 4 ? kHints[tma_cache_hint] : "";
-    std::string s = std::string("tl::tma_load_multicast") + hint + "(";
+    std::string s = "tl::tma_load_multicast" + L2HintArg(tma_cache_hint) + "(";
     for (size_t k = 0; k < op->args.size(); ++k) {
       s += (k ? ", " : "") + std::string(k == 3 ? "(uint16_t)(" : "") + print(op->args[k]) + (k == 3 ? ")" : "");
     }

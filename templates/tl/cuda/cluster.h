@@ -29,17 +29,6 @@ TL_DEVICE uint32_t block_rank_in_cluster() {
 #endif
 }
 
-/// The number of blocks in this block's cluster.
-TL_DEVICE uint32_t cluster_block_count() {
-#if TL_ASYNC_PIPELINE_AVAILABLE
-  uint32_t n = 1;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-  return n;
-#else
-  return 1;
-#endif
-}
-
 /// This thread's arrival on the cluster barrier; its earlier writes are released to the
 /// threads that wait (every thread of the warp executes it: .aligned).
 TL_DEVICE void cluster_arrive() {
