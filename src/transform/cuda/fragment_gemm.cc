@@ -18,6 +18,7 @@
 #include "../region_util.h"
 #include "copy_lowering.h"
 #include "fragment_inference.h"
+#include "gemm_live_columns.h"
 #include "lower_fragments.h"
 #include "shared_plan.h"
 #include "thread_binding.h"
@@ -198,6 +199,10 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
                             MakeInt(rf.layout->m()), MakeInt(rf.layout->n()), k,
                             MakeBool(op->trans_a), MakeBool(op->trans_b), MakeBool(true), MakeInt(wg_n),
                             MakeInt(reps)};
+  const std::string clipped = ClipToLiveColumns(op, k, wg_n, reps, &args);
+  int64_t n_issue = n_per_wg;
+  AsConstInt(args[4], &n_issue);
+  n_issue /= wg_n;
   if (op->async_wgmma) {
     // (KTileA, KTileB): the columns of the tiles whose windows K-major operands are, when a
     // window is narrower than its tile (T.wgmma_gemm on A_s[:, j * 16 : (j + 1) * 16]).
@@ -216,7 +221,7 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
                                           args),
                                op->span));
   ctx_.remarks.push_back(std::string(op->async_wgmma ? "T.wgmma_gemm " : "T.gemm ") + op->a.buffer->name + " x " +
-                         op->b.buffer->name + " -> " + op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(n_per_wg, 256)) +
+                         op->b.buffer->name + " -> " + op->c.buffer->name + ": wgmma m64n" + std::to_string(std::min<int64_t>(n_issue, 256)) +
                          (op->a.buffer->dtype.bits == 8 ? "k32 (float8)" : "k16") + " from shared memory, " +
                          std::to_string(rf.layout->m() / 64 / reps * wg_n) +
                          " warpgroup(s)" +
@@ -224,8 +229,32 @@ Stmt FragmentRewriter::WgmmaGemm(const GemmOp* op) {
                                          " columns each)"
                                    : "") +
                          (reps > 1 ? " (" + std::to_string(reps) + " 64-row blocks each)" : "") +
-                         (op->async_wgmma ? ", not waited for (T.wait_wgmma)" : ""));
+                         (op->async_wgmma ? ", not waited for (T.wait_wgmma)" : "") + clipped);
   return Seq::Make(out, op->span);
+}
+
+/// A B tile wider than the tensor it is loaded from (cuda::LiveGemmColumns): the wgmmas
+/// cover only the columns that can be non-zero, rounded up to what the instruction and
+/// B's layout take (whole 64-column panels of an N-major B; 16 rows of a K-major B, whose
+/// k steps must then stay inside one 128-byte panel, since its panel stride counts all N
+/// rows). Not with warpgroups split along N or repeated along M, whose registers are
+/// placed by N, nor for T.wgmma_gemm, which the program waits for itself. The result
+/// names the clip for the remark ("" when there is none).
+std::string FragmentRewriter::ClipToLiveColumns(const GemmOp* op, const Expr& k, int64_t wg_n, int64_t reps,
+                                                std::vector<Expr>* args) {
+  int64_t n = 0, kc = 0;
+  if (!cuda::ConfigOn(ctx_, "tl.gemm_live_columns", /*default_on=*/true)) return "";
+  if (op->async_wgmma || wg_n != 1 || reps != 1 || !AsConstInt((*args)[4], &n) || !AsConstInt(k, &kc)) return "";
+  if (op->trans_b && kc * op->b.buffer->dtype.bits > 128 * 8) return "";
+  std::string source;
+  const int64_t live = cuda::LiveGemmColumns(kernel_body, op, &source);
+  const int64_t step = op->trans_b ? 16 : 64;
+  const int64_t clipped = (live + step - 1) / step * step;
+  if (live <= 0 || clipped >= n) return "";
+  (*args)[4] = MakeInt(clipped);
+  return "; over its first " + std::to_string(clipped) + " of " + std::to_string(n) +
+         " columns: B's columns from " + std::to_string(live) + " on lie outside " + source +
+         " for every block and step, so their products are zero (tl.gemm_live_columns)";
 }
 
 /// T.wgmma_gemm must become wgmma from shared memory (gemm_ss_wgmma_issue): the reason it

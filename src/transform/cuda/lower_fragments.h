@@ -90,6 +90,7 @@ class FragmentRewriter : public IRMutator {
   /// T.gemm on Hopper: wgmma m64nNk16 from shared memory, one warpgroup per 64 rows of
   /// C. The operands' shared layout follows (cuda::WgmmaOperandOffset, in codegen).
   Stmt WgmmaGemm(const GemmOp* op);
+  std::string ClipToLiveColumns(const GemmOp* op, const Expr& k, int64_t wg_n, int64_t reps, std::vector<Expr>* args);
   Stmt Mutate_(const FillOp* op, const Stmt& self) override;
   Stmt Mutate_(const IfThenElse* op, const Stmt& self) override;
   Stmt Mutate_(const LetStmt* op, const Stmt& self) override;
