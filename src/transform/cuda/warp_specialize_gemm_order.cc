@@ -15,6 +15,7 @@
 /// tl.ws_gemm_in_flight set to true or false decides it instead (true then adds no stage:
 /// tl.ws_extra_stages does).
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "shared_plan.h"
@@ -47,26 +48,61 @@ int OperandBits(const Expr& arg) {
 
 /// Shared bytes of the kernel's tiles with the produced ones staged `stages` deep (each
 /// tile rounded up to the 1024-byte alignment of wgmma's panels), or -1 when a tile's size
-/// is not known at compile time.
+/// is not known at compile time. Tiles first touched after the loop (an epilogue's staging
+/// tile) take the bytes of the staged tiles, dead by then, as cuda-plan-shared-memory
+/// places them (only what does not fit in those counts).
 int64_t WarpSpecializer::SharedBytesWithStages(const Stmt& kernel_body, int64_t stages) const {
   struct Tiles : IRVisitor {
     const std::unordered_set<const BufferNode*>* produced;
-    int64_t stages, total = 0;
-    bool known = true;
+    const For* loop;
+    int64_t stages = 1;
+    std::unordered_map<const BufferNode*, int64_t> bytes;  // per shared tile, staged
+    std::unordered_set<const BufferNode*> touched_by_loop;  // before it or in it
+    bool loop_done = false, known = true;
     void Visit_(const Allocate* a) override {
       if (a->buffer->scope == Scope::kShared) {
-        int64_t bytes = cuda::ConstBytes(a->buffer);
-        known = known && bytes >= 0;
-        bytes = (bytes + 1023) / 1024 * 1024;
-        total += produced->count(a->buffer.get()) ? bytes * stages : bytes;
+        int64_t b = cuda::ConstBytes(a->buffer);
+        known = known && b >= 0;
+        b = (b + 1023) / 1024 * 1024;
+        bytes[a->buffer.get()] = produced->count(a->buffer.get()) ? b * stages : b;
       }
       IRVisitor::Visit_(a);
     }
+    void Visit_(const For* f) override {
+      IRVisitor::Visit_(f);
+      if (f == loop) loop_done = true;
+    }
+    void Touch(const Buffer& b) {
+      if (b && !loop_done) touched_by_loop.insert(b.get());
+    }
+    void VisitRegion(const Region& r) override {
+      Touch(r.buffer);
+      IRVisitor::VisitRegion(r);
+    }
+    void Visit_(const BufferLoad* op) override {
+      Touch(op->buffer);
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const BufferStore* op) override {
+      Touch(op->buffer);
+      IRVisitor::Visit_(op);
+    }
   } tiles;
   tiles.produced = &produced_;
+  tiles.loop = loop_;
   tiles.stages = stages;
   tiles.Visit(kernel_body);
-  return tiles.known ? tiles.total : -1;
+  if (!tiles.known) return -1;
+  int64_t total = 0, staged = 0, after = 0;
+  for (const auto& [buffer, b] : tiles.bytes) {
+    if (produced_.count(buffer)) staged += b;
+    if (tiles.loop_done && !tiles.touched_by_loop.count(buffer)) {
+      after += b;
+    } else {
+      total += b;
+    }
+  }
+  return total + std::max<int64_t>(0, after - staged);
 }
 
 /// Decides gemm_in_flight_ (and adds its stage) for a plain GEMM loop, and the remark that says so
