@@ -80,6 +80,13 @@ def main():
             res[name] = per_call_us((lambda: with_out(x, y)) if k is with_out else (lambda: in_place(x, y, z)),
                                     args.calls)
             k._call_plan = plan
+        # ... and the C++ path reading tensors by attribute instead of the DLPack exchange API
+        if getattr(in_place._call_plan, "exchange", False):
+            for name, fn, k in (("returns_output_attribute_reads_us", lambda: with_out(x, y), with_out),
+                                ("writes_given_output_attribute_reads_us", lambda: in_place(x, y, z), in_place)):
+                k._call_plan.exchange = False
+                res[name] = per_call_us(fn, args.calls)
+                k._call_plan.exchange = True
     for k, v in res.items():
         print(f"{k}: {v:.2f}" if isinstance(v, float) else f"{k}: {v}")
     if args.json:

@@ -7,7 +7,8 @@
 /// Python path (jit/cuda_backend.py) handles the call: it accepts what it can convert and
 /// explains what it cannot. So this file decides nothing the Python path does not; it only
 /// skips the interpreter for the common case, where a call's host cost matters (decode-time
-/// kernels run in a few microseconds).
+/// kernels run in a few microseconds). Where torch publishes the DLPack C exchange API
+/// (dlpack_exchange.h), a tensor is read in one C call and the stream in another.
 #include <Python.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "dlpack_exchange.h"
 #include "launch_dims.h"
 #include "tl/runtime/cuda_module.h"
 
@@ -97,6 +99,7 @@ class CudaCallPlan {
         alignment_(alignment),
         empty_kwnames_(nb::make_tuple("dtype", "device")) {
     if (alignment_ < 1) throw nb::value_error("alignment must be at least 1");
+    api_ = tl_bind::dlpack::ExchangeApiOf(tensor_type_.ptr());
     for (int d : aligned_dims_) {
       if (d < 0 || static_cast<size_t>(d) >= dim_max_.size()) throw nb::value_error("aligned dimension out of range");
     }
@@ -172,9 +175,7 @@ class CudaCallPlan {
       grid = Dim3(nb::cast<std::vector<int64_t>>(grid_fn_(dyn)), "grid", /*allow_zero=*/true);
     }
     if (grid[0] && grid[1] && grid[2]) {
-      nb::object stream_obj = Steal(PyObject_CallOneArg(stream_fn_.ptr(), device_index_obj_.ptr()));
-      uint64_t stream = PyLong_AsUnsignedLongLong(stream_obj.ptr());
-      if (PyErr_Occurred()) throw nb::python_error();
+      uint64_t stream = CurrentStream();
       nb::gil_scoped_release release;
       module_->Launch(grid, block_, shared_, stream, values);
     }
@@ -193,6 +194,11 @@ class CudaCallPlan {
     const Names& names = AttrNames();
     nb::object dtype = Steal(PyObject_GetAttr(a, names.dtype));
     if (dtype.ptr() != s.dtype.ptr()) return false;
+    if (api_ && use_exchange_) {
+      tl_bind::dlpack::Tensor t;
+      if (api_->dltensor_from_py_object_no_sync(a, &t) == 0) return ExchangedTensorArg(s, t, value, dims);
+      PyErr_Clear();  // (a tensor torch does not export, one that requires grad: as below)
+    }
     nb::object device = Steal(PyObject_CallMethodNoArgs(a, names.get_device));
     if (PyLong_AsLong(device.ptr()) != device_index_) return false;
     nb::object contiguous = Steal(PyObject_CallMethodNoArgs(a, names.is_contiguous));
@@ -202,20 +208,7 @@ class CudaCallPlan {
       return false;
     }
     for (size_t axis = 0; axis < s.dims.size(); ++axis) {
-      int64_t got = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), axis));
-      DimCode want = s.dims[axis];
-      if (want >= 0) {
-        if (got != want) return false;
-        continue;
-      }
-      size_t d = static_cast<size_t>(-(want + 1));
-      int64_t& bound = (*dims)[d];
-      if (bound < 0) {
-        if (got > dim_max_[d]) return false;  // (does not fit the type the kernel reads it as)
-        bound = got;
-      } else if (bound != got) {
-        return false;
-      }
+      if (!BindDim(s.dims[axis], PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), axis)), dims)) return false;
     }
     nb::object ptr = Steal(PyObject_CallMethodNoArgs(a, names.data_ptr));
     uint64_t address = PyLong_AsUnsignedLongLong(ptr.ptr());
@@ -225,6 +218,73 @@ class CudaCallPlan {
     return true;
   }
 
+  /// TensorArg's checks on the tensor's DLPack description (dtype already checked).
+  bool ExchangedTensorArg(const InputSpec& s, const tl_bind::dlpack::Tensor& t, CudaArg* value,
+                          std::vector<int64_t>* dims) const {
+    if (t.device.device_type != tl_bind::dlpack::kCuda || t.device.device_id != device_index_ ||
+        t.ndim != static_cast<int32_t>(s.dims.size()) || !RowMajor(t)) {
+      return false;
+    }
+    for (size_t axis = 0; axis < s.dims.size(); ++axis) {
+      if (!BindDim(s.dims[axis], t.shape[axis], dims)) return false;
+    }
+    const uint64_t address = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+    if (address % 16) return false;
+    *value = CudaArg::Ptr(address);
+    return true;
+  }
+
+  /// torch's is_contiguous() on a DLPack description: strides of a compact row-major
+  /// layout, those of dimensions of size 1 ignored, and any tensor with no elements.
+  static bool RowMajor(const tl_bind::dlpack::Tensor& t) {
+    if (!t.strides) return true;
+    for (int32_t i = 0; i < t.ndim; ++i) {
+      if (t.shape[i] == 0) return true;
+    }
+    int64_t expected = 1;
+    for (int32_t i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] != 1 && t.strides[i] != expected) return false;
+      expected *= t.shape[i];
+    }
+    return true;
+  }
+
+  /// One axis of a tensor against its declared size: equal to a fixed one, or binding (or
+  /// matching) a dynamic one that fits the type the kernel reads it as.
+  bool BindDim(DimCode want, int64_t got, std::vector<int64_t>* dims) const {
+    if (want >= 0) return got == want;
+    size_t d = static_cast<size_t>(-(want + 1));
+    int64_t& bound = (*dims)[d];
+    if (bound < 0) {
+      if (got > dim_max_[d]) return false;
+      bound = got;
+      return true;
+    }
+    return bound == got;
+  }
+
+  /// torch's current stream on the kernel's device.
+  uint64_t CurrentStream() const {
+    if (api_ && use_exchange_) {
+      void* stream = nullptr;
+      if (api_->current_work_stream(tl_bind::dlpack::kCuda, device_index_, &stream) == 0) {
+        return reinterpret_cast<uintptr_t>(stream);
+      }
+      PyErr_Clear();
+    }
+    nb::object stream_obj = Steal(PyObject_CallOneArg(stream_fn_.ptr(), device_index_obj_.ptr()));
+    uint64_t stream = PyLong_AsUnsignedLongLong(stream_obj.ptr());
+    if (PyErr_Occurred()) throw nb::python_error();
+    return stream;
+  }
+
+ public:
+  /// Whether calls read tensors and the stream through the DLPack exchange API (false where
+  /// torch has none); settable to false, to compare with the attribute path.
+  bool exchange() const { return api_ && use_exchange_; }
+  void set_exchange(bool on) { use_exchange_ = on; }
+
+ private:
   /// A plain Python number of the scalar parameter's kind, in its dtype's range.
   static bool ScalarArg(const InputSpec& s, PyObject* a, CudaArg* value) {
     if (s.kind == 'f' || s.kind == 'd') {
@@ -289,6 +349,8 @@ class CudaCallPlan {
   std::vector<int> aligned_dims_;  ///< dynamic sizes the kernel assumes are multiples of alignment_
   int64_t alignment_ = 1;
   nb::tuple empty_kwnames_;
+  const tl_bind::dlpack::ExchangeApi* api_ = nullptr;  ///< torch's DLPack exchange table, if any
+  bool use_exchange_ = true;
 };
 
 }  // namespace
@@ -302,6 +364,9 @@ void BindCudaCallPlan(nb::module_& m) {
            "outputs"_a, "dim_max"_a, "dynamic_args"_a, "kinds"_a, "grid"_a, "grid_fn"_a.none(), "block"_a,
            "shared_bytes"_a, "fallback"_a, "aligned_dims"_a = std::vector<int>{}, "alignment"_a = 1,
            "The per-call path of one kernel (see bind_cuda_call.cc); built by jit/cuda_backend.py.")
+      .def_prop_rw("exchange", &CudaCallPlan::exchange, &CudaCallPlan::set_exchange,
+                   "Whether tensors and the stream are read through torch's DLPack C exchange API "
+                   "(False where torch has none); set False to use attribute reads instead.")
       .def("__call__", &CudaCallPlan::Call, "args"_a,
            "Runs the kernel on the argument tuple; returns the plan's fallback object when the "
            "Python path must handle the call.");

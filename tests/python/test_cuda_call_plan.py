@@ -94,7 +94,10 @@ def test_two_outputs_and_a_side_stream():
     torch.testing.assert_close(d.double(), a2.double() * 2, rtol=1e-3, atol=1e-3)
 
 
-def test_arguments_the_plan_hands_back_get_the_python_paths_answer():
+@pytest.mark.parametrize("exchange", [True, False])
+def test_arguments_the_plan_hands_back_get_the_python_paths_answer(exchange):
+    # (exchange: tensors and the stream read through torch's DLPack C exchange API, or
+    # through attribute reads)
     torch = _torch()
     k = tilelang.compile(scaled_sum, target="cuda")
     call = _unconverted(k)
@@ -103,6 +106,7 @@ def test_arguments_the_plan_hands_back_get_the_python_paths_answer():
     call(x, y, z, 1.0, 0)
     plan = k._call_plan
     assert plan is not None
+    plan.exchange = exchange
     big = torch.randn(600, device="cuda")
     cases = {
         "wrong dtype": (x.double(), y, z, 1.0, 0),
@@ -116,6 +120,8 @@ def test_arguments_the_plan_hands_back_get_the_python_paths_answer():
         "numpy scalar": (x, y, z, np.float32(2.0), np.int64(5)),
         "bool for int64": (x, y, z, 1.0, True),
         "int for float": (x, y, z, 2, 1),
+        "requires grad": (x.clone().requires_grad_(), y, z, 1.0, 0),
+        "aligned view": (big[64:364], y, z, 1.0, 0),
     }
     for name, args in cases.items():
         z.fill_(float("nan"))
@@ -148,3 +154,27 @@ def test_a_kernel_with_strided_arguments_has_no_plan():
     torch.cuda.synchronize()
     torch.testing.assert_close(b, a + 1)
     assert k._call_plan is None
+
+
+def test_the_exchange_api_reads_what_attribute_reads_do():
+    # torch 2.10 and later publish the DLPack C exchange table; where they do, the plan reads
+    # each tensor's address, shape and strides in one call, and the current stream in another
+    torch = _torch()
+    k = tilelang.compile(two_outputs, out_idx=[1, 2], target="cuda")
+    call = _unconverted(k)
+    base = torch.randn(4, 32, 64, device="cuda").half()
+    call(base[0])
+    plan = k._call_plan
+    assert plan.exchange == hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+    side = torch.cuda.Stream()
+    for a in (base[1], base[2:3].squeeze(0), base[3].T.contiguous().T.contiguous()):
+        results = []
+        for on in (True, False):
+            plan.exchange = on
+            with torch.cuda.stream(side):  # (the kernel runs on the current stream)
+                results.append(call(a))
+            side.synchronize()
+        (s1, d1), (s2, d2) = results
+        torch.testing.assert_close(s1.double(), a.double() * 3, rtol=1e-6, atol=1e-6)
+        assert torch.equal(s1, s2) and torch.equal(d1, d2)
+    assert k._call_plan is plan
