@@ -37,6 +37,9 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("guard-global-access", out, ctx);
   // ... whose accesses, checked and guarded on logical indices, now address the storage.
   out = RunPass("apply-global-layouts", out, ctx);
+  // Tiles wider than the tensors they meet, for every block, cut along a GEMM's N
+  // (after the guards: a copy from a tensor with a safe value is a loop by now).
+  out = RunPass("shrink-tiles-to-tensors", out, ctx);
   // Every later pass spreads work over threads through the binding of `tx`.
   return RunPass("cuda-bind-threads", out, ctx);
 }

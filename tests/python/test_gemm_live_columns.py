@@ -1,8 +1,11 @@
-"""wgmma over only the columns of B that can be non-zero (tl.gemm_live_columns): a B tile wider
-than the tensor it is loaded from (a 256-column tile of a 128-column matrix) has zeros past the
-tensor's edge in every block and step, so the GEMM's products there are zero. Checked without
-a GPU from the generated code and remarks (what is clipped, to what, and what is not); the
-float64 checks run the same kernels on the CPU target and, with TILELANG_TEST_CUDA=1, on the GPU."""
+"""Tiles wider than the tensors they meet, for every block (a 256-column tile of a 128-column
+matrix, as upstream's convolution example takes on Hopper). shrink-tiles-to-tensors
+(tl.shrink_tiles) cuts the tiles of a GEMM's N to the part that can lie inside the tensors;
+where it cannot (an epilogue reads the staged tile element by element), the wgmmas cover only
+the columns of B that can be non-zero (tl.gemm_live_columns): past the tensor's edge B is
+loaded as zeros, so those products are zero. Checked without a GPU from the generated code
+and remarks (what is cut, to what, and what is not); the float64 checks run the same kernels
+on the CPU target and, with TILELANG_TEST_CUDA=1, on the GPU."""
 import numpy as np
 import pytest
 
@@ -13,7 +16,8 @@ from test_warp_specialize import lower
 
 def gemm(M, N, K, bm, bn, bk, threads=256, trans_b=False, stages=3, epilogue=None, b_offset=0):
     """C = A B with a tile of bm x bn; epilogue "relu" reads C's fragment element by element
-    (a fused epilogue), "stage" goes through a shared tile; b_offset shifts B's column window."""
+    (a fused epilogue), "stage" goes through a shared tile, "stage_scale" through a shared
+    tile read element by element; b_offset shifts B's column window."""
     b_shape = (N, K) if trans_b else (K, N)
     b_tile = (bn, bk) if trans_b else (bk, bn)
 
@@ -37,6 +41,11 @@ def gemm(M, N, K, bm, bn, bk, threads=256, trans_b=False, stages=3, epilogue=Non
                     C_l[i, j] = T.max(C_l[i, j], 0)
             if epilogue == "stage":
                 T.copy(C_l, C_s)
+                T.copy(C_s, C[by * bm, bx * bn])
+            elif epilogue == "stage_scale":
+                T.copy(C_l, C_s)
+                for i, j in T.Parallel(bm, bn):
+                    C_s[i, j] = C_s[i, j] * 2
                 T.copy(C_s, C[by * bm, bx * bn])
             else:
                 T.copy(C_l, C[by * bm, bx * bn])
@@ -78,8 +87,43 @@ def clip_remarks(remarks):
     return [r for r in remarks if "tl.gemm_live_columns" in r]
 
 
-def test_a_tile_twice_the_matrix_multiplies_only_its_columns():
+def shrink_remarks(remarks):
+    return [r for r in remarks if "tl.shrink_tiles" in r]
+
+
+NO_SHRINK = {"tl.shrink_tiles": False}
+
+
+def test_tiles_twice_the_matrix_are_cut_to_it():
     src, remarks, _ = lower(gemm(1024, 128, 1152, 128, 256, 64, epilogue="stage"))
+    assert shrink_remarks(remarks) == [
+        "tiles B_s, C_l, C_s cut from 256 to 128 along a GEMM's N: positions from 128 on lie outside B, C for "
+        "every block (loaded as zeros, stored nowhere; tl.shrink_tiles)"]
+    # the kernel a 128-column tile gives: 128 accumulators a thread, B's tile 64 x 128, TMA
+    # boxes of 64 columns (two for B, two for C), four stages in flight
+    assert [c.split("(")[0] for c in wgmma_calls(src.code)] == ["tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false>"]
+    assert "float C_l[64];" in src.code
+    assert src.code.count("tl::tma_store_2d(") == 2 and not clip_remarks(remarks)
+    assert any("with one stage more than num_stages: 4" in r for r in remarks)
+
+
+def test_convolution_tiles_are_cut_to_the_output_channels():
+    src, remarks, _ = lower(conv(2, 64, 16, 16, 128, 3))
+    assert shrink_remarks(remarks) == [
+        "tiles acc, kernel_s, out_s cut from 256 to 128 along a GEMM's N: positions from 128 on lie outside "
+        "kernel, out for every block (loaded as zeros, stored nowhere; tl.shrink_tiles)"]
+    assert [c.split("(")[0] for c in wgmma_calls(src.code)] == ["tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false>"]
+
+
+def test_an_epilogue_reading_the_staged_tile_keeps_the_tiles_and_clips_the_gemm():
+    src, remarks, _ = lower(gemm(1024, 128, 1152, 128, 256, 64, epilogue="stage_scale"))
+    assert not shrink_remarks(remarks)
+    assert [c.split("(")[0] for c in wgmma_calls(src.code)] == ["tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false>"]
+    assert "from 128 on lie outside B" in clip_remarks(remarks)[0]
+
+
+def test_a_tile_twice_the_matrix_multiplies_only_its_columns():
+    src, remarks, _ = lower(gemm(1024, 128, 1152, 128, 256, 64, epilogue="stage"), **NO_SHRINK)
     # N-major B (64 x 256): the wgmmas of two warpgroups cover the first two 64-column panels
     assert [c.split("(")[0] for c in wgmma_calls(src.code)] == ["tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false>"]
     assert clip_remarks(remarks) == [
@@ -92,14 +136,14 @@ def test_a_tile_twice_the_matrix_multiplies_only_its_columns():
 
 def test_k_major_b_is_clipped_to_sixteen_rows():
     # B as N x K (K = 64: one 128-byte panel per row): 100 live rows -> wgmma n112
-    src, remarks, _ = lower(gemm(512, 100, 256, 128, 256, 64, trans_b=True))
+    src, remarks, _ = lower(gemm(512, 100, 256, 128, 256, 64, trans_b=True), **NO_SHRINK)
     assert [c.split("(")[0] for c in wgmma_calls(src.code)][0].startswith("tl::gemm_ss_wgmma_issue<128, 112, 64, false, true")
     assert "over its first 112 of 256 columns: B's columns from 100 on" in clip_remarks(remarks)[0]
 
 
 def test_convolution_weights_narrower_than_the_tile():
     # upstream's convolution example on Hopper: 256-column tiles over 128 output channels
-    src, remarks, _ = lower(conv(2, 64, 16, 16, 128, 3))
+    src, remarks, _ = lower(conv(2, 64, 16, 16, 128, 3), **NO_SHRINK)
     assert [c.split("(")[0] for c in wgmma_calls(src.code)] == ["tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false>"]
     assert "B's columns from 128 on lie outside kernel for" in clip_remarks(remarks)[0]
 
@@ -112,40 +156,46 @@ def test_convolution_weights_narrower_than_the_tile():
     # the window may start left of column 0 (bx * 256 - 64): not proven
     ("a start that may be negative", gemm(512, 128, 256, 128, 256, 64, b_offset=-64), {}),
     # K-major B whose k steps cross 128-byte panels: the panel stride counts all N rows
-    ("K-major B over two panels", gemm(512, 100, 256, 128, 256, 128, trans_b=True), {}),
-    ("switched off", gemm(1024, 128, 1152, 128, 256, 64), {"tl.gemm_live_columns": False}),
+    ("K-major B over two panels", gemm(512, 100, 256, 128, 256, 128, trans_b=True), NO_SHRINK),
+    ("switched off", gemm(1024, 128, 1152, 128, 256, 64), {"tl.gemm_live_columns": False, **NO_SHRINK}),
 ])
 def test_not_clipped(why, func, configs):
     src, remarks, _ = lower(func, **configs)
-    assert not clip_remarks(remarks), (why, remarks)
+    assert not clip_remarks(remarks) and not shrink_remarks(remarks), (why, remarks)
     assert all("256, " in c.split("(")[0] for c in wgmma_calls(src.code)), (why, wgmma_calls(src.code))
 
 
+@pytest.mark.parametrize("configs", [{}, NO_SHRINK], ids=["shrink", "clip"])
 @pytest.mark.parametrize("M, N, K, bm, bn, bk, trans_b, epilogue", [
     (384, 128, 320, 128, 256, 64, False, "stage"),   # warp-specialized, TMA store
     (256, 100, 192, 128, 256, 64, False, None),      # unaligned N: cp.async, guarded stores
-    (256, 72, 192, 128, 256, 64, True, None),        # K-major B, n80
+    (256, 72, 192, 128, 256, 64, True, None),        # K-major B, n80 (clipped) or a 128-row tile
     (256, 128, 192, 64, 256, 64, False, "stage"),    # one warpgroup
+    (256, 128, 192, 128, 256, 64, False, "stage_scale"),  # clipped either way
 ])
-def test_clipped_gemm_matches_float64(M, N, K, bm, bn, bk, trans_b, epilogue):
+def test_clipped_gemm_matches_float64(M, N, K, bm, bn, bk, trans_b, epilogue, configs):
     rng = np.random.default_rng(11)
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(np.float16)
     c = np.full((M, N), np.nan, np.float16)
     threads = 256 if bm == 128 else 128
-    k = tilelang.compile(gemm(M, N, K, bm, bn, bk, threads=threads, trans_b=trans_b, epilogue=epilogue))
+    k = tilelang.compile(gemm(M, N, K, bm, bn, bk, threads=threads, trans_b=trans_b, epilogue=epilogue),
+                         pass_configs=configs)
     k(a, b, c)
     want = a.astype(np.float64) @ (b.T if trans_b else b).astype(np.float64)
+    if epilogue == "stage_scale":
+        want *= 2
     np.testing.assert_allclose(c.astype(np.float64), want, rtol=1e-2, atol=0.25)
 
 
-def test_clipped_convolution_matches_float64():
+@pytest.mark.parametrize("configs", [{}, NO_SHRINK], ids=["shrink", "clip"])
+def test_clipped_convolution_matches_float64(configs):
     N, C, H, W, F = 2, 64, 8, 8, 128
     rng = np.random.default_rng(12)
     x = rng.standard_normal((N, H, W, C)).astype(np.float16)
     w = (rng.standard_normal((3, 3, C, F)) / 8).astype(np.float16)
     out = np.full((N, H, W, F), np.nan, np.float16)
-    tilelang.compile(conv(N, C, H, W, F, 3))(x, w, out)
+    tilelang.compile(conv(N, C, H, W, F, 3), pass_configs=configs)(x, w, out)
     xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
     want = np.zeros((N, H, W, F))
     for i in range(3):

@@ -115,6 +115,7 @@ ACTED_ON_CUDA = {
     "tl.contract_half_fma": "16-bit float a * b + c as one fma rounded once, on both targets, as nvcc contracts float (src/transform/contract_half_fma.cc)",
     "tl.enable_staging_swizzle": "XOR-swizzle shared tiles no GEMM reads whose accesses allow it (shared_plan.h StagingTiles)",
     "tl.enable_tf32_mma": "T.gemm on tfloat32 tiles with mma.sync m16n8k8 tf32 (templates/tl/cuda/tile_ops.h)",
+    "tl.shrink_tiles": "tiles wider than the tensors they are loaded from and stored to, for every block, cut along a GEMM's N (on; src/transform/shrink_tiles.cc)",
     "tl.gemm_live_columns": "wgmma over only the columns of B that lie inside its tensor for every block (on; src/transform/cuda/gemm_live_columns.cc)",
     "tl.wgmma_split_in_panel": "warpgroups splitting N of an N-major wgmma B inside one 64-column panel (src/transform/cuda/wgmma_select.cc)",
     "tl.enable_wgmma_windows": "wgmma on column windows of K-major shared tiles (src/transform/cuda/wgmma_select.cc)",
