@@ -5,7 +5,8 @@
 # by their first error line) to OUT/summary.md and the details to OUT/results.json.
 #
 #   bash scripts/compat_run.sh UPSTREAM_CHECKOUT [--upstream-pkg DIR] [--out DIR] [--suites a,b]
-#        [--filter REGEX] [--timeout SEC] [--jobs N] [--collect-only] [--python PY] [--no-provide-tvm]
+#        [--filter REGEX] [--timeout SEC] [--jobs N] [--sides-at-once] [--collect-only] [--python PY]
+#        [--no-provide-tvm]
 #
 # UPSTREAM_CHECKOUT: upstream's repository (git clone, or `git archive <tag> | tar -x`); use the
 #   tag of the wheel you compare against, so the tests match the control's API.

@@ -94,7 +94,7 @@ if [ "${GPU_RUN_COMPAT:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f 
   mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
   [ -d /tmp/upstream-tilelang ] || tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp
   timeout "${GPU_RUN_COMPAT_TIMEOUT:-540}" bash scripts/compat_run.sh /tmp/upstream-src \
-    --upstream-pkg /tmp/upstream-tilelang --out "${OUT:-/tmp}/compat" --jobs 14 --timeout 240 \
+    --upstream-pkg /tmp/upstream-tilelang --out "${OUT:-/tmp}/compat" --jobs 8 --sides-at-once --timeout 240 \
     ${GPU_RUN_COMPAT_SUITES:+--suites "$GPU_RUN_COMPAT_SUITES"} 2>&1 | tail -60
 fi
 if [ "${GPU_RUN_FUZZ:-0}" -gt 0 ] 2>/dev/null; then
