@@ -14,11 +14,12 @@
 #   tar -xJf .peer/upstream-tilelang.tar.xz -C /tmp   ->   --upstream-pkg /tmp/upstream-tilelang
 #   (made by shared/tools/upstream-tilelang-pack.sh). The two packages run in separate processes.
 # --collect-only: imports and collects only (works without a GPU: finds missing names).
+# --sides-at-once: both packages' files at the same time, each in its own processes.
 # Our package is the one installed in .venv (bash scripts/setup_env.sh), or --python's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ $# -lt 1 ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 PY="$ROOT/.venv/bin/python"
