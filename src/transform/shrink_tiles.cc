@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/// \file "shrink-tiles-to-tensors": a GEMM's N dimension whose tiles are wider than the
-/// tensors they are loaded from and stored to, for every block, is cut to the part that can
-/// lie inside them. Upstream's convolution example on Hopper takes 256-column tiles over
+/// \file "shrink-tiles-to-tensors": a GEMM's M or N dimension whose tiles are wider than
+/// the tensors they are loaded from and stored to, for every block, is cut to the part that
+/// can lie inside them. Upstream's convolution example on Hopper takes 256-column tiles over
 /// 128 output channels: half of every tile is loaded as zeros, multiplied, and stored past
 /// the tensor's edge, where the store drops it. With the tiles cut to 128 columns the
 /// kernel is the one a 128-column tile would give (half the registers and shared memory).
 ///
 /// The dimensions that must shrink together are found by following tile ops: a copy pairs
 /// its two sides' tile dimensions in order, a GEMM pairs C's N with B's N (and M with A's M,
-/// K of A with K of B). A group containing a GEMM's N is cut when
+/// K of A with K of B). A group containing a GEMM's M or N is cut when
 ///  - every tile in it is used only by T.copy, T.gemm and T.fill over the whole group
 ///    dimension (no element access, reduction, atomic or intrinsic sees the tile, so no
 ///    element past the cut is read or written except by those ops);
@@ -18,7 +18,8 @@
 ///    zero (guard-global-access has turned copies with another safe value into loops) and
 ///    stores are dropped.
 /// The tiles keep the positions below the largest such E - start, rounded up to 64 (whole
-/// 128-byte panels of 16-bit tiles), so every block still computes everything it stores.
+/// 128-byte panels of 16-bit tiles, and one warpgroup's wgmma rows), so every block still
+/// computes everything it stores (a decode step's 16 rows in 128-row tiles: 64).
 /// A GEMM past the cut added A x 0 to accumulators that only reach tensor elements past
 /// the edge: no stored value changes. `tl.shrink_tiles=False` keeps the tiles.
 #include <algorithm>
@@ -55,7 +56,7 @@ class GroupScan : public IRVisitor {
   std::unordered_set<const BufferNode*> refused;  ///< tiles seen other than by copies, GEMMs, fills
   std::unordered_map<Axis, Axis, AxisHash> parent;
   std::unordered_map<const BufferNode*, Buffer> tiles;
-  std::vector<Axis> gemm_n;  ///< the N axes of the GEMMs' C
+  std::vector<std::pair<Axis, char>> gemm_axes;  ///< the M and N axes of the GEMMs' C
   std::vector<std::pair<Axis, int64_t>> reach;  ///< per tile-global copy axis: E - least start, or -1
   std::vector<std::pair<Axis, std::string>> reach_tensor;
   std::vector<const Region*> regions;  ///< every tile region of the ops
@@ -146,7 +147,8 @@ class GroupScan : public IRVisitor {
       Union({cb, c[0]}, {ab, am});
       Union({cb, c[1]}, {bb, bn});
       Union({ab, ak}, {bb, bk});
-      gemm_n.push_back({cb, c[1]});
+      gemm_axes.push_back({{cb, c[0]}, 'M'});
+      gemm_axes.push_back({{cb, c[1]}, 'N'});
     }
     IRVisitor::Visit_(op);
   }
@@ -224,7 +226,7 @@ PrimFunc ShrinkTilesToTensors(const PrimFunc& f, PassContext& ctx) {
   std::unordered_map<Axis, int64_t, AxisHash> cut;
   std::vector<std::string> said;
   std::unordered_set<Axis, AxisHash> done;
-  for (const Axis& n : scan.gemm_n) {
+  for (const auto& [n, which] : scan.gemm_axes) {
     const Axis root = scan.Find(n);
     if (!done.insert(root).second) continue;
     const std::vector<Axis>& group = members[root];
@@ -270,7 +272,7 @@ PrimFunc ShrinkTilesToTensors(const PrimFunc& f, PassContext& ctx) {
     std::string names;
     for (const std::string& t : tiles) names += (names.empty() ? "" : ", ") + t;
     said.push_back("tiles " + names + " cut from " + std::to_string(full) + " to " + std::to_string(keep) +
-                   " along a GEMM's N: positions from " + std::to_string(reach) + " on lie outside " + tensors +
+                   " along a GEMM's " + std::string(1, which) + ": positions from " + std::to_string(reach) + " on lie outside " + tensors +
                    " for every block (loaded as zeros, stored nowhere; tl.shrink_tiles)");
   }
   if (cut.empty()) return f;

@@ -115,6 +115,20 @@ def test_convolution_tiles_are_cut_to_the_output_channels():
     assert [c.split("(")[0] for c in wgmma_calls(src.code)] == ["tl::gemm_ss_wgmma_issue<128, 128, 64, false, false, false>"]
 
 
+def test_a_decode_steps_rows_cut_the_tiles_to_one_warpgroups_rows():
+    # 16 rows in 128-row tiles: A's, the accumulator's and the staging tile's rows cut to 64
+    # (one wgmma's rows), the two warpgroups then splitting N
+    src, remarks, _ = lower(gemm(16, 1024, 1024, 128, 256, 64, epilogue="stage"))
+    assert shrink_remarks(remarks) == [
+        "tiles A_s, C_l, C_s cut from 128 to 64 along a GEMM's M: positions from 16 on lie outside A, C for "
+        "every block (loaded as zeros, stored nowhere; tl.shrink_tiles)"]
+    assert [c.split("(")[0] for c in wgmma_calls(src.code)] == [
+        "tl::gemm_ss_wgmma_issue<64, 256, 64, false, false, false, 2>"]
+    # 100 rows: block 0 stores all but 28 of its 128 rows; nothing to cut
+    _, remarks, _ = lower(gemm(100, 1024, 1024, 128, 256, 64, epilogue="stage"))
+    assert not shrink_remarks(remarks)
+
+
 def test_an_epilogue_reading_the_staged_tile_keeps_the_tiles_and_clips_the_gemm():
     src, remarks, _ = lower(gemm(1024, 128, 1152, 128, 256, 64, epilogue="stage_scale"))
     assert not shrink_remarks(remarks)
@@ -172,6 +186,8 @@ def test_not_clipped(why, func, configs):
     (256, 72, 192, 128, 256, 64, True, None),        # K-major B, n80 (clipped) or a 128-row tile
     (256, 128, 192, 64, 256, 64, False, "stage"),    # one warpgroup
     (256, 128, 192, 128, 256, 64, False, "stage_scale"),  # clipped either way
+    (16, 512, 192, 128, 256, 64, False, "stage"),    # rows cut to 64 (shrink only)
+    (48, 256, 192, 128, 128, 64, True, None),        # rows cut, K-major B
 ])
 def test_clipped_gemm_matches_float64(M, N, K, bm, bn, bk, trans_b, epilogue, configs):
     rng = np.random.default_rng(11)
