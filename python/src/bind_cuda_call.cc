@@ -186,6 +186,11 @@ class CudaCallPlan {
     return many;
   }
 
+  /// Whether calls read tensors and the stream through the DLPack exchange API (false where
+  /// torch has none); settable to false, to compare with the attribute path.
+  bool exchange() const { return api_ && use_exchange_; }
+  void set_exchange(bool on) { use_exchange_ = on; }
+
  private:
   /// A torch tensor as the kernel declares it: its address in `value`, its dynamic sizes
   /// bound in `dims`. False when it is anything else (the Python path decides).
@@ -278,13 +283,6 @@ class CudaCallPlan {
     return stream;
   }
 
- public:
-  /// Whether calls read tensors and the stream through the DLPack exchange API (false where
-  /// torch has none); settable to false, to compare with the attribute path.
-  bool exchange() const { return api_ && use_exchange_; }
-  void set_exchange(bool on) { use_exchange_ = on; }
-
- private:
   /// A plain Python number of the scalar parameter's kind, in its dtype's range.
   static bool ScalarArg(const InputSpec& s, PyObject* a, CudaArg* value) {
     if (s.kind == 'f' || s.kind == 'd') {

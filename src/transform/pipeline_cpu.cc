@@ -30,6 +30,9 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("guard-global-access", out, ctx);
   // ... whose accesses, checked and guarded on logical indices, now address the storage.
   out = RunPass("apply-global-layouts", out, ctx);
+  // Tiles wider than the tensors they meet, for every block, cut along a GEMM's M or N
+  // (as on CUDA: the CPU's float64 checks run the cut program).
+  out = RunPass("shrink-tiles-to-tensors", out, ctx);
   // T.gemm becomes a call into the CPU tile-GEMM library ...
   out = RunPass("cpu-lower-gemm", out, ctx);
   // ... and the other tile ops loops with edge guards; the guards are written naively ...

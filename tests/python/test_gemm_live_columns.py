@@ -5,7 +5,7 @@ where it cannot (an epilogue reads the staged tile element by element), the wgmm
 the columns of B that can be non-zero (tl.gemm_live_columns): past the tensor's edge B is
 loaded as zeros, so those products are zero. Checked without a GPU from the generated code
 and remarks (what is cut, to what, and what is not); the float64 checks run the same kernels
-on the CPU target and, with TILELANG_TEST_CUDA=1, on the GPU."""
+on the CPU target (which cuts the same tiles) and, with TILELANG_TEST_CUDA=1, on the GPU."""
 import numpy as np
 import pytest
 
@@ -218,3 +218,18 @@ def test_clipped_convolution_matches_float64(configs):
         for j in range(3):
             want += np.einsum("nhwc,cf->nhwf", xp[:, i:i + H, j:j + W, :], w[i, j].astype(np.float64))
     np.testing.assert_allclose(out.astype(np.float64), want, rtol=1e-2, atol=0.1)
+
+
+def test_the_cpu_target_cuts_the_same_tiles_and_matches_float64():
+    # the same pass in the CPU pipeline: the float64 checks above run the cut program there
+    M, N, K = 16, 256, 128
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float16)
+    k = tilelang.compile(gemm(M, N, K, 128, 256, 64, epilogue="stage"), target="cpu")
+    assert shrink_remarks(k.get_remarks()) == [
+        "tiles A_s, C_l, C_s cut from 128 to 64 along a GEMM's M: positions from 16 on lie outside A, C for "
+        "every block (loaded as zeros, stored nowhere; tl.shrink_tiles)"]
+    k(a, b, c)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=0.25)
