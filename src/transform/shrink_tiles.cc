@@ -207,7 +207,8 @@ class Shrinker : public IRMutator {
       }
     }
     Region t = MutateRegion(tile);
-    return src_tile ? CopyOp::Make(t, global, op->span, op->disable_tma) : CopyOp::Make(global, t, op->span, op->disable_tma);
+    return src_tile ? CopyOp::Make(t, global, op->span, op->disable_tma)
+                    : CopyOp::Make(global, t, op->span, op->disable_tma);
   }
 
  private:
@@ -272,8 +273,8 @@ PrimFunc ShrinkTilesToTensors(const PrimFunc& f, PassContext& ctx) {
     std::string names;
     for (const std::string& t : tiles) names += (names.empty() ? "" : ", ") + t;
     said.push_back("tiles " + names + " cut from " + std::to_string(full) + " to " + std::to_string(keep) +
-                   " along a GEMM's " + std::string(1, which) + ": positions from " + std::to_string(reach) + " on lie outside " + tensors +
-                   " for every block (loaded as zeros, stored nowhere; tl.shrink_tiles)");
+                   " along a GEMM's " + std::string(1, which) + ": positions from " + std::to_string(reach) +
+                   " on lie outside " + tensors + " for every block (loaded as zeros, stored nowhere; tl.shrink_tiles)");
   }
   if (cut.empty()) return f;
   for (std::string& s : said) ctx.remarks.push_back(std::move(s));

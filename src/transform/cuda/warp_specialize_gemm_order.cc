@@ -14,6 +14,7 @@
 /// flight is automatic up to kMostInFlightCycles, where the extra stage fits;
 /// tl.ws_gemm_in_flight set to true or false decides it instead (true then adds no stage:
 /// tl.ws_extra_stages does).
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
