@@ -29,6 +29,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ranged_visitor.h"
 #include "region_util.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
@@ -51,7 +52,7 @@ struct AxisHash {
 };
 
 /// The tile dimensions a tile op touches, grouped, and what each group meets in global memory.
-class GroupScan : public IRVisitor {
+class GroupScan : public RangedVisitor {
  public:
   std::unordered_set<const BufferNode*> refused;  ///< tiles seen other than by copies, GEMMs, fills
   std::unordered_map<Axis, Axis, AxisHash> parent;
@@ -72,17 +73,6 @@ class GroupScan : public IRVisitor {
   void Union(Axis a, Axis b) { parent[Find(a)] = Find(b); }
 
  protected:
-  void Visit_(const KernelLaunch* op) override {
-    for (size_t i = 0; i < op->block_vars.size(); ++i) {
-      an_.BindRange(op->block_vars[i].get(), MakeInt(0, op->block_vars[i]->dtype), op->grid[i]);
-    }
-    IRVisitor::Visit_(op);
-  }
-  void Visit_(const For* op) override {
-    an_.BindRange(op->var.get(), op->min, op->extent);
-    IRVisitor::Visit_(op);
-    an_.Unbind(op->var.get());
-  }
   void Visit_(const Allocate* op) override {
     if (IsTile(op->buffer)) {
       tiles[op->buffer.get()] = op->buffer;
@@ -160,8 +150,6 @@ class GroupScan : public IRVisitor {
   void Note(const Region& r) {
     if (IsTile(r.buffer)) regions.push_back(&r);
   }
-
-  arith::Analyzer an_;
 };
 
 /// The cut: each shrunk tile with its new shape; regions over them (and the global sides of

@@ -6,6 +6,7 @@
 
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
+#include "../ranged_visitor.h"
 #include "../region_util.h"
 
 namespace tl::transform::cuda {
@@ -15,7 +16,7 @@ using namespace ir;  // NOLINT: implementation file
 
 /// Walks the kernel with the ranges of block indices and loops bound, bounding the live
 /// columns of B over every write, and failing on any use of B or C it cannot account for.
-class LiveColumnScan : public IRVisitor {
+class LiveColumnScan : public RangedVisitor {
  public:
   LiveColumnScan(const GemmOp* gemm, int64_t n, int n_dim)
       : b_(gemm->b.buffer.get()), c_(gemm->c.buffer.get()), n_(n), n_dim_(n_dim) {}
@@ -25,17 +26,6 @@ class LiveColumnScan : public IRVisitor {
   std::string source;
 
  protected:
-  void Visit_(const KernelLaunch* op) override {
-    for (size_t i = 0; i < op->block_vars.size(); ++i) {
-      an_.BindRange(op->block_vars[i].get(), MakeInt(0, op->block_vars[i]->dtype), op->grid[i]);
-    }
-    IRVisitor::Visit_(op);
-  }
-  void Visit_(const For* op) override {
-    an_.BindRange(op->var.get(), op->min, op->extent);
-    IRVisitor::Visit_(op);
-    an_.Unbind(op->var.get());
-  }
   void Visit_(const BufferStore* op) override {
     if (op->buffer.get() == b_ || op->buffer.get() == c_) ok = false;
     IRVisitor::Visit_(op);
@@ -108,7 +98,6 @@ class LiveColumnScan : public IRVisitor {
   const BufferNode *b_, *c_;
   int64_t n_;
   int n_dim_;
-  arith::Analyzer an_;
 };
 
 }  // namespace
