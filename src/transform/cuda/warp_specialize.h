@@ -84,6 +84,19 @@ class WarpSpecializer {
     std::vector<ir::Stmt> common;           ///< declarations both roles share
     std::vector<ir::Stmt> consumer_before;  ///< what the consumers run before the loop
     std::vector<ir::Stmt> consumer_after;   ///< ... and after it
+    /// In a tile loop (tile_), consumer_before and consumer_after run in every tile; these
+    /// run before and after the tile loop itself.
+    std::vector<ir::Stmt> consumer_pre, consumer_post;
+  };
+  /// A persistent kernel's tile loop around the pipelined loop (warp_specialize_tiles.cc):
+  /// `for t in ...: [lets] [if guard:] ... T.Pipelined ...`, run by both roles, so that the
+  /// producer loads the next tile's stages while the consumers finish the last one.
+  struct TileLoop {
+    const ir::For* outer = nullptr;  ///< null: the pipelined loop is at the top level
+    size_t at = 0;                   ///< the tile loop's index among the kernel's statements
+    std::vector<ir::Stmt> head;      ///< lets before the guard
+    ir::Expr guard;                  ///< null: every tile runs
+    std::vector<ir::Stmt> lets;      ///< lets of the tile's body both roles compute
   };
   /// Copies (and im2col nests) that share one full/empty mbarrier pair per stage.
   struct Group {
@@ -106,6 +119,14 @@ class WarpSpecializer {
   bool Common(const ir::Stmt& s, const std::unordered_set<const ir::BufferNode*>& written);
   std::vector<ir::Stmt> TakePrologueLoads(const std::vector<ir::Stmt>& before,
                                           const std::unordered_set<const ir::Var*>& lets);
+
+  // warp_specialize_tiles.cc: the pipelined loop inside a persistent kernel's tile loop.
+  std::string FindTileLoop(const std::vector<ir::Stmt>& stmts, std::vector<ir::Stmt>* inner, size_t* at);
+  bool AssignTileRoles(const std::vector<ir::Stmt>& stmts, const std::vector<ir::Stmt>& tile, size_t at, Roles* roles);
+  ir::Stmt InTileLoop(const std::vector<ir::Stmt>& before, const ir::Stmt& loop, const std::vector<ir::Stmt>& after,
+                      bool fresh_vars) const;
+  ir::Expr Count(const ir::VarRef& k) const;
+  ir::Stmt InFlightTail(const ir::Buffer& bars, int64_t depth);
 
   // warp_specialize_guards.cc: copies hoisted out of `if guard:`.
   const ir::For* HoistGuardedCopies(const ir::For* loop, const ir::Stmt& kernel_body);
@@ -164,7 +185,9 @@ class WarpSpecializer {
     ir::Expr score_mask;  ///< its value per register (null: zero), with score_var its register index
     ir::VarRef score_var;
   };
-  bool SoftmaxOverlapOn() const { return ConfigOn(ctx_, "tl.ws_softmax_overlap", /*default_on=*/true); }
+  bool SoftmaxOverlapOn() const {
+    return !tile_.outer && ConfigOn(ctx_, "tl.ws_softmax_overlap", /*default_on=*/true);
+  }
   std::string MatchAttentionSteps(AttentionSteps* at);
   struct OverlapRegisterCounts {
     int64_t s, o, packed;  ///< per consumer thread: S's and O's accumulators, P packed for P V
@@ -214,6 +237,10 @@ class WarpSpecializer {
   std::vector<Group> groups_;
   std::unordered_set<const ir::BufferNode*> written_in_loop_;  ///< by the consumer statements
   std::string why_not_;
+  TileLoop tile_;
+  /// While a role's branch is built in a tile loop: its count of the earlier tiles' steps
+  /// (stages and phases run on across tiles), else null.
+  ir::Buffer tile_steps_;
   std::vector<ir::Stmt> descriptor_prefetches_;  ///< one per TMA descriptor (Producer), issued by InitBarriers
   bool split_groups_;
   bool gemm_in_flight_ = false;  ///< DecideGemmOrder: GemmMainLoop keeps one k-tile's wgmmas in flight

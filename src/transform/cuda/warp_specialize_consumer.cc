@@ -50,6 +50,7 @@ std::vector<Stmt> WithoutUnreadFills(const std::vector<Stmt>& before, const std:
 Stmt WarpSpecializer::Consumer(const Buffer& bars, const Roles& roles, int64_t consumer_regs) {
   const Span& span = loop_->span;
   std::vector<Stmt> consumer{CallStmt("warpgroup_reg_alloc", {MakeInt(consumer_regs)}, span)};
+  if (tile_.outer) tile_steps_ = BufferNode::Make("tl_ws_tile_steps", DType::Int(32), {MakeInt(1)}, Scope::kVar);
   Stmt loop = ConsumerLoop(bars);
   std::vector<Stmt> before = roles.consumer_before;
   if (SkippedStepGuard()) {
@@ -57,6 +58,23 @@ Stmt WarpSpecializer::Consumer(const Buffer& bars, const Roles& roles, int64_t c
     uses.push_back(loop);
     uses.insert(uses.end(), roles.common.begin(), roles.common.end());
     before = WithoutUnreadFills(before, uses);
+  }
+  if (tile_.outer) {
+    // a persistent kernel: what comes before the tile loop, then per tile what comes
+    // before and after the pipelined loop (warp_specialize_tiles.cc)
+    consumer.insert(consumer.end(), roles.consumer_pre.begin(), roles.consumer_pre.end());
+    if (WritesShared(roles.consumer_pre)) {
+      consumer.push_back(CallStmt("fence_proxy_async", {}, span));
+      consumer.push_back(CallStmt("syncthreads", {}, span));
+    }
+    if (WritesShared(before)) {
+      before.push_back(CallStmt("fence_proxy_async", {}, span));
+      before.push_back(CallStmt("syncthreads", {}, span));
+    }
+    consumer.push_back(InTileLoop(before, loop, roles.consumer_after, /*fresh_vars=*/false));
+    consumer.insert(consumer.end(), roles.consumer_post.begin(), roles.consumer_post.end());
+    tile_steps_ = Buffer();
+    return Seq::Make(consumer, span);
   }
   consumer.insert(consumer.end(), before.begin(), before.end());
   // What the consumers stage in shared memory before the loop (a Q tile, say) is
@@ -96,7 +114,7 @@ Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
   const Span& span = loop_->span;
   VarRef k = Var::Make(loop_->var->name, loop_->var->dtype);
   const Buffer step = skip ? StepCounter() : Buffer();
-  const Expr count = skip ? BufferLoad::Make(step, {MakeInt(0)}) : Expr(k);
+  const Expr count = skip ? BufferLoad::Make(step, {MakeInt(0)}) : Count(k);
   const Expr stage = FloorMod(count, MakeInt(stages_));
   const Expr parity = FloorMod(FloorDiv(count, MakeInt(stages_)), MakeInt(2));
   std::vector<Stmt> body;
@@ -164,7 +182,8 @@ Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
   Stmt wait_full = CallStmt("mbarrier_wait_parity", {Full(bars, 0, stage), parity}, span);
   const int64_t depth = gemm_in_flight_ ? gemm_in_flight_depth_ : 1;
   Stmt release_previous = IfThenElse::Make(
-      depth == 1 ? LT(MakeInt(0), k) : LE(MakeInt(depth), k), Release(Empty(bars, 0, FloorMod(k - MakeInt(depth), MakeInt(stages_)))), nullptr, span);
+      depth == 1 ? LT(MakeInt(0), k) : LE(MakeInt(depth), k),
+      Release(Empty(bars, 0, FloorMod(Count(k) - MakeInt(depth), MakeInt(stages_)))), nullptr, span);
   std::vector<Stmt> body;
   if (gemm_in_flight_) {
     // k-tile k's wgmmas stay in flight while k + 1's are issued; stage k is released in
@@ -189,7 +208,10 @@ Stmt WarpSpecializer::GemmMainLoop(const Buffer& bars, const Call* gemm) {
     ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(span.line) +
                            ": the wgmmas of one k-tile stay in flight while the next is issued (tl.ws_gemm_adaptive)");
   }
-  return Seq::Make({loop, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span)}, span);
+  std::vector<Stmt> out{loop, CallStmt("wgmma_wait_hold", {acc, MakeInt(0), regs}, span)};
+  // in a tile loop the next tile's loads need the stages the in-flight order left unreleased
+  if (tile_steps_ && gemm_in_flight_) out.push_back(InFlightTail(bars, depth));
+  return Seq::Make(out, span);
 }
 
 /// The consumers' arrival on an empty barrier: every consumer thread once. (One lane

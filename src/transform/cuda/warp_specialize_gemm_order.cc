@@ -90,7 +90,7 @@ int64_t WarpSpecializer::SharedBytesWithStages(const Stmt& kernel_body, int64_t 
     }
   } tiles;
   tiles.produced = &produced_;
-  tiles.loop = loop_;
+  tiles.loop = tile_.outer ? tile_.outer : loop_;  // (a tile loop's epilogue tiles live with its stages)
   tiles.stages = stages;
   tiles.Visit(kernel_body);
   if (!tiles.known) return -1;

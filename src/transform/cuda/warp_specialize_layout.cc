@@ -96,7 +96,11 @@ std::string WarpSpecializer::SpecializedRemark(int64_t bytes, int64_t consumer_r
          std::to_string(consumer_regs) +
          (prologue_.empty() ? std::string()
                             : "; it also loads " + std::to_string(prologue_.size()) +
-                                  " tile(s) before the loop with TMA (" + PrologueNames() + ")");
+                                  " tile(s) before the loop with TMA (" + PrologueNames() + ")") +
+         (!tile_.outer ? std::string()
+                       : "; inside the tile loop at line " + std::to_string(tile_.outer->span.line) +
+                             ", both roles running it, stages and phases counted on across tiles (the next "
+                             "tile's loads overlap this one's epilogue; tl.ws_tile_loop=False: not specialized)");
 }
 
 /// Registers per consumer thread: MostConsumerRegisters, or tl.ws_consumer_registers where
@@ -171,8 +175,8 @@ void WarpSpecializer::FormGroups() {
   std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) { return a.first < b.first; });
 }
 
-Expr WarpSpecializer::Stage(const VarRef& k) { return FloorMod(k, MakeInt(stages_)); }
-Expr WarpSpecializer::Round(const VarRef& k) { return FloorDiv(k, MakeInt(stages_)); }
+Expr WarpSpecializer::Stage(const VarRef& k) { return FloorMod(Count(k), MakeInt(stages_)); }
+Expr WarpSpecializer::Round(const VarRef& k) { return FloorDiv(Count(k), MakeInt(stages_)); }
 
 Expr WarpSpecializer::Full(const Buffer& bars, size_t g, const Expr& stage) {
   return AddressOf(bars, {MakeInt(static_cast<int64_t>(g) * stages_) + stage});

@@ -54,9 +54,13 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
   }
   PipelinedLoopCounter count;
   count.Visit(binding->body);
-  if (at == stmts.size()) return Fail("the pipelined loop is nested in other statements");
-  loop_ = As<For>(stmts[at]);
   if (count.pipelined > 1) return Fail("the kernel has several pipelined loops");
+  std::vector<Stmt> tile_body;  // in a tile loop (a persistent kernel): the tile's statements
+  if (at == stmts.size()) {
+    std::string nested = FindTileLoop(stmts, &tile_body, &at);
+    if (!nested.empty()) return Fail(nested);
+  }
+  loop_ = As<For>((tile_.outer ? tile_body : stmts)[at]);
   if (launch->threads.size() != 1) return Fail("the block's threads are not one-dimensional");
   if (threads_ % kProducerThreads || threads_ + kProducerThreads > 1024) {
     return Fail("the block's thread count is not a multiple of 128 (whole consumer warpgroups)");
@@ -99,18 +103,25 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
   TakeIm2colNests();
   // What runs outside the loop must leave the produced tiles alone: their stages belong
   // to the mbarriers.
-  for (size_t i = 0; i < stmts.size(); ++i) {
-    if (i == at) continue;
-    for (const BufferNode* b : BuffersOf(stmts[i])) {
-      if (produced_.count(b) && !As<Allocate>(stmts[i])) {
-        return Fail("tile " + b->name + " is also used outside the loop");
+  auto used_outside = [&](const std::vector<Stmt>& list, size_t skip) -> const BufferNode* {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i == skip || As<Allocate>(list[i])) continue;
+      for (const BufferNode* b : BuffersOf(list[i])) {
+        if (produced_.count(b)) return b;
       }
     }
-  }
+    return nullptr;
+  };
+  const BufferNode* outside = tile_.outer ? used_outside(stmts, tile_.at) : used_outside(stmts, at);
+  if (!outside && tile_.outer) outside = used_outside(tile_body, at);
+  if (outside) return Fail("tile " + outside->name + " is also used outside the loop");
   FormGroups();
+  if (tile_.outer && SkippedStepGuard()) {
+    return Fail("in a tile loop, the k-tiles its guard skips would need a step count across tiles");
+  }
   DecideGemmOrder(binding->body);  // (may add a stage: before the tiles are staged)
   Roles roles;
-  if (!AssignRoles(stmts, at, &roles)) return nullptr;
+  if (tile_.outer ? !AssignTileRoles(stmts, tile_body, at, &roles) : !AssignRoles(stmts, at, &roles)) return nullptr;
   // An attention loop the softmax overlap takes releases K after Q K^T and V after P V, a
   // step apart: with one pair for both, step k's loads would wait for step k - 1's P V (a
   // bubble per step), so its loads get pairs of their own.
@@ -125,7 +136,7 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
     return Fail("one stage, and every load feeds the same statements: nothing to overlap");
   }
   if (!gemm_order_remark_.empty()) ctx_.remarks.push_back(gemm_order_remark_);
-  DecideMulticast(launch);
+  if (!tile_.outer) DecideMulticast(launch);  // (a persistent block's tiles are not its grid neighbours')
   if (!multicast_remark_.empty()) ctx_.remarks.push_back(multicast_remark_);
   return Build(roles);
 }

@@ -25,7 +25,8 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
   // held (SkippedStepGuard: the masked k-tiles skipped altogether).
   const Expr skip = SkippedStepGuard();
   const Buffer step = skip ? StepCounter() : Buffer();
-  const Expr count = skip ? BufferLoad::Make(step, {MakeInt(0)}) : Expr(k);
+  if (tile_.outer) tile_steps_ = BufferNode::Make("tl_ws_tile_steps", DType::Int(32), {MakeInt(1)}, Scope::kVar);
+  const Expr count = skip ? BufferLoad::Make(step, {MakeInt(0)}) : Count(k);
   Expr stage = FloorMod(count, MakeInt(stages_)), round = FloorDiv(count, MakeInt(stages_));
   std::vector<Stmt> body, prefetch;
   cuda::StageSelector select(staged_, stage);
@@ -82,6 +83,8 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
   descriptor_prefetches_ = prefetch;
   Stmt loop = skip ? CountedSteps(k, skip, body, step)
                    : For::Make(k, MakeInt(0), loop_->extent, ForKind::kSerial, Seq::Make(body, span), {}, span);
+  if (tile_.outer) loop = InTileLoop({}, loop, {}, /*fresh_vars=*/true);
+  tile_steps_ = Buffer();
   std::vector<Stmt> producer{OneLane(Seq::Make(leader, span)), loop};
   const char* who = single_thread_producer_ ? "ws_is_producer_leader" : "ws_is_producer_warp";
   Stmt issuer =
