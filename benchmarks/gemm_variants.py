@@ -8,7 +8,8 @@ upstream's wheel on PYTHONPATH (then only the default configs, which it knows). 
 
 Tiles are BMxBNxBK/stages/threads. --configs: sets of pass configs separated by ';' (k=v,k=v;
 an empty set is the defaults). One RESULT line per tile: label, dtype, shape, tile, ms per set;
---cublas adds one for torch.mm of the same operands (cuBLAS)."""
+--cublas adds one for torch.mm of the same operands (cuBLAS); --persistent times the persistent
+form of the source (one block per SM walking the tiles with T.Persistent)."""
 import argparse
 
 import torch
@@ -34,6 +35,28 @@ def gemm(M, N, K, dtype, bm, bn, bk, stages, threads):
     return main
 
 
+def gemm_persistent(M, N, K, dtype, bm, bn, bk, stages, threads, blocks):
+    """The same GEMM as a persistent kernel (upstream's examples/gemm/example_gemm_persistent.py
+    form): `blocks` blocks walk the output tiles with T.Persistent, the epilogue staged in
+    shared memory."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(blocks, threads=threads) as block_id:
+            a = T.alloc_shared((bm, bk), dtype)
+            b = T.alloc_shared((bn, bk), dtype)
+            c = T.alloc_fragment((bm, bn), "float32")
+            c_s = T.alloc_shared((bm, bn), "float16")
+            for by, bx in T.Persistent([T.ceildiv(M, bm), T.ceildiv(N, bn)], blocks, block_id):
+                T.clear(c)
+                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                    T.copy(A[by * bm, k * bk], a)
+                    T.copy(B[bx * bn, k * bk], b)
+                    T.gemm(a, b, c, transpose_B=True)
+                T.copy(c, c_s)
+                T.copy(c_s, C[by * bm, bx * bn])
+    return main
+
+
 def parse_configs(text):
     sets = []
     for part in text.split(";"):
@@ -53,6 +76,8 @@ def main():
     p.add_argument("--configs", default="")
     p.add_argument("--label", default="ours")
     p.add_argument("--cublas", action="store_true", help="also time torch.mm (cuBLAS; 16-bit dtypes)")
+    p.add_argument("--persistent", action="store_true",
+                   help="the persistent form (gemm_persistent), one block per SM")
     args = p.parse_args()
     tdt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float8_e4m3": torch.float8_e4m3fn}[args.dtype]
     M, N, K = (int(x) for x in args.shape.split(","))
@@ -70,8 +95,13 @@ def main():
         times = []
         for cfg in parse_configs(args.configs):
             try:
-                k = tilelang.compile(gemm(M, N, K, args.dtype, bm, bn, bk, int(stages), int(threads)),
-                                     target="cuda", pass_configs=cfg or None)
+                shape = (M, N, K, args.dtype, bm, bn, bk, int(stages), int(threads))
+                if args.persistent:
+                    sms = torch.cuda.get_device_properties(0).multi_processor_count
+                    func = gemm_persistent(*shape, sms)
+                else:
+                    func = gemm(*shape)
+                k = tilelang.compile(func, target="cuda", pass_configs=cfg or None)
                 c.fill_(float("nan"))
                 k(a, b, c)
                 # relative to the whole product: fp8 wgmmas accumulate with fewer bits than fp32,
@@ -82,7 +112,8 @@ def main():
                 times.append(f"{ms:.4f}")
             except Exception as e:  # noqa: BLE001
                 times.append(f"error:{type(e).__name__}:{str(e)[:120]}")
-        print("RESULT", args.label, args.dtype, args.shape, tile, " ".join(times), flush=True)
+        form = tile + ("/persistent" if args.persistent else "")
+        print("RESULT", args.label, args.dtype, args.shape, form, " ".join(times), flush=True)
 
 
 if __name__ == "__main__":

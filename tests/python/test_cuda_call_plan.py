@@ -178,3 +178,34 @@ def test_the_exchange_api_reads_what_attribute_reads_do():
         torch.testing.assert_close(s1.double(), a.double() * 3, rtol=1e-6, atol=1e-6)
         assert torch.equal(s1, s2) and torch.equal(d1, d2)
     assert k._call_plan is plan
+
+
+def test_outputs_from_the_exchange_allocator_are_torch_tensors_that_free_their_memory():
+    # where torch's DLPack table has an allocator, returned outputs come from it: each a
+    # compact tensor of the declared dtype on the kernel's device, sized by the call's
+    # dynamic dimensions, given back to the caching allocator once dropped
+    torch = _torch()
+    k = tilelang.compile(scaled_sum, out_idx=[2], target="cuda")
+    call = _unconverted(k)
+    for size in (1000, 4096, 77):
+        x = torch.randn(size, device="cuda")
+        y = torch.randn(size, device="cuda")
+        results = []
+        for on in (True, False):
+            if k._call_plan is not None:
+                k._call_plan.exchange = on
+            results.append(call(x, y, 2.5, 3))
+        for z in results:
+            assert z.dtype == torch.float32 and z.device == x.device and z.shape == (size,)
+            assert z.is_contiguous() and not z.requires_grad
+            torch.testing.assert_close(z.double(), x.double() * 2.5 + y.double() + 3, rtol=1e-6, atol=1e-5)
+        assert torch.equal(results[0], results[1])
+    assert k._call_plan is not None
+    k._call_plan.exchange = True
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    for _ in range(200):
+        z = call(x, y, 1.0, 0)
+    del z
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == before
