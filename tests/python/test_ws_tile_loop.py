@@ -104,7 +104,7 @@ def test_in_flight_order_releases_the_last_stage_of_each_tile():
 
 def test_tile_loop_specialization_can_be_switched_off():
     code, remarks = lower(persistent_gemm(1024, 1024, 1024, 128, 256, 64, 6, threads=256), **{"tl.ws_tile_loop": 0})
-    assert "ws_is_producer" not in code
+    assert "warpgroup_reg_dealloc" not in code
     assert any("not warp-specialized (the pipelined loop is nested in other statements (tl.ws_tile_loop is off))" in r
                for r in remarks), remarks
 
@@ -131,5 +131,86 @@ def test_a_tile_loop_reading_what_the_kernel_writes_is_refused_with_the_reason()
                 T.copy(C_l, C[tile // 4 * 128, tile % 4 * 128])
 
     code, remarks = lower(main)
-    assert "ws_is_producer" not in code
+    assert "warpgroup_reg_dealloc" not in code
     assert any("not warp-specialized" in r and "consumer threads" in r for r in remarks), remarks
+
+
+def plain_gemm(M, N, K, bm, bn, bk, stages=3, threads=128, batch=0, swizzle=0):
+    """A plain (one block per tile) GEMM, batched along the grid's z when batch > 0."""
+    if batch:
+        @T.prim_func
+        def batched(A: T.Tensor((batch, M, K), "float16"), B: T.Tensor((batch, K, N), "float16"),
+                    C: T.Tensor((batch, M, N), "float16")):
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), batch, threads=threads) as (bx, by, bz):
+                A_s = T.alloc_shared((bm, bk), "float16")
+                B_s = T.alloc_shared((bk, bn), "float16")
+                C_l = T.alloc_fragment((bm, bn), "float32")
+                T.clear(C_l)
+                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                    T.copy(A[bz, by * bm, k * bk], A_s)
+                    T.copy(B[bz, k * bk, bx * bn], B_s)
+                    T.gemm(A_s, B_s, C_l)
+                T.copy(C_l, C[bz, by * bm, bx * bn])
+        return batched
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            if swizzle:
+                T.use_swizzle(swizzle)
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bm, bx * bn])
+    return main
+
+
+PERSISTENT = {"tl.auto_persistent": 1, "tl.sm_count": 3}
+
+
+@pytest.mark.parametrize("M, N, K, bm, bn, bk, batch, swizzle", [
+    (320, 448, 192, 64, 64, 64, 0, 0),    # 5 x 7 blocks on 3: ragged last wave
+    (200, 330, 100, 64, 64, 32, 0, 2),    # ragged edges, panels of 2 columns
+    (128, 192, 64, 64, 64, 64, 3, 0),     # a batch along z
+])
+def test_auto_persistent_gemm_matches_float64(M, N, K, bm, bn, bk, batch, swizzle):
+    # on the CPU target the key means nothing; on the GPU (TILELANG_TEST_CUDA=1) 3 blocks
+    # walk every block of the grid
+    rng = np.random.default_rng(M * N + K)
+    lead = (batch,) if batch else ()
+    a = rng.standard_normal(lead + (M, K)).astype(np.float16)
+    b = rng.standard_normal(lead + (K, N)).astype(np.float16)
+    c = np.full(lead + (M, N), np.nan, np.float16)
+    k = tilelang.compile(plain_gemm(M, N, K, bm, bn, bk, batch=batch, swizzle=swizzle), pass_configs=PERSISTENT)
+    k(a, b, c)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=1e-2, atol=0.25)
+
+
+def test_auto_persistent_launch_walks_the_grid_in_its_block_order():
+    code, remarks = lower(plain_gemm(1024, 2048, 512, 128, 128, 64, swizzle=4), **PERSISTENT)
+    assert any(r.startswith("persistent launch (tl.auto_persistent): 3 blocks walk the grid's blocks in panels of 4")
+               for r in remarks), remarks
+    assert "const int32_t block_id = blockIdx.x;" in code and "tl_linear" not in code  # (no panels in codegen)
+    consumer = code[code.index("warpgroup_reg_alloc<"):]
+    # 16 x 8 = 128 blocks on 3: 43 waves; a tile's place in its panel of 4 columns of 8 rows
+    assert "tile_wave_1 < 43" in consumer and "< 128)) {" in consumer
+    assert "tile_first_1 = ((tile_index_1 >> 5) * 4);" in consumer, consumer[:1500]
+    # the producer's copy of the tile loop has variables of its own
+    producer = code[code.index("warpgroup_reg_dealloc"):code.index("warpgroup_reg_alloc<")]
+    assert "tile_wave < 43" in producer and "tile_wave_1" not in producer
+
+
+@pytest.mark.parametrize("configs, why", [
+    ({"tl.auto_persistent": 1}, "the GPU's SM count is not known"),
+    ({"tl.auto_persistent": 1, "tl.sm_count": 132}, "the grid's 128 blocks fit in one wave on 132 SMs"),
+])
+def test_auto_persistent_says_why_a_launch_stays_as_written(configs, why):
+    code, remarks = lower(plain_gemm(1024, 2048, 512, 128, 128, 64), **configs)
+    assert "tile_wave" not in code and "warpgroup_reg_dealloc" in code
+    assert any(r.startswith("tl.auto_persistent not applied: " + why) for r in remarks), remarks

@@ -127,6 +127,10 @@ class CudaBackend:
             self._align = DYNAMIC_ALIGNMENT
             promise = f"{DYNAMIC_ALIGNMENT}:{','.join(self._align_dims)}"
             pass_configs = dict(pass_configs, **{"tl.dynamic_alignment": promise})
+        if _enabled(pass_configs, "tl.auto_persistent") and "tl.sm_count" not in pass_configs:
+            sms = _current_sm_count()
+            if sms:  # (unknown: the compiler's remark says the launch stays as written)
+                pass_configs = dict(pass_configs, **{"tl.sm_count": str(sms)})
         t0 = time.perf_counter()
         # One CUDA kernel per T.Kernel: launched in order on one stream, they run in order.
         kernels, self.remarks, _ = lower_cuda_kernels(kernel.func.node, pass_configs, arch)
@@ -400,6 +404,20 @@ class CudaBackend:
 
 
 _ARCH_OF_DEVICE = {}
+
+
+def _current_sm_count():
+    """The current device's SM count (a persistent launch's block count), or None without a
+    usable device."""
+    ok, _ = _tl.cuda_available()
+    if not ok:
+        return None
+    try:
+        from ..carver.arch.driver import cuda_driver
+
+        return int(cuda_driver.get_num_sms(_current_device()))
+    except Exception:  # noqa: BLE001 (no driver entry point: the launch stays as written, said in a remark)
+        return None
 
 
 def default_arch() -> str:

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "raster_panel.h"
 #include "shared_plan.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
@@ -58,18 +59,8 @@ class Marker : public IRMutator {
   bool unless_present_;
 };
 
-/// Block rasterization, decided here and written as a kRasterPanelAttr marker for codegen:
-/// T.use_swizzle's panel width (or tl.raster_panel's, a T.use_swizzle marker by then), else
-/// 8 for 2-D grids of GEMM kernels wider than 8 (neighbouring blocks then share operand
-/// tiles in L2); none for 1-D grids. A kernel without a GEMM reads disjoint data per block:
-/// the panel order gains nothing there and its index arithmetic (four divisions) delays
-/// every block's first load, which shows in short element-wise kernels. Nor does a GEMM
-/// whose tensors all fit in L2 together (Hopper: 50 MB), where every tile is read from
-/// memory once in any order: upstream's FP8 GEMM, 4096^3 (48 MB), ran at 0.169-0.171 ms in
-/// the plain order against 0.179 in panels on the H100; fp16 4096^3 (96 MB) 0.214 in panels
-/// against 0.221 plain. A 3-D grid's planes (a batch, split-K's slices) count apiece: upstream's
-/// split-K GEMM (4096^3, 4 slices of K, 128 MB of tensors, 32 MB a plane) 0.5905 ms plain
-/// against 0.6062 in panels (upstream: 0.5888) on the H100.
+/// Block rasterization, decided here and written as a kRasterPanelAttr marker for codegen
+/// (the decision: RasterPanelWidth, raster_panel.h).
 class RasterPanels : public IRMutator {
  public:
   /// `tensor_bytes`: the kernel's tensor parameters together, -1 when a shape is not
@@ -79,7 +70,7 @@ class RasterPanels : public IRMutator {
 
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
-    int64_t panel = Panel(op);
+    int64_t panel = cuda::RasterPanelWidth(op, -1, tensor_bytes_, l2_bytes_, remarks_);
     if (panel <= 0) return self;
     Stmt mark = AttrStmt::Make(cuda::kRasterPanelAttr, {MakeInt(panel)}, op->span);
     return KernelLaunch::Make(op->grid, op->block_vars, op->threads, Seq::Make({mark, op->body}, op->span),
@@ -87,53 +78,10 @@ class RasterPanels : public IRMutator {
   }
 
  private:
-  int64_t Panel(const KernelLaunch* op) const {
-    if (op->grid.size() < 2) return 0;
-    int64_t asked = target::LaunchMarker(op->body, "threadblock_swizzle", -1);
-    if (asked >= 0) return asked;  // T.use_swizzle(n), or tl.raster_panel (0: the plain order)
-    bool gemm = false;
-    ForEachExpr(op->body, [&](const Expr& e) { gemm |= HasEffect(As<Call>(e), kGemm); });
-    int64_t gx = 0;
-    if (!gemm || (AsConstInt(op->grid[0], &gx) && gx <= 8)) return 0;
-    // Blocks run plane by plane (blockIdx.z is the slowest index): a batch, or split-K's
-    // slices of K, each reading its share of the tensors.
-    int64_t planes = 1;
-    for (size_t d = 2; d < op->grid.size(); ++d) {
-      int64_t n = 0;
-      planes *= AsConstInt(op->grid[d], &n) && n > 0 ? n : 1;
-    }
-    const int64_t per_plane = tensor_bytes_ >= 0 ? tensor_bytes_ / planes : -1;
-    if (per_plane >= 0 && l2_bytes_ > 0 && per_plane <= l2_bytes_) {
-      remarks_->push_back("block order: plain, the kernel's tensors (" + std::to_string(tensor_bytes_ >> 20) + " MB" +
-                          (planes > 1 ? ", " + std::to_string(per_plane >> 20) + " MB a grid plane of " +
-                                            std::to_string(planes) : std::string()) +
-                          ") fit in the L2 (" + std::to_string(l2_bytes_ >> 20) +
-                          " MB) together; tl.raster_panel or T.use_swizzle asks for panels");
-      return 0;
-    }
-    return 8;
-  }
   const int64_t tensor_bytes_;
   const int64_t l2_bytes_;
   std::vector<std::string>* remarks_;
 };
-
-/// The bytes of `f`'s tensor parameters together; -1 when a shape is not constant.
-int64_t TensorBytes(const ir::PrimFunc& f) {
-  int64_t total = 0;
-  for (const Param& p : f->params) {
-    if (!p.buffer) continue;
-    int64_t elements = 1;
-    for (const Expr& e : p.buffer->shape) {
-      int64_t n = 0;
-      if (!AsConstInt(e, &n) || n < 0) return -1;
-      elements *= n;
-      if (elements > (int64_t(1) << 40)) return int64_t(1) << 43;  // (no overflow: far above any L2)
-    }
-    total += elements * p.buffer->dtype.bits / 8;
-  }
-  return total;
-}
 
 /// tl.tma_cache_hint's policy as the marker's number (0: none), or nullopt when unset.
 std::optional<int64_t> TmaCacheHintConfig(const PassContext& ctx, const ir::PrimFunc& f) {
@@ -160,7 +108,7 @@ ir::PrimFunc CudaLaunchBounds(const ir::PrimFunc& f, PassContext& ctx) {
   if (auto n = ConfigInt(ctx, "tl.raster_panel", 0, kMost, f->span, "a non-negative integer (0: the plain block order)")) {
     body = Marker("threadblock_swizzle", *n, true).Mutate(body);
   }
-  body = RasterPanels(TensorBytes(f), ctx.TargetsCuda() ? ctx.Cuda().L2Bytes() : 0, &ctx.remarks).Mutate(body);
+  body = RasterPanels(cuda::TensorBytes(f), ctx.TargetsCuda() ? ctx.Cuda().L2Bytes() : 0, &ctx.remarks).Mutate(body);
   if (auto hint = TmaCacheHintConfig(ctx, f); hint && *hint != 0) {
     body = Marker(cuda::kTmaCacheHintAttr, *hint, false).Mutate(body);
   }

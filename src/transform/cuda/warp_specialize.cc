@@ -34,6 +34,7 @@
 #include <string>
 
 #include "pass_helpers.h"
+#include "raster_panel.h"
 #include "warp_specialize.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/intrinsics.h"
@@ -72,22 +73,62 @@ class KernelRewriter : public IRMutator {
                              "T.wait_wgmma; cuda-pipeline keeps the loop's statement order)");
       return self;
     }
+    if (ConfigTrue(ctx_, "tl.auto_persistent")) {
+      if (Stmt persistent = Persistent(op)) return persistent;
+    }
+    std::string why;
+    Stmt specialized = Specialize(op, &why);
+    if (!specialized) ctx_.remarks.push_back(why);
+    return specialized ? specialized : self;
+  }
+
+ private:
+  /// The launch with its pipelined loop warp-specialized, or null with the remark in *why.
+  Stmt Specialize(const KernelLaunch* op, std::string* why) {
+    const auto* binding = As<For>(op->body);
     WarpSpecializer sp(f_, ctx_);
     sp.tx_ = binding->var;
     sp.binding_span_ = binding->body->span;
     Stmt body = sp.Run(op, binding);
     if (!body) {
       int line = sp.loop() ? sp.loop()->span.line : op->span.line;
-      ctx_.remarks.push_back("T.Pipelined at line " + std::to_string(line) + ": not warp-specialized (" +
-                             sp.why_not() + ")");
-      return self;
+      *why = "T.Pipelined at line " + std::to_string(line) + ": not warp-specialized (" + sp.why_not() + ")";
+      return nullptr;
     }
     Stmt b = For::Make(binding->var, binding->min, binding->extent, binding->for_kind, body, binding->annotations,
                        binding->span);
     return KernelLaunch::Make(op->grid, op->block_vars, op->threads, b, op->span);
   }
 
- private:
+  /// tl.auto_persistent: the launch made persistent (PersistentLaunch) and warp-specialized
+  /// as such, or null (with a remark saying why) for the launch as written.
+  Stmt Persistent(const KernelLaunch* op) {
+    std::string why;
+    auto sms = ConfigInt(ctx_, "tl.sm_count", 1, 4096, op->span, "a positive integer (the GPU's SMs)");
+    if (!sms) {
+      why = "the GPU's SM count is not known (tl.sm_count; the JIT sets it when it compiles for the current device)";
+    } else {
+      const int64_t asked = ConfigInt(ctx_, "tl.raster_panel", 0, 1 << 30, op->span, "a non-negative integer").value_or(-1);
+      std::vector<std::string> ignored;  // (cuda-launch-bounds says it for the launch as written)
+      const int64_t panel = cuda::RasterPanelWidth(op, asked, cuda::TensorBytes(f_), ctx_.Cuda().L2Bytes(), &ignored);
+      Stmt launch = cuda::PersistentLaunch(op, *sms, panel, &why);
+      if (launch) {
+        const size_t said = ctx_.remarks.size();
+        Stmt specialized = Specialize(As<KernelLaunch>(launch), &why);
+        if (specialized) {
+          ctx_.remarks.push_back("persistent launch (tl.auto_persistent): " + std::to_string(*sms) +
+                                 " blocks walk the grid's blocks" +
+                                 (panel > 0 ? " in panels of " + std::to_string(panel) + " columns" : std::string()) +
+                                 ", the next tile's loads overlapping the last one's epilogue");
+          return specialized;
+        }
+        ctx_.remarks.resize(said);  // (the launch as written gets its own remarks)
+      }
+    }
+    ctx_.remarks.push_back("tl.auto_persistent not applied: " + why);
+    return nullptr;
+  }
+
   const PrimFunc& f_;
   PassContext& ctx_;
   bool disabled_;

@@ -12,6 +12,8 @@
 ///   warp_specialize_producer.cc  the producer branch: the TMA-issuing loop
 ///   warp_specialize_consumer.cc  the consumer branch: waits, consumption, releases
 ///   warp_specialize_multicast.cc clusters of two blocks sharing a tile by TMA multicast
+///   warp_specialize_tiles.cc     the pipelined loop inside a persistent kernel's tile loop
+///   warp_specialize_persistent.cc  a launch made persistent (tl.auto_persistent)
 ///
 /// One WarpSpecializer handles one kernel launch; its members are filled in that order.
 #pragma once
@@ -48,6 +50,11 @@ inline int64_t MostConsumerRegisters(int64_t consumer_threads) {
   int64_t released = (at_launch - kProducerRegisters) * kProducerThreads;
   return std::min<int64_t>(256, (at_launch + released / consumer_threads) / 8 * 8);
 }
+
+/// `op` as a persistent launch of `sms` blocks walking its blocks in a tile loop, in panels
+/// of `panel` grid columns (0: the plain order), or null with *why set
+/// (warp_specialize_persistent.cc).
+ir::Stmt PersistentLaunch(const ir::KernelLaunch* op, int64_t sms, int64_t panel, std::string* why);
 
 /// Counts the pipelined loops of a statement and whether it breaks or continues.
 struct PipelinedLoopCounter : ir::IRVisitor {
