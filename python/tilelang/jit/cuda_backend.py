@@ -406,18 +406,24 @@ class CudaBackend:
 _ARCH_OF_DEVICE = {}
 
 
+_SM_COUNT_OF_DEVICE = {}
+
+
 def _current_sm_count():
     """The current device's SM count (a persistent launch's block count), or None without a
-    usable device."""
-    ok, _ = _tl.cuda_available()
-    if not ok:
-        return None
-    try:
-        from ..carver.arch.driver import cuda_driver
+    usable device. Cached per device, as the arch is."""
+    device = _current_device()
+    if device not in _SM_COUNT_OF_DEVICE:
+        count = None
+        if _tl.cuda_available()[0]:
+            try:
+                from ..carver.arch.driver import cuda_driver
 
-        return int(cuda_driver.get_num_sms(_current_device()))
-    except Exception:  # noqa: BLE001 (no driver entry point: the launch stays as written, said in a remark)
-        return None
+                count = int(cuda_driver.get_num_sms(device))
+            except Exception:  # noqa: BLE001 (no driver entry point: the launch stays as written, said in a remark)
+                count = None
+        _SM_COUNT_OF_DEVICE[device] = count
+    return _SM_COUNT_OF_DEVICE[device]
 
 
 def default_arch() -> str:
