@@ -49,6 +49,10 @@ using cuda::ConfigTrue;
 using cuda::PipelinedLoopCounter;
 using cuda::WarpSpecializer;
 
+/// Whether plain GEMM main loops are launched persistent unless tl.auto_persistent says
+/// otherwise (warp_specialize_persistent.cc).
+constexpr bool kAutoPersistentGemms = false;
+
 class KernelRewriter : public IRMutator {
  public:
   KernelRewriter(const PrimFunc& f, PassContext& ctx, bool disabled) : f_(f), ctx_(ctx), disabled_(disabled) {}
@@ -73,8 +77,11 @@ class KernelRewriter : public IRMutator {
                              "T.wait_wgmma; cuda-pipeline keeps the loop's statement order)");
       return self;
     }
-    if (ConfigTrue(ctx_, "tl.auto_persistent")) {
-      if (Stmt persistent = Persistent(op)) return persistent;
+    // tl.auto_persistent: unset, plain GEMM main loops (kAutoPersistentGemms); true, any
+    // warp-specialized loop (said when it does not apply); false, none
+    const bool asked = ConfigTrue(ctx_, "tl.auto_persistent");
+    if (asked || (kAutoPersistentGemms && !ctx_.config.count("tl.auto_persistent"))) {
+      if (Stmt persistent = Persistent(op, /*any_loop=*/asked)) return persistent;
     }
     std::string why;
     Stmt specialized = Specialize(op, &why);
@@ -83,8 +90,9 @@ class KernelRewriter : public IRMutator {
   }
 
  private:
-  /// The launch with its pipelined loop warp-specialized, or null with the remark in *why.
-  Stmt Specialize(const KernelLaunch* op, std::string* why) {
+  /// The launch with its pipelined loop warp-specialized, or null with the remark in *why;
+  /// *gemm_loop: whether its consumers run a plain GEMM main loop.
+  Stmt Specialize(const KernelLaunch* op, std::string* why, bool* gemm_loop = nullptr) {
     const auto* binding = As<For>(op->body);
     WarpSpecializer sp(f_, ctx_);
     sp.tx_ = binding->var;
@@ -95,14 +103,16 @@ class KernelRewriter : public IRMutator {
       *why = "T.Pipelined at line " + std::to_string(line) + ": not warp-specialized (" + sp.why_not() + ")";
       return nullptr;
     }
+    if (gemm_loop) *gemm_loop = sp.gemm_main_loop();
     Stmt b = For::Make(binding->var, binding->min, binding->extent, binding->for_kind, body, binding->annotations,
                        binding->span);
     return KernelLaunch::Make(op->grid, op->block_vars, op->threads, b, op->span);
   }
 
   /// tl.auto_persistent: the launch made persistent (PersistentLaunch) and warp-specialized
-  /// as such, or null (with a remark saying why) for the launch as written.
-  Stmt Persistent(const KernelLaunch* op) {
+  /// as such, or null for the launch as written (with a remark saying why when `any_loop`:
+  /// the key was set; otherwise only plain GEMM main loops are taken, silently).
+  Stmt Persistent(const KernelLaunch* op, bool any_loop) {
     std::string why;
     auto sms = ConfigInt(ctx_, "tl.sm_count", 1, 4096, op->span, "a positive integer (the GPU's SMs)");
     if (!sms) {
@@ -114,7 +124,12 @@ class KernelRewriter : public IRMutator {
       Stmt launch = cuda::PersistentLaunch(op, *sms, panel, &why);
       if (launch) {
         const size_t said = ctx_.remarks.size();
-        Stmt specialized = Specialize(As<KernelLaunch>(launch), &why);
+        bool gemm_loop = false;
+        Stmt specialized = Specialize(As<KernelLaunch>(launch), &why, &gemm_loop);
+        if (specialized && !any_loop && !gemm_loop) {
+          specialized = nullptr;
+          why = "the loop is not a plain GEMM main loop";
+        }
         if (specialized) {
           ctx_.remarks.push_back("persistent launch (tl.auto_persistent): " + std::to_string(*sms) +
                                  " blocks walk the grid's blocks" +
@@ -125,7 +140,7 @@ class KernelRewriter : public IRMutator {
         ctx_.remarks.resize(said);  // (the launch as written gets its own remarks)
       }
     }
-    ctx_.remarks.push_back("tl.auto_persistent not applied: " + why);
+    if (any_loop) ctx_.remarks.push_back("tl.auto_persistent not applied: " + why);
     return nullptr;
   }
 

@@ -81,6 +81,8 @@ class WarpSpecializer {
 
   const std::string& why_not() const { return why_not_; }
   const ir::For* loop() const { return loop_; }
+  /// Whether the consumers run a plain GEMM main loop (GemmMainLoop): a lone wgmma GEMM.
+  bool gemm_main_loop() const { return gemm_main_loop_; }
 
   ir::VarRef tx_;
   Span binding_span_;
@@ -250,6 +252,7 @@ class WarpSpecializer {
   ir::Buffer tile_steps_;
   std::vector<ir::Stmt> descriptor_prefetches_;  ///< one per TMA descriptor (Producer), issued by InitBarriers
   bool split_groups_;
+  bool gemm_main_loop_ = false;  ///< ConsumerLoop built GemmMainLoop
   bool gemm_in_flight_ = false;  ///< DecideGemmOrder: GemmMainLoop keeps one k-tile's wgmmas in flight
   int64_t gemm_in_flight_depth_ = 1;  ///< ... how many k-tiles (tl.ws_gemm_in_flight_depth)
   std::string gemm_order_remark_;  ///< ... and what it says about it ("" for nothing)

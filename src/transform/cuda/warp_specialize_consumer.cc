@@ -98,7 +98,10 @@ Stmt WarpSpecializer::ConsumerLoop(const Buffer& bars) {
   // inside the guard.
   const Expr skip = SkippedStepGuard();
   if (!skip && groups_.size() == 1) {
-    if (const Call* gemm = LoneWgmma()) return GemmMainLoop(bars, gemm);
+    if (const Call* gemm = LoneWgmma()) {
+      gemm_main_loop_ = true;
+      return GemmMainLoop(bars, gemm);
+    }
   }
   if (SoftmaxOverlapOn()) {
     AttentionSteps at;
