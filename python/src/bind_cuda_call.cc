@@ -8,8 +8,7 @@
 /// explains what it cannot. So this file decides nothing the Python path does not; it only
 /// skips the interpreter for the common case, where a call's host cost matters (decode-time
 /// kernels run in a few microseconds). Where torch publishes the DLPack C exchange API
-/// (dlpack_exchange.h), a tensor is read in one C call and the stream in another, and an
-/// output is allocated by torch's allocator through the table rather than torch.empty.
+/// (dlpack_exchange.h), a tensor is read in one C call and the stream in another.
 #include <Python.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -53,9 +52,6 @@ struct OutputSpec {
   nb::object dtype;
   std::vector<DimCode> dims;
   bool returned = true;          ///< false: a workspace (T.alloc_global), freed after the call
-  /// The dtype as torch describes it in DLPack (read once from an empty tensor), for the
-  /// exchange API's allocator; lanes 0 where torch did not describe it.
-  tl_bind::dlpack::DataType dl_dtype{0, 0, 0};
 };
 
 /// Names the attributes the call reads once, as interned strings.
@@ -127,9 +123,6 @@ class CudaCallPlan {
       s.returned = nb::cast<bool>(t[3]);
       outputs_.push_back(std::move(s));
     }
-    if (api_ && api_->managed_tensor_allocator && api_->managed_tensor_to_py_object_no_sync) {
-      for (OutputSpec& s : outputs_) s.dl_dtype = DescribedDtype(s.dtype);
-    }
     if (shared_bytes < 0 || shared_bytes > std::numeric_limits<uint32_t>::max()) {
       throw nb::value_error("shared_bytes out of range");
     }
@@ -170,14 +163,9 @@ class CudaCallPlan {
     }
     std::vector<nb::object> returned, workspaces;  // (workspaces: kept until the launch is queued)
     for (const OutputSpec& s : outputs_) {
-      uint64_t address = 0;
-      nb::object out = AllocateExchanged(s, dims, &address);
-      if (!out.is_valid()) {
-        out = Allocate(s, dims);
-        nb::object ptr = Steal(PyObject_CallMethodNoArgs(out.ptr(), AttrNames().data_ptr));
-        address = PyLong_AsUnsignedLongLong(ptr.ptr());
-      }
-      values[s.slot] = CudaArg::Ptr(address);
+      nb::object out = Allocate(s, dims);
+      nb::object ptr = Steal(PyObject_CallMethodNoArgs(out.ptr(), AttrNames().data_ptr));
+      values[s.slot] = CudaArg::Ptr(PyLong_AsUnsignedLongLong(ptr.ptr()));
       (s.returned ? returned : workspaces).push_back(std::move(out));
     }
     std::array<uint32_t, 3> grid = grid_;
@@ -340,53 +328,6 @@ class CudaCallPlan {
     argv.push_back(device_.ptr());
     return Steal(PyObject_Vectorcall(empty_.ptr(), argv.data() + 1, positional | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                      empty_kwnames_.ptr()));
-  }
-
-  /// An output through the exchange API's allocator (torch's caching allocator, as
-  /// torch.empty, without the Python call), its address in *address; an invalid object where
-  /// the API has no allocator or it fails (then torch.empty, which raises torch's own error).
-  nb::object AllocateExchanged(const OutputSpec& s, const std::vector<int64_t>& dims, uint64_t* address) const {
-    if (!use_exchange_ || !s.dl_dtype.lanes) return nb::object();
-    std::vector<int64_t> shape;
-    shape.reserve(s.dims.size());
-    for (DimCode code : s.dims) shape.push_back(code >= 0 ? code : dims[static_cast<size_t>(-(code + 1))]);
-    tl_bind::dlpack::Tensor prototype{nullptr, {tl_bind::dlpack::kCuda, device_index_},
-                                      static_cast<int32_t>(shape.size()), s.dl_dtype, shape.data(), nullptr, 0};
-    tl_bind::dlpack::ManagedTensor* managed = nullptr;
-    auto ignore = [](void*, const char*, const char*) {};  // (the fallback reports the failure)
-    if (api_->managed_tensor_allocator(&prototype, &managed, nullptr, ignore) != 0 || !managed) {
-      PyErr_Clear();
-      return nb::object();
-    }
-    *address = reinterpret_cast<uintptr_t>(managed->dl_tensor.data) + managed->dl_tensor.byte_offset;
-    void* tensor = nullptr;
-    if (api_->managed_tensor_to_py_object_no_sync(managed, &tensor) != 0 || !tensor) {  // (owns managed either way)
-      PyErr_Clear();
-      return nb::object();
-    }
-    return nb::steal(static_cast<PyObject*>(tensor));
-  }
-
-  /// How torch describes `dtype` in DLPack, read from an empty tensor of it on the kernel's
-  /// device; lanes 0 where it cannot say.
-  tl_bind::dlpack::DataType DescribedDtype(const nb::object& dtype) const {
-    tl_bind::dlpack::DataType none{0, 0, 0};
-    nb::int_ zero(0);
-    PyObject* argv[] = {nullptr, zero.ptr(), dtype.ptr(), device_.ptr()};
-    PyObject* probe = PyObject_Vectorcall(empty_.ptr(), argv + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                          empty_kwnames_.ptr());
-    if (!probe) {
-      PyErr_Clear();
-      return none;
-    }
-    nb::object owned = nb::steal(probe);
-    tl_bind::dlpack::Tensor t;
-    if (Py_TYPE(probe) != reinterpret_cast<PyTypeObject*>(tensor_type_.ptr()) ||
-        api_->dltensor_from_py_object_no_sync(probe, &t) != 0) {
-      PyErr_Clear();
-      return none;
-    }
-    return t.dtype.lanes == 1 ? t.dtype : none;
   }
 
   nb::object module_obj_;  // keeps module_ alive

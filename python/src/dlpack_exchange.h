@@ -49,28 +49,13 @@ struct ApiHeader {
   ApiHeader* prev_api;
 };
 
-/// An owned tensor (DLManagedTensorVersioned): `deleter(self)` frees it.
-struct ManagedTensor {
-  Version version;
-  void* manager_ctx;
-  void (*deleter)(ManagedTensor* self);
-  uint64_t flags;
-  Tensor dl_tensor;
-};
-
 /// The function table (DLPackExchangeAPI). Each function returns 0 on success, or -1 with a
-/// Python exception set (the allocator: with `set_error` called instead). The entries the
-/// plan does not call are kept opaque.
+/// Python exception set. The entries the plan does not call are kept opaque.
 struct ExchangeApi {
   ApiHeader header;
-  /// A new tensor of the library's, as `prototype` describes (dtype, ndim, shape, device;
-  /// compact row-major), from its own allocator (torch's: the caching allocator, on the
-  /// current stream). May be null.
-  int (*managed_tensor_allocator)(Tensor* prototype, ManagedTensor** out, void* error_ctx,
-                                  void (*set_error)(void* error_ctx, const char* kind, const char* message));
+  void* managed_tensor_allocator;
   void* managed_tensor_from_py_object_no_sync;
-  /// The library's Python tensor owning `tensor` (taken over). May be null.
-  int (*managed_tensor_to_py_object_no_sync)(ManagedTensor* tensor, void** out_py_object);
+  void* managed_tensor_to_py_object_no_sync;
   /// Fills `out` for the Python tensor `py_object` (of the publishing type), valid until
   /// control returns to Python; no stream synchronization. May be null.
   int (*dltensor_from_py_object_no_sync)(void* py_object, Tensor* out);

@@ -180,10 +180,12 @@ def test_the_exchange_api_reads_what_attribute_reads_do():
     assert k._call_plan is plan
 
 
-def test_outputs_from_the_exchange_allocator_are_torch_tensors_that_free_their_memory():
-    # where torch's DLPack table has an allocator, returned outputs come from it: each a
-    # compact tensor of the declared dtype on the kernel's device, sized by the call's
-    # dynamic dimensions, given back to the caching allocator once dropped
+def test_returned_outputs_are_ordinary_torch_tensors_that_free_their_memory():
+    # returned outputs come from torch.empty on both paths: compact tensors of the declared
+    # dtype on the kernel's device, sized by the call's dynamic dimensions, with resizable
+    # caching-allocator storage (record_stream works on it), given back once dropped. (torch's
+    # DLPack exchange allocator was tried and not taken: its tensors sit on from_blob storage,
+    # not resizable, on which record_stream does nothing.)
     torch = _torch()
     k = tilelang.compile(scaled_sum, out_idx=[2], target="cuda")
     call = _unconverted(k)
@@ -197,7 +199,7 @@ def test_outputs_from_the_exchange_allocator_are_torch_tensors_that_free_their_m
             results.append(call(x, y, 2.5, 3))
         for z in results:
             assert z.dtype == torch.float32 and z.device == x.device and z.shape == (size,)
-            assert z.is_contiguous() and not z.requires_grad
+            assert z.is_contiguous() and not z.requires_grad and z.untyped_storage().resizable()
             torch.testing.assert_close(z.double(), x.double() * 2.5 + y.double() + 3, rtol=1e-6, atol=1e-5)
         assert torch.equal(results[0], results[1])
     assert k._call_plan is not None

@@ -100,7 +100,7 @@ std::string WarpSpecializer::SpecializedRemark(int64_t bytes, int64_t consumer_r
          (!tile_.outer ? std::string()
                        : "; inside the tile loop at line " + std::to_string(tile_.outer->span.line) +
                              ", both roles running it, stages and phases counted on across tiles (the next "
-                             "tile's loads overlap this one's epilogue; tl.ws_tile_loop=False: not specialized)");
+                             "tile's loads overlap this one's epilogue; tl.ws_tile_loop)");
 }
 
 /// Registers per consumer thread: MostConsumerRegisters, or tl.ws_consumer_registers where

@@ -27,6 +27,9 @@ using namespace ir;  // NOLINT: implementation file
 
 namespace {
 
+/// Whether tile loops are specialized unless tl.ws_tile_loop says otherwise.
+constexpr bool kTileLoopByDefault = false;
+
 size_t PipelinedAt(const std::vector<Stmt>& stmts) {
   for (size_t i = 0; i < stmts.size(); ++i) {
     const auto* loop = As<For>(stmts[i]);
@@ -42,7 +45,9 @@ size_t PipelinedAt(const std::vector<Stmt>& stmts) {
 /// or says why the loop's nesting does not fit.
 std::string WarpSpecializer::FindTileLoop(const std::vector<Stmt>& stmts, std::vector<Stmt>* inner, size_t* at) {
   const std::string nested = "the pipelined loop is nested in other statements";
-  if (!ConfigOn(ctx_, "tl.ws_tile_loop", /*default_on=*/true)) return nested + " (tl.ws_tile_loop is off)";
+  // (off by default until the path has run on a GPU: its CPU-side tests read the lowering only)
+  const bool by_default = kTileLoopByDefault || ConfigTrue(ctx_, "tl.auto_persistent");  // (which makes tile loops)
+  if (!ConfigOn(ctx_, "tl.ws_tile_loop", by_default)) return nested + " (tl.ws_tile_loop is off)";
   for (size_t i = 0; i < stmts.size(); ++i) {
     const auto* outer = As<For>(stmts[i]);
     if (!outer || outer->for_kind != ForKind::kSerial) continue;
