@@ -135,6 +135,7 @@ class WarpSpecializer {
   ir::Stmt InTileLoop(const std::vector<ir::Stmt>& before, const ir::Stmt& loop, const std::vector<ir::Stmt>& after,
                       bool fresh_vars) const;
   ir::Expr Count(const ir::VarRef& k) const;
+  static ir::Buffer TileStepCounter();
   ir::Stmt InFlightTail(const ir::Buffer& bars, int64_t depth);
 
   // warp_specialize_guards.cc: copies hoisted out of `if guard:`.

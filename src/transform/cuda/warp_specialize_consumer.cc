@@ -50,7 +50,7 @@ std::vector<Stmt> WithoutUnreadFills(const std::vector<Stmt>& before, const std:
 Stmt WarpSpecializer::Consumer(const Buffer& bars, const Roles& roles, int64_t consumer_regs) {
   const Span& span = loop_->span;
   std::vector<Stmt> consumer{CallStmt("warpgroup_reg_alloc", {MakeInt(consumer_regs)}, span)};
-  if (tile_.outer) tile_steps_ = BufferNode::Make("tl_ws_tile_steps", DType::Int(32), {MakeInt(1)}, Scope::kVar);
+  if (tile_.outer) tile_steps_ = TileStepCounter();
   Stmt loop = ConsumerLoop(bars);
   std::vector<Stmt> before = roles.consumer_before;
   if (SkippedStepGuard()) {

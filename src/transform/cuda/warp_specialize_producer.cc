@@ -25,7 +25,7 @@ Stmt WarpSpecializer::Producer(const Buffer& bars, int64_t* bytes) {
   // held (SkippedStepGuard: the masked k-tiles skipped altogether).
   const Expr skip = SkippedStepGuard();
   const Buffer step = skip ? StepCounter() : Buffer();
-  if (tile_.outer) tile_steps_ = BufferNode::Make("tl_ws_tile_steps", DType::Int(32), {MakeInt(1)}, Scope::kVar);
+  if (tile_.outer) tile_steps_ = TileStepCounter();
   const Expr count = skip ? BufferLoad::Make(step, {MakeInt(0)}) : Count(k);
   Expr stage = FloorMod(count, MakeInt(stages_)), round = FloorDiv(count, MakeInt(stages_));
   std::vector<Stmt> body, prefetch;

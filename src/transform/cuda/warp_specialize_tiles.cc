@@ -154,6 +154,11 @@ bool WarpSpecializer::AssignTileRoles(const std::vector<Stmt>& stmts, const std:
   return true;
 }
 
+/// A role's count of its earlier tiles' steps (a scalar of each thread, from 0).
+Buffer WarpSpecializer::TileStepCounter() {
+  return BufferNode::Make("tl_ws_tile_steps", DType::Int(32), {MakeInt(1)}, Scope::kVar);
+}
+
 /// The stages and phases of step k of the pipelined loop: k, or in a tile loop k after the
 /// earlier tiles' steps.
 Expr WarpSpecializer::Count(const VarRef& k) const {
