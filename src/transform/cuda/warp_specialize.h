@@ -125,6 +125,7 @@ class WarpSpecializer {
   bool CheckProducers();
   void TakeIm2colNests();
   bool AssignRoles(const std::vector<ir::Stmt>& stmts, size_t at, Roles* roles);
+  bool ProducerReadsAny(const std::unordered_set<const ir::Var*>& vars) const;
   bool Common(const ir::Stmt& s, const std::unordered_set<const ir::BufferNode*>& written);
   std::vector<ir::Stmt> TakePrologueLoads(const std::vector<ir::Stmt>& before,
                                           const std::unordered_set<const ir::Var*>& lets);

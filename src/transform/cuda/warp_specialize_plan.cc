@@ -235,21 +235,23 @@ bool WarpSpecializer::AssignRoles(const std::vector<Stmt>& stmts, size_t at, Rol
       (i < at ? roles->consumer_before : roles->consumer_after).push_back(s);
     }
   }
-  // The producer evaluates the copies' regions and the trip count: nothing it reads may
-  // be defined in the consumer's part only.
-  auto consumer_only = [&](const Var* v) { return consumer_lets.count(v) > 0; };
-  bool needs_consumer_value = UsesVar(loop_->min, consumer_only) || UsesVar(loop_->extent, consumer_only);
-  for (const CopyOp* c : producers_) needs_consumer_value = needs_consumer_value || RegionsUse(c, consumer_lets);
-  for (const auto& [copy, guard] : guards_) needs_consumer_value = needs_consumer_value || UsesVar(guard, consumer_only);
-  for (const cuda::Im2colNest& n : im2cols_) {
-    needs_consumer_value = needs_consumer_value || UsesVar(n.nhw_step, consumer_only) || UsesVar(n.c_step, consumer_only);
-  }
-  if (needs_consumer_value) {
+  if (ProducerReadsAny(consumer_lets)) {
     Fail("the copies depend on values computed by the consumer threads");
     return false;
   }
   roles->consumer_before = TakePrologueLoads(roles->consumer_before, consumer_lets);
   return true;
+}
+
+/// Whether what the producer evaluates (the loop's trip count, its copies' regions, their
+/// hoisted guards, the im2col steps) reads one of `vars`, values only the consumers compute.
+bool WarpSpecializer::ProducerReadsAny(const std::unordered_set<const Var*>& vars) const {
+  auto among = [&](const Var* v) { return vars.count(v) > 0; };
+  bool reads = UsesVar(loop_->min, among) || UsesVar(loop_->extent, among);
+  for (const CopyOp* c : producers_) reads = reads || RegionsUse(c, vars);
+  for (const auto& [copy, guard] : guards_) reads = reads || UsesVar(guard, among);
+  for (const cuda::Im2colNest& n : im2cols_) reads = reads || UsesVar(n.nhw_step, among) || UsesVar(n.c_step, among);
+  return reads;
 }
 
 /// Copies before the loop that the producer can issue with TMA instead of the consumers

@@ -130,22 +130,13 @@ bool WarpSpecializer::AssignTileRoles(const std::vector<Stmt>& stmts, const std:
     if (const auto* let = As<LetStmt>(s)) consumer_lets.insert(let->var.get());
     (i < at ? roles->consumer_before : roles->consumer_after).push_back(s);
   }
-  bool needs = UsesVar(loop_->min, consumer_only) || UsesVar(loop_->extent, consumer_only) ||
-               (tile_.guard && UsesVar(tile_.guard, consumer_only)) ||
+  // the producer also evaluates the tile loop's bounds and guard
+  bool needs = ProducerReadsAny(consumer_lets) || (tile_.guard && UsesVar(tile_.guard, consumer_only)) ||
                UsesVar(tile_.outer->extent, consumer_only) || UsesVar(tile_.outer->min, consumer_only);
   if (tile_.guard) {
     ForEachExpr(tile_.guard, [&](const Expr& e) {
       if (const auto* load = As<BufferLoad>(e)) needs = needs || written.count(load->buffer.get()) > 0;
     });
-  }
-  for (const CopyOp* c : producers_) {
-    for (const Region* r : {&c->src, &c->dst}) {
-      for (const Range& rg : r->ranges) needs = needs || UsesVar(rg.min, consumer_only) || UsesVar(rg.extent, consumer_only);
-    }
-  }
-  for (const auto& [copy, guard] : guards_) needs = needs || UsesVar(guard, consumer_only);
-  for (const cuda::Im2colNest& n : im2cols_) {
-    needs = needs || UsesVar(n.nhw_step, consumer_only) || UsesVar(n.c_step, consumer_only);
   }
   if (needs) {
     Fail("the copies or the tile loop depend on values computed by the consumer threads");
