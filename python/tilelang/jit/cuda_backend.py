@@ -127,7 +127,8 @@ class CudaBackend:
             self._align = DYNAMIC_ALIGNMENT
             promise = f"{DYNAMIC_ALIGNMENT}:{','.join(self._align_dims)}"
             pass_configs = dict(pass_configs, **{"tl.dynamic_alignment": promise})
-        if _enabled(pass_configs, "tl.auto_persistent") and "tl.sm_count" not in pass_configs:
+        # (unset: the compiler decides whether a launch goes persistent, so it gets the count)
+        if _enabled(pass_configs, "tl.auto_persistent", default=True) and "tl.sm_count" not in pass_configs:
             sms = _current_sm_count()
             if sms:  # (unknown: the compiler's remark says the launch stays as written)
                 pass_configs = dict(pass_configs, **{"tl.sm_count": str(sms)})
