@@ -781,6 +781,7 @@ class Parser:
         self.builder.in_kernel = True
         # what T.rng_init's default sequence (the thread's number in the grid) is made of
         self.builder.launch = (vars_, grid, list(spec.threads))
+        self.builder.cluster_dims = list(getattr(spec, "cluster_dims", None) or [1, 1, 1])
         self.builder.open()
         try:
             from ..language import get_thread_binding
@@ -796,6 +797,7 @@ class Parser:
         finally:
             self.builder.in_kernel = False
             self.builder.launch = None
+            self.builder.cluster_dims = None
             self.scopes.pop()
         _b.emit(_tl.kernel(grid, vars_, spec.threads, body, self.span(node)))
 

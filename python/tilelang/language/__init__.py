@@ -2044,7 +2044,8 @@ from .barriers import (  # noqa: E402,F401
 from .barriers import WsSpec as WarpSpecializeFrame, ws as WarpSpecialize  # noqa: E402,F401
 from .upstream_only import *  # noqa: E402,F401,F403  (upstream names refused at the user's line)
 from .clusters import (  # noqa: E402,F401
-    block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait)
+    block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, get_cluster_dims,
+    get_cluster_extent, get_cluster_extents, get_cluster_id, get_cluster_ids, get_cluster_size)
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)

@@ -25,6 +25,7 @@ class Builder:
         self.frames: list[Frame] = []
         self.span = None  # (file, line, col, end_line, end_col) of the node being built
         self.in_kernel = False
+        self.cluster_dims = None  # the current launch's (x, y, z) clusters; [1, 1, 1] without
         self.pending_name = None  # the name an allocation on this line is assigned to
         self.workspaces = []  # T.alloc_global buffers: parameters the runtime allocates per call
         # loop variable name -> [(min, extent)] of the enclosing loops with constant bounds,

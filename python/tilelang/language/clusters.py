@@ -81,3 +81,66 @@ def cluster_wait():
 def cluster_sync():
     """Every thread of every block of the cluster meets here (arrive, then wait)."""
     _b.emit(_tl.evaluate(_call("cluster_sync", "T.cluster_sync"), _b.current_span()))
+
+
+# Cluster queries (upstream's T.get_cluster_*): plain arithmetic on the block indices, so they
+# mean the same on every target. A cluster is a cluster_dims-shaped tile of the grid; without
+# cluster_dims every block is its own cluster.
+
+def _cluster_dims(what):
+    _b.require_kernel(what)
+    dims = getattr(_b.current(), "cluster_dims", None)
+    if dims is None:
+        raise _b._UserError(f"{what} is for the body of a `with T.Kernel(...)`")
+    return dims
+
+
+def _axis(what, dim):
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim not in (0, 1, 2):
+        raise _b._UserError(f"{what}: dim must be 0, 1 or 2, got {dim!r}")
+    return int(dim)
+
+
+def get_cluster_dims():
+    """The launch's cluster shape [x, y, z] ([1, 1, 1] without clusters)."""
+    return list(_cluster_dims("T.get_cluster_dims"))
+
+
+def get_cluster_size():
+    """Blocks per cluster (the product of the cluster's dimensions)."""
+    x, y, z = _cluster_dims("T.get_cluster_size")
+    return x * y * z
+
+
+def get_cluster_id(dim=0):
+    """This block's cluster along grid dimension `dim`: the block index there divided by the
+    cluster's extent there (0 along a dimension the kernel does not launch)."""
+    from . import get_block_binding
+    dim = _axis("T.get_cluster_id", dim)
+    c = _cluster_dims("T.get_cluster_id")[dim]
+    block = get_block_binding(dim)
+    return block if c == 1 or isinstance(block, numbers.Integral) else block // c
+
+
+def get_cluster_ids():
+    """This block's cluster along each launched grid dimension."""
+    from . import _launch
+    vars_, _, _ = _launch("T.get_cluster_ids")
+    return [get_cluster_id(d) for d in range(len(vars_))]
+
+
+def get_cluster_extent(dim=0):
+    """The number of clusters along grid dimension `dim` (the grid's extent there over the
+    cluster's, rounded up): an int for a static grid, else an expression."""
+    from . import get_block_extent
+    dim = _axis("T.get_cluster_extent", dim)
+    c = _cluster_dims("T.get_cluster_extent")[dim]
+    g = get_block_extent(dim)
+    if isinstance(g, numbers.Integral):
+        return -(-g // c)
+    return g if c == 1 else (g + (c - 1)) // c
+
+
+def get_cluster_extents():
+    """The number of clusters along each of the 3 grid dimensions."""
+    return [get_cluster_extent(d) for d in range(3)]
