@@ -2043,6 +2043,7 @@ from .barriers import (  # noqa: E402,F401
     tma_store_arrive, tma_store_wait, wait_wgmma, ws)
 from .barriers import WsSpec as WarpSpecializeFrame, ws as WarpSpecialize  # noqa: E402,F401
 from .upstream_only import *  # noqa: E402,F401,F403  (upstream names refused at the user's line)
+from .sparse_gemm import gemm_sp  # noqa: E402,F401
 from .clusters import (  # noqa: E402,F401
     block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, get_cluster_dims,
     get_cluster_extent, get_cluster_extents, get_cluster_id, get_cluster_ids, get_cluster_size)

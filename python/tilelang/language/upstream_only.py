@@ -26,7 +26,8 @@ _INSTRUCTION_LEVEL = (
     "is upstream's instruction-level API (one PTX instruction per call, on TVM buffers), which this "
     "compiler does not have; write the tile operation (T.gemm, T.copy, T.wgmma_gemm, T.tma_copy), which it "
     "lowers to the same instructions")
-_SPARSE = "is a 2:4 sparse tensor-core GEMM, which this compiler does not support"
+_SPARSE = ("is an instruction-level 2:4 sparse tensor-core GEMM, which this compiler does not support (the tile "
+           "operator T.gemm_sp is supported)")
 _GRID = ("is a barrier across the whole grid, which needs a cooperative launch (every block resident at "
          "once) that this compiler does not make; end the kernel there and launch a second one for the rest")
 
@@ -52,7 +53,7 @@ _REFUSED = {
         "compute_gmma_descriptor", "get_ldmatrix_offset", "mma_store_index_map", "make_mma_swizzle_layout",
         "get_swizzle_layout", "create_tma_descriptor", "tma_load", "ptx_cp_async_bulk", "ptx_cp_async_barrier"),
     _SPARSE: (
-        "SparseTensorCoreIntrinEmitter", "WGSparseTensorCoreIntrinEmitter", "gemm_sp", "wgmma_gemm_sp",
+        "SparseTensorCoreIntrinEmitter", "WGSparseTensorCoreIntrinEmitter", "wgmma_gemm_sp",
         "ptx_mma_sp", "ptx_wgmma_sp_ss", "ptx_wgmma_sp_rs"),
     _GRID: ("sync_grid",),
 }
