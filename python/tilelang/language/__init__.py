@@ -860,6 +860,15 @@ def Ramp(base, stride, lanes):  # noqa: N802 - TIR's name
     return slice(base, base + lanes)
 
 
+def Broadcast(value, lanes):  # noqa: N802 - TIR's name
+    """TIR's vector of `lanes` copies of `value`: assigned to (or combined with) a region of
+    `lanes` elements, as in ``packed[0:32] = T.Broadcast(x, 32)``, it is the scalar `value`
+    (every element gets it)."""
+    if isinstance(lanes, _builtins.bool) or not isinstance(lanes, numbers.Integral) or lanes < 1:
+        raise _b._UserError(f"T.Broadcast: lanes must be a positive int, got {lanes!r}")
+    return value
+
+
 def atomic_max(dst, value, memory_order=None, return_prev=False):
     return _atomic("max", dst, value, return_prev, memory_order)
 
