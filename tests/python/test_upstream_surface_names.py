@@ -213,7 +213,7 @@ def test_mma_micro_size():
     ("T.alloc_tmem([128, 128], 'float32')", "Blackwell"),
     ("T.copy_cluster(A_s, A_s)", "cluster API"),
     ("T.warpgroup_arrive()", "instruction-level API"),
-    ("T.gemm_sp(A_s, A_s, A_s, C)", "2:4 sparse"),
+    ("T.wgmma_gemm_sp(A_s, A_s, A_s, C)", "2:4 sparse"),
     ("T.sync_grid()", "cooperative launch"),
 ])
 def test_names_not_built_here_say_why_at_the_line(tmp_path, call, reason):
