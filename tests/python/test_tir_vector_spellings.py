@@ -34,3 +34,28 @@ def test_broadcast_needs_a_lane_count():
         def main(Out: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=1):
                 Out[0:4] = T.Broadcast(T.float32(1), 0)
+
+
+def test_ramp_lanes_count_from_the_end_when_negative_at_run_time():
+    # t - 2 + k is negative for some t only: each such lane reads / writes from the end
+    n = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((4, 4), "float32"), C: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1):
+            for t in T.serial(4):
+                B[t, T.Ramp(0, 1, 4)] = A[T.Ramp(t - 2, 1, 4)]
+            for t in T.serial(4):
+                C[T.Ramp(t - 2, 1, 4)] = B[t, T.Ramp(0, 1, 4)]
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(n).astype(np.float32)
+    b, c = poison((4, 4)), np.full(n, -1, np.float32)
+    compile_cpu(main)(a, b, c)
+    want_b = np.array([[a[(t - 2 + k) % n] for k in range(4)] for t in range(4)], np.float32)
+    np.testing.assert_array_equal(b, want_b)
+    want_c = np.full(n, -1, np.float32)
+    for t in range(4):
+        for k in range(4):
+            want_c[(t - 2 + k) % n] = want_b[t, k]
+    np.testing.assert_array_equal(c, want_c)

@@ -16,6 +16,7 @@ from . import builder as _b
 from . import hints as _hints_module
 from .hints import not_applied as _hints
 from .dtypes import canonical as _canonical, require_supported  # noqa: F401
+from . import negative_index as _negative_index
 from .dtypes import (  # noqa: F401
     bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int16, int32, int64,
     uint8, uint16, uint32, uint64,
@@ -798,6 +799,9 @@ def _lanes(ref, width, what, role):
         outer, start, extent = parsed
         if extent != width:
             raise _b._UserError(f"{what}: the {role}'s slice has {extent} elements, it needs {width}")
+        if isinstance(ref.items[-1].step, _RampStep):
+            n = ref.buffer.shape[-1]
+            return [ref.buffer[tuple(outer + [_negative_index.lane_from_end(start + k, n)])] for k in range(width)]
     return [ref.buffer[tuple(outer + [start + k])] for k in range(width)]
 
 
@@ -850,14 +854,21 @@ def atomic_addx4(dst, value, return_prev=False):
     return _atomic_add_vec(4, dst, value, return_prev)
 
 
+class _RampStep(int):
+    """The step (1) of the slice T.Ramp gives: it marks the slice's elements as lanes, each of
+    which counts from the end when negative (see T.Ramp)."""
+
+
 def Ramp(base, stride, lanes):  # noqa: N802 - TIR's name
     """TIR's index vector base, base + stride, ...: as an index, the slice of `lanes`
-    consecutive elements from `base` (stride 1 only)."""
+    consecutive elements from `base` (stride 1 only). As upstream, each lane read or written
+    one by one (``B[t, 0:4] = A[T.Ramp(t - 2, 1, 4)]``) counts from the end of the dimension
+    when its index is negative, also where that is known only at run time."""
     if not (isinstance(stride, numbers.Integral) and stride == 1):
         raise _b._UserError(f"T.Ramp: only stride 1 (a contiguous slice) is supported, got {stride!r}")
     if not isinstance(lanes, numbers.Integral) or lanes < 1:
         raise _b._UserError(f"T.Ramp: lanes must be a positive int, got {lanes!r}")
-    return slice(base, base + lanes)
+    return slice(base, base + lanes, _RampStep(1))
 
 
 def Broadcast(value, lanes):  # noqa: N802 - TIR's name

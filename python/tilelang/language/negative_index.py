@@ -44,3 +44,43 @@ def from_end(index, extent):
     if isinstance(node, _tl.Expr) and node.dtype.startswith(("int", "uint")) and _always_negative(node):
         return index + n
     return index
+
+
+def _sign(node):
+    """'negative' / 'non-negative' when every value of an index (a constant, or affine in one
+    loop variable with constant bounds) has that sign; None otherwise."""
+    c = getattr(node, "const_value", None)
+    if isinstance(c, numbers.Integral):
+        return "negative" if c < 0 else "non-negative"
+    aff = _tl.affine_in_one_var(node)
+    b = builder.active()
+    if aff is None or b is None:
+        return None
+    name, a, c = aff
+    ranges = b.loop_ranges.get(name)
+    if not ranges or ranges[-1] is None:
+        return None
+    lo, n = ranges[-1]
+    if n <= 0:
+        return None
+    ends = (a * lo + c, a * (lo + n - 1) + c)
+    return "negative" if max(ends) < 0 else "non-negative" if min(ends) >= 0 else None
+
+
+def lane_from_end(index, extent):
+    """A T.Ramp lane's index counted from the end when negative: statically where its sign is
+    known, otherwise by a select at run time (upstream's rule for vector indices)."""
+    from .values import as_expr, binary
+
+    n = _static(extent)
+    if n is None:
+        return index
+    e = as_expr(index, "int32")
+    sign = _sign(e.node)
+    if sign == "negative":
+        return index + n
+    if sign == "non-negative":
+        return index
+    from . import if_then_else
+
+    return if_then_else(binary("lt", e, as_expr(0, "int32")), e + n, e)
