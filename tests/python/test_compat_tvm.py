@@ -230,3 +230,20 @@ def test_tirx_reinterpret_and_cast_in_tirs_argument_order():
     compile_cpu(f)(a, b, c)
     np.testing.assert_array_equal(b, a.view(np.uint32))
     np.testing.assert_array_equal(c, (a.view(np.uint32) & 0xFFFF0000).view(np.float32))
+
+
+def test_tirx_select_picks_per_element():
+    """tirx.Select(c, a, b), as upstream's fp4 decode helpers write it: zero exponents give 0."""
+    from tilelang.tvm import tirx
+
+    @T.prim_func
+    def f(E: T.Tensor((8,), "uint32"), V: T.Tensor((8,), "float32"), O: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                O[i] = tirx.Select(E[i] == tirx.const(0, T.uint32), tirx.const(0, T.float32), V[i] * 2.0)
+
+    e = np.array([0, 1, 0, 3, 4, 0, 6, 7], np.uint32)
+    v = np.arange(8, dtype=np.float32) + 0.5
+    o = np.full(8, np.nan, np.float32)
+    compile_cpu(f)(e, v, o)
+    np.testing.assert_array_equal(o, np.where(e == 0, 0, v * 2).astype(np.float32))

@@ -37,6 +37,14 @@ def reinterpret(dtype, value, span=None):
     return _reinterpret(value, dtype)
 
 
+def Select(condition, true_value, false_value, span=None):  # noqa: N802 - TIR's name
+    """``tirx.Select(c, a, b)``: T.if_then_else(c, a, b) (both are pure expressions here, so
+    TIR's evaluation of both sides gives the same value)."""
+    from ...language import if_then_else
+
+    return if_then_else(condition, true_value, false_value)
+
+
 def Cast(dtype, value, span=None):  # noqa: N802 - TIR's name
     """``tirx.Cast(T.uint32, x)``: T.cast(x, dtype)."""
     from ...language.values import cast as _cast
