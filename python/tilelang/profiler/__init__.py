@@ -188,7 +188,7 @@ def _encoded_input(p, rng, supply):
     integers, or uniform values, rounded to the type; e8m0 gets powers of two from 1/8 to 8."""
     import ml_dtypes
 
-    from .utils.tensor import pack_4bit
+    from ..utils.tensor import pack_4bit
 
     shape = tuple(p.dims)
     if p.dtype == "float8_e8m0fnu":
@@ -233,7 +233,7 @@ class Profiler:
         if sizes is None:
             raise TypeError(f"the profiler cannot size the dynamic tensor {p.name!r}: give "
                             "do_bench(dynamic_symbolic_constraints={name: size}) or input_tensors=[...]")
-        from .jit.kernel import dim_value
+        from ..jit.kernel import dim_value
 
         try:
             return tuple(dim_value(d, sizes) for d in p.dims)
@@ -242,7 +242,7 @@ class Profiler:
                              f"{p.name!r}); got {sorted(sizes)}") from None
 
     def _make_inputs(self, sizes=None):
-        from .jit.arguments import numpy_dtype
+        from ..jit.arguments import numpy_dtype
 
         rng = np.random.default_rng(0)
         inputs = []
@@ -293,7 +293,7 @@ class Profiler:
         if self.supply == TensorSupplyType.One:
             return torch.ones(shape, dtype=dtype, device=dev)
         if self.supply == TensorSupplyType.Integer or p.dtype.startswith(("int", "uint", "bool")):
-            from .utils.tensor import integer_supply_range
+            from ..utils.tensor import integer_supply_range
 
             x = torch.randint(*integer_supply_range(p.dtype), shape, generator=self._gen, device=dev)
         elif self.supply == TensorSupplyType.Uniform:
