@@ -88,16 +88,16 @@ def cluster_sync():
 # cluster_dims every block is its own cluster.
 
 def _cluster_dims(what):
-    _b.require_kernel(what)
-    dims = getattr(_b.current(), "cluster_dims", None)
-    if dims is None:
-        raise _b._UserError(f"{what} is for the body of a `with T.Kernel(...)`")
-    return dims
+    from . import _launch
+
+    _launch(what)  # (in a kernel body, as the block queries)
+    return _b.current().cluster_dims
 
 
 def _axis(what, dim):
-    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim not in (0, 1, 2):
-        raise _b._UserError(f"{what}: dim must be 0, 1 or 2, got {dim!r}")
+    from . import _check_dim
+
+    _check_dim(what, dim)
     return int(dim)
 
 

@@ -19,17 +19,25 @@ def _static(x):
     return v if isinstance(v, numbers.Integral) and not isinstance(v, bool) else None
 
 
-def _always_negative(node) -> bool:
+def _bounds(node):
+    """(least, greatest) value of an index affine in one enclosing loop variable with constant
+    bounds, `a * v + c`; None for any other index."""
     aff = _tl.affine_in_one_var(node)
     b = builder.active()
     if aff is None or b is None:
-        return False
+        return None
     name, a, c = aff
     ranges = b.loop_ranges.get(name)
-    if not ranges or ranges[-1] is None:
-        return False
+    if not ranges or ranges[-1] is None or ranges[-1][1] <= 0:
+        return None
     lo, n = ranges[-1]
-    return n > 0 and max(a * lo + c, a * (lo + n - 1) + c) < 0
+    ends = (a * lo + c, a * (lo + n - 1) + c)
+    return min(ends), max(ends)
+
+
+def _always_negative(node) -> bool:
+    bounds = _bounds(node)
+    return bounds is not None and bounds[1] < 0
 
 
 def from_end(index, extent):
@@ -50,21 +58,10 @@ def _sign(node):
     """'negative' / 'non-negative' when every value of an index (a constant, or affine in one
     loop variable with constant bounds) has that sign; None otherwise."""
     c = getattr(node, "const_value", None)
-    if isinstance(c, numbers.Integral):
-        return "negative" if c < 0 else "non-negative"
-    aff = _tl.affine_in_one_var(node)
-    b = builder.active()
-    if aff is None or b is None:
+    bounds = (c, c) if isinstance(c, numbers.Integral) else _bounds(node)
+    if bounds is None:
         return None
-    name, a, c = aff
-    ranges = b.loop_ranges.get(name)
-    if not ranges or ranges[-1] is None:
-        return None
-    lo, n = ranges[-1]
-    if n <= 0:
-        return None
-    ends = (a * lo + c, a * (lo + n - 1) + c)
-    return "negative" if max(ends) < 0 else "non-negative" if min(ends) >= 0 else None
+    return "negative" if bounds[1] < 0 else "non-negative" if bounds[0] >= 0 else None
 
 
 def lane_from_end(index, extent):

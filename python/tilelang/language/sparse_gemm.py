@@ -33,19 +33,13 @@ def e_factor(value_dtype: str, meta_dtype: str) -> int:
     return META_BITS[meta_dtype] // _BITS_PER_GROUP * GROUP[value_dtype][1]
 
 
-def _static_flag(v, name):
-    if not isinstance(v, bool):
-        raise _b._UserError(f"T.gemm_sp: {name} must be a compile-time bool, got {v!r}")
-    return v
-
-
 def gemm_sp(A_sparse, E, B, C, transpose_A=False, transpose_E=False, transpose_B=False, policy=None,
             clear_accum=False, k_pack=1, wg_wait=0, annotations=None):
-    from . import GemmWarpPolicy, _remark, alloc_shared, gemm, if_then_else
+    from . import GemmWarpPolicy, _remark, _static_bool, alloc_shared, gemm, if_then_else
 
     _b.require_kernel("T.gemm_sp")
-    transpose_A = _static_flag(transpose_A, "transpose_A")
-    transpose_E = _static_flag(transpose_E, "transpose_E")
+    transpose_A = _static_bool(transpose_A, "T.gemm_sp transpose_A")
+    transpose_E = _static_bool(transpose_E, "T.gemm_sp transpose_E")
     if transpose_E != transpose_A:
         raise _b._UserError(f"T.gemm_sp: the metadata is laid out as A_sparse is (transpose_E must equal "
                             f"transpose_A), got transpose_A={transpose_A}, transpose_E={transpose_E}")
