@@ -46,7 +46,7 @@ _REFUSED = {
     _CLUSTERS: (
         "copy_cluster",),
     _INSTRUCTION_LEVEL: (
-        "TensorCoreIntrinEmitter", "TensorCoreIntrinEmitterWithLadderTransform", "WGMMATensorCoreIntrinEmitter",
+        "TensorCoreIntrinEmitterWithLadderTransform", "WGMMATensorCoreIntrinEmitter",
         "WGMMADescriptorParams", "ptx_mma", "ptx_mma_sm70", "ptx_ldmatrix", "ptx_wgmma_ss", "ptx_wgmma_rs",
         "wgmma_mma", "warpgroup_arrive", "warpgroup_commit_batch", "warpgroup_wait", "warpgroup_fence_operand",
         "alloc_descriptor", "alloc_wgmma_desc", "initialize_wgmma_descriptor", "increase_descriptor_offset",

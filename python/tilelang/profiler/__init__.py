@@ -225,6 +225,11 @@ class Profiler:
         self.supply = supply or TensorSupplyType.Auto
         self._inputs = None
 
+    @property
+    def func(self):
+        """The kernel itself (upstream's name: `profiler.do_bench(profiler.func)`)."""
+        return self.kernel
+
     def _shape(self, p, sizes):
         """Parameter p's shape, its dynamic dimensions given by `sizes` ({name: size},
         upstream's dynamic_symbolic_constraints)."""

@@ -223,6 +223,7 @@ void ThreadEmulator::EmitLeaf(const Stmt& s, const Expr& mask, std::vector<Stmt>
                            "`if` on the thread index whose branches meet at named barriers or mbarriers)");
     }
     if (HasEffect(call, kPerThread)) return EmitMbarrierOp(call, s, mask, out);
+    if (IsIntrinsic(call, TL_INTRINSIC_NAME("mma_fragment"))) return EmitWarpMma(call, s, mask, out);
   }
   Stmt st = s;
   if (const auto* store = As<BufferStore>(s)) {

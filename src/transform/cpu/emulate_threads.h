@@ -240,6 +240,8 @@ class ThreadEmulator {
   void EmitLet(const LetStmt* let, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitAllocate(const Allocate* alloc, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitLeaf(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
+  /// mma_fragment: one warp's MMA, lane by lane (emulate_warp_mma.cc).
+  void EmitWarpMma(const Call* call, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   // mbarriers (emulate_mbarriers.cc)
   static bool IsWarpgroupScope(const Stmt& then_case);
   /// Whether the fragment tile op or GEMM `s` may run here under a thread-dependent

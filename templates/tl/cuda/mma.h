@@ -147,4 +147,76 @@ TL_DEVICE void mma_m16n8k8_tf32f32(float (&d)[4], const float (&a)[4], const flo
   mma_m16n8k8_tf32f32(d, ta, tb, c);
 }
 
+
+// --- mma_fragment: one warp's m16n8k MMA on per-thread element arrays ---------------------
+// What TensorCoreIntrinEmitter.mma lowers to. The operands are arrays of elements (not
+// registers) in the register order of the file comment: A's element v sits in register
+// v / per at bits (v % per) * width, with per = 32 / width elements per register; likewise B
+// (two registers) and C (four values). The registers are assembled here, so the arrays need
+// no alignment beyond their element type's.
+
+namespace detail {
+TL_DEVICE uint32_t fragment_word(const half* p) { return pack_half2(p[0], p[1]); }
+TL_DEVICE uint32_t fragment_word(const bfloat16* p) { return pack_bfloat162(p[0], p[1]); }
+TL_DEVICE uint32_t fragment_word(const int8_t* p) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(p[0])) | (static_cast<uint32_t>(static_cast<uint8_t>(p[1])) << 8) |
+         (static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16) |
+         (static_cast<uint32_t>(static_cast<uint8_t>(p[3])) << 24);
+}
+TL_DEVICE uint32_t fragment_word(const uint8_t* p) { return fragment_word(reinterpret_cast<const int8_t*>(p)); }
+template <typename T>
+TL_DEVICE void fragment_words(uint32_t (&a)[4], uint32_t (&b)[2], const T* pa, const T* pb) {
+  constexpr int per = 4 / sizeof(T);
+  for (int r = 0; r < 4; ++r) a[r] = fragment_word(pa + r * per);
+  for (int r = 0; r < 2; ++r) b[r] = fragment_word(pb + r * per);
+}
+}  // namespace detail
+
+/// C (16x8, float) += A (16x16) * B (16x8), A/B half or bfloat16.
+template <typename T>
+TL_DEVICE void mma_fragment(float* c, const T* pa, const T* pb) {
+  uint32_t a[4], b[2];
+  detail::fragment_words(a, b, pa, pb);
+  float acc[4] = {c[0], c[1], c[2], c[3]};
+  mma_m16n8k16<T>(acc, a, b, acc);
+  for (int i = 0; i < 4; ++i) c[i] = acc[i];
+}
+
+/// C (16x8, half) += A (16x16) * B (16x8), all half (the f16-accumulator form).
+TL_DEVICE void mma_fragment(half* c, const half* pa, const half* pb) {
+  uint32_t a[4], b[2];
+  detail::fragment_words(a, b, pa, pb);
+  uint32_t acc[2] = {pack_half2(c[0], c[1]), pack_half2(c[2], c[3])};
+  mma_m16n8k16_f16f16(acc, a, b, acc);
+  for (int i = 0; i < 2; ++i) {
+    c[2 * i] = half(static_cast<unsigned short>(acc[i] & 0xFFFFu), from_bits_t{});
+    c[2 * i + 1] = half(static_cast<unsigned short>(acc[i] >> 16), from_bits_t{});
+  }
+}
+
+/// C (16x8, int32) += A (16x32) * B (32x8), int8 or uint8 (wrapping).
+TL_DEVICE void mma_fragment(int* c, const int8_t* pa, const int8_t* pb) {
+  uint32_t a[4], b[2];
+  detail::fragment_words(a, b, pa, pb);
+  int acc[4] = {c[0], c[1], c[2], c[3]};
+  mma_m16n8k32_s8s32(acc, a, b, acc);
+  for (int i = 0; i < 4; ++i) c[i] = acc[i];
+}
+TL_DEVICE void mma_fragment(int* c, const uint8_t* pa, const uint8_t* pb) {
+  uint32_t a[4], b[2];
+  detail::fragment_words(a, b, pa, pb);
+  int acc[4] = {c[0], c[1], c[2], c[3]};
+  mma_m16n8k32_u8s32(acc, a, b, acc);
+  for (int i = 0; i < 4; ++i) c[i] = acc[i];
+}
+
+/// C (16x8, float) += A (16x8) * B (8x8), float32 rounded to tf32 (one element per register).
+TL_DEVICE void mma_fragment(float* c, const float* pa, const float* pb) {
+  const float a[4] = {pa[0], pa[1], pa[2], pa[3]};
+  const float b[2] = {pb[0], pb[1]};
+  float acc[4] = {c[0], c[1], c[2], c[3]};
+  mma_m16n8k8_tf32f32(acc, a, b, acc);
+  for (int i = 0; i < 4; ++i) c[i] = acc[i];
+}
+
 }  // namespace tl
