@@ -2079,6 +2079,10 @@ def __getattr__(name):
     # the builtins int() etc. stay what this module's own code calls.
     if name in _C_NAMES:
         return _C_NAMES[name]
+    if name == "TensorCoreIntrinEmitter":  # upstream exports the warp-level emitter here too
+        from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
+
+        return TensorCoreIntrinEmitter
     from .dtypes import _split_lanes
 
     base, lanes = _split_lanes(name)
