@@ -21,7 +21,29 @@ def summary(exc: BaseException) -> str:
     return " ".join(lines[:2])[:400]
 
 
+def skip_timing():
+    """TL_REGRESSION_WARM=1 (regression_perf.py --warm): build every kernel, time none. The
+    profilers' do_bench return at once, so many files can fill the kernel caches side by side;
+    the measured run that follows finds its kernels compiled."""
+    import importlib
+
+    import tilelang.profiler as profiler
+
+    def no_timing(*args, **kwargs):
+        return 1.0
+
+    try:
+        bench = importlib.import_module("tilelang.profiler.bench")
+    except ImportError:
+        bench = None
+    for owner in (profiler, getattr(profiler, "Profiler", None), bench):
+        if owner is not None and hasattr(owner, "do_bench"):
+            setattr(owner, "do_bench", no_timing)
+
+
 def main(path: str) -> int:
+    if os.environ.get("TL_REGRESSION_WARM") == "1":
+        skip_timing()
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
     sys.path.insert(0, folder)

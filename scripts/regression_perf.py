@@ -12,6 +12,11 @@ family's example tests passed on both sides in a compatibility run (`--compat-re
 results.json of scripts/compat_run.py), since the regression functions time kernels without
 checking them.
 
+`--warm N` first runs every selected file on every side with N processes at once and the
+timing switched off (regression_driver.py's TL_REGRESSION_WARM), so the kernels, upstream's
+nvcc builds above all, are compiled in parallel and the timed runs, one at a time, find them
+in the caches (`--warm-budget` seconds at most).
+
 The suite does not fit one 10-minute device call: `--shard i/n` runs every n-th file, and
 `--out` keeps the results of earlier calls (a file already measured on both sides is not run
 again), so successive calls fill one table. Compiled kernels are cached in each package's
@@ -67,6 +72,35 @@ def run_side(side: str, python: str, env: dict, path: Path, timeout: float):
     tail = "" if status == "ok" else first_error_line(proc.stderr)
     return {"status": status, "seconds": round(time.time() - t0, 1), "results": results, "errors": errors,
             "error": tail}
+
+
+def warm_caches(jobs, workers: int, budget: float):
+    """Runs (side, python, env, path) jobs with the timing off, `workers` at a time, until done
+    or `budget` seconds have passed (the rest are left to the timed runs)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    deadline = time.time() + budget
+
+    def one(job):
+        side, python, env, path = job
+        left = deadline - time.time()
+        if left <= 5:
+            return side, path, "skipped"
+        try:
+            proc = subprocess.run([python, str(DRIVER), path.name], cwd=path.parent, capture_output=True, text=True,
+                                  env=dict(env, TL_REGRESSION_WARM="1"), timeout=left)
+            return side, path, "ok" if proc.returncode == 0 else "failed"
+        except subprocess.TimeoutExpired:
+            return side, path, "timeout"
+
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        outcomes = list(pool.map(one, jobs))
+    counts = {}
+    for _, _, status in outcomes:
+        counts[status] = counts.get(status, 0) + 1
+    print(f"[regression] warm-up: {len(jobs)} runs in {time.time() - t0:.0f} s with {workers} processes: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), file=sys.stderr, flush=True)
 
 
 def parse(stdout: str):
@@ -144,6 +178,9 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=300, help="seconds per file and side")
     p.add_argument("--compat-results", default=None, help="results.json of scripts/compat_run.py")
     p.add_argument("--rerun", action="store_true", help="run files already measured on both sides again")
+    p.add_argument("--warm", type=int, default=0,
+                   help="first build every file's kernels with this many processes at once, timing off")
+    p.add_argument("--warm-budget", type=float, default=240, help="seconds the warm-up may take at most")
     p.add_argument("--sides", default="ours,upstream",
                    help="which packages to run (e.g. 'ours' after a fix: the other side's kept results stay)")
     args = p.parse_args(argv)
@@ -160,6 +197,15 @@ def main(argv=None):
     if args.upstream_pkg:
         sides["upstream"] = (sys.executable, dict(base, PYTHONPATH=str(Path(args.upstream_pkg).resolve())))
     wanted = {x.strip() for x in args.sides.split(",") if x.strip()}
+
+    def pending(f):
+        done = state.get(str(f.relative_to(root / "examples")), {})
+        return args.rerun or not all(done.get(s, {}).get("status") == "ok" for s in sides)
+
+    if args.warm > 0:
+        jobs = [(side, python, env, f) for f in files if pending(f) for side, (python, env) in sides.items()
+                if side in wanted]
+        warm_caches(jobs, args.warm, args.warm_budget)
     for f in files:
         rel = str(f.relative_to(root / "examples"))
         done = state.get(rel, {})
