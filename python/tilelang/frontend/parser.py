@@ -1256,7 +1256,7 @@ class Parser:
         """@T.macro: the macro's body is parsed in place, into the current kernel, with its
         parameters bound to the call's arguments (like an inlined __device__ function)."""
         try:
-            bound = inspect.signature(macro.func).bind(*args, **kwargs)
+            bound = inspect.signature(macro.func).bind(*macro.bound_args, *args, **kwargs)
         except TypeError as e:
             raise _b._UserError(f"{macro.func.__name__}(): {e}") from None
         bound.apply_defaults()
