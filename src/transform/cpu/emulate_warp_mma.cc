@@ -53,6 +53,10 @@ void ThreadEmulator::EmitWarpMma(const Call* call, const Stmt& s, const Expr& ma
   };
   const Buffer C = per_thread(c), A = per_thread(a), B = per_thread(b);
   const DType in = a.original->dtype;
+  if (b.original->dtype != in || (in.bits != 8 && in.bits != 16 && in.bits != 32)) {
+    TL_USER_ERROR(span) << "a warp MMA takes A and B of one 8-, 16- or 32-bit type, got " << in.str() << " and "
+                        << b.original->dtype.str();
+  }
   const int per = 32 / in.bits;  // elements per 32-bit register
   const int k_extent = 8 * per;  // m16n8k8 (tf32), k16 (16-bit), k32 (8-bit)
   const int half_k = k_extent / 2;
