@@ -268,6 +268,9 @@ class CpuCodegen : public CPrinter {
         IsIntrinsic(op, TL_INTRINSIC_NAME("pdl_sync")) || IsIntrinsic(op, TL_INTRINSIC_NAME("set_max_nreg"))) {
       return "(void)0";  // lockstep: nothing to wait for; stores here are plain copies
     }
+    // A request for CUDA's shared-memory plan (TensorCoreIntrinEmitter's operand tiles): the
+    // CPU's tiles are plain arrays.
+    if (IsIntrinsic(op, TL_INTRINSIC_NAME("panel_layout"))) return "(void)0";
     if (HasEffect(op, kWgmmaWait)) return "(void)0";  // T.wait_wgmma: the CPU's GEMMs are complete at once
     if (IsIntrinsic(op, TL_INTRINSIC_NAME("ffs"))) return "tl::ffs(" + Print(op->args[0]) + ")";
     if (IsIntrinsic(op, TL_INTRINSIC_NAME("fns"))) {

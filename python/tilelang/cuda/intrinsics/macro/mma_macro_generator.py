@@ -155,7 +155,26 @@ class TensorCoreIntrinEmitter:
         if len(tile.extents) < 2:
             raise _b._UserError(f"TensorCoreIntrinEmitter.{what}: the operand tile must have two dimensions at "
                                 f"least, got {tile.name} {tile.extents}")
+        TensorCoreIntrinEmitter._ask_for_panels(tile.buffer)
         return tile
+
+    @staticmethod
+    def _ask_for_panels(buf):
+        """Each lane reads rows g = lane // 4 of a micro tile, 4 bytes of each: in a plain
+        row-major tile of 64- or 128k-byte rows, rows g and g + 2 (or g + 1) share their banks.
+        Asks the CUDA plan for wgmma's panel layout (16-byte chunks XOR-ed by the row), where
+        those reads are conflict-free, for the tiles it fits (panel_layout: no code; the CPU
+        ignores it)."""
+        if buf.scope not in ("shared", "shared.dyn") or len(buf.shape) < 2:
+            return
+        rows, cols = buf.shape[-2], buf.shape[-1]
+        elem = _BITS.get(_name(buf.dtype), 0) // 8
+        if not (isinstance(rows, int) and isinstance(cols, int)) or elem not in (2, 4) or rows % 8:
+            return
+        if cols * elem != 64 and (cols * elem) % 128:
+            return
+        at = _tl.call("handle", "address_of", [buf[tuple(0 for _ in buf.shape)].load().node])
+        _b.emit(_tl.evaluate(_tl.call("void", "panel_layout", [at, at]), _b.current_span()))
 
     def _by_register(self, count, load, contiguous):
         """load(v, e) for the `count` elements, a register (`per_register` elements, consecutive
