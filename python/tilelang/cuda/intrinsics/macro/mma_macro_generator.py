@@ -266,16 +266,19 @@ class TensorCoreIntrinEmitter:
                                 f"{D.extents}")
         g, q, warp_n, warp_m = self._lane()
         block_m, block_n = self.block_row_warps * self.warp_rows, self.block_col_warps * self.warp_cols
-        for i in range(self.warp_rows):
-            for j in range(self.warp_cols):
-                ti, tj = warp_m * self.warp_rows + i, warp_n * self.warp_cols + j
-                if pid_m is not None and pid_n is not None:
-                    ti, tj = pid_m * block_m + ti, pid_n * block_n + tj
-                for v in range(self.local_size_out):
-                    row, col = self._c_position(g, q, v)
-                    at = [ti, tj, row, col] if len(D.extents) == 4 else [ti * self.M_DIM + row, tj * self.n_dim + col]
-                    value = L.load([(i * self.warp_cols + j) * self.local_size_out + v])
-                    D.store(at, value)
+
+        def store(ijv):
+            i, j, v = ijv
+            ti, tj = warp_m * self.warp_rows + i, warp_n * self.warp_cols + j
+            if pid_m is not None and pid_n is not None:
+                ti, tj = pid_m * block_m + ti, pid_n * block_n + tj
+            row, col = self._c_position(g, q, v)
+            at = [ti, tj, row, col] if len(D.extents) == 4 else [ti * self.M_DIM + row, tj * self.n_dim + col]
+            D.store(at, L.load([(i * self.warp_cols + j) * self.local_size_out + v]))
+
+        # One loop nest, not one statement per element: the threads' stores are one piece of
+        # work to the barrier pass, which otherwise orders each against the one before it.
+        _nest([self.warp_rows, self.warp_cols, self.local_size_out], ["unroll"] * 3, store, prefix="c")
 
     def make_mma_load_layout(self, local_buf, matrix="A"):
         raise NotImplementedError("TensorCoreIntrinEmitter.make_mma_load_layout (a T.Fragment of the operand "
