@@ -2119,6 +2119,7 @@ from .sparse_gemm import gemm_sp  # noqa: E402,F401
 from .clusters import (  # noqa: E402,F401
     block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, get_cluster_dims,
     get_cluster_extent, get_cluster_extents, get_cluster_id, get_cluster_ids, get_cluster_size)
+from .packed_x2 import abs2, add2, extract_lane, fma2, max2, min2, mul2, sub2  # noqa: E402,F401
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)
