@@ -2078,7 +2078,7 @@ from .fastmath import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __ta
 from .tileops_extra import c2d_im2col, cummax, im2col, reduce_bitand, reduce_bitor, reduce_bitxor, transpose  # noqa: E402,F401
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update  # noqa: E402,F401
 from .views import reshape, view  # noqa: E402,F401
-from .pointers import handle, make_tensor, match_buffer, ptr  # noqa: E402,F401
+from .pointers import handle, make_tensor, make_tensor_from_addr, match_buffer, ptr  # noqa: E402,F401
 from .extern import (  # noqa: E402,F401
     CUDASourceCodeKernel,
     access_ptr,
@@ -2132,6 +2132,14 @@ def __getattr__(name):
     # the builtins int() etc. stay what this module's own code calls.
     if name in _C_NAMES:
         return _C_NAMES[name]
+    if name == "PrimFunc":  # the type of a @T.prim_func (for annotations)
+        from ..frontend.parser import PrimFunc
+
+        return PrimFunc
+    if name == "JITFunc":  # the type of a @tilelang.jit function
+        from ..jit import JITImpl
+
+        return JITImpl
     if name == "TensorCoreIntrinEmitter":  # upstream exports the warp-level emitter here too
         from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
 

@@ -96,3 +96,11 @@ def match_buffer(param, shape, dtype="float32", strides=None, elem_offset=None, 
         raise _b._UserError("T.match_buffer: axis_separators are not supported")
     return make_tensor(param, shape, dtype, strides)
 
+
+
+def make_tensor_from_addr(addr, shape, dtype="float32", strides=None, storage_scope="global"):
+    """Upstream's spelling of T.make_tensor for an address value: a global tensor at `addr`."""
+    if storage_scope != "global":
+        raise _b._UserError(f"T.make_tensor_from_addr: only global memory is supported (storage_scope='global'), "
+                            f"got {storage_scope!r}")
+    return make_tensor(addr, shape, dtype, strides)
