@@ -40,3 +40,29 @@ from . import tvm  # noqa: E402,F401  (the stand-in for `from tilelang import tv
 # TILELANG_PROVIDE_TVM=0 turns it off): upstream's programs write `import tvm` after
 # `import tilelang` (docs/tvm-compat.md).
 tvm._install_top_level_alias()
+
+# Names upstream's package imports eagerly; here on first use (importlib keeps `import
+# tilelang` light): the layout classes, the profiler, the dtypes module, the source
+# post-processing hooks and the subpackages `tilelang.engine`, `.tools`, `.cuda`.
+_LAZY = {
+    "Layout": ("tilelang.layout", "Layout"),
+    "Fragment": ("tilelang.layout", "Fragment"),
+    "Profiler": ("tilelang.profiler", "Profiler"),
+    "dtypes": ("tilelang.language.dtypes", None),
+    "engine": ("tilelang.engine", None),
+    "tools": ("tilelang.tools", None),
+    "cuda": ("tilelang.cuda", None),
+    "register_cuda_postproc": ("tilelang.engine.callback", "register_cuda_postproc"),
+    "register_hip_postproc": ("tilelang.engine.callback", "register_hip_postproc"),
+    "register_c_postproc": ("tilelang.engine.callback", "register_c_postproc"),
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tilelang' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name]
+    mod = importlib.import_module(module)
+    return mod if attr is None else getattr(mod, attr)

@@ -472,3 +472,18 @@ def test_carver_cdna_says_there_is_no_hip_backend():
 
     with pytest.raises(NotImplementedError, match="HIP"):
         CDNA("hip")
+
+
+def test_package_level_names_upstream_imports_eagerly():
+    import tilelang.engine.callback as callback
+    import tilelang.layout as layout
+    import tilelang.profiler as profiler
+
+    assert tilelang.Layout is layout.Layout and tilelang.Fragment is layout.Fragment
+    assert tilelang.Profiler is profiler.Profiler
+    assert tilelang.register_cuda_postproc is callback.register_cuda_postproc
+    assert tilelang.dtypes.DataType is tilelang.DataType
+    for sub in ("engine", "tools", "cuda"):
+        assert getattr(tilelang, sub).__name__ == f"tilelang.{sub}"
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        tilelang.not_a_name
