@@ -487,3 +487,25 @@ def test_package_level_names_upstream_imports_eagerly():
         assert getattr(tilelang, sub).__name__ == f"tilelang.{sub}"
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         tilelang.not_a_name
+
+
+def test_scope_helpers_and_determine_target():
+    from tilelang.utils import determine_target, is_fragment, is_global, is_local, is_shared
+
+    assert determine_target("llvm") == "cpu" and determine_target("cuda") == "cuda"
+    assert tilelang.testing.target_is_cuda("cuda -arch=sm_90a") and not tilelang.testing.target_is_cuda("cpu")
+    seen = {}
+
+    @T.prim_func
+    def main(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared((16,), "float32")
+            f = T.alloc_fragment((16,), "float32")
+            loc = T.alloc_local((4,), "float32")
+            seen.update(shared=(is_shared(s), is_fragment(s)), fragment=(is_fragment(f), is_local(f)),
+                        local=(is_local(loc), is_shared(loc)), glob=(is_global(A), is_shared(A[0:4])))
+            T.copy(A, s)
+            T.copy(s, A)
+
+    assert seen == {"shared": (True, False), "fragment": (True, False), "local": (True, False),
+                    "glob": (True, False)}

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..utils.tensor import torch_assert_close  # noqa: F401
 from .perf_regression import process_func, regression  # noqa: F401
+from ..utils.target import determine_target, target_is_cuda  # noqa: F401,E402
 
 __all__ = [
     "requires_package", "requires_cuda", "requires_llvm", "requires_cpu", "requires_metal", "requires_rocm",
