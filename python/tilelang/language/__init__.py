@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import builtins as _builtins
 import enum
-import inspect
 import math as _pymath
 import numbers
 
@@ -63,55 +62,6 @@ class Macro:
 
     def __call__(self, *args, **kwargs):
         raise _b._UserError(f"@T.macro {self.__name__} can only be called from inside a kernel")
-
-
-class _InlineMethod(Macro):
-    """``@T.inline`` on a method: its body is inlined like a @T.macro's wherever a kernel calls
-    it, with ``self`` bound (state lives in T.alloc_var buffers held by the object)."""
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        bound = Macro(self.func)
-        bound.bound_args = (obj,)
-        return bound
-
-
-def inline(func):
-    """``@T.inline``: the method is inlined at each call from kernel code (see _InlineMethod)."""
-    return _InlineMethod(func)
-
-
-def _stores_into_subscript(func) -> bool:
-    """Whether `func` assigns to a subscript (``self.x[0] = ...``): a method that writes kernel
-    state, which meta_class inlines. Unknown source: assume it does."""
-    import ast
-    import textwrap
-
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError):
-        return True
-    for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-        if any(isinstance(t, ast.Subscript) for tgt in targets for t in ast.walk(tgt)):
-            return True
-    return False
-
-
-def meta_class(cls):
-    """``@T.meta_class``: a class of helpers that exist while a kernel is built (tile
-    schedulers and the like), holding T.alloc_var buffers as state. Its methods that store
-    into a subscript are inlined into the kernel (T.inline); the others stay plain Python
-    that builds and returns expressions."""
-    cls._is_meta_class = True
-    for name, attr in list(cls.__dict__.items()):
-        if name.startswith("__") or isinstance(attr, (Macro, staticmethod, classmethod, property)):
-            continue
-        if inspect.isfunction(attr) and _stores_into_subscript(attr):
-            setattr(cls, name, _InlineMethod(attr))
-    return cls
 
 
 def macro(func=None, **kwargs):
@@ -2120,11 +2070,19 @@ from .clusters import (  # noqa: E402,F401
     block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, get_cluster_dims,
     get_cluster_extent, get_cluster_extents, get_cluster_id, get_cluster_ids, get_cluster_size)
 from .packed_x2 import abs2, add2, extract_lane, fma2, max2, min2, mul2, sub2  # noqa: E402,F401
+from .meta import inline, meta_class  # noqa: E402,F401
 from .warp_vote import (  # noqa: E402,F401
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync,
     syncthreads_and, syncthreads_count, syncthreads_or)
 
 _C_NAMES = {"int": int32, "long": int64, "short": int16, "uint": uint32, "ulong": uint64}
+# Names upstream's T has that live in modules imported only when asked for: the types of a
+# @T.prim_func and a @tilelang.jit function, and the warp-level mma.sync emitter.
+_LAZY_NAMES = {
+    "PrimFunc": ("tilelang.frontend.parser", "PrimFunc"),
+    "JITFunc": ("tilelang.jit", "JITImpl"),
+    "TensorCoreIntrinEmitter": ("tilelang.cuda.intrinsics.macro.mma_macro_generator", "TensorCoreIntrinEmitter"),
+}
 
 
 def __getattr__(name):
@@ -2132,18 +2090,11 @@ def __getattr__(name):
     # the builtins int() etc. stay what this module's own code calls.
     if name in _C_NAMES:
         return _C_NAMES[name]
-    if name == "PrimFunc":  # the type of a @T.prim_func (for annotations)
-        from ..frontend.parser import PrimFunc
+    if name in _LAZY_NAMES:
+        import importlib
 
-        return PrimFunc
-    if name == "JITFunc":  # the type of a @tilelang.jit function
-        from ..jit import JITImpl
-
-        return JITImpl
-    if name == "TensorCoreIntrinEmitter":  # upstream exports the warp-level emitter here too
-        from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
-
-        return TensorCoreIntrinEmitter
+        module, attr = _LAZY_NAMES[name]
+        return getattr(importlib.import_module(module), attr)
     from .dtypes import _split_lanes
 
     base, lanes = _split_lanes(name)

@@ -97,7 +97,6 @@ def match_buffer(param, shape, dtype="float32", strides=None, elem_offset=None, 
     return make_tensor(param, shape, dtype, strides)
 
 
-
 def make_tensor_from_addr(addr, shape, dtype="float32", strides=None, storage_scope="global"):
     """Upstream's spelling of T.make_tensor for an address value: a global tensor at `addr`."""
     if storage_scope != "global":
