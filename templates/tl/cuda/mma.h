@@ -194,19 +194,17 @@ TL_DEVICE void mma_fragment(half* c, const half* pa, const half* pb) {
   }
 }
 
-/// C (16x8, int32) += A (16x32) * B (32x8), int8 or uint8 (wrapping).
-TL_DEVICE void mma_fragment(int* c, const int8_t* pa, const int8_t* pb) {
+/// C (16x8, int32) += A (16x32) * B (32x8), T = int8_t or uint8_t (wrapping).
+template <typename T, detail::enable_if_t<sizeof(T) == 1, int> = 0>
+TL_DEVICE void mma_fragment(int* c, const T* pa, const T* pb) {
   uint32_t a[4], b[2];
   detail::fragment_words(a, b, pa, pb);
   int acc[4] = {c[0], c[1], c[2], c[3]};
-  mma_m16n8k32_s8s32(acc, a, b, acc);
-  for (int i = 0; i < 4; ++i) c[i] = acc[i];
-}
-TL_DEVICE void mma_fragment(int* c, const uint8_t* pa, const uint8_t* pb) {
-  uint32_t a[4], b[2];
-  detail::fragment_words(a, b, pa, pb);
-  int acc[4] = {c[0], c[1], c[2], c[3]};
-  mma_m16n8k32_u8s32(acc, a, b, acc);
+  if constexpr (detail::is_same<T, uint8_t>::value) {
+    mma_m16n8k32_u8s32(acc, a, b, acc);
+  } else {
+    mma_m16n8k32_s8s32(acc, a, b, acc);
+  }
   for (int i = 0; i < 4; ++i) c[i] = acc[i];
 }
 

@@ -193,38 +193,38 @@ class TensorCoreIntrinEmitter:
         return lane // 4, lane % 4, warp_n, warp_m
 
     def ldmatrix_a(self, A_local_buf, A_shared_buf, ki, rk=0):
-        """A's micro tiles of step `ki` (of reduction slice `rk`) from the shared tile into A_local_buf."""
-        _b.require_kernel("TensorCoreIntrinEmitter.ldmatrix_a")
-        L, S = self._local(A_local_buf, "ldmatrix_a"), self._shared(A_shared_buf, "ldmatrix_a")
-        g, q, _, warp_m = self._lane()
-        lead = [0] * (len(S.extents) - 2)
-        wk = rk * self.chunk + ki * self.k_dim
-        for i in range(self.warp_rows):
-            wi = warp_m * self.warp_row_tiles + i * self.M_DIM
-
-            def load(v, e):  # element v + e of micro tile i; e runs along K within a register
-                row, col = self._a_position(g, q, v)
-                at = [wk + col + e, wi + row] if self.a_transposed else [wi + row, wk + col + e]
-                L.store([i * self.local_size_a + v + e], S.load(lead + at))
-
-            self._by_register(self.local_size_a, load, contiguous=not self.a_transposed)
+        """A's micro tiles of step `ki` (of reduction slice `rk`) from the shared tile ((K, M) when
+        a_transposed, else (M, K)) into A_local_buf."""
+        self._load_operand("ldmatrix_a", A_local_buf, A_shared_buf, ki, rk, "m", self.warp_rows,
+                           self.warp_row_tiles, self.M_DIM, self.local_size_a, self._a_position,
+                           k_first=self.a_transposed)
 
     def ldmatrix_b(self, B_local_buf, B_shared_buf, ki, rk=0):
         """B's micro tiles of step `ki` from the shared tile ((N, K) when b_transposed, else (K, N))."""
-        _b.require_kernel("TensorCoreIntrinEmitter.ldmatrix_b")
-        L, S = self._local(B_local_buf, "ldmatrix_b"), self._shared(B_shared_buf, "ldmatrix_b")
-        g, q, warp_n, _ = self._lane()
+        self._load_operand("ldmatrix_b", B_local_buf, B_shared_buf, ki, rk, "n", self.warp_cols,
+                           self.warp_col_tiles, self.n_dim, self.local_size_b, self._b_position,
+                           k_first=not self.b_transposed)
+
+    def _load_operand(self, what, local_buf, shared_buf, ki, rk, axis, tiles, warp_tiles, tile, size, position,
+                      k_first):
+        """The warp's `tiles` micro tiles along `axis` ("m" or "n"; `tile` rows of M or columns of
+        N each, `size` elements per thread) of step `ki` into `local_buf`: element v of micro tile
+        t is the shared tile's (mn, k) from position(g, q, v), stored (k, mn) when `k_first`."""
+        _b.require_kernel(f"TensorCoreIntrinEmitter.{what}")
+        L, S = self._local(local_buf, what), self._shared(shared_buf, what)
+        g, q, warp_n, warp_m = self._lane()
+        warp = warp_m if axis == "m" else warp_n
         lead = [0] * (len(S.extents) - 2)
         wk = rk * self.chunk + ki * self.k_dim
-        for j in range(self.warp_cols):
-            wj = warp_n * self.warp_col_tiles + j * self.n_dim
+        for t in range(tiles):
+            base = warp * warp_tiles + t * tile
 
-            def load(v, e):
-                n, k = self._b_position(g, q, v)
-                at = [wj + n, wk + k + e] if self.b_transposed else [wk + k + e, wj + n]
-                L.store([j * self.local_size_b + v + e], S.load(lead + at))
+            def load(v, e, t=t, base=base):  # element v + e of micro tile t; e runs along K in a register
+                mn, k = position(g, q, v)
+                at = [wk + k + e, base + mn] if k_first else [base + mn, wk + k + e]
+                L.store([t * size + v + e], S.load(lead + at))
 
-            self._by_register(self.local_size_b, load, contiguous=self.b_transposed)
+            self._by_register(size, load, contiguous=not k_first)
 
     def mma(self, A_local_buf, B_local_buf, C_local_buf, k_inner=0):
         """C += A * B over the warp's micro tiles."""
