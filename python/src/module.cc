@@ -45,4 +45,5 @@ NB_MODULE(_tl, m) {
   BindCuda(m);
   BindCudaCallPlan(m);
   tl_bind::BindCpuRuntime(m);
+  tl_bind::BindLayout(m);
 }

@@ -76,5 +76,6 @@ inline op::RegionSpec ToRegion(const std::optional<PyRegion>& r) {
 void BindIr(nb::module_& m);          // bind_ir.cc: IR construction and queries for the front end
 void BindLowering(nb::module_& m);    // bind_lower.cc: functions, passes, code generation
 void BindCpuRuntime(nb::module_& m);  // bind_cpu.cc: the CPU build and module
+void BindLayout(nb::module_& m);      // bind_layout.cc: layout algebra (tilelang.layout)
 
 }  // namespace tl_bind

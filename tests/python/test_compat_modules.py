@@ -54,8 +54,8 @@ def test_make_mma_swizzle_layout_is_an_accepted_hint():
         shape, dtype = (8, 64), "float16"
 
     lay = make_mma_swizzle_layout(Buf())
-    assert lay.index(1, 0) == [0, 1, 8]
-    assert make_mma_swizzle_layout(Buf(), is_smooth=True).index(1, 0) == [1, 0]
+    assert lay(1, 0) == [0, 1, 8]
+    assert make_mma_swizzle_layout(Buf(), is_smooth=True)(1, 0) == [1, 0]
 
 
 def test_cuda_emitters_import_and_say_they_are_not_provided():

@@ -66,7 +66,13 @@ def test_annotate_layout_checks_its_argument():
         @T.prim_func
         def main(A: T.Tensor((16,), "float32")):
             with T.Kernel(1, threads=32) as bx:
-                T.annotate_layout({"A_s": make_swizzled_layout(None)})
+                A_s = T.alloc_shared((16, 16), "float16")
+                T.annotate_layout({"A_s": make_swizzled_layout(A_s)})
+    with pytest.raises(tilelang.TileLangCompileError, match="expected a tile"):
+        @T.prim_func
+        def bad(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                T.annotate_layout({bx: make_swizzled_layout(None)})
 
 
 def test_lambdas_in_a_kernel_are_compile_time_functions(rng):

@@ -25,7 +25,7 @@ class CompiledFragment(Fragment):
         super().__init__((rows, cols), forward_thread_fn=self.thread_of, forward_index_fn=self.local_of,
                          replicate=max(self._replicas) if self._replicas else 1)
 
-    def thread_of(self, i, j=0):
+    def thread_of(self, i, j=0, rep=0):
         return self._thread[i * self.cols + j]
 
     def local_of(self, i, j=0):

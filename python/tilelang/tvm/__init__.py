@@ -18,7 +18,7 @@ its own objects (see docs/tvm-compat.md for what is provided and what is out of 
 from __future__ import annotations
 
 from ..language.dtypes import dtype as DataType  # noqa: F401
-from . import error, ir, script, target, testing, tirx, transform  # noqa: F401
+from . import arith, error, ir, script, target, testing, tirx, transform  # noqa: F401
 from .error import TVMError  # noqa: F401
 
 tir = tirx
@@ -32,4 +32,4 @@ def _install_top_level_alias():
     _alias.install()
 
 
-__all__ = ["DataType", "TVMError", "error", "ir", "script", "target", "testing", "tir", "tirx", "transform"]
+__all__ = ["DataType", "TVMError", "arith", "error", "ir", "script", "target", "testing", "tir", "tirx", "transform"]

@@ -16,7 +16,7 @@ import sys
 
 # The stand-in's modules, by their name under `tvm.` (the keys) and under tilelang.tvm.
 SUBMODULES = {
-    "error": "error", "ir": "ir", "target": "target", "testing": "testing", "transform": "transform",
+    "arith": "arith", "error": "error", "ir": "ir", "target": "target", "testing": "testing", "transform": "transform",
     "tirx": "tirx", "tirx.expr": "tirx.expr", "tir": "tirx", "tir.expr": "tirx.expr",
     "script": "script", "script.ir_builder": "script.ir_builder", "script.ir_builder.base": "script.ir_builder.base",
 }

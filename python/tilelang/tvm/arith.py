@@ -1,0 +1,26 @@
+"""``tvm.arith.Analyzer``: the simplifier of this compiler's C++ core (arith/simplify.h) over
+its expressions, with TVM's method names for the questions programs and tests ask."""
+from __future__ import annotations
+
+
+class Analyzer:
+    def simplify(self, expr, steps=2):
+        from ..language.values import PrimExpr, as_expr
+        from .. import _tl
+
+        return PrimExpr(_tl.simplify(as_expr(expr).node))
+
+    def can_prove_equal(self, lhs, rhs) -> bool:
+        """True when lhs - rhs simplifies to 0 (False means: not proved)."""
+        from ..language.values import as_expr
+
+        a = as_expr(lhs)
+        b = as_expr(rhs, a.dtype)
+        if a.dtype != b.dtype:
+            b = b.astype(a.dtype) if hasattr(b, "astype") else b
+        return self.simplify(a - b).node.const_value == 0
+
+    def can_prove(self, cond, strength=None) -> bool:
+        """True when the condition simplifies to true."""
+        v = self.simplify(cond).node.const_value
+        return v is True or v == 1
