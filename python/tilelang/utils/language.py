@@ -25,3 +25,25 @@ def is_fragment(buffer) -> bool:
 
 def is_local(buffer) -> bool:
     return _scope(buffer) in ("local", "local.var")
+
+
+def to_buffer_region(obj, access_type: str = "rw", extents=None):
+    """A tile, or an element / slice of one, as the region tile operations take (`A[a:b, c:d]`):
+    a whole tile for a tile; for an element, the region starting there with the given
+    extents (one element per dimension when none are given)."""
+    from ..language.values import Buffer, BufferRef
+
+    if isinstance(obj, Buffer):
+        ref = BufferRef(obj, [slice(None)] * obj.ndim)
+    elif isinstance(obj, BufferRef):
+        ref = obj
+    else:
+        raise TypeError(f"to_buffer_region: expected a tile or a slice of one, got {type(obj).__name__}")
+    if extents is None:
+        return ref
+    extents = list(extents)
+    if len(extents) != ref.buffer.ndim:
+        raise ValueError(f"to_buffer_region: {ref.buffer.ndim} extents expected for {ref.buffer.name}, got "
+                         f"{len(extents)}")
+    mins = [(0 if it.start is None else it.start) if isinstance(it, slice) else it for it in ref.items]
+    return BufferRef(ref.buffer, [slice(m, m + e) for m, e in zip(mins, extents)])
