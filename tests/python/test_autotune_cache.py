@@ -164,3 +164,67 @@ def test_eager_style_compiles_in_parallel(private_cache, rng):
     x = rand(rng, (100,))
     np.testing.assert_array_equal(twice(x), x * 2)
     assert twice.stats["compiled"] == 2
+
+
+def scalar_program(N=256, BLOCK_N=128, threads=64):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), s: T.float32):
+        with T.Kernel(T.ceildiv(N, BLOCK_N), threads=threads) as b:
+            for i in T.Parallel(BLOCK_N):
+                A[b * BLOCK_N + i] = A[b * BLOCK_N + i] + s
+    return main
+
+
+def test_results_tuned_on_given_inputs_are_keyed_by_them(private_cache, rng):
+    from tilelang.autotuner import set_autotune_inputs
+
+    def scalar_tuned():
+        return tilelang.autotune(configs=[{"threads": 64}, {"threads": 128}], warmup=1, rep=1,
+                                 verbose=False)(tilelang.jit(target="cpu")(scalar_program))
+
+    a = rand(rng, (256,))
+    with set_autotune_inputs(a.copy(), 0.25):
+        scalar_tuned()()
+    # a cached result of tuning on given inputs does not answer a call without them: the
+    # tuner still cannot invent the scalar
+    with pytest.raises(ValueError, match="set_autotune_inputs"):
+        scalar_tuned()()
+    with set_autotune_inputs(a.copy(), 0.25):  # the same inputs: the cache answers
+        again = scalar_tuned()
+        again()
+        assert again.stats["from_cache"]
+    # other tensor values of the same shapes: the cache too; another scalar (it may steer the
+    # kernel, as a loop bound would): tuned afresh
+    with set_autotune_inputs(rand(rng, (256,)), 0.25):
+        same_shape = scalar_tuned()
+        same_shape()
+        assert same_shape.stats["from_cache"]
+    with set_autotune_inputs(a.copy(), 0.5):
+        other_scalar = scalar_tuned()
+        other_scalar()
+        assert not other_scalar.stats["from_cache"]
+
+
+def test_autotuner_object_cache_key():
+    import inspect
+    import threading
+    from dataclasses import replace
+
+    from tilelang.autotuner import AutoTuner
+    from tilelang.autotuner.param import CompileArgs, ProfileArgs
+
+    def key(compile_args=None, profile_args=None, configs=({"block_M": 16},)):
+        t = AutoTuner(matmul_program, configs=list(configs))
+        t.compile_args = compile_args or CompileArgs()
+        t.profile_args = profile_args or ProfileArgs()
+        return t.generate_cache_key(inspect.signature(matmul_program).parameters, {})
+
+    base = key()
+    assert isinstance(base, str) and base == key()
+    assert base != key(compile_args=CompileArgs(out_idx=[2]))
+    assert base != key(configs=({"block_M": 32},))
+    for change in (dict(skip_check=True), dict(cache_input_tensors=False), dict(rtol=1e-3)):
+        assert base != key(profile_args=replace(ProfileArgs(), **change))
+    lock = threading.Lock()
+    for callback in ("ref_prog", "supply_prog", "manual_check_prog"):
+        assert key(profile_args=ProfileArgs(**{callback: lambda *a: lock})) is None

@@ -360,7 +360,8 @@ class AutoTunedFunction:
                  repr([str(getattr(a, "device", "cpu")) for a in tensors]), repr(configs), target, device,
                  repr(self.jitted.out_idx), repr(sorted((str(getattr(k, "value", k)), repr(v))
                                                         for k, v in (self.jitted.pass_configs or {}).items())),
-                 repr(self.jitted.compile_flags), repr(eager),
+                 repr(self.jitted.compile_flags), repr(eager), _inputs_id(get_autotune_inputs()),
+                 repr(getattr(self.supply_type, "name", self.supply_type)),
                  # a different reference or check tolerance must check (so tune) again
                  _callable_id(self.ref_prog), _callable_id(self.manual_check_prog), _callable_id(self.supply_prog),
                  repr((self.skip_check, self.rtol, self.atol, self.max_mismatched_ratio))]
@@ -628,6 +629,15 @@ def _reason(e) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
+def _inputs_id(captured) -> str:
+    """What the tuning was timed on: the set_autotune_inputs values (tensors by shape, dtype
+    and device; scalars by value), or generated inputs."""
+    if captured is None:
+        return "generated inputs"
+    return repr([(tuple(v.shape), str(v.dtype), str(getattr(v, "device", "cpu"))) if hasattr(v, "shape") else repr(v)
+                 for v in captured])
+
+
 def _callable_id(f) -> str:
     if f is None:
         return "None"
@@ -689,6 +699,33 @@ class AutoTuner:
     @classmethod
     def from_kernel(cls, kernel, configs):
         return cls(kernel, configs)
+
+    def generate_cache_key(self, parameters, extra_parameters) -> str | None:
+        """The key results of this tuning are cached under: the kernel (name and source), the
+        configurations, the call's parameters and every compile and profile setting that can
+        change which configuration wins or whether it passes its check. None (no caching)
+        when a callback decides checking or inputs (ref_prog, supply_prog, manual_check_prog):
+        a function's behaviour cannot be keyed."""
+        from dataclasses import fields
+
+        p = self.profile_args
+        if p.ref_prog is not None or p.supply_prog is not None or p.manual_check_prog is not None:
+            return None
+        fn = getattr(self.fn, "func", self.fn)
+        try:
+            source = inspect.getsource(fn)
+        except (OSError, TypeError):
+            source = ""
+        from .. import __version__
+
+        parts = ["tilelang-autotuner-object-1", __version__, getattr(fn, "__module__", ""),
+                 getattr(fn, "__qualname__", repr(fn)), source, repr(self.configs),
+                 repr([(k, str(v)) for k, v in dict(parameters).items()]),
+                 repr(sorted((str(k), repr(v)) for k, v in dict(extra_parameters or {}).items())),
+                 repr([(f.name, repr(getattr(self.compile_args, f.name))) for f in fields(self.compile_args)]),
+                 repr([(f.name, repr(getattr(p, f.name))) for f in fields(p)
+                       if f.name not in ("ref_prog", "supply_prog", "manual_check_prog")])]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def set_compile_args(self, out_idx=None, target="auto", execution_backend="auto", target_host=None,
                          verbose=False, pass_configs=None):
