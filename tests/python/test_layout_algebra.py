@@ -195,3 +195,26 @@ def test_arith_analyzer_proves_equal_expressions():
     an = arith.Analyzer()
     assert an.can_prove_equal(a, b)
     assert not an.can_prove_equal(a, b + 1)
+
+
+def test_fragment_replicate_adds_thread_copies():
+    from tilelang.layout import make_gemm_fragment_8x8
+
+    base = make_gemm_fragment_8x8()
+    two = base.replicate(2)
+    assert two.replicate_count == 2 and two.get_thread_size() == 64
+    want = Fragment([8, 8], forward_thread_fn=lambda i, j, rep: j // 2 + 4 * i + 32 * rep,
+                    forward_index_fn=lambda i, j: [j % 2], replicate=2)
+    assert two.is_equal(want) and not two.is_equal(base)
+    four = two.replicate(2)  # replicas of replicas: numbered on
+    assert four.get_thread_size() == 128
+    assert four.is_equal(Fragment([8, 8], forward_thread_fn=lambda i, j, rep: j // 2 + 4 * i + 32 * rep,
+                                  forward_index_fn=lambda i, j: [j % 2], replicate=4))
+    assert base.replicate(1) is base
+    with pytest.raises(ValueError):
+        base.replicate(0)
+    # tiling a replicated fragment onto more threads keeps its replicas
+    tiled = two.repeat([2, 1], repeat_on_thread=True)
+    assert tiled.get_thread_size() == 128 and tiled.replicate_count == 2
+    for (i, j) in points([16, 8]):
+        assert sorted(tiled._threads_at((i, j))) == sorted(t + 64 * (i // 8) for t in two._threads_at((i % 8, j)))

@@ -39,16 +39,16 @@ class Fragment(Layout):
             raise ValueError("Fragment: give forward_fn (indices -> (thread, index)) or forward_thread_fn")
         super().__init__(shape, forward_index_fn, kind="fragment")
         self.forward_thread_fn = forward_thread_fn
-        self.replicate = replicate
+        self.replicate_count = replicate  # (upstream's replicate(n) is a method)
         self._fmap = None
 
     # ---- evaluation on Python ints
 
     def _threads_at(self, at):
         """The threads holding the element at `at` (one per replica)."""
-        if self.replicate == 1:
+        if self.replicate_count == 1:
             return [int(self.forward_thread_fn(*at))]
-        return [int(self.forward_thread_fn(*at, rep)) for rep in range(self.replicate)]
+        return [int(self.forward_thread_fn(*at, rep)) for rep in range(self.replicate_count)]
 
     def thread_extent(self) -> int:
         """How many threads the fragment spans (the largest thread index, over every element
@@ -67,12 +67,12 @@ class Fragment(Layout):
 
             extents = _ints(self.shape, "this fragment operation")
             variables = [PrimExpr(_tl.IndexMap.input_var(d)) for d in range(len(extents))]
-            rep = [PrimExpr(_tl.IndexMap.replica_var())] if self.replicate > 1 else []
+            rep = [PrimExpr(_tl.IndexMap.replica_var())] if self.replicate_count > 1 else []
             thread = _exprs(self.forward_thread_fn(*variables, *rep))
             if len(thread) != 1:
                 raise ValueError(f"Fragment: the thread function must give one thread index, got {len(thread)}")
             index = _exprs(self.forward_fn(*variables)) if self.forward_fn is not None else []
-            self._fmap = _tl.IndexMap([v.node for v in variables + rep], extents + [self.replicate] * len(rep),
+            self._fmap = _tl.IndexMap([v.node for v in variables + rep], extents + [self.replicate_count] * len(rep),
                                       [e.node for e in thread + index])
         return self._fmap
 
@@ -87,7 +87,7 @@ class Fragment(Layout):
         from .layout import _py_value, _wrap
 
         indices = list(indices)
-        if self.replicate > 1 and len(indices) == len(self.shape):
+        if self.replicate_count > 1 and len(indices) == len(self.shape):
             indices.append(0)
         return _py_value(_wrap(self._fragment_map().apply([as_expr(i, "int32").node for i in indices])[0]))
 
@@ -95,7 +95,7 @@ class Fragment(Layout):
         """Same shape, replication, and thread and register of every element."""
         if not isinstance(other, Fragment) or list(self.shape) != list(other.shape):
             return False
-        if self.replicate != other.replicate:
+        if self.replicate_count != other.replicate_count:
             return False
         return bool(self._fragment_map().equal(other._fragment_map()))
 
@@ -133,7 +133,26 @@ class Fragment(Layout):
             return i if repeat_on_thread else [i[0] + frag_len * copy_number(idx)]
 
         return Fragment([b * r for b, r in zip(base, repeats)], forward_thread_fn=thread, forward_index_fn=index,
-                        replicate=self.replicate)
+                        replicate=self.replicate_count)
+
+    def replicate(self, replicate: int) -> "Fragment":
+        """The fragment held `replicate` times over: replica r of the result is replica
+        r % R of this fragment (R its replica count) on threads shifted by (r // R) times
+        its thread size."""
+        n = int(replicate)
+        if n < 1:
+            raise ValueError(f"Fragment.replicate: the factor must be >= 1, got {n}")
+        base_thread, old, threads = self.forward_thread_fn, self.replicate_count, self.thread_extent()
+
+        def thread(*idx_rep):
+            idx, rep = idx_rep[:len(self.shape)], (idx_rep[len(self.shape):] or (0,))[0]
+            t = base_thread(*idx, rep % old) if old > 1 else base_thread(*idx)
+            return t + (rep // old) * threads
+
+        if n == 1:
+            return self
+        return Fragment(self.shape, forward_thread_fn=thread, forward_index_fn=self.forward_fn,
+                        replicate=old * n)
 
     def __repr__(self):
-        return f"Fragment(shape={self.shape}, replicate={self.replicate})"
+        return f"Fragment(shape={self.shape}, replicate={self.replicate_count})"
