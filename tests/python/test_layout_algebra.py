@@ -218,3 +218,15 @@ def test_fragment_replicate_adds_thread_copies():
     assert tiled.get_thread_size() == 128 and tiled.replicate_count == 2
     for (i, j) in points([16, 8]):
         assert sorted(tiled._threads_at((i, j))) == sorted(t + 64 * (i // 8) for t in two._threads_at((i % 8, j)))
+
+
+def test_swizzle_of_a_symbolic_tile_is_a_named_hint():
+    import tilelang.language as T
+
+    n = T.dynamic("n")
+
+    class Tile:
+        shape, dtype = (n, 64), "float16"
+
+    lay = make_swizzled_layout(Tile())
+    assert lay.kind == "swizzled" and lay.forward_fn is None

@@ -52,7 +52,13 @@ def _bank_swizzle(rows, cols, elem_bytes, width, what):
 
 
 def _layout(buffer, kind, make_2d):
-    leading, rows, cols, elem_bytes = _tile_info(buffer, f"make_{kind}_layout")
+    try:
+        leading, rows, cols, elem_bytes = _tile_info(buffer, f"make_{kind}_layout")
+    except ValueError:
+        # A tile of symbolic shape: the layout is a hint by name only (no index function),
+        # as every tile layout is to this compiler (see tilelang.layout).
+        shape = getattr(getattr(buffer, "buffer", buffer), "shape", None)
+        return Layout(shape, None, kind=kind)
     forward = make_2d(rows, cols, elem_bytes)
     if leading is None:  # a 1-D tile: one row
         lay = Layout((cols,), lambda j: [forward(0, j)[1]], kind=kind)
