@@ -26,7 +26,7 @@ void CheckShape(const IndexMap& m) {
 }
 
 /// An analyzer that knows each input variable's range.
-arith::Analyzer Bound(const IndexMap& m) {
+arith::Analyzer AnalyzerOver(const IndexMap& m) {
   arith::Analyzer an;
   for (size_t d = 0; d < m.vars.size(); ++d) {
     an.BindRange(m.vars[d].get(), ir::MakeInt(0, m.vars[d]->dtype), ir::MakeInt(m.extents[d], m.vars[d]->dtype));
@@ -152,7 +152,7 @@ const ir::VarRef& ReplicaVar() {
 
 std::vector<int64_t> OutputExtents(const IndexMap& m) {
   CheckShape(m);
-  arith::Analyzer an = Bound(m);
+  arith::Analyzer an = AnalyzerOver(m);
   std::vector<int64_t> out;
   for (const Expr& e : m.outputs) {
     arith::IntBound b = an.Bound(e);
@@ -174,7 +174,7 @@ Expr LinearizedIndex(const IndexMap& m) {
     if (o->dtype != linear->dtype) o = ir::Cast::Make(linear->dtype, o);
     linear = linear * ir::MakeInt(extents[k], linear->dtype) + o;
   }
-  arith::Analyzer an = Bound(m);
+  arith::Analyzer an = AnalyzerOver(m);
   return an.Simplify(linear);
 }
 
@@ -206,7 +206,7 @@ IndexMap Repeat(const IndexMap& m, int dim, int64_t factor) {
   std::vector<Expr> inner;
   for (int k = 0; k < ndim; ++k) inner.push_back(k == d ? ir::FloorMod(r.vars[k], ir::MakeInt(m.extents[k], r.vars[k]->dtype))
                                                         : Expr(r.vars[k]));
-  arith::Analyzer an = Bound(r);
+  arith::Analyzer an = AnalyzerOver(r);
   r.outputs.push_back(an.Simplify(ir::FloorDiv(r.vars[d], ir::MakeInt(m.extents[d], r.vars[d]->dtype))));
   for (const Expr& e : Apply(m, inner)) r.outputs.push_back(an.Simplify(e));
   return r;
@@ -237,7 +237,7 @@ bool Equal(const IndexMap& a, const IndexMap& b, int64_t max_points) {
   if (a.extents != b.extents || a.outputs.size() != b.outputs.size()) return false;
   std::vector<Expr> renamed(a.vars.begin(), a.vars.end());
   std::vector<Expr> b_outputs = Apply(b, renamed);
-  arith::Analyzer an = Bound(a);
+  arith::Analyzer an = AnalyzerOver(a);
   bool proved = true;
   for (size_t k = 0; k < a.outputs.size() && proved; ++k) {
     const Expr& x = a.outputs[k];
