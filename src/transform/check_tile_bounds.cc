@@ -9,6 +9,12 @@
 /// a linear combination of variables whose ranges are exact (loops and block indices with
 /// constant bounds), so its interval is attained.
 ///
+/// One case is refused without being certain, as upstream refuses it: a register tile
+/// (fragment or local) indexed, unconditionally, by the variable of a loop whose extent has
+/// no upper bound (`for i in T.Parallel(n): frag[i] = 0` with n a dynamic size). Registers
+/// are sized at compile time; such a loop writes past them whenever n is larger, so the
+/// program says how far it goes (T.min(n, size)) or guards the access.
+///
 /// One exception, for upstream TileLang's programs: a register fragment indexed past its
 /// declared end (never below 0), e.g. `sinks = T.alloc_fragment([heads])` written by a
 /// T.Parallel(block_M) loop with block_M > heads in upstream's attention-sink examples.
@@ -51,8 +57,13 @@ class BoundsChecker : public IRVisitor {
     int64_t lo = 0, ext = 0;
     bool exact = AsConstInt(op->min, &lo) && AsConstInt(op->extent, &ext) && ext >= 1;
     if (exact) exact_[op->var.get()] = {lo, lo + ext - 1};
+    const bool unbounded = !exact && AsConstInt(op->min, &lo) && !analyzer_.Bound(op->extent).max;
+    if (unbounded) unbounded_[op->var.get()] = op->extent;
+    if (!exact) analyzer_.BindRange(op->var.get(), op->min, op->extent);
     IRVisitor::Visit_(op);
     exact_.erase(op->var.get());
+    unbounded_.erase(op->var.get());
+    if (!exact) analyzer_.Unbind(op->var.get());
   }
   void Visit_(const KernelLaunch* op) override {
     for (size_t k = 0; k < op->block_vars.size() && k < op->grid.size(); ++k) {
@@ -127,7 +138,9 @@ class BoundsChecker : public IRVisitor {
     for (size_t d = 0; d < indices.size(); ++d) {
       int64_t extent = 0;
       Range64 r{0, 0};
-      if (!AsConstInt(b->shape[d], &extent) || !ExactRange(indices[d], &r)) continue;
+      if (!AsConstInt(b->shape[d], &extent)) continue;
+      if (b->scope == Scope::kFragment || b->scope == Scope::kLocal) CheckUnboundedLoop(b, d, indices[d], extent);
+      if (!ExactRange(indices[d], &r)) continue;
       if (r.lo >= 0 && r.hi < extent) continue;
       if (b->scope == Scope::kFragment && r.lo >= 0) {
         auto& need = grown[b.get()];
@@ -139,6 +152,25 @@ class BoundsChecker : public IRVisitor {
       TL_USER_ERROR(span_) << "out-of-bounds access to " << b->name << ": index " << ToString(indices[d])
                            << " of dimension " << d << " takes values in [" << r.lo << ", " << r.hi << "], but "
                            << b->name << " has " << extent << " elements there";
+    }
+  }
+
+  /// A register tile's index that grows with the variable of a loop of unbounded extent.
+  void CheckUnboundedLoop(const Buffer& b, size_t d, const Expr& index, int64_t extent) {
+    if (unbounded_.empty() || !index->dtype.IsInt()) return;
+    arith::detail::LinearForm f = arith::detail::ParseLinear(analyzer_.Simplify(index));
+    if (f.overflow) return;
+    for (const auto& [term, c] : f.terms) {
+      const auto* v = As<Var>(term);
+      auto it = v ? unbounded_.find(v) : unbounded_.end();
+      if (it == unbounded_.end() || c <= 0) continue;
+      TL_USER_ERROR(span_) << b->name << " is a register " << (b->scope == Scope::kLocal ? "array" : "fragment")
+                           << " of " << extent << " elements along dimension " << d << ", indexed there by "
+                           << ToString(index) << ", which grows with loop variable " << v->name
+                           << " of a loop of extent " << ToString(it->second)
+                           << " (no upper bound): it runs past the end whenever that extent is larger. Registers "
+                              "are sized at compile time: bound the loop (T.min("
+                           << ToString(it->second) << ", " << extent << ")) or guard the access with an if";
     }
   }
 
@@ -169,6 +201,7 @@ class BoundsChecker : public IRVisitor {
 
  private:
   std::unordered_map<const Var*, Range64> exact_;
+  std::unordered_map<const Var*, Expr> unbounded_;  ///< loop variables of loops with no upper bound
   int conditional_ = 0;
   Span span_;
   arith::Analyzer analyzer_;

@@ -89,3 +89,45 @@ def test_guarded_and_wrapped_accesses_are_accepted(rng):
     xi = np.arange(64)
     ref = np.stack([np.where(xi + 1 < 64, np.roll(x, -1), 0), np.where(xi > 0, np.roll(x, 1), 0), x[(xi + 5) % 64]])
     assert_close(y, f64(ref), "float32")
+
+
+def fragment_over_dynamic_loop(bounded):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((4, n), "float32"), Y: T.Tensor((4, 128), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            T.clear(f)
+            if bounded:
+                for i in T.Parallel(T.min(n, 128)):
+                    f[i] = X[bx, i]
+                for i in T.Parallel(n):
+                    if i < 128:
+                        f[i] = f[i] + 1  # guarded: accepted
+            else:
+                for i in T.Parallel(n):
+                    f[i] = X[bx, i]  # ERR-HERE: n may exceed 128
+            T.copy(f, Y[bx, :])
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_register_tile_over_a_loop_of_unbounded_extent_is_refused(target):
+    """Upstream refuses it too: registers are sized at compile time, and nothing bounds n."""
+    with pytest.raises(tilelang.TileLangCompileError, match=r"register fragment of 128 elements.*loop of extent "
+                                                            r"n \(no upper bound\).*T\.min\(n, 128\)") as info:
+        tilelang.compile(fragment_over_dynamic_loop(False), target=target)
+    assert info.value.line == marker_line(fragment_over_dynamic_loop)
+
+
+def test_register_tile_over_a_bounded_dynamic_loop_runs(rng):
+    kernel = compile_cpu(fragment_over_dynamic_loop(True), out_idx=[-1])
+    for n in (100, 200):
+        x = rand(rng, (4, n))
+        y = kernel(x)
+        ref = np.zeros((4, 128))
+        m = min(n, 128)
+        ref[:, :m] = f64(x)[:, :m] + 1
+        ref[:, m:] = 0  # cleared, never written
+        assert_close(y, ref, "float32")
