@@ -10,10 +10,11 @@
 /// constant bounds), so its interval is attained.
 ///
 /// One case is refused without being certain, as upstream refuses it: a register tile
-/// (fragment or local) indexed, unconditionally, by the variable of a loop whose extent has
-/// no upper bound (`for i in T.Parallel(n): frag[i] = 0` with n a dynamic size). Registers
-/// are sized at compile time; such a loop writes past them whenever n is larger, so the
-/// program says how far it goes (T.min(n, size)) or guards the access.
+/// (fragment or local) indexed, unconditionally, by the variable of a T.Parallel loop whose
+/// extent has no upper bound (`for i in T.Parallel(n): frag[i] = 0` with n a dynamic size).
+/// Registers are sized at compile time; such a loop writes past them whenever n is larger,
+/// so the program says how far it goes (T.min(n, size)) or guards the access. Serial loops
+/// are left alone, as upstream leaves them (a data-dependent count of blocks, say).
 ///
 /// One exception, for upstream TileLang's programs: a register fragment indexed past its
 /// declared end (never below 0), e.g. `sinks = T.alloc_fragment([heads])` written by a
@@ -57,7 +58,8 @@ class BoundsChecker : public IRVisitor {
     int64_t lo = 0, ext = 0;
     bool exact = AsConstInt(op->min, &lo) && AsConstInt(op->extent, &ext) && ext >= 1;
     if (exact) exact_[op->var.get()] = {lo, lo + ext - 1};
-    const bool unbounded = !exact && AsConstInt(op->min, &lo) && !analyzer_.Bound(op->extent).max;
+    const bool unbounded = op->for_kind == ForKind::kParallel && !exact && AsConstInt(op->min, &lo) &&
+                           !analyzer_.Bound(op->extent).max;
     if (unbounded) unbounded_[op->var.get()] = op->extent;
     if (!exact) analyzer_.BindRange(op->var.get(), op->min, op->extent);
     IRVisitor::Visit_(op);
@@ -69,8 +71,15 @@ class BoundsChecker : public IRVisitor {
     for (size_t k = 0; k < op->block_vars.size() && k < op->grid.size(); ++k) {
       int64_t ext = 0;
       if (AsConstInt(op->grid[k], &ext) && ext >= 1) exact_[op->block_vars[k].get()] = {0, ext - 1};
+      analyzer_.BindRange(op->block_vars[k].get(), MakeInt(0, op->grid[k]->dtype), op->grid[k]);
     }
     IRVisitor::Visit_(op);
+  }
+  // A let-bound value's bounds are its variable's (`loop_range = T.min(n_blocks, ...)`
+  // bounds a loop over loop_range).
+  void Visit_(const LetStmt* op) override {
+    IRVisitor::Visit_(op);
+    if (op->value->dtype.IsInt()) analyzer_.BindBound(op->var.get(), analyzer_.Bound(op->value));
   }
   // Accesses under a condition may be guarded by it: not certain, not checked.
   void Visit_(const IfThenElse* op) override {
@@ -167,7 +176,7 @@ class BoundsChecker : public IRVisitor {
       TL_USER_ERROR(span_) << b->name << " is a register " << (b->scope == Scope::kLocal ? "array" : "fragment")
                            << " of " << extent << " elements along dimension " << d << ", indexed there by "
                            << ToString(index) << ", which grows with loop variable " << v->name
-                           << " of a loop of extent " << ToString(it->second)
+                           << " of a T.Parallel loop of extent " << ToString(it->second)
                            << " (no upper bound): it runs past the end whenever that extent is larger. Registers "
                               "are sized at compile time: bound the loop (T.min("
                            << ToString(it->second) << ", " << extent << ")) or guard the access with an if";
@@ -201,7 +210,7 @@ class BoundsChecker : public IRVisitor {
 
  private:
   std::unordered_map<const Var*, Range64> exact_;
-  std::unordered_map<const Var*, Expr> unbounded_;  ///< loop variables of loops with no upper bound
+  std::unordered_map<const Var*, Expr> unbounded_;  ///< variables of T.Parallel loops with no upper bound
   int conditional_ = 0;
   Span span_;
   arith::Analyzer analyzer_;

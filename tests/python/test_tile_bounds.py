@@ -105,6 +105,9 @@ def fragment_over_dynamic_loop(bounded):
                 for i in T.Parallel(n):
                     if i < 128:
                         f[i] = f[i] + 1  # guarded: accepted
+                for i in T.serial(n):  # a serial loop is left alone, as upstream leaves it
+                    if i < 128:
+                        f[i] = f[i] * 1
             else:
                 for i in T.Parallel(n):
                     f[i] = X[bx, i]  # ERR-HERE: n may exceed 128
@@ -115,7 +118,7 @@ def fragment_over_dynamic_loop(bounded):
 @pytest.mark.parametrize("target", TARGETS)
 def test_register_tile_over_a_loop_of_unbounded_extent_is_refused(target):
     """Upstream refuses it too: registers are sized at compile time, and nothing bounds n."""
-    with pytest.raises(tilelang.TileLangCompileError, match=r"register fragment of 128 elements.*loop of extent "
+    with pytest.raises(tilelang.TileLangCompileError, match=r"register fragment of 128 elements.*T.Parallel loop of extent "
                                                             r"n \(no upper bound\).*T\.min\(n, 128\)") as info:
         tilelang.compile(fragment_over_dynamic_loop(False), target=target)
     assert info.value.line == marker_line(fragment_over_dynamic_loop)
@@ -131,3 +134,20 @@ def test_register_tile_over_a_bounded_dynamic_loop_runs(rng):
         ref[:, :m] = f64(x)[:, :m] + 1
         ref[:, m:] = 0  # cleared, never written
         assert_close(y, ref, "float32")
+
+
+def test_serial_loop_of_unbounded_extent_over_a_fragment_compiles():
+    """Upstream's checker leaves serial loops alone (a data-dependent count of blocks)."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            T.clear(f)
+            for i in T.serial(n):
+                f[i] = X[i]
+            T.copy(f, Y)
+
+    for target in TARGETS:
+        tilelang.compile(main, target=target)
