@@ -26,13 +26,14 @@ def Layout_repeat(layout, dim, factor):  # noqa: N802 - upstream's name
     """layout.repeat(dim, factor), with the C++ core's argument checks (ValueError)."""
     from .layout.layout import Layout
 
-    return Layout._from_index_map(layout._index_map().repeat(int(dim), int(factor)), layout.kind)
+    return Layout._from_index_map(layout._index_map().repeat(int(dim), int(factor)), layout.kind, layout._trusted)
 
 
 def Layout_expand(layout, leading_shape):  # noqa: N802
     from .layout.layout import Layout
 
-    return Layout._from_index_map(layout._index_map().expand([int(e) for e in leading_shape]), layout.kind)
+    return Layout._from_index_map(layout._index_map().expand([int(e) for e in leading_shape]), layout.kind,
+                                  layout._trusted)
 
 
 def Layout_is_equal(a, b):  # noqa: N802

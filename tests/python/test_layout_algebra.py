@@ -230,3 +230,24 @@ def test_swizzle_of_a_symbolic_tile_is_a_named_hint():
 
     lay = make_swizzled_layout(Tile())
     assert lay.kind == "swizzled" and lay.forward_fn is None
+
+
+def test_an_expanded_layout_orders_a_global_tensor(rng):
+    """A derived layout (expand of a transpose) as a global tensor's storage order: element
+    (b, i, j) of Y is stored at [b, j, i] of a (2, 8, 4) array."""
+    import tilelang.language as T
+    from conftest import compile_cpu
+
+    order = Layout((4, 8), lambda i, j: [j, i]).expand([2])
+
+    @T.prim_func
+    def main(X: T.Tensor((2, 4, 8), "float32"), Y: T.Tensor((2, 4, 8), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            T.annotate_layout({Y: order})
+            for b, i, j in T.Parallel(2, 4, 8):
+                Y[b, i, j] = X[b, i, j]
+
+    x = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    y = np.full((2, 8, 4), np.nan, np.float32)  # the storage: the layout's output extents
+    compile_cpu(main)(x, y.reshape(2, 4, 8))
+    np.testing.assert_array_equal(y, x.transpose(0, 2, 1))

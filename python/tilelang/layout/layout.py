@@ -68,8 +68,9 @@ class Layout:
         return _tl.IndexMap([v.node for v in variables], extents, [o.node for o in outputs])
 
     @classmethod
-    def _from_index_map(cls, imap, kind="custom"):
-        """A Layout over a `_tl.IndexMap` (the result of repeat / expand)."""
+    def _from_index_map(cls, imap, kind="custom", trusted=False):
+        """A Layout over a `_tl.IndexMap` (the result of repeat / expand: injective when the
+        layout it came from is, so `trusted` passes on)."""
 
         def forward(*indices):
             from ..language.values import as_expr
@@ -78,7 +79,7 @@ class Layout:
 
         lay = cls(tuple(imap.extents), forward, kind=kind)
         lay._imap = imap
-        lay._trusted = True
+        lay._trusted = trusted
         return lay
 
     # ---- upstream's API
@@ -129,7 +130,7 @@ class Layout:
             raise ValueError(f"Layout.repeat: factor must be >= 1, got {factor}")
         if factor == 1:
             return self
-        return Layout._from_index_map(self._index_map().repeat(dim, factor), self.kind)
+        return Layout._from_index_map(self._index_map().repeat(dim, factor), self.kind, self._trusted)
 
     def expand(self, leading_shape) -> "Layout":
         """The layout lifted over new leading dimensions, forwarded unchanged:
@@ -146,7 +147,8 @@ class Layout:
                 raise TypeError(f"Layout.expand: leading_shape[{k}] must be an int, got {type(extent).__name__}")
             if extent <= 0:
                 raise ValueError(f"Layout.expand: leading_shape[{k}] must be > 0, got {extent}")
-        return Layout._from_index_map(self._index_map().expand([int(e) for e in leading_shape]), self.kind)
+        return Layout._from_index_map(self._index_map().expand([int(e) for e in leading_shape]), self.kind,
+                                      self._trusted)
 
     def is_equal(self, other) -> bool:
         """Whether both layouts have the same input shape and give the same physical indices
