@@ -11,7 +11,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from conftest import compile_cpu
+from conftest import compile_cpu, cpu_target_only
 
 
 # --------------------------------------------------------------------------- tilelang.cuda
@@ -489,11 +489,17 @@ def test_package_level_names_upstream_imports_eagerly():
         tilelang.not_a_name
 
 
-def test_scope_helpers_and_determine_target():
-    from tilelang.utils import determine_target, is_fragment, is_global, is_local, is_shared
+@cpu_target_only  # (TILELANG_TEST_CUDA sends "llvm" to CUDA too)
+def test_determine_target():
+    from tilelang.utils import determine_target
 
     assert determine_target("llvm") == "cpu" and determine_target("cuda") == "cuda"
     assert tilelang.testing.target_is_cuda("cuda -arch=sm_90a") and not tilelang.testing.target_is_cuda("cpu")
+
+
+def test_scope_helpers():
+    from tilelang.utils import is_fragment, is_global, is_local, is_shared
+
     seen = {}
 
     @T.prim_func
