@@ -8,6 +8,9 @@ namespace tl::transform {
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // A T.Parallel nest in a T.Pipelined body that only copies a global box into a shared
+  // tile is that tile copy: the pipeliner prefetches it.
+  out = RunPass("raise-parallel-copies", out, ctx);
   // Conversions with upstream's restrictions (stochastic rounding saturates).
   out = RunPass("check-target-features", out, ctx);
   // Reducers updated from T.Parallel nests of one shape accumulate in registers.

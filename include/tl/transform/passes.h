@@ -59,6 +59,10 @@ struct FragmentTable {
 /// "tl.target_arch"; fragments kept in shared memory are not listed.
 std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassContext& ctx);
 
+/// "raise-parallel-copies": in a T.Pipelined body, a T.Parallel nest that only copies a
+/// global box into a whole shared tile becomes that tile copy (so the pipeliner prefetches it).
+ir::PrimFunc RaiseParallelCopies(const ir::PrimFunc& f, PassContext& ctx);
+
 /// "check-tile-bounds": an unconditional access to a tile (shared, fragment, local) whose
 /// index certainly leaves it (linear in loops and block indices of constant ranges) is a
 /// CompileError at its line. Global tensors are guarded instead (guard-global-access).

@@ -1,0 +1,71 @@
+"""raise-parallel-copies: in a T.Pipelined body, a T.Parallel nest that only copies a global
+box into a whole shared tile becomes that tile copy, so the pipeliner prefetches it (on sm_90a:
+TMA and a producer warpgroup). Checked from the lowering trace's text, the remarks, and the
+results on the CPU target against float64 (edges included: the copy reads past the tensor as
+zero, as the loop's guarded reads did). Nests that are not exactly a copy stay loops."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from conftest import assert_close, compile_cpu, f64, rand
+
+
+def gemm_with_loop_loads(M, N, K, bm=64, bn=64, bk=32, load="plain"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bn, bk), "float16")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                for i, k in T.Parallel(bm, bk):
+                    A_s[i, k] = A[by * bm + i, ko * bk + k]
+                if load == "plain":
+                    for j, k in T.Parallel(bn, bk):
+                        B_s[j, k] = B[bx * bn + j, ko * bk + k]
+                elif load == "scaled":  # not a copy: a value computed from the load
+                    for j, k in T.Parallel(bn, bk):
+                        B_s[j, k] = B[bx * bn + j, ko * bk + k] * T.float16(2)
+                elif load == "strided":  # not a copy of a box: every other column
+                    for j, k in T.Parallel(bn, bk):
+                        B_s[j, k] = B[bx * bn + j, (ko * bk + k) % K]
+                T.gemm(A_s, B_s, C_f, transpose_B=True)
+            T.copy(C_f, C[by * bm, bx * bn])
+
+    return main
+
+
+def raised(func, target):
+    art = tilelang.lower(func, target=target, trace=True)
+    names = [r.name for r in art.trace]
+    i = names.index("raise-parallel-copies")
+    return art.trace[i - 1].ir, art.trace[i].ir, art.remarks
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a"])
+def test_loop_loads_become_tile_copies(target):
+    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), target)
+    assert "T.Parallel" in before and before.count("T.copy(") == 1  # the epilogue's
+    assert "T.Parallel" not in after.split("T.Pipelined")[1].split("T.gemm")[0]
+    assert after.count("T.copy(") == 3
+    if target != "cpu":
+        assert any(r.startswith("T.Pipelined") and "warp-specialized" in r and "TMA" in r for r in remarks), remarks
+
+
+@pytest.mark.parametrize("load", ["scaled", "strided"])
+def test_nests_that_are_not_copies_stay_loops(load):
+    before, after, _ = raised(gemm_with_loop_loads(128, 128, 128, load=load), "cpu")
+    body = after.split("T.Pipelined")[1].split("T.gemm")[0]
+    assert body.count("T.Parallel") == 2 and body.count("T.copy(") == 1  # A's raised, B's nest kept
+
+
+@pytest.mark.parametrize("load", ["plain", "scaled", "strided"])
+def test_results_with_edges(rng, load):
+    M, N, K = 100, 72, 80  # none a multiple of its block: the copies read past the tensors
+    kernel = compile_cpu(gemm_with_loop_loads(M, N, K, load=load), out_idx=[-1])
+    a, b = rand(rng, (M, K), "float16"), rand(rng, (N, K), "float16")
+    c = kernel(a, b)
+    bb = f64(b) * (2 if load == "scaled" else 1)
+    assert_close(c, f64(a) @ bb.T, "float16")
