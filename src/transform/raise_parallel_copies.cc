@@ -17,6 +17,11 @@
 /// of the same dtype from a global tensor whose indices are, in the same order, each loop
 /// variable plus an offset free of the loop variables (other dimensions loop-free points);
 /// not under a branch, and not in a kernel that programs its own barriers.
+///
+/// Switch `tl.raise_parallel_copies`: on by default for the CPU target; for CUDA off until a
+/// GPU run has checked the raised kernels (the CUDA suite, upstream's emitter GEMM), with a
+/// remark naming each nest it would raise.
+#include <string>
 #include <vector>
 
 #include "tl/arith/simplify.h"
@@ -91,6 +96,10 @@ Stmt AsTileCopy(const For* outer) {
 }
 
 class Raiser : public IRMutator {
+ public:
+  explicit Raiser(bool apply) : apply_(apply) {}
+  std::vector<int> would_raise;  ///< lines of the nests left as loops because the switch is off
+
  protected:
   // A kernel that programs its barriers keeps its copies as written (its own schedule).
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
@@ -111,20 +120,32 @@ class Raiser : public IRMutator {
     if (op->for_kind == ForKind::kParallel) {
       // (a nest inside another T.Parallel is element work of that loop: never a tile op)
       Stmt copy = pipelined_ ? AsTileCopy(op) : nullptr;
+      if (copy && !apply_) {
+        would_raise.push_back(op->span.line);
+        return self;
+      }
       return copy ? copy : self;
     }
     return IRMutator::Mutate_(op, self);
   }
 
  private:
+  bool apply_;
   int pipelined_ = 0;
 };
 
 }  // namespace
 
 ir::PrimFunc RaiseParallelCopies(const ir::PrimFunc& f, PassContext& ctx) {
-  (void)ctx;
-  return ir::PrimFuncNode::Make(f->name, f->params, Raiser().Mutate(f->body), f->span);
+  Raiser raiser(ConfigOn(ctx, "tl.raise_parallel_copies", /*default_on=*/!ctx.TargetsCuda()));
+  Stmt body = raiser.Mutate(f->body);
+  for (int line : raiser.would_raise) {
+    ctx.remarks.push_back("T.Parallel at line " + std::to_string(line) +
+                          ": copies a global box into a shared tile element by element, so the T.Pipelined loop "
+                          "around it loads in order; tl.raise_parallel_copies=True makes it a tile copy the loop "
+                          "prefetches (off on CUDA until checked on a GPU)");
+  }
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
 }
 
 TL_REGISTER_PASS("raise-parallel-copies", RaiseParallelCopies);

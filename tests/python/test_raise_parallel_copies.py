@@ -37,8 +37,8 @@ def gemm_with_loop_loads(M, N, K, bm=64, bn=64, bk=32, load="plain"):
     return main
 
 
-def raised(func, target):
-    art = tilelang.lower(func, target=target, trace=True)
+def raised(func, target, **configs):
+    art = tilelang.lower(func, target=target, trace=True, pass_configs=configs)
     names = [r.name for r in art.trace]
     i = names.index("raise-parallel-copies")
     return art.trace[i - 1].ir, art.trace[i].ir, art.remarks
@@ -46,7 +46,9 @@ def raised(func, target):
 
 @pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a"])
 def test_loop_loads_become_tile_copies(target):
-    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), target)
+    # (on CUDA behind tl.raise_parallel_copies until a GPU run has checked it)
+    configs = {} if target == "cpu" else {"tl.raise_parallel_copies": True}
+    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), target, **configs)
     assert "T.Parallel" in before and before.count("T.copy(") == 1  # the epilogue's
     assert "T.Parallel" not in after.split("T.Pipelined")[1].split("T.gemm")[0]
     assert after.count("T.copy(") == 3
@@ -69,3 +71,12 @@ def test_results_with_edges(rng, load):
     c = kernel(a, b)
     bb = f64(b) * (2 if load == "scaled" else 1)
     assert_close(c, f64(a) @ bb.T, "float16")
+
+
+def test_off_on_cuda_by_default_with_a_remark():
+    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), "cuda -arch=sm_90a")
+    assert before == after
+    said = [r for r in remarks if "tl.raise_parallel_copies=True" in r]
+    assert len(said) == 2 and all("element by element" in r for r in said), remarks
+    _, off, _ = raised(gemm_with_loop_loads(256, 256, 256), "cpu", **{"tl.raise_parallel_copies": False})
+    assert off.count("T.copy(") == 1

@@ -61,6 +61,7 @@ std::vector<FragmentTable> DescribeFragmentLayouts(const ir::PrimFunc& f, PassCo
 
 /// "raise-parallel-copies": in a T.Pipelined body, a T.Parallel nest that only copies a
 /// global box into a whole shared tile becomes that tile copy (so the pipeliner prefetches it).
+/// Switch tl.raise_parallel_copies: on for the CPU target, off for CUDA (a remark) for now.
 ir::PrimFunc RaiseParallelCopies(const ir::PrimFunc& f, PassContext& ctx);
 
 /// "check-tile-bounds": an unconditional access to a tile (shared, fragment, local) whose
