@@ -22,13 +22,14 @@ def kernel_func(n=256, block=64):
     return scale_add
 
 
-CPU_PASSES = ["lower-buffer-views", "check-target-features", "privatize-reducers", "normalize-role-branches",
-              "stage-ws-pipelines",
+CPU_PASSES = ["lower-buffer-views", "raise-parallel-copies", "check-target-features", "privatize-reducers",
+              "normalize-role-branches", "stage-ws-pipelines",
               "expand-global-layout-tile-ops",
               "report-layout-annotations", "report-packed-tensors", "cpu-emulate-threads",
               "simplify", "check-tile-bounds", "guard-global-access", "apply-global-layouts", "shrink-tiles-to-tensors",
               "cpu-lower-gemm",
               "lower-tile-ops", "simplify", "contract-half-fma", "legalize-index-width"]
+TILE_OPS_AT = CPU_PASSES.index("lower-tile-ops") + 1  # its number in the trace (0 is the input)
 
 
 @pytest.mark.cpu_target  # the CPU pipeline's passes
@@ -43,7 +44,7 @@ def test_lower_trace_records_each_pass_with_its_ir_and_time():
     lowered = next(r for r in art.trace if r.name == "lower-tile-ops").ir
     assert "T.copy(" not in lowered and "for " in lowered
     text = art.format_trace(ir=True)
-    assert "[16] lower-tile-ops:" in text and "total:" in text
+    assert f"[{TILE_OPS_AT:02d}] lower-tile-ops:" in text and "total:" in text
     # without trace=True nothing is recorded
     assert tilelang.lower(kernel_func(), target="cpu").trace == []
 
@@ -63,7 +64,7 @@ def test_dump_dir_gets_one_numbered_file_per_pass(tmp_path, monkeypatch):
     files = sorted(os.listdir(sub))
     assert files[0] == "00_input.py" and files[-1] == "timings.txt"
     assert files[1:-1] == [f"{i:02d}_{n}.py" for i, n in enumerate(CPU_PASSES, 1)]
-    assert "IR after lower-tile-ops" in (sub / "16_lower-tile-ops.py").read_text()
+    assert "IR after lower-tile-ops" in (sub / f"{TILE_OPS_AT:02d}_lower-tile-ops.py").read_text()
     timings = (sub / "timings.txt").read_text().splitlines()
     assert len(timings) == len(CPU_PASSES) + 1 and timings[-1].startswith("total")
 
@@ -74,7 +75,7 @@ def test_dump_dir_also_applies_to_compiled_kernels(tmp_path, monkeypatch):
     kernel = tilelang.compile(kernel_func(128), out_idx=[-1], target="cpu")
     x = np.arange(128, dtype=np.float32)
     np.testing.assert_array_equal(kernel(x), x * 2 + 1)
-    assert (tmp_path / "dumps" / "scale_add-cpu" / "19_legalize-index-width.py").exists()
+    assert (tmp_path / "dumps" / "scale_add-cpu" / f"{len(CPU_PASSES):02d}_legalize-index-width.py").exists()
 
 
 def test_cuda_trace_without_a_gpu():
@@ -90,7 +91,7 @@ def test_upstream_pass_configs_dump_and_profile(tmp_path, monkeypatch, capfd):
     configs = {tilelang.PassConfigKey.TL_ENABLE_DUMP_IR: True, tilelang.PassConfigKey.TL_DUMP_IR_DIR: str(tmp_path),
                "tl.pass_profile": True}
     kernel = tilelang.compile(kernel_func(64), out_idx=[-1], target="cpu", pass_configs=configs)
-    assert (tmp_path / "scale_add-cpu" / "16_lower-tile-ops.py").exists()
+    assert (tmp_path / "scale_add-cpu" / f"{TILE_OPS_AT:02d}_lower-tile-ops.py").exists()
     err = capfd.readouterr().err
     assert "pass profile of scale_add (cpu)" in err and "lower-tile-ops" in err
     assert not any("no effect" in r for r in kernel.get_remarks())
