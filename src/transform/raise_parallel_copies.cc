@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "tl/arith/simplify.h"
 #include "explicit_barriers.h"
+#include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
 #include "tl/op/make.h"
 #include "tl/support/error.h"
