@@ -3,11 +3,11 @@
 #include "tl/layout/index_map.h"
 
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
+#include "../arith/arith_internal.h"
 #include "tl/arith/simplify.h"
 #include "tl/ir/functor.h"
 #include "tl/ir/printer.h"
@@ -51,64 +51,33 @@ std::vector<ir::VarRef> InputVars(size_t n) {
   return vars;
 }
 
-/// The value of an integer expression of the bound variables at one point, or nullopt when
-/// it has a form this small evaluator does not know (a call, a float).
-std::optional<int64_t> Evaluate(const Expr& e, const std::unordered_map<const ir::Var*, int64_t>& at) {
-  if (int64_t c; ir::AsConstInt(e, &c)) return c;
+/// The constant an expression of the bound variables takes at one point, folded as the
+/// simplifier folds (arith's FoldBinary / FoldCast: exact target semantics), or null when it
+/// has a form that does not fold (a call, an overflow).
+Expr Evaluate(const Expr& e, const std::unordered_map<const ir::Var*, int64_t>& at) {
+  if (ir::As<ir::IntImm>(e)) return e;
   if (const auto* v = ir::As<ir::Var>(e)) {
     auto it = at.find(v);
-    return it == at.end() ? std::nullopt : std::optional<int64_t>(it->second);
+    return it == at.end() ? nullptr : ir::MakeInt(it->second, v->dtype);
   }
   if (const auto* cast = ir::As<ir::Cast>(e)) {
-    return cast->dtype.IsInt() || cast->dtype.IsBool() ? Evaluate(cast->value, at) : std::nullopt;
+    Expr x = Evaluate(cast->value, at);
+    return x ? arith::detail::FoldCast(cast->dtype, x) : nullptr;
   }
-  if (const auto* s = ir::As<ir::Select>(e)) {
-    auto c = Evaluate(s->cond, at);
-    if (!c) return std::nullopt;
-    return Evaluate(*c ? s->t : s->f, at);
+  if (const auto* sel = ir::As<ir::Select>(e)) {
+    int64_t c = 0;
+    Expr cond = Evaluate(sel->cond, at);
+    return cond && ir::AsConstInt(cond, &c) ? Evaluate(c ? sel->t : sel->f, at) : nullptr;
   }
   if (const auto* n = ir::As<ir::Not>(e)) {
-    auto a = Evaluate(n->a, at);
-    return a ? std::optional<int64_t>(!*a) : std::nullopt;
+    int64_t c = 0;
+    Expr a = Evaluate(n->a, at);
+    return a && ir::AsConstInt(a, &c) ? ir::MakeBool(!c) : nullptr;
   }
   const auto* b = ir::As<ir::Binary>(e);
-  if (!b) return std::nullopt;
-  auto x = Evaluate(b->a, at), y = Evaluate(b->b, at);
-  if (!x || !y) return std::nullopt;
-  int64_t p = *x, q = *y;
-  switch (b->op) {
-    case ir::BinOp::kAdd: return p + q;
-    case ir::BinOp::kSub: return p - q;
-    case ir::BinOp::kMul: return p * q;
-    case ir::BinOp::kDiv: return q ? std::optional<int64_t>(p / q) : std::nullopt;
-    case ir::BinOp::kMod: return q ? std::optional<int64_t>(p % q) : std::nullopt;
-    case ir::BinOp::kFloorDiv: {
-      if (!q) return std::nullopt;
-      int64_t r = p / q;
-      return (p % q != 0 && ((p < 0) != (q < 0))) ? r - 1 : r;
-    }
-    case ir::BinOp::kFloorMod: {
-      if (!q) return std::nullopt;
-      int64_t r = p % q;
-      return (r != 0 && ((r < 0) != (q < 0))) ? r + q : r;
-    }
-    case ir::BinOp::kMin: return std::min(p, q);
-    case ir::BinOp::kMax: return std::max(p, q);
-    case ir::BinOp::kEQ: return p == q;
-    case ir::BinOp::kNE: return p != q;
-    case ir::BinOp::kLT: return p < q;
-    case ir::BinOp::kLE: return p <= q;
-    case ir::BinOp::kGT: return p > q;
-    case ir::BinOp::kGE: return p >= q;
-    case ir::BinOp::kAnd: return p && q;
-    case ir::BinOp::kOr: return p || q;
-    case ir::BinOp::kBitAnd: return p & q;
-    case ir::BinOp::kBitOr: return p | q;
-    case ir::BinOp::kBitXor: return p ^ q;
-    case ir::BinOp::kShl: return (q < 0 || q > 62) ? std::nullopt : std::optional<int64_t>(p << q);
-    case ir::BinOp::kShr: return (q < 0 || q > 62) ? std::nullopt : std::optional<int64_t>(p >> q);
-  }
-  return std::nullopt;
+  if (!b) return nullptr;
+  Expr x = Evaluate(b->a, at), y = Evaluate(b->b, at);
+  return x && y ? arith::detail::FoldBinary(b->op, x, y) : nullptr;
 }
 
 /// Checks the two maps' outputs agree at every point of the (shared) input domain, with b's
@@ -128,8 +97,9 @@ bool EqualAtEveryPoint(const IndexMap& a, const std::vector<Expr>& b_outputs, in
       rest /= a.extents[d];
     }
     for (size_t k = 0; k < b_outputs.size(); ++k) {
-      auto x = Evaluate(a.outputs[k], at), y = Evaluate(b_outputs[k], at);
-      if (!x || !y || *x != *y) return false;
+      int64_t x = 0, y = 0;
+      Expr ex = Evaluate(a.outputs[k], at), ey = Evaluate(b_outputs[k], at);
+      if (!ex || !ey || !ir::AsConstInt(ex, &x) || !ir::AsConstInt(ey, &y) || x != y) return false;
     }
   }
   return true;

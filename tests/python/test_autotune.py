@@ -97,15 +97,17 @@ def test_return_kernel_keyword_returns_the_tuned_kernel(rng):
     assert_close(kernel(a, b), f64(a) @ f64(b), "float32", rtol=1e-5)
 
 
-@tilelang.autotune(configs=[{"threads": 64}, {"threads": 128}], warmup=1, rep=1, cache_results=False)
-@tilelang.jit
-def add_scalar(N=256, BLOCK_N=128, threads=64):
+def scalar_program(N=256, BLOCK_N=128, threads=64):
     @T.prim_func
     def main(A: T.Tensor((N,), "float32"), s: T.float32):
         with T.Kernel(T.ceildiv(N, BLOCK_N), threads=threads) as b:
             for i in T.Parallel(BLOCK_N):
                 A[b * BLOCK_N + i] = A[b * BLOCK_N + i] + s
     return main
+
+
+add_scalar = tilelang.autotune(configs=[{"threads": 64}, {"threads": 128}], warmup=1, rep=1,
+                               cache_results=False)(tilelang.jit(scalar_program))
 
 
 def test_scalar_inputs_need_set_autotune_inputs(rng):

@@ -166,16 +166,8 @@ def test_eager_style_compiles_in_parallel(private_cache, rng):
     assert twice.stats["compiled"] == 2
 
 
-def scalar_program(N=256, BLOCK_N=128, threads=64):
-    @T.prim_func
-    def main(A: T.Tensor((N,), "float32"), s: T.float32):
-        with T.Kernel(T.ceildiv(N, BLOCK_N), threads=threads) as b:
-            for i in T.Parallel(BLOCK_N):
-                A[b * BLOCK_N + i] = A[b * BLOCK_N + i] + s
-    return main
-
-
 def test_results_tuned_on_given_inputs_are_keyed_by_them(private_cache, rng):
+    from test_autotune import scalar_program
     from tilelang.autotuner import set_autotune_inputs
 
     def scalar_tuned():

@@ -15,10 +15,7 @@ class Analyzer:
         from ..language.values import as_expr
 
         a = as_expr(lhs)
-        b = as_expr(rhs, a.dtype)
-        if a.dtype != b.dtype:
-            b = b.astype(a.dtype) if hasattr(b, "astype") else b
-        return self.simplify(a - b).node.const_value == 0
+        return self.simplify(a - as_expr(rhs, a.dtype)).node.const_value == 0
 
     def can_prove(self, cond, strength=None) -> bool:
         """True when the condition simplifies to true."""
