@@ -46,12 +46,12 @@ def raised(func, target, **configs):
 
 @pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a"])
 def test_loop_loads_become_tile_copies(target):
-    # (on CUDA behind tl.raise_parallel_copies until a GPU run has checked it)
-    configs = {} if target == "cpu" else {"tl.raise_parallel_copies": True}
-    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), target, **configs)
+    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), target)
     assert "T.Parallel" in before and before.count("T.copy(") == 1  # the epilogue's
     assert "T.Parallel" not in after.split("T.Pipelined")[1].split("T.gemm")[0]
     assert after.count("T.copy(") == 3
+    said = [r for r in remarks if r.startswith("T.Parallel at line") and "made that tile copy" in r]
+    assert len(said) == 2, remarks
     if target != "cpu":
         assert any(r.startswith("T.Pipelined") and "warp-specialized" in r and "TMA" in r for r in remarks), remarks
 
@@ -73,10 +73,10 @@ def test_results_with_edges(rng, load):
     assert_close(c, f64(a) @ bb.T, "float16")
 
 
-def test_off_on_cuda_by_default_with_a_remark():
-    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), "cuda -arch=sm_90a")
-    assert before == after
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a"])
+def test_switched_off_keeps_the_loops_with_a_remark(target):
+    off = {"tl.raise_parallel_copies": False}
+    before, after, remarks = raised(gemm_with_loop_loads(256, 256, 256), target, **off)
+    assert before == after and after.count("T.copy(") == 1
     said = [r for r in remarks if "tl.raise_parallel_copies=True" in r]
     assert len(said) == 2 and all("element by element" in r for r in said), remarks
-    _, off, _ = raised(gemm_with_loop_loads(256, 256, 256), "cpu", **{"tl.raise_parallel_copies": False})
-    assert off.count("T.copy(") == 1
