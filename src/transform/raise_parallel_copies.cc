@@ -141,7 +141,7 @@ ir::PrimFunc RaiseParallelCopies(const ir::PrimFunc& f, PassContext& ctx) {
   for (int line : raiser.raised) {
     ctx.remarks.push_back("T.Parallel at line " + std::to_string(line) +
                           ": copies a global box into a shared tile element by element; made that tile copy, "
-                          "which the T.Pipelined loop around it prefetches (tl.raise_parallel_copies=False "
+                          "which the T.Pipelined loop around it can prefetch (tl.raise_parallel_copies=False "
                           "keeps the loop)");
   }
   for (int line : raiser.would_raise) {
