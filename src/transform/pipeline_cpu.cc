@@ -23,6 +23,8 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
   out = RunPass("report-packed-tensors", out, ctx);
+  // The emitter's ldmatrix loads: the element loads that fill the same registers.
+  out = RunPass("lower-ldmatrix-operands", out, ctx);
   // Thread-level code (the thread index, warp shuffles) runs its threads in lockstep.
   out = RunPass("cpu-emulate-threads", out, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.

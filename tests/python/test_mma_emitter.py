@@ -3,6 +3,8 @@ GEMM written with upstream's emitter methods (ldmatrix_a / ldmatrix_b / mma / st
 per-thread arrays. Each kernel's C is compared with a float64 product of fresh random inputs,
 into a poisoned output. On the CPU target the warp's mma is emulated lane by lane
 (cpu/emulate_warp_mma.cc); under TILELANG_TEST_CUDA=1 the same tests run mma.sync."""
+import re
+
 import numpy as np
 import pytest
 
@@ -92,6 +94,29 @@ def check(M, N, K, in_dtype, accum, out_dtype, atol, rtol=1e-2, **kw):
 ])
 def test_float16_into_float32(kw):
     check(128, 128, 64, "float16", "float32", "float32", atol=1e-3, **kw)
+
+
+@pytest.mark.parametrize("kw, trans_a, trans_b", [
+    ({}, "false", "false"),
+    ({"b_transposed": False}, "false", "true"),
+    ({"a_transposed": True}, "true", "false"),
+    ({"a_transposed": True, "b_transposed": False}, "true", "true"),
+])
+def test_16bit_operands_load_with_ldmatrix_on_cuda(kw, trans_a, trans_b):
+    # ldmatrix_a / ldmatrix_b: one ldmatrix.x4 per micro tile (.trans where the tile is K-major
+    # for the mma); the CPU runs the element loads of the same registers (the tests above).
+    src = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32", **kw),
+                         target="cuda -arch=sm_90a").kernel_source
+    assert f"tl::ldmatrix_operand<4, {trans_a}>((&A_local[" in src, src
+    assert f"tl::ldmatrix_operand<4, {trans_b}>((&B_local[" in src, src
+    for local in ("A_local", "B_local"):  # no element loads left
+        assert f"tl::copy<4>((&{local}[" not in src and not re.search(rf"\b{local}\[[^\]]*\] =", src), src
+
+
+def test_n8_micro_tiles_load_two_matrices_on_cuda():
+    src = tilelang.lower(emitter_gemm(64, 48, 64, "float16", "float32", "float32", wct=24),
+                         target="cuda -arch=sm_90a").kernel_source
+    assert "tl::ldmatrix_operand<2, false>((&B_local[" in src, src
 
 
 def test_n8_micro_tiles():

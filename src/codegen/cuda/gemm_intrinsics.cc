@@ -2,6 +2,7 @@
 #include "gemm_intrinsics.h"
 
 #include "tl/ir/intrinsics.h"
+#include "tl/op/ldmatrix_operand.h"
 
 namespace tl::codegen::cuda {
 
@@ -15,6 +16,13 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
     s += shared_layout(op->args[1]) + ">(";
     for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + print(op->args[k]);
     return s + ")";
+  }
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("ldmatrix_operand"))) {
+    // One ldmatrix: this lane gives the address of its matrix row (the tile's layout applies).
+    const op::LdmatrixOperand o = op::LdmatrixOperand::Of(op, {});
+    Expr row = Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(o.src, o.LaneRow())});
+    return "tl::ldmatrix_operand<" + std::to_string(o.matrices) + ", " + (o.trans ? "true" : "false") + ">(" +
+           print(op->args[0]) + ", " + print(row) + ")";
   }
   if (IsIntrinsic(op, TL_INTRINSIC_NAME("panel_layout")))
     return "(void)0";  // a request to the shared-memory plan, already applied

@@ -54,4 +54,22 @@ TL_DEVICE void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem_ptr) {
                : "r"(smem_addr(smem_ptr)));
 }
 
+/// N (2 or 4) matrices into consecutive 32-bit registers of a per-thread array (the
+/// ldmatrix_operand intrinsic: TensorCoreIntrinEmitter's operand loads). `row` is this lane's
+/// matrix row: lanes 8j .. 8j + 7 give rows 0..7 of matrix j.
+template <int N, bool Trans, typename T>
+TL_DEVICE void ldmatrix_operand(T* dst, const void* row) {
+  static_assert(N == 2 || N == 4, "ldmatrix_operand loads 2 or 4 matrices");
+  uint32_t* r = reinterpret_cast<uint32_t*>(dst);
+  if constexpr (N == 4) {
+    uint32_t v[4];
+    if constexpr (Trans) ldmatrix_x4_trans(v, row); else ldmatrix_x4(v, row);
+    r[0] = v[0]; r[1] = v[1]; r[2] = v[2]; r[3] = v[3];
+  } else {
+    uint32_t v[2];
+    if constexpr (Trans) ldmatrix_x2_trans(v, row); else ldmatrix_x2(v, row);
+    r[0] = v[0]; r[1] = v[1];
+  }
+}
+
 }  // namespace tl

@@ -15,8 +15,9 @@ elements to a 32-bit register (2, 4, 1),
   column (k) per * q + k/2 * ((v // per) % 2) + v % per;
 - C's element v of a 16 x n tile is row g + 8 * ((v % 4) // 2), column 8 * (v // 4) + 2 * q + v % 2.
 
-The operand loads are plain per-thread reads of the shared tile (the layout the user gave it
-applies), so they are right on any target; ``mma`` is one ``mma_fragment`` intrinsic per n8
+The operand loads of 16-bit tiles whose rows are whole 16-byte chunks are one ``ldmatrix`` per
+micro tile on CUDA (the ``ldmatrix_operand`` intrinsic; the CPU runs the same element reads),
+other operands plain per-thread reads of the shared tile; ``mma`` is one ``mma_fragment`` intrinsic per n8
 half: mma.sync on CUDA, emulated lane by lane on the CPU.
 """
 from __future__ import annotations
@@ -192,6 +193,18 @@ class TensorCoreIntrinEmitter:
         lane, warp_n, warp_m = self.extract_thread_binding(self.get_thread_binding())
         return lane // 4, lane % 4, warp_n, warp_m
 
+    def _lane_of_thread(self):
+        return self.extract_thread_binding(self.get_thread_binding())[0]
+
+    def _ldmatrix_fits(self, S, shared_buf) -> bool:
+        """Whether the operand loads can be ldmatrix: 16-bit elements, a whole shared tile (not a
+        slice) whose rows are whole 16-byte chunks, so each matrix row is 16 aligned bytes in any
+        of its layouts (plain, or chunks XOR-swizzled)."""
+        if self.per_register != 2 or not isinstance(shared_buf, Buffer) or shared_buf.scope not in ("shared", "shared.dyn"):
+            return False
+        cols = S.extents[-1]
+        return isinstance(cols, int) and (cols * 2) % 16 == 0 and all(isinstance(e, int) for e in S.extents)
+
     def ldmatrix_a(self, A_local_buf, A_shared_buf, ki, rk=0):
         """A's micro tiles of step `ki` (of reduction slice `rk`) from the shared tile ((K, M) when
         a_transposed, else (M, K)) into A_local_buf."""
@@ -216,8 +229,22 @@ class TensorCoreIntrinEmitter:
         warp = warp_m if axis == "m" else warp_n
         lead = [0] * (len(S.extents) - 2)
         wk = rk * self.chunk + ki * self.k_dim
+        lane = self._lane_of_thread()
         for t in range(tiles):
             base = warp * warp_tiles + t * tile
+            if self._ldmatrix_fits(S, shared_buf):
+                # One warp-wide ldmatrix per micro tile (on CUDA; the CPU pipeline turns it into
+                # these element loads, lower-ldmatrix-operands).
+                # Matrix j of A is rows 8 (j % 2), columns (K) 8 (j // 2) of the 16 x 16 tile; of B,
+                # n 8 (j // 2), k 8 (j % 2); stored (k, mn), the same with rows and columns swapped.
+                along_rows = (axis == "m") != k_first
+                steps = (1, 0, 0, 1) if along_rows else (0, 1, 1, 0)
+                origin = [wk, base] if k_first else [base, wk]
+                shape = [as_expr(v, "int32").node for v in (size // 2, int(k_first), *steps)]
+                args = [self._address(L, t * size), self._element_address(S.buffer, lead + origin),
+                        as_expr(lane, "int32").node, *shape]
+                _b.emit(_tl.evaluate(_tl.call("void", "ldmatrix_operand", args), _b.current_span()))
+                continue
 
             def load(v, e, t=t, base=base):  # element v + e of micro tile t; e runs along K in a register
                 mn, k = position(g, q, v)
@@ -253,6 +280,11 @@ class TensorCoreIntrinEmitter:
     @staticmethod
     def _address(tile, offset):
         load = tile.buffer[(as_expr(offset, "int32"),)].load()
+        return _tl.call("handle", "address_of", [load.node])
+
+    @staticmethod
+    def _element_address(buf, indices):
+        load = buf[tuple(as_expr(i, "int32") for i in indices)].load()
         return _tl.call("handle", "address_of", [load.node])
 
     def stmatrix(self, C_local_buf, C_buf, pid_m=None, pid_n=None):
