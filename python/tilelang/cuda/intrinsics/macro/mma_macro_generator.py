@@ -279,8 +279,7 @@ class TensorCoreIntrinEmitter:
 
     @staticmethod
     def _address(tile, offset):
-        load = tile.buffer[(as_expr(offset, "int32"),)].load()
-        return _tl.call("handle", "address_of", [load.node])
+        return TensorCoreIntrinEmitter._element_address(tile.buffer, [offset])
 
     @staticmethod
     def _element_address(buf, indices):
