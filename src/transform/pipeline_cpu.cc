@@ -8,6 +8,8 @@ namespace tl::transform {
 ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
+  // The emitter's ldmatrix loads: the element loads that fill the same registers.
+  out = RunPass("lower-ldmatrix-operands", out, ctx);
   // A T.Parallel nest in a T.Pipelined body that only copies a global box into a shared
   // tile is that tile copy: the pipeliner prefetches it.
   out = RunPass("raise-parallel-copies", out, ctx);
@@ -23,8 +25,6 @@ ir::PrimFunc LowerForCpu(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("expand-global-layout-tile-ops", out, ctx);
   out = RunPass("report-layout-annotations", out, ctx);
   out = RunPass("report-packed-tensors", out, ctx);
-  // The emitter's ldmatrix loads: the element loads that fill the same registers.
-  out = RunPass("lower-ldmatrix-operands", out, ctx);
   // Thread-level code (the thread index, warp shuffles) runs its threads in lockstep.
   out = RunPass("cpu-emulate-threads", out, ctx);
   // Simplify first so that tile-op regions are in canonical form before lowering.

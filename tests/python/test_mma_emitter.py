@@ -96,6 +96,10 @@ def test_float16_into_float32(kw):
     check(128, 128, 64, "float16", "float32", "float32", atol=1e-3, **kw)
 
 
+# (on CUDA behind tl.emitter_ldmatrix until a GPU run has checked it)
+LDMATRIX = {"tl.emitter_ldmatrix": True}
+
+
 @pytest.mark.parametrize("kw, trans_a, trans_b", [
     ({}, "false", "false"),
     ({"b_transposed": False}, "false", "true"),
@@ -106,7 +110,7 @@ def test_16bit_operands_load_with_ldmatrix_on_cuda(kw, trans_a, trans_b):
     # ldmatrix_a / ldmatrix_b: one ldmatrix.x4 per micro tile (.trans where the tile is K-major
     # for the mma); the CPU runs the element loads of the same registers (the tests above).
     src = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32", **kw),
-                         target="cuda -arch=sm_90a").kernel_source
+                         target="cuda -arch=sm_90a", pass_configs=LDMATRIX).kernel_source
     assert f"tl::ldmatrix_operand<4, {trans_a}>((&A_local[" in src, src
     assert f"tl::ldmatrix_operand<4, {trans_b}>((&B_local[" in src, src
     for local in ("A_local", "B_local"):  # no element loads left
@@ -115,8 +119,16 @@ def test_16bit_operands_load_with_ldmatrix_on_cuda(kw, trans_a, trans_b):
 
 def test_n8_micro_tiles_load_two_matrices_on_cuda():
     src = tilelang.lower(emitter_gemm(64, 48, 64, "float16", "float32", "float32", wct=24),
-                         target="cuda -arch=sm_90a").kernel_source
+                         target="cuda -arch=sm_90a", pass_configs=LDMATRIX).kernel_source
     assert "tl::ldmatrix_operand<2, false>((&B_local[" in src, src
+
+
+def test_ldmatrix_is_off_on_cuda_by_default_with_a_remark():
+    art = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32"), target="cuda -arch=sm_90a")
+    assert "ldmatrix_operand" not in art.kernel_source
+    assert "tl::copy<4>((&A_local[" in art.kernel_source  # the register pairs, as vector reads
+    said = [r for r in art.remarks if "tl.emitter_ldmatrix=True" in r]
+    assert len(said) == 2, art.remarks  # ldmatrix_a's line and ldmatrix_b's
 
 
 def test_n8_micro_tiles():

@@ -22,10 +22,10 @@ def kernel_func(n=256, block=64):
     return scale_add
 
 
-CPU_PASSES = ["lower-buffer-views", "raise-parallel-copies", "check-target-features", "privatize-reducers",
+CPU_PASSES = ["lower-buffer-views", "lower-ldmatrix-operands", "raise-parallel-copies", "check-target-features", "privatize-reducers",
               "normalize-role-branches", "stage-ws-pipelines",
               "expand-global-layout-tile-ops",
-              "report-layout-annotations", "report-packed-tensors", "lower-ldmatrix-operands", "cpu-emulate-threads",
+              "report-layout-annotations", "report-packed-tensors", "cpu-emulate-threads",
               "simplify", "check-tile-bounds", "guard-global-access", "apply-global-layouts", "shrink-tiles-to-tensors",
               "cpu-lower-gemm",
               "lower-tile-ops", "simplify", "contract-half-fma", "legalize-index-width"]

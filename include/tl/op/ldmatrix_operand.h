@@ -37,19 +37,27 @@ struct LdmatrixOperand {
     return at;
   }
 
-  /// The loads that give this lane the same registers, element by element.
+  /// The loads that give this lane the same registers: a register's two elements are one
+  /// vectorized pair where they are neighbours in the tile (row g), else two loads.
   ir::Stmt ElementLoads(const Span& span) const {
     using namespace ir;  // NOLINT
     Expr g = FloorDiv(lane, MakeInt(4)), q = FloorMod(lane, MakeInt(4));
     std::vector<Stmt> loads;
     for (int64_t j = 0; j < matrices; ++j) {
-      for (int64_t e = 0; e < 2; ++e) {
-        Expr across = MakeInt(2) * q + MakeInt(e);  // the lane's two elements of row g ...
+      auto load = [&](const Expr& e) {
+        Expr across = MakeInt(2) * q + e;  // the lane's two elements of row g ...
         Expr row = trans ? across : g, col = trans ? g : across;  // ... or of column g
         std::vector<Expr> at = origin;
         at[at.size() - 2] = at[at.size() - 2] + RowOf(MakeInt(j)) + row;
         at.back() = at.back() + ColOf(MakeInt(j)) + col;
-        loads.push_back(BufferStore::Make(dst, {dst_offset + MakeInt(2 * j + e)}, BufferLoad::Make(src, at), span));
+        return BufferStore::Make(dst, {dst_offset + MakeInt(2 * j) + e}, BufferLoad::Make(src, at), span);
+      };
+      if (trans) {
+        loads.push_back(load(MakeInt(0)));
+        loads.push_back(load(MakeInt(1)));
+      } else {
+        VarRef e = Var::Make("e");
+        loads.push_back(For::Make(e, MakeInt(0), MakeInt(2), ForKind::kVectorized, load(e), {}, span));
       }
     }
     return Seq::Make(std::move(loads), span);

@@ -127,6 +127,7 @@ ACTED_ON_CUDA = {
     "tl.range_register_tiles": "register tiles used only under a branch on a range of whole warps laid out over those threads (layout::ThreadRangeLayout); on by default",
     "tl.raise_parallel_copies": "a T.Parallel nest in a T.Pipelined body that only copies a global box into a whole shared tile becomes that tile copy, so the loop prefetches it (src/transform/raise_parallel_copies.cc); on by default (a remark names each nest raised, or with the switch off each it would raise)",
     # ours, off unless set (measurement switches and paths not yet checked on a GPU)
+    "tl.emitter_ldmatrix": "TensorCoreIntrinEmitter.ldmatrix_a / ldmatrix_b of 16-bit tiles as one ldmatrix per micro tile (the ldmatrix_operand intrinsic; src/transform/lower_ldmatrix_operands.cc); off on CUDA until checked on a GPU, with a remark",
     "tl.pipeline_refill_per_copy": "a cp.async pipeline whose copies are read last by different statements refills each copy's stage after its own last reader and waits for each before its first reader (src/transform/cuda/pipeline_async.cc; not yet run on a GPU)",
     "tl.ws_barrier_groups": "a full/empty barrier pair per group of copies with the same first and last use",
     "tl.ws_softmax_overlap": "on by default (0 turns it off): a warp-specialized attention loop (QK^T, softmax, P V) issues step k + 1's QK^T before step k's P V and runs the softmax while P V does, as FlashAttention-3, with K and V in barrier pairs of their own (src/transform/cuda/warp_specialize_overlap.cc)",
