@@ -9,7 +9,7 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // Layout annotations are reported, not applied: the passes below choose every layout.
   // T.reshape / T.view become accesses of their storage before any pass looks at buffers.
   ir::PrimFunc out = RunPass("lower-buffer-views", f, ctx);
-  // The emitter's ldmatrix loads: element loads unless tl.emitter_ldmatrix keeps them.
+  // The emitter's ldmatrix loads: kept for the code generator (tl.emitter_ldmatrix, on), else element loads.
   out = RunPass("lower-ldmatrix-operands", out, ctx);
   // A T.Parallel nest in a T.Pipelined body that only copies a global box into a shared
   // tile is that tile copy: the pipeliner prefetches it.

@@ -123,11 +123,18 @@ def test_n8_micro_tiles_load_two_matrices_on_cuda():
     assert "tl::ldmatrix_operand<2, false>((&B_local[" in src, src
 
 
-def test_ldmatrix_is_off_on_cuda_by_default_with_a_remark():
-    art = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32"), target="cuda -arch=sm_90a")
+def test_ldmatrix_is_on_on_cuda_by_default():
+    src = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32"),
+                         target="cuda -arch=sm_90a").kernel_source
+    assert "tl::ldmatrix_operand<4, false>((&A_local[" in src, src
+
+
+def test_ldmatrix_off_makes_element_loads_with_a_remark():
+    art = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32"), target="cuda -arch=sm_90a",
+                         pass_configs={"tl.emitter_ldmatrix": False})
     assert "ldmatrix_operand" not in art.kernel_source
     assert "tl::copy<4>((&A_local[" in art.kernel_source  # the register pairs, as vector reads
-    said = [r for r in art.remarks if "tl.emitter_ldmatrix=True" in r]
+    said = [r for r in art.remarks if "tl.emitter_ldmatrix=False" in r]
     assert len(said) == 2, art.remarks  # ldmatrix_a's line and ldmatrix_b's
 
 
