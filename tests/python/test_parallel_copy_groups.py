@@ -91,3 +91,38 @@ def test_rows_past_the_length_are_left_alone(rng, seqlen):
     rest = np.ones(out.shape, bool)
     rest[300:300 + seqlen, 2] = False
     assert np.isnan(out[rest].astype(np.float32)).all()
+
+
+def blocked_epilogue(m=64, n=64, transposed_blocks=False, dtype="float16"):
+    """C from a tile of 16 x 16 blocks (upstream's example_gemm_intrinsics stores its
+    accumulators so): each block row is 16 consecutive elements, so groups of 8 along j are."""
+
+    @T.prim_func
+    def main(X: T.Tensor((m // 16, n // 16, 16, 16), dtype), C: T.Tensor((m, n), dtype)):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((m // 16, n // 16, 16, 16), dtype)
+            T.copy(X, S)
+            for i, j in T.Parallel(m, n):
+                if transposed_blocks:
+                    C[i, j] = S[i // 16, j // 16, j % 16, i % 16]
+                else:
+                    C[i, j] = S[i // 16, j // 16, i % 16, j % 16]
+
+    return main
+
+
+def test_a_tile_of_blocks_is_copied_in_groups_too():
+    src, remarks = cuda(blocked_epilogue())
+    (line,) = [ln.strip() for ln in src.splitlines() if "C[" in ln]
+    assert line.startswith("tl::copy<16>(") and "(&C[" in line, src
+    src, _ = cuda(blocked_epilogue(transposed_blocks=True))  # j picks the block row: not consecutive
+    assert all(ln.strip().startswith("C[") for ln in src.splitlines() if "C[" in ln), src
+
+
+@pytest.mark.parametrize("transposed_blocks", [False, True])
+def test_a_tile_of_blocks_matches_numpy(rng, transposed_blocks):
+    x = rand(rng, (4, 4, 16, 16), "float16")
+    out = poison((64, 64), "float16")
+    compile_cpu(blocked_epilogue(transposed_blocks=transposed_blocks))(x, out)
+    blocks = x.transpose(0, 1, 3, 2) if transposed_blocks else x
+    np.testing.assert_array_equal(out, blocks.transpose(0, 2, 1, 3).reshape(64, 64))

@@ -34,6 +34,34 @@ bool ConsecutiveAlong(const std::vector<Expr>& idx, const Var* d, arith::Analyze
   return step == d;
 }
 
+/// Whether `idx` addresses k consecutive elements within each group of k along `d` (d =
+/// g * k + v, 0 <= v < k, g in [0, n / k)): with that substitution only the last index uses
+/// v, as v plus terms without it. ConsecutiveAlong, or a tile of blocks
+/// `C_s[i // 16, j // 16, i % 16, j % 16]` along j in groups of 8 (each block's rows are
+/// 16 consecutive elements).
+bool ConsecutiveInGroups(const std::vector<Expr>& idx, const Var* d, int64_t n, int64_t k, arith::Analyzer* an) {
+  if (ConsecutiveAlong(idx, d, an)) return true;
+  if (idx.empty() || k <= 1 || n % k != 0) return false;
+  VarRef g = Var::Make(d->name + "_group", d->dtype), v = Var::Make(d->name + "_lane", d->dtype);
+  an->BindRange(g.get(), MakeInt(0, d->dtype), MakeInt(n / k, d->dtype));
+  an->BindRange(v.get(), MakeInt(0, d->dtype), MakeInt(k, d->dtype));
+  auto at = [&](const Expr& e, const Expr& lane) {
+    return an->Simplify(Substitute(e, [&](const Var* x) -> Expr {
+      return x == d ? Expr(g) * MakeInt(k, d->dtype) + lane : nullptr;
+    }));
+  };
+  bool ok = true;
+  for (size_t i = 0; ok && i + 1 < idx.size(); ++i) ok = !UsesVar(at(idx[i], v), v.get());
+  if (ok) {
+    const Expr last = at(idx.back(), v);
+    const auto* step = As<Var>(an->Simplify(last - at(idx.back(), MakeInt(0, d->dtype))));
+    ok = step == v.get();
+  }
+  an->Unbind(g.get());
+  an->Unbind(v.get());
+  return ok;
+}
+
 /// Whether rows of `b` hold whole groups of k elements: a contiguous buffer in memory whose
 /// last dimension is a constant multiple of k.
 bool WholeGroupRows(const Buffer& b, int64_t k) {
@@ -240,9 +268,9 @@ ElementwiseGroups ElementwiseGroup(const For* inner, const Stmt& nest_body) {
   const int64_t k = kGroupBytes / widest;
   if (n % k != 0 || !WholeGroupRows(store->buffer, k)) return {};
   arith::Analyzer an;
-  if (!ConsecutiveAlong(store->indices, d, &an) || !GuardsUniform(out.body, d, k)) return {};
+  if (!ConsecutiveInGroups(store->indices, d, n, k, &an) || !GuardsUniform(out.body, d, k)) return {};
   for (const BufferLoad* l : out.windows) {
-    if (!WholeGroupRows(l->buffer, k) || !ConsecutiveAlong(l->indices, d, &an)) return {};
+    if (!WholeGroupRows(l->buffer, k) || !ConsecutiveInGroups(l->indices, d, n, k, &an)) return {};
   }
   out.k = k;
   return out;
@@ -324,7 +352,7 @@ int64_t ElementCopyGroup(const For* inner, const Stmt& body) {
   const int64_t k = kGroupBytes / t.bytes();
   if (n % k != 0 || !WholeGroupRows(store->buffer, k) || !WholeGroupRows(load->buffer, k)) return 0;
   arith::Analyzer an;
-  if (!ConsecutiveAlong(store->indices, d, &an) || !ConsecutiveAlong(load->indices, d, &an)) return 0;
+  if (!ConsecutiveInGroups(store->indices, d, n, k, &an) || !ConsecutiveInGroups(load->indices, d, n, k, &an)) return 0;
   return k;
 }
 

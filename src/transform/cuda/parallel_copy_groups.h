@@ -18,7 +18,9 @@ namespace tl::transform::cuda {
 /// is `body`: 16 bytes of elements, when the body copies one element into a tensor from a
 /// memory buffer (global or shared; one type, whole bytes, contiguous rows), both indexed last by
 /// the innermost variable plus terms without it, the other indices and the guards around the
-/// copy do not use it, and the loop's extent and both buffers' rows are multiples of k.
+/// copy do not use it (or, over each group of k along it, the same holds of the group's lane:
+/// a tile of 16 x 16 blocks `C_s[i // 16, j // 16, i % 16, j % 16]`), and the loop's extent
+/// and both buffers' rows are multiples of k.
 /// 0: not such a nest.
 int64_t ElementCopyGroup(const ir::For* inner, const ir::Stmt& body);
 
