@@ -138,6 +138,29 @@ def test_ldmatrix_off_makes_element_loads_with_a_remark():
     assert len(said) == 2, art.remarks  # ldmatrix_a's line and ldmatrix_b's
 
 
+def pipeline_of(M, N, **configs):
+    """How the emitter GEMM's loop is pipelined on sm_90a: "tma" (a producer warpgroup) or
+    "cp.async", and the remarks."""
+    art = tilelang.lower(emitter_gemm(M, N, 256, "float16", "float32", "float16", wrt=64, wct=64),
+                         target="cuda -arch=sm_90a", pass_configs=configs)
+    src = art.kernel_source
+    assert ("tl::tma_load_2d(" in src) != ("cp_async" in src), src
+    return ("tma" if "tl::tma_load_2d(" in src else "cp.async"), art.remarks
+
+
+def test_more_mma_sync_blocks_than_sms_keep_the_cp_async_pipeline():
+    # 256 blocks of 128 threads, 32 multiply-adds per loaded byte: two blocks share an SM
+    how, remarks = pipeline_of(2048, 2048)
+    assert how == "cp.async"
+    assert any("its GEMMs run on mma.sync, 32 multiply-adds per loaded byte" in r for r in remarks), remarks
+    assert pipeline_of(2048, 2048, **{"tl.ws_mma_sync": True})[0] == "tma"
+
+
+def test_one_wave_of_mma_sync_blocks_is_warp_specialized():
+    assert pipeline_of(1024, 1024)[0] == "tma"  # 64 blocks: an SM each either way
+    assert pipeline_of(1024, 1024, **{"tl.sm_count": 32})[0] == "cp.async"
+
+
 def test_n8_micro_tiles():
     # warp_col_tiles 24 is not a multiple of 16: n = 8, one mma per micro tile
     check(64, 48, 64, "float16", "float32", "float32", atol=1e-3, wct=24)

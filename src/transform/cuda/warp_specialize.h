@@ -123,6 +123,7 @@ class WarpSpecializer {
   }
   std::string TmaUnfit(const ir::CopyOp* c, bool* panelled);
   bool CheckProducers();
+  std::string MmaSyncOnly(const ir::KernelLaunch* launch);
   void TakeIm2colNests();
   bool AssignRoles(const std::vector<ir::Stmt>& stmts, size_t at, Roles* roles);
   bool ProducerReadsAny(const std::unordered_set<const ir::Var*>& vars) const;

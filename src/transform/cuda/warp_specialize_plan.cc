@@ -5,6 +5,7 @@
 /// of a one-dimensional block of whole warpgroups, without break or continue, and every
 /// hoistable global -> shared copy (and T.im2col nest) of its body can be a TMA load whose
 /// tile nothing outside the loop uses. Also decides which statements each role runs.
+#include <functional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "tma_copy.h"
 #include "tma_im2col.h"
 #include "warp_specialize.h"
+#include "tl/ir/intrinsics.h"
 
 namespace tl::transform::cuda {
 
@@ -100,6 +102,7 @@ Stmt WarpSpecializer::Run(const KernelLaunch* launch, const For* binding) {
     }
   }
   if (!CheckProducers()) return nullptr;
+  if (std::string mma = MmaSyncOnly(launch); !mma.empty()) return Fail(mma);
   TakeIm2colNests();
   // What runs outside the loop must leave the produced tiles alone: their stages belong
   // to the mbarriers.
@@ -170,6 +173,93 @@ bool WarpSpecializer::CheckProducers() {
     produced_.insert(c->dst.buffer.get());
   }
   return true;
+}
+
+namespace {
+
+/// Multiply-adds of the mma.sync GEMMs in one run of `body` (loops counted by their constant
+/// trip counts): tile GEMMs (arguments 3..5: M, N, K) and the emitter's mma_fragment calls
+/// (16 x 8 x k per warp, k = 256 bits over A's element width). *wgmma: a wgmma GEMM is there.
+int64_t MmaSyncWork(const Stmt& body, int64_t threads, bool* wgmma) {
+  int64_t total = 0;
+  std::function<void(const Stmt&, int64_t)> walk = [&](const Stmt& s, int64_t trips) {
+    if (const auto* loop = As<For>(s)) {
+      int64_t n = 1;
+      AsConstInt(loop->extent, &n);
+      return walk(loop->body, trips * std::max<int64_t>(n, 1));
+    }
+    if (const auto* seq = As<Seq>(s)) {
+      for (const Stmt& st : seq->stmts) walk(st, trips);
+      return;
+    }
+    if (const auto* guard = As<IfThenElse>(s)) {
+      walk(guard->then_case, trips);
+      if (guard->else_case) walk(guard->else_case, trips);
+      return;
+    }
+    const auto* ev = As<Evaluate>(s);
+    const auto* call = ev ? As<Call>(ev->value) : nullptr;
+    if (!call) return;
+    if (HasEffect(call, kWgmmaPanels)) {
+      *wgmma = true;
+    } else if (HasEffect(call, kGemm) && call->args.size() > 5) {
+      int64_t m = 0, n = 0, k = 0;
+      if (AsConstInt(call->args[3], &m) && AsConstInt(call->args[4], &n) && AsConstInt(call->args[5], &k)) {
+        total += trips * m * n * k;
+      }
+    } else if (IsIntrinsic(call, TL_INTRINSIC_NAME("mma_fragment")) && call->args.size() == 3) {
+      const auto* a = As<Call>(call->args[1]);
+      const auto* load = a && !a->args.empty() ? As<BufferLoad>(a->args[0]) : nullptr;
+      if (load && load->buffer->dtype.bits > 0) total += trips * (threads / 32) * 16 * 8 * (256 / load->buffer->dtype.bits);
+    }
+  };
+  walk(body, 1);
+  return total;
+}
+
+}  // namespace
+
+/// Why the loop's consumers are better off without a producer warpgroup ("" when they are
+/// not): one warpgroup of consumers whose GEMMs all run on mma.sync (T.gemm where wgmma does
+/// not fit, the TensorCoreIntrinEmitter's mma), at least kMmaSyncBound multiply-adds per
+/// byte a stage loads, on stages that leave room for a second block in the SM's shared
+/// memory, in a grid of more blocks than the GPU has SMs (tl.sm_count, else an H100's 132).
+/// mma.sync hides its latency across resident warps; such a block fits twice in an SM's
+/// registers, but with a producer warpgroup (and setmaxnreg) only once. Upstream's
+/// example_gemm_intrinsics on an H100 (32 multiply-adds a byte): at 4096^3 (1,024 blocks)
+/// 0.59 ms warp-specialized, 0.41 ms as a cp.async pipeline, upstream 0.39; at 1024^3 (64
+/// blocks, one per SM either way) the TMA producer is the faster. A loop that mostly moves
+/// data (mHC's pre-norm GEMM, 5 a byte) keeps it too. tl.ws_mma_sync=True always specializes.
+std::string WarpSpecializer::MmaSyncOnly(const KernelLaunch* launch) {
+  constexpr int64_t kMmaSyncBound = 16;             // multiply-adds per loaded byte
+  constexpr int64_t kHalfSharedMemory = 227 * 1024 / 2;  // sm_90's opt-in shared memory, halved
+  if (ConfigTrue(ctx_, "tl.ws_mma_sync") || threads_ != kProducerThreads) return "";
+  bool wgmma = false;
+  const int64_t work = MmaSyncWork(loop_->body, threads_, &wgmma);
+  int64_t bytes = 0;
+  for (const CopyOp* c : producers_) {
+    int64_t elems = 1;
+    for (const Range& r : c->dst.ranges) {
+      int64_t n = 0;
+      if (!AsConstInt(r.extent, &n)) return "";
+      elems *= n;
+    }
+    bytes += elems * c->dst.buffer->dtype.bytes();
+  }
+  if (wgmma || work == 0 || bytes == 0 || work < kMmaSyncBound * bytes || bytes * stages_ > kHalfSharedMemory) {
+    return "";
+  }
+  int64_t blocks = 1;
+  for (const Expr& e : launch->grid) {
+    int64_t n = 0;
+    blocks = AsConstInt(e, &n) && blocks > 0 ? blocks * n : -1;  // (-1: not known, so more than the SMs)
+  }
+  const int64_t sms = ConfigInt(ctx_, "tl.sm_count", 1, 4096, launch->span, "a positive integer (the GPU's SMs)")
+                          .value_or(132);
+  if (blocks > 0 && blocks <= sms) return "";
+  return "its GEMMs run on mma.sync, " + std::to_string(work / bytes) +
+         " multiply-adds per loaded byte: as a cp.async pipeline two such blocks share an SM, which hides "
+         "mma.sync's latency better than a producer warpgroup would (tl.ws_mma_sync=True specializes it)";
 }
 
 /// T.im2col nests at the loop body's top level that TMA can load (tma_im2col.h) become
