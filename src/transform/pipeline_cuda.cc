@@ -71,6 +71,8 @@ ir::PrimFunc LowerForCuda(const ir::PrimFunc& f, PassContext& ctx) {
   out = RunPass("cuda-partition-parallel", out, ctx);
   // Drop provably true edge predicates before barriers: fewer statements to analyse.
   out = RunPass("simplify", out, ctx);
+  // A short loop of the emitter's warp MMA steps: printed unrolled (constant addresses).
+  out = RunPass("cuda-unroll-mma-steps", out, ctx);
   // T.vectorized copies: one 4-, 8- or 16-byte access per group of elements.
   out = RunPass("cuda-vectorize-loops", out, ctx);
   // sm_90+: a register walk's float atomics into global memory, two or four at a time.

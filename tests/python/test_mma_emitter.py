@@ -161,6 +161,15 @@ def test_one_wave_of_mma_sync_blocks_is_warp_specialized():
     assert pipeline_of(1024, 1024, **{"tl.sm_count": 32})[0] == "cp.async"
 
 
+def test_the_k_steps_of_warp_mmas_are_unrolled():
+    art = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32"), target="cuda -arch=sm_90a")
+    assert re.search(r"#pragma unroll\n\s*for \(int32_t ki = 0; ki < 2; \+\+ki\)", art.kernel_source), art.kernel_source
+    assert any("loop ki at line" in r and "2 steps of warp MMAs" in r for r in art.remarks), art.remarks
+    off = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32"), target="cuda -arch=sm_90a",
+                         pass_configs={"tl.unroll_mma_steps": False}).kernel_source
+    assert re.search(r"(?<!unroll)\n\s*for \(int32_t ki = 0; ki < 2; \+\+ki\)", off), off
+
+
 def test_n8_micro_tiles():
     # warp_col_tiles 24 is not a multiple of 16: n = 8, one mma per micro tile
     check(64, 48, 64, "float16", "float32", "float32", atol=1e-3, wct=24)
