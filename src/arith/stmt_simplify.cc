@@ -215,6 +215,16 @@ class StmtSimplifier : public ir::IRMutator {
       return;
     }
     auto cmp = AsConstComparison(cond);
+    // `v + c0 < c` (a pipeline's guard on its next step, `k + 1 < n`) narrows v as `v < c - c0`
+    if (const auto* off = cmp ? ir::As<ir::Binary>(cmp->operand) : nullptr;
+        off && (off->op == ir::BinOp::kAdd || off->op == ir::BinOp::kSub) && ir::As<ir::Var>(off->a)) {
+      int64_t c0 = 0;
+      if (AsConstInt(off->b, &c0) && c0 > -(int64_t(1) << 40) && c0 < (int64_t(1) << 40) &&
+          cmp->c > -(int64_t(1) << 40) && cmp->c < (int64_t(1) << 40)) {
+        cmp->c -= off->op == ir::BinOp::kAdd ? c0 : -c0;
+        cmp->operand = off->a;
+      }
+    }
     const ir::Var* v = cmp ? ir::As<ir::Var>(cmp->operand) : nullptr;
     // (v != c says nothing about v's range where it holds, so neither branch narrows on it)
     if (!v || !v->dtype.IsInt()) return;

@@ -439,6 +439,22 @@ TEST_F(SimplifyStmtTest, BranchesNarrowTheRangeOfTheVariableTheyTest) {
   EXPECT_EQ(tl::arith::Simplify(conj_loop), conj_loop);
 }
 
+TEST_F(SimplifyStmtTest, AGuardOnTheNextStepNarrowsTheVariable) {
+  // for i in 0..8: if i + 1 < 8: if i * 32 < 224: A[i] = 1   (a pipeline's next-step load
+  // under its step guard, with the tile's edge test): i < 7 holds inside, so i * 32 < 224 does
+  Stmt edge = IfThenElse::Make(Lt(Mul(i, I(32)), I(224)), Store(i));
+  Stmt got = tl::arith::Simplify(For::Make(i, I(0), I(8), ForKind::kSerial, IfThenElse::Make(Lt(Add(i, I(1)), I(8)), edge)));
+  Stmt want = For::Make(i, I(0), I(8), ForKind::kSerial, IfThenElse::Make(Lt(Add(i, I(1)), I(8)), Store(i)));
+  EXPECT_TRUE(StructuralEqual(got, want)) << ToString(got);
+  // i - 2 >= 3 narrows to i >= 5 where it holds; i < 5 where it does not
+  Stmt sub = IfThenElse::Make(Bin(BinOp::kGE, Sub(i, I(2)), I(3)), IfThenElse::Make(Bin(BinOp::kGE, i, I(5)), Store(i)),
+                              IfThenElse::Make(Lt(i, I(5)), Store(I(0))));
+  got = tl::arith::Simplify(For::Make(i, I(0), I(8), ForKind::kSerial, sub));
+  want = For::Make(i, I(0), I(8), ForKind::kSerial,
+                   IfThenElse::Make(Bin(BinOp::kGE, Sub(i, I(2)), I(3)), Store(i), Store(I(0))));
+  EXPECT_TRUE(StructuralEqual(got, want)) << ToString(got);
+}
+
 TEST_F(SimplifyStmtTest, SimplifiesIndicesUnderLoopRanges) {
   // for i in 0..8: for j in 0..8: A[(i*8 + j) // 8 * 8 + (i*8 + j) % 8] = 1
   Expr flat = Add(Mul(i, I(8)), j);
