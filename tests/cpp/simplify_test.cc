@@ -443,11 +443,13 @@ TEST_F(SimplifyStmtTest, AGuardOnTheNextStepNarrowsTheVariable) {
   // for i in 0..8: if i + 1 < 8: if i * 32 < 224: A[i] = 1   (a pipeline's next-step load
   // under its step guard, with the tile's edge test): i < 7 holds inside, so i * 32 < 224 does
   Stmt edge = IfThenElse::Make(Lt(Mul(i, I(32)), I(224)), Store(i));
-  Stmt got = tl::arith::Simplify(For::Make(i, I(0), I(8), ForKind::kSerial, IfThenElse::Make(Lt(Add(i, I(1)), I(8)), edge)));
+  Stmt next_step = IfThenElse::Make(Lt(Add(i, I(1)), I(8)), edge);
+  Stmt got = tl::arith::Simplify(For::Make(i, I(0), I(8), ForKind::kSerial, next_step));
   Stmt want = For::Make(i, I(0), I(8), ForKind::kSerial, IfThenElse::Make(Lt(Add(i, I(1)), I(8)), Store(i)));
   EXPECT_TRUE(StructuralEqual(got, want)) << ToString(got);
   // i - 2 >= 3 narrows to i >= 5 where it holds; i < 5 where it does not
-  Stmt sub = IfThenElse::Make(Bin(BinOp::kGE, Sub(i, I(2)), I(3)), IfThenElse::Make(Bin(BinOp::kGE, i, I(5)), Store(i)),
+  Stmt sub = IfThenElse::Make(Bin(BinOp::kGE, Sub(i, I(2)), I(3)),
+                              IfThenElse::Make(Bin(BinOp::kGE, i, I(5)), Store(i)),
                               IfThenElse::Make(Lt(i, I(5)), Store(I(0))));
   got = tl::arith::Simplify(For::Make(i, I(0), I(8), ForKind::kSerial, sub));
   want = For::Make(i, I(0), I(8), ForKind::kSerial,

@@ -352,7 +352,9 @@ int64_t ElementCopyGroup(const For* inner, const Stmt& body) {
   const int64_t k = kGroupBytes / t.bytes();
   if (n % k != 0 || !WholeGroupRows(store->buffer, k) || !WholeGroupRows(load->buffer, k)) return 0;
   arith::Analyzer an;
-  if (!ConsecutiveInGroups(store->indices, d, n, k, &an) || !ConsecutiveInGroups(load->indices, d, n, k, &an)) return 0;
+  if (!ConsecutiveInGroups(store->indices, d, n, k, &an) || !ConsecutiveInGroups(load->indices, d, n, k, &an)) {
+    return 0;
+  }
   return k;
 }
 

@@ -210,7 +210,8 @@ int64_t MmaSyncWork(const Stmt& body, int64_t threads, bool* wgmma) {
     } else if (IsIntrinsic(call, TL_INTRINSIC_NAME("mma_fragment")) && call->args.size() == 3) {
       const auto* a = As<Call>(call->args[1]);
       const auto* load = a && !a->args.empty() ? As<BufferLoad>(a->args[0]) : nullptr;
-      if (load && load->buffer->dtype.bits > 0) total += trips * (threads / 32) * 16 * 8 * (256 / load->buffer->dtype.bits);
+      const int64_t bits = load ? load->buffer->dtype.bits : 0;
+      if (bits > 0) total += trips * (threads / 32) * 16 * 8 * (256 / bits);
     }
   };
   walk(body, 1);
@@ -231,7 +232,7 @@ int64_t MmaSyncWork(const Stmt& body, int64_t threads, bool* wgmma) {
 /// blocks, one per SM either way) the TMA producer is the faster. A loop that mostly moves
 /// data (mHC's pre-norm GEMM, 5 a byte) keeps it too. tl.ws_mma_sync=True always specializes.
 std::string WarpSpecializer::MmaSyncOnly(const KernelLaunch* launch) {
-  constexpr int64_t kMmaSyncBound = 16;             // multiply-adds per loaded byte
+  constexpr int64_t kMmaSyncBound = 16;                   // multiply-adds per loaded byte
   constexpr int64_t kHalfSharedMemory = 227 * 1024 / 2;  // sm_90's opt-in shared memory, halved
   if (ConfigTrue(ctx_, "tl.ws_mma_sync") || threads_ != kProducerThreads) return "";
   bool wgmma = false;
