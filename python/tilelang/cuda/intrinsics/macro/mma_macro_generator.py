@@ -16,8 +16,8 @@ elements to a 32-bit register (2, 4, 1),
 - C's element v of a 16 x n tile is row g + 8 * ((v % 4) // 2), column 8 * (v // 4) + 2 * q + v % 2.
 
 The operand loads of 16-bit tiles whose rows are whole 16-byte chunks are ``ldmatrix_operand``
-intrinsics, one per micro tile: printed as one ``ldmatrix`` on CUDA with ``tl.emitter_ldmatrix``
-(off until checked on a GPU), else the element reads of the same registers
+intrinsics, one per micro tile: printed as one ``ldmatrix`` on CUDA (``tl.emitter_ldmatrix``, on
+by default), else, and on the CPU, the element reads of the same registers
 (lower-ldmatrix-operands); other operands are plain per-thread reads of the shared tile.
 ``mma`` is one ``mma_fragment`` intrinsic per n8 half: mma.sync on CUDA, emulated lane by lane
 on the CPU.
@@ -235,8 +235,8 @@ class TensorCoreIntrinEmitter:
         for t in range(tiles):
             base = warp * warp_tiles + t * tile
             if self._ldmatrix_fits(S, shared_buf):
-                # One warp-wide ldmatrix per micro tile (on CUDA with tl.emitter_ldmatrix; else
-                # lower-ldmatrix-operands makes it the element loads of the same registers).
+                # One warp-wide ldmatrix per micro tile on CUDA (tl.emitter_ldmatrix, on); else
+                # lower-ldmatrix-operands makes it the element loads of the same registers.
                 # Matrix j of A is rows 8 (j % 2), columns (K) 8 (j // 2) of the 16 x 16 tile; of B,
                 # n 8 (j // 2), k 8 (j % 2); stored (k, mn), the same with rows and columns swapped.
                 along_rows = (axis == "m") != k_first
