@@ -209,6 +209,7 @@ class WarpSpecializer {
   void FindScoreInit(AttentionSteps* at);
   // warp_specialize_mask.cc: where the added mask can change a score
   ir::Expr MaskNeeded(const ir::Expr& value, const ir::Var* reg, int64_t regs) const;
+  ir::Expr ComparisonMayFail(ir::BinOp op, const ir::Binary* cmp, const ir::Var* reg, int64_t regs) const;
   /// Registers a consumer thread keeps for the softmax's row vectors, addresses and loop
   /// state besides O, S and the packed P (OverlapRegisters) when the overlap applies
   static constexpr int64_t kOverlapSpareRegisters = 48;

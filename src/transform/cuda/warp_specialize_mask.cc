@@ -9,10 +9,14 @@
 ///   cond:  a - b >= c  (any integer comparison but == and != in that form)
 ///   a - b = U + P,     U: the terms without the thread index or the register index
 ///                      P: the others, made of those two indices and constants only
-///   guard: U + min(P) < c,  min(P) over every thread of the block and every register
+///   guard: U + min(P) < c,  min(P) over every consumer thread and every register
 ///
-/// The guard is conservative: false only where the comparison provably holds everywhere.
+/// A value that is zero when several such comparisons all hold (`x >= n or y >= m ? v : 0`,
+/// a varlen attention's bounds on both sequences) gets the disjunction of their guards.
+/// The guard is conservative: false only where the comparisons provably hold everywhere.
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "tl/arith/comparison.h"
 #include "tl/arith/simplify.h"
@@ -34,20 +38,29 @@ bool UsesEither(const Expr& e, const Var* x, const Var* y) {
   return UsesVar(e, [&](const Var* v) { return v == x || v == y; });
 }
 
+/// The comparisons that all hold where `cond` is true (`negated`: false), or false when
+/// `cond` is not such a conjunction of integer comparisons.
+bool ConjunctionOf(const Expr& cond, bool negated, std::vector<std::pair<BinOp, const Binary*>>* out) {
+  if (const auto* n = As<Not>(cond)) return ConjunctionOf(n->a, !negated, out);
+  const auto* b = As<Binary>(cond);
+  if (!b) return false;
+  // a and b, or not (a or b): both parts hold
+  if ((b->op == BinOp::kAnd && !negated) || (b->op == BinOp::kOr && negated)) {
+    return ConjunctionOf(b->a, negated, out) && ConjunctionOf(b->b, negated, out);
+  }
+  if (!IsComparison(b->op) || !b->a->dtype.IsInt()) return false;
+  out->emplace_back(negated ? arith::NegatedComparison(b->op) : b->op, b);
+  return true;
+}
+
 }  // namespace
 
-/// The guard above for a mask value (per register `reg` in [0, regs)), or null when the
-/// value is not `cond ? 0 : v` / `cond ? v : 0` with such a comparison.
-Expr WarpSpecializer::MaskNeeded(const Expr& value, const Var* reg, int64_t regs) const {
-  const auto* sel = As<Select>(value);
-  if (!sel || IsFloatZero(sel->t) == IsFloatZero(sel->f)) return nullptr;
-  const auto* cmp = As<Binary>(sel->cond);
-  if (!cmp || !IsComparison(cmp->op) || !cmp->a->dtype.IsInt()) return nullptr;
-  // the comparison under which the value is zero, as d >= c
-  const BinOp zero_when = IsFloatZero(sel->t) ? cmp->op : arith::NegatedComparison(cmp->op);
+/// The guard for one comparison `cmp` (under `op`) that makes the mask zero: true wherever
+/// it may fail for some thread and register; null where its form is not the one above.
+Expr WarpSpecializer::ComparisonMayFail(BinOp op, const Binary* cmp, const Var* reg, int64_t regs) const {
   Expr d;
   int64_t c = 0;
-  switch (zero_when) {
+  switch (op) {
     case BinOp::kGE: d = cmp->a - cmp->b; break;
     case BinOp::kGT: d = cmp->a - cmp->b, c = 1; break;
     case BinOp::kLE: d = cmp->b - cmp->a; break;
@@ -60,7 +73,8 @@ Expr WarpSpecializer::MaskNeeded(const Expr& value, const Var* reg, int64_t regs
   for (const auto& term : arith::SumTerms(d)) {
     (UsesEither(term.second, tx_.get(), reg) ? per_thread : uniform).push_back(term);
   }
-  analyzer.BindRange(tx_.get(), MakeInt(0, tx_->dtype), MakeInt(threads_ + kProducerThreads, tx_->dtype));
+  // (the mask runs in the consumers, threads [0, threads_): the producer warpgroup is above them)
+  analyzer.BindRange(tx_.get(), MakeInt(0, tx_->dtype), MakeInt(threads_, tx_->dtype));
   analyzer.BindRange(reg, MakeInt(0, reg->dtype), MakeInt(regs, reg->dtype));
   // P's terms may hold no other variable (a bound would not cover its values)
   for (const auto& [negated, term] : per_thread) {
@@ -71,6 +85,23 @@ Expr WarpSpecializer::MaskNeeded(const Expr& value, const Var* reg, int64_t regs
   if (!least.min) return nullptr;
   Expr u = arith::SumOfTerms(uniform, d->dtype);
   return LT(u + MakeInt(*least.min, d->dtype), MakeInt(c, d->dtype));
+}
+
+/// The guard above for a mask value (per register `reg` in [0, regs)), or null when the
+/// value is not `cond ? 0 : v` / `cond ? v : 0` with such comparisons.
+Expr WarpSpecializer::MaskNeeded(const Expr& value, const Var* reg, int64_t regs) const {
+  const auto* sel = As<Select>(value);
+  if (!sel || IsFloatZero(sel->t) == IsFloatZero(sel->f)) return nullptr;
+  // the comparisons under which the value is zero
+  std::vector<std::pair<BinOp, const Binary*>> zero_when;
+  if (!ConjunctionOf(sel->cond, !IsFloatZero(sel->t), &zero_when)) return nullptr;
+  Expr needed;
+  for (const auto& [op, cmp] : zero_when) {
+    Expr may_fail = ComparisonMayFail(op, cmp, reg, regs);
+    if (!may_fail) return nullptr;
+    needed = needed ? Binary::Make(BinOp::kOr, needed, may_fail) : may_fail;
+  }
+  return needed;
 }
 
 }  // namespace tl::transform::cuda
