@@ -14,6 +14,11 @@ from conftest import poison
 from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
 from tilelang.errors import TileLangCompileError
 
+from tilelang import _tl
+from tilelang.jit.cuda_backend import _search_dirs
+
+HAVE_NVRTC = _tl.find_cuda_compiler(_search_dirs())[0]  # sm_90a code compiles without a GPU
+
 NP = {"float16": np.float16, "float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32}
 
 
@@ -177,6 +182,24 @@ def test_the_k_steps_of_warp_mmas_are_unrolled():
     off = tilelang.lower(emitter_gemm(128, 128, 64, "float16", "float32", "float32"), target="cuda -arch=sm_90a",
                          pass_configs={"tl.unroll_mma_steps": False}).kernel_source
     assert re.search(r"(?<!unroll)\n\s*for \(int32_t ki = 0; ki < 2; \+\+ki\)", off), off
+
+
+@pytest.mark.parametrize("in_dtype, accum, chunk, words", [
+    ("float16", "float32", 32, True),
+    ("float16", "float16", 32, True),
+    ("int8", "int32", 64, True),
+    ("float32", "float32", 16, False),  # tf32: one element a register, nothing to pack
+])
+def test_mma_operands_are_read_as_whole_words_on_cuda(in_dtype, accum, chunk, words):
+    # A_local / B_local are 16-byte aligned arrays and every micro tile starts on a word:
+    # mma_fragment<true> reads each register as one 32-bit word (ptxas then feeds mma.sync
+    # straight from ldmatrix's registers; packed from elements it copied each one first)
+    kernel = tilelang.compile(emitter_gemm(128, 128, 128, in_dtype, accum, accum, chunk=chunk),
+                              target="cuda -arch=sm_90a") if HAVE_NVRTC else None
+    src = kernel.get_kernel_source() if kernel else tilelang.lower(
+        emitter_gemm(128, 128, 128, in_dtype, accum, accum, chunk=chunk), target="cuda -arch=sm_90a").kernel_source
+    calls = re.findall(r"tl::mma_fragment(<true>)?\(", src)
+    assert calls and all(bool(c) == words for c in calls), src
 
 
 def test_n8_micro_tiles():

@@ -1,12 +1,38 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gemm_intrinsics.h"
 
+#include "tl/arith/simplify.h"
 #include "tl/ir/intrinsics.h"
+#include "tl/layout/shared.h"
 #include "tl/op/ldmatrix_operand.h"
 
 namespace tl::codegen::cuda {
 
 using namespace ir;  // NOLINT: implementation file
+
+namespace {
+
+/// Whether `address` (address_of an element of a per-thread array of 8- or 16-bit elements)
+/// starts a whole 32-bit word:
+/// the array is declared 4-byte aligned (alignas(LocalAlignment), as the declaration prints
+/// it) and the element offset is a multiple of the elements per word, for every value of
+/// the loop variables in it.
+bool StartsAlignedWord(const Expr& address) {
+  const auto* call = As<Call>(address);
+  if (!call || call->op != "address_of" || call->args.size() != 1) return false;
+  const auto* load = As<BufferLoad>(call->args[0]);
+  if (!load || load->buffer->scope != Scope::kLocal || load->indices.size() != 1) return false;
+  const int64_t bytes = load->dtype.bytes();
+  int64_t count = 0;
+  if ((bytes != 1 && bytes != 2) || !AsConstInt(load->buffer->NumElements(), &count) ||
+      layout::LocalAlignment(count * bytes) < 4) {
+    return false;
+  }
+  const Expr& index = load->indices[0];
+  return arith::Analyzer().CanProve(EQ(FloorMod(index, MakeInt(4 / bytes, index->dtype)), MakeInt(0, index->dtype)));
+}
+
+}  // namespace
 
 std::string PrintGemmCall(const Call* op, const std::function<std::string(const Expr&)>& print,
                           const std::function<std::string(const Expr&)>& shared_layout) {
@@ -23,6 +49,14 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
     Expr row = Call::Make(DType::Handle(), "address_of", {BufferLoad::Make(o.src, o.LaneRow())});
     return "tl::ldmatrix_operand<" + std::to_string(o.matrices) + ", " + (o.trans ? "true" : "false") + ">(" +
            print(op->args[0]) + ", " + print(row) + ")";
+  }
+  if (IsIntrinsic(op, TL_INTRINSIC_NAME("mma_fragment")) && op->args.size() == 3) {
+    // 8- and 16-bit operands whose registers are whole aligned words are read as words
+    // (templates/tl/cuda/mma.h says why); float32 (tf32) ones hold one element a register
+    if (StartsAlignedWord(op->args[1]) && StartsAlignedWord(op->args[2])) {
+      return "tl::mma_fragment<true>(" + print(op->args[0]) + ", " + print(op->args[1]) + ", " + print(op->args[2]) + ")";
+    }
+    return "";
   }
   if (IsIntrinsic(op, TL_INTRINSIC_NAME("panel_layout")))
     return "(void)0";  // a request to the shared-memory plan, already applied

@@ -153,7 +153,11 @@ TL_DEVICE void mma_m16n8k8_tf32f32(float (&d)[4], const float (&a)[4], const flo
 // registers) in the register order of the file comment: A's element v sits in register
 // v / per at bits (v % per) * width, with per = 32 / width elements per register; likewise B
 // (two registers) and C (four values). The registers are assembled here, so the arrays need
-// no alignment beyond their element type's.
+// no alignment beyond their element type's. With Words (mma_fragment<true>, printed where
+// the code generator knows both operands start on a 4-byte boundary of a 4-byte aligned
+// array) each register is read as one 32-bit word instead: ptxas then feeds mma.sync from
+// the registers ldmatrix wrote, where assembling them from elements made it copy each
+// (an emitter GEMM's k-tile: 47 IMAD with elements, 19 with words).
 
 namespace detail {
 TL_DEVICE uint32_t fragment_word(const half* p) { return pack_half2(p[0], p[1]); }
@@ -164,28 +168,36 @@ TL_DEVICE uint32_t fragment_word(const int8_t* p) {
          (static_cast<uint32_t>(static_cast<uint8_t>(p[3])) << 24);
 }
 TL_DEVICE uint32_t fragment_word(const uint8_t* p) { return fragment_word(reinterpret_cast<const int8_t*>(p)); }
-template <typename T>
+template <bool Words, typename T>
 TL_DEVICE void fragment_words(uint32_t (&a)[4], uint32_t (&b)[2], const T* pa, const T* pb) {
-  constexpr int per = 4 / sizeof(T);
-  for (int r = 0; r < 4; ++r) a[r] = fragment_word(pa + r * per);
-  for (int r = 0; r < 2; ++r) b[r] = fragment_word(pb + r * per);
+  if constexpr (Words) {
+    const uint32_t* wa = reinterpret_cast<const uint32_t*>(pa);
+    const uint32_t* wb = reinterpret_cast<const uint32_t*>(pb);
+    for (int r = 0; r < 4; ++r) a[r] = wa[r];
+    for (int r = 0; r < 2; ++r) b[r] = wb[r];
+  } else {
+    constexpr int per = 4 / sizeof(T);
+    for (int r = 0; r < 4; ++r) a[r] = fragment_word(pa + r * per);
+    for (int r = 0; r < 2; ++r) b[r] = fragment_word(pb + r * per);
+  }
 }
 }  // namespace detail
 
 /// C (16x8, float) += A (16x16) * B (16x8), A/B half or bfloat16.
-template <typename T>
+template <bool Words = false, typename T>
 TL_DEVICE void mma_fragment(float* c, const T* pa, const T* pb) {
   uint32_t a[4], b[2];
-  detail::fragment_words(a, b, pa, pb);
+  detail::fragment_words<Words>(a, b, pa, pb);
   float acc[4] = {c[0], c[1], c[2], c[3]};
   mma_m16n8k16<T>(acc, a, b, acc);
   for (int i = 0; i < 4; ++i) c[i] = acc[i];
 }
 
 /// C (16x8, half) += A (16x16) * B (16x8), all half (the f16-accumulator form).
+template <bool Words = false>
 TL_DEVICE void mma_fragment(half* c, const half* pa, const half* pb) {
   uint32_t a[4], b[2];
-  detail::fragment_words(a, b, pa, pb);
+  detail::fragment_words<Words>(a, b, pa, pb);
   uint32_t acc[2] = {pack_half2(c[0], c[1]), pack_half2(c[2], c[3])};
   mma_m16n8k16_f16f16(acc, a, b, acc);
   for (int i = 0; i < 2; ++i) {
@@ -195,10 +207,10 @@ TL_DEVICE void mma_fragment(half* c, const half* pa, const half* pb) {
 }
 
 /// C (16x8, int32) += A (16x32) * B (32x8), T = int8_t or uint8_t (wrapping).
-template <typename T, detail::enable_if_t<sizeof(T) == 1, int> = 0>
+template <bool Words = false, typename T, detail::enable_if_t<sizeof(T) == 1, int> = 0>
 TL_DEVICE void mma_fragment(int* c, const T* pa, const T* pb) {
   uint32_t a[4], b[2];
-  detail::fragment_words(a, b, pa, pb);
+  detail::fragment_words<Words>(a, b, pa, pb);
   int acc[4] = {c[0], c[1], c[2], c[3]};
   if constexpr (detail::is_same<T, uint8_t>::value) {
     mma_m16n8k32_u8s32(acc, a, b, acc);
