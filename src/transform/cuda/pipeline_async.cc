@@ -17,6 +17,18 @@
 /// Correct for any n, including n < s and n = 0. Loops that do not fit this shape run in
 /// order, and the reason is recorded.
 ///
+/// "tl.pipeline_refill_first" (on for s = 2, where the wait above leaves no load in flight;
+/// 1: for every s, 0: never) refills before the wait, as upstream's code does, at the cost
+/// of a second barrier:
+///
+///   for k in [0, n):
+///     __syncthreads                (every thread is done with stage (k-1) % s)
+///     if k + s - 1 < n: produce(k + s - 1) into stage (k + s - 1) % s;  commit
+///     wait until at most s-1 groups are pending; __syncthreads
+///     consume(k) from stage k % s
+///
+/// so the next stage's loads are in flight while the step waits for its own.
+///
 /// When the stages are read only by the first r consumer statements (register copies:
 /// cuda::StageReadersPrefix; "tl.pipeline_early_refill", on), or the loop gathers rows and its
 /// last reader of the stages is statement r (cuda::StageReadersThrough; r may be the last
@@ -347,8 +359,15 @@ class Pipeliner : public cuda::ThreadShareMutator {
     return PerCopyPipeline(parts, groups);
   }
 
+  /// Whether an s-stage pipeline refills before its wait (tl.pipeline_refill_first: the
+  /// file's comment).
+  bool RefillFirst(int64_t s) const {
+    if (ctx_.config.count("tl.pipeline_refill_first")) return cuda::ConfigTrue(ctx_, "tl.pipeline_refill_first");
+    return s == 2;
+  }
+
   /// The pipeline with one refill point (the file's comment): after the wait at the top of
-  /// the step, or after the first `readers` consumers.
+  /// the step (before it: RefillFirst), or after the first `readers` consumers.
   Stmt UniformPipeline(const LoopParts& parts, size_t readers) {
     const For* op = parts.loop;
     const Span& span = op->span;
@@ -361,8 +380,17 @@ class Pipeliner : public cuda::ThreadShareMutator {
     VarRef k = Var::Make(op->var->name, op->var->dtype);
     Expr next = k + MakeInt(ahead);
     std::vector<Stmt> refill = ProduceGroup(parts, next, FloorMod(next, MakeInt(s)));
-    std::vector<Stmt> body = {CallStmt("cp_async_wait", {MakeInt(ahead - 1)}, span), CallStmt("syncthreads", {}, span)};
-    if (!readers) body.insert(body.end(), refill.begin(), refill.end());
+    std::vector<Stmt> body;
+    const bool refill_first = !readers && RefillFirst(s);
+    if (refill_first) {
+      body.push_back(CallStmt("syncthreads", {}, span));
+      body.insert(body.end(), refill.begin(), refill.end());
+      body.push_back(CallStmt("cp_async_wait", {MakeInt(ahead)}, span));
+      body.push_back(CallStmt("syncthreads", {}, span));
+    } else {
+      body = {CallStmt("cp_async_wait", {MakeInt(ahead - 1)}, span), CallStmt("syncthreads", {}, span)};
+      if (!readers) body.insert(body.end(), refill.begin(), refill.end());
+    }
     cuda::StageSelector consume(staged_, FloorMod(k, MakeInt(s)));
     for (size_t i = 0; i <= parts.consumers.size(); ++i) {
       if (readers && i == readers) {
@@ -379,7 +407,10 @@ class Pipeliner : public cuda::ThreadShareMutator {
                            "-stage cp.async pipeline over " + std::to_string(parts.producers.size()) + " copies" +
                            (parts.gathers.empty() ? "" : " and " + std::to_string(parts.gathers.size()) +
                                                              " element copies (16-byte groups of gathered rows)") +
-                           (!readers ? ""
+                           (!readers ? (refill_first ? "; each stage refilled before the wait for the one a step "
+                                                       "reads (" + std::to_string(s) + " loads in flight, "
+                                                       "tl.pipeline_refill_first)"
+                                                     : "")
                             : readers == n_consumers
                                 ? "; each stage refilled at the end of the step that read it (" + std::to_string(s) +
                                       " loads in flight)"
