@@ -67,6 +67,7 @@ def test_values_match_float64(stages, refill_first, K):
     a = rng.standard_normal((128, K)).astype(np.float16)
     b = rng.standard_normal((K, 128)).astype(np.float16)
     c = np.full((128, 128), np.nan, np.float32)
-    kernel = tilelang.compile(gemm(K=K, stages=stages), pass_configs={**NO_WS, "tl.pipeline_refill_first": refill_first})
+    kernel = tilelang.compile(gemm(K=K, stages=stages),
+                              pass_configs={**NO_WS, "tl.pipeline_refill_first": refill_first})
     kernel(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)

@@ -13,10 +13,9 @@ using namespace ir;  // NOLINT: implementation file
 namespace {
 
 /// Whether `address` (address_of an element of a per-thread array of 8- or 16-bit elements)
-/// starts a whole 32-bit word:
-/// the array is declared 4-byte aligned (alignas(LocalAlignment), as the declaration prints
-/// it) and the element offset is a multiple of the elements per word, for every value of
-/// the loop variables in it.
+/// starts a whole 32-bit word: the array is declared 4-byte aligned (alignas(LocalAlignment),
+/// as its declaration prints it) and the element offset is a multiple of the elements per
+/// word, for every value of the loop variables in it.
 bool StartsAlignedWord(const Expr& address) {
   const auto* call = As<Call>(address);
   if (!call || call->op != "address_of" || call->args.size() != 1) return false;
@@ -54,7 +53,8 @@ std::string PrintGemmCall(const Call* op, const std::function<std::string(const 
     // 8- and 16-bit operands whose registers are whole aligned words are read as words
     // (templates/tl/cuda/mma.h says why); float32 (tf32) ones hold one element a register
     if (StartsAlignedWord(op->args[1]) && StartsAlignedWord(op->args[2])) {
-      return "tl::mma_fragment<true>(" + print(op->args[0]) + ", " + print(op->args[1]) + ", " + print(op->args[2]) + ")";
+      return "tl::mma_fragment<true>(" + print(op->args[0]) + ", " + print(op->args[1]) + ", " + print(op->args[2]) +
+             ")";
     }
     return "";
   }
