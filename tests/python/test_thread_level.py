@@ -108,7 +108,30 @@ def test_thread_dependent_branches_loops_and_a_2d_block(rng):
     np.testing.assert_allclose(b, ref, rtol=1e-6)
 
 
-def test_thread_dependent_loop_bounds_are_a_clear_error_on_the_cpu():
+def test_thread_dependent_loop_bounds_run_per_thread(rng):
+    # each thread sums its own prefix: on the CPU the loop runs once per thread, with that
+    # thread's bounds (nothing in it involves another thread)
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            acc = T.alloc_var("float32")
+            acc = 0.0
+            for k in T.unroll(tx % 32):
+                if k % 3 != 2:
+                    acc += A[k + tx // 64]
+            for k in T.serial(tx // 32, tx // 16):
+                acc += A[k] * 2
+            B[tx] = acc
+
+    a = rand(rng, (64,))
+    b = np.full(128, np.nan, np.float32)
+    compile_cpu(main)(a, b)
+    want = [sum(a[k + t // 64] for k in range(t % 32) if k % 3 != 2) + 2 * a[t // 32:t // 16].sum() for t in range(128)]
+    np.testing.assert_allclose(b, want, rtol=1e-5)
+
+
+def test_thread_dependent_loop_bounds_around_a_collective_are_a_clear_error_on_the_cpu():
     if os.environ.get("TILELANG_TEST_CUDA") == "1":
         pytest.skip("checks the CPU target's error")
 
@@ -117,11 +140,13 @@ def test_thread_dependent_loop_bounds_are_a_clear_error_on_the_cpu():
         with T.Kernel(1, threads=32) as bx:
             tx = T.get_thread_binding()
             for k in T.serial(tx):  # ERR-HERE
-                A[tx] = A[tx] + 1
+                A[tx] = T.shfl_xor(A[tx], 1)
 
-    with pytest.raises(tilelang.TileLangCompileError, match="loop whose bounds depend on the thread") as info:
+    with pytest.raises(tilelang.TileLangCompileError, match="loop whose bounds depend on the thread, with a barrier") \
+            as info:
         tilelang.compile(main, target="cpu")
-    assert info.value.line == marker_line(test_thread_dependent_loop_bounds_are_a_clear_error_on_the_cpu)
+    this_test = test_thread_dependent_loop_bounds_around_a_collective_are_a_clear_error_on_the_cpu
+    assert info.value.line == marker_line(this_test)
 
 
 @needs_compiler

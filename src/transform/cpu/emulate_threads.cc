@@ -25,8 +25,10 @@
 /// the CUDA
 ///   target gives them to one thread), and so does block-level work (tile ops,
 ///   T.Parallel over tiles).
-/// What lockstep cannot express is a CompileError at its line: loop bounds or
-/// while conditions that depend on the thread, break/continue or block-level
+/// - a loop whose bounds depend on the thread runs once per thread when its body is that
+///   thread's own work (ThreadOwnWork).
+/// What lockstep cannot express is a CompileError at its line: other loops whose bounds or
+/// while conditions depend on the thread, break/continue or block-level
 /// work under a thread-dependent branch, reductions, GEMMs and atomics on
 /// per-thread storage.
 #include "emulate_threads.h"
@@ -141,6 +143,38 @@ void ThreadEmulator::EmitAgreedBoundsLoop(const For* loop, const Stmt& s, const 
   out->push_back(ThreadLoop(IfThenElse::Make(differs, DivergentThreads(span), nullptr, span), mask, span));
   out->push_back(For::Make(loop->var, load(lo), load(n), loop->for_kind, EmitSerialBody(loop, mask),
                            loop->annotations, span));
+}
+
+/// Whether `body` is one thread's own work: stores, lets, branches and loops over them, and
+/// calls that neither synchronize, nor take other threads' part, nor update atomically (the
+/// lockstep order would run such an update once for the block), nor act for the block.
+bool ThreadEmulator::ThreadOwnWork(const Stmt& body) {
+  struct Walk : IRVisitor {
+    bool own = true;
+    void Visit_(const For* op) override {
+      own &= op->for_kind != ForKind::kParallel;
+      IRVisitor::Visit_(op);
+    }
+    void Visit_(const While*) override { own = false; }
+    void Visit_(const Allocate*) override { own = false; }
+    void Visit_(const AttrStmt*) override { own = false; }
+    void Visit_(const KernelLaunch*) override { own = false; }
+    void Visit_(const CopyOp*) override { own = false; }
+    void Visit_(const GemmOp*) override { own = false; }
+    void Visit_(const FillOp*) override { own = false; }
+    void Visit_(const ReduceOp*) override { own = false; }
+    void Visit_(const AtomicOp*) override { own = false; }
+  } walk;
+  walk.Visit(body);
+  const uint32_t others = kAtomicUpdate | kBlockLevel | kBarrier | kWarpCollective | kVote | kPerThread |
+                          kProgramGroupCopy | kProgramGroupWait | kProgramGroupCommit | kGemm;
+  ForEachExpr(body, [&](const Expr& e) {
+    const auto* c = As<Call>(e);
+    if (!c || IsPureCall(c)) return;
+    const IntrinsicInfo* info = LookupIntrinsic(c->op);
+    walk.own &= info && !(info->effects & others);  // (an undeclared call may do anything)
+  });
+  return walk.own;
 }
 
 Stmt ThreadEmulator::EmitSerialBody(const For* loop, const Expr& mask) {
@@ -309,9 +343,18 @@ void ThreadEmulator::EmitBranch(const IfThenElse* br, const Stmt& s, const Expr&
 /// range condition); one over per-thread storage once per thread; other loops as they are.
 void ThreadEmulator::EmitLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out) {
   if (Varying(loop->min) || Varying(loop->extent)) {
+    // A loop of the thread's own work (`for i in T.unroll(tx % 32): acc += ...`) runs once
+    // per thread, each thread with its own bounds: nothing in it waits for or hands work to
+    // another thread.
+    if (ThreadOwnWork(loop->body)) {
+      out->push_back(ThreadLoop(At(s), mask, s->span));
+      return;
+    }
     // (bounds read from per-thread storage may agree at run time; the thread index never does)
     if (loop->for_kind == ForKind::kParallel || ReadsThreadIndex(loop->min) || ReadsThreadIndex(loop->extent)) {
-      Unsupported(s->span, "a loop whose bounds depend on the thread");
+      Unsupported(s->span,
+                  "a loop whose bounds depend on the thread, with a barrier, a warp collective, an atomic, "
+                  "an allocation or block-level work inside");
     }
     return EmitAgreedBoundsLoop(loop, s, mask, out);
   }

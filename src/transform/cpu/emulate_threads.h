@@ -273,6 +273,7 @@ class ThreadEmulator {
   void EmitUniformJump(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   void EmitAgreedBoundsLoop(const For* loop, const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
   /// A serial loop's body, emitted with the loop's thread mask recorded (for break/continue).
+  static bool ThreadOwnWork(const Stmt& body);
   Stmt EmitSerialBody(const For* loop, const Expr& mask);
   void EmitTileOp(const Stmt& s, const Expr& mask, std::vector<Stmt>* out);
 
