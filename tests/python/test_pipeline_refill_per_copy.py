@@ -108,5 +108,4 @@ def test_per_copy_refill_is_off_unless_asked():
                          pass_configs={"tl.disable_warp_specialized": True})
     src, remarks = art.kernel_source, "\n".join(art.remarks)
     assert "each copy's stage refilled" not in remarks
-    # (two stages: one refill point, before the wait: tl.pipeline_refill_first)
-    assert "cp_async_commit();\n    tl::cp_async_wait<1>();\n    __syncthreads();" in src, src
+    assert "cp_async_wait<0>();\n    __syncthreads();" in src
