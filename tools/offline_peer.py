@@ -12,7 +12,8 @@ ml_dtypes, typing_extensions, cloudpickle, psutil and tqdm; torch is replaced by
 module when it is not installed (lowering needs none of it). Ours compiles for the arch of
 TILELANG_CUDA_ARCH (sm_90a here). With nvdisasm (on PATH or NVDISASM) the SASS is written next to
 each source and its instructions counted. The example's module is imported, so its other imports must
-be there (einops, ...). `args` is the function's argument list as Python source.
+be there (einops, ...; `--ours-python` names a Python that has them for our side). `args` is the
+function's argument list as Python source.
 `python -m tools.sass_loops <ours.cu> <upstream.cu>` then compares the two sources' main loops
 (instruction mix and spills by source line).
 """
@@ -74,12 +75,9 @@ _SIDE = textwrap.dedent(r'''
     # a JIT-decorated function, or a plain one returning a T.prim_func
     plain = not hasattr(f, "jit_impl") and not hasattr(f, "get_tir") and not hasattr(f, "func")
     if side == "ours":
-        try:
-            made = f(*a, **kw)
-        except TypeError:  # an eager JIT (T.const sizes): its sizes are compile()'s keywords
-            if not hasattr(f, "compile"):
-                raise
-            made = f.compile(*a, **kw)
+        # a JIT's compile() builds without running (an eager JIT's sizes are its keywords: a
+        # call would want tensors and a GPU); else the factory's prim_func
+        made = f.compile(*a, **kw) if hasattr(f, "compile") else f(*a, **kw)
         if hasattr(made, "get_kernel_source"):
             src = made.get_kernel_source()
         else:  # a T.prim_func: lowered as the JIT would (its arch, TILELANG_PASS_CONFIGS)
@@ -129,6 +127,9 @@ def main(argv=None) -> int:
     p.add_argument("--examples", required=True, help="upstream's examples/ folder")
     p.add_argument("--upstream-pkg", required=True, help="an unpacked upstream wheel")
     p.add_argument("--upstream-python", default=os.path.expanduser("~/.pyenv/versions/3.12.1/bin/python3"))
+    p.add_argument("--ours-python", default=sys.executable,
+                   help="the Python for our side (default: this one), e.g. one with torch and triton for "
+                        "examples that import them at module level; our package must import there")
     p.add_argument("--out", default="/tmp/offline_peer")
     p.add_argument("--device-capability", default="",
                    help="e.g. 9.0: torch.cuda answers as if that GPU were present (examples that pick their "
@@ -143,7 +144,7 @@ def main(argv=None) -> int:
 
     ours_defines = list(_tl.cuda_compile_defines({}))
     sides = {
-        "ours": ([sys.executable], {"TILELANG_DEFAULT_TARGET": "cuda", "OFFLINE_PEER_CAPABILITY": a.device_capability,
+        "ours": ([a.ours_python], {"TILELANG_DEFAULT_TARGET": "cuda", "OFFLINE_PEER_CAPABILITY": a.device_capability,
                                     "TILELANG_CUDA_ARCH": os.environ.get("TILELANG_CUDA_ARCH", "sm_90a")},
                  [str(root / "templates")], ours_defines),
         "upstream": ([a.upstream_python], {"PYTHONPATH": a.upstream_pkg, "OFFLINE_PEER_CAPABILITY": a.device_capability},
