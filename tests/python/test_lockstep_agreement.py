@@ -134,19 +134,29 @@ def test_threads_that_disagree_fail_the_call_on_the_cpu_naming_the_line():
     with pytest.raises(tilelang.TileLangRuntimeError, match=r"at line \d+ a block's threads disagreed"):
         kernel(np.arange(64, dtype=np.int32), out)
 
-    @T.prim_func
-    def bounds(A: T.Tensor((64,), "int32"), Out: T.Tensor((64,), "int32")):
-        with T.Kernel(1, threads=64):
-            tx = T.get_thread_binding()
-            m = T.alloc_var("int32")
-            acc = T.alloc_var("int32")
-            m = A[tx]
-            acc = 0
-            for k in T.serial(m):
-                acc = acc + k
-            Out[tx] = acc
+    def bounds(synced):
+        @T.prim_func
+        def main(A: T.Tensor((64,), "int32"), Out: T.Tensor((64,), "int32")):
+            with T.Kernel(1, threads=64):
+                tx = T.get_thread_binding()
+                m = T.alloc_var("int32")
+                acc = T.alloc_var("int32")
+                m = A[tx]
+                acc = 0
+                for k in T.serial(m):
+                    acc = acc + k
+                    if synced:
+                        T.sync_threads()
+                Out[tx] = acc
 
-    kernel = tilelang.compile(bounds, target="cpu")
+        return main
+
+    # a loop of the thread's own work runs once per thread, each with its own bounds
+    kernel = tilelang.compile(bounds(False), target="cpu")
+    kernel(np.arange(64, dtype=np.int32), out)
+    np.testing.assert_array_equal(out, [t * (t - 1) // 2 for t in range(64)])
+    # with a barrier inside, the threads must agree on the bounds at run time
+    kernel = tilelang.compile(bounds(True), target="cpu")
     kernel(np.full(64, 6, np.int32), out)
     np.testing.assert_array_equal(out, 15)
     with pytest.raises(tilelang.TileLangRuntimeError, match="a loop whose bounds differ between them"):

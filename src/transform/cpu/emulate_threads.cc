@@ -28,7 +28,8 @@
 /// - a loop whose bounds depend on the thread runs once per thread when its body is that
 ///   thread's own work (ThreadOwnWork).
 /// What lockstep cannot express is a CompileError at its line: other loops whose bounds or
-/// while conditions depend on the thread, break/continue or block-level
+/// while conditions depend on the thread index (bounds read from per-thread storage must
+/// agree between the threads at run time), break/continue or block-level
 /// work under a thread-dependent branch, reductions, GEMMs and atomics on
 /// per-thread storage.
 #include "emulate_threads.h"
