@@ -17,6 +17,30 @@ SM90 = "cuda -arch=sm_90a"
 OVERLAP = {"tl.ws_softmax_overlap": 1}
 
 
+@T.macro
+def softmax_and_pv(s, p, o, v_s, m, m_prev, r, l, s_sum, scale, cast_last):
+    """One step of the online softmax over the scores s, then O += P V (the loop the overlap
+    reschedules). cast_last: the cast of the probabilities after the rescale of O."""
+    block_M, block_N = s.shape
+    dim = o.shape[1]
+    T.copy(m, m_prev)
+    T.reduce_max(s, m, dim=1, clear=False)
+    for i in T.Parallel(block_M):
+        r[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
+    for i, j in T.Parallel(block_M, block_N):
+        s[i, j] = T.exp2(s[i, j] * scale - m[i] * scale)
+    T.reduce_sum(s, s_sum, dim=1)
+    for i in T.Parallel(block_M):
+        l[i] = l[i] * r[i] + s_sum[i]
+    if not cast_last:
+        T.copy(s, p)
+    for i, j in T.Parallel(block_M, dim):
+        o[i, j] *= r[i]
+    if cast_last:
+        T.copy(s, p)
+    T.gemm(p, v_s, o)
+
+
 def attention(seq_q=256, seq_kv=512, dim=64, block_M=128, block_N=64, threads=256, stages=2, causal=False,
               cast_last=True):
     """Flash-attention forward, one (query block, head) per block. cast_last: the cast of
@@ -52,22 +76,7 @@ def attention(seq_q=256, seq_kv=512, dim=64, block_M=128, block_N=64, threads=25
                 else:
                     T.clear(s)
                 T.gemm(q_s, k_s, s, transpose_B=True)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    r[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
-                for i, j in T.Parallel(block_M, block_N):
-                    s[i, j] = T.exp2(s[i, j] * scale - m[i] * scale)
-                T.reduce_sum(s, s_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    l[i] = l[i] * r[i] + s_sum[i]
-                if not cast_last:
-                    T.copy(s, p)
-                for i, j in T.Parallel(block_M, dim):
-                    o[i, j] *= r[i]
-                if cast_last:
-                    T.copy(s, p)
-                T.gemm(p, v_s, o)
+                softmax_and_pv(s, p, o, v_s, m, m_prev, r, l, s_sum, scale, cast_last)
             for i, j in T.Parallel(block_M, dim):
                 o[i, j] /= l[i]
             T.copy(o, O[h, bx * block_M, 0])
@@ -248,23 +257,11 @@ def varlen_attention(seq_q=256, seq_kv=512, dim=64, block_M=128, block_N=64, thr
             T.fill(m, -T.infinity("float32"))
             for k in T.Pipelined(T.ceildiv(kv_len, block_N), num_stages=2):
                 T.copy(K[k * block_N, 0], k_s)
+                T.copy(V[k * block_N, 0], v_s)
                 for i, j in T.Parallel(block_M, block_N):
                     s[i, j] = T.if_then_else(bx * block_M + i >= q_len or k * block_N + j >= kv_len, -1e9, 0)
                 T.gemm(q_s, k_s, s, transpose_B=True)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    r[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
-                for i, j in T.Parallel(block_M, block_N):
-                    s[i, j] = T.exp2(s[i, j] * scale - m[i] * scale)
-                T.reduce_sum(s, s_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    l[i] = l[i] * r[i] + s_sum[i]
-                for i, j in T.Parallel(block_M, dim):
-                    o[i, j] *= r[i]
-                T.copy(s, p)
-                T.copy(V[k * block_N, 0], v_s)
-                T.gemm(p, v_s, o)
+                softmax_and_pv(s, p, o, v_s, m, m_prev, r, l, s_sum, scale, True)
             for i, j in T.Parallel(block_M, dim):
                 o[i, j] /= l[i]
             T.copy(o, O[bx * block_M, 0])
