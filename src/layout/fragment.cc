@@ -44,6 +44,13 @@ constexpr int64_t kWarp = target::kWarpSize;
 
 Expr FragmentLayout::RowWarp(const Expr& thread) const { return FloorMod(FloorDiv(thread, C(kWarp)), C(row_warps())); }
 
+Expr FragmentLayout::FirstCopy(const Expr& thread) const {
+  Expr first;
+  if (row_lanes() > 1) first = EQ(FloorMod(thread, C(row_lanes())), C(0));
+  if (row_warps() > 1) first = And(first, EQ(RowWarp(thread), C(0)));
+  return first;
+}
+
 Expr MmaAccumulatorLayout::RowWarp(const Expr& thread) const {
   Expr warp = FloorDiv(thread, C(kWarp));
   return warps_.m_fastest ? FloorDiv(warp, C(warps_.warps_m)) : FloorMod(warp, C(warps_.warps_n));
@@ -86,6 +93,33 @@ std::pair<Expr, Expr> MmaAccumulatorLayout::Inverse(const Expr& thread, const Ex
   Expr c = FloorMod(lane, C(4)) * C(2) + FloorMod(reg, C(2));
   return {slice(mt) + r, warp_n * C(tile_n_) + nt * C(8) + c};
 }
+
+FragmentLayoutRef MmaAccumulatorLayout::Columns() const {
+  return rows_ ? nullptr : std::make_shared<MmaColumnsLayout>(*this);
+}
+
+Expr MmaAccumulatorLayout::ColumnLocal(const Expr& local) const {
+  // register (mt * tile_n / 8 + nt) * 4 + 2 h + c holds column 8 nt + 2 (lane % 4) + c
+  return FloorMod(FloorDiv(local, C(4)), C(tile_n_ / 8)) * C(2) + FloorMod(local, C(2));
+}
+
+std::pair<Expr, Expr> MmaColumnsLayout::Inverse(const Expr& thread, const Expr& local) const {
+  Expr lane = FloorMod(thread, C(kWarp));
+  Expr column = tile_.RowWarp(thread) * C(tile_.tile_n()) + FloorDiv(local, C(2)) * C(8) +
+                FloorMod(lane, C(4)) * C(2) + FloorMod(local, C(2));
+  return {column, MakeInt(0)};
+}
+
+Expr MmaColumnsLayout::FirstCopy(const Expr& thread) const {
+  // lanes 0-3 (lane / 4 is the row within a tile) of the warp at row 0 of the warp grid
+  Expr warp = FloorDiv(thread, C(kWarp));
+  const WarpPartition& w = tile_.warps();
+  Expr warp_m = w.m_fastest ? FloorMod(warp, C(w.warps_m)) : FloorDiv(warp, C(w.warps_n));
+  Expr first = LT(FloorMod(thread, C(kWarp)), C(4));
+  return w.warps_m > 1 ? And(first, EQ(warp_m, C(0))) : first;
+}
+
+std::string MmaColumnsLayout::ToString() const { return "mma_cols(" + tile_.ToString() + ")"; }
 
 std::pair<Expr, Expr> MmaAccumulatorLayout::StmatrixRowStart(const Expr& thread, const Expr& group) const {
   // Lane 4 r of the warp holds row r of a matrix's left columns in its register pair 2 i
@@ -179,6 +213,8 @@ FragmentLayoutRef RowStripLayout::Columns() const {
   return std::make_shared<VectorLayout>(n_, threads_, vec_);
 }
 
+Expr RowStripLayout::ColumnLocal(const Expr& local) const { return FloorMod(local, C(n_ / lanes_)); }
+
 RowStripLayout::RowStripLayout(int64_t m, int64_t n, int64_t threads, int64_t vec, int64_t lanes, bool rows)
     : m_(m), n_(n), threads_(threads), vec_(vec), lanes_(lanes), rows_(rows) {}
 
@@ -222,6 +258,8 @@ std::pair<Expr, Expr> ThreadRangeLayout::Inverse(const Expr& thread, const Expr&
 }
 
 Expr ThreadRangeLayout::RowWarp(const Expr& thread) const { return inner_->RowWarp(thread - C(first_)); }
+
+Expr ThreadRangeLayout::FirstCopy(const Expr& thread) const { return inner_->FirstCopy(thread - C(first_)); }
 
 std::string ThreadRangeLayout::ToString() const {
   return "threads " + std::to_string(first_) + ".." + std::to_string(first_ + num_threads() - 1) + " " +

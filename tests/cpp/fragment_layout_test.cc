@@ -179,3 +179,53 @@ TEST(FragmentLayout, MmaTf32AOperandContract) {
   CheckTf32A(64, 16, {2, 2, true});
   EXPECT_EQ(tl::layout::MmaTf32ALayout(32, 64, {2, 2}).FoldedColumns(6), nullptr);
 }
+
+namespace {
+
+/// A vector of per-column values next to an mma accumulator (MmaColumnsLayout): each of a
+/// thread's tile registers finds its column at ColumnLocal in the vector, the vector's
+/// registers are exactly the columns the thread holds in the tile, and every column has one
+/// first copy (FirstCopy) among the threads holding it.
+void CheckColumns(const MmaAccumulatorLayout& tile) {
+  auto columns = tile.Columns();
+  ASSERT_TRUE(columns);
+  ASSERT_TRUE(columns->is_rows());
+  ASSERT_EQ(columns->m(), tile.n());
+  ASSERT_EQ(tile.Rows()->Columns(), nullptr);
+  std::map<int64_t, int> first_copies;
+  std::set<int64_t> covered;
+  for (int64_t t = 0; t < tile.num_threads(); ++t) {
+    std::set<int64_t> in_tile, in_vector;
+    for (int64_t l = 0; l < tile.num_local(); ++l) {
+      const int64_t j = Eval(tile.Inverse(MakeInt(t), MakeInt(l)).second);
+      in_tile.insert(j);
+      const int64_t q = Eval(tile.ColumnLocal(MakeInt(l)));
+      ASSERT_TRUE(q >= 0 && q < columns->num_local()) << tile.ToString();
+      ASSERT_EQ(Eval(columns->Inverse(MakeInt(t), MakeInt(q)).first), j) << tile.ToString() << " t=" << t;
+    }
+    for (int64_t q = 0; q < columns->num_local(); ++q) {
+      const int64_t j = Eval(columns->Inverse(MakeInt(t), MakeInt(q)).first);
+      in_vector.insert(j);
+      covered.insert(j);
+      if (Eval(columns->FirstCopy(MakeInt(t)))) ++first_copies[j];
+      if (q % columns->vec()) {  // runs of vec() registers: consecutive columns
+        ASSERT_EQ(Eval(columns->Inverse(MakeInt(t), MakeInt(q - 1)).first) + 1, j);
+      }
+    }
+    ASSERT_EQ(in_tile, in_vector) << tile.ToString() << " t=" << t;
+    ASSERT_EQ(static_cast<int64_t>(in_vector.size()), columns->num_local());
+  }
+  ASSERT_EQ(static_cast<int64_t>(covered.size()), tile.n());
+  ASSERT_EQ(static_cast<int64_t>(first_copies.size()), tile.n());
+  for (auto& [j, count] : first_copies) ASSERT_EQ(count, 1) << tile.ToString() << " column " << j;
+}
+
+}  // namespace
+
+TEST(FragmentLayout, MmaColumnsContract) {
+  CheckColumns(MmaAccumulatorLayout(64, 64, {2, 2}));
+  CheckColumns(MmaAccumulatorLayout(64, 64, {4, 2, true}));          // two warpgroups split N (wgmma)
+  CheckColumns(MmaAccumulatorLayout(128, 64, {2, 2, false, true}));  // interleaved 64-row blocks
+  CheckColumns(MmaAccumulatorLayout(32, 128, {1, 4}));
+  CheckColumns(MmaAccumulatorLayout(64, 16, {4, 1}));
+}

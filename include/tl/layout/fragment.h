@@ -82,9 +82,18 @@ class FragmentLayout {
   /// row in the thread's column (F[s, j] in a loop over F[i, j]) is one of its registers,
   /// and a vector of per-column values (V[j]) can be held as Columns().
   virtual bool whole_columns() const { return false; }
-  /// With whole_columns(): the layout of a vector of n() per-column values next to this tile
-  /// (each thread holds the values of its columns, in its registers' column order).
+  /// The layout of a vector of n() per-column values next to this tile (V[j] in a nest over
+  /// F[i, j]): each thread holds the values of the columns it holds here; nullptr when the
+  /// layout has none. With whole_columns() the thread's registers' column order; for an mma
+  /// accumulator, MmaColumnsLayout.
   virtual std::shared_ptr<const FragmentLayout> Columns() const { return nullptr; }
+  /// With Columns(): the register there holding the column of register `local` here.
+  virtual ir::Expr ColumnLocal(const ir::Expr& local) const { return local; }
+  /// For a vector layout whose elements several threads hold (copies of a row, or of a
+  /// column): whether `thread` holds the first copy of its elements, which alone makes a write
+  /// to memory; nullptr when every thread's copy is the first. By default the first of
+  /// row_lanes() lanes in the first of row_warps() warps.
+  virtual ir::Expr FirstCopy(const ir::Expr& thread) const;
   /// The first of the num_threads() consecutive threads that hold the fragment: 0, or the
   /// start of a range of threads a branch selects (ThreadRangeLayout).
   virtual int64_t first_thread() const { return 0; }
@@ -131,6 +140,10 @@ class MmaAccumulatorLayout : public FragmentLayout {
   ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& q) const override;
   /// Registers 2k and 2k+1 hold columns 2*(lane%4) and 2*(lane%4)+1 of one row.
   int64_t vec() const override { return rows_ ? 1 : 2; }
+  /// A vector of per-column values (MmaColumnsLayout); register (mt, nt, h, c) of the tile
+  /// reads register 2 nt + c of it.
+  FragmentLayoutRef Columns() const override;
+  ir::Expr ColumnLocal(const ir::Expr& local) const override;
   std::string ToString() const override;
   const WarpPartition& warps() const { return warps_; }
   /// The part of C one warp owns: tile_m() x tile_n().
@@ -150,6 +163,38 @@ class MmaAccumulatorLayout : public FragmentLayout {
   WarpPartition warps_;
   int64_t tile_m_, tile_n_;  ///< the part of C one warp owns
   bool rows_ = false;
+};
+
+/// A vector of n per-column values next to an mma accumulator of n columns (V[j] read in a
+/// nest over C[i, j], as a mask of valid columns is): each thread holds the values of the
+/// columns it holds in the accumulator, 2 per 8-column mma tile of its warp's part, so that
+/// a nest over either walks registers only. Register q = 2 nt + c holds column
+/// warp_n tile_n + 8 nt + 2 (lane % 4) + c. A column's copies are the 8 lane groups of a warp
+/// and the warps_m warps of its warp column; the first copy (lanes 0-3 of warp row 0) makes
+/// the writes to memory. Indexed as a vector (is_rows(); Inverse gives (column, 0)); it takes
+/// part in no row reduction.
+class MmaColumnsLayout : public FragmentLayout {
+ public:
+  explicit MmaColumnsLayout(const MmaAccumulatorLayout& tile) : tile_(tile) {}
+  FragmentLayoutRef Rows() const override { return std::make_shared<MmaColumnsLayout>(tile_); }
+  bool is_rows() const override { return true; }
+  int64_t m() const override { return tile_.n(); }
+  int64_t n() const override { return 0; }
+  int64_t num_threads() const override { return tile_.num_threads(); }
+  int64_t num_local() const override { return tile_.tile_n() / 8 * 2; }
+  ir::Expr RowLocal(const ir::Expr& local) const override { return local; }
+  std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
+  int64_t row_lanes() const override { return 1; }
+  int64_t row_warps() const override { return 1; }
+  int64_t regs_per_row() const override { return 1; }
+  ir::Expr RowReg(const ir::Expr& row_local, const ir::Expr& /*q*/) const override { return row_local; }
+  /// Registers 2k and 2k+1 hold consecutive columns.
+  int64_t vec() const override { return 2; }
+  ir::Expr FirstCopy(const ir::Expr& thread) const override;
+  std::string ToString() const override;
+
+ private:
+  MmaAccumulatorLayout tile_;
 };
 
 /// The A operand of mma.sync m16n8k8 on tf32, held in registers (T.gemm with a tfloat32
@@ -219,6 +264,8 @@ class RowStripLayout : public FragmentLayout {
   int64_t vec() const override { return rows_ ? 1 : vec_; }
   bool whole_columns() const override { return !rows_ && lanes_ == threads_; }
   std::shared_ptr<const FragmentLayout> Columns() const override;
+  /// (whole columns: register row * regs_per_row() + q holds the column of register q)
+  ir::Expr ColumnLocal(const ir::Expr& local) const override;
   std::string ToString() const override;
 
  private:
@@ -270,6 +317,8 @@ class ThreadRangeLayout : public FragmentLayout {
   int64_t num_local() const override { return inner_->num_local(); }
   FragmentLayoutRef Rows() const override;
   FragmentLayoutRef Columns() const override;
+  ir::Expr ColumnLocal(const ir::Expr& local) const override { return inner_->ColumnLocal(local); }
+  ir::Expr FirstCopy(const ir::Expr& thread) const override;
   ir::Expr RowLocal(const ir::Expr& local) const override { return inner_->RowLocal(local); }
   std::pair<ir::Expr, ir::Expr> Inverse(const ir::Expr& thread, const ir::Expr& local) const override;
   int64_t row_lanes() const override { return inner_->row_lanes(); }

@@ -177,7 +177,8 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
   // columns (the nest walks the vector's registers); otherwise the tile stays in shared memory.
   for (const auto& group : groups) {
     if (group.column_leaders.empty() || !inference.layouts.count(group.members[0].get())) continue;
-    layout::FragmentLayoutRef columns = inference.layouts.at(group.members[0].get()).layout->Columns();
+    const layout::FragmentLayoutRef& held = inference.layouts.at(group.members[0].get()).layout;
+    layout::FragmentLayoutRef columns = held->whole_columns() ? held->Columns() : nullptr;
     bool led = columns != nullptr;
     for (const Buffer& v : group.column_leaders) {
       auto it = inference.layouts.find(v.get());

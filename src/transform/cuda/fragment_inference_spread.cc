@@ -83,9 +83,10 @@ void FragmentLayoutInference::Visit_(const For* op) {
           IndicesAreVars(idx, nest)) {
         Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
       }
-      // A per-column vector (V[j]) next to a tile holding whole columns: the tile's columns.
+      // A per-column vector (V[j]) next to a tile whose layout has one (whole columns, an mma
+      // accumulator): the tile's columns.
       int64_t len = 0;
-      if (anchor->whole_columns() && nest.loops.size() == 2 && IsFragment(b) && b->shape.size() == 1 &&
+      if (anchor->Columns() && nest.loops.size() == 2 && IsFragment(b) && b->shape.size() == 1 &&
           AsConstInt(b->shape[0], &len) && len == anchor->n() && idx.size() == 1 &&
           idx[0] == static_cast<Expr>(nest.loops[1]->var)) {
         Assign(b, anchor->Columns(), "T.Parallel with " + anchor_buf->name, op->span);

@@ -168,14 +168,13 @@ class ReplicaGuard : public IRMutator {
 
 }  // namespace
 
-/// A walk over a per-row vector runs in every thread that holds a copy of the row (the
-/// row_lanes() lanes of each of row_warps() warps): its register updates must, but a write
-/// to memory made by each copy would repeat (an atomic add would count the row that many
-/// times), so only the row's first holder (lane group 0 of warp 0 along the row) makes it.
+/// A walk over a vector runs in every thread that holds a copy of its elements (the
+/// row_lanes() lanes of each of row_warps() warps for a per-row vector; the lane groups and
+/// warp rows of an mma accumulator's columns for a per-column one): its register updates
+/// must, but a write to memory made by each copy would repeat (an atomic add would count the
+/// element that many times), so only the first copy's holder (FirstCopy) makes it.
 Stmt FragmentRewriter::GuardReplicatedWrites(const Stmt& body, const FragmentLayout& lay) {
-  Expr first;
-  if (lay.row_lanes() > 1) first = EQ(FloorMod(Expr(tx_), MakeInt(lay.row_lanes())), MakeInt(0));
-  if (lay.row_warps() > 1) first = And(first, EQ(lay.RowWarp(tx_), MakeInt(0)));
+  Expr first = lay.FirstCopy(tx_);
   if (!first) return body;
   return ReplicaGuard(first).Mutate(body);
 }

@@ -158,7 +158,7 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
   current_.clear();
   column_reads_.clear();
   folded_reads_.clear();
-  FragmentLayoutRef columns = lay.whole_columns() && at->indices.size() == 2 ? lay.Columns() : nullptr;
+  FragmentLayoutRef columns = at->indices.size() == 2 ? lay.Columns() : nullptr;
   std::vector<const Var*> nest_vars;
   for (const For* loop : nest.loops) nest_vars.push_back(loop->var.get());
   for (const auto& [buf, rf] : regs_) {
@@ -174,10 +174,13 @@ Stmt FragmentRewriter::Mutate_(const For* op, const Stmt& self) {
     }
     if (!lay.is_rows() && *rf.layout == *lay.Rows()) current_[buf] = {{at->indices[0]}, lay.RowLocal(l)};
     if (!columns) continue;
-    // (whole columns: register row * per_row + q holds column q's element of that row)
-    Expr in_row = FloorMod(l, MakeInt(lay.regs_per_row()));
-    if (*rf.layout == *columns) current_[buf] = {{at->indices[1]}, in_row};
-    if (*rf.layout == lay) column_reads_[buf] = ColumnReads{at->indices[1], in_row, lay.regs_per_row(), nest_vars};
+    // (a per-column vector: the register of l's column; with whole columns, register
+    // row * per_row + q holds column q's element of that row, which F[s, j] reads)
+    Expr column = lay.ColumnLocal(l);
+    if (*rf.layout == *columns) current_[buf] = {{at->indices[1]}, column};
+    if (*rf.layout == lay && lay.whole_columns()) {
+      column_reads_[buf] = ColumnReads{at->indices[1], column, lay.regs_per_row(), nest_vars};
+    }
   }
   Stmt body = Mutate(nest.body);
   current_.clear();

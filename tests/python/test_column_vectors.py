@@ -1,0 +1,100 @@
+"""A vector of per-column values next to a GEMM accumulator (V[j] read in a T.Parallel over
+C[i, j], as upstream's sparse MLA kernels read their mask of valid key columns): on CUDA the
+vector is held in registers as the accumulator's columns (each thread the columns it holds
+there, computed by that thread), instead of in shared memory behind a barrier. Values are
+checked against float64 on the default target (the CPU; the CUDA suite runs the same tests on
+the GPU); the sm_90a layout choice and the one write per column to memory are checked from
+the generated code on any machine."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+
+
+def masked_scores(rows, cols, dim, block, threads, policy=T.GemmWarpPolicy.FullRow, stages=2):
+    """out[r, c] = A[r] . B[c] where idx[c] <= limit[row block], else -inf; count[row block, c]
+    counts the valid columns once per block (an atomic add per column of the vector)."""
+    blocks = rows // 64
+
+    @T.prim_func
+    def scores(A: T.Tensor((rows, dim), "float16"), B: T.Tensor((cols, dim), "float16"),
+               idx: T.Tensor((cols,), "int32"), limit: T.Tensor((blocks,), "int32"),
+               out: T.Tensor((rows, cols), "float32"), count: T.Tensor((blocks, cols), "int32")):
+        with T.Kernel(blocks, threads=threads) as bx:
+            A_s = T.alloc_shared((64, dim), "float16")
+            B_s = T.alloc_shared((block, dim), "float16")
+            acc = T.alloc_fragment((64, block), "float32")
+            valid = T.alloc_fragment((block,), "bool")
+            T.copy(A[bx * 64, 0], A_s)
+            for t in T.Pipelined(cols // block, num_stages=stages):
+                T.copy(B[t * block, 0], B_s)
+                for j in T.Parallel(block):
+                    valid[j] = idx[t * block + j] <= limit[bx]
+                for i, j in T.Parallel(64, block):
+                    acc[i, j] = T.if_then_else(valid[j], 0, -T.infinity("float32"))
+                T.gemm(A_s, B_s, acc, transpose_B=True, policy=policy)
+                for j in T.Parallel(block):
+                    T.atomic_add(count[bx, t * block + j], T.if_then_else(valid[j], 1, 0))
+                T.copy(acc, out[bx * 64, t * block])
+
+    return scores
+
+
+def _run(kernel, rng, rows, cols, dim):
+    a = rng.standard_normal((rows, dim)).astype(np.float16)
+    b = rng.standard_normal((cols, dim)).astype(np.float16)
+    idx = rng.integers(0, 100, cols).astype(np.int32)
+    limit = rng.integers(20, 80, rows // 64).astype(np.int32)
+    out = np.full((rows, cols), np.nan, np.float32)
+    count = np.zeros((rows // 64, cols), np.int32)
+    kernel(a, b, idx, limit, out, count)
+    valid = idx[None, :] <= limit[:, None]  # (row block, column)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    want = np.where(np.repeat(valid, 64, axis=0), want, -np.inf)
+    np.testing.assert_allclose(out, want, rtol=1e-2, atol=1e-2)
+    np.testing.assert_array_equal(count, valid.astype(np.int32))
+
+
+@pytest.mark.parametrize("rows,cols,dim,block,threads", [
+    (128, 256, 64, 64, 128),
+    (64, 256, 64, 64, 256),   # two warpgroups share the 64 columns on wgmma
+    (128, 128, 32, 32, 128),
+])
+def test_masked_scores_match_float64(rng, rows, cols, dim, block, threads):
+    _run(tilelang.compile(masked_scores(rows, cols, dim, block, threads)), rng, rows, cols, dim)
+
+
+def test_square_policy_matches_float64(rng):
+    kernel = tilelang.compile(masked_scores(128, 256, 64, 64, 128, policy=T.GemmWarpPolicy.Square))
+    _run(kernel, rng, 128, 256, 64)
+
+
+def _sm90(kernel, **kw):
+    return tilelang.compile(kernel, target="cuda -arch=sm_90a", **kw)
+
+
+@pytest.mark.parametrize("threads", [128, 256])
+def test_vector_is_held_as_the_accumulators_columns_on_cuda(threads):
+    k = _sm90(masked_scores(64, 256, 64, 64, threads))
+    remarks = "\n".join(k.get_remarks())
+    acc = [r for r in remarks.splitlines() if r.startswith("fragment acc: registers, layout ")]
+    assert acc, remarks
+    tile = acc[0][len("fragment acc: registers, layout "):].split(" (")[0]
+    assert f"fragment valid: registers, layout mma_cols({tile})" in remarks, remarks
+    assert "fragment valid: kept in shared memory" not in remarks
+    src = k.get_kernel_source()
+    assert "bool valid[" in src
+    assert "__shared__" not in src.split("valid[")[0].splitlines()[-1]
+
+
+def test_one_write_per_column_to_memory_on_cuda():
+    # Every thread of a warp's lane group and every warp of the warp column hold copies of a
+    # column: the atomic add of each column runs in its first copy's thread only (lanes 0-3 of
+    # the first warp row; 4 warps along M here).
+    src = _sm90(masked_scores(64, 256, 64, 64, 128)).get_kernel_source()
+    lines = src.splitlines()
+    at = [n for n, line in enumerate(lines) if "tl::atomic_add" in line]
+    assert len(at) == 1, src
+    guard = lines[at[0] - 1]
+    assert "if (" in guard and "(tx & 31) < 4" in guard and "(tx >> 5) == 0" in guard, guard
