@@ -98,3 +98,10 @@ def test_one_write_per_column_to_memory_on_cuda():
     assert len(at) == 1, src
     guard = lines[at[0] - 1]
     assert "if (" in guard and "(tx & 31) < 4" in guard and "(tx >> 5) == 0" in guard, guard
+
+
+def test_key_off_keeps_the_vector_in_shared_memory(rng):
+    off = {"tl.mma_column_vectors": False}
+    remarks = "\n".join(_sm90(masked_scores(64, 256, 64, 64, 128), pass_configs=off).get_remarks())
+    assert "fragment valid: kept in shared memory" in remarks
+    _run(tilelang.compile(masked_scores(128, 256, 64, 64, 128), pass_configs=off), rng, 128, 256, 64)

@@ -130,10 +130,11 @@ void Propagate(FragmentLayoutInference& inference, const ir::Stmt& body) {
 }
 
 FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaTarget& target, WgmmaOptions wgmma,
-                          bool range_tiles,
+                          bool range_tiles, bool mma_columns,
                           std::unordered_map<const BufferNode*, layout::WarpPartition>* preferred,
                           std::unordered_map<const BufferNode*, SplitRequest>* requests) {
   FragmentLayoutInference inference(threads, target, wgmma);
+  inference.mma_columns = mma_columns;
   inference.SetThreadIndex(GetThreadBinding(body, "cuda-lower-fragments").tx.get());
   inference.NoteUseRanges(body);
   inference.preferred_split = *preferred;
@@ -231,14 +232,14 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
 }  // namespace
 
 FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const target::CudaTarget& target, WgmmaOptions wgmma,
-                                     bool range_tiles) {
+                                     bool range_tiles, bool mma_columns) {
   // A T.Parallel over two GEMM accumulators of one shape needs them split over the warps
   // alike; when their GEMMs chose differently, inference runs again with the split the loop
   // asked for given to the GEMM (on mma.sync when it is not the wgmma split).
   std::unordered_map<const BufferNode*, layout::WarpPartition> preferred;
   std::unordered_map<const BufferNode*, SplitRequest> requests;
   for (int attempt = 0;; ++attempt) {
-    FragmentLayouts out = InferOnce(body, threads, target, wgmma, range_tiles, &preferred, &requests);
+    FragmentLayouts out = InferOnce(body, threads, target, wgmma, range_tiles, mma_columns, &preferred, &requests);
     if (requests.empty()) return out;
     if (attempt == 3) TL_USER_ERROR(requests.begin()->second.span) << requests.begin()->second.why;
     for (auto& [b, req] : requests) preferred[b] = req.warps;

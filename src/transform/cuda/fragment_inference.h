@@ -87,8 +87,9 @@ struct FragmentLayouts {
 
 /// Layout inference over a kernel body of `threads` threads compiled for `target` (unknown:
 /// no arch-specific instruction is chosen).
-/// wgmma: the optional wgmma paths the pass configs allow (WgmmaOptionsOf).
+/// wgmma: the optional wgmma paths the pass configs allow (WgmmaOptionsOf); mma_columns:
+/// per-column vectors next to mma accumulators in registers (tl.mma_column_vectors).
 FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const target::CudaTarget& target,
-                                     WgmmaOptions wgmma = {}, bool range_tiles = false);
+                                     WgmmaOptions wgmma = {}, bool range_tiles = false, bool mma_columns = true);
 
 }  // namespace tl::transform::cuda

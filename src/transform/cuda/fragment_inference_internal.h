@@ -53,6 +53,9 @@ class FragmentLayoutInference : public ir::IRVisitor {
   /// Per-row vectors whose uses need different layouts (moved to shared memory).
   std::unordered_set<const ir::BufferNode*> conflicted;
   bool changed = false;
+  /// Whether a per-column vector next to an mma accumulator is held as its columns
+  /// (MmaColumnsLayout; tl.mma_column_vectors, on by default) or in shared memory.
+  bool mma_columns = true;
 
   // fragment_inference_spread.cc
   void Assign(const ir::Buffer& b, const layout::FragmentLayoutRef& l, const std::string& origin, const Span& span);

@@ -77,6 +77,7 @@ void FragmentLayoutInference::Visit_(const For* op) {
     }
   }
   if (anchor && !anchor->is_rows()) {
+    const FragmentLayoutRef columns = anchor->whole_columns() || mma_columns ? anchor->Columns() : nullptr;
     for (auto& [b, idx] : c.accesses) {
       int64_t m, n;
       if (b->shape.size() == 2 && IsWhole2D(Region::Full(b), &m, &n) && m == anchor->m() && n == anchor->n() &&
@@ -86,10 +87,10 @@ void FragmentLayoutInference::Visit_(const For* op) {
       // A per-column vector (V[j]) next to a tile whose layout has one (whole columns, an mma
       // accumulator): the tile's columns.
       int64_t len = 0;
-      if (anchor->Columns() && nest.loops.size() == 2 && IsFragment(b) && b->shape.size() == 1 &&
+      if (columns && nest.loops.size() == 2 && IsFragment(b) && b->shape.size() == 1 &&
           AsConstInt(b->shape[0], &len) && len == anchor->n() && idx.size() == 1 &&
           idx[0] == static_cast<Expr>(nest.loops[1]->var)) {
-        Assign(b, anchor->Columns(), "T.Parallel with " + anchor_buf->name, op->span);
+        Assign(b, columns, "T.Parallel with " + anchor_buf->name, op->span);
         continue;
       }
       // A per-row vector read or written next to the tile: it holds this tile's rows.

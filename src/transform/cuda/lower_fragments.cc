@@ -312,7 +312,8 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   cuda::ThreadBinding tb = cuda::GetThreadBinding(f->body, "cuda-lower-fragments");
   cuda::FragmentLayouts inference =
       cuda::InferFragmentLayouts(f->body, tb.threads, ctx.Cuda(), cuda::WgmmaOptionsOf(ctx),
-                                 cuda::ConfigOn(ctx, "tl.range_register_tiles", /*default_on=*/true));
+                                 cuda::ConfigOn(ctx, "tl.range_register_tiles", /*default_on=*/true),
+                                 cuda::ConfigOn(ctx, "tl.mma_column_vectors", /*default_on=*/true));
   fragments::FragmentRewriter rewriter(inference, tb.tx, ctx);
   rewriter.threads = tb.threads;
   rewriter.kernel_body = f->body;
