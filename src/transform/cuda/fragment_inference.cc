@@ -135,6 +135,14 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
                           std::unordered_map<const BufferNode*, SplitRequest>* requests) {
   FragmentLayoutInference inference(threads, target, wgmma);
   inference.mma_columns = mma_columns;
+  struct Loads : IRVisitor {
+    std::unordered_set<const BufferNode*>* out;
+    void Visit_(const CopyOp* op) override {
+      if (IsFragment(op->dst.buffer) && !IsFragment(op->src.buffer)) out->insert(op->dst.buffer.get());
+    }
+  } loads;
+  loads.out = &inference.loaded;
+  loads.Visit(body);
   inference.SetThreadIndex(GetThreadBinding(body, "cuda-lower-fragments").tx.get());
   inference.NoteUseRanges(body);
   inference.preferred_split = *preferred;

@@ -56,6 +56,10 @@ class FragmentLayoutInference : public ir::IRVisitor {
   /// Whether a per-column vector next to an mma accumulator is held as its columns
   /// (MmaColumnsLayout; tl.mma_column_vectors, on by default) or in shared memory.
   bool mma_columns = true;
+  /// Fragments a T.copy fills from a tile in memory: a per-column vector among them stays in
+  /// shared memory, where the copy can be prefetched by the pipeline (in registers it would
+  /// be each thread's scattered loads, waited for in the step).
+  std::unordered_set<const ir::BufferNode*> loaded;
 
   // fragment_inference_spread.cc
   void Assign(const ir::Buffer& b, const layout::FragmentLayoutRef& l, const std::string& origin, const Span& span);

@@ -84,10 +84,11 @@ void FragmentLayoutInference::Visit_(const For* op) {
           IndicesAreVars(idx, nest)) {
         Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
       }
-      // A per-column vector (V[j]) next to a tile whose layout has one (whole columns, an mma
-      // accumulator): the tile's columns.
+      // A per-column vector (V[j]) next to a tile whose layout has one: the tile's columns
+      // (whole columns; an mma accumulator's unless a T.copy fills the vector from memory).
       int64_t len = 0;
-      if (columns && nest.loops.size() == 2 && IsFragment(b) && b->shape.size() == 1 &&
+      if (columns && (anchor->whole_columns() || !loaded.count(b.get())) && nest.loops.size() == 2 &&
+          IsFragment(b) && b->shape.size() == 1 &&
           AsConstInt(b->shape[0], &len) && len == anchor->n() && idx.size() == 1 &&
           idx[0] == static_cast<Expr>(nest.loops[1]->var)) {
         Assign(b, columns, "T.Parallel with " + anchor_buf->name, op->span);
