@@ -146,3 +146,68 @@ def test_vector_copied_from_memory_stays_in_shared_memory(rng):
     kernel(a, b, keep, out)
     want = np.where(keep[None, :] != 0, a.astype(np.float64) @ b.astype(np.float64).T, -np.inf)
     np.testing.assert_allclose(out, want, rtol=1e-2, atol=1e-2)
+
+
+def vector_atomics(m=64, n=64, k=32, blocks=3):
+    """A per-column vector (computed) and a per-row vector (a row reduction) next to one
+    accumulator, each added atomically into global memory by every block; plus a column
+    reduction of the accumulator (its destination stays in shared memory)."""
+
+    @T.prim_func
+    def f(A: T.Tensor((m, k), "float16"), B: T.Tensor((n, k), "float16"), idx: T.Tensor((n,), "int32"),
+          out: T.Tensor((m, n), "float32"), col_total: T.Tensor((n,), "float32"),
+          row_total: T.Tensor((m,), "float32"), col_sum: T.Tensor((n,), "float32")):
+        with T.Kernel(blocks, threads=128) as bx:
+            A_s = T.alloc_shared((m, k), "float16")
+            B_s = T.alloc_shared((n, k), "float16")
+            acc = T.alloc_fragment((m, n), "float32")
+            w = T.alloc_fragment((n,), "float32")
+            r = T.alloc_fragment((m,), "float32")
+            s = T.alloc_fragment((n,), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            for j in T.Parallel(n):
+                w[j] = T.cast(idx[j], "float32") * 0.5
+            T.clear(acc)
+            T.gemm(A_s, B_s, acc, transpose_B=True)
+            for i, j in T.Parallel(m, n):
+                acc[i, j] = acc[i, j] * w[j]
+            T.reduce_sum(acc, r, dim=1)
+            T.reduce_sum(acc, s, dim=0)
+            T.copy(acc, out)
+            T.atomic_add(col_total[0:n], w)
+            T.atomic_add(row_total[0:m], r)
+            if bx == 0:
+                T.copy(s, col_sum)
+
+    return f
+
+
+def test_vectors_added_atomically_once_per_block(rng):
+    kernel = tilelang.compile(vector_atomics())
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    idx = rng.integers(0, 10, 64).astype(np.int32)
+    out = np.full((64, 64), np.nan, np.float32)
+    col_total, row_total, col_sum = np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
+    kernel(a, b, idx, out, col_total, row_total, col_sum)
+    want = (a.astype(np.float64) @ b.astype(np.float64).T) * (idx * 0.5)
+    np.testing.assert_allclose(out, want, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(col_total, 3 * idx * 0.5)
+    np.testing.assert_allclose(row_total, 3 * want.sum(1), rtol=1e-2, atol=5e-2)
+    np.testing.assert_allclose(col_sum, want.sum(0), rtol=1e-2, atol=5e-2)
+
+
+def test_vector_atomics_and_column_reduction_on_cuda():
+    k = _sm90(vector_atomics())
+    remarks = "\n".join(k.get_remarks())
+    assert "fragment w: registers, layout mma_cols(" in remarks, remarks
+    assert "fragment r: registers, layout mma_rows(" in remarks, remarks
+    assert "fragment s: kept in shared memory" in remarks, remarks  # (a reduction across rows)
+    lines = k.get_kernel_source().splitlines()
+    col = [n for n, line in enumerate(lines) if "tl::atomic_add" in line and "col_total" in line]
+    row = [n for n, line in enumerate(lines) if "tl::atomic_add" in line and "row_total" in line]
+    assert len(col) == 1 and len(row) == 1, (col, row)
+    # each add into global memory is made by the first copy of its element only
+    assert "(tx & 31) < 4" in lines[col[0] - 1] and "(tx >> 5) == 0" in lines[col[0] - 1], lines[col[0] - 1]
+    assert "(tx & 3) == 0" in lines[row[0] - 1], lines[row[0] - 1]

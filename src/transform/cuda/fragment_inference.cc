@@ -140,6 +140,11 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
     void Visit_(const CopyOp* op) override {
       if (IsFragment(op->dst.buffer) && !IsFragment(op->src.buffer)) out->insert(op->dst.buffer.get());
     }
+    void Visit_(const ReduceOp* op) override {
+      if (IsFragment(op->dst.buffer) && op->dim == 0 && op->src.buffer->shape.size() == 2) {
+        out->insert(op->dst.buffer.get());
+      }
+    }
   } loads;
   loads.out = &inference.loaded;
   loads.Visit(body);

@@ -56,9 +56,11 @@ class FragmentLayoutInference : public ir::IRVisitor {
   /// Whether a per-column vector next to an mma accumulator is held as its columns
   /// (MmaColumnsLayout; tl.mma_column_vectors, on by default) or in shared memory.
   bool mma_columns = true;
-  /// Fragments a T.copy fills from a tile in memory: a per-column vector among them stays in
-  /// shared memory, where the copy can be prefetched by the pipeline (in registers it would
-  /// be each thread's scattered loads, waited for in the step).
+  /// Fragments that tile ops write whole, which a per-column vector in registers does not
+  /// suit: a T.copy from a tile in memory (in shared memory the pipeline can prefetch it; in
+  /// registers it would be each thread's scattered loads, waited for in the step) and a
+  /// reduction across rows (T.reduce dim=0; registers take row reductions only). Such a
+  /// vector stays in shared memory.
   std::unordered_set<const ir::BufferNode*> loaded;
 
   // fragment_inference_spread.cc

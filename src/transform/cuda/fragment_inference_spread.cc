@@ -85,7 +85,7 @@ void FragmentLayoutInference::Visit_(const For* op) {
         Assign(b, anchor, "T.Parallel with " + anchor_buf->name, op->span);
       }
       // A per-column vector (V[j]) next to a tile whose layout has one: the tile's columns
-      // (whole columns; an mma accumulator's unless a T.copy fills the vector from memory).
+      // (whole columns; an mma accumulator's unless a tile op writes the vector: `loaded`).
       int64_t len = 0;
       if (columns && (anchor->whole_columns() || !loaded.count(b.get())) && nest.loops.size() == 2 &&
           IsFragment(b) && b->shape.size() == 1 &&

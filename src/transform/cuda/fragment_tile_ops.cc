@@ -323,13 +323,23 @@ Stmt FragmentRewriter::Mutate_(const AtomicOp* op, const Stmt& self) {
     int64_t e;
     if (!(AsConstInt(dst.ranges[k].extent, &e) && e == 1)) dims.push_back(k);
   }
-  TL_ICHECK(dims.size() == 2) << "atomic from a register fragment into a non-2-D region";
+  // (a vector of per-row or per-column values: one dimension, the last of the region's when
+  // all have one element)
+  const size_t want = rf.layout->is_rows() ? 1 : 2;
+  if (dims.size() < want && dst.ranges.size() >= want) {
+    dims.clear();
+    for (size_t k = dst.ranges.size() - want; k < dst.ranges.size(); ++k) dims.push_back(k);
+  }
+  if (dims.size() != want) {
+    TL_USER_ERROR(op->span) << "T.atomic_* from register fragment " << op->src.buffer->name << " (" << want
+                            << "-D) into a region of " << dims.size() << " dimensions of more than one element";
+  }
   // (a window of the fragment, `T.atomic_add(D[...], acc[64:128, :])`: its elements only,
   // placed by their offset in the window, as T.copy's register walks)
   Region window = MutateRegion(op->src);
-  if (!CoversWholeBuffer(op->src) && window.ranges.size() != 2) {
+  if (!CoversWholeBuffer(op->src) && window.ranges.size() != want) {
     TL_USER_ERROR(op->span) << "T.atomic_* from part of register fragment " << op->src.buffer->name
-                            << ": only a window of a 2-D fragment is supported";
+                            << ": only a window of a 1-D or 2-D fragment is supported";
   }
   frag_window_ = CoversWholeBuffer(op->src) ? nullptr : &window;
   VarRef l = Var::Make("l");
@@ -339,6 +349,10 @@ Stmt FragmentRewriter::Mutate_(const AtomicOp* op, const Stmt& self) {
   Expr in_bounds;
   std::vector<Expr> idx = AtCorner(dst, dims, i, j, &in_bounds);
   if (inside) in_bounds = And(inside, in_bounds);
+  // A vector's elements have copies in several threads: only the first copy's thread adds.
+  if (rf.layout->is_rows()) {
+    if (Expr first = rf.layout->FirstCopy(tx_)) in_bounds = in_bounds ? And(first, in_bounds) : first;
+  }
   static const char* kNames[] = {"atomic_add", "atomic_max", "atomic_min"};
   DType t = dst.buffer->dtype;
   Stmt st = Evaluate::Make(
