@@ -122,7 +122,8 @@ fi
 # GPU_RUN_REGRESSION=1: upstream's performance-regression functions under both packages, one
 # process at a time (scripts/regression_perf.py); _SHARD=i/n, _MATCH=path part (or several,
 # '|'-separated), _SIDES=ours (re-measure our side only, with --rerun), _WARM=N (build the kernels
-# of every file first, N processes at once, timing off: --warm), results in $OUT/regression.
+# of every file first, N processes at once, timing off: --warm), _CHECK=ours[,upstream] (each
+# folder's example tests first, their outcome in the table: --check), results in $OUT/regression.
 if [ "${GPU_RUN_REGRESSION:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [ -f .peer/upstream-tilelang.tar.xz ]; then
   echo "== performance regression, ours and upstream's"
   mkdir -p /tmp/upstream-src && tar -xzf .peer/upstream-src.tar.gz -C /tmp/upstream-src
@@ -134,6 +135,7 @@ if [ "${GPU_RUN_REGRESSION:-0}" = "1" ] && [ -f .peer/upstream-src.tar.gz ] && [
   timeout "${GPU_RUN_REGRESSION_TIMEOUT:-540}" "$PY" scripts/regression_perf.py /tmp/upstream-src \
     --upstream-pkg /tmp/upstream-tilelang --out "$reg_out" --shard "${GPU_RUN_REGRESSION_SHARD:-1/1}" \
     ${GPU_RUN_REGRESSION_MATCH:+--match "$GPU_RUN_REGRESSION_MATCH"} ${GPU_RUN_REGRESSION_SIDES:+--sides "$GPU_RUN_REGRESSION_SIDES" --rerun} \
+    ${GPU_RUN_REGRESSION_CHECK:+--check "$GPU_RUN_REGRESSION_CHECK"} \
     --warm "${GPU_RUN_REGRESSION_WARM:-0}" --timeout "${GPU_RUN_REGRESSION_FILE_TIMEOUT:-150}" 2>&1 | tail -40
 fi
 # GPU_RUN_COMPAT_CONTROL=.peer/compat_control.json: upstream's suites on our package only, compared

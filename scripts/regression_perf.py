@@ -12,6 +12,11 @@ family's example tests passed on both sides in a compatibility run (`--compat-re
 results.json of scripts/compat_run.py), since the regression functions time kernels without
 checking them.
 
+`--check ours[,upstream]` first runs the example tests of each selected file's folder
+(`test_*.py`, which compare the kernels with torch references) under those packages, several
+folders at once (`--check-jobs`), and the "outputs checked" column reports them (ours 3/3:
+three tests, all passed) where no compatibility results are given.
+
 `--warm N` first runs every selected file on every side with N processes at once and the
 timing switched off (regression_driver.py's TL_REGRESSION_WARM), so the kernels, upstream's
 nvcc builds above all, are compiled in parallel and the timed runs, one at a time, find them
@@ -72,6 +77,62 @@ def run_side(side: str, python: str, env: dict, path: Path, timeout: float):
     tail = "" if status == "ok" else first_error_line(proc.stderr)
     return {"status": status, "seconds": round(time.time() - t0, 1), "results": results, "errors": errors,
             "error": tail}
+
+
+def run_tests(python: str, env: dict, folder: Path, timeout: float) -> dict:
+    """The outcome of the example tests of one folder (its test_*.py) under one package:
+    counts of passed / failed / skipped tests, from pytest's summary line."""
+    tests = sorted(p.name for p in folder.glob("test_*.py"))
+    if not tests:
+        return {"status": "no tests"}
+    t0 = time.time()
+    try:
+        proc = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        out, status = proc.stdout, "ok"
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        status = "timeout"
+    counts = {k: 0 for k in ("passed", "failed", "skipped", "error")}
+    lines = [ln for ln in out.strip().splitlines() if ln.strip()]
+    for n, word in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", lines[-1] if lines else ""):
+        counts["error" if word.startswith("error") else word] += int(n)
+    return dict(counts, status=status, seconds=round(time.time() - t0, 1))
+
+
+def check_folders(jobs, workers: int, timeout: float):
+    """Runs (key, side, python, env, folder) jobs `workers` at a time: {key: {side: outcome}}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(job):
+        key, side, python, env, folder = job
+        return key, side, run_tests(python, env, folder, timeout)
+
+    out = {}
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for key, side, outcome in pool.map(one, jobs):
+            out.setdefault(key, {})[side] = outcome
+            print(f"[regression] tests of {key} ({side}): {outcome}", file=sys.stderr, flush=True)
+    return out
+
+
+def checked_cell(checks: dict) -> str:
+    """The "outputs checked" cell from a folder's example-test outcomes: 'ours 3/3, upstream
+    3/3' (passed / run), with what failed or timed out."""
+    if not checks:
+        return "?"
+    parts = []
+    for side in sorted(checks):
+        c = checks[side]
+        if c.get("status") == "no tests":
+            parts.append(f"{side}: no tests")
+            continue
+        ran = c.get("passed", 0) + c.get("failed", 0) + c.get("error", 0)
+        text = f"{side} {c.get('passed', 0)}/{ran}"
+        if c.get("status") == "timeout":
+            text += " (cut off)"
+        parts.append(text)
+    return ", ".join(parts)
 
 
 def warm_caches(jobs, workers: int, budget: float):
@@ -148,7 +209,8 @@ def table(state: dict, compat: dict) -> str:
         named_cases = {k.split(":")[0] for k in names}
         names = sorted(names | {f"{c}:" for d in (ours, up) for c in d.get("errors", {}) if c not in named_cases})
         if not names:
-            why = "; ".join(f"{s}: {d.get('status')} {d.get('error', '')}".strip() for s, d in sides.items())
+            why = "; ".join(f"{s}: {d.get('status')} {d.get('error', '')}".strip() for s, d in sides.items()
+                            if s != "checks")
             lines.append(f"| {rel} | (none reported) | | | | {why} |")
             continue
         for n in names:
@@ -158,8 +220,8 @@ def table(state: dict, compat: dict) -> str:
                 ratios.append(b / a)
             case = n.split(":")[0]
             fmt = lambda v, d: f"{v:.4f}" if v else failure(d, case)  # noqa: E731
-            lines.append(f"| {rel} | {n.strip(':')} | {fmt(a, ours)} | {fmt(b, up)} | {ratio} | "
-                         f"{family_checked(compat, rel)} |")
+            checked = family_checked(compat, rel) if compat else checked_cell(sides.get("checks", {}))
+            lines.append(f"| {rel} | {n.strip(':')} | {fmt(a, ours)} | {fmt(b, up)} | {ratio} | {checked} |")
     if ratios:
         lines.append("")
         lines.append(f"{len(ratios)} functions timed on both sides: median upstream / ours "
@@ -181,6 +243,10 @@ def main(argv=None):
     p.add_argument("--warm", type=int, default=0,
                    help="first build every file's kernels with this many processes at once, timing off")
     p.add_argument("--warm-budget", type=float, default=240, help="seconds the warm-up may take at most")
+    p.add_argument("--check", default="",
+                   help="run each folder's example tests first under these packages ('ours' or 'ours,upstream')")
+    p.add_argument("--check-jobs", type=int, default=8, help="folders tested at once")
+    p.add_argument("--check-timeout", type=float, default=300, help="seconds per folder and package")
     p.add_argument("--sides", default="ours,upstream",
                    help="which packages to run (e.g. 'ours' after a fix: the other side's kept results stay)")
     args = p.parse_args(argv)
@@ -202,6 +268,17 @@ def main(argv=None):
         done = state.get(str(f.relative_to(root / "examples")), {})
         return args.rerun or not all(done.get(s, {}).get("status") == "ok" for s in sides)
 
+    check_sides = [x.strip() for x in args.check.split(",") if x.strip()]
+    for side in check_sides:
+        if side not in sides:
+            p.error(f"--check: no package for side {side!r} (upstream needs --upstream-pkg)")
+    if check_sides:
+        jobs = [(str(f.relative_to(root / "examples")), side, sides[side][0], sides[side][1], f.parent)
+                for f in files for side in check_sides
+                if args.rerun or side not in state.get(str(f.relative_to(root / "examples")), {}).get("checks", {})]
+        for rel, outcome in check_folders(jobs, args.check_jobs, args.check_timeout).items():
+            state.setdefault(rel, {}).setdefault("checks", {}).update(outcome)
+        state_path.write_text(json.dumps(state, indent=1, sort_keys=True))
     if args.warm > 0:
         jobs = [(side, python, env, f) for f in files if pending(f) for side, (python, env) in sides.items()
                 if side in wanted]

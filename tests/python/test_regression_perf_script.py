@@ -91,3 +91,68 @@ def test_side_by_side_table_from_a_made_up_checkout(tmp_path):
     assert second.returncode == 0, second.stderr
     assert "fam/regression_fam.py" not in second.stderr and "broken/regression_broken.py" in second.stderr
     assert second.stdout == first.stdout
+
+
+def test_check_runs_each_folders_example_tests_first(tmp_path):
+    checkout = tmp_path / "upstream"
+    _write(checkout / "examples/good/regression_good.py", """
+        import tilelang.testing
+
+        def regression_good():
+            tilelang.testing.process_func(lambda: 1.0, "good_kernel")
+
+        if __name__ == "__main__":
+            tilelang.testing.regression()
+        """)
+    _write(checkout / "examples/good/test_good.py", """
+        def test_one():
+            assert 1 + 1 == 2
+
+        def test_two():
+            assert [1, 2] == [1, 2]
+        """)
+    _write(checkout / "examples/bad/regression_bad.py", """
+        import tilelang.testing
+
+        def regression_bad():
+            tilelang.testing.process_func(lambda: 3.0, "bad_kernel")
+
+        if __name__ == "__main__":
+            tilelang.testing.regression()
+        """)
+    _write(checkout / "examples/bad/test_bad.py", """
+        import pytest
+
+        def test_right():
+            pass
+
+        def test_wrong():
+            assert 0.1 + 0.2 == 0.3
+
+        @pytest.mark.skip(reason="needs a GPU")
+        def test_skipped():
+            pass
+        """)
+    _write(checkout / "examples/untested/regression_untested.py", """
+        import tilelang.testing
+
+        def regression_untested():
+            tilelang.testing.process_func(lambda: 2.0, "untested_kernel")
+
+        if __name__ == "__main__":
+            tilelang.testing.regression()
+        """)
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(ROOT / "scripts/regression_perf.py"), str(checkout), "--out", str(out),
+           "--timeout", "120", "--sides", "ours", "--check", "ours", "--check-jobs", "2"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    cells = {line.split("|")[1].strip().split("/")[0]: line.split("|")[6].strip()
+             for line in run.stdout.splitlines() if line.startswith("| ") and "/regression_" in line}
+    assert cells == {"good": "ours 2/2", "bad": "ours 1/2", "untested": "ours: no tests"}, run.stdout
+    state = json.loads((out / "results.json").read_text())
+    assert state["bad/regression_bad.py"]["checks"]["ours"]["skipped"] == 1
+    assert state["bad/regression_bad.py"]["checks"]["ours"]["failed"] == 1
+    # a package that is not there is a clear error, not a silent skip
+    bad = subprocess.run(cmd[:-4] + ["--check", "upstream"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "--check: no package for side 'upstream'" in bad.stderr
