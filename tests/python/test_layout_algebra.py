@@ -251,3 +251,51 @@ def test_an_expanded_layout_orders_a_global_tensor(rng):
     y = np.full((2, 8, 4), np.nan, np.float32)  # the storage: the layout's output extents
     compile_cpu(main)(x, y.reshape(2, 4, 8))
     np.testing.assert_array_equal(y, x.transpose(0, 2, 1))
+
+
+def _row_major(point, shape):
+    flat = 0
+    for i, extent in zip(point, shape):
+        flat = flat * extent + i
+    return flat
+
+
+@pytest.mark.parametrize("shape,fn,new_shape", [
+    ([8, 64], lambda i, j: i * 64 + j, [512]),
+    ([4, 6], lambda i, j: [j // 2, i, j % 2], [2, 12]),
+    ([3, 5, 4], lambda i, j, k: [k, (j * 3 + i) % 15], [60]),
+    ([64], lambda i: [i // 32, i % 32], [4, 4, 4]),
+])
+def test_reshape_reads_the_new_indices_row_major(shape, fn, new_shape):
+    lay = Layout(shape, fn)
+    old = table(lay)
+    old_points = list(points(shape))
+    reshaped = lay.reshape(new_shape)
+    assert reshaped.get_input_shape() == new_shape
+    for p in points(new_shape):
+        want = old[old_points[_row_major(p, new_shape)]]
+        assert tuple(int(v) for v in reshaped(*p)) == want
+        assert tuple(reshaped.map_forward_index(list(p))) == want  # (the traced, symbolic form)
+    assert lay.reshape(shape) is lay
+
+
+def test_fragment_reshape_keeps_each_elements_thread_and_register():
+    frag = Fragment([8, 8], forward_thread_fn=lambda i, j, r: (i * 8 + j) // 4 + 16 * r, replicate=2,
+                    forward_index_fn=lambda i, j: j % 4)
+    flat = frag.reshape([64])
+    for i, j in points([8, 8]):
+        for r in range(2):
+            assert flat.forward_thread_fn(i * 8 + j, r) == frag.forward_thread_fn(i, j, r)
+        assert flat.map_forward_thread([i * 8 + j, 1]) == frag.map_forward_thread([i, j, 1])
+        assert flat(i * 8 + j) == frag(i, j)
+    assert flat.replicate_count == 2
+
+
+def test_reshape_refuses_what_it_cannot_do():
+    lay = Layout([8, 8], lambda i, j: [j, i])
+    with pytest.raises(ValueError, match=r"shape \[60\] has 60 elements, but the layout's input shape \[8, 8\] has 64"):
+        lay.reshape([60])
+    with pytest.raises(NotImplementedError, match="a view of elements of another width"):
+        lay.reshape([128], rescale_num=2, rescale_den=1)
+    with pytest.raises(ValueError, match="rescale_num and rescale_den must be positive ints"):
+        lay.reshape([64], rescale_num=0)

@@ -91,6 +91,23 @@ class Fragment(Layout):
             indices.append(0)
         return _py_value(_wrap(self._fragment_map().apply([as_expr(i, "int32").node for i in indices])[0]))
 
+    def reshape(self, shape, rescale_num=1, rescale_den=1) -> "Fragment":
+        """The fragment over another input shape of as many elements (Layout.reshape): each
+        element keeps its thread and register."""
+        from .layout import _flatten, _reshape_args, _unflatten
+
+        new, old, _ = _reshape_args(self, shape, rescale_num, rescale_den, "Fragment.reshape")
+        if new == old:
+            return self
+        thread, index, reps = self.forward_thread_fn, self.forward_fn, self.replicate_count
+
+        def new_thread(*idx_rep):
+            rest = idx_rep[len(new):]  # (the replica number, when replicated)
+            return thread(*_unflatten(_flatten(idx_rep[:len(new)], new), old), *rest)
+
+        return Fragment(tuple(new), forward_thread_fn=new_thread, replicate=reps,
+                        forward_index_fn=lambda *idx: index(*_unflatten(_flatten(idx, new), old)))
+
     def is_equal(self, other) -> bool:
         """Same shape, replication, and thread and register of every element."""
         if not isinstance(other, Fragment) or list(self.shape) != list(other.shape):

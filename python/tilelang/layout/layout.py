@@ -164,11 +164,63 @@ class Layout:
                                   "see tilelang.layout)")
 
     def reshape(self, shape, rescale_num=1, rescale_den=1):
-        raise NotImplementedError("Layout.reshape is not provided by this compiler (it chooses tile layouts itself; "
-                                  "see tilelang.layout)")
+        """The layout over another input shape of as many elements: the new indices are read
+        row-major as one flat element index, which the old shape splits again (upstream's
+        reshape at an unchanged element width). `rescale_num / rescale_den` is the ratio of
+        the old element count to the new (1: the same elements); a view of elements of another
+        width (a ratio other than 1) is not provided here."""
+        new, old, _ = _reshape_args(self, shape, rescale_num, rescale_den, "Layout.reshape")
+        if new == old:
+            return self
+        base = self.forward_fn
+        lay = Layout(tuple(new), lambda *idx: base(*_unflatten(_flatten(idx, new), old)), kind="custom")
+        lay._trusted = self._trusted
+        return lay
 
     def __repr__(self):
         return f"Layout({self.kind}, shape={self.shape})"
+
+
+def _reshape_args(layout, shape, num, den, what):
+    """(new shape, old shape, True) checked for reshape: static shapes of the same element
+    count under the rescale ratio, and a ratio of 1."""
+    if isinstance(shape, numbers.Integral):
+        shape = [shape]
+    new = _ints(shape, f"{what}: shape")
+    old = _ints(layout.shape, what)
+    if any(d <= 0 for d in new):
+        raise ValueError(f"{what}: shape must have positive extents, got {new}")
+    if not all(isinstance(x, numbers.Integral) and x > 0 for x in (num, den)):
+        raise ValueError(f"{what}: rescale_num and rescale_den must be positive ints, got {num!r} and {den!r}")
+    count_old, count_new = 1, 1
+    for d in old:
+        count_old *= d
+    for d in new:
+        count_new *= d
+    if count_old * num != count_new * den:
+        raise ValueError(f"{what}: shape {new} has {count_new} elements, but the layout's input shape {old} has "
+                         f"{count_old}" + (f" (rescaled by {num}/{den})" if num != den else ""))
+    if num != den:
+        raise NotImplementedError(f"{what}: a view of elements of another width (rescale {num}/{den}) is not provided "
+                                  "by this compiler; reshape at the same element width")
+    return new, old, True
+
+
+def _flatten(idx, shape):
+    """The row-major flat index of `idx` in `shape` (ints or index expressions)."""
+    flat = 0
+    for i, extent in zip(idx, shape):
+        flat = flat * extent + i
+    return flat
+
+
+def _unflatten(flat, shape):
+    """The row-major indices of flat element `flat` in `shape`."""
+    out = []
+    for extent in reversed(shape):
+        out.append(flat % extent)
+        flat = flat // extent
+    return list(reversed(out))
 
 
 def _wrap(node):
