@@ -211,3 +211,47 @@ def test_vector_atomics_and_column_reduction_on_cuda():
     # each add into global memory is made by the first copy of its element only
     assert "(tx & 31) < 4" in lines[col[0] - 1] and "(tx >> 5) == 0" in lines[col[0] - 1], lines[col[0] - 1]
     assert "(tx & 3) == 0" in lines[row[0] - 1], lines[row[0] - 1]
+
+
+def column_vector_total(m=64, n=64, k=32):
+    """sum_j w[j] of a per-column vector held as an accumulator's columns (each column has
+    copies in several threads: each must count once)."""
+
+    @T.prim_func
+    def f(A: T.Tensor((m, k), "float16"), B: T.Tensor((n, k), "float16"), idx: T.Tensor((n,), "int32"),
+          out: T.Tensor((m, n), "float32"), total: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((m, k), "float16")
+            B_s = T.alloc_shared((n, k), "float16")
+            acc = T.alloc_fragment((m, n), "float32")
+            w = T.alloc_fragment((n,), "float32")
+            t = T.alloc_shared((1,), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            for j in T.Parallel(n):
+                w[j] = T.cast(idx[j], "float32")
+            T.clear(acc)
+            T.gemm(A_s, B_s, acc, transpose_B=True)
+            for i, j in T.Parallel(m, n):
+                acc[i, j] = acc[i, j] * w[j]
+            T.copy(acc, out)
+            T.reduce_sum(w, t, dim=0)
+            T.copy(t, total)
+
+    return f
+
+
+def test_sum_of_a_column_vector_counts_each_column_once(rng):
+    kernel = tilelang.compile(column_vector_total())
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    idx = rng.integers(0, 10, 64).astype(np.int32)
+    out, total = np.full((64, 64), np.nan, np.float32), np.full(1, np.nan, np.float32)
+    kernel(a, b, idx, out, total)
+    np.testing.assert_allclose(total, [idx.sum()])
+    k = _sm90(column_vector_total())
+    assert "fragment w: registers, layout mma_cols(" in "\n".join(k.get_remarks())
+    src = k.get_kernel_source()
+    # only the first copy of each column enters the sum (lanes 0-3 of the first warp row)
+    fold = [line for line in src.splitlines() if "tl::AllReduce" in line]
+    assert len(fold) == 1 and "(tx & 31) < 4" in fold[0] and "(tx >> 5) == 0" in fold[0], fold

@@ -131,9 +131,9 @@ Stmt FragmentRewriter::Mutate_(const ReduceOp* op, const Stmt& self) {
 /// A whole register vector reduced into one element (of a shared destination): each thread
 /// folds its registers, the lanes of each warp combine theirs with shuffles
 /// (tl::AllReduce), and when the vector spans several warps, lane 0 of each leaves its
-/// partial in a small shared workspace that one thread folds. A vector of per-row values
-/// keeps identical copies in the lanes (and warps) that share a row: for a sum only the
-/// first copy of each counts.
+/// partial in a small shared workspace that one thread folds. A vector of per-row (or
+/// per-column) values keeps identical copies in several threads: for a sum only the first
+/// copy of each counts (FragmentLayout::FirstCopy).
 Stmt FragmentRewriter::ReduceVector(const ReduceOp* op, const RegFragment& rf) {
   const FragmentLayout& lay = *rf.layout;
   const int64_t threads = lay.num_threads();
@@ -164,12 +164,7 @@ Stmt FragmentRewriter::ReduceVector(const ReduceOp* op, const RegFragment& rf) {
                           BufferStore::Make(acc, {MakeInt(0)}, combine(BufferLoad::Make(acc, {MakeInt(0)}), x), op->span),
                           {}, op->span));
   Expr mine = BufferLoad::Make(acc, {MakeInt(0)});
-  const int64_t copies = lay.row_lanes() * lay.row_warps();
-  if (copies > 1 && f.sum) {
-    Expr first = EQ(FloorMod(FloorMod(tx_, MakeInt(kWarpSize)), MakeInt(lay.row_lanes())), MakeInt(0));
-    if (lay.row_warps() > 1) first = Binary::Make(BinOp::kAnd, first, EQ(lay.RowWarp(tx_), MakeInt(0)));
-    mine = Select::Make(first, mine, f.init);
-  }
+  if (Expr first = lay.FirstCopy(tx_); first && f.sum) mine = Select::Make(first, mine, f.init);
   Expr reduced = lanes > 1 ? Call::Make(t, f.AllReduceName(), {mine, MakeInt(lanes), MakeBool(true)}) : mine;
   VarRef part = Var::Make("part", t);
   Expr lane = FloorMod(tx_, MakeInt(kWarpSize));
