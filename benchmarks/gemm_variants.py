@@ -19,7 +19,9 @@ import tilelang.language as T
 from tilelang.profiler import do_bench
 
 
-def gemm(M, N, K, dtype, bm, bn, bk, stages, threads):
+def gemm(M, N, K, dtype, bm, bn, bk, stages, threads, staged=False):
+    """staged: the epilogue through a shared tile (C_local -> C_shared -> C), as upstream's
+    autotuned GEMM examples write it; else straight from registers to C."""
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "float16")):
         with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
@@ -31,7 +33,12 @@ def gemm(M, N, K, dtype, bm, bn, bk, stages, threads):
                 T.copy(A[by * bm, k * bk], a)
                 T.copy(B[bx * bn, k * bk], b)
                 T.gemm(a, b, c, transpose_B=True)
-            T.copy(c, C[by * bm, bx * bn])
+            if staged:
+                c_s = T.alloc_shared((bm, bn), "float16")
+                T.copy(c, c_s)
+                T.copy(c_s, C[by * bm, bx * bn])
+            else:
+                T.copy(c, C[by * bm, bx * bn])
     return main
 
 
@@ -76,6 +83,7 @@ def main():
     p.add_argument("--configs", default="")
     p.add_argument("--label", default="ours")
     p.add_argument("--cublas", action="store_true", help="also time torch.mm (cuBLAS; 16-bit dtypes)")
+    p.add_argument("--staged", action="store_true", help="the epilogue through a shared tile (gemm(staged=True))")
     p.add_argument("--persistent", action="store_true",
                    help="the persistent form (gemm_persistent), one block per SM")
     args = p.parse_args()
@@ -100,7 +108,7 @@ def main():
                     sms = torch.cuda.get_device_properties(0).multi_processor_count
                     func = gemm_persistent(*shape, sms)
                 else:
-                    func = gemm(*shape)
+                    func = gemm(*shape, staged=args.staged)
                 k = tilelang.compile(func, target="cuda", pass_configs=cfg or None)
                 c.fill_(float("nan"))
                 k(a, b, c)
@@ -112,7 +120,7 @@ def main():
                 times.append(f"{ms:.4f}")
             except Exception as e:  # noqa: BLE001
                 times.append(f"error:{type(e).__name__}:{str(e)[:120]}")
-        form = tile + ("/persistent" if args.persistent else "")
+        form = tile + ("/persistent" if args.persistent else "") + ("/staged" if args.staged else "")
         print("RESULT", args.label, args.dtype, args.shape, form, " ".join(times), flush=True)
 
 
