@@ -14,6 +14,9 @@ ir::PrimFunc PrepareForCudaFragments(const ir::PrimFunc& f, PassContext& ctx) {
   // A T.Parallel nest in a T.Pipelined body that only copies a global box into a shared
   // tile is that tile copy: the pipeliner prefetches it.
   out = RunPass("raise-parallel-copies", out, ctx);
+  // sm_90a: a GEMM accumulator stored after its loop goes through a shared tile (stmatrix
+  // and one TMA store) where the loop's dead tiles have the bytes.
+  out = RunPass("cuda-stage-accumulator-stores", out, ctx);
   // Conversions with upstream's restrictions (stochastic rounding: saturating, sm_100a).
   out = RunPass("check-target-features", out, ctx);
   // Reducers updated from T.Parallel nests of one shape accumulate in registers.

@@ -115,6 +115,8 @@ ir::PrimFunc StageWsPipelines(const ir::PrimFunc& f, PassContext& ctx);
 /// in shared memory, say) is dropped when nothing writes either while the destination is
 /// read; its reads read the source.
 ir::PrimFunc CudaForwardSharedCopies(const ir::PrimFunc& f, PassContext& ctx);
+/// sm_90a: a GEMM accumulator's store to global after its pipelined loop through a shared tile.
+ir::PrimFunc CudaStageAccumulatorStores(const ir::PrimFunc& f, PassContext& ctx);
 
 /// "cuda-pipeline": T.Pipelined loops whose body starts with global->shared copies become
 /// num_stages-deep cp.async pipelines over staged shared buffers; others run in order.

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file "cuda-stage-accumulator-stores": on sm_90a, a GEMM accumulator written to global
+/// memory after its pipelined loop,
+///
+///     for k in T.Pipelined(...):  ... T.gemm(a, b, c)
+///     T.copy(c, C[by * BM, bx * BN])           # float32 registers -> a 16-bit tensor
+///
+/// goes through a shared tile of the tensor's dtype, as `T.copy(c, c_s); T.copy(c_s, C[...])`:
+/// the registers are written to shared memory with stmatrix (eight 16-bit elements a lane per
+/// instruction) and the tile leaves with one TMA store, where the direct form is one 4-byte
+/// store per pair of columns, each warp's stores touching eight rows (half of every 32-byte
+/// sector written). cuBLAS's Hopper kernels end the same way. The meaning is the same (a TMA
+/// store clips at the tensor's edges as the direct copy's guards do).
+///
+/// Staged only where it costs no shared memory: the tile must fit in the bytes of the loop's
+/// staged tiles, which are dead after the loop and which the shared-memory plan reuses, so
+/// the block's footprint and occupancy are unchanged. And only in the simple shape: the copy
+/// in the same statement list as the pipelined loop, after it, of the whole 2-D float32
+/// accumulator of a T.gemm in that loop into float16 / bfloat16, in a kernel that does not
+/// program its own barriers.
+///
+/// Switch `tl.stage_accumulator_stores`; a remark names each copy staged (or, with the
+/// switch off, each copy it would stage).
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "../explicit_barriers.h"
+#include "pipeline_schedule.h"
+#include "tl/ir/functor.h"
+#include "tl/transform/passes.h"
+
+namespace tl::transform {
+namespace {
+
+using namespace ir;  // NOLINT: implementation file
+
+/// What a pipelined loop offers: the accumulators its T.gemms write, and the bytes of the
+/// shared tiles its copies fill, times its stages (dead once it ends).
+struct LoopFacts : IRVisitor {
+  std::unordered_set<const BufferNode*> accumulators;
+  std::unordered_set<const BufferNode*> staged_tiles;
+  int64_t tile_bytes = 0;
+
+  void Visit_(const GemmOp* op) override {
+    accumulators.insert(op->c.buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const CopyOp* op) override {
+    const Buffer& dst = op->dst.buffer;
+    if (dst->scope == Scope::kShared && staged_tiles.insert(dst.get()).second) {
+      int64_t elements = 1;
+      for (const Expr& e : dst->shape) {
+        int64_t n = 0;
+        if (!AsConstInt(e, &n)) return;  // (a symbolic tile: counted as nothing)
+        elements *= n;
+      }
+      tile_bytes += elements * dst->dtype.bytes();
+    }
+    IRVisitor::Visit_(op);
+  }
+};
+
+bool IsWholeBuffer(const Region& r) {
+  if (r.ranges.size() != r.buffer->shape.size()) return false;
+  for (size_t d = 0; d < r.ranges.size(); ++d) {
+    int64_t mn = -1, extent = -1, size = -2;
+    if (!AsConstInt(r.ranges[d].min, &mn) || mn != 0 || !AsConstInt(r.ranges[d].extent, &extent) ||
+        !AsConstInt(r.buffer->shape[d], &size) || extent != size) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The accumulator store a statement is (its tile's bytes), or 0.
+int64_t StagedBytes(const CopyOp* copy, const LoopFacts& loop) {
+  const Buffer& src = copy->src.buffer;
+  const Buffer& dst = copy->dst.buffer;
+  if (src->scope != Scope::kFragment || dst->scope != Scope::kGlobal || !loop.accumulators.count(src.get())) return 0;
+  if (src->dtype != DType::Float(32) || src->shape.size() != 2 || !IsWholeBuffer(copy->src)) return 0;
+  if (dst->dtype != DType::Float(16) && dst->dtype != DType::BFloat16()) return 0;
+  int64_t rows = 0, cols = 0;
+  if (!AsConstInt(src->shape[0], &rows) || !AsConstInt(src->shape[1], &cols)) return 0;
+  // stmatrix writes 8x8 pieces of 16-bit elements; wgmma accumulators come in 64-row slabs.
+  if (rows % 64 || cols % 8) return 0;
+  return rows * cols * dst->dtype.bytes();
+}
+
+class Stager : public IRMutator {
+ public:
+  explicit Stager(bool apply) : apply_(apply) {}
+  std::vector<int> staged, would_stage;
+
+ protected:
+  Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
+    return ProgramsBarriers(op->body) ? self : IRMutator::Mutate_(op, self);
+  }
+  Stmt Mutate_(const Seq* op, const Stmt& self) override {
+    std::vector<Stmt> out;
+    bool changed = false;
+    LoopFacts facts;
+    bool after_loop = false;
+    for (const Stmt& s : op->stmts) {
+      Stmt m = Mutate(s);
+      changed |= m != s;
+      const auto* loop = As<For>(s);
+      if (loop && loop->for_kind == ForKind::kPipelined) {
+        facts = LoopFacts();
+        facts.Visit(loop->body);
+        facts.tile_bytes *= std::max<int64_t>(1, cuda::NumStages(loop));
+        after_loop = true;
+      }
+      const auto* copy = As<CopyOp>(s);
+      int64_t bytes = after_loop && copy ? StagedBytes(copy, facts) : 0;
+      if (bytes == 0 || bytes > facts.tile_bytes) {
+        out.push_back(m);
+        continue;
+      }
+      (apply_ ? staged : would_stage).push_back(copy->span.line);
+      if (!apply_) {
+        out.push_back(m);
+        continue;
+      }
+      const Buffer& acc = copy->src.buffer;
+      Buffer tile = BufferNode::Make(acc->name + "_staged", copy->dst.buffer->dtype, acc->shape, Scope::kShared);
+      out.push_back(Allocate::Make(tile, nullptr, copy->span));
+      out.push_back(CopyOp::Make(copy->src, Region::Full(tile), copy->span));
+      out.push_back(CopyOp::Make(Region::Full(tile), copy->dst, copy->span));
+      changed = true;
+    }
+    return changed ? Seq::Make(std::move(out), op->span) : self;
+  }
+
+ private:
+  bool apply_;
+};
+
+}  // namespace
+
+ir::PrimFunc CudaStageAccumulatorStores(const ir::PrimFunc& f, PassContext& ctx) {
+  if (!ctx.Cuda().HasWgmma()) return f;
+  Stager stager(ConfigOn(ctx, "tl.stage_accumulator_stores", /*default_on=*/false));
+  Stmt body = stager.Mutate(f->body);
+  for (int line : stager.staged) {
+    ctx.remarks.push_back("T.copy at line " + std::to_string(line) +
+                          ": the GEMM accumulator goes to global memory through a shared tile (stmatrix, then a "
+                          "TMA store) in bytes the pipelined loop's tiles free (tl.stage_accumulator_stores=False "
+                          "stores from registers)");
+  }
+  for (int line : stager.would_stage) {
+    ctx.remarks.push_back("T.copy at line " + std::to_string(line) +
+                          ": the GEMM accumulator is stored from registers; tl.stage_accumulator_stores=True "
+                          "stages it through a shared tile (stmatrix, then a TMA store)");
+  }
+  if (body == f->body) return f;
+  return ir::PrimFuncNode::Make(f->name, f->params, body, f->span);
+}
+
+TL_REGISTER_PASS("cuda-stage-accumulator-stores", CudaStageAccumulatorStores);
+
+}  // namespace tl::transform
