@@ -33,6 +33,25 @@ def gemm(M, N, K, bm=128, bn=128, bk=64, stages=3, threads=256, out="float16", p
     return main
 
 
+def persistent_gemm(M, N, K, bm=128, bn=128, bk=64, blocks=8):
+    """The tile loop of a persistent kernel, stored from registers in the loop."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(blocks, threads=256) as block_id:
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bn, bk), "float16")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            for by, bx in T.Persistent([T.ceildiv(M, bm), T.ceildiv(N, bn)], blocks, block_id):
+                T.clear(C_f)
+                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
+                    T.copy(A[by * bm, k * bk], A_s)
+                    T.copy(B[bx * bn, k * bk], B_s)
+                    T.gemm(A_s, B_s, C_f, transpose_B=True)
+                T.copy(C_f, C[by * bm, bx * bn])
+
+    return main
+
+
 def staged(func, **configs):
     art = tilelang.lower(func, target=SM90, trace=True, pass_configs=configs)
     names = [r.name for r in art.trace]
@@ -69,13 +88,14 @@ def test_off_by_default_with_a_remark():
     assert "tl::tma_store_2d(" not in art.kernel_source
 
 
-@pytest.mark.parametrize("case", ["float32 output", "part of the tile", "too few stage bytes"])
+@pytest.mark.parametrize("case", ["float32 output", "part of the tile", "too few stage bytes", "in a tile loop"])
 def test_left_alone(case):
     func = {
         "float32 output": gemm(512, 512, 512, out="float32"),
         "part of the tile": gemm(512, 512, 512, part=True),
         # 128x256 fp16 is 64 KiB; one stage of 128x16 + 256x16 fp16 tiles is 12 KiB
         "too few stage bytes": gemm(512, 512, 512, bn=256, bk=16, stages=1),
+        "in a tile loop": persistent_gemm(512, 512, 512),
     }[case]
     before, after, art = staged(func, **ON)
     assert before == after

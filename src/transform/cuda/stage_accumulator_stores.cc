@@ -15,7 +15,7 @@
 /// Staged only where it costs no shared memory: the tile must fit in the bytes of the loop's
 /// staged tiles, which are dead after the loop and which the shared-memory plan reuses, so
 /// the block's footprint and occupancy are unchanged. And only in the simple shape: the copy
-/// in the same statement list as the pipelined loop, after it, of the whole 2-D float32
+/// in the same statement list as the pipelined loop, after it, in no loop, of the whole 2-D float32
 /// accumulator of a T.gemm in that loop into float16 / bfloat16, in a kernel that does not
 /// program its own barriers.
 ///
@@ -95,6 +95,13 @@ class Stager : public IRMutator {
  protected:
   Stmt Mutate_(const KernelLaunch* op, const Stmt& self) override {
     return ProgramsBarriers(op->body) ? self : IRMutator::Mutate_(op, self);
+  }
+  // Not in a loop (a persistent kernel's tile loop, say): there the next tile's loads may
+  // land in the stage bytes while the tile is stored, and a tile loop's tiles are allocated
+  // before it.
+  Stmt Mutate_(const For* op, const Stmt& self) override {
+    (void)op;
+    return self;
   }
   Stmt Mutate_(const Seq* op, const Stmt& self) override {
     std::vector<Stmt> out;
