@@ -1,4 +1,4 @@
-"""cuda-stage-accumulator-stores (tl.stage_accumulator_stores): on sm_90a a float32 GEMM
+"""cuda-stage-accumulator-stores (tl.stage_accumulator_stores, on by default): on sm_90a a float32 GEMM
 accumulator stored into a 16-bit tensor after its pipelined loop goes through a shared tile
 (stmatrix, then a TMA store) where the loop's dead tiles have the bytes. Checked from the
 lowering trace, the remarks and the generated code; the results (edges included) on the CPU
@@ -7,10 +7,11 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from conftest import assert_close, compile_cpu, f64, rand
+from conftest import assert_close, compile_cpu, cpu_target_only, f64, rand
 
 SM90 = "cuda -arch=sm_90a"
 ON = {"tl.stage_accumulator_stores": True}
+OFF = {"tl.stage_accumulator_stores": False}
 
 
 def gemm(M, N, K, bm=128, bn=128, bk=64, stages=3, threads=256, out="float16", part=False):
@@ -80,8 +81,13 @@ def _smem_bytes(src):
     return max(sizes) if sizes else 0
 
 
-def test_off_by_default_with_a_remark():
-    before, after, art = staged(gemm(512, 512, 512))
+def test_on_by_default():
+    _, after, art = staged(gemm(512, 512, 512))
+    assert "C_f_staged" in after and "tl::tma_store_2d(" in art.kernel_source
+
+
+def test_switched_off_with_a_remark():
+    before, after, art = staged(gemm(512, 512, 512), **OFF)
     assert before == after
     said = [r for r in art.remarks if "tl.stage_accumulator_stores=True" in r]
     assert len(said) == 1, art.remarks
@@ -102,10 +108,10 @@ def test_left_alone(case):
     assert not any("shared tile" in r and r.startswith("T.copy at line") for r in art.remarks), art.remarks
 
 
-def test_not_on_sm80_or_the_cpu():
-    for target in ["cuda -arch=sm_80", "cpu"]:
-        art = tilelang.lower(gemm(256, 256, 256), target=target, trace=True, pass_configs=ON)
-        assert not any("shared tile (stmatrix" in r for r in art.remarks), (target, art.remarks)
+@pytest.mark.parametrize("target", ["cuda -arch=sm_80", pytest.param("cpu", marks=cpu_target_only)])
+def test_not_on_sm80_or_the_cpu(target):
+    art = tilelang.lower(gemm(256, 256, 256), target=target, trace=True, pass_configs=ON)
+    assert not any("shared tile (stmatrix" in r for r in art.remarks), (target, art.remarks)
 
 
 @pytest.mark.parametrize("shape", [(256, 256, 128), (200, 136, 96)])

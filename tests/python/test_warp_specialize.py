@@ -285,9 +285,11 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     # 256 consumer threads from the source plus one producer warpgroup, one block per SM.
     assert list(src.block) == [384, 1, 1]
     assert "__launch_bounds__(384, 1)" in code
-    assert code.count("const __grid_constant__ tl::TmaDescriptor") == 2
-    # A: one 64x128 box with the 128-byte swizzle; B: four 64x64 panels.
-    assert sorted(src.tma_specs) == [(0, 6, 2, [8192, 8192], [64, 128], 3), (1, 6, 2, [8192, 8192], [64, 64], 3)]
+    assert code.count("const __grid_constant__ tl::TmaDescriptor") == 3
+    # A: one 64x128 box with the 128-byte swizzle; B: four 64x64 panels; C, stored through a
+    # shared tile (cuda-stage-accumulator-stores): 64x128 panels.
+    assert sorted(src.tma_specs) == [(0, 6, 2, [8192, 8192], [64, 128], 3), (1, 6, 2, [8192, 8192], [64, 64], 3),
+                                     (2, 6, 2, [8192, 8192], [64, 128], 3)]
     assert len(re.findall(r"tl::tma_load_2d\(tl_tma_0", code)) == 1
     assert len(re.findall(r"tl::tma_load_2d\(tl_tma_1", code)) == 4
     # Full barriers expect the stage's bytes (128*64 + 64*256 halves), phases follow k.
@@ -303,8 +305,9 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     # k-tile's wgmmas complete before its stage is released, so the producer refills it early.
     assert "tl::gemm_ss_wgmma_issue<128, 256, 64, false, false, false>" in code
     # the issue-and-wait form reads wgmma's panels too: every access to its tiles goes through them
+    # (and C's staged tile, over B's bytes, in the panels its TMA store reads)
     tiles = [line for line in code.splitlines() if "reinterpret_cast<tl::half*>(tl_smem" in line]
-    assert len(tiles) == 2 and all(line.endswith("// wgmma panels") for line in tiles), tiles
+    assert len(tiles) == 3 and all(line.endswith("// wgmma panels") for line in tiles), tiles
     loop = code[code.index("for (int32_t k_1"):]
     assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<0, 128>((&C_l[0]))") < \
         loop.index("tl::mbarrier_arrive((&tl_ws_bars[((k_1 & 3) + 4)]))") < loop.index("cast_copy")
@@ -321,8 +324,9 @@ def test_attention_consumers_use_named_barriers():
     code = src.code
     assert any("warp-specialized, 2 stages" in r and "loads 1 tile(s) before the loop with TMA (Q_s)" in r
                for r in remarks), remarks
-    # Q, K and V are 4-D tensors: boxes of 64 x 1 x 128 x 1, two panels each.
-    assert sorted(src.tma_specs) == [(i, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3) for i in range(3)]
+    # Q, K and V are 4-D tensors: boxes of 64 x 1 x 128 x 1, two panels each; so is O, stored
+    # through a shared tile (cuda-stage-accumulator-stores).
+    assert sorted(src.tma_specs) == [(i, 6, 2, [128, 4, 1024, 2], [64, 1, 128, 1], 3) for i in range(4)]
     consumer = code[code.index("} else {"):]
     assert "__syncthreads" not in consumer
     # By default K and V share one barrier pair: awaited before Q*K^T, released after P*V;
@@ -342,7 +346,8 @@ def test_attention_consumers_use_named_barriers():
 def test_consumers_stage_q_themselves_when_asked():
     src, remarks, _ = lower(attention(2, 4, 1024, 128), **{"tl.ws_consumer_prologue": True})
     consumer = src.code[src.code.index("} else {"):]
-    assert len(src.tma_specs) == 2 and not any("before the loop with TMA" in r for r in remarks)
+    # (K, V and the store of O)
+    assert len(src.tma_specs) == 3 and not any("before the loop with TMA" in r for r in remarks)
     # The Q tile the consumers stage before the loop is fenced and synchronized once.
     assert consumer.index("tl::fence_proxy_async_shared()") < consumer.index("tl::named_barrier_sync(1, 256)") < \
         consumer.index("for (int32_t k_1")
