@@ -310,7 +310,7 @@ def test_gemm_gets_a_tma_producer_warpgroup():
     assert len(tiles) == 3 and all(line.endswith("// wgmma panels") for line in tiles), tiles
     loop = code[code.index("for (int32_t k_1"):]
     assert loop.index("gemm_ss_wgmma_issue") < loop.index("tl::wgmma_wait_hold<0, 128>((&C_l[0]))") < \
-        loop.index("tl::mbarrier_arrive((&tl_ws_bars[((k_1 & 3) + 4)]))") < loop.index("cast_copy")
+        loop.index("tl::mbarrier_arrive((&tl_ws_bars[((k_1 & 3) + 4)]))") < loop.index("tl::stmatrix_x4(")
     assert not any("stay in flight" in r for r in remarks)
     assert any("warp-specialized, 4 stages" in r and "49152 bytes per stage" in r for r in remarks)
     # The pass is visible on its own in the IR dump.
