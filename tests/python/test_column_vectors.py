@@ -255,3 +255,59 @@ def test_sum_of_a_column_vector_counts_each_column_once(rng):
     # only the first copy of each column enters the sum (lanes 0-3 of the first warp row)
     fold = [line for line in src.splitlines() if "tl::AllReduce" in line]
     assert len(fold) == 1 and "(tx & 31) < 4" in fold[0] and "(tx >> 5) == 0" in fold[0], fold
+
+
+def masked_scores_with_wide_sum(rows=128, cols=128, dim=32, block=64, wide=384, threads=128):
+    """masked_scores with a second, wide accumulator in the same loop (total = count of steps
+    times A W^T): 64 x 384 float32 over 128 threads is 192 registers a thread on its own."""
+    blocks = rows // 64
+
+    @T.prim_func
+    def scores(A: T.Tensor((rows, dim), "float16"), B: T.Tensor((cols, dim), "float16"),
+               W: T.Tensor((wide, dim), "float16"), idx: T.Tensor((cols,), "int32"),
+               limit: T.Tensor((blocks,), "int32"), out: T.Tensor((rows, cols), "float32"),
+               total: T.Tensor((rows, wide), "float32")):
+        with T.Kernel(blocks, threads=threads) as bx:
+            A_s = T.alloc_shared((64, dim), "float16")
+            B_s = T.alloc_shared((block, dim), "float16")
+            W_s = T.alloc_shared((wide, dim), "float16")
+            acc = T.alloc_fragment((64, block), "float32")
+            acc_w = T.alloc_fragment((64, wide), "float32")
+            valid = T.alloc_fragment((block,), "bool")
+            T.copy(A[bx * 64, 0], A_s)
+            T.copy(W, W_s)
+            T.clear(acc_w)
+            for t in T.Pipelined(cols // block, num_stages=2):
+                T.copy(B[t * block, 0], B_s)
+                for j in T.Parallel(block):
+                    valid[j] = idx[t * block + j] <= limit[bx]
+                for i, j in T.Parallel(64, block):
+                    acc[i, j] = T.if_then_else(valid[j], 0, -T.infinity("float32"))
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+                T.gemm(A_s, W_s, acc_w, transpose_B=True)
+                T.copy(acc, out[bx * 64, t * block])
+            T.copy(acc_w, total[bx * 64, 0])
+
+    return scores
+
+
+def test_vector_stays_in_shared_memory_where_registers_are_short(rng):
+    """The register fragments take more than 192 registers a thread: a column vector would be
+    recomputed by every thread holding its columns in a loop that has no registers to spare."""
+    func = masked_scores_with_wide_sum()
+    remarks = "\n".join(tilelang.lower(func, target="cuda -arch=sm_90a").remarks)
+    assert "per-column vectors next to GEMM accumulators stay in shared memory" in remarks, remarks
+    assert "fragment valid: kept in shared memory" in remarks
+    forced = tilelang.lower(func, target="cuda -arch=sm_90a", pass_configs={"tl.mma_column_vectors": True}).remarks
+    assert any(r.startswith("fragment valid: registers, layout mma_cols(") for r in forced), forced
+    # the values, wherever the vector lives
+    a, b, w = (rng.standard_normal(s).astype(np.float16) for s in [(128, 32), (128, 32), (384, 32)])
+    idx = rng.integers(0, 100, 128).astype(np.int32)
+    limit = rng.integers(20, 80, 2).astype(np.int32)
+    out = np.full((128, 128), np.nan, np.float32)
+    total = np.full((128, 384), np.nan, np.float32)
+    tilelang.compile(func)(a, b, w, idx, limit, out, total)
+    valid = np.repeat(idx[None, :] <= limit[:, None], 64, axis=0)
+    want = np.where(valid, a.astype(np.float64) @ b.astype(np.float64).T, -np.inf)
+    np.testing.assert_allclose(out, want, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(total, 2 * (a.astype(np.float64) @ w.astype(np.float64).T), rtol=1e-2, atol=5e-2)

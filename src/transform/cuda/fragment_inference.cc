@@ -244,8 +244,43 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
 
 }  // namespace
 
+namespace {
+
+/// 32-bit registers a thread holds for the register fragments (bytes rounded up per element
+/// group: a bool or 8-bit element counted as a quarter register), and whether any is a
+/// per-column vector.
+int64_t RegisterWords(const FragmentLayouts& out, bool* has_columns) {
+  int64_t bytes = 0;
+  *has_columns = false;
+  for (const auto& [buffer, assigned] : out.layouts) {
+    bytes += assigned.layout->num_local() * std::max(1, buffer->dtype.bytes());
+    *has_columns |= dynamic_cast<const layout::MmaColumnsLayout*>(assigned.layout.get()) != nullptr;
+  }
+  return (bytes + 3) / 4;
+}
+
+FragmentLayouts InferWithRetries(const Stmt& body, int64_t threads, const target::CudaTarget& target,
+                                 WgmmaOptions wgmma, bool range_tiles, bool mma_columns);
+
+}  // namespace
+
 FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const target::CudaTarget& target, WgmmaOptions wgmma,
-                                     bool range_tiles, bool mma_columns) {
+                                     bool range_tiles, bool mma_columns, bool force_columns) {
+  FragmentLayouts out = InferWithRetries(body, threads, target, wgmma, range_tiles, mma_columns);
+  bool has_columns = false;
+  const int64_t words = RegisterWords(out, &has_columns);
+  if (!has_columns || force_columns || words <= kColumnVectorRegisterBudget) return out;
+  FragmentLayouts shared = InferWithRetries(body, threads, target, wgmma, range_tiles, /*mma_columns=*/false);
+  shared.columns_note = "per-column vectors next to GEMM accumulators stay in shared memory: the register fragments "
+                        "take " + std::to_string(words) + " registers a thread with them in registers (more than " +
+                        std::to_string(kColumnVectorRegisterBudget) + "; tl.mma_column_vectors=True holds them there)";
+  return shared;
+}
+
+namespace {
+
+FragmentLayouts InferWithRetries(const Stmt& body, int64_t threads, const target::CudaTarget& target,
+                                 WgmmaOptions wgmma, bool range_tiles, bool mma_columns) {
   // A T.Parallel over two GEMM accumulators of one shape needs them split over the warps
   // alike; when their GEMMs chose differently, inference runs again with the split the loop
   // asked for given to the GEMM (on mma.sync when it is not the wgmma split).
@@ -258,5 +293,7 @@ FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const ta
     for (auto& [b, req] : requests) preferred[b] = req.warps;
   }
 }
+
+}  // namespace
 
 }  // namespace tl::transform::cuda

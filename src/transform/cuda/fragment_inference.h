@@ -83,13 +83,26 @@ struct FragmentLayouts {
   std::unordered_map<const ir::BufferNode*, Assigned> layouts;
   /// Each T.gemm's plan (a GEMM not in it: the default plan).
   std::unordered_map<const ir::GemmOp*, GemmPlan> gemms;
+  /// Set when per-column vectors were kept out of registers for want of them (a remark).
+  std::string columns_note;
 };
 
 /// Layout inference over a kernel body of `threads` threads compiled for `target` (unknown:
 /// no arch-specific instruction is chosen).
 /// wgmma: the optional wgmma paths the pass configs allow (WgmmaOptionsOf); mma_columns:
-/// per-column vectors next to mma accumulators in registers (tl.mma_column_vectors).
+/// per-column vectors next to mma accumulators in registers (tl.mma_column_vectors), unless
+/// the kernel's register fragments already take more than kColumnVectorRegisterBudget
+/// 32-bit registers a thread (columns_note says so); `force_columns` holds them there anyway.
 FragmentLayouts InferFragmentLayouts(const ir::Stmt& body, int64_t threads, const target::CudaTarget& target,
-                                     WgmmaOptions wgmma = {}, bool range_tiles = false, bool mma_columns = true);
+                                     WgmmaOptions wgmma = {}, bool range_tiles = false, bool mma_columns = true,
+                                     bool force_columns = false);
+
+/// Registers a thread may give its register fragments before per-column vectors stay in
+/// shared memory: a column vector is recomputed (or reloaded) by every thread holding the
+/// columns, which pays where registers are free and, where the loop already spills, costs
+/// more than the shared round trip it saves (upstream's sparse MLA backward, H100: 2% slower
+/// with its mask in registers, twice; its fragments take about 233 registers a thread and it
+/// spills; the forward's about 157, and it is 1.5% faster with them).
+constexpr int64_t kColumnVectorRegisterBudget = 192;
 
 }  // namespace tl::transform::cuda

@@ -313,7 +313,9 @@ ir::PrimFunc CudaLowerFragments(const ir::PrimFunc& f, PassContext& ctx) {
   cuda::FragmentLayouts inference =
       cuda::InferFragmentLayouts(f->body, tb.threads, ctx.Cuda(), cuda::WgmmaOptionsOf(ctx),
                                  cuda::ConfigOn(ctx, "tl.range_register_tiles", /*default_on=*/true),
-                                 cuda::ConfigOn(ctx, "tl.mma_column_vectors", /*default_on=*/true));
+                                 cuda::ConfigOn(ctx, "tl.mma_column_vectors", /*default_on=*/true),
+                                 cuda::ConfigTrue(ctx, "tl.mma_column_vectors"));
+  if (!inference.columns_note.empty()) ctx.remarks.push_back(inference.columns_note);
   fragments::FragmentRewriter rewriter(inference, tb.tx, ctx);
   rewriter.threads = tb.threads;
   rewriter.kernel_body = f->body;
