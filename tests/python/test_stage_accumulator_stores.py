@@ -14,7 +14,7 @@ ON = {"tl.stage_accumulator_stores": True}
 OFF = {"tl.stage_accumulator_stores": False}
 
 
-def gemm(M, N, K, bm=128, bn=128, bk=64, stages=3, threads=256, out="float16", part=False):
+def gemm(M, N, K, bm=128, bn=128, bk=64, stages=3, threads=256, out="float16", part=False, touch_b=False):
     @T.prim_func
     def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), out)):
         with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
@@ -26,6 +26,8 @@ def gemm(M, N, K, bm=128, bn=128, bk=64, stages=3, threads=256, out="float16", p
                 T.copy(A[by * bm, k * bk], A_s)
                 T.copy(B[bx * bn, k * bk], B_s)
                 T.gemm(A_s, B_s, C_f, transpose_B=True)
+            if touch_b:  # B's tile is used after the loop: its bytes are not free there
+                B_s[0, 0] = T.float16(0)
             if part:  # half of the accumulator's columns: not the whole tile
                 T.copy(C_f[0:bm, 0:bn // 2], C[by * bm, bx * bn])
             else:
@@ -81,6 +83,11 @@ def _smem_bytes(src):
     return max(sizes) if sizes else 0
 
 
+def test_one_stage_is_enough_when_its_tiles_are_dead():
+    _, after, _ = staged(gemm(512, 512, 512, stages=1))
+    assert "C_f_staged" in after
+
+
 def test_on_by_default():
     _, after, art = staged(gemm(512, 512, 512))
     assert "C_f_staged" in after and "tl::tma_store_2d(" in art.kernel_source
@@ -94,7 +101,8 @@ def test_switched_off_with_a_remark():
     assert "tl::tma_store_2d(" not in art.kernel_source
 
 
-@pytest.mark.parametrize("case", ["float32 output", "part of the tile", "too few stage bytes", "in a tile loop"])
+@pytest.mark.parametrize("case", ["float32 output", "part of the tile", "too few stage bytes", "in a tile loop",
+                                  "a stage tile used after the loop"])
 def test_left_alone(case):
     func = {
         "float32 output": gemm(512, 512, 512, out="float32"),
@@ -102,6 +110,9 @@ def test_left_alone(case):
         # 128x256 fp16 is 64 KiB; one stage of 128x16 + 256x16 fp16 tiles is 12 KiB
         "too few stage bytes": gemm(512, 512, 512, bn=256, bk=16, stages=1),
         "in a tile loop": persistent_gemm(512, 512, 512),
+        # one stage: A's and B's tiles (16 KiB each) are the 32 KiB the 128x128 tile needs,
+        # but B's is used after the loop
+        "a stage tile used after the loop": gemm(512, 512, 512, stages=1, touch_b=True),
     }[case]
     before, after, art = staged(func, **ON)
     assert before == after

@@ -14,7 +14,7 @@
 /// store clips at the tensor's edges as the direct copy's guards do).
 ///
 /// Staged only where it costs no shared memory: the tile must fit in the bytes of the loop's
-/// staged tiles, which are dead after the loop and which the shared-memory plan reuses, so
+/// staged tiles that nothing after the loop uses (dead, so the shared-memory plan reuses them), so
 /// the block's footprint and occupancy are unchanged. And only in the simple shape: the copy
 /// in the same statement list as the pipelined loop, after it, in no loop, of the whole 2-D float32
 /// accumulator of a T.gemm in that loop into float16 / bfloat16, in a kernel that does not
@@ -27,7 +27,9 @@
 ///
 /// Switch `tl.stage_accumulator_stores` (on by default); a remark names each copy staged (or,
 /// with the switch off, each copy it would stage).
+#include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -41,12 +43,11 @@ namespace {
 
 using namespace ir;  // NOLINT: implementation file
 
-/// What a pipelined loop offers: the accumulators its T.gemms write, and the bytes of the
-/// shared tiles its copies fill, times its stages (dead once it ends).
+/// What a pipelined loop offers: the accumulators its T.gemms write, and the shared tiles its
+/// copies fill with their bytes (one stage's).
 struct LoopFacts : IRVisitor {
   std::unordered_set<const BufferNode*> accumulators;
-  std::unordered_set<const BufferNode*> staged_tiles;
-  int64_t tile_bytes = 0;
+  std::unordered_map<const BufferNode*, int64_t> tile_bytes;
 
   void Visit_(const GemmOp* op) override {
     accumulators.insert(op->c.buffer.get());
@@ -54,18 +55,49 @@ struct LoopFacts : IRVisitor {
   }
   void Visit_(const CopyOp* op) override {
     const Buffer& dst = op->dst.buffer;
-    if (dst->scope == Scope::kShared && staged_tiles.insert(dst.get()).second) {
+    if (dst->scope == Scope::kShared && !tile_bytes.count(dst.get())) {
       int64_t elements = 1;
       for (const Expr& e : dst->shape) {
         int64_t n = 0;
-        if (!AsConstInt(e, &n)) return;  // (a symbolic tile: counted as nothing)
+        if (!AsConstInt(e, &n)) n = 0;  // (a symbolic tile: counted as nothing)
         elements *= n;
       }
-      tile_bytes += elements * dst->dtype.bytes();
+      tile_bytes[dst.get()] = elements * dst->dtype.bytes();
     }
     IRVisitor::Visit_(op);
   }
 };
+
+/// The buffers some statements name.
+struct BufferUses : IRVisitor {
+  std::unordered_set<const BufferNode*> used;
+  void VisitRegion(const Region& r) override {
+    used.insert(r.buffer.get());
+    IRVisitor::VisitRegion(r);
+  }
+  void Visit_(const BufferLoad* op) override {
+    used.insert(op->buffer.get());
+    IRVisitor::Visit_(op);
+  }
+  void Visit_(const BufferStore* op) override {
+    used.insert(op->buffer.get());
+    IRVisitor::Visit_(op);
+  }
+};
+
+/// The bytes the loop's staged tiles hold over its stages that nothing after it uses: dead
+/// once it ends, so the shared-memory plan can give them to the staged tile.
+int64_t DeadStageBytes(const For* loop, const std::vector<Stmt>& after) {
+  LoopFacts facts;
+  facts.Visit(loop->body);
+  BufferUses later;
+  for (const Stmt& s : after) later.Visit(s);
+  int64_t bytes = 0;
+  for (const auto& [tile, n] : facts.tile_bytes) {
+    if (!later.used.count(tile)) bytes += n;
+  }
+  return bytes * std::max<int64_t>(1, cuda::NumStages(loop));
+}
 
 bool IsWholeBuffer(const Region& r) {
   if (r.ranges.size() != r.buffer->shape.size()) return false;
@@ -80,10 +112,10 @@ bool IsWholeBuffer(const Region& r) {
 }
 
 /// The accumulator store a statement is (its tile's bytes), or 0.
-int64_t StagedBytes(const CopyOp* copy, const LoopFacts& loop) {
+int64_t StagedBytes(const CopyOp* copy, const std::unordered_set<const BufferNode*>& accumulators) {
   const Buffer& src = copy->src.buffer;
   const Buffer& dst = copy->dst.buffer;
-  if (src->scope != Scope::kFragment || dst->scope != Scope::kGlobal || !loop.accumulators.count(src.get())) return 0;
+  if (src->scope != Scope::kFragment || dst->scope != Scope::kGlobal || !accumulators.count(src.get())) return 0;
   if (src->dtype != DType::Float(32) || src->shape.size() != 2 || !IsWholeBuffer(copy->src)) return 0;
   if (dst->dtype != DType::Float(16) && dst->dtype != DType::BFloat16()) return 0;
   int64_t rows = 0, cols = 0;
@@ -112,21 +144,22 @@ class Stager : public IRMutator {
   Stmt Mutate_(const Seq* op, const Stmt& self) override {
     std::vector<Stmt> out;
     bool changed = false;
-    LoopFacts facts;
-    bool after_loop = false;
-    for (const Stmt& s : op->stmts) {
+    std::unordered_set<const BufferNode*> accumulators;  // of the last pipelined loop so far
+    int64_t free_bytes = 0;
+    for (size_t i = 0; i < op->stmts.size(); ++i) {
+      const Stmt& s = op->stmts[i];
       Stmt m = Mutate(s);
       changed |= m != s;
       const auto* loop = As<For>(s);
       if (loop && loop->for_kind == ForKind::kPipelined) {
-        facts = LoopFacts();
+        LoopFacts facts;
         facts.Visit(loop->body);
-        facts.tile_bytes *= std::max<int64_t>(1, cuda::NumStages(loop));
-        after_loop = true;
+        accumulators = std::move(facts.accumulators);
+        free_bytes = DeadStageBytes(loop, std::vector<Stmt>(op->stmts.begin() + i + 1, op->stmts.end()));
       }
       const auto* copy = As<CopyOp>(s);
-      int64_t bytes = after_loop && copy ? StagedBytes(copy, facts) : 0;
-      if (bytes == 0 || bytes > facts.tile_bytes) {
+      int64_t bytes = copy ? StagedBytes(copy, accumulators) : 0;
+      if (bytes == 0 || bytes > free_bytes) {
         out.push_back(m);
         continue;
       }
