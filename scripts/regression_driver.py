@@ -48,6 +48,9 @@ def main(path: str) -> int:
     folder = os.path.dirname(path)
     sys.path.insert(0, folder)
     os.chdir(folder)
+    # The command line the file would see run as a script: a function that parses its own
+    # (upstream's `run_regression_perf(argv=None)` in examples/convolution) must not read ours.
+    sys.argv = [path]
     namespace = runpy.run_path(path, run_name="__regression__")
     names = sorted(k for k, v in namespace.items() if k.startswith("regression_") and callable(v))
     failed = 0

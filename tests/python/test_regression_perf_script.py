@@ -45,6 +45,17 @@ def test_side_by_side_table_from_a_made_up_checkout(tmp_path):
         def regression_mixed_runs():
             tilelang.testing.process_func(lambda: 2.0, "mixed_kernel")
 
+        def regression_mixed_parses_argv():
+            # (as upstream's convolution example: argparse over the process's command line)
+            import argparse
+
+            def run(argv=None):
+                p = argparse.ArgumentParser()
+                p.add_argument("--n", type=int, default=3)
+                return float(p.parse_args(argv).n)
+
+            tilelang.testing.process_func(run, "argv_kernel")
+
         if __name__ == "__main__":
             tilelang.testing.regression()
         """)
@@ -82,10 +93,11 @@ def test_side_by_side_table_from_a_made_up_checkout(tmp_path):
     mixed = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[1:-1]]
              for line in first.stdout.splitlines() if line.startswith("| mixed/")}
     assert mixed["mixed_runs:mixed_kernel"][2:5] == ["2.0000", "0.5000", "0.25"], mixed
+    assert mixed["mixed_parses_argv:argv_kernel"][2:4] == ["3.0000", "0.5000"], mixed
     assert mixed["mixed_fails"][2].startswith("failed: NotImplementedError: T.something"), mixed
     broken = [line for line in first.stdout.splitlines() if line.startswith("| broken/")]
     assert broken and "no such kernel here" in broken[0], first.stdout
-    assert "3 functions timed on both sides: median upstream / ours 0.50" in first.stdout, first.stdout
+    assert "4 functions timed on both sides: median upstream / ours 0.38" in first.stdout, first.stdout
     # a second call keeps the measured file and retries only the failed one
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr
