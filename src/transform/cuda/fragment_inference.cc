@@ -242,13 +242,8 @@ FragmentLayouts InferOnce(const Stmt& body, int64_t threads, const target::CudaT
   return out;
 }
 
-}  // namespace
-
-namespace {
-
-/// 32-bit registers a thread holds for the register fragments (bytes rounded up per element
-/// group: a bool or 8-bit element counted as a quarter register), and whether any is a
-/// per-column vector.
+/// The 32-bit registers a thread holds for the register fragments (their bytes over 4: a bool
+/// or 8-bit element is a quarter register), and whether any is a per-column vector.
 int64_t RegisterWords(const FragmentLayouts& out, bool* has_columns) {
   int64_t bytes = 0;
   *has_columns = false;
@@ -258,26 +253,6 @@ int64_t RegisterWords(const FragmentLayouts& out, bool* has_columns) {
   }
   return (bytes + 3) / 4;
 }
-
-FragmentLayouts InferWithRetries(const Stmt& body, int64_t threads, const target::CudaTarget& target,
-                                 WgmmaOptions wgmma, bool range_tiles, bool mma_columns);
-
-}  // namespace
-
-FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const target::CudaTarget& target, WgmmaOptions wgmma,
-                                     bool range_tiles, bool mma_columns, bool force_columns) {
-  FragmentLayouts out = InferWithRetries(body, threads, target, wgmma, range_tiles, mma_columns);
-  bool has_columns = false;
-  const int64_t words = RegisterWords(out, &has_columns);
-  if (!has_columns || force_columns || words <= kColumnVectorRegisterBudget) return out;
-  FragmentLayouts shared = InferWithRetries(body, threads, target, wgmma, range_tiles, /*mma_columns=*/false);
-  shared.columns_note = "per-column vectors next to GEMM accumulators stay in shared memory: the register fragments "
-                        "take " + std::to_string(words) + " registers a thread with them in registers (more than " +
-                        std::to_string(kColumnVectorRegisterBudget) + "; tl.mma_column_vectors=True holds them there)";
-  return shared;
-}
-
-namespace {
 
 FragmentLayouts InferWithRetries(const Stmt& body, int64_t threads, const target::CudaTarget& target,
                                  WgmmaOptions wgmma, bool range_tiles, bool mma_columns) {
@@ -295,5 +270,18 @@ FragmentLayouts InferWithRetries(const Stmt& body, int64_t threads, const target
 }
 
 }  // namespace
+
+FragmentLayouts InferFragmentLayouts(const Stmt& body, int64_t threads, const target::CudaTarget& target, WgmmaOptions wgmma,
+                                     bool range_tiles, bool mma_columns, bool force_columns) {
+  FragmentLayouts out = InferWithRetries(body, threads, target, wgmma, range_tiles, mma_columns);
+  bool has_columns = false;
+  const int64_t words = RegisterWords(out, &has_columns);
+  if (!has_columns || force_columns || words <= kColumnVectorRegisterBudget) return out;
+  FragmentLayouts shared = InferWithRetries(body, threads, target, wgmma, range_tiles, /*mma_columns=*/false);
+  shared.columns_note = "per-column vectors next to GEMM accumulators stay in shared memory: the register fragments "
+                        "take " + std::to_string(words) + " registers a thread with them in registers (more than " +
+                        std::to_string(kColumnVectorRegisterBudget) + "; tl.mma_column_vectors=True holds them there)";
+  return shared;
+}
 
 }  // namespace tl::transform::cuda
