@@ -3,6 +3,7 @@ accumulator stored into a 16-bit tensor after its pipelined loop goes through a 
 (stmatrix, then a TMA store) where the loop's dead tiles have the bytes. Checked from the
 lowering trace, the remarks and the generated code; the results (edges included) on the CPU
 target, where the pass does not run, and on CUDA under TILELANG_TEST_CUDA=1 with the switch on."""
+import numpy as np
 import pytest
 
 import tilelang
@@ -166,3 +167,49 @@ def test_dynamic_shape_results(rng, shape):
     kernel = compile_cpu(dynamic_gemm(), out_idx=[-1])
     a, b = rand(rng, (M, K), "float16"), rand(rng, (N, K), "float16")
     assert_close(kernel(a, b), f64(a) @ f64(b).T, "float16")
+
+
+def two_accumulators(M, N, K, bm=128, bn=128, bk=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float16"),
+             D: T.Tensor((M, N), "bfloat16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=256) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bn, bk), "float16")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            D_f = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_f)
+            T.clear(D_f)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[bx * bn, k * bk], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_B=True)
+                T.gemm(B_s, A_s, D_f, transpose_B=True)  # (D holds the transposed product's tiles)
+            T.copy(C_f, C[by * bm, bx * bn])
+            T.copy(D_f, D[by * bm, bx * bn])
+
+    return main
+
+
+def test_two_stores_share_the_dead_bytes_one_after_the_other():
+    art = tilelang.lower(two_accumulators(256, 256, 256), target=SM90)
+    assert sum(r.startswith("T.copy at line") and "through a shared tile" in r for r in art.remarks) == 2
+    src = art.kernel_source
+    # D's tile takes bytes C's TMA store reads: its stmatrix waits for that store (thread 0 waits
+    # for the bulk reads, then the consumers meet at a barrier)
+    c_wait = src.index("tl::tma_store_wait<0, true>();")
+    d_first = src.index("tl::stmatrix_x4((&D_f_staged")
+    assert c_wait < src.index("tl::named_barrier_sync(", c_wait) < d_first, src
+
+
+def test_two_stores_results(rng):
+    kernel = compile_cpu(two_accumulators(256, 128, 128), out_idx=[-2, -1])
+    a, b = rand(rng, (256, 128), "float16"), rand(rng, (128, 128), "float16")
+    c, d = kernel(a, b)
+    prod = f64(a) @ f64(b).T
+    assert_close(c, prod, "float16")
+    # block (bx, by) of D is rows by*128.., cols bx*128.. of B A^T's tile: (B_s A_s^T)[j, i]
+    want = np.zeros((256, 128))
+    for by in range(2):
+        want[by * 128:(by + 1) * 128, :] = (f64(b) @ f64(a)[by * 128:(by + 1) * 128].T)
+    assert_close(d, want, "bfloat16")
