@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "../explicit_barriers.h"
+#include "fragment_inference.h"
+#include "pass_helpers.h"
 #include "pipeline_schedule.h"
 #include "tl/ir/functor.h"
 #include "tl/transform/passes.h"
@@ -68,47 +70,18 @@ struct LoopFacts : IRVisitor {
   }
 };
 
-/// The buffers some statements name.
-struct BufferUses : IRVisitor {
-  std::unordered_set<const BufferNode*> used;
-  void VisitRegion(const Region& r) override {
-    used.insert(r.buffer.get());
-    IRVisitor::VisitRegion(r);
-  }
-  void Visit_(const BufferLoad* op) override {
-    used.insert(op->buffer.get());
-    IRVisitor::Visit_(op);
-  }
-  void Visit_(const BufferStore* op) override {
-    used.insert(op->buffer.get());
-    IRVisitor::Visit_(op);
-  }
-};
-
 /// The bytes the loop's staged tiles hold over its stages that nothing after it uses: dead
 /// once it ends, so the shared-memory plan can give them to the staged tile.
-int64_t DeadStageBytes(const For* loop, const std::vector<Stmt>& after) {
-  LoopFacts facts;
-  facts.Visit(loop->body);
-  BufferUses later;
-  for (const Stmt& s : after) later.Visit(s);
+int64_t DeadStageBytes(const For* loop, const LoopFacts& facts, const std::vector<Stmt>& after) {
+  std::unordered_set<const BufferNode*> later;
+  for (const Stmt& s : after) {
+    for (const BufferNode* b : cuda::BuffersOf(s)) later.insert(b);
+  }
   int64_t bytes = 0;
   for (const auto& [tile, n] : facts.tile_bytes) {
-    if (!later.used.count(tile)) bytes += n;
+    if (!later.count(tile)) bytes += n;
   }
   return bytes * std::max<int64_t>(1, cuda::NumStages(loop));
-}
-
-bool IsWholeBuffer(const Region& r) {
-  if (r.ranges.size() != r.buffer->shape.size()) return false;
-  for (size_t d = 0; d < r.ranges.size(); ++d) {
-    int64_t mn = -1, extent = -1, size = -2;
-    if (!AsConstInt(r.ranges[d].min, &mn) || mn != 0 || !AsConstInt(r.ranges[d].extent, &extent) ||
-        !AsConstInt(r.buffer->shape[d], &size) || extent != size) {
-      return false;
-    }
-  }
-  return true;
 }
 
 /// The accumulator store a statement is (its tile's bytes), or 0.
@@ -116,10 +89,9 @@ int64_t StagedBytes(const CopyOp* copy, const std::unordered_set<const BufferNod
   const Buffer& src = copy->src.buffer;
   const Buffer& dst = copy->dst.buffer;
   if (src->scope != Scope::kFragment || dst->scope != Scope::kGlobal || !accumulators.count(src.get())) return 0;
-  if (src->dtype != DType::Float(32) || src->shape.size() != 2 || !IsWholeBuffer(copy->src)) return 0;
-  if (dst->dtype != DType::Float(16) && dst->dtype != DType::BFloat16()) return 0;
   int64_t rows = 0, cols = 0;
-  if (!AsConstInt(src->shape[0], &rows) || !AsConstInt(src->shape[1], &cols)) return 0;
+  if (src->dtype != DType::Float(32) || !cuda::IsWhole2D(copy->src, &rows, &cols)) return 0;
+  if (dst->dtype != DType::Float(16) && dst->dtype != DType::BFloat16()) return 0;
   // stmatrix writes 8x8 pieces of 16-bit elements; wgmma accumulators come in 64-row slabs.
   if (rows % 64 || cols % 8) return 0;
   return rows * cols * dst->dtype.bytes();
@@ -154,8 +126,8 @@ class Stager : public IRMutator {
       if (loop && loop->for_kind == ForKind::kPipelined) {
         LoopFacts facts;
         facts.Visit(loop->body);
+        free_bytes = DeadStageBytes(loop, facts, std::vector<Stmt>(op->stmts.begin() + i + 1, op->stmts.end()));
         accumulators = std::move(facts.accumulators);
-        free_bytes = DeadStageBytes(loop, std::vector<Stmt>(op->stmts.begin() + i + 1, op->stmts.end()));
       }
       const auto* copy = As<CopyOp>(s);
       int64_t bytes = copy ? StagedBytes(copy, accumulators) : 0;
